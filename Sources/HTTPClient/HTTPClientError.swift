@@ -1,0 +1,47 @@
+/// Why an ``HTTPClient`` request failed.
+public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The URL is not an absolute `http`/`https` URL the client can reach.
+    case invalidURL(String)
+    /// The host name did not resolve.
+    case nameResolutionFailed(host: String)
+    /// The TCP connection was refused or could not be made.
+    case connectFailed(reason: String)
+    /// The connection was not established within the connect timeout.
+    case connectTimeout
+    /// The response head did not arrive within the response timeout, or the request's deadline passed.
+    case responseTimeout
+    /// The TLS handshake or certificate verification failed.
+    case tlsFailed(reason: String)
+    /// The upstream sent bytes that are not a valid HTTP response (status line, framing, headers, size limits).
+    case malformedResponse(reason: String)
+    /// The connection closed or was reset before the response was complete.
+    case connectionClosed(responseStarted: Bool)
+    /// The per-origin pool was full and its wait queue was full or the wait timed out.
+    case poolExhausted
+    /// The request body could not be read (file missing, stream failed).
+    case requestBodyFailed(reason: String)
+    /// A decompressed body went past the configured size or ratio cap.
+    case decompressionLimitExceeded
+    /// The request was cancelled.
+    case cancelled
+    /// The client has been shut down.
+    case shutDown
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let url): return "invalid URL: \(url)"
+        case .nameResolutionFailed(let host): return "could not resolve host \(host)"
+        case .connectFailed(let reason): return "connect failed: \(reason)"
+        case .connectTimeout: return "connect timed out"
+        case .responseTimeout: return "response timed out"
+        case .tlsFailed(let reason): return "TLS failed: \(reason)"
+        case .malformedResponse(let reason): return "malformed response: \(reason)"
+        case .connectionClosed(let started): return started ? "connection closed mid-response" : "connection closed before a response"
+        case .poolExhausted: return "connection pool exhausted"
+        case .requestBodyFailed(let reason): return "request body failed: \(reason)"
+        case .decompressionLimitExceeded: return "decompressed body exceeds the limit"
+        case .cancelled: return "cancelled"
+        case .shutDown: return "client shut down"
+        }
+    }
+}

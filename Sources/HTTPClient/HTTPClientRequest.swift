@@ -1,0 +1,73 @@
+import HTTPWire
+
+/// A request for ``HTTPClient``: where to send it, the head and the body.
+public struct HTTPClientRequest: Sendable {
+    /// How the request body is supplied.
+    public enum Body: Sendable {
+        /// No body.
+        case none
+        /// A body held in memory.
+        case bytes([UInt8])
+        /// A body streamed from a file on disk, read off the event loop.
+        case file(path: String)
+        /// A body produced by an async sequence of chunks; `length` is sent as `Content-Length` when known,
+        /// otherwise the body is sent chunked.
+        case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
+    }
+
+    /// `http` or `https`.
+    public var scheme: String
+    public var host: String
+    public var port: Int
+    /// Origin-form target: path and optional query, starting with `/`.
+    public var target: String
+    public var method: HTTPMethod
+    public var headers: HTTPHeaders
+    public var body: Body
+
+    public init(method: HTTPMethod = .get, scheme: String, host: String, port: Int? = nil, target: String,
+                headers: HTTPHeaders = HTTPHeaders(), body: Body = .none) {
+        self.method = method
+        self.scheme = scheme.lowercased()
+        self.host = host
+        self.port = port ?? (self.scheme == "https" ? 443 : 80)
+        self.target = target.isEmpty ? "/" : target
+        self.headers = headers
+        self.body = body
+    }
+
+    /// Creates a request from an absolute `http`/`https` URL string.
+    /// - Throws: ``HTTPClientError/invalidURL(_:)`` when the URL is not an absolute http(s) URL with a host.
+    public init(method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: Body = .none) throws {
+        let parsed = try HTTPURL(parsing: url)
+        self.init(method: method, scheme: parsed.scheme, host: parsed.host, port: parsed.port, target: parsed.target,
+                  headers: headers, body: body)
+    }
+
+    /// The origin this request goes to; pools are kept per origin.
+    public var origin: HTTPOrigin { HTTPOrigin(scheme: scheme, host: host, port: port) }
+}
+
+/// The scheme, host and port a connection pool serves.
+public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
+    public var scheme: String
+    public var host: String
+    public var port: Int
+
+    public init(scheme: String, host: String, port: Int) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    public var isTLS: Bool { scheme == "https" }
+
+    /// The `Host` header value for this origin (port omitted when it is the scheme's default).
+    public var hostHeader: String {
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        let defaultPort = isTLS ? 443 : 80
+        return port == defaultPort ? bracketed : "\(bracketed):\(port)"
+    }
+
+    public var description: String { "\(scheme)://\(hostHeader)" }
+}

@@ -1,0 +1,46 @@
+import HTTPWire
+
+/// A complete response from ``HTTPClient/execute(_:deadline:progress:)``, body collected in memory.
+public struct HTTPClientResponse: Sendable {
+    public var head: HTTPResponseHead
+    public var body: [UInt8]
+    public var timings: HTTPClientTimings
+
+    public init(head: HTTPResponseHead, body: [UInt8], timings: HTTPClientTimings) {
+        self.head = head
+        self.body = body
+        self.timings = timings
+    }
+
+    public var status: Int { head.status }
+    public var headers: HTTPHeaders { head.headers }
+}
+
+/// Where the time of one client request went, for access logs and metrics.
+public struct HTTPClientTimings: Sendable, Hashable {
+    /// Time spent opening a new connection (TCP and TLS); `nil` when a pooled connection was reused.
+    public var connect: Duration?
+    /// Time from the start of the request to the first byte of the response head.
+    public var firstByte: Duration
+    /// Time from the start of the request to the end of the response body.
+    public var total: Duration
+
+    public init(connect: Duration? = nil, firstByte: Duration = .zero, total: Duration = .zero) {
+        self.connect = connect
+        self.firstByte = firstByte
+        self.total = total
+    }
+}
+
+/// Progress callbacks for a request's upload and download; called on the connection's event loop, so keep them short.
+public struct HTTPClientProgress: Sendable {
+    /// Bytes of the request body written so far, and the total when known.
+    public var upload: (@Sendable (_ completed: Int64, _ total: Int64?) -> Void)?
+    /// Bytes of the response body received so far, and the total when the response declared it.
+    public var download: (@Sendable (_ completed: Int64, _ total: Int64?) -> Void)?
+
+    public init(upload: (@Sendable (Int64, Int64?) -> Void)? = nil, download: (@Sendable (Int64, Int64?) -> Void)? = nil) {
+        self.upload = upload
+        self.download = download
+    }
+}

@@ -1,0 +1,27 @@
+/// Limits and timeouts the HTTP server enforces on every connection.
+public struct HTTPServerLimits: Sendable {
+    /// Longest request line accepted; longer gets 414.
+    public var maxRequestLineBytes: Int = 8 * 1024
+    /// Largest header section accepted; larger gets 431.
+    public var maxHeaderBytes: Int = 16 * 1024
+    /// Most header fields accepted; more gets 431.
+    public var maxHeaders: Int = 100
+    /// Largest request body accepted; larger gets 413 before the body is read.
+    public var maxBodyBytes: Int64 = 10 * 1024 * 1024
+    /// Total time allowed to receive a request head (slowloris); then 408 and close.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Longest pause while receiving a body; then 408 and close.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// How long an idle keep-alive connection stays open.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Longest time without write progress to a slow reader; then close.
+    public var sendTimeout: Duration = .seconds(60)
+    /// Most requests read ahead of their responses on one pipelined connection.
+    public var maxPipelinedRequests: Int = 16
+    /// Most connections open at once across the server.
+    public var maxConnections: Int = 10_000
+    /// Most requests served on one connection before it is closed.
+    public var maxRequestsPerConnection: Int = 1_000
+
+    public init() {}
+}

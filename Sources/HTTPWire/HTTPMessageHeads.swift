@@ -1,0 +1,54 @@
+/// The head of an HTTP request: method, target, version and header fields.
+public struct HTTPRequestHead: Sendable, Hashable {
+    public var method: HTTPMethod
+    /// The request target exactly as sent (origin form `/path?query` for normal requests).
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+
+    public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders()) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+    }
+
+    /// The path part of the target (before `?`).
+    public var path: Substring {
+        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? Substring(target)
+    }
+
+    /// The query part of the target (after `?`), if any.
+    public var query: Substring? {
+        guard let mark = target.firstIndex(of: "?") else { return nil }
+        return target[target.index(after: mark)...]
+    }
+
+    /// Whether the client asked for the connection to stay open after this exchange (HTTP/1.0 needs
+    /// `Connection: keep-alive`; HTTP/1.1 stays open unless `Connection: close`).
+    public var wantsKeepAlive: Bool {
+        if headers.containsToken("close", name: "Connection") { return false }
+        if version >= .http1_1 { return true }
+        return headers.containsToken("keep-alive", name: "Connection")
+    }
+}
+
+/// The head of an HTTP response: version, status, reason phrase and header fields.
+public struct HTTPResponseHead: Sendable, Hashable {
+    public var version: HTTPVersion
+    public var status: Int
+    public var reason: String
+    public var headers: HTTPHeaders
+
+    public init(status: Int, reason: String? = nil, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders()) {
+        self.version = version
+        self.status = status
+        self.reason = reason ?? HTTPStatus.reasonPhrase(for: status)
+        self.headers = headers
+    }
+
+    /// Whether a response with this status never carries a body (1xx, 204, 304).
+    public var statusForbidsBody: Bool {
+        (100..<200).contains(status) || status == 204 || status == 304
+    }
+}

@@ -1,0 +1,11 @@
+import ArgumentParser
+import Gateway
+
+@main
+struct MoyaGatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "moya-gateway",
+        abstract: "A configuration-driven HTTP gateway built on Moya.",
+        version: GatewayVersion.current
+    )
+}

@@ -1,0 +1,41 @@
+import Testing
+@testable import HTTPWire
+
+@Suite struct HTTPHeadersTests {
+    @Test func lookupIgnoresCaseAndKeepsOrder() {
+        var headers: HTTPHeaders = ["Content-Type": "text/plain", "X-A": "1"]
+        headers.add(name: "x-a", value: "2")
+        #expect(headers.first(name: "content-type") == "text/plain")
+        #expect(headers["X-A"] == ["1", "2"])
+        #expect(headers.count == 3)
+    }
+
+    @Test func replaceOrAddCollapsesRepeats() {
+        var headers: HTTPHeaders = ["X-A": "1", "B": "b", "x-a": "2"]
+        headers.replaceOrAdd(name: "X-a", value: "3")
+        #expect(headers["x-a"] == ["3"])
+        #expect(headers.count == 2)
+        headers.replaceOrAdd(name: "New", value: "n")
+        #expect(headers.first(name: "new") == "n")
+    }
+
+    @Test func tokensSplitListValues() {
+        let headers: HTTPHeaders = ["Connection": "keep-alive, Upgrade", "connection": " X-Foo ,,"]
+        #expect(headers.tokens(name: "Connection").map(String.init) == ["keep-alive", "Upgrade", "X-Foo"])
+        #expect(headers.containsToken("upgrade", name: "connection"))
+        #expect(!headers.containsToken("close", name: "connection"))
+    }
+
+    @Test func keepAliveFollowsVersionAndConnection() {
+        #expect(HTTPRequestHead(method: .get, target: "/").wantsKeepAlive)
+        #expect(!HTTPRequestHead(method: .get, target: "/", headers: ["Connection": "close"]).wantsKeepAlive)
+        #expect(!HTTPRequestHead(method: .get, target: "/", version: .http1_0).wantsKeepAlive)
+        #expect(HTTPRequestHead(method: .get, target: "/", version: .http1_0, headers: ["Connection": "Keep-Alive"]).wantsKeepAlive)
+    }
+
+    @Test func caseInsensitiveComparisonIsASCIIOnly() {
+        #expect("Content-Length".equalsIgnoringASCIICase("content-length"))
+        #expect(!"a-b".equalsIgnoringASCIICase("a\rb"))
+        #expect(!"[".equalsIgnoringASCIICase("{"))
+    }
+}
