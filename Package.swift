@@ -18,8 +18,10 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
+        // Linux headers Glibc does not export (epoll, eventfd) and accessors for packed structs.
+        .target(name: "CNetShims"),
         // Event loops, sockets, timers, TLS.
-        .target(name: "NetCore", dependencies: ["COpenSSL"]),
+        .target(name: "NetCore", dependencies: ["CNetShims", "COpenSSL"]),
         // Wire formats: HTTP/1.1 codec, HTTP/2 over nghttp2, gzip/deflate over zlib. No I/O.
         .target(name: "HTTPWire", dependencies: ["CNghttp2", "CZlib"]),
         .target(name: "HTTPServer", dependencies: ["NetCore", "HTTPWire"]),

@@ -1,0 +1,397 @@
+import HTTPWire
+import NetCore
+
+/// Serves HTTP/1.1 on one connection: parses requests, hands them to the handler, writes responses in order
+/// (pipelining with a bounded queue), streams bodies with back-pressure both ways and enforces the timeouts.
+///
+/// Lives on its connection's loop thread.
+final class HTTP1ServerConnection: ConnectionDelegate {
+    /// One request's place in the response order.
+    final class Slot {
+        let isHead: Bool
+        let version: HTTPVersion
+        var keepAlive: Bool
+        var response: HTTPServerResponse?
+        var writing = false
+        var task: Task<Void, Never>?
+
+        init(isHead: Bool, version: HTTPVersion, keepAlive: Bool) {
+            self.isHead = isHead
+            self.version = version
+            self.keepAlive = keepAlive
+        }
+    }
+
+    let connection: Connection
+    private let context: HTTPServerLoopContext
+    private var parser: HTTP1RequestParser
+    private var slots: [Slot] = []
+    private var currentBody: ByteStream?
+    private var processingPaused = false
+    private var acceptingRequests = true
+    private var peerFinished = false
+    private var requestsStarted = 0
+    private var drainWaiter: CheckedContinuation<Void, Never>?
+    private let createdAt = EventLoop.now()
+    private var active = false
+    /// When the current request's first byte arrived (header timeout), 0 when none is being read.
+    private var headStartedAt: UInt64 = 0
+    private var lastBodyProgress: UInt64 = 0
+    private var lastActivity = EventLoop.now()
+    private var draining = false
+
+    init(connection: Connection, context: HTTPServerLoopContext) {
+        self.connection = connection
+        self.context = context
+        let limits = context.limits
+        self.parser = HTTP1RequestParser(limits: HTTP1ParserLimits(
+            maxRequestLineBytes: limits.maxRequestLineBytes, maxHeaderBytes: limits.maxHeaderBytes,
+            maxHeaders: limits.maxHeaders, maxBodyBytes: limits.maxBodyBytes))
+    }
+
+    var isIdle: Bool { slots.isEmpty && !parser.isMidRequest && currentBody == nil }
+
+    // MARK: ConnectionDelegate
+
+    func connectionDidBecomeActive(_ connection: Connection) {
+        active = true
+        lastActivity = EventLoop.now()
+    }
+
+    func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
+        let now = EventLoop.now()
+        lastActivity = now
+        if headStartedAt == 0 && currentBody == nil { headStartedAt = now }
+        if currentBody != nil { lastBodyProgress = now }
+        guard acceptingRequests else { return }
+        parser.append(bytes)
+        processInput()
+    }
+
+    func connectionDidReadEOF(_ connection: Connection) {
+        peerFinished = true
+        if let body = currentBody {
+            body.fail(ByteStreamError.aborted)
+            currentBody = nil
+        }
+        if slots.isEmpty {
+            connection.close()
+        } else {
+            acceptingRequests = false
+            slots.last?.keepAlive = false
+        }
+    }
+
+    func connectionDidDrainWrites(_ connection: Connection) {
+        if let waiter = drainWaiter {
+            drainWaiter = nil
+            waiter.resume()
+        }
+    }
+
+    func connectionDidClose(_ connection: Connection, error: (any Error)?) {
+        currentBody?.fail(ByteStreamError.aborted)
+        currentBody = nil
+        for slot in slots { slot.task?.cancel() }
+        slots.removeAll()
+        if let waiter = drainWaiter {
+            drainWaiter = nil
+            waiter.resume()
+        }
+        context.connectionClosed(self)
+    }
+
+    // MARK: Requests
+
+    private func processInput() {
+        while !processingPaused && acceptingRequests && !connection.isClosed {
+            guard let event = parser.next() else { break }
+            switch event {
+            case .head(let head, let framing):
+                startRequest(head, framing: framing)
+            case .body(let bytes):
+                guard let body = currentBody else { continue }
+                if !body.yield(bytes) {
+                    processingPaused = true
+                    connection.pauseReading()
+                }
+            case .end:
+                currentBody?.finish()
+                currentBody = nil
+                headStartedAt = 0
+                if let last = slots.last, !last.keepAlive { acceptingRequests = false }
+            case .error(let error):
+                currentBody?.fail(ByteStreamError.aborted)
+                currentBody = nil
+                reject(status: error.status)
+            }
+        }
+    }
+
+    private func startRequest(_ head: HTTPRequestHead, framing: HTTP1BodyFraming) {
+        requestsStarted += 1
+        headStartedAt = 0
+        if let expect = head.headers.first(name: "Expect"), !expect.equalsIgnoringASCIICase("100-continue") {
+            reject(status: 417)
+            return
+        }
+        let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
+        let slot = Slot(isHead: head.method == .head, version: head.version, keepAlive: keepAlive)
+        slots.append(slot)
+        let declaredLength: Int64?
+        let body: ByteStream
+        switch framing {
+        case .none:
+            declaredLength = nil
+            body = ByteStream.complete([])
+            if !keepAlive { acceptingRequests = false }
+        case .contentLength(let length):
+            declaredLength = length
+            body = makeBodyStream()
+            currentBody = body
+            lastBodyProgress = EventLoop.now()
+        case .chunked:
+            declaredLength = nil
+            body = makeBodyStream()
+            currentBody = body
+            lastBodyProgress = EventLoop.now()
+        }
+        if currentBody != nil, head.version >= .http1_1, slots.count == 1,
+           head.headers.first(name: "Expect")?.equalsIgnoringASCIICase("100-continue") == true {
+            connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        }
+        let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
+                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+                                        loop: connection.loop)
+        dispatch(request, slot: slot)
+        if slots.count >= context.limits.maxPipelinedRequests {
+            processingPaused = true
+            connection.pauseReading()
+        }
+    }
+
+    private func makeBodyStream() -> ByteStream {
+        let loop = connection.loop
+        let owner = UncheckedSendable(self)
+        return ByteStream { loop.executeSoonOrNow { owner.value.bodyDemand() } }
+    }
+
+    private func bodyDemand() {
+        guard processingPaused, slots.count < context.limits.maxPipelinedRequests else { return }
+        processingPaused = false
+        connection.resumeReading()
+        processInput()
+    }
+
+    private func dispatch(_ request: HTTPServerRequest, slot: Slot) {
+        let handler = context.handler
+        let owner = UncheckedSendable((self, slot))
+        let loop = connection.loop
+        slot.task = Task(executorPreference: loop) {
+            let response = await handler.handle(request)
+            loop.executeSoonOrNow {
+                let (connection, slot) = owner.value
+                connection.complete(slot, with: response)
+            }
+        }
+    }
+
+    /// Answers a request that cannot be served (parse error, bad expectation, timeout) and closes after it.
+    private func reject(status: Int) {
+        acceptingRequests = false
+        connection.pauseReading()
+        let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
+        slot.response = HTTPServerResponse(
+            status: status, headers: ["Content-Type": "application/json"],
+            body: Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8))
+        slots.append(slot)
+        writeReadyResponses()
+    }
+
+    private func complete(_ slot: Slot, with response: HTTPServerResponse) {
+        guard !connection.isClosed else { return }
+        slot.response = response
+        slot.task = nil
+        writeReadyResponses()
+    }
+
+    // MARK: Responses
+
+    private func writeReadyResponses() {
+        while let first = slots.first, let response = first.response, !first.writing {
+            if draining { first.keepAlive = false }
+            let streaming = write(response, for: first)
+            if streaming { return }
+            slots.removeFirst()
+            if !first.keepAlive {
+                finishConnection()
+                return
+            }
+        }
+        if processingPaused, currentBody == nil || currentBody?.isFinished == true,
+           slots.count < context.limits.maxPipelinedRequests {
+            processingPaused = false
+            connection.resumeReading()
+            processInput()
+        }
+        if draining && isIdle { connection.closeAfterFlush() }
+    }
+
+    private func finishConnection() {
+        acceptingRequests = false
+        currentBody?.fail(ByteStreamError.aborted)
+        currentBody = nil
+        for slot in slots { slot.task?.cancel() }
+        slots.removeAll()
+        connection.closeAfterFlush()
+    }
+
+    /// Writes `response`; returns true when its body streams on (the slot stays first until it ends).
+    private func write(_ response: HTTPServerResponse, for slot: Slot) -> Bool {
+        var head = response.head
+        head.version = slot.version >= .http1_1 ? .http1_1 : .http1_0
+        head.headers.remove(name: "Connection")
+        head.headers.remove(name: "Keep-Alive")
+        head.headers.remove(name: "Transfer-Encoding")
+        if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: context.dateCache.current) }
+        let bodyAllowed = !slot.isHead && !head.statusForbidsBody
+        var bytes: [UInt8] = []
+        var stream: ByteStream?
+        var chunked = false
+        switch response.body {
+        case .none:
+            if !head.statusForbidsBody && !slot.isHead && !head.headers.contains(name: "Content-Length") {
+                head.headers.add(name: "Content-Length", value: "0")
+            }
+        case .bytes(let body):
+            if !head.statusForbidsBody { head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count)) }
+            if bodyAllowed { bytes = body }
+        case .stream(let body):
+            if bodyAllowed {
+                stream = body
+                if !head.headers.contains(name: "Content-Length") {
+                    if slot.version >= .http1_1 {
+                        head.headers.add(name: "Transfer-Encoding", value: "chunked")
+                        chunked = true
+                    } else {
+                        slot.keepAlive = false
+                    }
+                }
+            }
+        }
+        if head.statusForbidsBody { head.headers.remove(name: "Content-Length") }
+        if !slot.keepAlive {
+            head.headers.add(name: "Connection", value: "close")
+        } else if slot.version == .http1_0 {
+            head.headers.add(name: "Connection", value: "keep-alive")
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(256 + bytes.count)
+        do {
+            try HTTP1Serializer.writeResponseHead(head, into: &output)
+        } catch {
+            output.removeAll()
+            slot.keepAlive = false
+            let fallback = HTTPResponseHead(status: 500, headers: ["Content-Length": "0", "Connection": "close"])
+            try? HTTP1Serializer.writeResponseHead(fallback, into: &output)
+            connection.write(output)
+            return false
+        }
+        output.append(contentsOf: bytes)
+        connection.write(output)
+        guard let stream else { return false }
+        slot.writing = true
+        let owner = UncheckedSendable((self, slot))
+        let streamBox = UncheckedSendable(stream)
+        Task(executorPreference: connection.loop) {
+            let (server, slot) = owner.value
+            await server.pump(streamBox.value, chunked: chunked, slot: slot)
+        }
+        return true
+    }
+
+    /// Copies a streamed body to the socket, waiting for the socket to drain above the high-water mark.
+    private func pump(_ stream: ByteStream, chunked: Bool, slot: Slot) async {
+        let highWater = 256 * 1024
+        do {
+            while let chunk = try await stream.next() {
+                if connection.isClosed { return }
+                if chunked {
+                    var framed: [UInt8] = []
+                    framed.reserveCapacity(chunk.count + 16)
+                    chunk.withUnsafeBytes { HTTP1Serializer.writeChunk($0, into: &framed) }
+                    connection.write(framed)
+                } else {
+                    connection.write(chunk)
+                }
+                lastActivity = EventLoop.now()
+                if connection.pendingWriteBytes > highWater {
+                    await withCheckedContinuation { drainWaiter = $0 }
+                }
+            }
+        } catch {
+            // The body failed part-way: close without the end marker so the client never sees it as complete.
+            connection.close(error: error)
+            return
+        }
+        if connection.isClosed { return }
+        if chunked {
+            var last: [UInt8] = []
+            HTTP1Serializer.writeLastChunk(into: &last)
+            connection.write(last)
+        }
+        slot.writing = false
+        if slots.first === slot { slots.removeFirst() }
+        if !slot.keepAlive {
+            finishConnection()
+            return
+        }
+        writeReadyResponses()
+    }
+
+    // MARK: Timeouts and drain
+
+    /// Checks the connection's deadlines; called by the loop's sweep.
+    func checkTimeouts(now: UInt64) {
+        let limits = context.limits
+        if !active {
+            if now &- createdAt > context.handshakeTimeout.nanoseconds { connection.close() }
+            return
+        }
+        if connection.pendingWriteBytes > 0 {
+            if now &- connection.lastWriteProgress > limits.sendTimeout.nanoseconds { connection.close() }
+            return
+        }
+        if currentBody != nil {
+            if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds { timeOutRequest() }
+            return
+        }
+        if headStartedAt != 0 && slots.isEmpty {
+            if now &- headStartedAt > limits.headerTimeout.nanoseconds { timeOutRequest() }
+            return
+        }
+        if isIdle && now &- lastActivity > limits.idleTimeout.nanoseconds {
+            connection.close()
+        }
+    }
+
+    private func timeOutRequest() {
+        currentBody?.fail(ByteStreamError.aborted)
+        currentBody = nil
+        if slots.isEmpty {
+            reject(status: 408)
+        } else {
+            connection.close()
+        }
+    }
+
+    /// Stops taking new requests: idle connections close now, busy ones after their current responses.
+    func beginDrain() {
+        draining = true
+        if isIdle {
+            connection.closeAfterFlush()
+        } else {
+            slots.last?.keepAlive = false
+        }
+    }
+}

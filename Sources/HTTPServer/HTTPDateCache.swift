@@ -1,0 +1,30 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `Date` header value (IMF-fixdate), formatted at most once per second per loop.
+final class HTTPDateCache {
+    private var second: time_t = 0
+    private var cached = ""
+
+    var current: String {
+        let now = time(nil)
+        if now != second {
+            second = now
+            cached = HTTPDateCache.format(now)
+        }
+        return cached
+    }
+
+    static func format(_ time: time_t) -> String {
+        var seconds = time
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let day = days[Int(parts.tm_wday) % 7]
+        let month = months[Int(parts.tm_mon) % 12]
+        return "\(day), \(two(parts.tm_mday)) \(month) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+}

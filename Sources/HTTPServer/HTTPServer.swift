@@ -1,0 +1,124 @@
+import HTTPWire
+import NetCore
+import Synchronization
+
+/// An HTTP/1.1 server (cleartext and TLS) over the package's own event loops.
+///
+/// Every loop of the group gets its own `SO_REUSEPORT` listener per address, so accepted connections stay on the loop
+/// that accepted them, and handlers run on that loop too.
+public final class HTTPServer: Sendable {
+    /// What to listen on and how.
+    public struct Configuration: Sendable {
+        /// Cleartext listeners (`127.0.0.1:8080`, `[::1]:8080`; port 0 picks a free port).
+        public var listen: [SocketAddress]
+        /// TLS listeners, served with ``tls``.
+        public var tlsListen: [SocketAddress]
+        public var tls: TLSServerConfiguration?
+        public var limits: HTTPServerLimits
+
+        public init(listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,
+                    limits: HTTPServerLimits = HTTPServerLimits()) {
+            self.listen = listen
+            self.tlsListen = tlsListen
+            self.tls = tls
+            self.limits = limits
+        }
+    }
+
+    public let configuration: Configuration
+    public let group: EventLoopGroup
+    private let handler: any HTTPServerHandler
+    private let contexts: [UncheckedSendable<HTTPServerLoopContext>]
+    private let openConnectionCount = Atomic<Int>(0)
+    private let bound = Mutex<(cleartext: [SocketAddress], tls: [SocketAddress])>(([], []))
+
+    public init(configuration: Configuration, group: EventLoopGroup, handler: any HTTPServerHandler) {
+        self.configuration = configuration
+        self.group = group
+        self.handler = handler
+        var contexts: [UncheckedSendable<HTTPServerLoopContext>] = []
+        let handshakeTimeout = configuration.tls?.handshakeTimeout ?? .seconds(10)
+        for loop in group.loops {
+            contexts.append(UncheckedSendable(HTTPServerLoopContext(
+                loop: loop, handler: handler, limits: configuration.limits, handshakeTimeout: handshakeTimeout,
+                openConnections: openConnectionCount)))
+        }
+        self.contexts = contexts
+    }
+
+    /// The cleartext addresses actually bound (ports resolved when 0 was asked for).
+    public var localAddresses: [SocketAddress] { bound.withLock { $0.cleartext } }
+    /// The TLS addresses actually bound.
+    public var tlsLocalAddresses: [SocketAddress] { bound.withLock { $0.tls } }
+    /// Connections open right now, across loops.
+    public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
+
+    /// Binds every listener on every loop. Fails (with nothing left bound) when an address cannot be bound or the TLS
+    /// files are unusable.
+    public func start() async throws {
+        let tlsContext = try configuration.tls.map { try TLSContext(server: $0) }
+        var cleartext: [SocketAddress] = []
+        var secure: [SocketAddress] = []
+        do {
+            for address in configuration.listen { cleartext.append(try await bindOnAllLoops(address, tls: nil)) }
+            if !configuration.tlsListen.isEmpty, let tlsContext {
+                for address in configuration.tlsListen { secure.append(try await bindOnAllLoops(address, tls: tlsContext)) }
+            }
+        } catch {
+            await forceClose()
+            throw error
+        }
+        bound.withLock { $0 = (cleartext, secure) }
+    }
+
+    /// Binds `address` on the first loop, then the same resolved port on the others.
+    private func bindOnAllLoops(_ address: SocketAddress, tls: TLSContext?) async throws -> SocketAddress {
+        var resolved = address
+        let tlsBox = UncheckedSendable(tls)
+        for context in contexts {
+            let target = resolved
+            resolved = try await onLoop(context.value.loop) {
+                try context.value.listen(on: target, tls: tlsBox.value)
+            }
+        }
+        return resolved
+    }
+
+    private func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            loop.execute { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    /// Graceful shutdown: stop accepting, let in-flight requests finish (responses get `Connection: close`), close
+    /// idle connections; after `timeout` close whatever is left.
+    public func shutdown(timeout: Duration) async {
+        let finished = Atomic<Int>(0)
+        let total = contexts.count
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumed = Atomic<Bool>(false)
+            let resumeOnce: @Sendable () -> Void = {
+                if !resumed.exchange(true, ordering: .acquiringAndReleasing) { continuation.resume() }
+            }
+            for context in contexts {
+                context.value.loop.execute {
+                    context.value.drain {
+                        if finished.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue == total { resumeOnce() }
+                    }
+                }
+            }
+            if let first = contexts.first {
+                first.value.loop.execute {
+                    first.value.loop.schedule(after: timeout) { resumeOnce() }
+                }
+            }
+        }
+        await forceClose()
+    }
+
+    private func forceClose() async {
+        for context in contexts {
+            _ = try? await onLoop(context.value.loop) { context.value.closeAll() }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import HTTPWire
+import NetCore
+
+/// A request as the server hands it to the handler: the head, a streaming body and where it came from.
+public struct HTTPServerRequest: Sendable {
+    public var head: HTTPRequestHead
+    /// The body, streamed with back-pressure: the connection stops reading while the handler has not taken it.
+    public var body: ByteStream
+    /// The body's declared length, when the client sent `Content-Length`.
+    public var declaredBodyLength: Int64?
+    public var remoteAddress: SocketAddress?
+    /// Whether the request came over TLS (`X-Forwarded-Proto: https`).
+    public var isTLS: Bool
+    /// The loop serving the connection; async work started for the request should prefer it.
+    public var loop: EventLoop
+
+    public init(head: HTTPRequestHead, body: ByteStream, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
+                isTLS: Bool, loop: EventLoop) {
+        self.head = head
+        self.body = body
+        self.declaredBodyLength = declaredBodyLength
+        self.remoteAddress = remoteAddress
+        self.isTLS = isTLS
+        self.loop = loop
+    }
+}
+
+/// A response from a handler.
+public struct HTTPServerResponse: Sendable {
+    /// How the body is supplied.
+    public enum Body: Sendable {
+        case none
+        case bytes([UInt8])
+        /// Streamed; sent with `Content-Length` when the head declares one, else chunked (HTTP/1.1) or close-delimited
+        /// (HTTP/1.0). The writer waits for the socket to drain before pulling more (back-pressure).
+        case stream(ByteStream)
+    }
+
+    public var head: HTTPResponseHead
+    public var body: Body
+
+    public init(head: HTTPResponseHead, body: Body = .none) {
+        self.head = head
+        self.body = body
+    }
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8]) {
+        self.head = HTTPResponseHead(status: status, headers: headers)
+        self.body = .bytes(body)
+    }
+}
+
+/// Handles requests. Called on the connection's loop thread; the returned response is written in request order.
+public protocol HTTPServerHandler: Sendable {
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse
+}
+
+/// Adapts a closure to ``HTTPServerHandler``.
+public struct HTTPHandlerClosure: HTTPServerHandler {
+    let body: @Sendable (HTTPServerRequest) async -> HTTPServerResponse
+    public init(_ body: @escaping @Sendable (HTTPServerRequest) async -> HTTPServerResponse) { self.body = body }
+    public func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse { await body(request) }
+}

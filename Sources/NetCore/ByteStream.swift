@@ -1,0 +1,168 @@
+import Synchronization
+
+/// A single-consumer async stream of byte chunks with back-pressure: the producer (a connection on its loop) is told to
+/// pause when more than `highWaterMark` bytes are buffered and to resume once the consumer has taken them below
+/// `lowWaterMark`.
+public final class ByteStream: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+
+    private struct State {
+        var chunks: [[UInt8]] = []
+        var head = 0
+        var buffered = 0
+        var finished = false
+        var failure: (any Error)?
+        var waiter: CheckedContinuation<[UInt8]?, any Error>?
+        var producerPaused = false
+    }
+
+    private let state = Mutex(State())
+    private let highWaterMark: Int
+    private let lowWaterMark: Int
+    /// Called (from the consumer's context) when a paused producer may produce again.
+    private let onDemand: @Sendable () -> Void
+
+    /// Creates a stream; `onDemand` is called when the consumer has drained a paused producer's backlog.
+    public init(highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {}) {
+        self.highWaterMark = highWaterMark
+        self.lowWaterMark = lowWaterMark
+        self.onDemand = onDemand
+    }
+
+    /// A stream that already holds all of `bytes`.
+    public static func complete(_ bytes: [UInt8]) -> ByteStream {
+        let stream = ByteStream()
+        if !bytes.isEmpty { _ = stream.yield(bytes) }
+        stream.finish()
+        return stream
+    }
+
+    /// Adds a chunk. Returns false when the producer should pause until `onDemand`.
+    @discardableResult
+    public func yield(_ chunk: [UInt8]) -> Bool {
+        guard !chunk.isEmpty else { return true }
+        let (waiter, keepGoing) = state.withLock { state -> (CheckedContinuation<[UInt8]?, any Error>?, Bool) in
+            guard !state.finished else { return (nil, true) }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return (waiter, true)
+            }
+            state.chunks.append(chunk)
+            state.buffered += chunk.count
+            if state.buffered > highWaterMark {
+                state.producerPaused = true
+                return (nil, false)
+            }
+            return (nil, true)
+        }
+        waiter?.resume(returning: chunk)
+        return keepGoing
+    }
+
+    /// Ends the stream normally.
+    public func finish() { end(nil) }
+
+    /// Ends the stream with an error the consumer will see after the buffered chunks.
+    public func fail(_ error: any Error) { end(error) }
+
+    private func end(_ error: (any Error)?) {
+        let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, any Error>? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            state.failure = error
+            let waiter = state.waiter
+            state.waiter = nil
+            return waiter
+        }
+        if let error { waiter?.resume(throwing: error) } else { waiter?.resume(returning: nil) }
+    }
+
+    /// Whether the producer has finished (normally or not).
+    public var isFinished: Bool { state.withLock { $0.finished } }
+
+    private enum Step {
+        case chunk([UInt8], resumeProducer: Bool)
+        case end
+        case failed(any Error)
+        case wait
+    }
+
+    /// Takes the next buffered chunk or the end from `state`; `.wait` when there is neither.
+    private func take(_ state: inout State) -> Step {
+        if state.head < state.chunks.count {
+            let chunk = state.chunks[state.head]
+            state.head += 1
+            state.buffered -= chunk.count
+            if state.head == state.chunks.count {
+                state.chunks.removeAll(keepingCapacity: true)
+                state.head = 0
+            }
+            var resume = false
+            if state.producerPaused && state.buffered <= lowWaterMark {
+                state.producerPaused = false
+                resume = true
+            }
+            return .chunk(chunk, resumeProducer: resume)
+        }
+        if state.finished {
+            if let failure = state.failure { return .failed(failure) }
+            return .end
+        }
+        return .wait
+    }
+
+    /// The next chunk, or nil at the end.
+    public func next() async throws -> [UInt8]? {
+        let step = state.withLock { take(&$0) }
+        switch step {
+        case .chunk(let chunk, let resume):
+            if resume { onDemand() }
+            return chunk
+        case .end:
+            return nil
+        case .failed(let error):
+            throw error
+        case .wait:
+            return try await withCheckedThrowingContinuation { continuation in
+                let step = state.withLock { state -> Step in
+                    let step = take(&state)
+                    if case .wait = step { state.waiter = continuation }
+                    return step
+                }
+                switch step {
+                case .chunk(let chunk, let resume):
+                    if resume { onDemand() }
+                    continuation.resume(returning: chunk)
+                case .end: continuation.resume(returning: nil)
+                case .failed(let error): continuation.resume(throwing: error)
+                case .wait: break
+                }
+            }
+        }
+    }
+
+    /// Collects the whole stream, failing with ``ByteStreamError/tooLarge`` past `limit` bytes.
+    public func collect(upTo limit: Int) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        while let chunk = try await next() {
+            guard bytes.count + chunk.count <= limit else { throw ByteStreamError.tooLarge }
+            bytes.append(contentsOf: chunk)
+        }
+        return bytes
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let stream: ByteStream
+        public mutating func next() async throws -> [UInt8]? { try await stream.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
+}
+
+/// Errors from ``ByteStream``.
+public enum ByteStreamError: Error, Sendable, Hashable {
+    /// The stream held more bytes than the caller allowed.
+    case tooLarge
+    /// The producer went away before finishing (connection closed or reset).
+    case aborted
+}

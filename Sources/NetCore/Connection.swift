@@ -1,0 +1,374 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNetShims
+
+/// Receives a ``Connection``'s events on its loop thread.
+public protocol ConnectionDelegate: AnyObject {
+    /// The connection is ready for application bytes (after connect and any TLS handshake).
+    func connectionDidBecomeActive(_ connection: Connection)
+    /// Application bytes arrived (decrypted when TLS). Valid only during the call.
+    func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer)
+    /// The peer finished sending (FIN or TLS close_notify). The connection stays writable.
+    func connectionDidReadEOF(_ connection: Connection)
+    /// Everything queued has been handed to the kernel.
+    func connectionDidDrainWrites(_ connection: Connection)
+    /// The connection closed; `error` says why when it was not an orderly close.
+    func connectionDidClose(_ connection: Connection, error: (any Error)?)
+}
+
+extension ConnectionDelegate {
+    public func connectionDidBecomeActive(_ connection: Connection) {}
+    public func connectionDidReadEOF(_ connection: Connection) { connection.close() }
+    public func connectionDidDrainWrites(_ connection: Connection) {}
+}
+
+/// A non-blocking TCP connection owned by one ``EventLoop``, registered once edge-triggered, with an optional TLS layer
+/// over memory BIOs and a write queue flushed with `writev`.
+///
+/// All methods must be called on the loop's thread.
+public final class Connection: EventLoopHandler {
+    public let loop: EventLoop
+    public private(set) var fd: Int32
+    public weak var delegate: (any ConnectionDelegate)?
+    public let remoteAddress: SocketAddress?
+    /// Free for the owner: e.g. a deadline in ``EventLoop/now()`` nanoseconds checked by a sweep.
+    public var deadline: UInt64 = 0
+    /// Time of the last write progress, for send timeouts.
+    public private(set) var lastWriteProgress: UInt64 = 0
+
+    private let tls: TLSSession?
+    private var connecting: Bool
+    private var active = false
+    private var closed = false
+    private var readPaused = false
+    private var readPending = false
+    private var readEOF = false
+    private var writable = true
+    private var closeAfterWrites = false
+    private var writeQueue: [[UInt8]] = []
+    private var writeOffset = 0
+    public private(set) var pendingWriteBytes = 0
+    /// Plaintext written before the TLS handshake finished.
+    private var plaintextBeforeHandshake: [[UInt8]] = []
+
+    /// Whether this connection speaks TLS.
+    public var isTLS: Bool { tls != nil }
+    public var isClosed: Bool { closed }
+    /// The ALPN protocol agreed in the TLS handshake.
+    public var negotiatedProtocol: String? { tls?.negotiatedProtocol }
+
+    /// Wraps an accepted socket; call ``start()`` to register it.
+    public init(acceptedFD fd: Int32, loop: EventLoop, remoteAddress: SocketAddress?, tls: TLSContext?) throws {
+        self.fd = fd
+        self.loop = loop
+        self.remoteAddress = remoteAddress
+        self.tls = try tls.map { try TLSSession(context: $0, serverName: nil) }
+        self.connecting = false
+    }
+
+    /// Starts a connection to `address` (a numeric address), TLS when `tls` is given with `serverName` for SNI and
+    /// the host-name check. The delegate hears ``ConnectionDelegate/connectionDidBecomeActive(_:)`` or a close.
+    public init(connectingTo address: SocketAddress, loop: EventLoop, tls: TLSContext?, serverName: String?) throws {
+        let (fd, connected) = try Socket.startConnect(to: address)
+        self.fd = fd
+        self.loop = loop
+        self.remoteAddress = address
+        do {
+            self.tls = try tls.map { try TLSSession(context: $0, serverName: serverName) }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        self.connecting = !connected
+    }
+
+    /// Registers with the loop and starts reading.
+    public func start() throws {
+        lastWriteProgress = EventLoop.now()
+        try loop.register(fd: fd, handler: self)
+        if !connecting { didConnect() }
+    }
+
+    public func handleEvents(_ events: UInt32) {
+        if closed { return }
+        if connecting {
+            if events & (cns_EPOLLOUT() | cns_EPOLLERR() | cns_EPOLLHUP()) != 0 {
+                let error = Socket.pendingError(fd)
+                if error != 0 {
+                    close(error: SystemError("connect", errno: error))
+                    return
+                }
+                connecting = false
+                didConnect()
+            }
+            return
+        }
+        if events & cns_EPOLLOUT() != 0 {
+            writable = true
+            flush()
+        }
+        if closed { return }
+        if events & (cns_EPOLLIN() | cns_EPOLLRDHUP() | cns_EPOLLHUP() | cns_EPOLLERR()) != 0 {
+            readPending = true
+            readAvailable()
+        }
+    }
+
+    private func didConnect() {
+        if let tls {
+            tlsAdvanceHandshake(tls)
+        } else {
+            becomeActive()
+        }
+    }
+
+    private func becomeActive() {
+        active = true
+        delegate?.connectionDidBecomeActive(self)
+        if !plaintextBeforeHandshake.isEmpty {
+            let queued = plaintextBeforeHandshake
+            plaintextBeforeHandshake = []
+            for bytes in queued { write(bytes) }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Stops reading until ``resumeReading()`` (back-pressure); the kernel buffer then throttles the peer.
+    public func pauseReading() { readPaused = true }
+
+    /// Starts reading again, picking up bytes that arrived while paused.
+    public func resumeReading() {
+        guard readPaused else { return }
+        readPaused = false
+        if readPending && !closed {
+            loop.executeLocally { [weak self] in self?.readAvailable() }
+        }
+    }
+
+    private func readAvailable() {
+        var budget = 16
+        while readPending && !readPaused && !closed && !readEOF {
+            if budget == 0 {
+                loop.executeLocally { [weak self] in self?.readAvailable() }
+                return
+            }
+            budget -= 1
+            let scratch = loop.readScratch
+            let count = Glibc.read(fd, scratch.baseAddress, scratch.count)
+            if count > 0 {
+                let bytes = UnsafeRawBufferPointer(start: scratch.baseAddress, count: count)
+                if let tls {
+                    tlsReceived(bytes, tls)
+                } else {
+                    delegate?.connection(self, didRead: bytes)
+                }
+            } else if count == 0 {
+                readPending = false
+                peerFinished()
+            } else {
+                let code = errno
+                if code == EAGAIN || code == EWOULDBLOCK {
+                    readPending = false
+                } else if code != EINTR {
+                    close(error: SystemError("read", errno: code))
+                }
+            }
+        }
+    }
+
+    private func peerFinished() {
+        guard !readEOF else { return }
+        readEOF = true
+        if !active {
+            close(error: SystemError("read", errno: ECONNRESET))
+            return
+        }
+        delegate?.connectionDidReadEOF(self)
+    }
+
+    private func tlsReceived(_ bytes: UnsafeRawBufferPointer, _ tls: TLSSession) {
+        tls.feed(bytes)
+        if !tls.handshakeComplete {
+            tlsAdvanceHandshake(tls)
+            if !tls.handshakeComplete || closed { return }
+        }
+        tlsReadPlaintext(tls)
+    }
+
+    private func tlsAdvanceHandshake(_ tls: TLSSession) {
+        do {
+            let done = try tls.handshake()
+            flushTLSOutput(tls)
+            if done {
+                becomeActive()
+                tlsReadPlaintext(tls)
+            }
+        } catch {
+            flushTLSOutput(tls)
+            close(error: error)
+        }
+    }
+
+    private func tlsReadPlaintext(_ tls: TLSSession) {
+        while !closed && !readEOF {
+            do {
+                switch try tls.read(into: loop.plaintextScratch) {
+                case .bytes(let count):
+                    delegate?.connection(self, didRead: UnsafeRawBufferPointer(start: loop.plaintextScratch.baseAddress, count: count))
+                case .wantMore:
+                    flushTLSOutput(tls)
+                    return
+                case .closed:
+                    peerFinished()
+                    return
+                }
+            } catch {
+                close(error: error)
+                return
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Queues `bytes` and writes as much as the socket takes now.
+    public func write(_ bytes: [UInt8]) {
+        guard !closed, !bytes.isEmpty else { return }
+        if let tls {
+            guard active else {
+                plaintextBeforeHandshake.append(bytes)
+                return
+            }
+            do {
+                try bytes.withUnsafeBytes { try tls.write($0) }
+            } catch {
+                close(error: error)
+                return
+            }
+            flushTLSOutput(tls)
+            return
+        }
+        enqueue(bytes)
+        flush()
+    }
+
+    private func flushTLSOutput(_ tls: TLSSession) {
+        guard tls.hasOutput else { return }
+        var output: [UInt8] = []
+        tls.takeOutput(into: &output)
+        enqueue(output)
+        flush()
+    }
+
+    private func enqueue(_ bytes: [UInt8]) {
+        writeQueue.append(bytes)
+        pendingWriteBytes += bytes.count
+    }
+
+    /// Writes queued bytes with `writev` until the queue is empty or the socket is full.
+    private func flush() {
+        guard writable, !closed, !connecting else { return }
+        while !writeQueue.isEmpty {
+            let count = min(writeQueue.count, 64)
+            var iovecs = [iovec](repeating: iovec(), count: count)
+            let written: Int = withIOVecs(count: count, into: &iovecs) { pointer in
+                Glibc.writev(fd, pointer, Int32(count))
+            }
+            if written < 0 {
+                let code = errno
+                if code == EAGAIN || code == EWOULDBLOCK {
+                    writable = false
+                    return
+                }
+                if code == EINTR { continue }
+                close(error: SystemError("writev", errno: code))
+                return
+            }
+            lastWriteProgress = EventLoop.now()
+            consume(written)
+        }
+        if closeAfterWrites {
+            close()
+            return
+        }
+        delegate?.connectionDidDrainWrites(self)
+    }
+
+    private func withIOVecs<R>(count: Int, into iovecs: inout [iovec], _ body: (UnsafePointer<iovec>) -> R) -> R {
+        // Pin each queued array's storage for the duration of the call.
+        func pin(_ index: Int, _ iovecs: inout [iovec]) -> R {
+            if index == count {
+                return iovecs.withUnsafeBufferPointer { body($0.baseAddress!) }
+            }
+            return writeQueue[index].withUnsafeBytes { raw in
+                let skip = index == 0 ? writeOffset : 0
+                iovecs[index].iov_base = UnsafeMutableRawPointer(mutating: raw.baseAddress! + skip)
+                iovecs[index].iov_len = raw.count - skip
+                return pin(index + 1, &iovecs)
+            }
+        }
+        return pin(0, &iovecs)
+    }
+
+    private func consume(_ written: Int) {
+        var remaining = written
+        pendingWriteBytes -= written
+        while remaining > 0, let first = writeQueue.first {
+            let available = first.count - writeOffset
+            if remaining >= available {
+                remaining -= available
+                writeQueue.removeFirst()
+                writeOffset = 0
+            } else {
+                writeOffset += remaining
+                remaining = 0
+            }
+        }
+    }
+
+    // MARK: Closing
+
+    /// Sends what is queued (and a TLS close_notify), then closes.
+    public func closeAfterFlush() {
+        guard !closed else { return }
+        if let tls, active {
+            tls.shutdown()
+            flushTLSOutput(tls)
+        }
+        if pendingWriteBytes == 0 {
+            close()
+        } else {
+            closeAfterWrites = true
+        }
+    }
+
+    /// Closes now, dropping unwritten bytes.
+    public func close(error: (any Error)? = nil) {
+        guard !closed else { return }
+        closed = true
+        loop.deregister(fd: fd)
+        Glibc.close(fd)
+        fd = -1
+        writeQueue = []
+        pendingWriteBytes = 0
+        delegate?.connectionDidClose(self, error: error)
+        delegate = nil
+    }
+
+    /// Closes with a TCP RST instead of FIN, for connections in an unknown state.
+    public func reset() {
+        guard !closed else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+}
+
+extension Connection {
+    /// Closes a socket that was accepted but will not be served (over the connection limit, draining).
+    public static func closeAccepted(_ fd: Int32) {
+        Glibc.close(fd)
+    }
+}

@@ -1,0 +1,310 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNetShims
+import Synchronization
+
+/// Something registered with an ``EventLoop`` that wants readiness events for its file descriptor.
+///
+/// Handlers live on the loop's thread: the loop calls them only from there.
+public protocol EventLoopHandler: AnyObject {
+    /// Called with the `epoll` event bits (`EPOLLIN`, `EPOLLOUT`, `EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`).
+    func handleEvents(_ events: UInt32)
+}
+
+/// One epoll loop on its own thread: edge-triggered readiness, an eventfd for wake-ups, timers and a job queue.
+///
+/// A loop is also a `TaskExecutor`: `Task(executorPreference: loop)` keeps async work on the loop's thread, so a request
+/// can travel from accept to response on one thread.
+public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringConvertible {
+    private struct Registration {
+        var handler: EventLoopHandler
+        var generation: UInt32
+    }
+
+    /// Closures in the inbox come from `execute` (Sendable); local ones never leave the loop thread.
+    private enum Job: @unchecked Sendable {
+        case closure(() -> Void)
+        case task(UnownedJob)
+    }
+
+    /// Jobs submitted from other threads, drained by the loop.
+    private let inbox = Mutex<[Job]>([])
+    /// Set while the loop may be blocked in `epoll_wait`; producers write the eventfd only then.
+    private let sleeping = Atomic<Bool>(false)
+    private let stopRequested = Atomic<Bool>(false)
+
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    /// The loop thread's id, written once before the loop runs.
+    private let threadID = Atomic<UInt>(0)
+    public let index: Int
+    /// A read buffer shared by every connection of this loop (used only on the loop thread, only during a read).
+    let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// Plaintext buffer for TLS reads, likewise shared.
+    let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
+    // State below is touched only on the loop thread.
+    private var registrations: [Int32: Registration] = [:]
+    private var nextGeneration: UInt32 = 1
+    private var localJobs: [Job] = []
+    private var timers = TimerHeap()
+    private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
+    private var nextTickHandlerID = 0
+
+    /// Creates a loop and starts its thread.
+    public init(index: Int = 0) throws {
+        self.index = index
+        epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epollFD >= 0 else { throw SystemError.last("epoll_create1") }
+        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeFD >= 0 else {
+            close(epollFD)
+            throw SystemError.last("eventfd")
+        }
+        guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, cns_EPOLLIN() | cns_EPOLLET(),
+                            UInt64(UInt32(bitPattern: wakeFD))) == 0 else {
+            close(epollFD)
+            close(wakeFD)
+            throw SystemError.last("epoll_ctl")
+        }
+        try startThread()
+    }
+
+    public var description: String { "EventLoop(\(index))" }
+
+    /// Whether the caller runs on this loop's thread.
+    public var inEventLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Runs `work` on the loop's thread, soon; from the loop itself it runs after the current event.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        enqueue(.closure(work))
+    }
+
+    /// Runs `work` now if on the loop thread, else on the loop soon.
+    public func executeSoonOrNow(_ work: @escaping @Sendable () -> Void) {
+        if inEventLoop { work() } else { enqueue(.closure(work)) }
+    }
+
+    /// Enqueues non-Sendable work from the loop thread itself (e.g. deferring a callback to after the current event).
+    public func executeLocally(_ work: @escaping () -> Void) {
+        localJobs.append(.closure(work))
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        enqueue(.task(UnownedJob(job)))
+    }
+
+    private func enqueue(_ job: Job) {
+        if inEventLoop {
+            localJobs.append(job)
+            return
+        }
+        inbox.withLock { $0.append(job) }
+        if sleeping.load(ordering: .acquiring) {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+    }
+
+    // MARK: Registration
+
+    /// Registers `fd` once, edge-triggered, for input, output and hang-up. Call on the loop thread.
+    public func register(fd: Int32, handler: EventLoopHandler) throws {
+        precondition(inEventLoop, "register must run on the loop thread")
+        let generation = nextGeneration
+        nextGeneration &+= 1
+        let events = cns_EPOLLIN() | cns_EPOLLOUT() | cns_EPOLLRDHUP() | cns_EPOLLET()
+        let data = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+        guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, events, data) == 0 else { throw SystemError.last("epoll_ctl(ADD)") }
+        registrations[fd] = Registration(handler: handler, generation: generation)
+    }
+
+    /// Registers a listening socket for input only, edge-triggered.
+    public func registerListener(fd: Int32, handler: EventLoopHandler) throws {
+        precondition(inEventLoop, "register must run on the loop thread")
+        let generation = nextGeneration
+        nextGeneration &+= 1
+        let data = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
+        guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, cns_EPOLLIN() | cns_EPOLLET(), data) == 0 else {
+            throw SystemError.last("epoll_ctl(ADD)")
+        }
+        registrations[fd] = Registration(handler: handler, generation: generation)
+    }
+
+    /// Removes `fd`; call before closing it.
+    public func deregister(fd: Int32) {
+        guard registrations.removeValue(forKey: fd) != nil else { return }
+        _ = cns_epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    // MARK: Timers
+
+    /// Calls `body` on the loop thread at `deadline` (monotonic nanoseconds, see ``EventLoop/now()``).
+    @discardableResult
+    public func schedule(atNanoseconds deadline: UInt64, _ body: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(deadline: deadline, body: body)
+        if inEventLoop {
+            timers.insert(timer)
+        } else {
+            let box = UncheckedSendable(timer)
+            execute { [self] in timers.insert(box.value) }
+        }
+        return timer
+    }
+
+    /// Calls `body` on the loop thread after `delay`.
+    @discardableResult
+    public func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
+        schedule(atNanoseconds: EventLoop.now() &+ delay.nanoseconds, body)
+    }
+
+    /// Adds a handler called about every 250 ms with the current time, for coarse deadline sweeps
+    /// (connection timeouts) that cost nothing per request. Returns an id for ``removeTickHandler(_:)``.
+    public func addTickHandler(_ body: @escaping (UInt64) -> Void) -> Int {
+        precondition(inEventLoop, "tick handlers are added on the loop thread")
+        nextTickHandlerID += 1
+        tickHandlers.append((nextTickHandlerID, body))
+        if tickHandlers.count == 1 { scheduleTick() }
+        return nextTickHandlerID
+    }
+
+    public func removeTickHandler(_ id: Int) {
+        tickHandlers.removeAll { $0.id == id }
+    }
+
+    private func scheduleTick() {
+        schedule(after: .milliseconds(250)) { [self] in
+            guard !tickHandlers.isEmpty else { return }
+            let now = EventLoop.now()
+            for handler in tickHandlers { handler.body(now) }
+            scheduleTick()
+        }
+    }
+
+    /// Monotonic clock in nanoseconds.
+    public static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
+    // MARK: Running
+
+    /// Asks the loop to finish its queued work and exit its thread.
+    public func shutdown() {
+        stopRequested.store(true, ordering: .releasing)
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func startThread() throws {
+        let box = Unmanaged.passRetained(self)
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { raw in
+            guard let raw else { return nil }
+            let loop = Unmanaged<EventLoop>.fromOpaque(raw).takeRetainedValue()
+            loop.run()
+            return nil
+        }, box.toOpaque())
+        guard rc == 0 else {
+            box.release()
+            throw SystemError("pthread_create", errno: rc)
+        }
+        pthread_detach(thread)
+        // Wait until the thread has recorded its id so `inEventLoop` is right from the start.
+        while threadID.load(ordering: .acquiring) == 0 { sched_yield() }
+    }
+
+    private func run() {
+        threadID.store(UInt(pthread_self()), ordering: .releasing)
+        let capacity = 256
+        let stride = cns_epoll_event_size()
+        let events = UnsafeMutableRawPointer.allocate(byteCount: stride * capacity, alignment: 8)
+        defer { events.deallocate() }
+        while !stopRequested.load(ordering: .acquiring) {
+            runJobs()
+            var timeout: Int32 = -1
+            if !localJobs.isEmpty {
+                timeout = 0
+            } else if let next = timers.nextDeadline() {
+                let now = EventLoop.now()
+                timeout = next <= now ? 0 : Int32(clamping: (next - now + 999_999) / 1_000_000)
+            }
+            if timeout != 0 {
+                sleeping.store(true, ordering: .releasing)
+                // A job may have arrived between draining and announcing sleep.
+                if inbox.withLock({ !$0.isEmpty }) { timeout = 0 }
+            }
+            let count = epoll_wait(epollFD, events.assumingMemoryBound(to: epoll_event.self), Int32(capacity), timeout)
+            sleeping.store(false, ordering: .releasing)
+            if count > 0 {
+                for i in 0..<Int(count) {
+                    let event = (events + i * stride).assumingMemoryBound(to: epoll_event.self)
+                    let data = cns_epoll_event_data(event)
+                    let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: data))
+                    if fd == wakeFD {
+                        var value: UInt64 = 0
+                        _ = read(wakeFD, &value, 8)
+                        continue
+                    }
+                    guard let registration = registrations[fd],
+                          registration.generation == UInt32(truncatingIfNeeded: data >> 32) else { continue }
+                    registration.handler.handleEvents(cns_epoll_event_events(event))
+                }
+            }
+            runTimers()
+        }
+        runJobs()
+        close(epollFD)
+        close(wakeFD)
+    }
+
+    private func runJobs() {
+        var rounds = 0
+        while rounds < 64 {
+            rounds += 1
+            var jobs = inbox.withLock { inbox -> [Job] in
+                let taken = inbox
+                inbox.removeAll(keepingCapacity: true)
+                return taken
+            }
+            if !localJobs.isEmpty {
+                jobs.append(contentsOf: localJobs)
+                localJobs.removeAll(keepingCapacity: true)
+            }
+            if jobs.isEmpty { return }
+            for job in jobs {
+                switch job {
+                case .closure(let body): body()
+                case .task(let task): task.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+        }
+    }
+
+    private func runTimers() {
+        guard timers.nextDeadline() != nil else { return }
+        let now = EventLoop.now()
+        while let timer = timers.popExpired(now: now) {
+            if !timer.isCancelled { timer.fire() }
+        }
+    }
+}
+
+/// Wraps a value the compiler cannot prove Sendable when the code guarantees it is used on one thread at a time.
+public struct UncheckedSendable<Value>: @unchecked Sendable {
+    public var value: Value
+    public init(_ value: Value) { self.value = value }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, clamped to zero and `UInt64.max`.
+    public var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return UInt64.max }
+        return whole &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}

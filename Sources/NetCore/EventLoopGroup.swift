@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A fixed set of event loops, one per core by default, handed out round-robin.
+public final class EventLoopGroup: Sendable {
+    public let loops: [EventLoop]
+    private let cursor = Atomic<Int>(0)
+
+    /// Starts `threads` loops; 0 means one per online core.
+    public init(threads: Int = 0) throws {
+        let count = threads > 0 ? threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        var loops: [EventLoop] = []
+        for index in 0..<count { loops.append(try EventLoop(index: index)) }
+        self.loops = loops
+    }
+
+    /// The next loop, round-robin.
+    public func next() -> EventLoop {
+        let value = cursor.wrappingAdd(1, ordering: .relaxed).oldValue
+        return loops[abs(value % loops.count)]
+    }
+
+    /// The loop the caller runs on, if it is one of this group's; else the next one.
+    public func currentOrNext() -> EventLoop {
+        loops.first { $0.inEventLoop } ?? next()
+    }
+
+    /// Stops every loop.
+    public func shutdown() {
+        for loop in loops { loop.shutdown() }
+    }
+}

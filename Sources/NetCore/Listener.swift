@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNetShims
+
+/// A listening socket owned by one loop (`SO_REUSEPORT`, so every loop has its own and the kernel spreads accepts).
+///
+/// When the process runs out of descriptors (`EMFILE`/`ENFILE`) it stops accepting instead of spinning, and retries
+/// after a short pause or as soon as ``resumeAccepting()`` is called (when a connection closes).
+public final class Listener: EventLoopHandler {
+    public let loop: EventLoop
+    public let address: SocketAddress
+    private var fd: Int32
+    private let onAccept: (Int32, SocketAddress?) -> Void
+    private var paused = false
+    private var retryTimer: LoopTimer?
+
+    /// Binds `address`; `onAccept` runs on the loop with each accepted non-blocking socket.
+    public init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024,
+                onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
+        self.fd = try Socket.listen(on: address, backlog: backlog)
+        self.loop = loop
+        self.onAccept = onAccept
+        self.address = Socket.localAddress(of: fd) ?? address
+    }
+
+    /// Registers with the loop; call on the loop thread.
+    public func start() throws {
+        try loop.registerListener(fd: fd, handler: self)
+        acceptAll()
+    }
+
+    public func handleEvents(_ events: UInt32) {
+        acceptAll()
+    }
+
+    /// Accepts again after a descriptor shortage.
+    public func resumeAccepting() {
+        guard paused, fd >= 0 else { return }
+        paused = false
+        retryTimer?.cancel()
+        retryTimer = nil
+        acceptAll()
+    }
+
+    private func acceptAll() {
+        while !paused && fd >= 0 {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept4(fd, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+                }
+            }
+            if client >= 0 {
+                Socket.setNoDelay(client)
+                onAccept(client, SocketAddress(storage: storage))
+                continue
+            }
+            switch errno {
+            case EAGAIN, EWOULDBLOCK:
+                return
+            case EINTR, ECONNABORTED, EPROTO:
+                continue
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                paused = true
+                retryTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
+                    self?.retryTimer = nil
+                    self?.resumeAccepting()
+                }
+                return
+            default:
+                return
+            }
+        }
+    }
+
+    /// Stops listening; connections already accepted are not affected.
+    public func close() {
+        guard fd >= 0 else { return }
+        retryTimer?.cancel()
+        loop.deregister(fd: fd)
+        Glibc.close(fd)
+        fd = -1
+    }
+}
