@@ -1,0 +1,294 @@
+/// Byte classes and small grammar rules of RFC 9110 / RFC 9112 shared by the HTTP/1 parsers and serializer.
+///
+/// Everything here works on raw bytes, never traps, and allocates only for the final strings.
+enum HTTP1Grammar {
+    static let cr: UInt8 = 0x0D
+    static let lf: UInt8 = 0x0A
+    static let sp: UInt8 = 0x20
+    static let htab: UInt8 = 0x09
+    static let colon: UInt8 = 0x3A
+
+    /// `tchar` (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
+    @inline(__always)
+    static func isTokenChar(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (UInt64(0x03ff_6cfa_0000_0000) >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (UInt64(0x57ff_ffff_c7ff_fffe) >> UInt64(byte &- 64)) & 1 == 1 }
+        return false
+    }
+
+    /// A byte allowed inside a field value: HTAB, SP, VCHAR, obs-text (0x80-0xFF). Excludes CR, LF, NUL, other
+    /// controls and DEL.
+    @inline(__always)
+    static func isFieldValueByte(_ byte: UInt8) -> Bool {
+        byte == htab || (byte >= 0x20 && byte != 0x7F)
+    }
+
+    @inline(__always)
+    static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: return byte &- 0x30
+        case 0x41...0x46: return byte &- 0x41 &+ 10
+        case 0x61...0x66: return byte &- 0x61 &+ 10
+        default: return nil
+        }
+    }
+
+    @inline(__always)
+    static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+    }
+
+    /// Whether every byte is a `tchar` and there is at least one.
+    static func isToken<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        guard !bytes.isEmpty else { return false }
+        for byte in bytes where !isTokenChar(byte) { return false }
+        return true
+    }
+
+    /// Whether `bytes` equals the lowercase ASCII `lower`, ignoring ASCII case.
+    static func equalsLowercase(_ bytes: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        return lower.withUTF8Buffer { expected in
+            for index in 0..<expected.count where lowercased(bytes[index]) != expected[index] { return false }
+            return true
+        }
+    }
+
+    static func equalsLowercase<C: Collection>(_ bytes: C, _ lower: StaticString) -> Bool where C.Element == UInt8 {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        return lower.withUTF8Buffer { expected in
+            var index = 0
+            for byte in bytes {
+                if lowercased(byte) != expected[index] { return false }
+                index += 1
+            }
+            return true
+        }
+    }
+
+    /// A decimal `1*DIGIT` value such as a Content-Length: nil if empty, if any byte is not a digit (signs, spaces,
+    /// hex, `_`), or if it does not fit in `Int64`.
+    static func parseDecimal<C: Collection>(_ bytes: C) -> Int64? where C.Element == UInt8 {
+        guard !bytes.isEmpty else { return nil }
+        var value: Int64 = 0
+        for byte in bytes {
+            guard isDigit(byte) else { return nil }
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = shifted.addingReportingOverflow(Int64(byte &- 0x30))
+            if overflow1 || overflow2 { return nil }
+            value = sum
+        }
+        return value
+    }
+
+    static func string(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
+
+    // MARK: Lines
+
+    /// Finds the next LF in `bytes`, starting the search at `scanned` and remembering how far it looked so that a
+    /// line arriving in many pieces is scanned once. Returns the LF's offset.
+    @inline(__always)
+    static func findLineFeed(_ bytes: UnsafeRawBufferPointer, scanned: inout Int) -> Int? {
+        var index = scanned
+        let count = bytes.count
+        while index < count {
+            if bytes[index] == lf {
+                scanned = 0
+                return index
+            }
+            index += 1
+        }
+        scanned = count
+        return nil
+    }
+
+    /// The content of a complete line whose LF is at `lfOffset`: the bytes before CR LF. Fails for a bare LF and for
+    /// a CR anywhere else in the line.
+    static func lineContent(_ bytes: UnsafeRawBufferPointer, lfOffset: Int) -> UnsafeRawBufferPointer? {
+        guard lfOffset >= 1, bytes[lfOffset - 1] == cr else { return nil }
+        let content = UnsafeRawBufferPointer(rebasing: bytes[0..<(lfOffset - 1)])
+        for byte in content where byte == cr { return nil }
+        return content
+    }
+
+    // MARK: Field lines
+
+    enum FieldKind: Sendable { case other, contentLength, transferEncoding, host }
+
+    struct FieldLine: Sendable {
+        var name: String
+        var value: String
+        var kind: FieldKind
+        /// Whether whitespace followed the value (trimmed from `value`).
+        var hadTrailingWhitespace: Bool
+    }
+
+    /// Parses `field-name ":" OWS field-value OWS` (RFC 9112 §5), the line without its CRLF.
+    /// Rejects obs-fold and leading whitespace, whitespace before the colon, non-token names, missing colons and
+    /// controls other than HTAB in the value. obs-text is kept; invalid UTF-8 becomes U+FFFD in the `String`.
+    static func parseFieldLine(_ line: UnsafeRawBufferPointer) -> Result<FieldLine, HTTP1ParseError> {
+        guard let first = line.first else { return .failure(.badRequest("empty field line")) }
+        if first == sp || first == htab {
+            return .failure(.badRequest("obsolete line folding or leading whitespace in field line"))
+        }
+        var colonIndex = -1
+        for index in 0..<line.count {
+            let byte = line[index]
+            if byte == colon { colonIndex = index; break }
+            if !isTokenChar(byte) {
+                if byte == sp || byte == htab { return .failure(.badRequest("whitespace before colon in field line")) }
+                return .failure(.badRequest("invalid character in field name"))
+            }
+        }
+        guard colonIndex > 0 else {
+            return .failure(.badRequest(colonIndex == 0 ? "empty field name" : "field line without colon"))
+        }
+        var start = colonIndex + 1
+        var end = line.count
+        while start < end, line[start] == sp || line[start] == htab { start += 1 }
+        var trailing = false
+        while end > start, line[end - 1] == sp || line[end - 1] == htab { end -= 1; trailing = true }
+        for index in start..<end where !isFieldValueByte(line[index]) {
+            return .failure(.badRequest("invalid character in field value"))
+        }
+        let nameBytes = UnsafeRawBufferPointer(rebasing: line[0..<colonIndex])
+        let kind: FieldKind
+        switch colonIndex {
+        case 4 where equalsLowercase(nameBytes, "host"): kind = .host
+        case 14 where equalsLowercase(nameBytes, "content-length"): kind = .contentLength
+        case 17 where equalsLowercase(nameBytes, "transfer-encoding"): kind = .transferEncoding
+        default: kind = .other
+        }
+        return .success(FieldLine(
+            name: string(nameBytes),
+            value: string(UnsafeRawBufferPointer(rebasing: line[start..<end])),
+            kind: kind,
+            hadTrailingWhitespace: trailing
+        ))
+    }
+
+    // MARK: Field values
+
+    /// Whether `value` is `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2): a reg-name, IPv4 address or
+    /// bracketed IP literal, with an optional decimal port up to 65535. An empty value is valid (RFC 9112 §3.2).
+    static func isValidHost(_ value: String) -> Bool {
+        let bytes = Array(value.utf8)
+        var index = 0
+        if bytes.first == 0x5B {  // "["
+            index = 1
+            while index < bytes.count, bytes[index] != 0x5D {
+                let byte = bytes[index]
+                guard hexValue(byte) != nil || byte == colon || byte == 0x2E || isUnreserved(byte) || isSubDelim(byte)
+                else { return false }
+                index += 1
+            }
+            guard index < bytes.count, index > 1 else { return false }
+            index += 1  // "]"
+        } else {
+            while index < bytes.count, bytes[index] != colon {
+                let byte = bytes[index]
+                if byte == 0x25 {  // pct-encoded
+                    guard index + 2 < bytes.count, hexValue(bytes[index + 1]) != nil, hexValue(bytes[index + 2]) != nil
+                    else { return false }
+                    index += 3
+                    continue
+                }
+                guard isUnreserved(byte) || isSubDelim(byte) else { return false }
+                index += 1
+            }
+        }
+        if index == bytes.count { return true }
+        guard bytes[index] == colon else { return false }
+        let port = bytes[(index + 1)...]
+        if port.isEmpty { return true }
+        guard port.count <= 5, let number = parseDecimal(port), number <= 65535 else { return false }
+        return true
+    }
+
+    @inline(__always)
+    static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E: return true
+        default: return false
+        }
+    }
+
+    @inline(__always)
+    static func isSubDelim(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D: return true
+        default: return false
+        }
+    }
+
+    /// The comma-separated elements of a list-valued field, trimmed of OWS, as byte arrays (empty ones kept).
+    static func listElements(_ value: String) -> [ArraySlice<UInt8>] {
+        let bytes = Array(value.utf8)
+        var elements: [ArraySlice<UInt8>] = []
+        var start = 0
+        var index = 0
+        while index <= bytes.count {
+            if index == bytes.count || bytes[index] == 0x2C {
+                var lower = start
+                var upper = index
+                while lower < upper, bytes[lower] == sp || bytes[lower] == htab { lower += 1 }
+                while upper > lower, bytes[upper - 1] == sp || bytes[upper - 1] == htab { upper -= 1 }
+                elements.append(bytes[lower..<upper])
+                start = index + 1
+            }
+            index += 1
+        }
+        return elements
+    }
+
+    // MARK: Chunk size lines
+
+    /// Parses `chunk-size [ chunk-ext ]` (RFC 9112 §7.1), the line without its CRLF: 1 to 16 hex digits, then only
+    /// `;name[=token|quoted-string]` extensions with no whitespace. Returns nil for anything else or a size above
+    /// `Int64.max`.
+    static func parseChunkSizeLine(_ line: UnsafeRawBufferPointer) -> Int64? {
+        var index = 0
+        var size: UInt64 = 0
+        while index < line.count, let digit = hexValue(line[index]) {
+            guard index < 16 else { return nil }
+            size = size << 4 | UInt64(digit)
+            index += 1
+        }
+        guard index > 0, size <= UInt64(Int64.max) else { return nil }
+        while index < line.count {
+            guard line[index] == 0x3B else { return nil }  // ";"
+            index += 1
+            let nameStart = index
+            while index < line.count, isTokenChar(line[index]) { index += 1 }
+            guard index > nameStart else { return nil }
+            guard index < line.count, line[index] == 0x3D else { continue }  // "="
+            index += 1
+            if index < line.count, line[index] == 0x22 {  // quoted-string
+                index += 1
+                var closed = false
+                while index < line.count {
+                    let byte = line[index]
+                    if byte == 0x22 { closed = true; index += 1; break }
+                    if byte == 0x5C {  // quoted-pair
+                        guard index + 1 < line.count, isFieldValueByte(line[index + 1]) else { return nil }
+                        index += 2
+                        continue
+                    }
+                    guard isFieldValueByte(byte) else { return nil }
+                    index += 1
+                }
+                guard closed else { return nil }
+            } else {
+                let valueStart = index
+                while index < line.count, isTokenChar(line[index]) { index += 1 }
+                guard index > valueStart else { return nil }
+            }
+        }
+        return Int64(size)
+    }
+}
