@@ -37,6 +37,11 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
+        // Raw sockets, process and certificate helpers shared by the test suites.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
+        .testTarget(name: "NetCoreTests", dependencies: ["NetCore", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
     ]
 )

@@ -1,7 +1,13 @@
 import HTTPWire
 import NetCore
+import Synchronization
 
-/// An HTTP/1.1 client with connection pools per origin, keep-alive, timeouts and streaming bodies.
+/// An HTTP/1.1 client with connection pools per origin and per event loop, keep-alive with idle expiry, a bounded wait
+/// queue, connect and response timeouts, and a single safe retry of idempotent requests that failed on a reused
+/// connection before any response byte arrived.
+///
+/// A request made from a task running on one of the client's loops stays on that loop (and uses that loop's pool), so
+/// a proxied request normally touches one thread from accept to response.
 public final class HTTPClient: Sendable {
     /// Client-wide settings.
     public struct Configuration: Sendable {
@@ -9,7 +15,7 @@ public final class HTTPClient: Sendable {
         public var connectTimeout: Duration = .seconds(10)
         /// Time allowed from sending the request to the end of the response head; `nil` waits forever.
         public var responseTimeout: Duration? = .seconds(60)
-        /// Most connections open to one origin at once.
+        /// Most connections open to one origin at once, per loop.
         public var maxConnectionsPerOrigin: Int = 64
         /// Most requests waiting for a connection to one origin; more fail with ``HTTPClientError/poolExhausted``.
         public var maxWaitingRequestsPerOrigin: Int = 1024
@@ -19,22 +25,175 @@ public final class HTTPClient: Sendable {
         public var maxResponseHeaderBytes: Int = 64 * 1024
         /// Most header fields accepted in a response.
         public var maxResponseHeaders: Int = 100
+        /// Largest response body collected in memory.
+        public var maxResponseBodyBytes: Int64 = 256 * 1024 * 1024
+        /// TLS settings for `https` origins: verification on by default.
+        public var tls: TLSClientConfiguration = TLSClientConfiguration()
 
         public init() {}
     }
 
     public let configuration: Configuration
+    public let group: EventLoopGroup
+    private let ownsGroup: Bool
+    private let tlsContext: Mutex<TLSContext?>
+    private let pools: [UncheckedSendable<LoopPools>]
+    private let isShutDown = Atomic<Bool>(false)
 
-    public init(configuration: Configuration = Configuration()) {
+    /// The pools of one loop. Loop thread only.
+    final class LoopPools {
+        var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]
+        var sweepID: Int?
+    }
+
+    /// Creates a client on `group`'s loops, or on a private loop when `group` is nil.
+    public init(configuration: Configuration = Configuration(), group: EventLoopGroup? = nil) {
         self.configuration = configuration
+        if let group {
+            self.group = group
+            ownsGroup = false
+        } else {
+            // A private single loop; failing to create one leaves a process without descriptors, where nothing works.
+            self.group = (try? EventLoopGroup(threads: 1)) ?? HTTPClient.fallbackGroup()
+            ownsGroup = true
+        }
+        tlsContext = Mutex(nil)
+        pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
+    }
+
+    private static func fallbackGroup() -> EventLoopGroup {
+        while true {
+            if let group = try? EventLoopGroup(threads: 1) { return group }
+        }
+    }
+
+    deinit {
+        if ownsGroup { group.shutdown() }
     }
 
     /// Sends `request` and collects the whole response.
     /// - Parameters:
     ///   - deadline: when the whole exchange must be done, retries included.
     ///   - progress: upload and download progress callbacks.
+    /// - Throws: ``HTTPClientError``; ``HTTPClientError/cancelled`` when the calling task is cancelled.
     public func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponse {
-        throw HTTPClientError.shutDown
+        guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
+        try Task.checkCancellation()
+        let body = try await collectBody(request.body)
+        let head = makeHead(for: request, bodyLength: body.count)
+        let addresses: [SocketAddress]
+        do {
+            addresses = try await OffLoop.resolve(host: request.host, port: request.port)
+        } catch {
+            throw HTTPClientError.nameResolutionFailed(host: request.host)
+        }
+        guard !addresses.isEmpty else { throw HTTPClientError.nameResolutionFailed(host: request.host) }
+        let tls = request.origin.isTLS ? try clientTLSContext() : nil
+        let loopIndex = group.loops.firstIndex { $0.inEventLoop } ?? group.loops.firstIndex { $0 === group.next() } ?? 0
+        let loop = group.loops[loopIndex]
+        let loopPools = pools[loopIndex]
+        let deadlineNanos = deadline.map { instant -> UInt64 in
+            let remaining = ContinuousClock.now.duration(to: instant)
+            return EventLoop.now() &+ remaining.nanoseconds
+        }
+        let configuration = configuration
+        let exchangeBox = Mutex<UncheckedSendable<HTTPClientExchange>?>(nil)
+        let tlsBox = UncheckedSendable(tls)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                loop.executeSoonOrNow {
+                    let exchange = HTTPClientExchange(
+                        request: request, head: head, body: body, progress: progress, configuration: configuration,
+                        deadline: deadlineNanos, continuation: continuation)
+                    exchangeBox.withLock { $0 = UncheckedSendable(exchange) }
+                    if Task.isCancelled {
+                        exchange.fail(.cancelled)
+                        return
+                    }
+                    let pool = Self.pool(for: request.origin, in: loopPools.value, loop: loop,
+                                         configuration: configuration, tls: tlsBox.value)
+                    pool.submit(exchange, addresses: addresses)
+                }
+            }
+        } onCancel: {
+            loop.execute {
+                guard let exchange = exchangeBox.withLock({ $0 })?.value else { return }
+                if let cancel = exchange.onCancel { cancel() } else { exchange.fail(.cancelled) }
+            }
+        }
+    }
+
+    private static func pool(for origin: HTTPOrigin, in pools: LoopPools, loop: EventLoop,
+                             configuration: Configuration, tls: TLSContext?) -> HTTPOriginPool {
+        if let pool = pools.byOrigin[origin] { return pool }
+        let pool = HTTPOriginPool(origin: origin, loop: loop, configuration: configuration, tls: tls)
+        pools.byOrigin[origin] = pool
+        if pools.sweepID == nil {
+            pools.sweepID = loop.addTickHandler { now in
+                for pool in pools.byOrigin.values { pool.expireIdle(now: now) }
+            }
+        }
+        return pool
+    }
+
+    private func clientTLSContext() throws -> TLSContext {
+        try tlsContext.withLock { cached in
+            if let cached { return cached }
+            do {
+                let context = try TLSContext(client: configuration.tls)
+                cached = context
+                return context
+            } catch let error as TLSError {
+                throw HTTPClientError.tlsFailed(reason: error.reason)
+            }
+        }
+    }
+
+    private func makeHead(for request: HTTPClientRequest, bodyLength: Int) -> HTTPRequestHead {
+        var headers = request.headers
+        if !headers.contains(name: "Host") {
+            headers.add(name: "Host", value: request.origin.hostHeader)
+        }
+        headers.remove(name: "Transfer-Encoding")
+        headers.remove(name: "Content-Length")
+        if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
+            headers.add(name: "Content-Length", value: String(bodyLength))
+        }
+        return HTTPRequestHead(method: request.method, target: request.target, version: .http1_1, headers: headers)
+    }
+
+    private func collectBody(_ body: HTTPClientRequest.Body) async throws -> [UInt8] {
+        switch body {
+        case .none:
+            return []
+        case .bytes(let bytes):
+            return bytes
+        case .file(let path):
+            do {
+                return try await OffLoop.readFile(path)
+            } catch {
+                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
+            }
+        case .stream(let stream, _):
+            var bytes: [UInt8] = []
+            do {
+                for try await chunk in stream { bytes.append(contentsOf: chunk) }
+            } catch {
+                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
+            }
+            return bytes
+        }
+    }
+
+    /// Closes every pooled connection and refuses new requests.
+    public func shutdown() {
+        isShutDown.store(true, ordering: .relaxed)
+        for (index, loop) in group.loops.enumerated() {
+            let loopPools = pools[index]
+            loop.execute {
+                for pool in loopPools.value.byOrigin.values { pool.closeAll() }
+            }
+        }
     }
 }

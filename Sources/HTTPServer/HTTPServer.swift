@@ -29,13 +29,15 @@ public final class HTTPServer: Sendable {
     public let group: EventLoopGroup
     private let handler: any HTTPServerHandler
     private let contexts: [UncheckedSendable<HTTPServerLoopContext>]
-    private let openConnectionCount = Atomic<Int>(0)
+    private let openConnectionCount: AtomicCounter
     private let bound = Mutex<(cleartext: [SocketAddress], tls: [SocketAddress])>(([], []))
 
     public init(configuration: Configuration, group: EventLoopGroup, handler: any HTTPServerHandler) {
         self.configuration = configuration
         self.group = group
         self.handler = handler
+        let openConnectionCount = AtomicCounter()
+        self.openConnectionCount = openConnectionCount
         var contexts: [UncheckedSendable<HTTPServerLoopContext>] = []
         let handshakeTimeout = configuration.tls?.handshakeTimeout ?? .seconds(10)
         for loop in group.loops {
@@ -51,7 +53,7 @@ public final class HTTPServer: Sendable {
     /// The TLS addresses actually bound.
     public var tlsLocalAddresses: [SocketAddress] { bound.withLock { $0.tls } }
     /// Connections open right now, across loops.
-    public var openConnections: Int { openConnectionCount.load(ordering: .relaxed) }
+    public var openConnections: Int { openConnectionCount.value }
 
     /// Binds every listener on every loop. Fails (with nothing left bound) when an address cannot be bound or the TLS
     /// files are unusable.

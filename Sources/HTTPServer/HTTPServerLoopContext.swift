@@ -9,7 +9,7 @@ final class HTTPServerLoopContext {
     let limits: HTTPServerLimits
     let handshakeTimeout: Duration
     let dateCache = HTTPDateCache()
-    private let openConnections: Atomic<Int>
+    private let openConnections: AtomicCounter
     private var listeners: [Listener] = []
     private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
     private var sweepID: Int?
@@ -17,7 +17,7 @@ final class HTTPServerLoopContext {
     private var drainedWaiters: [@Sendable () -> Void] = []
 
     init(loop: EventLoop, handler: any HTTPServerHandler, limits: HTTPServerLimits, handshakeTimeout: Duration,
-         openConnections: Atomic<Int>) {
+         openConnections: AtomicCounter) {
         self.loop = loop
         self.handler = handler
         self.limits = limits
@@ -38,9 +38,9 @@ final class HTTPServerLoopContext {
     }
 
     private func accepted(fd: Int32, remote: SocketAddress?, tls: TLSContext?) {
-        let open = openConnections.wrappingAdd(1, ordering: .relaxed).newValue
+        let open = openConnections.add(1)
         guard open <= limits.maxConnections, !draining else {
-            openConnections.wrappingSubtract(1, ordering: .relaxed)
+            openConnections.add(-1)
             Connection.closeAccepted(fd)
             return
         }
@@ -51,14 +51,14 @@ final class HTTPServerLoopContext {
             connections[ObjectIdentifier(server)] = server
             try connection.start()
         } catch {
-            openConnections.wrappingSubtract(1, ordering: .relaxed)
+            openConnections.add(-1)
             Connection.closeAccepted(fd)
         }
     }
 
     func connectionClosed(_ connection: HTTP1ServerConnection) {
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
-        openConnections.wrappingSubtract(1, ordering: .relaxed)
+        openConnections.add(-1)
         for listener in listeners { listener.resumeAccepting() }
         if draining && connections.isEmpty { notifyDrained() }
     }

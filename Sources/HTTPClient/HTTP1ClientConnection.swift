@@ -1,0 +1,179 @@
+import HTTPWire
+import NetCore
+
+/// An HTTP/1.1 connection to one origin, running one exchange at a time. Loop thread only.
+final class HTTP1ClientConnection: ConnectionDelegate {
+    let connection: Connection
+    unowned let pool: HTTPOriginPool
+    private var parser: HTTP1ResponseParser
+    private(set) var exchange: HTTPClientExchange?
+    private(set) var isActive = false
+    private(set) var reusable = true
+    private(set) var exchangesServed = 0
+    var idleSince = EventLoop.now()
+    private let openedAt = EventLoop.now()
+    private var connectTimer: LoopTimer?
+    /// The exchange waiting for this connection to become active.
+    private var pendingExchange: HTTPClientExchange?
+
+    init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ParserLimits, connectTimeout: Duration) {
+        self.connection = connection
+        self.pool = pool
+        self.parser = HTTP1ResponseParser(limits: limits)
+        connectTimer = connection.loop.schedule(after: connectTimeout) { [weak self] in
+            guard let self, !self.isActive else { return }
+            self.failAndClose(.connectTimeout)
+        }
+    }
+
+    /// Sends `exchange` once the connection is active.
+    func start(_ exchange: HTTPClientExchange) {
+        if isActive { send(exchange) } else { pendingExchange = exchange }
+    }
+
+    func connectionDidBecomeActive(_ connection: Connection) {
+        isActive = true
+        connectTimer?.cancel()
+        connectTimer = nil
+        if let pending = pendingExchange {
+            pendingExchange = nil
+            pending.connectDuration = .nanoseconds(Int64(clamping: EventLoop.now() &- openedAt))
+            send(pending)
+        }
+    }
+
+    private func send(_ exchange: HTTPClientExchange) {
+        guard !exchange.isFinished else {
+            pool.release(self)
+            return
+        }
+        self.exchange = exchange
+        exchangesServed += 1
+        parser.expectResponse(to: exchange.head.method)
+        var output: [UInt8] = []
+        output.reserveCapacity(256 + exchange.body.count)
+        do {
+            try HTTP1Serializer.writeRequestHead(exchange.head, into: &output)
+        } catch {
+            self.exchange = nil
+            exchange.fail(.invalidURL("request head cannot be serialized: \(error)"))
+            pool.release(self)
+            return
+        }
+        output.append(contentsOf: exchange.body)
+        let now = EventLoop.now()
+        if let deadline = exchange.responseDeadline(now: now) {
+            exchange.timer = connection.loop.schedule(atNanoseconds: deadline) { [weak self, weak exchange] in
+                guard let self, let exchange, self.exchange === exchange, exchange.responseHead == nil else { return }
+                self.failAndClose(.responseTimeout)
+            }
+        }
+        exchange.onCancel = { [weak self, weak exchange] in
+            guard let self, let exchange, self.exchange === exchange else { return }
+            self.failAndClose(.cancelled)
+        }
+        connection.write(output)
+        if !exchange.body.isEmpty {
+            exchange.progress.upload?(Int64(exchange.body.count), Int64(exchange.body.count))
+        }
+    }
+
+    func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
+        guard let exchange else {
+            // Bytes while idle: the server is confused or closing; never hand them to a later request.
+            reusable = false
+            connection.close()
+            return
+        }
+        if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
+        exchange.responseStarted = true
+        parser.append(bytes)
+        drainParser()
+    }
+
+    private func drainParser() {
+        while let exchange, let event = parser.next() {
+            switch event {
+            case .informational:
+                continue
+            case .head(let head, _):
+                exchange.responseHead = head
+                exchange.timer?.cancel()
+                if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
+            case .body(let bytes):
+                exchange.responseBody.append(contentsOf: bytes)
+                let declared = exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) }
+                exchange.progress.download?(Int64(exchange.responseBody.count), declared)
+            case .end:
+                self.exchange = nil
+                if parser.hasUnexpectedBytes { reusable = false }
+                exchange.succeed()
+                finishExchange()
+                return
+            case .error(let error):
+                failAndClose(.malformedResponse(reason: error.reason))
+                return
+            }
+        }
+    }
+
+    private func finishExchange() {
+        if reusable && !connection.isClosed {
+            idleSince = EventLoop.now()
+            pool.release(self)
+        } else {
+            connection.close()
+        }
+    }
+
+    func connectionDidReadEOF(_ connection: Connection) {
+        reusable = false
+        if exchange != nil, let event = parser.connectionClosed() {
+            switch event {
+            case .end:
+                let finished = exchange
+                exchange = nil
+                finished?.succeed()
+            case .error(let error):
+                let started = exchange?.responseStarted ?? false
+                failAndClose(started ? .connectionClosed(responseStarted: true) : .malformedResponse(reason: error.reason))
+                return
+            default:
+                break
+            }
+        }
+        connection.close()
+    }
+
+    func connectionDidClose(_ connection: Connection, error: (any Error)?) {
+        connectTimer?.cancel()
+        let reason: HTTPClientError
+        if !isActive {
+            if let tlsError = error as? TLSError {
+                reason = .tlsFailed(reason: tlsError.reason)
+            } else {
+                reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
+            }
+        } else {
+            reason = .connectionClosed(responseStarted: exchange?.responseStarted ?? false)
+        }
+        let failed = exchange ?? pendingExchange
+        exchange = nil
+        pendingExchange = nil
+        pool.connectionClosed(self, failing: failed, with: reason, reused: exchangesServed > 1)
+    }
+
+    private func failAndClose(_ error: HTTPClientError) {
+        reusable = false
+        let failed = exchange ?? pendingExchange
+        exchange = nil
+        pendingExchange = nil
+        failed?.fail(error)
+        connection.close()
+    }
+
+    /// Closes the connection if it has been idle past `timeout`.
+    func expireIfIdle(now: UInt64, timeout: Duration) {
+        if exchange == nil && isActive && now &- idleSince > timeout.nanoseconds { connection.close() }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import HTTPServer
+import HTTPWire
+import NetCore
+import TestSupport
+import Testing
+
+@Suite(.serialized) struct HTTPServerTests {
+    @Test func curlGetsHelloWithDateAndLength() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let output = try ProcessRunner.run("curl", ["-s", "-i", "http://127.0.0.1:\(port)/hello"])
+        #expect(output.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(output.stdout.contains("Content-Length: 5\r\n"))
+        #expect(output.stdout.contains("Date: "))
+        #expect(output.stdout.hasSuffix("\r\n\r\nhello"))
+    }
+
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        for _ in 0..<3 {
+            client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let reply = client.read(until: { $0.hasSuffix("hello") })
+            #expect(reply.hasPrefix("HTTP/1.1 200 OK"))
+        }
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("GET /slow?ms=150 HTTP/1.1\r\nHost: x\r\n\r\nGET /target?n=2 HTTP/1.1\r\nHost: x\r\n\r\nGET /target?n=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = client.read(until: { $0.contains("/target?n=3") })
+        let slow = try #require(reply.range(of: "slow 150"))
+        let second = try #require(reply.range(of: "/target?n=2"))
+        let third = try #require(reply.range(of: "/target?n=3"))
+        #expect(slow.lowerBound < second.lowerBound && second.lowerBound < third.lowerBound)
+    }
+
+    @Test func smugglingAttemptGets400AndClose() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 35\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        let (bytes, closed) = client.readAll()
+        let reply = String(decoding: bytes, as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 400 "))
+        #expect(reply.contains("Connection: close"))
+        #expect(reply.occurrences(of: "HTTP/1.1") == 1)
+        #expect(closed)
+    }
+
+    @Test func postBodiesAreEchoedForLengthAndChunked() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world")
+        #expect(client.read(until: { $0.hasSuffix("hello world") }).contains("Content-Length: 11"))
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        #expect(client.read(until: { $0.hasSuffix("hello world") }).hasSuffix("hello world"))
+        let big = String(repeating: "abcdefgh", count: 100_000)
+        let output = try ProcessRunner.run("curl", ["-s", "--data-binary", "@-", "http://127.0.0.1:\(port)/echo"], input: Data(big.utf8))
+        #expect(output.stdout == big)
+    }
+
+    @Test func expectContinueGets100First() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        #expect(client.read(until: { $0.contains("\r\n\r\n") }).hasPrefix("HTTP/1.1 100 Continue\r\n\r\n"))
+        client.send("12345")
+        #expect(client.read(until: { $0.hasSuffix("12345") }).hasPrefix("HTTP/1.1 200 OK"))
+        let other = try RawClient(port: port)
+        other.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: foo\r\n\r\n")
+        #expect(other.readAll().bytes.starts(with: Array("HTTP/1.1 417".utf8)))
+    }
+
+    @Test func headHas204And304SemanticsWithoutBody() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = client.read(until: { $0.hasSuffix("hello") })
+        #expect(reply.occurrences(of: "Content-Length: 5") == 2)
+        #expect(reply.occurrences(of: "hello") == 1)
+    }
+
+    @Test func limitsAnswer413And414And431() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = 100
+        limits.maxRequestLineBytes = 200
+        limits.maxHeaders = 5
+        let (server, port) = try await startTestServer(limits: limits)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let cases: [(String, String)] = [
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n", "413"),
+            ("GET /\(String(repeating: "a", count: 300)) HTTP/1.1\r\nHost: x\r\n\r\n", "414"),
+            ("GET / HTTP/1.1\r\nHost: x\r\n" + (0..<10).map { "X-\($0): y\r\n" }.joined() + "\r\n", "431"),
+            ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", "505"),
+        ]
+        for (request, status) in cases {
+            let client = try RawClient(port: port)
+            client.send(request)
+            let (bytes, closed) = client.readAll()
+            #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 \(status) "), "\(status)")
+            #expect(closed)
+        }
+    }
+
+    @Test func http10ClosesUnlessKeepAliveAsked() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let plain = try RawClient(port: port)
+        plain.send("GET /hello HTTP/1.0\r\n\r\n")
+        let (bytes, closed) = plain.readAll()
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.0 200 OK"))
+        #expect(closed)
+        let keep = try RawClient(port: port)
+        keep.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(keep.read(until: { $0.hasSuffix("hello") }).contains("Connection: keep-alive"))
+        keep.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        #expect(keep.read(until: { $0.hasSuffix("hello") }).hasPrefix("HTTP/1.0 200 OK"))
+    }
+
+    @Test func streamedBodiesAreChunked() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = client.read(until: { $0.hasSuffix("0\r\n\r\n") })
+        #expect(reply.contains("Transfer-Encoding: chunked"))
+        #expect(reply.hasSuffix("4\r\none,\r\n4\r\ntwo,\r\n5\r\nthree\r\n0\r\n\r\n"))
+        let curl = try ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(port)/stream"])
+        #expect(curl.stdout == "one,two,three")
+    }
+
+    @Test func slowHeadersGet408AndIdleConnectionsClose() async throws {
+        var limits = HTTPServerLimits()
+        limits.headerTimeout = .milliseconds(500)
+        limits.idleTimeout = .milliseconds(500)
+        let (server, port) = try await startTestServer(limits: limits)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let slow = try RawClient(port: port)
+        slow.send("GET /hello HTTP/1.1\r\nHo")
+        let (bytes, closed) = slow.readAll(timeout: 3)
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "))
+        #expect(closed)
+        let idle = try RawClient(port: port)
+        let (idleBytes, idleClosed) = idle.readAll(timeout: 3)
+        #expect(idleBytes.isEmpty)
+        #expect(idleClosed)
+    }
+
+    @Test func gracefulShutdownFinishesInFlightRequests() async throws {
+        let (server, port) = try await startTestServer()
+        let client = try RawClient(port: port)
+        client.send("GET /slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        let shutdown = Task { await server.shutdown(timeout: .seconds(5)) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(throws: (any Error).self) { _ = try RawClient(port: port) }
+        let (bytes, closed) = client.readAll(timeout: 3)
+        let reply = String(decoding: bytes, as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(reply.contains("Connection: close"))
+        #expect(reply.hasSuffix("slow 300"))
+        #expect(closed)
+        await shutdown.value
+    }
+}

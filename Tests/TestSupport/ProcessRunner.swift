@@ -1,0 +1,79 @@
+import Foundation
+
+/// Runs external programs (curl, openssl, nginx, python) for tests and collects their output.
+public enum ProcessRunner {
+    public struct Output: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
+    }
+
+    /// Finds `name` on PATH (and in /usr/sbin for nginx).
+    public static func which(_ name: String) -> String? {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":/usr/sbin:/usr/bin:/sbin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// Runs `executable` with `arguments`, waiting at most `timeout` seconds (then it is killed).
+    public static func run(_ executable: String, _ arguments: [String], input: Data? = nil,
+                           environment: [String: String]? = nil, timeout: Double = 30) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : (which(executable) ?? executable))
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let inPipe = Pipe()
+        process.standardInput = inPipe
+        try process.run()
+        if let input { inPipe.fileHandleForWriting.write(input) }
+        try? inPipe.fileHandleForWriting.close()
+        let group = DispatchGroup()
+        nonisolated(unsafe) var outData = Data()
+        nonisolated(unsafe) var errData = Data()
+        group.enter()
+        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        group.wait()
+        return Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// A fresh temporary directory.
+    public static func temporaryDirectory(_ prefix: String = "moya-gateway-test") -> String {
+        let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Makes a self-signed CA and a server certificate for `names` (DNS names and IP 127.0.0.1) with the openssl CLI.
+    /// Returns (caCertificate, serverCertificate, serverKey) paths.
+    public static func makeCertificates(in directory: String, commonName: String = "localhost") throws -> (ca: String, cert: String, key: String) {
+        let ca = "\(directory)/ca.pem", caKey = "\(directory)/ca.key"
+        let cert = "\(directory)/server.pem", key = "\(directory)/server.key", csr = "\(directory)/server.csr"
+        let ext = "\(directory)/ext.cnf"
+        try "subjectAltName=DNS:\(commonName),DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+            .write(toFile: ext, atomically: true, encoding: .utf8)
+        let steps: [[String]] = [
+            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", caKey, "-out", ca, "-days", "2", "-subj", "/CN=Test CA"],
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=\(commonName)"],
+            ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", caKey, "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext],
+        ]
+        for step in steps {
+            let output = try run("openssl", step)
+            guard output.status == 0 else { throw NSError(domain: "openssl", code: Int(output.status), userInfo: [NSLocalizedDescriptionKey: output.stderr]) }
+        }
+        return (ca, cert, key)
+    }
+}
