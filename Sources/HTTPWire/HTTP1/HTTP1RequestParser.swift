@@ -34,14 +34,7 @@ public struct HTTP1RequestParser: Sendable {
     private var method = HTTPMethod.get
     private var target = ""
     private var version = HTTPVersion.http1_1
-    private var headers = HTTPHeaders()
-    private var headerBytes = 0
-    private var hostCount = 0
-    private var hostValue = ""
-    private var contentLengthCount = 0
-    private var contentLengthValue = ""
-    private var transferEncodingCount = 0
-    private var transferEncodingValue = ""
+    private var fields = HTTP1FieldSectionReader()
 
     private var body = HTTP1BodyDecoder(state: .finished, maxBodyBytes: 0, maxTrailerBytes: 0, maxTrailers: 0)
 
@@ -131,7 +124,7 @@ public struct HTTP1RequestParser: Sendable {
     private mutating func fail(_ error: HTTP1ParseError) -> HTTP1RequestEvent {
         state = .failed(error)
         buffer.consumeAll()
-        headers = HTTPHeaders()
+        fields = HTTP1FieldSectionReader()
         return .error(error)
     }
 
@@ -234,74 +227,26 @@ public struct HTTP1RequestParser: Sendable {
 
     /// Parses complete header lines. Returns the head (or an error) once the empty line arrived.
     private mutating func parseHeaderLines() -> HTTP1RequestEvent? {
-        while true {
-            let available = limits.maxHeaderBytes - headerBytes
-            var scanned = self.scanned
-            let outcome: (line: Result<HTTP1Grammar.FieldLine, HTTP1ParseError>?, consumed: Int)? =
-                buffer.withReadableBytes { bytes in
-                    let tooLarge = HTTP1ParseError(status: 431, reason: "header section too large")
-                    guard let lfOffset = HTTP1Grammar.findLineFeed(bytes, scanned: &scanned) else {
-                        return bytes.count > available ? (.failure(tooLarge), 0) : nil
-                    }
-                    if lfOffset + 1 > available { return (.failure(tooLarge), 0) }
-                    guard let line = HTTP1Grammar.lineContent(bytes, lfOffset: lfOffset) else {
-                        return (.failure(.badRequest("header line not ended by CRLF, or bare CR")), 0)
-                    }
-                    if line.isEmpty { return (nil, lfOffset + 1) }
-                    return (HTTP1Grammar.parseFieldLine(line), lfOffset + 1)
-                }
-            self.scanned = scanned
-            guard let outcome else { return nil }
-            switch outcome.line {
-            case .failure(let error)?:
-                return fail(error)
-            case nil:
-                buffer.consume(outcome.consumed)
-                return finishHead()
-            case .success(let field)?:
-                buffer.consume(outcome.consumed)
-                headerBytes += outcome.consumed
-                guard headers.count < limits.maxHeaders else {
-                    return fail(HTTP1ParseError(status: 431, reason: "too many header fields"))
-                }
-                switch field.kind {
-                case .other:
-                    break
-                case .host:
-                    hostCount += 1
-                    hostValue = field.value
-                case .contentLength:
-                    contentLengthCount += 1
-                    contentLengthValue = field.value
-                case .transferEncoding:
-                    guard !field.hadTrailingWhitespace else {
-                        return fail(.badRequest("whitespace after Transfer-Encoding value"))
-                    }
-                    transferEncodingCount += 1
-                    transferEncodingValue = field.value
-                }
-                headers.add(name: field.name, value: field.value)
-            }
+        switch fields.read(&buffer, maxBytes: limits.maxHeaderBytes, maxFields: limits.maxHeaders, sizeStatus: 431) {
+        case .needMore: return nil
+        case .error(let error): return fail(error)
+        case .complete: return finishHead()
         }
     }
 
     /// Validates Host and the body framing of the complete head and emits it.
     private mutating func finishHead() -> HTTP1RequestEvent {
         let framing: HTTP1BodyFraming
-        switch Self.framing(
-            version: version,
-            contentLengthCount: contentLengthCount, contentLength: contentLengthValue,
-            transferEncodingCount: transferEncodingCount, transferEncoding: transferEncodingValue,
-            maxBodyBytes: limits.maxBodyBytes
-        ) {
+        switch Self.framing(version: version, fields: fields, maxBodyBytes: limits.maxBodyBytes) {
         case .success(let value): framing = value
         case .failure(let error): return fail(error)
         }
-        if hostCount > 1 { return fail(.badRequest("more than one Host header")) }
-        if hostCount == 0 && version >= .http1_1 { return fail(.badRequest("missing Host header")) }
-        if hostCount == 1 && !HTTP1Grammar.isValidHost(hostValue) { return fail(.badRequest("invalid Host header")) }
+        let hosts = fields.hostValues
+        if hosts.count > 1 { return fail(.badRequest("more than one Host header")) }
+        if hosts.isEmpty && version >= .http1_1 { return fail(.badRequest("missing Host header")) }
+        if let host = hosts.first, !HTTP1Grammar.isValidHost(host) { return fail(.badRequest("invalid Host header")) }
 
-        let head = HTTPRequestHead(method: method, target: target, version: version, headers: headers)
+        let head = HTTPRequestHead(method: method, target: target, version: version, headers: fields.headers)
         switch framing {
         case .none:
             body = HTTP1BodyDecoder(state: .finished, maxBodyBytes: 0, maxTrailerBytes: 0, maxTrailers: 0)
@@ -319,26 +264,21 @@ public struct HTTP1RequestParser: Sendable {
 
     private mutating func resetHead() {
         target = ""
-        headers = HTTPHeaders()
-        headerBytes = 0
-        hostCount = 0
-        hostValue = ""
-        contentLengthCount = 0
-        contentLengthValue = ""
-        transferEncodingCount = 0
-        transferEncodingValue = ""
+        fields = HTTP1FieldSectionReader()
     }
 
     /// RFC 9112 §6.1-6.3 for requests, strictly: a single `chunked` coding, or a single all-digit Content-Length.
     static func framing(
-        version: HTTPVersion,
-        contentLengthCount: Int, contentLength: String,
-        transferEncodingCount: Int, transferEncoding: String,
-        maxBodyBytes: Int64
+        version: HTTPVersion, fields: HTTP1FieldSectionReader, maxBodyBytes: Int64
     ) -> Result<HTTP1BodyFraming, HTTP1ParseError> {
-        if transferEncodingCount > 0 {
-            if contentLengthCount > 0 { return .failure(.badRequest("both Content-Length and Transfer-Encoding")) }
-            if transferEncodingCount > 1 { return .failure(.badRequest("repeated Transfer-Encoding header")) }
+        let contentLengths = fields.contentLengthValues
+        let transferEncodings = fields.transferEncodingValues
+        if let transferEncoding = transferEncodings.first {
+            if !contentLengths.isEmpty { return .failure(.badRequest("both Content-Length and Transfer-Encoding")) }
+            if transferEncodings.count > 1 { return .failure(.badRequest("repeated Transfer-Encoding header")) }
+            if fields.transferEncodingHadTrailingWhitespace {
+                return .failure(.badRequest("whitespace after Transfer-Encoding value"))
+            }
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 request")) }
             let codings = HTTP1Grammar.listElements(transferEncoding)
             var chunkedCount = 0
@@ -352,8 +292,8 @@ public struct HTTP1RequestParser: Sendable {
             }
             return .success(.chunked)
         }
-        if contentLengthCount > 1 { return .failure(.badRequest("repeated Content-Length header")) }
-        if contentLengthCount == 1 {
+        if contentLengths.count > 1 { return .failure(.badRequest("repeated Content-Length header")) }
+        if let contentLength = contentLengths.first {
             guard let length = HTTP1Grammar.parseDecimal(contentLength.utf8) else {
                 return .failure(.badRequest("invalid Content-Length"))
             }

@@ -1,0 +1,161 @@
+/// Writes HTTP/1.1 message heads and chunked body framing into byte buffers.
+///
+/// Every part is validated while it is copied: methods and field names must be tokens, targets visible ASCII, and
+/// reason phrases and field values may not contain CR, LF, NUL or other controls except HTAB, so a serialized head
+/// can never carry an injected line. On error the buffer may hold a partial head and must be discarded.
+public enum HTTP1Serializer {
+    /// Appends `method SP target SP version CRLF`, the header lines and the final CRLF.
+    public static func writeRequestHead(
+        _ head: HTTPRequestHead, into buffer: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
+        let method = head.method.rawValue.utf8
+        guard HTTP1Grammar.isToken(method) else { throw HTTP1SerializationError(reason: "method is not a token") }
+        let target = head.target.utf8
+        guard !target.isEmpty, !target.contains(where: { $0 < 0x21 || $0 > 0x7E }) else {
+            throw HTTP1SerializationError(reason: "request target contains invalid characters")
+        }
+        buffer.append(contentsOf: method)
+        buffer.append(HTTP1Grammar.sp)
+        buffer.append(contentsOf: target)
+        buffer.append(HTTP1Grammar.sp)
+        try writeVersion(head.version, into: &buffer)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends the status line, the header lines and the final CRLF.
+    public static func writeResponseHead(
+        _ head: HTTPResponseHead, into buffer: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
+        if head.version == .http1_1, let line = commonStatusLine(head.status, reason: head.reason) {
+            line.withUTF8Buffer { buffer.append(contentsOf: $0) }
+        } else {
+            guard (100...999).contains(head.status) else {
+                throw HTTP1SerializationError(reason: "status code is not three digits")
+            }
+            let reason = head.reason.utf8
+            guard !reason.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
+                throw HTTP1SerializationError(reason: "reason phrase contains control characters")
+            }
+            try writeVersion(head.version, into: &buffer)
+            buffer.append(HTTP1Grammar.sp)
+            buffer.append(0x30 &+ UInt8(head.status / 100))
+            buffer.append(0x30 &+ UInt8(head.status / 10 % 10))
+            buffer.append(0x30 &+ UInt8(head.status % 10))
+            buffer.append(HTTP1Grammar.sp)
+            buffer.append(contentsOf: reason)
+            buffer.append(HTTP1Grammar.cr)
+            buffer.append(HTTP1Grammar.lf)
+        }
+        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends one chunk: its size in hex, CRLF, the bytes and CRLF. Writes nothing for empty input (an empty
+    /// chunk would end the body).
+    public static func writeChunk(_ bytes: UnsafeRawBufferPointer, into buffer: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        writeChunkSize(bytes.count, into: &buffer)
+        buffer.append(contentsOf: bytes)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+    }
+
+    /// Appends one chunk holding `bytes`; nothing for an empty array.
+    public static func writeChunk(_ bytes: [UInt8], into buffer: inout [UInt8]) {
+        bytes.withUnsafeBytes { writeChunk($0, into: &buffer) }
+    }
+
+    /// Appends the last chunk and an empty trailer section: `0 CRLF CRLF`.
+    public static func writeLastChunk(into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: [0x30, HTTP1Grammar.cr, HTTP1Grammar.lf, HTTP1Grammar.cr, HTTP1Grammar.lf])
+    }
+
+    // MARK: Parts
+
+    private static func writeVersion(_ version: HTTPVersion, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        guard (0...9).contains(version.major), (0...9).contains(version.minor) else {
+            throw HTTP1SerializationError(reason: "HTTP version is not single-digit")
+        }
+        buffer.append(contentsOf: [0x48, 0x54, 0x54, 0x50, 0x2F])  // "HTTP/"
+        buffer.append(0x30 &+ UInt8(version.major))
+        buffer.append(0x2E)
+        buffer.append(0x30 &+ UInt8(version.minor))
+    }
+
+    private static func writeHeaders(_ headers: HTTPHeaders, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        for field in headers {
+            let name = field.name.utf8
+            guard HTTP1Grammar.isToken(name) else {
+                throw HTTP1SerializationError(reason: "header name is not a token")
+            }
+            let value = field.value.utf8
+            guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
+                throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
+            }
+            buffer.append(contentsOf: name)
+            buffer.append(HTTP1Grammar.colon)
+            buffer.append(HTTP1Grammar.sp)
+            buffer.append(contentsOf: value)
+            buffer.append(HTTP1Grammar.cr)
+            buffer.append(HTTP1Grammar.lf)
+        }
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+    }
+
+    private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var value = UInt64(UInt(bitPattern: size))
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { raw in
+            repeat {
+                let nibble = UInt8(truncatingIfNeeded: value & 0xF)
+                raw[15 - count] = nibble < 10 ? 0x30 &+ nibble : 0x61 &+ nibble &- 10
+                value >>= 4
+                count += 1
+            } while value != 0 && count < 16
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[(16 - count)...]))
+        }
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+    }
+
+    /// Precomputed HTTP/1.1 status lines for the most common statuses with their standard reason phrase.
+    private static func commonStatusLine(_ status: Int, reason: String) -> StaticString? {
+        let line: StaticString
+        switch status {
+        case 100: line = "HTTP/1.1 100 Continue\r\n"
+        case 101: line = "HTTP/1.1 101 Switching Protocols\r\n"
+        case 200: line = "HTTP/1.1 200 OK\r\n"
+        case 201: line = "HTTP/1.1 201 Created\r\n"
+        case 204: line = "HTTP/1.1 204 No Content\r\n"
+        case 206: line = "HTTP/1.1 206 Partial Content\r\n"
+        case 301: line = "HTTP/1.1 301 Moved Permanently\r\n"
+        case 302: line = "HTTP/1.1 302 Found\r\n"
+        case 304: line = "HTTP/1.1 304 Not Modified\r\n"
+        case 400: line = "HTTP/1.1 400 Bad Request\r\n"
+        case 401: line = "HTTP/1.1 401 Unauthorized\r\n"
+        case 403: line = "HTTP/1.1 403 Forbidden\r\n"
+        case 404: line = "HTTP/1.1 404 Not Found\r\n"
+        case 405: line = "HTTP/1.1 405 Method Not Allowed\r\n"
+        case 408: line = "HTTP/1.1 408 Request Timeout\r\n"
+        case 413: line = "HTTP/1.1 413 Content Too Large\r\n"
+        case 414: line = "HTTP/1.1 414 URI Too Long\r\n"
+        case 417: line = "HTTP/1.1 417 Expectation Failed\r\n"
+        case 429: line = "HTTP/1.1 429 Too Many Requests\r\n"
+        case 431: line = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
+        case 500: line = "HTTP/1.1 500 Internal Server Error\r\n"
+        case 501: line = "HTTP/1.1 501 Not Implemented\r\n"
+        case 502: line = "HTTP/1.1 502 Bad Gateway\r\n"
+        case 503: line = "HTTP/1.1 503 Service Unavailable\r\n"
+        case 504: line = "HTTP/1.1 504 Gateway Timeout\r\n"
+        case 505: line = "HTTP/1.1 505 HTTP Version Not Supported\r\n"
+        default: return nil
+        }
+        // The line holds the standard phrase; use it only if the head carries that phrase.
+        guard reason == HTTPStatus.reasonPhrase(for: status) else { return nil }
+        return line
+    }
+}
