@@ -16,7 +16,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     /// The exchange waiting for this connection to become active.
     private var pendingExchange: HTTPClientExchange?
 
-    init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ParserLimits, connectTimeout: Duration) {
+    init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ResponseParser.Limits, connectTimeout: Duration) {
         self.connection = connection
         self.pool = pool
         self.parser = HTTP1ResponseParser(limits: limits)

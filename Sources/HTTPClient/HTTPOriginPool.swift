@@ -54,9 +54,9 @@ final class HTTPOriginPool {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
             let client = HTTP1ClientConnection(
                 connection: connection, pool: self,
-                limits: HTTP1ParserLimits(maxHeaderBytes: configuration.maxResponseHeaderBytes,
-                                          maxHeaders: configuration.maxResponseHeaders,
-                                          maxBodyBytes: configuration.maxResponseBodyBytes),
+                limits: HTTP1ResponseParser.Limits(maxHeaderBytes: configuration.maxResponseHeaderBytes,
+                                                   maxHeaders: configuration.maxResponseHeaders,
+                                                   maxBodyBytes: configuration.maxResponseBodyBytes),
                 connectTimeout: min(configuration.connectTimeout, remaining(exchange)))
             connection.delegate = client
             all[ObjectIdentifier(client)] = client

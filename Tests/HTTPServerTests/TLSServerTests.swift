@@ -20,8 +20,8 @@ import Testing
         for old in ["-tls1", "-tls1_1"] {
             let refused = try ProcessRunner.run("openssl", ["s_client", "-connect", "127.0.0.1:\(port)", old, "-cipher", "DEFAULT:@SECLEVEL=0"],
                                                 input: Data("Q\n".utf8))
-            #expect(!refused.stdout.contains("BEGIN CERTIFICATE") || refused.status != 0, "\(old) must be refused")
-            #expect(!refused.stdout.contains("Protocol  : TLSv1\n") && !refused.stdout.contains("Protocol  : TLSv1.1"))
+            #expect(refused.stdout.contains("Cipher is (NONE)"), "\(old) must be refused")
+            #expect(!refused.stdout.contains("BEGIN CERTIFICATE"))
         }
         let client = try RawClient(port: port)
         client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")

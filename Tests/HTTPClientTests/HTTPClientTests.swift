@@ -1,0 +1,134 @@
+import Foundation
+import HTTPClient
+import HTTPServer
+import HTTPWire
+import NetCore
+import TestSupport
+import Testing
+
+/// Echo routes for client tests: /hello, /echo, /slow?ms=N, /headers (echoes request headers).
+private struct EchoRoutes: HTTPServerHandler {
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        switch String(request.head.path) {
+        case "/hello":
+            return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("hello".utf8))
+        case "/echo":
+            let body = (try? await request.body.collect(upTo: 1 << 24)) ?? []
+            return HTTPServerResponse(status: 200, body: body)
+        case "/slow":
+            let ms = Int(request.head.query?.split(separator: "=").last ?? "100") ?? 100
+            try? await Task.sleep(for: .milliseconds(ms))
+            return HTTPServerResponse(status: 200, body: Array("slow".utf8))
+        case "/headers":
+            return HTTPServerResponse(status: 200, body: Array(request.head.headers.description.utf8))
+        default:
+            return HTTPServerResponse(status: 404, body: [])
+        }
+    }
+}
+
+private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws -> (HTTPServer, Int) {
+    let group = try EventLoopGroup(threads: 1)
+    let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
+    let server = HTTPServer(configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls),
+                            group: group, handler: EchoRoutes())
+    try await server.start()
+    return (server, (tls == nil ? server.localAddresses : server.tlsLocalAddresses)[0].port)
+}
+
+@Suite(.serialized) struct HTTPClientTests {
+    @Test func getPostAndKeepAliveReuse() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = HTTPClient()
+        let hello = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/hello"))
+        #expect(hello.status == 200)
+        #expect(hello.body == Array("hello".utf8))
+        #expect(hello.timings.connect != nil)
+        let echo = try await client.execute(HTTPClientRequest(method: .post, url: "http://127.0.0.1:\(port)/echo",
+                                                              body: .bytes(Array("ping".utf8))))
+        #expect(echo.body == Array("ping".utf8))
+        #expect(echo.timings.connect == nil, "the second request reuses the pooled connection")
+        #expect(server.openConnections == 1)
+        let headers = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/headers"))
+        #expect(String(decoding: headers.body, as: UTF8.self).contains("Host: 127.0.0.1:\(port)"))
+    }
+
+    @Test func concurrentRequestsRespectThePoolLimit() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerOrigin = 4
+        let client = HTTPClient(configuration: configuration)
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<40 {
+                group.addTask { (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=20")))?.status ?? -1 }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 200 })
+        #expect(server.openConnections <= 4)
+    }
+
+    @Test func responseTimeoutAndRefusedConnectionAreErrors() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        var configuration = HTTPClient.Configuration()
+        configuration.responseTimeout = .milliseconds(100)
+        let client = HTTPClient(configuration: configuration)
+        await #expect(throws: HTTPClientError.responseTimeout) {
+            _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=1000"))
+        }
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:1/"))
+        }
+        await #expect(throws: HTTPClientError.invalidURL("ftp://x/")) {
+            _ = try await client.execute(HTTPClientRequest(url: "ftp://x/"))
+        }
+    }
+
+    @Test func cancellingTheTaskCancelsTheRequest() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = HTTPClient()
+        let task = Task { try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=2000")) }
+        try await Task.sleep(for: .milliseconds(100))
+        let started = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: HTTPClientError.cancelled) { _ = try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(1))
+    }
+
+    @Test func tlsVerifiesAgainstConfiguredCAAndRejectsUnknownOnes() async throws {
+        let directory = ProcessRunner.temporaryDirectory()
+        let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
+        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let (server, port) = try await startEchoServer(tls: tls)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let untrusting = HTTPClient()
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await untrusting.execute(HTTPClientRequest(url: "https://127.0.0.1:\(port)/hello"))
+        }
+        var configuration = HTTPClient.Configuration()
+        configuration.tls = TLSClientConfiguration(caFile: ca)
+        let trusting = HTTPClient(configuration: configuration)
+        let response = try await trusting.execute(HTTPClientRequest(url: "https://127.0.0.1:\(port)/hello"))
+        #expect(response.body == Array("hello".utf8))
+    }
+
+    @Test func staleKeepAliveConnectionIsRetriedForIdempotentRequests() async throws {
+        var limits = HTTPServerLimits()
+        limits.idleTimeout = .milliseconds(300)
+        let group = try EventLoopGroup(threads: 1)
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
+                                group: group, handler: EchoRoutes())
+        try await server.start()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let port = server.localAddresses[0].port
+        let client = HTTPClient()
+        _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/hello"))
+        try await Task.sleep(for: .milliseconds(900))
+        let again = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/hello"))
+        #expect(again.status == 200)
+    }
+}

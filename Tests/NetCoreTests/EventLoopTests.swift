@@ -1,0 +1,84 @@
+import NetCore
+import Synchronization
+import Testing
+
+@Suite struct EventLoopTests {
+    @Test func executeRunsOnTheLoopThread() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let onLoop = await withCheckedContinuation { continuation in
+            loop.execute { continuation.resume(returning: loop.inEventLoop) }
+        }
+        #expect(onLoop)
+        #expect(!loop.inEventLoop)
+    }
+
+    @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let order = Mutex<[Int]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                loop.schedule(after: .milliseconds(30)) { order.withLock { $0.append(3) }; continuation.resume() }
+                loop.schedule(after: .milliseconds(10)) { order.withLock { $0.append(1) } }
+                let cancelled = loop.schedule(after: .milliseconds(15)) { order.withLock { $0.append(99) } }
+                loop.schedule(after: .milliseconds(20)) { order.withLock { $0.append(2) } }
+                cancelled.cancel()
+            }
+        }
+        #expect(order.withLock { $0 } == [1, 2, 3])
+    }
+
+    @Test func tasksPreferringTheLoopStayOnIt() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let results = await Task(executorPreference: loop) { () -> [Bool] in
+            var seen = [loop.inEventLoop]
+            try? await Task.sleep(for: .milliseconds(5))
+            seen.append(loop.inEventLoop)
+            await Task.yield()
+            seen.append(loop.inEventLoop)
+            return seen
+        }.value
+        #expect(results == [true, true, true])
+    }
+
+    @Test func groupHandsOutLoopsRoundRobin() throws {
+        let group = try EventLoopGroup(threads: 2)
+        defer { group.shutdown() }
+        let first = group.next(), second = group.next(), third = group.next()
+        #expect(first !== second)
+        #expect(first === third)
+    }
+}
+
+@Suite struct ByteStreamTests {
+    @Test func producerIsPausedAboveHighWaterAndResumedBelowLowWater() async throws {
+        let resumed = Mutex(0)
+        let stream = ByteStream(highWaterMark: 10, lowWaterMark: 4) { resumed.withLock { $0 += 1 } }
+        #expect(stream.yield([UInt8](repeating: 1, count: 6)))
+        #expect(!stream.yield([UInt8](repeating: 2, count: 6)), "12 bytes buffered is above the high-water mark")
+        #expect(try await stream.next()?.count == 6)
+        #expect(resumed.withLock { $0 } == 0, "6 bytes left is above the low-water mark")
+        #expect(try await stream.next()?.first == 2)
+        #expect(resumed.withLock { $0 } == 1)
+        stream.finish()
+        #expect(try await stream.next() == nil)
+    }
+
+    @Test func waitingConsumerGetsChunksAndErrors() async throws {
+        let stream = ByteStream()
+        async let first = stream.next()
+        try await Task.sleep(for: .milliseconds(10))
+        stream.yield([7])
+        #expect(try await first == [7])
+        stream.fail(ByteStreamError.aborted)
+        await #expect(throws: ByteStreamError.aborted) { _ = try await stream.next() }
+    }
+
+    @Test func collectEnforcesTheLimit() async throws {
+        let stream = ByteStream.complete([UInt8](repeating: 0, count: 100))
+        await #expect(throws: ByteStreamError.tooLarge) { _ = try await stream.collect(upTo: 99) }
+        #expect(try await ByteStream.complete([1, 2, 3]).collect(upTo: 3) == [1, 2, 3])
+    }
+}
