@@ -124,9 +124,13 @@ private struct Builder {
         if let entry = top["admin"], let admin = admin(entry) { config.admin = admin }
         if let entry = top["logging"], let logging = logging(entry) { config.logging = logging }
         if let entry = top["clients"] { config.clients = clients(entry) }
-        if let entry = reader.requireKey(top, "upstreams") { config.upstreams = upstreams(entry) }
+        var declared: [String] = []
+        if let entry = reader.requireKey(top, "upstreams") {
+            config.upstreams = upstreams(entry)
+            if case .mapping(let mapping) = entry.value { declared = mapping.keys.compactMap { $0.scalar?.string } }
+        }
         if let entry = reader.requireKey(top, "routes") {
-            config.routes = routes(entry, upstreams: config.upstreams, clients: config.clients)
+            config.routes = routes(entry, declaredUpstreams: declared, clients: config.clients)
         }
         return config
     }
@@ -600,7 +604,7 @@ private struct Builder {
 
     // MARK: routes
 
-    func routes(_ entry: YAMLReader.Entry, upstreams: [UpstreamConfig], clients: ClientsConfig?) -> [RouteConfig] {
+    func routes(_ entry: YAMLReader.Entry, declaredUpstreams: [String], clients: ClientsConfig?) -> [RouteConfig] {
         guard case .sequence(let sequence) = entry.value else {
             reader.report(line: reader.line(of: entry.value), entry.path,
                           "expected a list, got \(YAMLReader.kindName(entry.value))")
@@ -627,7 +631,7 @@ private struct Builder {
             let match = reader.requireKey(map, "match").flatMap { self.match($0) }
             var upstreamName: String?
             if let item = reader.requireKey(map, "upstream"), let value = reader.string(item) {
-                if upstreams.contains(where: { $0.name == value }) {
+                if declaredUpstreams.contains(value) {
                     upstreamName = value
                 } else {
                     reader.report(line: reader.line(of: item.value), item.path,
@@ -834,6 +838,26 @@ private struct Builder {
         }
     }
 
+    /// A `path_params` template: `{name}` segments are set aside, the literal rest is checked and normalised.
+    func templatePath(_ entry: YAMLReader.Entry) -> String? {
+        guard let value = reader.scalar(entry.value, entry.path) else { return nil }
+        var parameters: [String] = []
+        let probe = value.text.split(separator: "/", omittingEmptySubsequences: false).map { segment -> String in
+            guard segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count >= 2 else { return String(segment) }
+            parameters.append(String(segment))
+            return "moya-param-\(parameters.count - 1)-"
+        }.joined(separator: "/")
+        let probeEntry = YAMLReader.Entry(key: entry.key, keyLine: entry.keyLine,
+                                          value: .scalar(Node.Scalar(probe, .implicit, .plain, entry.value.mark)),
+                                          path: entry.path)
+        guard let normalized = routePath(probeEntry, stripTrailingSlash: false) else { return nil }
+        var result = normalized
+        for (index, parameter) in parameters.enumerated() {
+            result = result.replacingOccurrences(of: "moya-param-\(index)-", with: parameter)
+        }
+        return result
+    }
+
     func match(_ entry: YAMLReader.Entry) -> RouteConfig.Match? {
         guard let map = reader.mapping(entry.value, entry.path,
                                        allowed: ["path", "path_prefix", "path_params", "methods", "host"]) else {
@@ -857,7 +881,7 @@ private struct Builder {
             if let value = routePath(item, stripTrailingSlash: true) { match.pathPrefix = value } else { ok = false }
         }
         if let item = map["path_params"] {
-            if let value = routePath(item, stripTrailingSlash: false), validateTemplate(value, item) {
+            if let value = templatePath(item), validateTemplate(value, item) {
                 match.pathParams = value
             } else {
                 ok = false
