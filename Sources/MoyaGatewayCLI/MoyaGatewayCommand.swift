@@ -6,6 +6,7 @@ struct MoyaGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "moya-gateway",
         abstract: "A configuration-driven HTTP gateway built on Moya.",
-        version: GatewayVersion.current
+        version: GatewayVersion.current,
+        subcommands: [ServeCommand.self, CheckCommand.self, RoutesCommand.self]
     )
 }

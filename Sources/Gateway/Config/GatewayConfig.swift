@@ -1,0 +1,489 @@
+import HTTPServer
+import HTTPWire
+import Logging
+
+/// The whole gateway configuration file (`Configuration/gateway.yaml`), validated and with defaults applied.
+///
+/// Produced only by ``ConfigLoader``; every value here has passed the schema checks described in
+/// `gateway-config.md`. Relative file paths (TLS files, `ca_file`, stub `body_file`) are already resolved against the
+/// configuration file's directory.
+public struct GatewayConfig: Sendable, Equatable {
+    /// The path of the file this configuration was loaded from, as given to the loader.
+    public var sourcePath: String
+    public var server: ServerConfig
+    public var admin: AdminConfig
+    public var logging: LoggingConfig
+    /// Who may call the gateway; `nil` when the file has no `clients` section (everyone may).
+    public var clients: ClientsConfig?
+    /// Upstreams in declaration order; names are unique.
+    public var upstreams: [UpstreamConfig]
+    /// Routes in declaration order (the router orders them by precedence); names are unique.
+    public var routes: [RouteConfig]
+
+    public init(sourcePath: String, server: ServerConfig = ServerConfig(), admin: AdminConfig = AdminConfig(),
+                logging: LoggingConfig = LoggingConfig(), clients: ClientsConfig? = nil,
+                upstreams: [UpstreamConfig] = [], routes: [RouteConfig] = []) {
+        self.sourcePath = sourcePath
+        self.server = server
+        self.admin = admin
+        self.logging = logging
+        self.clients = clients
+        self.upstreams = upstreams
+        self.routes = routes
+    }
+
+    /// The upstream called `name`, if declared.
+    public func upstream(named name: String) -> UpstreamConfig? {
+        upstreams.first { $0.name == name }
+    }
+}
+
+/// A secret string from the configuration (token, password, API key). Its description never shows the value, so
+/// printing or logging a config value cannot leak it.
+public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The secret itself. Use it only to put it on the wire.
+    public let value: String
+
+    public init(_ value: String) { self.value = value }
+
+    public var description: String { "[REDACTED]" }
+    public var debugDescription: String { "Secret([REDACTED])" }
+}
+
+/// A listening address: `host:port`, or `[v6addr]:port` for IPv6.
+public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host without brackets (`127.0.0.1`, `::1`, `0.0.0.0`, `localhost`).
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Whether the host is an IPv6 literal (contains `:`).
+    public var isIPv6: Bool { host.contains(":") }
+
+    /// `host:port`, with brackets around IPv6 hosts.
+    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Parses `host:port` or `[v6]:port`; `nil` when malformed (port must be 0...65535; 0 = any free port).
+    public static func parse(_ text: String) -> ListenAddress? {
+        var host: Substring
+        var portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portText = rest.dropFirst()
+            guard !host.isEmpty, host.contains(":"),
+                  host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" }) else { return nil }
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            guard !host.isEmpty, !host.contains(":"),
+                  host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") })
+            else { return nil }
+        }
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let port = Int(portText), port <= 65535 else { return nil }
+        return ListenAddress(host: String(host), port: port)
+    }
+}
+
+// MARK: - server
+
+public struct ServerConfig: Sendable, Equatable {
+    /// Cleartext listeners. Default `["127.0.0.1:8080"]`.
+    public var listen: [ListenAddress] = [ListenAddress(host: "127.0.0.1", port: 8080)]
+    /// Event loops; 0 = one per core. Default 0.
+    public var threads: Int = 0
+    /// h2 via ALPN on TLS listeners, h2c prior knowledge on cleartext ones. Default true.
+    public var http2: Bool = true
+    /// Optional TLS listeners.
+    public var tls: ServerTLSConfig?
+    public var compression = CompressionConfig()
+    public var limits = LimitsConfig()
+
+    public init() {}
+}
+
+public struct ServerTLSConfig: Sendable, Equatable {
+    public var listen: [ListenAddress]
+    /// PEM certificate chain, resolved path.
+    public var certificate: String
+    /// PEM private key, resolved path.
+    public var privateKey: String
+
+    public init(listen: [ListenAddress], certificate: String, privateKey: String) {
+        self.listen = listen
+        self.certificate = certificate
+        self.privateKey = privateKey
+    }
+}
+
+public struct CompressionConfig: Sendable, Equatable {
+    /// Default true.
+    public var gzip: Bool = true
+    /// Smallest body compressed. Default 1024.
+    public var minBytes: Int = 1024
+
+    public init() {}
+}
+
+public struct LimitsConfig: Sendable, Equatable {
+    public var maxHeaderBytes: Int = 16384
+    public var maxHeaders: Int = 100
+    public var maxBodyBytes: Int64 = 10 * 1024 * 1024
+    public var headerTimeout: Duration = .seconds(10)
+    public var bodyTimeout: Duration = .seconds(30)
+    public var idleTimeout: Duration = .seconds(60)
+    public var maxConnections: Int = 10000
+    public var drainTimeout: Duration = .seconds(30)
+
+    public init() {}
+
+    /// These limits applied over the server's own defaults (the server has a few limits the file does not set).
+    public var httpServerLimits: HTTPServerLimits {
+        var limits = HTTPServerLimits()
+        limits.maxHeaderBytes = maxHeaderBytes
+        limits.maxHeaders = maxHeaders
+        limits.maxBodyBytes = maxBodyBytes
+        limits.headerTimeout = headerTimeout
+        limits.bodyTimeout = bodyTimeout
+        limits.idleTimeout = idleTimeout
+        limits.maxConnections = maxConnections
+        return limits
+    }
+}
+
+// MARK: - admin, logging, clients
+
+public struct AdminConfig: Sendable, Equatable {
+    /// Default `127.0.0.1:9090`.
+    public var listen = ListenAddress(host: "127.0.0.1", port: 9090)
+
+    public init() {}
+}
+
+public struct LoggingConfig: Sendable, Equatable {
+    public enum Format: String, Sendable, Equatable { case json, text }
+
+    public enum Output: Sendable, Equatable {
+        case stdout
+        case stderr
+        /// A file path, resolved against the config file's directory.
+        case file(String)
+    }
+
+    /// The default `redact_headers` list.
+    public static let defaultRedactHeaders = ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"]
+
+    /// Default `.info`.
+    public var level: Logger.Level = .info
+    /// Default `.json`.
+    public var format: Format = .json
+    /// Default true.
+    public var accessLog: Bool = true
+    /// Default `.stdout`.
+    public var output: Output = .stdout
+    /// Header names whose values are replaced by `[REDACTED]` in every log line.
+    public var redactHeaders: [String] = LoggingConfig.defaultRedactHeaders
+
+    public init() {}
+}
+
+public struct ClientsConfig: Sendable, Equatable {
+    public var apiKeys: APIKeysConfig?
+
+    public init(apiKeys: APIKeysConfig? = nil) { self.apiKeys = apiKeys }
+}
+
+public struct APIKeysConfig: Sendable, Equatable {
+    public struct Client: Sendable, Equatable {
+        public var name: String
+        public var key: Secret
+
+        public init(name: String, key: Secret) {
+            self.name = name
+            self.key = key
+        }
+    }
+
+    /// The request header that carries the key. Default `X-Api-Key`.
+    public var header: String = "X-Api-Key"
+    /// Clients in declaration order; names and keys are unique.
+    public var keys: [Client] = []
+
+    public init(header: String = "X-Api-Key", keys: [Client] = []) {
+        self.header = header
+        self.keys = keys
+    }
+
+    /// The client whose key is `key`, compared in constant time per key.
+    public func client(forKey key: String) -> Client? {
+        var found: Client?
+        for client in keys where constantTimeEquals(client.key.value, key) { found = client }
+        return found
+    }
+}
+
+/// Compares two strings without an early exit on the first differing byte.
+func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
+    let a = Array(lhs.utf8)
+    let b = Array(rhs.utf8)
+    var difference: UInt8 = a.count == b.count ? 0 : 1
+    let n = max(a.count, b.count)
+    var index = 0
+    while index < n {
+        let x = index < a.count ? a[index] : 0
+        let y = index < b.count ? b[index] : 0
+        difference |= x ^ y
+        index += 1
+    }
+    return difference == 0
+}
+
+// MARK: - upstreams
+
+/// An upstream's `base_url`, split: origin and base path.
+public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
+    /// `http` or `https`.
+    public var scheme: String
+    /// Host without brackets.
+    public var host: String
+    /// Explicit or default (80/443) port.
+    public var port: Int
+    /// Base path without a trailing slash; `""` for the root. Upstream targets are `basePath + routePath`.
+    public var basePath: String
+
+    public init(scheme: String, host: String, port: Int, basePath: String) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.basePath = basePath
+    }
+
+    public var isTLS: Bool { scheme == "https" }
+
+    /// `scheme://host[:port]` (port omitted when it is the scheme's default).
+    public var origin: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let isDefault = (scheme == "http" && port == 80) || (scheme == "https" && port == 443)
+        return isDefault ? "\(scheme)://\(hostPart)" : "\(scheme)://\(hostPart):\(port)"
+    }
+
+    /// The value for a `Host` header to this upstream.
+    public var hostHeader: String {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let isDefault = (scheme == "http" && port == 80) || (scheme == "https" && port == 443)
+        return isDefault ? hostPart : "\(hostPart):\(port)"
+    }
+
+    public var description: String { origin + basePath }
+}
+
+public struct UpstreamConfig: Sendable, Equatable {
+    public enum HTTP2Mode: String, Sendable, Equatable { case auto, always, never }
+
+    /// `validation:` — Moya's `ValidationType`.
+    public enum Validation: String, Sendable, Equatable {
+        case none
+        case success
+        case successAndRedirect = "success_and_redirect"
+    }
+
+    public struct Timeout: Sendable, Equatable {
+        /// Per attempt. Default 2s.
+        public var connect: Duration = .seconds(2)
+        /// Time to the response head, per attempt. Default 30s.
+        public var response: Duration = .seconds(30)
+
+        public init() {}
+    }
+
+    public struct Pool: Sendable, Equatable {
+        /// Default 64.
+        public var maxConnections: Int = 64
+        /// Default `.auto` (h2 if ALPN offers it).
+        public var http2: HTTP2Mode = .auto
+
+        public init() {}
+    }
+
+    public struct TLS: Sendable, Equatable {
+        /// Default true.
+        public var verify: Bool = true
+        /// Extra CA bundle, resolved path.
+        public var caFile: String?
+
+        public init() {}
+    }
+
+    public struct AccessToken: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable {
+            case bearer
+            case basic
+            case custom(scheme: String)
+        }
+
+        public var type: Kind
+        public var token: Secret
+
+        public init(type: Kind, token: Secret) {
+            self.type = type
+            self.token = token
+        }
+
+        /// The `Authorization` header value (`Bearer TOKEN`, `Basic TOKEN`, `SCHEME TOKEN`), as Moya's
+        /// `AccessTokenPlugin` builds it.
+        public var authorizationValue: String {
+            switch type {
+            case .bearer: return "Bearer \(token.value)"
+            case .basic: return "Basic \(token.value)"
+            case .custom(let scheme): return "\(scheme) \(token.value)"
+            }
+        }
+    }
+
+    public struct Credentials: Sendable, Equatable {
+        public var user: String
+        public var password: Secret
+        /// Send Basic up front instead of answering a 401 challenge. Default false.
+        public var preemptive: Bool = false
+
+        public init(user: String, password: Secret, preemptive: Bool = false) {
+            self.user = user
+            self.password = password
+            self.preemptive = preemptive
+        }
+    }
+
+    public var name: String
+    /// Absent only for stub upstreams.
+    public var baseURL: UpstreamURL?
+    /// Added to every request to this upstream.
+    public var headers = HTTPHeaders()
+    public var timeout = Timeout()
+    public var pool = Pool()
+    public var tls = TLS()
+    public var accessToken: AccessToken?
+    public var credentials: Credentials?
+    /// Default `.none`.
+    public var validation: Validation = .none
+    /// When set, the upstream is never contacted over the network.
+    public var stub: StubConfig?
+
+    public init(name: String, baseURL: UpstreamURL? = nil) {
+        self.name = name
+        self.baseURL = baseURL
+    }
+
+    public var isStub: Bool { stub != nil }
+}
+
+/// A stubbed upstream's canned response (Moya's `StubBehavior` and sample data).
+public struct StubConfig: Sendable, Equatable {
+    /// Default 200.
+    public var status: Int = 200
+    public var headers = HTTPHeaders()
+    /// The response body: from `body`, from `body_file` (read at load time), or `body_bytes` generated bytes.
+    public var body: [UInt8] = []
+    /// The resolved `body_file` path, when the body came from a file.
+    public var bodyFile: String?
+    /// `body_bytes`: the body is this many generated bytes (for load tests); `body` then holds them.
+    public var bodyBytes: Int?
+    /// `delay`: fixed delay; `.zero` = immediate. Mutually exclusive with `latency`.
+    public var delay: Duration = .zero
+    /// `latency`: a sampled delay per response.
+    public var latency: StubLatencyConfig?
+    /// Fraction 0...1 of responses that answer `errorStatus` instead. Default 0.
+    public var errorRate: Double = 0
+    /// Default 500.
+    public var errorStatus: Int = 500
+
+    public init() {}
+}
+
+/// `stub.latency`: how a stub's delay is sampled. See ``StubLatency``.
+public enum StubLatencyConfig: Sendable, Equatable {
+    /// Always `value` (`distribution: fixed`, `mean:`).
+    case fixed(Duration)
+    /// Uniform in `min...max`.
+    case uniform(min: Duration, max: Duration)
+    /// Normal with `mean` and `stddev`, clamped at 0 and to the optional `min`/`max`.
+    case normal(mean: Duration, stddev: Duration, min: Duration?, max: Duration?)
+}
+
+// MARK: - routes
+
+public struct RouteConfig: Sendable, Equatable {
+    public struct Match: Sendable, Equatable {
+        /// Exactly one of the three is set.
+        public var path: String?
+        public var pathPrefix: String?
+        /// A template such as `/api/users/{id}`; a parameter matches one non-empty segment.
+        public var pathParams: String?
+        /// `nil` = every method. Case-sensitive; GET also allows HEAD.
+        public var methods: [HTTPMethod]?
+        /// Lower-cased host without port; `nil` = any host.
+        public var host: String?
+
+        public init(path: String? = nil, pathPrefix: String? = nil, pathParams: String? = nil,
+                    methods: [HTTPMethod]? = nil, host: String? = nil) {
+            self.path = path
+            self.pathPrefix = pathPrefix
+            self.pathParams = pathParams
+            self.methods = methods
+            self.host = host
+        }
+    }
+
+    public struct Rewrite: Sendable, Equatable {
+        public var stripPrefix: String?
+        public var addPrefix: String?
+
+        public init(stripPrefix: String? = nil, addPrefix: String? = nil) {
+            self.stripPrefix = stripPrefix
+            self.addPrefix = addPrefix
+        }
+    }
+
+    public struct Retries: Sendable, Equatable {
+        /// `attempts`: total attempts including the first (1 = no retry). Idempotent methods only, and only when no
+        /// response byte arrived.
+        public var attempts: Int
+        /// Also retry when the upstream answers one of these statuses (default none).
+        public var statuses: [Int] = []
+        /// Pause between attempts (default none).
+        public var backoff: Duration?
+
+        public init(attempts: Int, statuses: [Int] = [], backoff: Duration? = nil) {
+            self.attempts = attempts
+            self.statuses = statuses
+            self.backoff = backoff
+        }
+    }
+
+    public var name: String
+    public var match: Match
+    /// The name of an upstream in ``GatewayConfig/upstreams``.
+    public var upstream: String
+    public var rewrite: Rewrite?
+    /// Default false. Only GET and HEAD coalesce.
+    public var coalesce: Bool = false
+    public var coalesceVary: [String] = []
+    /// API-key client names allowed on this route; `nil` = any caller the `clients` section admits.
+    public var clients: [String]?
+    /// The whole request's deadline, retries included.
+    public var timeout: Duration?
+    public var retries: Retries?
+
+    public init(name: String, match: Match, upstream: String) {
+        self.name = name
+        self.match = match
+        self.upstream = upstream
+    }
+}

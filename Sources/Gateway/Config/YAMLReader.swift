@@ -1,0 +1,270 @@
+import Yams
+
+/// A scalar after `${NAME}` interpolation.
+struct ScalarValue {
+    var text: String
+    /// Whether any part came from the environment: such a value is never printed in a message.
+    var fromEnvironment: Bool
+    var line: Int
+
+    /// `'text'` for messages, or a neutral phrase when the value came from the environment.
+    var shown: String { fromEnvironment ? "a value from the environment" : "'\(text)'" }
+}
+
+/// Walks a composed YAML tree, collecting every problem with its line and key path.
+final class YAMLReader {
+    let file: String
+    let environment: [String: String]
+    private(set) var problems: [ConfigProblem] = []
+
+    init(file: String, environment: [String: String]) {
+        self.file = file
+        self.environment = environment
+    }
+
+    func report(line: Int, _ path: String, _ reason: String) {
+        problems.append(ConfigProblem(file: file, line: max(1, line), keyPath: path, reason: reason))
+    }
+
+    func line(of node: Node, fallback: Int = 1) -> Int { node.mark?.line ?? fallback }
+
+    static func isNull(_ node: Node) -> Bool {
+        guard case .scalar(let scalar) = node, scalar.style == .plain else { return false }
+        return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
+    }
+
+    static func kindName(_ node: Node) -> String {
+        switch node {
+        case .scalar: return "a scalar"
+        case .mapping: return "a mapping"
+        case .sequence: return "a list"
+        case .alias: return "an alias"
+        }
+    }
+
+    // MARK: mappings
+
+    /// The entries of a mapping with string keys, checked against `allowed` (nil = any key). Reports a wrong node kind
+    /// and unknown keys; returns nil when the node is not a mapping.
+    func mapping(_ node: Node, _ path: String, allowed: [String]?) -> Entries? {
+        guard case .mapping(let mapping) = node else {
+            report(line: line(of: node), path, "expected a mapping, got \(YAMLReader.kindName(node))")
+            return nil
+        }
+        var entries = Entries(path: path, line: mapping.mark?.line ?? 1)
+        for (keyNode, value) in mapping {
+            guard case .scalar(let keyScalar) = keyNode else {
+                report(line: line(of: keyNode, fallback: entries.line), path, "mapping keys must be strings")
+                continue
+            }
+            let key = keyScalar.string
+            let childPath = YAMLReader.join(path, key)
+            if let allowed, !allowed.contains(key) {
+                report(line: line(of: keyNode, fallback: entries.line), childPath,
+                       "unknown key (expected one of: \(allowed.joined(separator: ", ")))")
+                continue
+            }
+            entries.items.append(Entry(key: key, keyLine: line(of: keyNode, fallback: entries.line), value: value,
+                                       path: childPath))
+        }
+        return entries
+    }
+
+    static func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    struct Entry {
+        var key: String
+        var keyLine: Int
+        var value: Node
+        var path: String
+        var isNull: Bool { YAMLReader.isNull(value) }
+    }
+
+    struct Entries {
+        var path: String
+        var line: Int
+        var items: [Entry] = []
+
+        /// The entry for `key` unless absent or null.
+        subscript(key: String) -> Entry? {
+            items.first { $0.key == key && !$0.isNull }
+        }
+
+        func has(_ key: String) -> Bool { self[key] != nil }
+    }
+
+    /// Reports a missing required key at the mapping's line.
+    func requireKey(_ entries: Entries, _ key: String) -> Entry? {
+        if let entry = entries[key] { return entry }
+        report(line: entries.line, YAMLReader.join(entries.path, key), "required key is missing")
+        return nil
+    }
+
+    // MARK: scalars
+
+    /// The interpolated string of a scalar; reports a non-scalar or an unset variable.
+    func scalar(_ node: Node, _ path: String) -> ScalarValue? {
+        guard case .scalar(let scalar) = node else {
+            report(line: line(of: node), path, "expected a scalar, got \(YAMLReader.kindName(node))")
+            return nil
+        }
+        let nodeLine = scalar.mark?.line ?? 1
+        return interpolate(scalar.string, line: nodeLine, path: path)
+    }
+
+    /// Replaces `${NAME}` from the environment; `$${` is a literal `${`.
+    func interpolate(_ text: String, line: Int, path: String) -> ScalarValue? {
+        guard text.contains("$") else { return ScalarValue(text: text, fromEnvironment: false, line: line) }
+        var output = ""
+        var fromEnvironment = false
+        var failed = false
+        var rest = Substring(text)
+        while let dollar = rest.firstIndex(of: "$") {
+            output += rest[..<dollar]
+            let after = rest[rest.index(after: dollar)...]
+            if after.hasPrefix("${") {
+                output += "${"
+                rest = after.dropFirst(2)
+                continue
+            }
+            guard after.hasPrefix("{") else {
+                output += "$"
+                rest = after
+                continue
+            }
+            guard let close = after.firstIndex(of: "}") else {
+                report(line: line, path, "unterminated '${' in value")
+                return nil
+            }
+            let name = after[after.index(after: after.startIndex)..<close]
+            rest = after[after.index(after: close)...]
+            guard YAMLReader.isVariableName(name) else {
+                report(line: line, path, "invalid environment variable name in '${...}'")
+                failed = true
+                continue
+            }
+            guard let value = environment[String(name)] else {
+                report(line: line, path, "environment variable \(name) is not set")
+                failed = true
+                continue
+            }
+            output += value
+            fromEnvironment = true
+        }
+        output += rest
+        return failed ? nil : ScalarValue(text: output, fromEnvironment: fromEnvironment, line: line)
+    }
+
+    static func isVariableName(_ name: Substring) -> Bool {
+        guard let first = name.first, first.isASCII, first.isLetter || first == "_" else { return false }
+        return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+    }
+
+    func string(_ entry: Entry, nonEmpty: Bool = true) -> String? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        if nonEmpty && value.text.isEmpty {
+            report(line: value.line, entry.path, "must not be empty")
+            return nil
+        }
+        return value.text
+    }
+
+    func bool(_ entry: Entry) -> Bool? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        switch value.text {
+        case "true", "True", "TRUE": return true
+        case "false", "False", "FALSE": return false
+        default:
+            report(line: value.line, entry.path, "expected true or false, got \(value.shown)")
+            return nil
+        }
+    }
+
+    func int(_ entry: Entry, in range: ClosedRange<Int>) -> Int? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        guard let number = Int(value.text.trimmingSpaces()) else {
+            report(line: value.line, entry.path, "expected an integer, got \(value.shown)")
+            return nil
+        }
+        guard range.contains(number) else {
+            report(line: value.line, entry.path, "must be between \(range.lowerBound) and \(range.upperBound)")
+            return nil
+        }
+        return number
+    }
+
+    func double(_ entry: Entry, in range: ClosedRange<Double>) -> Double? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        guard let number = Double(value.text.trimmingSpaces()), number.isFinite else {
+            report(line: value.line, entry.path, "expected a number, got \(value.shown)")
+            return nil
+        }
+        guard range.contains(number) else {
+            report(line: value.line, entry.path, "must be between \(range.lowerBound) and \(range.upperBound)")
+            return nil
+        }
+        return number
+    }
+
+    /// A duration (`ms`, `s`, `m`); must be > 0 unless `allowZero`.
+    func duration(_ entry: Entry, allowZero: Bool = false) -> Duration? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        guard let duration = ConfigValue.parseDuration(value.text) else {
+            report(line: value.line, entry.path,
+                   "invalid duration \(value.shown) (use a number with ms, s or m, e.g. 250ms, 10s, 2m)")
+            return nil
+        }
+        if duration == .zero && !allowZero {
+            report(line: value.line, entry.path, "must be greater than 0")
+            return nil
+        }
+        return duration
+    }
+
+    /// A size (plain bytes, `KiB`, `MiB`); must be > 0 unless `allowZero`.
+    func size(_ entry: Entry, allowZero: Bool = false) -> Int64? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        guard let size = ConfigValue.parseSize(value.text) else {
+            report(line: value.line, entry.path, "invalid size \(value.shown) (use bytes, KiB or MiB, e.g. 16384, 10MiB)")
+            return nil
+        }
+        if size == 0 && !allowZero {
+            report(line: value.line, entry.path, "must be greater than 0")
+            return nil
+        }
+        return size
+    }
+
+    /// A list of scalars (a single scalar counts as a one-element list when `allowSingle`).
+    func list(_ entry: Entry, allowSingle: Bool = false) -> [ScalarValue]? {
+        let items: [Node]
+        switch entry.value {
+        case .sequence(let sequence): items = Array(sequence)
+        case .scalar where allowSingle: items = [entry.value]
+        default:
+            report(line: line(of: entry.value), entry.path, "expected a list, got \(YAMLReader.kindName(entry.value))")
+            return nil
+        }
+        var result: [ScalarValue] = []
+        var failed = false
+        for (index, item) in items.enumerated() {
+            if let value = scalar(item, "\(entry.path)[\(index)]") { result.append(value) } else { failed = true }
+        }
+        return failed ? nil : result
+    }
+
+    /// A mapping of string keys to scalar values, in order.
+    func stringMap(_ entry: Entry) -> [(key: String, value: ScalarValue, path: String)]? {
+        guard let entries = mapping(entry.value, entry.path, allowed: nil) else { return nil }
+        var result: [(key: String, value: ScalarValue, path: String)] = []
+        var failed = false
+        for item in entries.items {
+            if let value = scalar(item.value, item.path) {
+                result.append((item.key, value, item.path))
+            } else {
+                failed = true
+            }
+        }
+        return failed ? nil : result
+    }
+}

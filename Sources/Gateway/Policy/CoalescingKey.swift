@@ -1,0 +1,100 @@
+import HTTPWire
+
+/// The identity of a coalescible upstream request: requests with equal keys share one upstream call.
+///
+/// Parts: method, upstream name, final upstream URL with its query parameters sorted, the values of the route's
+/// `coalesce_vary` headers, and ``identity``, a 128-bit FNV-1a hash over the caller's identity (the API-key client
+/// name, every `Authorization` and every `Cookie` value, each length-prefixed and tagged so that moving bytes between
+/// fields changes the hash). FNV-1a is not cryptographic: it keeps accidental collisions out of reach (2^-64 birthday
+/// bound at 128 bits) and keeps credentials out of the key's memory and description; a deliberate collision would
+/// need the other caller's credentials in the first place. The hash is stable across processes and runs (no seed).
+public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
+    public var method: String
+    public var upstream: String
+    /// `origin + basePath + path` with the query parameters sorted (bytes unchanged otherwise).
+    public var url: String
+    /// `(lower-cased name, values joined by ", ")` for each `coalesce_vary` header, in route order.
+    public var vary: [String]
+    /// FNV-1a 128 over the identity parts; 0 never occurs for a non-empty identity in practice.
+    public var identity: UInt128
+
+    public init(method: String, upstream: String, url: String, vary: [String], identity: UInt128) {
+        self.method = method
+        self.upstream = upstream
+        self.url = url
+        self.vary = vary
+        self.identity = identity
+    }
+
+    /// Only GET and HEAD coalesce.
+    public static func isCoalescible(_ method: HTTPMethod) -> Bool { method == .get || method == .head }
+
+    /// The key for a request, or `nil` when the method does not coalesce.
+    ///
+    /// - Parameters:
+    ///   - upstreamURL: the final upstream URL, `origin + upstreamPath` (``RouteResult/matched(_:upstreamPath:pathParams:)``).
+    ///   - varyHeaders: the route's `coalesce_vary` names.
+    ///   - requestHeaders: the client's headers (before the API-key header is removed is fine: it is not read).
+    ///   - clientName: the API-key client, when one authenticated.
+    public static func make(method: HTTPMethod, upstream: String, upstreamURL: String, varyHeaders: [String],
+                            requestHeaders: HTTPHeaders, clientName: String?) -> CoalescingKey? {
+        guard isCoalescible(method) else { return nil }
+        let vary = varyHeaders.map { name in
+            name.lowercased() + ":" + requestHeaders[name].joined(separator: ", ")
+        }
+        return CoalescingKey(method: method.rawValue, upstream: upstream, url: sortedQuery(upstreamURL), vary: vary,
+                             identity: identityHash(clientName: clientName, headers: requestHeaders))
+    }
+
+    /// The URL with its `&`-separated query parameters sorted by bytes (stable for equal parameters).
+    public static func sortedQuery(_ url: String) -> String {
+        guard let mark = url.firstIndex(of: "?") else { return url }
+        let query = url[url.index(after: mark)...]
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: true)
+        let sorted = parameters.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        return String(url[...mark]) + sorted.joined(separator: "&")
+    }
+
+    /// FNV-1a 128 over `client`, `Authorization` values and `Cookie` values (tagged, length-prefixed).
+    public static func identityHash(clientName: String?, headers: HTTPHeaders) -> UInt128 {
+        var hasher = FNV1a128()
+        hasher.field(tag: 1, clientName ?? "")
+        hasher.byte(clientName == nil ? 0 : 1)
+        for value in headers["Authorization"] { hasher.field(tag: 2, value) }
+        for value in headers["Cookie"] { hasher.field(tag: 3, value) }
+        return hasher.value
+    }
+
+    /// Never shows identity material beyond its hash.
+    public var description: String {
+        "\(method) \(upstream) \(url) vary=\(vary) id=\(String(identity, radix: 16))"
+    }
+}
+
+/// FNV-1a with the 128-bit parameters (offset basis 0x6c62272e07bb014262b821756295c58d, prime 2^88 + 0x13b).
+public struct FNV1a128: Sendable {
+    public private(set) var value: UInt128 = 0x6c62272e_07bb0142_62b82175_6295c58d
+    static let prime: UInt128 = 0x00000000_01000000_00000000_0000013b
+
+    public init() {}
+
+    public mutating func byte(_ byte: UInt8) {
+        value ^= UInt128(byte)
+        value = value &* FNV1a128.prime
+    }
+
+    public mutating func bytes<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+        for byte in bytes { self.byte(byte) }
+    }
+
+    /// A tag byte, the 8-byte little-endian length, then the bytes.
+    public mutating func field(tag: UInt8, _ string: String) {
+        byte(tag)
+        var length = UInt64(string.utf8.count)
+        for _ in 0..<8 {
+            byte(UInt8(truncatingIfNeeded: length))
+            length >>= 8
+        }
+        bytes(string.utf8)
+    }
+}

@@ -1,0 +1,66 @@
+/// The error codes of the gateway's JSON error bodies, with their statuses.
+public enum GatewayErrorCode: String, Sendable, CaseIterable {
+    case notFound = "not_found"
+    case methodNotAllowed = "method_not_allowed"
+    case unauthorized
+    case forbidden
+    case badRequest = "bad_request"
+    case payloadTooLarge = "payload_too_large"
+    case badGateway = "bad_gateway"
+    case serviceUnavailable = "service_unavailable"
+    case gatewayTimeout = "gateway_timeout"
+
+    public var status: Int {
+        switch self {
+        case .notFound: return 404
+        case .methodNotAllowed: return 405
+        case .unauthorized: return 401
+        case .forbidden: return 403
+        case .badRequest: return 400
+        case .payloadTooLarge: return 413
+        case .badGateway: return 502
+        case .serviceUnavailable: return 503
+        case .gatewayTimeout: return 504
+        }
+    }
+}
+
+/// `{"error": CODE, "request_id": ID}` bodies, served with `Content-Type: application/json`.
+public enum ErrorBody {
+    public static let contentType = "application/json"
+
+    /// The JSON text for `code` and `requestID` (escaped; no trailing newline).
+    public static func json(_ code: GatewayErrorCode, requestID: String) -> String {
+        "{\"error\":\"\(code.rawValue)\",\"request_id\":\"\(escape(requestID))\"}"
+    }
+
+    /// The body as bytes.
+    public static func bytes(_ code: GatewayErrorCode, requestID: String) -> [UInt8] {
+        Array(json(code, requestID: requestID).utf8)
+    }
+
+    /// JSON string escaping (RFC 8259): quotes, backslash, controls as `\uXXXX` or short forms; U+2028/2029 escaped too.
+    public static func escape(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{08}": output += "\\b"
+            case "\u{0C}": output += "\\f"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F || scalar.value == 0x2028 || scalar.value == 0x2029 {
+                    let hex = String(scalar.value, radix: 16, uppercase: false)
+                    output += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+                } else {
+                    output.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return output
+    }
+}

@@ -1,0 +1,33 @@
+import HTTPWire
+
+/// Hop-by-hop header handling (RFC 9110 §7.6.1): these fields describe one connection and are never forwarded.
+public enum HopByHop {
+    /// Always removed, in both directions.
+    public static let standard = ["Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+                                  "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade"]
+
+    /// Fields a peer cannot remove by naming them in `Connection` (framing and routing depend on them).
+    public static let protected = ["host", "content-length"]
+
+    /// The names to remove from `headers`: the standard list plus every name listed in `Connection` (except
+    /// ``protected``), lower-cased.
+    public static func names(in headers: HTTPHeaders) -> Set<String> {
+        var names = Set(standard.map { $0.lowercased() })
+        for token in headers.tokens(name: "Connection") {
+            let name = token.lowercased()
+            if !protected.contains(name) { names.insert(name) }
+        }
+        return names
+    }
+
+    /// Removes the hop-by-hop fields from `headers`.
+    public static func remove(from headers: inout HTTPHeaders) {
+        headers = removing(from: headers)
+    }
+
+    /// `headers` without its hop-by-hop fields.
+    public static func removing(from headers: HTTPHeaders) -> HTTPHeaders {
+        let names = names(in: headers)
+        return HTTPHeaders(headers.compactMap { names.contains($0.name.lowercased()) ? nil : ($0.name, $0.value) })
+    }
+}

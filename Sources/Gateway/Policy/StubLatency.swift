@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small, fast, seedable generator (SplitMix64), so stub latencies are reproducible in tests.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Samples a stub's delay from its `latency` distribution (or its fixed `delay`). Results are never negative and are
+/// clamped to the distribution's `min`/`max` where given. Normal samples use the Box–Muller transform.
+public struct StubLatency: Sendable {
+    public let distribution: StubLatencyConfig
+    private var rng: SplitMix64
+    private var spareNormal: Double?
+
+    public init(_ distribution: StubLatencyConfig, seed: UInt64) {
+        self.distribution = distribution
+        self.rng = SplitMix64(seed: seed)
+    }
+
+    /// A sampler for a stub: its `latency`, else its fixed `delay`.
+    public init(stub: StubConfig, seed: UInt64) {
+        self.init(stub.latency ?? .fixed(stub.delay), seed: seed)
+    }
+
+    public mutating func sample() -> Duration {
+        switch distribution {
+        case .fixed(let value):
+            return max(.zero, value)
+        case .uniform(let low, let high):
+            let lo = StubLatency.seconds(low)
+            let hi = StubLatency.seconds(high)
+            return StubLatency.duration(lo + (hi - lo) * unit())
+        case .normal(let mean, let stddev, let low, let high):
+            var value = StubLatency.seconds(mean) + StubLatency.seconds(stddev) * standardNormal()
+            if let low { value = max(value, StubLatency.seconds(low)) }
+            if let high { value = min(value, StubLatency.seconds(high)) }
+            return StubLatency.duration(value)
+        }
+    }
+
+    /// Uniform in [0, 1).
+    mutating func unit() -> Double {
+        Double(rng.next() >> 11) * (1.0 / 9_007_199_254_740_992.0)
+    }
+
+    mutating func standardNormal() -> Double {
+        if let spare = spareNormal {
+            spareNormal = nil
+            return spare
+        }
+        var u1 = unit()
+        while u1 <= .leastNormalMagnitude { u1 = unit() }
+        let u2 = unit()
+        let radius = (-2.0 * log(u1)).squareRoot()
+        let angle = 2.0 * Double.pi * u2
+        spareNormal = radius * sin(angle)
+        return radius * cos(angle)
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+
+    /// Seconds → duration, clamped to 0 ... 1 day (NaN → 0).
+    static func duration(_ seconds: Double) -> Duration {
+        guard seconds.isFinite, seconds > 0 else { return .zero }
+        let clamped = min(seconds, 86_400)
+        return .nanoseconds(Int64(clamped * 1e9))
+    }
+}

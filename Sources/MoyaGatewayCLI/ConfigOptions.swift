@@ -1,0 +1,31 @@
+import ArgumentParser
+import Foundation
+import Gateway
+
+/// `--config PATH`, else `$MOYA_GATEWAY_CONFIG`, else `Configuration/gateway.yaml`.
+struct ConfigOptions: ParsableArguments {
+    @Option(name: .long, help: "Configuration file (default: $MOYA_GATEWAY_CONFIG, else Configuration/gateway.yaml).")
+    var config: String?
+
+    var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    var path: String { ConfigLoader.resolvePath(explicit: config, environment: environment) }
+
+    /// Loads the configuration exactly as `check`, `serve` and reload do; on failure prints one problem per line to
+    /// stderr and returns nil.
+    func load() -> GatewayConfig? {
+        switch ConfigLoader().load(path: path, environment: environment) {
+        case .success(let config):
+            return config
+        case .failure(let errors):
+            for problem in errors.problems { StandardError.print(problem.description) }
+            return nil
+        }
+    }
+}
+
+enum StandardError {
+    static func print(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
