@@ -1,0 +1,220 @@
+/// RFC 9113 §8.2–8.3 checks on a received header block, applied on top of nghttp2's own HTTP messaging checks
+/// (so the result does not depend on what a given libnghttp2 version enforces), and the HTTP/2 → HTTP/1.1
+/// conversion.
+enum HTTP2Validation {
+    /// Connection-specific fields forbidden in HTTP/2 (RFC 9113 §8.2.2).
+    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+
+    /// `tchar` from RFC 9110 §5.6.2.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        AcceptEncoding.isTokenByte(byte)
+    }
+
+    /// A field name as HTTP/2 allows it: a non-empty token without uppercase letters.
+    static func isValidName(_ name: some Collection<UInt8>) -> Bool {
+        !name.isEmpty && name.allSatisfy { isTokenByte($0) && !($0 >= 0x41 && $0 <= 0x5a) }
+    }
+
+    /// A field value without NUL, CR or LF, and without leading or trailing space or tab (RFC 9113 §8.2.1).
+    static func isValidValue(_ value: some Collection<UInt8>) -> Bool {
+        if value.contains(where: { $0 == 0 || $0 == 0x0a || $0 == 0x0d || ($0 < 0x20 && $0 != 0x09) || $0 == 0x7f }) {
+            return false
+        }
+        if let first = value.first, first == 0x20 || first == 0x09 { return false }
+        var last: UInt8?
+        for byte in value { last = byte }
+        if let last, last == 0x20 || last == 0x09 { return false }
+        return true
+    }
+
+    /// A `:path` value: visible ASCII or obs-text, no space or control characters, starting with `/`
+    /// (or exactly `*` for OPTIONS).
+    static func isValidPath(_ path: [UInt8], method: HTTPMethod) -> Bool {
+        guard let first = path.first else { return false }
+        if path == [UInt8(ascii: "*")] { return method == .options }
+        guard first == UInt8(ascii: "/") else { return false }
+        return path.allSatisfy { $0 > 0x20 && $0 != 0x7f }
+    }
+
+    /// A `:authority` or `host` value: host and optional port, no userinfo, no whitespace or delimiters that could
+    /// change the meaning of an HTTP/1.1 request.
+    static func isValidAuthority(_ value: [UInt8]) -> Bool {
+        guard !value.isEmpty else { return false }
+        return value.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            default:
+                return "-._~!$&'()*+,;=:[]%".utf8.contains(byte)
+            }
+        }
+    }
+
+    static func isValidScheme(_ value: [UInt8]) -> Bool {
+        guard let first = value.first, (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z") else {
+            return false
+        }
+        return value.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                return true
+            default:
+                return false
+            }
+        }
+    }
+
+    static func string(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Validates a complete request header block (fields in wire order, pseudo-headers included) and builds the
+    /// request head; returns the reason on failure.
+    static func validateRequest(_ fields: [(name: [UInt8], value: [UInt8])]) -> Result<HTTP2RequestHead, RequestError> {
+        var method: [UInt8]?, scheme: [UInt8]?, authority: [UInt8]?, path: [UInt8]?, proto: [UInt8]?
+        var regularSeen = false
+        var headers = HTTPHeaders()
+        var hosts: [[UInt8]] = []
+        var contentLengths: [[UInt8]] = []
+        for (name, value) in fields {
+            if name.first == UInt8(ascii: ":") {
+                if regularSeen { return .failure(.init("pseudo-header after a regular field")) }
+                func set(_ slot: inout [UInt8]?) -> Bool {
+                    if slot != nil { return false }
+                    slot = value
+                    return true
+                }
+                let ok: Bool
+                switch string(name) {
+                case ":method": ok = set(&method)
+                case ":scheme": ok = set(&scheme)
+                case ":authority": ok = set(&authority)
+                case ":path": ok = set(&path)
+                case ":protocol": ok = set(&proto)
+                default: return .failure(.init("unknown pseudo-header \(string(name))"))
+                }
+                if !ok { return .failure(.init("duplicate \(string(name))")) }
+                continue
+            }
+            regularSeen = true
+            guard isValidName(name) else { return .failure(.init("invalid field name")) }
+            guard isValidValue(value) else { return .failure(.init("invalid value in \(string(name))")) }
+            let lowerName = string(name)
+            if connectionSpecific.contains(lowerName) { return .failure(.init("connection-specific field \(lowerName)")) }
+            if lowerName == "te" && !string(value).equalsIgnoringASCIICase("trailers") {
+                return .failure(.init("te other than trailers"))
+            }
+            if lowerName == "host" { hosts.append(value) }
+            if lowerName == "content-length" { contentLengths.append(value) }
+            headers.add(name: lowerName, value: string(value))
+        }
+        guard let methodBytes = method, !methodBytes.isEmpty, methodBytes.allSatisfy(isTokenByte) else {
+            return .failure(.init("missing or invalid :method"))
+        }
+        let httpMethod = HTTPMethod(string(methodBytes))
+        if hosts.count > 1 { return .failure(.init("more than one host")) }
+        for host in hosts where !isValidAuthority(host) { return .failure(.init("invalid host")) }
+        if let authority, !isValidAuthority(authority) { return .failure(.init("invalid :authority")) }
+        if let authority, let host = hosts.first, !string(authority).equalsIgnoringASCIICase(string(host)) {
+            return .failure(.init(":authority and host differ"))
+        }
+        if let first = contentLengths.first {
+            guard contentLengths.allSatisfy({ $0 == first }), !first.isEmpty, first.count <= 18,
+                  first.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                return .failure(.init("invalid content-length"))
+            }
+        }
+        if httpMethod == .connect && proto == nil {
+            // RFC 9113 §8.5: only :method and :authority.
+            guard scheme == nil, path == nil, authority != nil else { return .failure(.init("malformed CONNECT")) }
+            return .success(HTTP2RequestHead(method: httpMethod, scheme: nil, authority: authority.map(string), path: nil,
+                                             headers: headers))
+        }
+        if proto != nil && httpMethod != .connect { return .failure(.init(":protocol without CONNECT")) }
+        guard let scheme, isValidScheme(scheme) else { return .failure(.init("missing or invalid :scheme")) }
+        guard let path, isValidPath(path, method: httpMethod) else { return .failure(.init("missing or invalid :path")) }
+        guard authority != nil || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
+        if let proto, !(proto.allSatisfy(isTokenByte) && !proto.isEmpty) { return .failure(.init("invalid :protocol")) }
+        return .success(HTTP2RequestHead(method: httpMethod, scheme: string(scheme), authority: authority.map(string),
+                                         path: string(path), extendedProtocol: proto.map(string), headers: headers))
+    }
+
+    /// Validates a trailer block: no pseudo-headers, valid names and values, no connection-specific fields.
+    static func validateTrailers(_ fields: [(name: [UInt8], value: [UInt8])]) -> HTTPHeaders? {
+        var headers = HTTPHeaders()
+        for (name, value) in fields {
+            guard isValidName(name), isValidValue(value) else { return nil }
+            let lowerName = string(name)
+            if connectionSpecific.contains(lowerName) || lowerName == "te" { return nil }
+            headers.add(name: lowerName, value: string(value))
+        }
+        return headers
+    }
+}
+
+/// Why a request cannot be used.
+public struct RequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+extension HTTP2RequestHead {
+    /// The request as an HTTP/1.1 request head for an upstream that speaks HTTP/1.1.
+    ///
+    /// - The target is `:path` (the authority for CONNECT).
+    /// - Exactly one `Host`, first, from `:authority` (or the `host` field when there is no `:authority`).
+    /// - Every `cookie` field is joined with `"; "` into one `Cookie` (RFC 9113 §8.2.3).
+    /// - Pseudo-headers, `host`, `te` and connection-specific fields are dropped.
+    /// - Every name, value, the method, target and host are checked again, so a head built by hand cannot inject
+    ///   a line into the HTTP/1.1 request: any CR, LF, NUL, space in the target, or invalid name throws.
+    public func toHTTP1Request() throws(RequestError) -> HTTPRequestHead {
+        guard !method.rawValue.isEmpty, method.rawValue.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
+            throw RequestError("invalid method")
+        }
+        let hostFields = headers["host"]
+        guard let host = authority ?? hostFields.first else { throw RequestError("no authority") }
+        guard HTTP2Validation.isValidAuthority(Array(host.utf8)) else { throw RequestError("invalid authority") }
+        if let authority, hostFields.contains(where: { !$0.equalsIgnoringASCIICase(authority) }) {
+            throw RequestError(":authority and host differ")
+        }
+        let target: String
+        if method == .connect && extendedProtocol == nil {
+            target = host
+        } else {
+            guard let path, HTTP2Validation.isValidPath(Array(path.utf8), method: method) else {
+                throw RequestError("invalid path")
+            }
+            target = path
+        }
+        var out = HTTPHeaders()
+        out.add(name: "Host", value: host)
+        var cookies: [String] = []
+        var cookieInserted = false
+        for field in headers {
+            let nameBytes = Array(field.name.utf8)
+            guard !nameBytes.isEmpty, nameBytes.allSatisfy(HTTP2Validation.isTokenByte) else {
+                throw RequestError("invalid field name")
+            }
+            guard HTTP2Validation.isValidValue(Array(field.value.utf8)) || field.value.isEmpty else {
+                throw RequestError("invalid field value")
+            }
+            let lower = field.name.lowercased()
+            if lower == "host" || lower == "te" || HTTP2Validation.connectionSpecific.contains(lower) { continue }
+            if lower == "cookie" {
+                cookies.append(field.value)
+                if !cookieInserted {
+                    // Placeholder keeps the first cookie's position; filled in below.
+                    out.add(name: "cookie", value: "")
+                    cookieInserted = true
+                }
+                continue
+            }
+            out.add(name: field.name, value: field.value)
+        }
+        if cookieInserted {
+            out.replaceOrAdd(name: "cookie", value: cookies.joined(separator: "; "))
+        }
+        return HTTPRequestHead(method: method, target: target, version: .http1_1, headers: out)
+    }
+}

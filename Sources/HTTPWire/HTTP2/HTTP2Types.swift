@@ -1,0 +1,198 @@
+import CNghttp2
+
+/// Which end of the connection a session plays.
+public enum HTTP2Role: Sendable, Hashable {
+    case server
+    case client
+}
+
+/// An HTTP/2 error code (RFC 9113 §7) as carried by RST_STREAM and GOAWAY.
+public struct HTTP2ErrorCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt32) { self.rawValue = rawValue }
+
+    public static let noError = HTTP2ErrorCode(0x0)
+    public static let protocolError = HTTP2ErrorCode(0x1)
+    public static let internalError = HTTP2ErrorCode(0x2)
+    public static let flowControlError = HTTP2ErrorCode(0x3)
+    public static let settingsTimeout = HTTP2ErrorCode(0x4)
+    public static let streamClosed = HTTP2ErrorCode(0x5)
+    public static let frameSizeError = HTTP2ErrorCode(0x6)
+    public static let refusedStream = HTTP2ErrorCode(0x7)
+    public static let cancel = HTTP2ErrorCode(0x8)
+    public static let compressionError = HTTP2ErrorCode(0x9)
+    public static let connectError = HTTP2ErrorCode(0xa)
+    public static let enhanceYourCalm = HTTP2ErrorCode(0xb)
+    public static let inadequateSecurity = HTTP2ErrorCode(0xc)
+    public static let http11Required = HTTP2ErrorCode(0xd)
+
+    public var description: String {
+        let names = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
+                     "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
+                     "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
+        return rawValue < names.count ? names[Int(rawValue)] : "0x\(String(rawValue, radix: 16))"
+    }
+}
+
+/// A fatal session error, or a misuse of the API. After a fatal error (`isFatal`) the caller should drain any
+/// output (it may hold a GOAWAY) and close the connection.
+public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// The client did not start with the HTTP/2 connection preface.
+        case badPreface
+        /// The peer queued too many frames that need an answer (SETTINGS/PING ACK flood) or other flood.
+        case flooded
+        /// A header block was split over more CONTINUATION frames than allowed.
+        case tooManyContinuations
+        /// Another fatal protocol or library error; `code` holds nghttp2's error.
+        case sessionError
+        /// The session already failed or was closed.
+        case sessionClosed
+        /// The stream does not exist (any more) or is in the wrong state for the call.
+        case invalidStream
+        /// The call does not fit the session's role or state (for example a server sending a request).
+        case invalidState
+        /// No stream may be opened now (GOAWAY, IDs exhausted).
+        case streamsExhausted
+    }
+
+    public var kind: Kind
+    /// nghttp2's error code (negative), or 0 when the error is ours.
+    public var code: Int32
+    public var message: String
+
+    public init(kind: Kind, code: Int32 = 0, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+
+    init(nghttp2Code code: Int32) {
+        let kind: Kind
+        switch code {
+        case NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue: kind = .badPreface
+        case NGHTTP2_ERR_FLOODED.rawValue: kind = .flooded
+        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue: kind = .tooManyContinuations
+        default: kind = .sessionError
+        }
+        self.init(kind: kind, code: code, message: String(cString: nghttp2_strerror(code)))
+    }
+
+    /// Whether the connection must be closed.
+    public var isFatal: Bool {
+        switch kind {
+        case .badPreface, .flooded, .tooManyContinuations, .sessionError, .sessionClosed: return true
+        case .invalidStream, .invalidState, .streamsExhausted: return false
+        }
+    }
+
+    public var description: String { "HTTP2Error(\(kind), \(code)): \(message)" }
+}
+
+/// Connection settings and abuse limits for one `HTTP2Session`.
+public struct HTTP2Settings: Sendable, Hashable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS we advertise. Excess peer streams get RST_STREAM(REFUSED_STREAM).
+    public var maxConcurrentStreams: UInt32 = 100
+    /// SETTINGS_INITIAL_WINDOW_SIZE we advertise: how much DATA a peer may send per stream before `consumed`.
+    public var initialWindowSize: UInt32 = 65_535
+    /// Our connection-level receive window (the peer's budget for all streams together).
+    public var connectionWindowSize: Int32 = 1 << 20
+    /// SETTINGS_MAX_FRAME_SIZE we advertise (16384...16777215).
+    public var maxFrameSize: UInt32 = 16_384
+    /// SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (RFC 9113 size: name + value + 32 per field).
+    /// A larger header block resets the stream with ENHANCE_YOUR_CALM and is never surfaced.
+    public var maxHeaderListSize: UInt32 = 32 * 1024
+    /// SETTINGS_HEADER_TABLE_SIZE for the HPACK decoder.
+    public var headerTableSize: UInt32 = 4096
+    /// Server only: token bucket for RST_STREAM frames received (CVE-2023-44487). nghttp2 sends GOAWAY when the
+    /// bucket runs dry. nghttp2's defaults are burst 1000, 33 per second.
+    public var streamResetBurst: UInt64 = 1000
+    public var streamResetRate: UInt64 = 33
+    /// CONTINUATION frames allowed after one HEADERS (CVE-2024-28182). More is fatal.
+    public var maxContinuations: Int = 8
+    /// Outgoing SETTINGS/PING ACKs allowed to queue unsent before the peer counts as flooding (fatal).
+    public var maxOutboundAck: Int = 1000
+    /// Entries allowed in one SETTINGS frame.
+    public var maxSettingsEntries: Int = 32
+    /// Server only: after this many requests the server sends a graceful GOAWAY whose last-stream-id is the
+    /// last accepted request; `nil` for no cap.
+    public var maxRequestsPerConnection: Int? = 1000
+    /// Resets the *session* sends because of peer behaviour (malformed requests, refused streams, flow control
+    /// errors: the "MadeYouReset" class, CVE-2025-8671) allowed per connection before it is closed with
+    /// GOAWAY(ENHANCE_YOUR_CALM). Resets requested through `resetStream` are not counted.
+    public var maxPeerInducedResets: Int = 1000
+    /// Per-stream outbound buffer: `sendBody` returns `false` (pause the producer) once this many bytes are
+    /// queued; `.windowAvailable` follows when the queue drains below half.
+    public var streamSendBufferSize: Int = 64 * 1024
+
+    public init() {}
+}
+
+/// The head of an HTTP/2 request: the pseudo-header fields and the regular fields.
+public struct HTTP2RequestHead: Sendable, Hashable {
+    public var method: HTTPMethod
+    /// `:scheme`; nil only for CONNECT.
+    public var scheme: String?
+    /// `:authority`, if sent (a request may carry `host` instead).
+    public var authority: String?
+    /// `:path`; nil only for CONNECT.
+    public var path: String?
+    /// `:protocol` of an extended CONNECT (RFC 8441), if any.
+    public var extendedProtocol: String?
+    /// Regular fields, lowercase names, in the order received. Includes `host` if the client sent one.
+    public var headers: HTTPHeaders
+
+    public init(method: HTTPMethod, scheme: String? = "https", authority: String?, path: String?,
+                extendedProtocol: String? = nil, headers: HTTPHeaders = HTTPHeaders()) {
+        self.method = method
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        self.extendedProtocol = extendedProtocol
+        self.headers = headers
+    }
+
+    /// A request head for an HTTP/1.1 request, for sending over HTTP/2: `Host` becomes `:authority` (unless
+    /// `authority` is given) and the target becomes `:path`.
+    public init(_ head: HTTPRequestHead, scheme: String = "https", authority: String? = nil) {
+        var headers = head.headers
+        let host = authority ?? headers.first(name: "host")
+        headers.remove(name: "host")
+        if head.method == .connect {
+            self.init(method: head.method, scheme: nil, authority: host ?? head.target, path: nil, headers: headers)
+        } else {
+            self.init(method: head.method, scheme: scheme, authority: host, path: head.target, headers: headers)
+        }
+    }
+}
+
+/// Something that happened on the connection; read with `HTTP2Session.nextEvent()`.
+public enum HTTP2Event: Sendable, Hashable {
+    /// Server: a complete, valid request head. `endStream` means there is no body.
+    case request(streamID: Int32, head: HTTP2RequestHead, endStream: Bool)
+    /// Server: request body bytes. Call `consumed(streamID:count:)` once they have been passed on.
+    case requestBody(streamID: Int32, bytes: [UInt8])
+    /// Server: the request body is complete.
+    case requestEnd(streamID: Int32)
+    /// Client: the final response head (1xx heads are skipped). `endStream` means there is no body.
+    case response(streamID: Int32, head: HTTPResponseHead, endStream: Bool)
+    /// Client: response body bytes. Call `consumed(streamID:count:)` once they have been passed on.
+    case responseBody(streamID: Int32, bytes: [UInt8])
+    /// Client: the response is complete.
+    case responseEnd(streamID: Int32)
+    /// Trailer fields; `.requestEnd` / `.responseEnd` follows.
+    case trailers(streamID: Int32, headers: HTTPHeaders)
+    /// A stream already surfaced ended abnormally: the peer reset it, or the session reset it because of a
+    /// protocol violation (for example DATA beyond `content-length`). Cancel work for it. Not emitted for
+    /// resets you asked for with `resetStream`.
+    case streamReset(streamID: Int32, errorCode: HTTP2ErrorCode)
+    /// A stream already surfaced is gone; always its last event.
+    case streamClosed(streamID: Int32)
+    /// The peer sent GOAWAY: streams above `lastStreamID` were not processed and may be retried elsewhere.
+    case goaway(lastStreamID: Int32, errorCode: HTTP2ErrorCode)
+    /// The outbound queue of a stream for which `sendBody` returned `false` drained below half: send more.
+    case windowAvailable(streamID: Int32)
+    /// The peer's SETTINGS arrived (for example MAX_CONCURRENT_STREAMS changed; check `canOpenStream`).
+    case remoteSettingsChanged
+}
