@@ -43,13 +43,15 @@ public struct HTTP1RequestParser: Sendable {
         self.limits = limits
     }
 
-    /// Adds received bytes. They are copied into the parser's own buffer.
+    /// Adds received bytes. They are copied into the parser's own buffer (and dropped after an error).
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if case .failed = state { return }
         buffer.append(bytes)
     }
 
-    /// Adds received bytes. They are copied into the parser's own buffer.
+    /// Adds received bytes. They are copied into the parser's own buffer (and dropped after an error).
     public mutating func append(_ bytes: [UInt8]) {
+        if case .failed = state { return }
         buffer.append(bytes)
     }
 
