@@ -1,6 +1,7 @@
 /// Size and count limits applied by ``HTTP1RequestParser``.
 public struct HTTP1ParserLimits: Sendable, Hashable {
-    /// The longest request line accepted, excluding its CRLF. Longer lines are answered with 414.
+    /// The longest request line accepted, excluding its CRLF. Longer lines are answered with 414, as soon as more
+    /// than `maxRequestLineBytes + 1` bytes (the line and a possible CR) are buffered without an LF.
     public var maxRequestLineBytes: Int
     /// The largest header section accepted (every field line with its CRLF, plus the final empty line).
     /// Larger sections are answered with 431. Also bounds a chunked body's trailer section.

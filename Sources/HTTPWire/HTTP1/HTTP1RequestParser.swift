@@ -1,6 +1,6 @@
 /// A strict, incremental HTTP/1.0 and HTTP/1.1 request parser (RFC 9112) for a server connection.
 ///
-/// Feed received bytes with ``append(_:)-(UnsafeRawBufferPointer)`` and pull events with ``next()`` until it returns
+/// Feed received bytes with ``append(_:)`` and pull events with ``next()`` until it returns
 /// nil. Each request yields `.head`, zero or more `.body` and `.end`; pipelined requests follow in order.
 ///
 /// The parser refuses everything that could make two HTTP implementations disagree on where a message ends
@@ -43,13 +43,15 @@ public struct HTTP1RequestParser: Sendable {
         self.limits = limits
     }
 
-    /// Adds received bytes. They are copied into the parser's own buffer.
+    /// Adds received bytes. They are copied into the parser's own buffer (and dropped after an error).
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if case .failed = state { return }
         buffer.append(bytes)
     }
 
-    /// Adds received bytes. They are copied into the parser's own buffer.
+    /// Adds received bytes. They are copied into the parser's own buffer (and dropped after an error).
     public mutating func append(_ bytes: [UInt8]) {
+        if case .failed = state { return }
         buffer.append(bytes)
     }
 

@@ -1,7 +1,7 @@
 /// A strict, incremental HTTP/1.x response parser for a client connection to an upstream (RFC 9112).
 ///
 /// Call ``expectResponse(to:)`` before sending each request, then feed received bytes with
-/// ``append(_:)-(UnsafeRawBufferPointer)`` and pull events with ``next()`` until it returns nil. When the upstream
+/// ``append(_:)`` and pull events with ``next()`` until it returns nil. When the upstream
 /// closes, call ``connectionClosed()``.
 ///
 /// Anything that could desynchronise the connection is an error: malformed status lines, Content-Length together
