@@ -6,11 +6,13 @@ let package = Package(
     products: [
         .library(name: "Moya", targets: ["Moya"]),
         .executable(name: "moya-gateway", targets: ["MoyaGatewayCLI"]),
+        .executable(name: "hello-server", targets: ["HelloServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // C libraries from Debian, imported through shims for the macros Swift cannot see.
@@ -31,11 +33,15 @@ let package = Package(
             "Moya", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Yams", package: "Yams"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "MoyaGatewayCLI", dependencies: [
             "Gateway",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+
+        // A hello-world server for benchmarks against nginx `return 200`.
+        .executableTarget(name: "HelloServer", dependencies: ["HTTPServer", "HTTPWire", "NetCore"]),
 
         // Raw sockets, process and certificate helpers shared by the test suites.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -4,4 +4,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 swift build --build-tests
-swift test --skip-build "$@"
+log=$(mktemp)
+status=0
+swift test --skip-build "$@" 2>&1 | tee "$log" || status=$?
+# One plain summary line from Swift Testing's closing line ("Test run with N tests ... passed/failed ... with K issues").
+summary=$(grep -E "Test run with [0-9]+ tests?" "$log" | tail -1 || true)
+total=$(echo "$summary" | sed -nE 's/.*Test run with ([0-9]+) tests?.*/\1/p')
+failed=$(grep -cE "^✘ Test .* failed" "$log" || true)
+if [ -n "$total" ]; then
+    echo "${total:-0} tests: $(( total - failed )) passed, ${failed} failed"
+fi
+rm -f "$log"
+exit "$status"

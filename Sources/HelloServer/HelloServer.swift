@@ -1,0 +1,31 @@
+import Foundation
+import HTTPServer
+import HTTPWire
+import NetCore
+
+/// A minimal server for benchmarks: `hello-server [--port N] [--threads N]` answers every request with a 200 and a
+/// 13-byte body, the same work nginx does for `return 200 "Hello, World!"`.
+@main
+struct HelloServer {
+    struct Hello: HTTPServerHandler {
+        let body = Array("Hello, World!".utf8)
+        func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+            HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: body)
+        }
+    }
+
+    static func main() async throws {
+        let arguments = CommandLine.arguments
+        func value(_ flag: String, default fallback: Int) -> Int {
+            guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return fallback }
+            return Int(arguments[index + 1]) ?? fallback
+        }
+        Socket.ignoreSIGPIPE()
+        let group = try EventLoopGroup(threads: value("--threads", default: 1))
+        let address = SocketAddress(numericHost: "127.0.0.1", port: value("--port", default: 8081))!
+        let server = HTTPServer(configuration: .init(listen: [address]), group: group, handler: Hello())
+        try await server.start()
+        print("hello-server listening on \(server.localAddresses.map(\.description).joined(separator: ", "))")
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}
