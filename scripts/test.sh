@@ -12,7 +12,7 @@ summary=$(grep -E "Test run with [0-9]+ tests?" "$log" | tail -1 || true)
 total=$(echo "$summary" | sed -nE 's/.*Test run with ([0-9]+) tests?.*/\1/p')
 failed=$(grep -cE "^✘ Test .* failed" "$log" || true)
 if [ -n "$total" ]; then
-    echo "${total:-0} tests: $(( total - failed )) passed, ${failed} failed"
+    echo "tests: $(( total - failed )) passed, ${failed} failed"
 fi
 rm -f "$log"
 exit "$status"
