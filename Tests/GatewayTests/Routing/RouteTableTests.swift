@@ -107,6 +107,7 @@ import Testing
         #expect(route(.delete, "/api/x", host: "other.example.com") == .methodNotAllowed(allow: ["GET", "HEAD", "POST"]))
         #expect(route(.delete, "/api/x", host: nil) == .methodNotAllowed(allow: ["GET", "HEAD", "POST"]))
         #expect(RouteTable.hostWithoutPort("[::1]:8080") == "::1")
+        #expect(matched(.delete, "/api/x", host: "admin.example.com.")?.name == "host-only")
     }
 
     @Test func rewriteAndBasePath() {
