@@ -49,5 +49,6 @@ let package = Package(
         .testTarget(name: "NetCoreTests", dependencies: ["NetCore", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport"]),
     ]
 )

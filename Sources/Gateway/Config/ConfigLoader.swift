@@ -628,7 +628,8 @@ private struct Builder {
                     seenNames[name] = index
                 }
             }
-            let match = reader.requireKey(map, "match").flatMap { self.match($0) }
+            let matchEntry = reader.requireKey(map, "match")
+            let match = matchEntry.flatMap { self.match($0) }
             var upstreamName: String?
             if let item = reader.requireKey(map, "upstream"), let value = reader.string(item) {
                 if declaredUpstreams.contains(value) {
@@ -652,7 +653,8 @@ private struct Builder {
             route.timeout = options.timeout
             route.retries = options.retries
             if let shadowing = Builder.shadowingRoute(route, matchesSeen) {
-                reader.report(line: map.line, "\(path).match",
+                reader.report(line: matchEntry.map { reader.line(of: $0.value, fallback: map.line) } ?? map.line,
+                              "\(path).match",
                               "duplicate match: every request it matches is already taken by routes[\(shadowing.index)] ('\(shadowing.route.name)')")
             }
             matchesSeen.append((index, route))

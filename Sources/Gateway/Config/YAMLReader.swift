@@ -23,7 +23,8 @@ final class YAMLReader {
     }
 
     func report(line: Int, _ path: String, _ reason: String) {
-        problems.append(ConfigProblem(file: file, line: max(1, line), keyPath: path, reason: reason))
+        problems.append(ConfigProblem(file: file, line: max(1, line), keyPath: path.isEmpty ? "(root)" : path,
+                                      reason: reason))
     }
 
     func line(of node: Node, fallback: Int = 1) -> Int { node.mark?.line ?? fallback }

@@ -186,14 +186,16 @@ public struct RouteTable: Sendable {
         base.isEmpty ? path : base + path
     }
 
-    /// `Example.COM:8080` → `example.com`; `[::1]:80` → `::1`.
+    /// `Example.COM.:8080` → `example.com`; `[::1]:80` → `::1`.
     static func hostWithoutPort(_ host: String) -> String {
         let trimmed = host.trimmingSpaces().lowercased()
         if trimmed.hasPrefix("[") {
             guard let close = trimmed.firstIndex(of: "]") else { return trimmed }
             return String(trimmed[trimmed.index(after: trimmed.startIndex)..<close])
         }
-        if let colon = trimmed.lastIndex(of: ":") { return String(trimmed[..<colon]) }
-        return trimmed
+        var name = Substring(trimmed)
+        if let colon = name.lastIndex(of: ":") { name = name[..<colon] }
+        if name.hasSuffix(".") { name = name.dropLast() }
+        return String(name)
     }
 }

@@ -1,0 +1,469 @@
+import Foundation
+import HTTPWire
+import Testing
+@testable import Gateway
+
+@Suite struct ConfigLoaderTests {
+    static let minimal = """
+    upstreams:
+      a:
+        base_url: http://127.0.0.1:18080/v1
+    routes:
+      - name: r
+        match: { path_prefix: /api }
+        upstream: a
+    """
+
+    @Test func minimalFileGetsEveryDefault() throws {
+        let config = try config(Self.minimal)
+        #expect(config.server.listen == [ListenAddress(host: "127.0.0.1", port: 8080)])
+        #expect(config.server.threads == 0)
+        #expect(config.server.http2)
+        #expect(config.server.tls == nil)
+        #expect(config.server.compression.gzip && config.server.compression.minBytes == 1024)
+        let limits = config.server.limits
+        #expect(limits.maxHeaderBytes == 16384)
+        #expect(limits.maxHeaders == 100)
+        #expect(limits.maxBodyBytes == 10 * 1024 * 1024)
+        #expect(limits.headerTimeout == .seconds(10))
+        #expect(limits.bodyTimeout == .seconds(30))
+        #expect(limits.idleTimeout == .seconds(60))
+        #expect(limits.maxConnections == 10000)
+        #expect(limits.drainTimeout == .seconds(30))
+        #expect(config.admin.listen.description == "127.0.0.1:9090")
+        #expect(config.logging.level == .info)
+        #expect(config.logging.format == .json)
+        #expect(config.logging.accessLog)
+        #expect(config.logging.output == .stdout)
+        #expect(config.logging.redactHeaders == ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"])
+        let upstream = try #require(config.upstream(named: "a"))
+        #expect(upstream.baseURL == UpstreamURL(scheme: "http", host: "127.0.0.1", port: 18080, basePath: "/v1"))
+        #expect(upstream.tls.verify)
+        #expect(upstream.pool.http2 == .auto)
+        #expect(upstream.validation == .none)
+        #expect(config.routes.count == 1)
+        #expect(config.routes[0].match.pathPrefix == "/api")
+        #expect(config.routes[0].match.methods == nil)
+        #expect(!config.routes[0].coalesce)
+    }
+
+    @Test func fullSketchLoads() throws {
+        let text = """
+        server:
+          listen: ["127.0.0.1:8080", "[::1]:8081"]
+          threads: 4
+          http2: false
+          tls:
+            listen: ["127.0.0.1:8443"]
+            certificate: certs/server.pem
+            private_key: certs/server.key
+          compression: { gzip: false, min_bytes: 2KiB }
+          limits:
+            max_header_bytes: 32KiB
+            max_headers: 50
+            max_body_bytes: 1MiB
+            header_timeout: 500ms
+            body_timeout: 1m
+            idle_timeout: 2s
+            max_connections: 5
+            drain_timeout: 1.5s
+        admin:
+          listen: "[::1]:9999"
+        logging:
+          level: debug
+          format: text
+          access_log: false
+          output: logs/gw.log
+          redact_headers: [X-Secret]
+        clients:
+          api_keys:
+            header: X-Key
+            keys: { billing-service: "${BILLING_KEY}", web: "${WEB_KEY}" }
+        upstreams:
+          users:
+            base_url: http://127.0.0.1:18080/v1
+            headers: { X-From: moya-gateway }
+            timeout: { connect: 1s, response: 5s }
+            pool: { max_connections: 64, http2: always }
+            tls: { verify: false, ca_file: certs/ca.pem }
+            access_token: { type: custom, scheme: Token, token: "${USERS_TOKEN}" }
+            validation: success_and_redirect
+          billing:
+            base_url: https://billing.internal
+            credentials: { user: svc, password: "${BILLING_PASSWORD}", preemptive: true }
+          catalog-stub:
+            stub:
+              status: 201
+              headers: { Content-Type: application/json }
+              body_file: stubs/catalog.json
+              delay: 50ms
+              error_rate: 0.25
+              error_status: 503
+        routes:
+          - name: users
+            match: { path_prefix: /api/users, methods: [GET, HEAD], host: API.example.com }
+            upstream: users
+            rewrite: { strip_prefix: /api, add_prefix: /v2 }
+            coalesce: true
+            coalesce_vary: [Accept, Accept-Encoding]
+            clients: [billing-service]
+            timeout: 3s
+            retries: { attempts: 2, statuses: [502, 503], backoff: 100ms }
+          - name: catalog
+            match: { path_prefix: /api/catalog }
+            upstream: catalog-stub
+        """
+        let env = ["BILLING_KEY": "bk", "WEB_KEY": "wk", "USERS_TOKEN": "ut", "BILLING_PASSWORD": "bp"]
+        let files = ["conf/certs/server.pem": "c", "conf/certs/server.key": "k", "conf/certs/ca.pem": "ca",
+                     "conf/stubs/catalog.json": "{\"items\":[]}"]
+        let config = try config(text, env: env, files: files)
+        #expect(config.server.listen.map(\.description) == ["127.0.0.1:8080", "[::1]:8081"])
+        #expect(config.server.threads == 4 && !config.server.http2)
+        #expect(config.server.tls == ServerTLSConfig(listen: [ListenAddress(host: "127.0.0.1", port: 8443)],
+                                                     certificate: "conf/certs/server.pem",
+                                                     privateKey: "conf/certs/server.key"))
+        #expect(config.server.compression.minBytes == 2048 && !config.server.compression.gzip)
+        #expect(config.server.limits.maxHeaderBytes == 32768)
+        #expect(config.server.limits.maxBodyBytes == 1 << 20)
+        #expect(config.server.limits.headerTimeout == .milliseconds(500))
+        #expect(config.server.limits.bodyTimeout == .seconds(60))
+        #expect(config.server.limits.drainTimeout == .milliseconds(1500))
+        #expect(config.server.limits.httpServerLimits.maxConnections == 5)
+        #expect(config.admin.listen == ListenAddress(host: "::1", port: 9999))
+        #expect(config.logging.level == .debug && config.logging.format == .text && !config.logging.accessLog)
+        #expect(config.logging.output == .file("conf/logs/gw.log"))
+        #expect(config.clients?.apiKeys?.header == "X-Key")
+        #expect(config.clients?.apiKeys?.keys.map(\.name) == ["billing-service", "web"])
+        #expect(config.clients?.apiKeys?.client(forKey: "wk")?.name == "web")
+        #expect(config.clients?.apiKeys?.client(forKey: "nope") == nil)
+        let users = try #require(config.upstream(named: "users"))
+        #expect(users.headers.first(name: "x-from") == "moya-gateway")
+        #expect(users.timeout.connect == .seconds(1) && users.timeout.response == .seconds(5))
+        #expect(users.pool.maxConnections == 64 && users.pool.http2 == .always)
+        #expect(!users.tls.verify && users.tls.caFile == "conf/certs/ca.pem")
+        #expect(users.accessToken?.authorizationValue == "Token ut")
+        #expect(users.validation == .successAndRedirect)
+        let billing = try #require(config.upstream(named: "billing"))
+        #expect(billing.baseURL?.port == 443 && billing.baseURL?.basePath == "")
+        #expect(billing.credentials?.user == "svc" && billing.credentials?.password.value == "bp")
+        #expect(billing.credentials?.preemptive == true)
+        let stub = try #require(config.upstream(named: "catalog-stub")?.stub)
+        #expect(stub.status == 201 && stub.body == Array("{\"items\":[]}".utf8))
+        #expect(stub.bodyFile == "conf/stubs/catalog.json")
+        #expect(stub.delay == .milliseconds(50) && stub.errorRate == 0.25 && stub.errorStatus == 503)
+        let route = config.routes[0]
+        #expect(route.match.methods == [.get, .head] && route.match.host == "api.example.com")
+        #expect(route.rewrite == RouteConfig.Rewrite(stripPrefix: "/api", addPrefix: "/v2"))
+        #expect(route.coalesce && route.coalesceVary == ["Accept", "Accept-Encoding"])
+        #expect(route.clients == ["billing-service"] && route.timeout == .seconds(3))
+        #expect(route.retries == RouteConfig.Retries(attempts: 2, statuses: [502, 503], backoff: .milliseconds(100)))
+        // Secrets never print.
+        #expect(!"\(users.accessToken!)".contains("ut"))
+        #expect(!"\(billing.credentials!)".contains("bp"))
+    }
+
+    @Test func unknownKeysWrongTypesAndMissingKeysAreAllReported() {
+        let text = """
+        server:
+          listen: ["127.0.0.1:8080"]
+          threds: 4
+          http2: maybe
+          limits:
+            max_body_bytes: 0
+            header_timeout: 0s
+            idle_timeout: 10
+        upstreams:
+          a:
+            base_url: ftp://x
+        routes:
+          - name: r
+            match: { path_prefix: /api }
+            upstream: b
+          - match: { path: /x }
+            upstream: a
+            timeout: -1s
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, tls, compression, limits)",
+            "conf/gw.yaml:4: server.http2: expected true or false, got 'maybe'",
+            "conf/gw.yaml:6: server.limits.max_body_bytes: must be greater than 0",
+            "conf/gw.yaml:7: server.limits.header_timeout: must be greater than 0",
+            "conf/gw.yaml:8: server.limits.idle_timeout: invalid duration '10' (use a number with ms, s or m, e.g. 250ms, 10s, 2m)",
+            "conf/gw.yaml:11: upstreams.a.base_url: invalid base_url: unsupported scheme 'ftp' (use http or https)",
+            "conf/gw.yaml:15: routes[0].upstream: unknown upstream 'b' (not defined under upstreams)",
+            "conf/gw.yaml:16: routes[1].name: required key is missing",
+            "conf/gw.yaml:18: routes[1].timeout: invalid duration '-1s' (use a number with ms, s or m, e.g. 250ms, 10s, 2m)",
+        ])
+    }
+
+    @Test func missingTopLevelKeys() {
+        #expect(problems("") == ["conf/gw.yaml:1: upstreams: required key is missing",
+                                 "conf/gw.yaml:1: routes: required key is missing"])
+        #expect(problems("- 1\n- 2\n") == ["conf/gw.yaml:1: (root): expected a mapping, got a list"])
+    }
+
+    @Test func yamlSyntaxErrorsNameLineAndColumn() {
+        let lines = problems("upstreams:\n  a: [1, 2\nroutes: []\n")
+        #expect(lines.count == 1)
+        #expect(lines[0].hasPrefix("conf/gw.yaml:3:"))
+        #expect(lines[0].contains("YAML syntax error"))
+        let duplicate = problems("upstreams: {}\nroutes: []\nroutes: []\n")
+        #expect(duplicate.count == 1 && duplicate[0].contains("duplicate key 'routes'"))
+        #expect(duplicate[0].hasPrefix("conf/gw.yaml:2:"))
+    }
+
+    @Test func environmentInterpolation() throws {
+        let text = """
+        upstreams:
+          a:
+            base_url: "http://${HOST}:${PORT}/v1"
+            headers: { X-Literal: "$${NOT_A_VAR} costs $5" }
+            access_token: { token: "${TOKEN}" }
+        routes: []
+        """
+        let loaded = try config(text, env: ["HOST": "10.0.0.1", "PORT": "8000", "TOKEN": "s3cr3t"])
+        let upstream = try #require(loaded.upstream(named: "a"))
+        #expect(upstream.baseURL?.host == "10.0.0.1" && upstream.baseURL?.port == 8000)
+        #expect(upstream.headers.first(name: "X-Literal") == "${NOT_A_VAR} costs $5")
+        #expect(upstream.accessToken?.authorizationValue == "Bearer s3cr3t")
+        let missing = problems(text, env: ["HOST": "h"])
+        #expect(missing == [
+            "conf/gw.yaml:3: upstreams.a.base_url: environment variable PORT is not set",
+            "conf/gw.yaml:5: upstreams.a.access_token.token: environment variable TOKEN is not set",
+        ])
+    }
+
+    @Test func secretsFromTheEnvironmentNeverAppearInMessages() {
+        let text = """
+        server:
+          threads: "${SECRET}"
+        upstreams:
+          a: { base_url: "${SECRET}" }
+        routes: []
+        """
+        let lines = problems(text, env: ["SECRET": "hunter2-canary"])
+        #expect(lines.count == 2)
+        #expect(lines.allSatisfy { !$0.contains("hunter2-canary") })
+        #expect(lines[0] == "conf/gw.yaml:2: server.threads: expected an integer, got a value from the environment")
+    }
+
+    @Test func durationsAndSizes() {
+        #expect(ConfigValue.parseDuration("250ms") == .milliseconds(250))
+        #expect(ConfigValue.parseDuration("10s") == .seconds(10))
+        #expect(ConfigValue.parseDuration("2m") == .seconds(120))
+        #expect(ConfigValue.parseDuration("1.5s") == .milliseconds(1500))
+        #expect(ConfigValue.parseDuration("0") == .zero)
+        for bad in ["", "10", "s", "-1s", "1h", "1.s", "ms", "1e3ms", "99999999999999999999m", " 5 s"] {
+            #expect(ConfigValue.parseDuration(bad) == nil, "\(bad)")
+        }
+        #expect(ConfigValue.parseSize("16384") == 16384)
+        #expect(ConfigValue.parseSize("10MiB") == 10_485_760)
+        #expect(ConfigValue.parseSize("512KiB") == 524_288)
+        #expect(ConfigValue.parseSize("1.5KiB") == 1536)
+        for bad in ["", "MiB", "-1", "1 ZiB", "10mib", "99999999999999999GiB"] {
+            #expect(ConfigValue.parseSize(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func listenAddresses() {
+        #expect(ListenAddress.parse("127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
+        #expect(ListenAddress.parse("[::1]:8080") == ListenAddress(host: "::1", port: 8080))
+        #expect(ListenAddress.parse("localhost:0")?.port == 0)
+        for bad in ["127.0.0.1", ":80", "::1:80", "[::1]", "[::1]80", "host:65536", "host:-1", "host:http", "a b:1", ""] {
+            #expect(ListenAddress.parse(bad) == nil, "\(bad)")
+        }
+        let lines = problems("server: { listen: [\"127.0.0.1:8080\", \"nope\"] }\nadmin: { listen: \"x\" }\nupstreams: {}\nroutes: []\n")
+        #expect(lines == [
+            "conf/gw.yaml:1: server.listen[1]: invalid listen address 'nope' (use host:port or [v6addr]:port)",
+            "conf/gw.yaml:2: admin.listen: invalid listen address 'x' (use host:port or [v6addr]:port)",
+        ])
+    }
+
+    @Test func baseURLChecks() {
+        func reason(_ url: String) -> String? {
+            problems("upstreams:\n  a: { base_url: \"\(url)\" }\nroutes: []\n").first
+        }
+        #expect(reason("http://u:p@host/") == "conf/gw.yaml:2: upstreams.a.base_url: invalid base_url: must not contain userinfo (user:password@)")
+        #expect(reason("host:80")?.contains("missing scheme") == true)
+        #expect(reason("gopher://x")?.contains("unsupported scheme 'gopher'") == true)
+        #expect(reason("http://x/?a=1")?.contains("query") == true)
+        #expect(reason("http://x:0/")?.contains("invalid port") == true)
+        #expect(reason("http://x/../y")?.contains("invalid path") == true)
+        #expect(reason("https://[::1]:8443/base/") == nil)
+    }
+
+    @Test func routeValidation() {
+        let text = """
+        upstreams:
+          a: { base_url: "http://127.0.0.1:1" }
+        routes:
+          - name: r
+            match: { path_prefix: /api, methods: [get, GET] }
+            upstream: a
+          - name: r
+            match: { path_prefix: /api, methods: [GET] }
+            upstream: a
+          - name: s
+            match: { path: /x, path_prefix: /y }
+            upstream: a
+          - name: t
+            match: { path_params: "/u/{id}/{id}" }
+            upstream: a
+          - name: u
+            match: { path_prefix: /api/../x }
+            upstream: a
+          - name: v
+            match: { path_prefix: /v, methods: [CONNECT] }
+            upstream: a
+            clients: [web]
+          - name: w
+            match: { path_prefix: /w }
+            upstream: a
+            rewrite: { strip_prefix: /w/x }
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:5: routes[0].match.methods[0]: invalid method 'get' (methods are case-sensitive upper-case tokens, e.g. GET)",
+            "conf/gw.yaml:7: routes[1].name: duplicate route name 'r' (also routes[0])",
+            "conf/gw.yaml:11: routes[2].match: use only one of path, path_prefix and path_params (found path, path_prefix)",
+            "conf/gw.yaml:14: routes[3].match.path_params: duplicate parameter 'id'",
+            "conf/gw.yaml:17: routes[4].match.path_prefix: path must not contain empty, '.' or '..' segments",
+            "conf/gw.yaml:20: routes[5].match.methods[0]: CONNECT is never routed",
+            "conf/gw.yaml:22: routes[5].clients: route lists clients but clients.api_keys is not configured",
+            "conf/gw.yaml:26: routes[6].rewrite.strip_prefix: strip_prefix is not a prefix of the route's match path",
+        ])
+    }
+
+    @Test func duplicateIdenticalMatches() {
+        let text = """
+        upstreams:
+          a: { base_url: "http://127.0.0.1:1" }
+        routes:
+          - name: one
+            match: { path_prefix: /api/, methods: [GET, POST] }
+            upstream: a
+          - name: two
+            match: { path_prefix: /api, methods: [HEAD] }
+            upstream: a
+          - name: three
+            match: { path_prefix: /api, methods: [PUT] }
+            upstream: a
+          - name: four
+            match: { path_params: "/api/{x}" }
+            upstream: a
+          - name: five
+            match: { path_params: "/api/{y}" }
+            upstream: a
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:8: routes[1].match: duplicate match: every request it matches is already taken by routes[0] ('one')",
+            "conf/gw.yaml:17: routes[4].match: duplicate match: every request it matches is already taken by routes[3] ('four')",
+        ])
+    }
+
+    @Test func stubChecks() {
+        let text = """
+        upstreams:
+          both:
+            stub: { body: "x", body_file: missing.json }
+          unreadable:
+            stub: { body_file: missing.json }
+          latency:
+            stub: { latency: { distribution: uniform, min: 10ms }, delay: 5ms }
+          normal:
+            stub: { latency: { distribution: gaussian } }
+          rate:
+            stub: { error_rate: 1.5, status: 99 }
+          none: {}
+        routes: []
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:3: upstreams.both.stub: use only one of body, body_file and body_bytes (found body, body_file)",
+            "conf/gw.yaml:3: upstreams.both.stub.body_file: cannot read the file conf/missing.json",
+            "conf/gw.yaml:5: upstreams.unreadable.stub.body_file: cannot read the file conf/missing.json",
+            "conf/gw.yaml:7: upstreams.latency.stub.latency: use either delay or latency, not both",
+            "conf/gw.yaml:7: upstreams.latency.stub.latency.max: required key is missing for distribution: uniform",
+            "conf/gw.yaml:9: upstreams.normal.stub.latency.distribution: invalid distribution 'gaussian' (fixed, uniform or normal)",
+            "conf/gw.yaml:11: upstreams.rate.stub.status: must be between 200 and 599",
+            "conf/gw.yaml:11: upstreams.rate.stub.error_rate: must be between 0.0 and 1.0",
+            "conf/gw.yaml:12: upstreams.none.base_url: required key is missing (or configure a stub)",
+        ])
+        let generated = try? config("upstreams:\n  b: { stub: { body_bytes: 1KiB } }\nroutes: []\n")
+        #expect(generated?.upstream(named: "b")?.stub?.body.count == 1024)
+    }
+
+    @Test func tlsFilesMustExist() {
+        let text = """
+        server:
+          tls: { listen: ["127.0.0.1:8443"], certificate: certs/a.pem, private_key: /abs/key.pem }
+        upstreams:
+          a: { base_url: "https://x", tls: { ca_file: ca.pem } }
+        routes: []
+        """
+        #expect(problems(text, files: ["conf/certs/a.pem": ""]) == [
+            "conf/gw.yaml:2: server.tls.private_key: file not found or not readable: /abs/key.pem",
+            "conf/gw.yaml:4: upstreams.a.tls.ca_file: file not found or not readable: conf/ca.pem",
+        ])
+        #expect(problems(text, files: ["conf/certs/a.pem": "", "/abs/key.pem": "", "conf/ca.pem": ""]).isEmpty)
+    }
+
+    @Test func accessTokenAndCredentials() {
+        let text = """
+        upstreams:
+          a:
+            base_url: http://x
+            access_token: { type: digest, token: t }
+          b:
+            base_url: http://x
+            access_token: { type: custom, token: t }
+          c:
+            base_url: http://x
+            access_token: { token: t }
+            credentials: { user: u, password: p }
+          d:
+            base_url: http://x
+            credentials: { password: p }
+        routes: []
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:4: upstreams.a.access_token.type: invalid type 'digest' (bearer, basic or custom)",
+            "conf/gw.yaml:7: upstreams.b.access_token.scheme: required key is missing",
+            "conf/gw.yaml:11: upstreams.c.credentials: use either access_token or credentials, not both",
+            "conf/gw.yaml:14: upstreams.d.credentials.user: required key is missing",
+        ])
+    }
+
+    @Test func unreadableFileIsOneProblem() {
+        let result = memoryLoader().load(path: "/nope/gw.yaml", environment: [:])
+        guard case .failure(let errors) = result else { Issue.record("expected failure"); return }
+        #expect(errors.description == "/nope/gw.yaml:1: (file): cannot read the configuration file")
+    }
+
+    @Test func configPathResolution() {
+        #expect(ConfigLoader.resolvePath(explicit: "a.yaml", environment: ["MOYA_GATEWAY_CONFIG": "b.yaml"]) == "a.yaml")
+        #expect(ConfigLoader.resolvePath(explicit: nil, environment: ["MOYA_GATEWAY_CONFIG": "b.yaml"]) == "b.yaml")
+        #expect(ConfigLoader.resolvePath(explicit: nil, environment: [:]) == "Configuration/gateway.yaml")
+    }
+
+    /// FUZZ-06 in miniature: mutated files never trap, and every problem carries a location.
+    @Test func mutatedFilesNeverTrapAndAlwaysLocateProblems() throws {
+        let base = try String(contentsOf: packageRoot.appendingPathComponent("Configuration/gateway.yaml"), encoding: .utf8)
+        var rng = SplitMix64(seed: 42)
+        let alphabet = Array("{}[]:,-\"' \n\t#&*!|>%@`$abc019/.")
+        for _ in 0..<300 {
+            var chars = Array(base)
+            for _ in 0..<Int(rng.next() % 6 + 1) {
+                guard !chars.isEmpty else { break }
+                let index = Int(rng.next() % UInt64(chars.count))
+                switch rng.next() % 3 {
+                case 0: chars[index] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                case 1: chars.remove(at: index)
+                default: chars.insert(alphabet[Int(rng.next() % UInt64(alphabet.count))], at: index)
+                }
+            }
+            if case .failure(let errors) = load(String(chars), files: ["conf/stubs/catalog.json": "{}"]) {
+                #expect(!errors.problems.isEmpty)
+                #expect(errors.problems.allSatisfy { $0.line >= 1 && !$0.keyPath.isEmpty && !$0.reason.isEmpty })
+            }
+        }
+    }
+}

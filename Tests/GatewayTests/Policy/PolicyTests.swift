@@ -1,0 +1,169 @@
+import HTTPWire
+import Testing
+@testable import Gateway
+
+@Suite struct CoalescingKeyTests {
+    func key(_ method: HTTPMethod = .get, url: String = "http://u:1/v1/x?b=2&a=1", vary: [String] = ["Accept"],
+             headers: HTTPHeaders = ["Accept": "application/json"], client: String? = nil) -> CoalescingKey? {
+        CoalescingKey.make(method: method, upstream: "users", upstreamURL: url, varyHeaders: vary,
+                           requestHeaders: headers, clientName: client)
+    }
+
+    @Test func onlyGetAndHeadCoalesce() {
+        #expect(key(.get) != nil && key(.head) != nil)
+        #expect(key(.post) == nil && key(.put) == nil && key("get") == nil)
+        #expect(key(.get) != key(.head))
+    }
+
+    @Test func queryOrderDoesNotMatterButValuesDo() {
+        #expect(key(url: "http://u:1/v1/x?b=2&a=1") == key(url: "http://u:1/v1/x?a=1&b=2"))
+        #expect(key(url: "http://u:1/v1/x?a=1") != key(url: "http://u:1/v1/x?a=2"))
+        #expect(key(url: "http://u:1/v1/x") != key(url: "http://u:1/v1/y"))
+        #expect(CoalescingKey.sortedQuery("/x?c=3&a=1&b=2") == "/x?a=1&b=2&c=3")
+    }
+
+    @Test func varyHeadersSplitKeys() {
+        #expect(key(headers: ["Accept": "text/html"]) != key(headers: ["Accept": "application/json"]))
+        #expect(key(headers: ["accept": "application/json", "X-Other": "1"]) == key(headers: ["Accept": "application/json"]))
+    }
+
+    /// FUZZ-05: different identities → different keys; the same identity → the same key.
+    @Test func identityPartitions() {
+        var rng = SplitMix64(seed: 5)
+        var seen: [UInt128: String] = [:]
+        for index in 0..<5_000 {
+            let auth = "Bearer t\(rng.next() % 1_000_000)-\(index)"
+            let hash = CoalescingKey.identityHash(clientName: nil, headers: ["Authorization": auth])
+            if let other = seen[hash] { #expect(other == auth) }
+            seen[hash] = auth
+            #expect(CoalescingKey.identityHash(clientName: nil, headers: ["authorization": auth]) == hash)
+        }
+        let base = CoalescingKey.identityHash(clientName: nil, headers: [:])
+        #expect(CoalescingKey.identityHash(clientName: "web", headers: [:]) != base)
+        #expect(CoalescingKey.identityHash(clientName: "", headers: [:]) != base)
+        #expect(CoalescingKey.identityHash(clientName: nil, headers: ["Cookie": "s=1"]) != base)
+        // Moving bytes between the fields changes the hash.
+        #expect(CoalescingKey.identityHash(clientName: nil, headers: ["Authorization": "a", "Cookie": "b"])
+            != CoalescingKey.identityHash(clientName: nil, headers: ["Authorization": "ab"]))
+        #expect(CoalescingKey.identityHash(clientName: nil, headers: ["Authorization": "x"])
+            != CoalescingKey.identityHash(clientName: nil, headers: ["Cookie": "x"]))
+        #expect(key(client: "web") != key(client: "billing"))
+        #expect(key(headers: ["Accept": "application/json", "Cookie": "a=1"]) != key())
+    }
+
+    @Test func stableAcrossRunsAndNoSecretsInDescription() throws {
+        var hasher = FNV1a128()
+        hasher.bytes("a".utf8)
+        #expect(hasher.value == 0xd228cb696f1a8caf78912b704e4a8964)
+        let k = try #require(key(headers: ["Accept": "x", "Authorization": "Bearer canary-123"]))
+        #expect(!k.description.contains("canary-123"))
+    }
+}
+
+@Suite struct HeaderRedactorTests {
+    @Test func redactsAnyCasing() {
+        let redactor = HeaderRedactor()
+        let canary = "canary-\(UInt64.random(in: 0...UInt64.max))"
+        let names = ["Authorization", "AUTHORIZATION", "authorization", "aUtHoRiZaTiOn", "cookie", "SET-COOKIE",
+                     "x-api-key", "Proxy-Authorization"]
+        var headers = HTTPHeaders()
+        for name in names { headers.add(name: name, value: "x \(canary) y") }
+        headers.add(name: "Accept", value: "text/plain")
+        let redacted = redactor.redact(headers)
+        #expect(!redacted.description.contains(canary))
+        #expect(redacted.first(name: "accept") == "text/plain")
+        #expect(redacted.count == headers.count)
+        #expect(redacted["authorization"].allSatisfy { $0 == "[REDACTED]" })
+        #expect(HeaderRedactor(names: ["X-Secret"]).redact(name: "x-SECRET", value: canary) == "[REDACTED]")
+        #expect(HeaderRedactor(names: ["X-Secret"]).redact(name: "Authorization", value: "v") == "v")
+    }
+
+    @Test func redactsQueryParameters() {
+        #expect(HeaderRedactor.redactQuery(in: "/x?token=abc&a=1&API_KEY=k&Password=p&apikey=q&key=z&secret=s&access_token=t")
+            == "/x?token=[REDACTED]&a=1&API_KEY=[REDACTED]&Password=[REDACTED]&apikey=[REDACTED]&key=[REDACTED]&secret=[REDACTED]&access_token=[REDACTED]")
+        #expect(HeaderRedactor.redactQuery(in: "/x?%74oken=abc") == "/x?%74oken=[REDACTED]")
+        #expect(HeaderRedactor.redactQuery(in: "/x?tokens=1&monkey=2") == "/x?tokens=1&monkey=2")
+        #expect(HeaderRedactor.redactQuery(in: "/x") == "/x")
+        #expect(HeaderRedactor.redactQuery(in: "/x?token") == "/x?token=[REDACTED]")
+    }
+}
+
+@Suite struct HopByHopTests {
+    @Test func removesStandardAndConnectionListedFields() {
+        let headers: HTTPHeaders = [
+            "Connection": "keep-alive, X-Internal, host", "Keep-Alive": "timeout=5", "TE": "trailers",
+            "Transfer-Encoding": "chunked", "Upgrade": "h2c", "Proxy-Authorization": "Basic x",
+            "Proxy-Connection": "keep-alive", "Trailer": "X", "x-internal": "1", "Host": "gw", "Accept": "*/*",
+        ]
+        let kept = HopByHop.removing(from: headers)
+        #expect(kept.map(\.name) == ["Host", "Accept"])
+        var mutable = headers
+        HopByHop.remove(from: &mutable)
+        #expect(mutable == kept)
+    }
+}
+
+@Suite struct ErrorBodyTests {
+    @Test func codesAndEscaping() {
+        #expect(ErrorBody.json(.notFound, requestID: "abc") == #"{"error":"not_found","request_id":"abc"}"#)
+        #expect(ErrorBody.json(.badGateway, requestID: "a\"b\\c\n\u{1}") ==
+            #"{"error":"bad_gateway","request_id":"a\"b\\c\n\u0001"}"#)
+        #expect(GatewayErrorCode.allCases.map(\.rawValue) == ["not_found", "method_not_allowed", "unauthorized",
+            "forbidden", "bad_request", "payload_too_large", "bad_gateway", "service_unavailable", "gateway_timeout"])
+        #expect(GatewayErrorCode.allCases.map(\.status) == [404, 405, 401, 403, 400, 413, 502, 503, 504])
+    }
+}
+
+@Suite struct StubLatencyTests {
+    static func milliseconds(_ duration: Duration) -> Double { StubLatency.seconds(duration) * 1000 }
+
+    func stats(_ config: StubLatencyConfig, seed: UInt64 = 1, count: Int = 10_000) -> (mean: Double, sd: Double, min: Double, max: Double) {
+        var sampler = StubLatency(config, seed: seed)
+        let values = (0..<count).map { _ in Self.milliseconds(sampler.sample()) }
+        let mean = values.reduce(0, +) / Double(count)
+        let variance = values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(count)
+        return (mean, variance.squareRoot(), values.min() ?? 0, values.max() ?? 0)
+    }
+
+    @Test func fixed() {
+        let s = stats(.fixed(.milliseconds(50)), count: 100)
+        #expect(s.min == 50 && s.max == 50)
+    }
+
+    @Test func uniformMeanAndBounds() {
+        let s = stats(.uniform(min: .milliseconds(10), max: .milliseconds(30)))
+        #expect(abs(s.mean - 20) < 0.5)
+        #expect(s.min >= 10 && s.max <= 30)
+        #expect(abs(s.sd - 20 / 12.0.squareRoot()) < 0.3)
+    }
+
+    @Test func normalMeanAndStddev() {
+        let s = stats(.normal(mean: .milliseconds(200), stddev: .milliseconds(50), min: nil, max: nil))
+        #expect(abs(s.mean - 200) < 2.5)
+        #expect(abs(s.sd - 50) < 2.5)
+    }
+
+    @Test func normalIsClampedAtZeroAndBounds() {
+        let s = stats(.normal(mean: .milliseconds(1), stddev: .milliseconds(100), min: nil, max: nil))
+        #expect(s.min >= 0)
+        let bounded = stats(.normal(mean: .milliseconds(100), stddev: .milliseconds(100), min: .milliseconds(50),
+                                    max: .milliseconds(120)))
+        #expect(bounded.min >= 49.999_999 && bounded.max <= 120.000_001)
+    }
+
+    @Test func deterministicWithASeed() {
+        var a = StubLatency(.normal(mean: .milliseconds(5), stddev: .milliseconds(2), min: nil, max: nil), seed: 99)
+        var b = StubLatency(.normal(mean: .milliseconds(5), stddev: .milliseconds(2), min: nil, max: nil), seed: 99)
+        var c = StubLatency(.normal(mean: .milliseconds(5), stddev: .milliseconds(2), min: nil, max: nil), seed: 100)
+        let first = (0..<100).map { _ in a.sample() }
+        #expect(first == (0..<100).map { _ in b.sample() })
+        #expect(first != (0..<100).map { _ in c.sample() })
+    }
+
+    @Test func stubDelayWithoutLatencyIsFixed() {
+        var stub = StubConfig()
+        stub.delay = .milliseconds(20)
+        var sampler = StubLatency(stub: stub, seed: 1)
+        #expect(sampler.sample() == .milliseconds(20))
+    }
+}
