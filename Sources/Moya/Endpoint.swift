@@ -1,0 +1,198 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Used for stubbing responses.
+public enum EndpointSampleResponse {
+
+    /// The network returned a response, including status code and data.
+    case networkResponse(Int, Data)
+
+    /// The network returned response which can be fully customized.
+    case response(HTTPURLResponse, Data)
+
+    /// The network failed to send the request, or failed to retrieve a response (eg a timeout).
+    case networkError(NSError)
+}
+
+/// Class for reifying a target of the `Target` enum unto a concrete `Endpoint`.
+/// - Note: As of Moya 11.0.0 Endpoint is no longer generic.
+///   Existing code should work as is after removing the generic.
+///   See #1529 and #1524 for the discussion.
+open class Endpoint {
+    public typealias SampleResponseClosure = () -> EndpointSampleResponse
+
+    /// A string representation of the URL for the request.
+    public let url: String
+
+    /// A closure responsible for returning an `EndpointSampleResponse`.
+    public let sampleResponseClosure: SampleResponseClosure
+
+    /// The HTTP method for the request.
+    public let method: Moya.Method
+
+    /// The `Task` for the request.
+    public let task: Task
+
+    /// The HTTP header fields for the request.
+    public let httpHeaderFields: [String: String]?
+
+    public init(url: String,
+                sampleResponseClosure: @escaping SampleResponseClosure,
+                method: Moya.Method,
+                task: Task,
+                httpHeaderFields: [String: String]?) {
+
+        self.url = url
+        self.sampleResponseClosure = sampleResponseClosure
+        self.method = method
+        self.task = task
+        self.httpHeaderFields = httpHeaderFields
+    }
+
+    /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with added HTTP header fields.
+    open func adding(newHTTPHeaderFields: [String: String]) -> Endpoint {
+        Endpoint(url: url, sampleResponseClosure: sampleResponseClosure, method: method, task: task, httpHeaderFields: add(httpHeaderFields: newHTTPHeaderFields))
+    }
+
+    /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with replaced `task` parameter.
+    open func replacing(task: Task) -> Endpoint {
+        Endpoint(url: url, sampleResponseClosure: sampleResponseClosure, method: method, task: task, httpHeaderFields: httpHeaderFields)
+    }
+
+    fileprivate func add(httpHeaderFields headers: [String: String]?) -> [String: String]? {
+        guard let unwrappedHeaders = headers, unwrappedHeaders.isEmpty == false else {
+            return self.httpHeaderFields
+        }
+
+        var newHTTPHeaderFields = self.httpHeaderFields ?? [:]
+        unwrappedHeaders.forEach { key, value in
+            newHTTPHeaderFields[key] = value
+        }
+        return newHTTPHeaderFields
+    }
+}
+
+/// Extension for converting an `Endpoint` into a `URLRequest`.
+extension Endpoint {
+    // swiftlint:disable cyclomatic_complexity
+    /// Returns the `Endpoint` converted to a `URLRequest` if valid. Throws an error otherwise.
+    ///
+    /// - Throws: `MoyaError.requestMapping` for a URL that does not parse (invalid characters are not silently
+    ///   percent-encoded), `MoyaError.parameterEncoding` and `MoyaError.encodableMapping` for encoding failures.
+    public func urlRequest() throws -> URLRequest {
+        guard let requestURL = URL(string: url, encodingInvalidCharacters: false) else {
+            throw MoyaError.requestMapping(url)
+        }
+
+        var request = URLRequest(url: requestURL)
+        request.httpMethod = method.rawValue
+        request.allHTTPHeaderFields = httpHeaderFields
+
+        switch task {
+        case .requestPlain, .uploadFile, .uploadMultipartFormData, .downloadDestination:
+            return request
+        case .requestData(let data):
+            request.httpBody = data
+            return request
+        case let .requestJSONEncodable(encodable):
+            return try request.encoded(encodable: encodable)
+        case let .requestCustomJSONEncodable(encodable, encoder: encoder):
+            return try request.encoded(encodable: encodable, encoder: encoder)
+        case let .requestParameters(parameters, parameterEncoding):
+            return try request.encoded(parameters: parameters, parameterEncoding: parameterEncoding)
+        case let .uploadCompositeMultipartFormData(_, urlParameters):
+            let parameterEncoding = URLEncoding(destination: .queryString)
+            return try request.encoded(parameters: urlParameters, parameterEncoding: parameterEncoding)
+        case let .downloadParameters(parameters, parameterEncoding, _):
+            return try request.encoded(parameters: parameters, parameterEncoding: parameterEncoding)
+        case let .requestCompositeData(bodyData: bodyData, urlParameters: urlParameters):
+            request.httpBody = bodyData
+            let parameterEncoding = URLEncoding(destination: .queryString)
+            return try request.encoded(parameters: urlParameters, parameterEncoding: parameterEncoding)
+        case let .requestCompositeParameters(bodyParameters: bodyParameters, bodyEncoding: bodyParameterEncoding, urlParameters: urlParameters):
+            if let bodyParameterEncoding = bodyParameterEncoding as? URLEncoding, bodyParameterEncoding.destination != .httpBody {
+                // Moya calls fatalError here; a bad task is input, so it is reported as an encoding error.
+                throw MoyaError.parameterEncoding(MoyaRequestError.compositeBodyEncodingNotHTTPBody)
+            }
+            let bodyfulRequest = try request.encoded(parameters: bodyParameters, parameterEncoding: bodyParameterEncoding)
+            let urlEncoding = URLEncoding(destination: .queryString)
+            return try bodyfulRequest.encoded(parameters: urlParameters, parameterEncoding: urlEncoding)
+        default:
+            // The deprecated multipart cases.
+            if let urlParameters = task.multipartURLParameters {
+                return try request.encoded(parameters: urlParameters, parameterEncoding: URLEncoding(destination: .queryString))
+            }
+            return request
+        }
+    }
+    // swiftlint:enable cyclomatic_complexity
+}
+
+// MARK: - Equatable and Hashable
+
+/// The parts of an `Endpoint` that equality and hashing compare: the encoded URL, method, headers (names compared
+/// case-insensitively), body bytes (JSON bodies compared canonically), and the upload payload. Closures (sample
+/// responses, download destinations) are not compared.
+struct EndpointIdentity: Hashable {
+    enum Kind: Hashable { case data, uploadFile(URL), multipart(MultipartFormData), download }
+
+    let url: String
+    let method: String
+    let headers: [String: String]
+    let body: Data?
+    let kind: Kind
+    let requestBuilt: Bool
+
+    init(_ endpoint: Endpoint) {
+        let kind: Kind
+        switch endpoint.task {
+        case .uploadFile(let file): kind = .uploadFile(file)
+        case .downloadDestination, .downloadParameters: kind = .download
+        default: kind = endpoint.task.multipartFormData.map(Kind.multipart) ?? .data
+        }
+        self.kind = kind
+        if let request = try? endpoint.urlRequest() {
+            url = request.url?.absoluteString ?? endpoint.url
+            method = request.httpMethod ?? endpoint.method.rawValue
+            headers = EndpointIdentity.canonical(request.allHTTPHeaderFields)
+            body = EndpointIdentity.canonical(body: request.httpBody, headers: headers)
+            requestBuilt = true
+        } else {
+            url = endpoint.url
+            method = endpoint.method.rawValue
+            headers = EndpointIdentity.canonical(endpoint.httpHeaderFields)
+            body = nil
+            requestBuilt = false
+        }
+    }
+
+    static func canonical(_ headers: [String: String]?) -> [String: String] {
+        var result: [String: String] = [:]
+        for (name, value) in headers ?? [:] { result[name.lowercased()] = value }
+        return result
+    }
+
+    static func canonical(body: Data?, headers: [String: String]) -> Data? {
+        guard let body, !body.isEmpty, headers["content-type"]?.lowercased().contains("json") == true,
+              let object = try? JSONSerialization.jsonObject(with: body, options: .fragmentsAllowed),
+              let sorted = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]) else {
+            return body
+        }
+        return sorted
+    }
+}
+
+extension Endpoint: Equatable, Hashable {
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(EndpointIdentity(self))
+    }
+
+    /// Two endpoints are equal when the requests they build have the same URL, method, headers and body, and they
+    /// upload the same file or multipart form. On Linux `URLRequest ==` ignores headers and body, so the comparison
+    /// is made field by field.
+    public static func == (lhs: Endpoint, rhs: Endpoint) -> Bool {
+        EndpointIdentity(lhs) == EndpointIdentity(rhs)
+    }
+}

@@ -1,0 +1,434 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+
+// MARK: - Method
+
+public extension MoyaProvider {
+
+    /// Performs normal requests: endpoint, stub behaviour, in-flight sharing, request closure, then the network or
+    /// the stub. The completion (after the plugins' `process`) is called exactly once.
+    func requestNormal(_ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion) -> Cancellable {
+        let endpoint = self.endpoint(target)
+        let stubBehavior = self.stubClosure(target)
+        let plugins = self.plugins
+
+        // Allow plugins to modify result
+        let pluginsWithCompletion: Moya.Completion = { result in
+            let processedResult = plugins.reduce(result) { $1.process($0, target: target) }
+            completion(processedResult)
+        }
+
+        let call: InflightCall
+        let waiterToken: Cancellable
+        if trackInflights {
+            let joined = inflight.join(identity: EndpointIdentity(endpoint), endpoint: endpoint,
+                                       completion: pluginsWithCompletion, queue: callbackQueue,
+                                       defaultQueue: defaultCallbackQueue)
+            if joined.isDuplicate { return joined.token }
+            call = joined.call
+            waiterToken = joined.token
+        } else {
+            call = InflightCall(endpoint: endpoint, identity: nil, defaultQueue: defaultCallbackQueue)
+            waiterToken = call.addWaiter(pluginsWithCompletion, queue: callbackQueue) ?? SimpleCancellable()
+        }
+
+        let cancellableToken = call.operation
+        let inflight = self.inflight
+        let networkCompletion: Moya.Completion = { result in
+            call.finish(result)
+            inflight.remove(call)
+        }
+
+        let performNetworking = { (requestResult: Result<URLRequest, MoyaError>) in
+            if cancellableToken.isCancelled {
+                self.cancelCompletion(networkCompletion, target: target)
+                return
+            }
+
+            let request: URLRequest
+            switch requestResult {
+            case .success(let urlRequest):
+                request = urlRequest
+            case .failure(let error):
+                // As in Moya, neither willSend nor didReceive run when the request cannot be built.
+                networkCompletion(.failure(error))
+                return
+            }
+
+            cancellableToken.innerCancellable = self.performRequest(target, request: request, callbackQueue: callbackQueue, progress: progress, completion: networkCompletion, endpoint: endpoint, stubBehavior: stubBehavior)
+        }
+
+        requestClosure(endpoint, performNetworking)
+
+        return waiterToken
+    }
+
+    /// Completes with the cancellation error (`NSURLErrorCancelled`, -999) after notifying the plugins.
+    func cancelCompletion(_ completion: Moya.Completion, target: Target) {
+        let error = MoyaError.underlying(MoyaProviderErrors.cancelled, nil)
+        plugins.forEach { $0.didReceive(.failure(error), target: target) }
+        completion(.failure(error))
+    }
+
+    /// Creates a function which, when called, executes the appropriate stubbing behavior for the given parameters.
+    final func createStubFunction(_ token: CancellableToken, forTarget target: Target, withCompletion completion: @escaping Moya.Completion, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> (() -> Void) { // swiftlint:disable:this function_parameter_count
+        {
+            if token.isCancelled {
+                self.cancelCompletion(completion, target: target)
+                return
+            }
+
+            let validate = { (response: Moya.Response) -> Result<Moya.Response, MoyaError> in
+                let validCodes = target.validationType.statusCodes
+                guard !validCodes.isEmpty else { return .success(response) }
+                if validCodes.contains(response.statusCode) {
+                    return .success(response)
+                } else {
+                    let statusError = MoyaError.statusCode(response)
+                    let error = MoyaError.underlying(statusError, response)
+                    return .failure(error)
+                }
+            }
+
+            switch endpoint.sampleResponseClosure() {
+            case .networkResponse(let statusCode, let data):
+                let response = Moya.Response(statusCode: statusCode, data: data, request: request, response: nil)
+                let result = validate(response)
+                plugins.forEach { $0.didReceive(result, target: target) }
+                completion(result)
+            case .response(let customResponse, let data):
+                let response = Moya.Response(statusCode: customResponse.statusCode, data: data, request: request, response: customResponse)
+                let result = validate(response)
+                plugins.forEach { $0.didReceive(result, target: target) }
+                completion(result)
+            case .networkError(let error):
+                let error = MoyaError.underlying(error, nil)
+                plugins.forEach { $0.didReceive(.failure(error), target: target) }
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// Notify all plugins that a stub is about to be performed. You must call this if overriding `stubRequest`.
+    final func notifyPluginsOfImpendingStub(for request: URLRequest, target: Target) -> URLRequest {
+        let preparedRequest = plugins.reduce(request) { $1.prepare($0, target: target) }
+        let stubbedRequest = RequestTypeWrapper(request: preparedRequest, sessionHeaders: session.headers)
+        plugins.forEach { $0.willSend(stubbedRequest, target: target) }
+        return preparedRequest
+    }
+}
+
+/// Errors the provider reports.
+enum MoyaProviderErrors {
+    /// `NSError(domain: NSURLErrorDomain, code: NSURLErrorCancelled)`, what Moya reports for a cancelled request.
+    static var cancelled: NSError { NSError(domain: NSURLErrorDomain, code: NSURLErrorCancelled, userInfo: nil) }
+}
+
+// MARK: - Network
+
+extension MoyaProvider {
+
+    private func performRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion, endpoint: Endpoint, stubBehavior: Moya.StubBehavior) -> Cancellable {
+        switch stubBehavior {
+        case .never:
+            return sendNetworkRequest(target, request: request, callbackQueue: callbackQueue, progress: progress, completion: completion, endpoint: endpoint)
+        default:
+            return self.stubRequest(target, request: request, callbackQueue: callbackQueue, completion: completion, endpoint: endpoint, stubBehavior: stubBehavior)
+        }
+    }
+
+    /// What the transport needs to know about a task: the upload body, the download destination.
+    private struct TransferPlan {
+        var upload: Session.Upload = .requestBody
+        var destination: DownloadDestination?
+    }
+
+    private func transferPlan(for endpoint: Endpoint, request: URLRequest) throws -> TransferPlan {
+        var plan = TransferPlan()
+        switch endpoint.task {
+        case .uploadFile(let fileURL):
+            plan.upload = .file(fileURL)
+        case .downloadDestination(let destination), .downloadParameters(_, _, let destination):
+            plan.destination = destination
+        default:
+            if let form = endpoint.task.multipartFormData {
+                let method = Moya.Method(rawValue: request.httpMethod ?? endpoint.method.rawValue)
+                guard method.supportsMultipart else { throw MoyaRequestError.multipartNotSupported(method: method.rawValue) }
+                guard !form.parts.isEmpty else { throw MoyaRequestError.emptyMultipartForm }
+                plan.upload = .multipart(form)
+            }
+        }
+        return plan
+    }
+
+    private func sendNetworkRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion, endpoint: Endpoint) -> Cancellable {
+        let queue = callbackQueue ?? defaultCallbackQueue
+        let plan: TransferPlan
+        do {
+            plan = try transferPlan(for: endpoint, request: request)
+        } catch {
+            // Moya calls fatalError here; a bad target is input, so it is reported (no willSend, like a request
+            // closure failure).
+            completion(.failure(.underlying(error, nil)))
+            return CancellableToken { }
+        }
+
+        // What Moya's request interceptor does in `adapt`: prepare (chained, in order), then willSend.
+        let preparedRequest = plugins.reduce(request) { $1.prepare($0, target: target) }
+        let requestType = RequestTypeWrapper(request: preparedRequest, sessionHeaders: session.headers)
+        plugins.forEach { $0.willSend(requestType, target: target) }
+
+        let isUpload: Bool
+        switch plan.upload {
+        case .requestBody: isUpload = false
+        case .file, .multipart: isUpload = true
+        }
+        let tracker = ProgressTracker(queue: queue, block: progress, isUpload: isUpload)
+        let context = UncheckedSendable((target: target, completion: completion, plan: plan, request: preparedRequest))
+
+        let task = AsyncTask { [self] in
+            let result = await self.sendWithRetries(context.value.request, target: context.value.target,
+                                                    plan: context.value.plan, requestType: requestType,
+                                                    progress: tracker.clientProgress)
+            queue.async {
+                self.plugins.forEach { $0.didReceive(result, target: context.value.target) }
+                tracker.finish(response: try? result.get())
+                context.value.completion(result)
+            }
+        }
+        return CancellableToken(debugDescription: { requestType.cURLDescription() }, action: { task.cancel() })
+    }
+
+    /// Sends, answers one `401` Basic/Digest challenge with the credential a plugin supplied, and asks the
+    /// `RequestRetrier` plugins whether to send again.
+    private func sendWithRetries(_ preparedRequest: URLRequest, target: Target, plan: TransferPlan,
+                                 requestType: RequestTypeWrapper, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
+        var request = preparedRequest
+        var attempt = 0
+        var answeredChallenge = false
+        let retriers = plugins.compactMap { $0 as? RequestRetrier }
+        let maximumAttempts = 16
+        while true {
+            let result = await sendOnce(request, target: target, plan: plan, progress: progress)
+            if AsyncTask.isCancelled { return .failure(.underlying(MoyaProviderErrors.cancelled, nil)) }
+
+            if !answeredChallenge, let credential = requestType.credential,
+               let authorization = AuthenticationChallenge.authorization(answering: result, request: request, credential: credential) {
+                answeredChallenge = true
+                request.setValue(authorization, forHTTPHeaderField: "Authorization")
+                continue
+            }
+
+            guard attempt + 1 < maximumAttempts else { return result }
+            var decision = RetryDecision.doNotRetry
+            for retrier in retriers {
+                decision = await retrier.retry(request, for: target, dueTo: result, attempt: attempt)
+                if case .retry = decision { break }
+            }
+            guard case let .retry(delay, newRequest) = decision else { return result }
+            if delay > 0 {
+                do {
+                    try await AsyncTask.sleep(nanoseconds: UInt64(min(delay, 3600) * 1_000_000_000))
+                } catch {
+                    return .failure(.underlying(MoyaProviderErrors.cancelled, nil))
+                }
+            }
+            request = newRequest ?? request
+            attempt += 1
+        }
+    }
+
+    /// One exchange: send, store a download, validate the status code.
+    private func sendOnce(_ request: URLRequest, target: Target, plan: TransferPlan, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
+        let httpResponse: HTTPURLResponse
+        let data: Data
+        do {
+            (httpResponse, data) = try await session.send(request, upload: plan.upload, progress: progress)
+        } catch {
+            return .failure(MoyaProvider.moyaError(forTransportError: error, request: request))
+        }
+        var body = data
+        if let destination = plan.destination {
+            do {
+                try Session.storeDownload(data, response: httpResponse, destination: destination)
+                body = Data()
+            } catch {
+                let response = Moya.Response(statusCode: httpResponse.statusCode, data: Data(), request: request, response: httpResponse)
+                return .failure(.underlying(error, response))
+            }
+        }
+        let response = Moya.Response(statusCode: httpResponse.statusCode, data: body, request: request, response: httpResponse)
+        let validCodes = target.validationType.statusCodes
+        if !validCodes.isEmpty && !validCodes.contains(response.statusCode) {
+            // Real and stubbed requests fail validation the same way (Moya wraps an AFError for real ones).
+            return .failure(.underlying(MoyaError.statusCode(response), response))
+        }
+        return .success(response)
+    }
+
+    static func moyaError(forTransportError error: Swift.Error, request: URLRequest) -> MoyaError {
+        switch error {
+        case HTTPClientError.cancelled, is CancellationError:
+            return .underlying(MoyaProviderErrors.cancelled, nil)
+        case MoyaRequestError.unsupportedURL(let url):
+            return .requestMapping(url)
+        case let moyaError as MoyaError:
+            return moyaError
+        default:
+            return .underlying(error, nil)
+        }
+    }
+}
+
+/// Turns transport progress into `ProgressResponse`s on the callback queue and remembers the last one for the
+/// final call.
+final class ProgressTracker: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last: Progress?
+    private let queue: DispatchQueue
+    private let block: UncheckedSendable<Moya.ProgressBlock?>
+    private let isUpload: Bool
+
+    init(queue: DispatchQueue, block: Moya.ProgressBlock?, isUpload: Bool) {
+        self.queue = queue
+        self.block = UncheckedSendable(block)
+        self.isUpload = isUpload
+    }
+
+    var clientProgress: HTTPClientProgress {
+        guard block.value != nil else { return HTTPClientProgress() }
+        let update: @Sendable (Int64, Int64?) -> Void = { [self] completed, total in self.update(completed: completed, total: total) }
+        return isUpload ? HTTPClientProgress(upload: update) : HTTPClientProgress(download: update)
+    }
+
+    private func update(completed: Int64, total: Int64?) {
+        let progress = Progress(totalUnitCount: total ?? 0)
+        progress.completedUnitCount = completed
+        lock.withLock { last = progress }
+        let snapshot = UncheckedSendable(progress)
+        queue.async { [block] in block.value?(ProgressResponse(progress: snapshot.value)) }
+    }
+
+    /// The final progress call, with the response (nil on failure). Runs on the caller's queue.
+    func finish(response: Moya.Response?) {
+        guard let block = block.value else { return }
+        block(ProgressResponse(progress: lock.withLock { last }, response: response))
+    }
+}
+
+// MARK: - In-flight sharing
+
+/// One request and the callers waiting for it. Every request has one; with `trackInflights` identical requests
+/// join the same one.
+final class InflightCall: @unchecked Sendable {
+    private struct Waiter {
+        let id: Int
+        let completion: Moya.Completion
+        let queue: DispatchQueue?
+    }
+
+    let endpoint: Endpoint
+    let identity: EndpointIdentity?
+    /// Cancels the underlying work (request closure stage, stub or network task).
+    let operation = CancellableWrapper()
+    private let defaultQueue: DispatchQueue
+    private let lock = NSLock()
+    private var waiters: [Waiter] = []
+    private var nextID = 0
+    private var finished = false
+
+    init(endpoint: Endpoint, identity: EndpointIdentity?, defaultQueue: DispatchQueue) {
+        self.endpoint = endpoint
+        self.identity = identity
+        self.defaultQueue = defaultQueue
+    }
+
+    var completions: [Moya.Completion] { lock.withLock { waiters.map(\.completion) } }
+
+    /// Adds a waiter and returns its token, or nil when the call has already finished.
+    func addWaiter(_ completion: @escaping Moya.Completion, queue: DispatchQueue?) -> Cancellable? {
+        let id: Int? = lock.withLock {
+            guard !finished else { return nil }
+            nextID += 1
+            waiters.append(Waiter(id: nextID, completion: completion, queue: queue))
+            return nextID
+        }
+        guard let id else { return nil }
+        return CancellableToken { [weak self] in self?.cancelWaiter(id) }
+    }
+
+    /// A waiter cancels: when others still wait it alone gets the cancellation error; the last one cancels the
+    /// underlying work, which then completes it.
+    private func cancelWaiter(_ id: Int) {
+        let leaving: Waiter? = lock.withLock {
+            guard !finished, let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            if waiters.count > 1 { return waiters.remove(at: index) }
+            return nil
+        }
+        if let leaving {
+            let box = UncheckedSendable(leaving.completion)
+            (leaving.queue ?? defaultQueue).async {
+                box.value(.failure(.underlying(MoyaProviderErrors.cancelled, nil)))
+            }
+        } else if lock.withLock({ !finished && waiters.contains { $0.id == id } }) {
+            operation.cancel()
+        }
+    }
+
+    /// Delivers the one result to every waiter, in the order they joined. Later calls do nothing.
+    func finish(_ result: Result<Moya.Response, MoyaError>) {
+        let toNotify: [Waiter] = lock.withLock {
+            guard !finished else { return [] }
+            finished = true
+            return waiters
+        }
+        toNotify.forEach { $0.completion(result) }
+        lock.withLock { waiters.removeAll() }
+    }
+
+    var isFinished: Bool { lock.withLock { finished } }
+}
+
+/// The table of shared in-flight requests, keyed by what makes endpoints equal. Joining is one atomic
+/// check-and-insert.
+final class InflightRegistry: @unchecked Sendable {
+    struct Joined {
+        let call: InflightCall
+        let token: Cancellable
+        let isDuplicate: Bool
+    }
+
+    private let lock = NSLock()
+    private var calls: [EndpointIdentity: InflightCall] = [:]
+
+    func join(identity: EndpointIdentity, endpoint: Endpoint, completion: @escaping Moya.Completion,
+              queue: DispatchQueue?, defaultQueue: DispatchQueue) -> Joined {
+        lock.withLock {
+            if let existing = calls[identity], let token = existing.addWaiter(completion, queue: queue) {
+                return Joined(call: existing, token: token, isDuplicate: true)
+            }
+            let call = InflightCall(endpoint: endpoint, identity: identity, defaultQueue: defaultQueue)
+            let token = call.addWaiter(completion, queue: queue) ?? SimpleCancellable()
+            calls[identity] = call
+            return Joined(call: call, token: token, isDuplicate: false)
+        }
+    }
+
+    /// Removes `call` if it is still the entry for its identity.
+    func remove(_ call: InflightCall) {
+        guard let identity = call.identity else { return }
+        lock.withLock {
+            if calls[identity] === call { calls.removeValue(forKey: identity) }
+        }
+    }
+
+    func snapshot() -> [Endpoint: [Moya.Completion]] {
+        let current = lock.withLock { Array(calls.values) }
+        var result: [Endpoint: [Moya.Completion]] = [:]
+        for call in current { result[call.endpoint] = call.completions }
+        return result
+    }
+}

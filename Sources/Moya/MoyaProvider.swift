@@ -1,0 +1,264 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Closure to be executed when a request has completed.
+public typealias Completion = (_ result: Result<Moya.Response, MoyaError>) -> Void
+
+/// Closure to be executed when progress changes.
+public typealias ProgressBlock = (_ progress: ProgressResponse) -> Void
+
+/// A type representing the progress of a request.
+public struct ProgressResponse: @unchecked Sendable {
+
+    /// The optional response of the request.
+    public let response: Response?
+
+    /// An instance of `Progress` indicating the progress of the request.
+    public let progressObject: Progress?
+
+    /// Initializes a `ProgressResponse`.
+    public init(progress: Progress? = nil, response: Response? = nil) {
+        self.progressObject = progress
+        self.response = response
+    }
+
+    /// The fraction of the overall work completed by the progress object.
+    public var progress: Double {
+        if completed {
+            return 1.0
+        } else if let progressObject = progressObject, progressObject.totalUnitCount > 0 {
+            // if the Content-Length is specified we can rely on `fractionCompleted`
+            return progressObject.fractionCompleted
+        } else {
+            // if the Content-Length is not specified, return progress 0.0 until it's completed
+            return 0.0
+        }
+    }
+
+    /// A Boolean value stating whether the request is completed.
+    public var completed: Bool { response != nil }
+}
+
+/// A protocol representing a minimal interface for a MoyaProvider.
+/// Used by the reactive provider extensions.
+public protocol MoyaProviderType: AnyObject {
+
+    associatedtype Target: TargetType
+
+    /// Designated request-making method. Returns a `Cancellable` token to cancel the request later.
+    func request(_ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion) -> Cancellable
+}
+
+/// Request provider class. Requests should be made through this class only.
+///
+/// Thread-safe: its configuration is immutable and the in-flight table is guarded by a lock, so one provider can be
+/// shared by many tasks and threads (hence `@unchecked Sendable`; the user closures it holds are called from the
+/// callback queue and from the transport's tasks).
+///
+/// **Callback queue on Linux.** Moya delivers completions on `DispatchQueue.main` when no queue is given. In a
+/// server process the main queue is only drained if the main thread runs `dispatchMain()` or a run loop, so callbacks
+/// could never arrive. Here, when neither the call nor the provider names a queue (`callbackQueue: nil`):
+/// * network completions and progress go to the provider's private serial queue, `defaultCallbackQueue`;
+/// * `.immediate` stubs complete synchronously inside `request(...)`, as in Moya;
+/// * `.delayed` stubs fire on `defaultCallbackQueue` (Moya: the main queue).
+/// Pass `callbackQueue: .main` to get Moya's behaviour in an app that runs the main queue.
+open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendable {
+
+    /// Closure that defines the endpoints for the provider.
+    public typealias EndpointClosure = (Target) -> Endpoint
+
+    /// Closure that decides if and what request should be performed.
+    public typealias RequestResultClosure = (Result<URLRequest, MoyaError>) -> Void
+
+    /// Closure that resolves an `Endpoint` into a `RequestResult`.
+    public typealias RequestClosure = (Endpoint, @escaping RequestResultClosure) -> Void
+
+    /// Closure that decides if/how a request should be stubbed.
+    public typealias StubClosure = (Target) -> Moya.StubBehavior
+
+    /// A closure responsible for mapping a `TargetType` to an `EndPoint`.
+    public let endpointClosure: EndpointClosure
+
+    /// A closure deciding if and what request should be performed.
+    public let requestClosure: RequestClosure
+
+    /// A closure responsible for determining the stubbing behavior
+    /// of a request for a given `TargetType`.
+    public let stubClosure: StubClosure
+
+    /// The session requests are sent with.
+    public let session: Session
+
+    /// A list of plugins.
+    /// e.g. for logging, network activity indicator or credentials.
+    public let plugins: [PluginType]
+
+    /// Whether identical in-flight requests share one network call (see `inflightRequests`).
+    public let trackInflights: Bool
+
+    /// The requests currently shared between callers, with the completions waiting for each (only with
+    /// `trackInflights`). A completion sees its own entry still present; it is removed right after.
+    open var inflightRequests: [Endpoint: [Moya.Completion]] { inflight.snapshot() }
+
+    /// Propagated to Alamofire as callback queue. If nil - the Alamofire default (as of their API in 2017 - the main queue) will be used.
+    let callbackQueue: DispatchQueue?
+
+    /// The private serial queue used when no callback queue is given (see the class documentation).
+    public let defaultCallbackQueue: DispatchQueue
+
+    let inflight = InflightRegistry()
+
+    /// Initializes a provider.
+    public init(endpointClosure: @escaping EndpointClosure = MoyaProvider.defaultEndpointMapping,
+                requestClosure: @escaping RequestClosure = MoyaProvider.defaultRequestMapping,
+                stubClosure: @escaping StubClosure = MoyaProvider.neverStub,
+                callbackQueue: DispatchQueue? = nil,
+                session: Session = MoyaProvider<Target>.defaultAlamofireSession(),
+                plugins: [PluginType] = [],
+                trackInflights: Bool = false) {
+
+        self.endpointClosure = endpointClosure
+        self.requestClosure = requestClosure
+        self.stubClosure = stubClosure
+        self.session = session
+        self.plugins = plugins
+        self.trackInflights = trackInflights
+        self.callbackQueue = callbackQueue
+        self.defaultCallbackQueue = DispatchQueue(label: "Moya.MoyaProvider<\(Target.self)>.callbackQueue")
+    }
+
+    /// Returns an `Endpoint` based on the token, method, and parameters by invoking the `endpointClosure`.
+    open func endpoint(_ token: Target) -> Endpoint {
+        endpointClosure(token)
+    }
+
+    /// Designated request-making method. Returns a `Cancellable` token to cancel the request later.
+    ///
+    /// - Parameters:
+    ///   - callbackQueue: where `completion` and `progress` run; `nil` falls back to the provider's queue, then to
+    ///     `defaultCallbackQueue` (immediate stubs: synchronously). See the class documentation.
+    ///   - progress: called with upload or download progress, and once more with the response.
+    ///   - completion: called exactly once, also when the request is cancelled.
+    @discardableResult
+    open func request(_ target: Target,
+                      callbackQueue: DispatchQueue? = .none,
+                      progress: ProgressBlock? = .none,
+                      completion: @escaping Completion) -> Cancellable {
+
+        let callbackQueue = callbackQueue ?? self.callbackQueue
+        return requestNormal(target, callbackQueue: callbackQueue, progress: progress, completion: completion)
+    }
+
+    // swiftlint:disable function_parameter_count
+    /// When overriding this method, call `notifyPluginsOfImpendingStub` to prepare your request
+    /// and then use the returned `URLRequest` in the `createStubFunction` method.
+    /// Note: this was previously in an extension, however it must be in the original class declaration to allow subclasses to override.
+    @discardableResult
+    open func stubRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, completion: @escaping Moya.Completion, endpoint: Endpoint, stubBehavior: Moya.StubBehavior) -> CancellableToken {
+        let callbackQueue = callbackQueue ?? self.callbackQueue
+        let cancellableToken = CancellableToken { }
+        let preparedRequest = notifyPluginsOfImpendingStub(for: request, target: target)
+        let plugins = self.plugins
+        let stub: () -> Void = createStubFunction(cancellableToken, forTarget: target, withCompletion: completion, endpoint: endpoint, plugins: plugins, request: preparedRequest)
+        let once = OnceAction(stub)
+        switch stubBehavior {
+        case .immediate:
+            switch callbackQueue {
+            case .none:
+                once.run()
+            case .some(let callbackQueue):
+                callbackQueue.async { once.run() }
+            }
+        case .delayed(let delay):
+            let queue = callbackQueue ?? defaultCallbackQueue
+            queue.asyncAfter(deadline: .now() + max(delay, 0)) { once.run() }
+            // Cancelling a delayed stub completes it right away (with the cancellation error) instead of at the
+            // deadline.
+            return CancellableToken { cancellableToken.cancel(); queue.async { once.run() } }
+        case .never:
+            // Moya calls fatalError; report it instead.
+            let error = MoyaError.underlying(MoyaRequestError.stubBehaviorNever, nil)
+            plugins.forEach { $0.didReceive(.failure(error), target: target) }
+            completion(.failure(error))
+        }
+        return cancellableToken
+    }
+    // swiftlint:enable function_parameter_count
+}
+
+// MARK: Stubbing
+
+/// Controls how stub responses are returned.
+public enum StubBehavior {
+
+    /// Do not stub.
+    case never
+
+    /// Return a response immediately.
+    case immediate
+
+    /// Return a response after a delay.
+    case delayed(seconds: TimeInterval)
+}
+
+public extension MoyaProvider {
+
+    // Swift won't let us put the StubBehavior enum inside the provider class, so we'll
+    // at least add some class functions to allow easy access to common stubbing closures.
+
+    /// Do not stub.
+    final class func neverStub(_: Target) -> Moya.StubBehavior { .never }
+
+    /// Return a response immediately.
+    final class func immediatelyStub(_: Target) -> Moya.StubBehavior { .immediate }
+
+    /// Return a response after a delay.
+    final class func delayedStub(_ seconds: TimeInterval) -> (Target) -> Moya.StubBehavior {
+        { _ in .delayed(seconds: seconds) }
+    }
+}
+
+/// A public function responsible for converting the result of a `URLRequest` to a Result<Moya.Response, MoyaError>.
+public func convertResponseToResult(_ response: HTTPURLResponse?, request: URLRequest?, data: Data?, error: Swift.Error?) ->
+    Result<Moya.Response, MoyaError> {
+        switch (response, data, error) {
+        case let (.some(response), data, .none):
+            let response = Moya.Response(statusCode: response.statusCode, data: data ?? Data(), request: request, response: response)
+            return .success(response)
+        case let (.some(response), _, .some(error)):
+            let response = Moya.Response(statusCode: response.statusCode, data: data ?? Data(), request: request, response: response)
+            let error = MoyaError.underlying(error, response)
+            return .failure(error)
+        case let (_, _, .some(error)):
+            let error = MoyaError.underlying(error, nil)
+            return .failure(error)
+        default:
+            let error = MoyaError.underlying(NSError(domain: NSURLErrorDomain, code: NSURLErrorUnknown, userInfo: nil), nil)
+            return .failure(error)
+        }
+}
+
+/// Runs an action at most once, whichever caller gets there first.
+final class OnceAction: @unchecked Sendable {
+    private let lock = NSLock()
+    private var action: (() -> Void)?
+
+    init(_ action: @escaping () -> Void) { self.action = action }
+
+    func run() {
+        let action: (() -> Void)? = lock.withLock {
+            defer { self.action = nil }
+            return self.action
+        }
+        action?()
+    }
+}
+
+/// Carries a value that is not `Sendable` across a concurrency boundary the code has made safe by other means
+/// (a lock, a serial queue, or a single hand-off).
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

@@ -1,0 +1,37 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What a `RequestRetrier` decides after a network attempt.
+public enum RetryDecision {
+    /// Deliver the result as it is.
+    case doNotRetry
+    /// Send again after `delay` seconds, with `request` when given (for example with a new `Authorization` header),
+    /// otherwise with the same request.
+    case retry(after: TimeInterval = 0, request: URLRequest? = nil)
+}
+
+/// A plugin that can have a failed network attempt sent again (Moya has no such hook; Alamofire's
+/// `RequestRetrier` plays this role there).
+///
+/// After every network attempt the provider asks its `RequestRetrier` plugins, in order, until one says `.retry`.
+/// `prepare`/`willSend` run once before the first attempt and `didReceive` once with the final result. Stubbed
+/// requests are not retried. The provider stops after 16 attempts whatever the retriers say.
+public protocol RequestRetrier: PluginType {
+    /// - Parameters:
+    ///   - request: the request just sent.
+    ///   - result: its result after validation (a validation failure is `.underlying(MoyaError.statusCode, response)`).
+    ///   - attempt: 0 for the first send, 1 for the first retry, ...
+    func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int) async -> RetryDecision
+}
+
+extension Result where Success == Moya.Response, Failure == MoyaError {
+    /// The HTTP response of a result, whether it succeeded or failed with a response.
+    var httpResponse: Moya.Response? {
+        switch self {
+        case .success(let response): return response
+        case .failure(let error): return error.response
+        }
+    }
+}

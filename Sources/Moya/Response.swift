@@ -1,0 +1,210 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Represents a response to a `MoyaProvider.request`.
+///
+/// Immutable; `@unchecked Sendable` because `URLRequest`/`HTTPURLResponse` are not marked `Sendable` on Linux.
+public final class Response: CustomDebugStringConvertible, Equatable, @unchecked Sendable {
+
+    /// The status code of the response.
+    public let statusCode: Int
+
+    /// The response data.
+    public let data: Data
+
+    /// The original URLRequest for the response (the request after the plugins' `prepare`).
+    public let request: URLRequest?
+
+    /// The HTTPURLResponse object.
+    public let response: HTTPURLResponse?
+
+    public init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
+        self.statusCode = statusCode
+        self.data = data
+        self.request = request
+        self.response = response
+    }
+
+    /// A text description of the `Response`.
+    public var description: String {
+        "Status Code: \(statusCode), Data Length: \(data.count)"
+    }
+
+    /// A text description of the `Response`. Suitable for debugging.
+    public var debugDescription: String { description }
+
+    public static func == (lhs: Response, rhs: Response) -> Bool {
+        lhs.statusCode == rhs.statusCode
+            && lhs.data == rhs.data
+            && lhs.response == rhs.response
+    }
+}
+
+public extension Response {
+
+    /**
+     Returns the `Response` if the `statusCode` falls within the specified range.
+
+     - parameters:
+        - statusCodes: The range of acceptable status codes.
+     - throws: `MoyaError.statusCode` when others are encountered.
+    */
+    func filter<R: RangeExpression>(statusCodes: R) throws -> Response where R.Bound == Int {
+        guard statusCodes.contains(statusCode) else {
+            throw MoyaError.statusCode(self)
+        }
+        return self
+    }
+
+    /**
+     Returns the `Response` if it has the specified `statusCode`.
+
+     - parameters:
+        - statusCode: The acceptable status code.
+     - throws: `MoyaError.statusCode` when others are encountered.
+    */
+    func filter(statusCode: Int) throws -> Response {
+        try filter(statusCodes: statusCode...statusCode)
+    }
+
+    /**
+     Returns the `Response` if the `statusCode` falls within the range 200 - 299.
+
+     - throws: `MoyaError.statusCode` when others are encountered.
+    */
+    func filterSuccessfulStatusCodes() throws -> Response {
+        try filter(statusCodes: 200...299)
+    }
+
+    /**
+     Returns the `Response` if the `statusCode` falls within the range 200 - 399.
+
+     - throws: `MoyaError.statusCode` when others are encountered.
+    */
+    func filterSuccessfulStatusAndRedirectCodes() throws -> Response {
+        try filter(statusCodes: 200...399)
+    }
+
+    /**
+     Maps data received from the signal into a JSON object.
+
+     - parameter failsOnEmptyData: A Boolean value determining
+     whether the mapping should fail if the data is empty.
+     - throws: `MoyaError.jsonMapping` when the data is not JSON.
+     */
+    func mapJSON(failsOnEmptyData: Bool = true) throws -> Any {
+        do {
+            return try JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
+        } catch {
+            if data.isEmpty && !failsOnEmptyData {
+                return NSNull()
+            }
+            throw MoyaError.jsonMapping(self)
+        }
+    }
+
+    /**
+     Maps data received from the signal into a String.
+
+     - parameter keyPath: Optional dot-separated key path at which to find the string (for example `"a.b"`).
+     - throws: `MoyaError.stringMapping`, or `MoyaError.jsonMapping` when a key path is given and the data is not JSON.
+     */
+    func mapString(atKeyPath keyPath: String? = nil) throws -> String {
+        if let keyPath {
+            // Key path was provided, try to parse string at key path
+            guard let jsonDictionary = try mapJSON() as? [String: Any],
+                  let string = KeyPathLookup.value(in: jsonDictionary, atKeyPath: keyPath) as? String else {
+                throw MoyaError.stringMapping(self)
+            }
+            return string
+        } else {
+            // Key path was not provided, parse entire response as string
+            guard let string = String(data: data, encoding: .utf8) else {
+                throw MoyaError.stringMapping(self)
+            }
+            return string
+        }
+    }
+
+    /**
+     Maps data received from the signal into a Decodable object.
+
+     - parameter atKeyPath: Optional dot-separated key path at which to find the object.
+     - parameter using: A `JSONDecoder` instance which is used to decode data to an object.
+     - parameter failsOnEmptyData: Whether empty data (or a missing key path) fails the mapping.
+     - throws: `MoyaError.jsonMapping` or `MoyaError.objectMapping` (which carries this response).
+     */
+    func map<D: Decodable>(_ type: D.Type, atKeyPath keyPath: String? = nil, using decoder: JSONDecoder = JSONDecoder(), failsOnEmptyData: Bool = true) throws -> D {
+        let serializeToData: (Any) throws -> Data? = { jsonObject in
+            guard JSONSerialization.isValidJSONObject(jsonObject) else {
+                return nil
+            }
+            do {
+                return try JSONSerialization.data(withJSONObject: jsonObject)
+            } catch {
+                throw MoyaError.jsonMapping(self)
+            }
+        }
+        let jsonData: Data
+        keyPathCheck: if let keyPath {
+            guard let jsonObject = (try mapJSON(failsOnEmptyData: failsOnEmptyData) as? [String: Any])
+                .flatMap({ KeyPathLookup.value(in: $0, atKeyPath: keyPath) }) else {
+                if failsOnEmptyData {
+                    throw MoyaError.jsonMapping(self)
+                } else {
+                    jsonData = data
+                    break keyPathCheck
+                }
+            }
+
+            if let data = try serializeToData(jsonObject) {
+                jsonData = data
+            } else {
+                let wrappedJsonObject = ["value": jsonObject]
+                let wrappedJsonData: Data
+                if let data = try serializeToData(wrappedJsonObject) {
+                    wrappedJsonData = data
+                } else {
+                    throw MoyaError.jsonMapping(self)
+                }
+                do {
+                    return try decoder.decode(DecodableWrapper<D>.self, from: wrappedJsonData).value
+                } catch let error {
+                    throw MoyaError.objectMapping(error, self)
+                }
+            }
+        } else {
+            jsonData = data
+        }
+        do {
+            if jsonData.isEmpty && !failsOnEmptyData {
+                if let emptyDecodableValue = try? decoder.decode(D.self, from: Data("{}".utf8)) {
+                    return emptyDecodableValue
+                } else if let emptyDecodableValue = try? decoder.decode(D.self, from: Data("[{}]".utf8)) {
+                    return emptyDecodableValue
+                }
+            }
+            return try decoder.decode(D.self, from: jsonData)
+        } catch let error {
+            throw MoyaError.objectMapping(error, self)
+        }
+    }
+}
+
+private struct DecodableWrapper<T: Decodable>: Decodable {
+    let value: T
+}
+
+/// Dot-separated key path traversal over JSON dictionaries (Linux has no KVC `value(forKeyPath:)`).
+enum KeyPathLookup {
+    static func value(in dictionary: [String: Any], atKeyPath keyPath: String) -> Any? {
+        var current: Any = dictionary
+        for key in keyPath.split(separator: ".", omittingEmptySubsequences: false) {
+            guard let object = current as? [String: Any], let next = object[String(key)] else { return nil }
+            current = next
+        }
+        return current
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+import HTTPWire
+
+/// The transport a `MoyaProvider` sends requests with: MoyaGateway's own `HTTPClient` (no URLSession, no
+/// Alamofire), plus the default headers added to every request (Alamofire's `httpAdditionalHeaders`).
+///
+/// A `URLRequest` built by an `Endpoint` is converted into an `HTTPClientRequest`; the `HTTPClientResponse` comes
+/// back as an `HTTPURLResponse` plus body. A request's `timeoutInterval` becomes the exchange's deadline.
+public final class Session: Sendable {
+
+    /// The client requests go through.
+    public let client: HTTPClient
+
+    /// Headers added to every request unless the request sets the same name (compared case-insensitively).
+    public let headers: [String: String]
+
+    /// Kept for Alamofire compatibility; requests are always started by the provider.
+    public let startRequestsImmediately: Bool
+
+    /// The process-wide client used by sessions created without one, so providers share connection pools.
+    public static let sharedClient = HTTPClient()
+
+    /// A session on the shared client with the default headers.
+    public static let `default` = Session()
+
+    /// Creates a session.
+    /// - Parameters:
+    ///   - client: the HTTP client; defaults to the process-wide `sharedClient`.
+    ///   - headers: headers added to every request; defaults to `Session.defaultHTTPHeaders`.
+    ///   - startRequestsImmediately: accepted for Alamofire compatibility.
+    public init(client: HTTPClient = Session.sharedClient,
+                headers: [String: String] = Session.defaultHTTPHeaders,
+                startRequestsImmediately: Bool = true) {
+        self.client = client
+        self.headers = headers
+        self.startRequestsImmediately = startRequestsImmediately
+    }
+
+    // MARK: - Default headers
+
+    /// `Accept-Encoding`, `Accept-Language` and `User-Agent`, as Alamofire's `HTTPHeaders.default`.
+    ///
+    /// `Accept-Encoding` lists only what the transport decodes (`gzip;q=1.0, deflate;q=0.9`): Alamofire also offers
+    /// `br`, which the zlib-based client cannot decode.
+    public static var defaultHTTPHeaders: [String: String] {
+        ["Accept-Encoding": defaultAcceptEncoding, "Accept-Language": defaultAcceptLanguage, "User-Agent": defaultUserAgent]
+    }
+
+    /// `gzip;q=1.0, deflate;q=0.9`.
+    public static let defaultAcceptEncoding = ["gzip", "deflate"].qualityEncoded()
+
+    /// The preferred languages, at most six, with decreasing quality (`en-US;q=1.0, fr;q=0.9`).
+    public static var defaultAcceptLanguage: String {
+        let languages = Locale.preferredLanguages.prefix(6)
+        return (languages.isEmpty ? ["en"] : Array(languages)).qualityEncoded()
+    }
+
+    /// `<executable>/<version> (<bundle>; build:<build>; Linux <x.y.z>) Moya/<version>`.
+    public static var defaultUserAgent: String {
+        let info = Bundle.main.infoDictionary
+        let executable = (info?["CFBundleExecutable"] as? String) ?? ProcessInfo.processInfo.processName
+        let bundle = (info?["CFBundleIdentifier"] as? String) ?? "Unknown"
+        let appVersion = (info?["CFBundleShortVersionString"] as? String) ?? "Unknown"
+        let appBuild = (info?["CFBundleVersion"] as? String) ?? "Unknown"
+        let version = ProcessInfo.processInfo.operatingSystemVersion
+        #if os(Linux)
+        let osName = "Linux"
+        #elseif os(macOS)
+        let osName = "macOS"
+        #else
+        let osName = "Unknown"
+        #endif
+        let osNameVersion = "\(osName) \(version.majorVersion).\(version.minorVersion).\(version.patchVersion)"
+        return "\(executable)/\(appVersion) (\(bundle); build:\(appBuild); \(osNameVersion)) Moya/\(MoyaModule.compatibleMoyaVersion)"
+    }
+
+    // MARK: - Transport
+
+    /// What is uploaded as the request body.
+    enum Upload {
+        /// The request's `httpBody`, if any.
+        case requestBody
+        /// A file streamed from disk.
+        case file(URL)
+        /// A multipart form, encoded while it is sent (file parts streamed from disk).
+        case multipart(MultipartFormData)
+    }
+
+    /// The headers actually sent: the session's, then the request's (request wins, case-insensitively).
+    func mergedHeaders(for request: URLRequest) -> HTTPHeaders {
+        var result = HTTPHeaders()
+        let requestHeaders = request.allHTTPHeaderFields ?? [:]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key })
+        where !requestHeaders.keys.contains(where: { $0.equalsIgnoringASCIICase(name) }) {
+            result.add(name: name, value: value)
+        }
+        for (name, value) in requestHeaders.sorted(by: { $0.key < $1.key }) {
+            result.add(name: name, value: value)
+        }
+        return result
+    }
+
+    /// Converts a `URLRequest` into the transport's request.
+    /// - Throws: `MoyaRequestError.unsupportedURL` for anything but an absolute http(s) URL; multipart encoding errors.
+    func clientRequest(for request: URLRequest, upload: Upload) throws -> HTTPClientRequest {
+        guard let url = request.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw MoyaRequestError.unsupportedURL(request.url?.absoluteString ?? "")
+        }
+        var headers = mergedHeaders(for: request)
+        let body: HTTPClientRequest.Body
+        switch upload {
+        case .requestBody:
+            if let stream = request.httpBodyStream {
+                let data = try RequestMultipartFormData.readAll(stream, bufferSize: 64 * 1024)
+                body = .bytes([UInt8](data))
+            } else if let data = request.httpBody {
+                body = .bytes([UInt8](data))
+            } else {
+                body = .none
+            }
+        case .file(let fileURL):
+            guard fileURL.isFileURL else { throw RequestMultipartFormData.EncodingError.bodyPartURLInvalid(url: fileURL) }
+            body = .file(path: fileURL.path)
+        case .multipart(let form):
+            let encoder = RequestMultipartFormData(fileManager: form.fileManager, boundary: form.boundary)
+            encoder.applyMoyaMultipartFormData(form)
+            let (stream, length) = try encoder.makeBodyStream()
+            headers.replaceOrAdd(name: "Content-Type", value: encoder.contentType)
+            body = .stream(stream, length: length)
+        }
+        do {
+            return try HTTPClientRequest(method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url.absoluteString,
+                                         headers: headers, body: body)
+        } catch {
+            throw MoyaRequestError.unsupportedURL(url.absoluteString)
+        }
+    }
+
+    /// Sends `request` and returns the response head as an `HTTPURLResponse` and the body.
+    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (HTTPURLResponse, Data) {
+        let clientRequest = try clientRequest(for: request, upload: upload)
+        var deadline: ContinuousClock.Instant?
+        if request.timeoutInterval > 0, request.timeoutInterval.isFinite, request.timeoutInterval < 1e9 {
+            deadline = ContinuousClock.now + .milliseconds(Int64(request.timeoutInterval * 1000))
+        }
+        let response = try await client.execute(clientRequest, deadline: deadline, progress: progress)
+        guard let httpResponse = Session.httpURLResponse(for: response, url: request.url) else {
+            throw HTTPClientError.malformedResponse(reason: "status \(response.status)")
+        }
+        return (httpResponse, Data(response.body))
+    }
+
+    /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.
+    static func httpURLResponse(for response: HTTPClientResponse, url: URL?) -> HTTPURLResponse? {
+        var fields: [String: String] = [:]
+        var names: [String: String] = [:]
+        for field in response.headers {
+            let key = field.name.lowercased()
+            let name = names[key] ?? field.name
+            names[key] = name
+            if let existing = fields[name] { fields[name] = existing + ", " + field.value } else { fields[name] = field.value }
+        }
+        let responseURL = url ?? URL(fileURLWithPath: "/")
+        return HTTPURLResponse(url: responseURL, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: fields)
+    }
+
+    /// Writes a downloaded body to a temporary file, then moves it where `destination` says.
+    static func storeDownload(_ data: Data, response: HTTPURLResponse, destination: DownloadDestination,
+                              fileManager: FileManager = .default) throws {
+        let temporaryURL = fileManager.temporaryDirectory.appendingPathComponent("Moya_\(UUID().uuidString).tmp")
+        try data.write(to: temporaryURL)
+        let (destinationURL, options) = destination(temporaryURL, response)
+        do {
+            if options.contains(.removePreviousFile), fileManager.fileExists(atPath: destinationURL.path) {
+                try fileManager.removeItem(at: destinationURL)
+            }
+            if options.contains(.createIntermediateDirectories) {
+                try fileManager.createDirectory(at: destinationURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+            }
+            try fileManager.moveItem(at: temporaryURL, to: destinationURL)
+        } catch {
+            try? fileManager.removeItem(at: temporaryURL)
+            throw error
+        }
+    }
+}
+
+extension Array where Element == String {
+    func qualityEncoded() -> String {
+        enumerated().map { index, encoding in
+            let quality = 1.0 - (Double(index) * 0.1)
+            return "\(encoding);q=\(quality)"
+        }.joined(separator: ", ")
+    }
+}
