@@ -1,0 +1,41 @@
+import HTTPServer
+import HTTPWire
+import Prometheus
+import Synchronization
+
+/// The admin listener: `/healthz` (the process runs), `/readyz` (config loaded, listeners open, not draining) and
+/// `/metrics` (Prometheus text format).
+final class AdminHandler: HTTPServerHandler {
+    private let registry: PrometheusCollectorRegistry
+    private let readiness: Atomic<Bool>
+    private let openConnections: @Sendable () -> Int
+
+    init(registry: PrometheusCollectorRegistry, openConnections: @escaping @Sendable () -> Int) {
+        self.registry = registry
+        self.readiness = Atomic(false)
+        self.openConnections = openConnections
+    }
+
+    func setReady(_ ready: Bool) { readiness.store(ready, ordering: .releasing) }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        guard request.head.method == .get || request.head.method == .head else {
+            return HTTPServerResponse(status: 405, headers: ["Allow": "GET, HEAD", "Content-Type": "application/json"],
+                                      body: Array("{\"error\":\"method_not_allowed\"}".utf8))
+        }
+        switch String(request.head.path) {
+        case "/healthz":
+            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array("{\"status\":\"ok\"}".utf8))
+        case "/readyz":
+            let ready = readiness.load(ordering: .acquiring)
+            return HTTPServerResponse(status: ready ? 200 : 503, headers: ["Content-Type": "application/json"],
+                                      body: Array((ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}").utf8))
+        case "/metrics":
+            registry.makeGauge(descriptor: Metric.openConnections).set(Int64(openConnections()))
+            return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                                      body: registry.emitToBuffer())
+        default:
+            return HTTPServerResponse(status: 404, headers: ["Content-Type": "application/json"], body: Array("{\"error\":\"not_found\"}".utf8))
+        }
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+import HTTPServer
+import HTTPWire
+import Moya
+import NetCore
+import Synchronization
+
+/// The gateway's request handler: route, authorise the caller, send the call through the upstream's Moya provider
+/// (stubs, plugins, coalescing) and map the result to a response, with one access-log line per request.
+final class GatewayHandler: HTTPServerHandler {
+    private let state: GatewayStateBox
+    private let flights = FlightTracker()
+
+    init(state: GatewayStateBox) {
+        self.state = state
+    }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        let snapshot = state.current
+        let started = ContinuousClock.now
+        let head = request.head
+        let requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"))
+        var record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
+                                  bytesIn: Int(request.declaredBodyLength ?? 0))
+        let response = await respond(to: request, snapshot: snapshot, requestID: requestID, record: &record)
+        record.status = response.head.status
+        if case .bytes(let body) = response.body { record.bytesOut = body.count }
+        record.duration = ContinuousClock.now - started
+        snapshot.telemetry.record(record)
+        return response
+    }
+
+    private func respond(to request: HTTPServerRequest, snapshot: GatewaySnapshot, requestID: String,
+                         record: inout AccessRecord) async -> HTTPServerResponse {
+        let head = request.head
+        if head.method == .trace || head.method == .connect {
+            return errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"])
+        }
+        let route: CompiledRoute
+        let upstreamPath: String
+        switch snapshot.routes.route(head) {
+        case .notFound:
+            return errorResponse(.notFound, requestID: requestID)
+        case .methodNotAllowed(let allow):
+            return errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": allow.joined(separator: ", ")])
+        case .badRequest:
+            return errorResponse(.badRequest, requestID: requestID)
+        case .matched(let matched, let path, _):
+            route = matched
+            upstreamPath = path
+        }
+        record.route = route.name
+        record.upstream = route.upstream.name
+        record.upstreamPath = upstreamPath
+        record.stubbed = route.upstream.isStub
+
+        // Caller identity: API keys.
+        var clientName: String?
+        let apiKeys = snapshot.config.clients?.apiKeys
+        if let apiKeys {
+            guard let key = head.headers.first(name: apiKeys.header), let client = apiKeys.client(forKey: key) else {
+                return errorResponse(.unauthorized, requestID: requestID)
+            }
+            clientName = client.name
+        }
+        if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
+            return errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID)
+        }
+
+        guard let upstream = snapshot.providers[route.upstream.name] else {
+            return errorResponse(.badGateway, requestID: requestID)
+        }
+        let body: [UInt8]
+        do {
+            body = try await request.body.collect(upTo: Int(clamping: snapshot.config.server.limits.maxBodyBytes))
+        } catch ByteStreamError.tooLarge {
+            return errorResponse(.payloadTooLarge, requestID: requestID)
+        } catch {
+            return errorResponse(.badRequest, requestID: requestID)
+        }
+        record.bytesIn = body.count
+
+        let coalescing = route.config.coalesce && CoalescingKey.isCoalescible(head.method)
+        let upstreamURL = (route.upstream.baseURL?.origin ?? "stub://\(route.upstream.name)") + upstreamPath
+        let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name, upstreamURL: upstreamURL,
+                                                  varyHeaders: route.config.coalesceVary, requestHeaders: head.headers,
+                                                  clientName: clientName) : nil
+        let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: head.headers, apiKeyHeader: apiKeys?.header, upstream: route.upstream,
+            varyHeaders: route.config.coalesceVary, coalescing: key != nil)
+        let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
+                                                 isTLS: request.isTLS, requestID: requestID, version: head.version)
+        let target = GatewayTarget(
+            upstream: route.upstream, upstreamTarget: upstreamPath, method: head.method, body: Data(body),
+            stableHeaders: stable, perRequestHeaders: perRequest + forwarding,
+            flightKey: key.map { "\($0.hashValue)-\($0.identity)" } ?? requestID, timeout: route.config.timeout)
+
+        if let key {
+            record.coalesced = flights.join(key) ? "leader" : "follower"
+        }
+        let result = await send(MultiTarget(target), through: upstream.provider)
+        if let key { flights.leave(key) }
+
+        switch result {
+        case .success(let response):
+            let headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            return HTTPServerResponse(head: HTTPResponseHead(status: response.statusCode, headers: headers),
+                                      body: .bytes(Array(response.data)))
+        case .failure(let error):
+            let code = GatewayErrorMapping.code(for: error)
+            snapshot.telemetry.upstreamError(upstream: route.upstream.name, code: code)
+            return errorResponse(code, requestID: requestID)
+        }
+    }
+
+    private func send(_ target: MultiTarget, through provider: MoyaProvider<MultiTarget>) async -> Result<Moya.Response, MoyaError> {
+        let cancellable = Mutex<UncheckedSendable<any Cancellable>?>(nil)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let token = provider.request(target, callbackQueue: nil, progress: nil) { result in
+                    continuation.resume(returning: result)
+                }
+                cancellable.withLock { $0 = UncheckedSendable(token) }
+            }
+        } onCancel: {
+            cancellable.withLock { $0 }?.value.cancel()
+        }
+    }
+
+    private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:]) -> HTTPServerResponse {
+        var headers: HTTPHeaders = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        return HTTPServerResponse(status: code.status, headers: headers, body: ErrorBody.bytes(code, requestID: requestID))
+    }
+}
+
+/// Maps a Moya failure to the error the client sees.
+enum GatewayErrorMapping {
+    static func code(for error: MoyaError) -> GatewayErrorCode {
+        switch error {
+        case .underlying(let underlying, _):
+            return code(forUnderlying: underlying)
+        case .requestMapping, .parameterEncoding, .encodableMapping:
+            return .badRequest
+        default:
+            return .badGateway
+        }
+    }
+
+    static func code(forUnderlying error: any Error) -> GatewayErrorCode {
+        if let client = error as? HTTPClientError {
+            switch client {
+            case .connectTimeout, .responseTimeout: return .gatewayTimeout
+            case .poolExhausted, .shutDown: return .serviceUnavailable
+            default: return .badGateway
+            }
+        }
+        if let moya = error as? MoyaError { return code(for: moya) }
+        let nsError = error as NSError
+        if nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorTimedOut { return .gatewayTimeout }
+        return .badGateway
+    }
+}

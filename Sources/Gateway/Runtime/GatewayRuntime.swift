@@ -1,0 +1,106 @@
+import HTTPServer
+import HTTPWire
+import Logging
+import NetCore
+import Prometheus
+
+/// A running gateway: the main listeners, the admin listener, the current configuration snapshot, reload and drain.
+public final class GatewayRuntime: Sendable {
+    public let group: EventLoopGroup
+    public let logger: Logger
+    private let telemetry: Telemetry
+    private let state: GatewayStateBox
+    private let server: HTTPServer
+    private let adminServer: HTTPServer
+    private let admin: AdminHandler
+    private let startedConfig: GatewayConfig
+
+    /// Builds the runtime for `config`; nothing is bound until ``start()``.
+    public init(config: GatewayConfig) throws {
+        let group = try EventLoopGroup(threads: config.server.threads)
+        self.group = group
+        let sink = LogSink(destination: config.logging.output.sinkDestination)
+        let redactor = HeaderRedactor(names: config.logging.redactHeaders)
+        logger = Logger(label: "moya-gateway") { _ in
+            JSONLogHandler(sink: sink, level: config.logging.level, json: config.logging.format == .json, redactor: redactor)
+        }
+        let registry = PrometheusCollectorRegistry()
+        telemetry = Telemetry(registry: registry, sink: sink, logging: config.logging)
+        state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry))
+        startedConfig = config
+        var limits = config.server.limits.httpServerLimits
+        limits.maxConnections = config.server.limits.maxConnections
+        let listen = try config.server.listen.map(Self.socketAddress)
+        let tlsListen = try (config.server.tls?.listen ?? []).map(Self.socketAddress)
+        let tls = config.server.tls.map {
+            TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: $0.certificate, privateKeyPath: $0.privateKey))
+        }
+        server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits),
+                            group: group, handler: GatewayHandler(state: state))
+        let mainServer = server
+        admin = AdminHandler(registry: registry) { mainServer.openConnections }
+        adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)]),
+                                 group: group, handler: admin)
+    }
+
+    private static func socketAddress(_ address: ListenAddress) throws -> SocketAddress {
+        guard let socket = SocketAddress(numericHost: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port) else {
+            throw GatewayStartError("cannot listen on \(address): not a numeric IPv4/IPv6 address")
+        }
+        return socket
+    }
+
+    /// Binds the listeners and starts serving; `/readyz` turns 200.
+    public func start() async throws {
+        try await adminServer.start()
+        try await server.start()
+        admin.setReady(true)
+        logger.info("listening", metadata: [
+            "listen": .array(server.localAddresses.map { .string($0.description) }),
+            "tls_listen": .array(server.tlsLocalAddresses.map { .string($0.description) }),
+            "admin": .array(adminServer.localAddresses.map { .string($0.description) }),
+        ])
+    }
+
+    /// The bound main listener addresses.
+    public var localAddresses: [SocketAddress] { server.localAddresses }
+    public var adminAddresses: [SocketAddress] { adminServer.localAddresses }
+
+    /// Swaps in a new configuration (routes, upstreams, plugins) atomically; listeners and TLS files change only with a
+    /// restart, which is logged as a warning.
+    public func reload(with config: GatewayConfig) {
+        if config.server.listen != startedConfig.server.listen || config.server.tls != startedConfig.server.tls
+            || config.admin.listen != startedConfig.admin.listen {
+            logger.warning("reload: listener and TLS changes take effect only after a restart")
+        }
+        state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry))
+        logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
+    }
+
+    /// Drains: `/readyz` turns 503, listeners close, in-flight requests finish (up to the drain timeout), then the
+    /// admin listener closes.
+    public func drain() async {
+        admin.setReady(false)
+        logger.notice("draining", metadata: ["timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))"])
+        await server.shutdown(timeout: state.current.config.server.limits.drainTimeout)
+        await adminServer.shutdown(timeout: .seconds(1))
+        logger.notice("drained")
+        telemetry.sink.flush()
+    }
+}
+
+/// A start-up failure with a readable reason.
+public struct GatewayStartError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension LoggingConfig.Output {
+    var sinkDestination: LogSink.Destination {
+        switch self {
+        case .stdout: return .stdout
+        case .stderr: return .stderr
+        case .file(let path): return .file(path)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import NetCore
+import Synchronization
+
+/// Everything a request needs from one loaded configuration: routes, upstream providers, telemetry. Immutable; a reload
+/// builds a new snapshot and swaps it in atomically, so requests in flight finish on the one they started with.
+final class GatewaySnapshot: Sendable {
+    let config: GatewayConfig
+    let routes: RouteTable
+    let providers: [String: UpstreamProvider]
+    let telemetry: Telemetry
+
+    init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry) {
+        self.config = config
+        self.routes = RouteTable(config: config)
+        var providers: [String: UpstreamProvider] = [:]
+        for upstream in config.upstreams {
+            providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group)
+        }
+        self.providers = providers
+        self.telemetry = telemetry
+    }
+}
+
+/// The current snapshot, swapped atomically on reload.
+final class GatewayStateBox: Sendable {
+    private let snapshot: Mutex<GatewaySnapshot>
+
+    init(_ snapshot: GatewaySnapshot) { self.snapshot = Mutex(snapshot) }
+
+    var current: GatewaySnapshot { snapshot.withLock { $0 } }
+
+    func replace(with new: GatewaySnapshot) { snapshot.withLock { $0 = new } }
+}

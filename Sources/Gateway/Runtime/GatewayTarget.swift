@@ -1,0 +1,56 @@
+import Foundation
+import HTTPWire
+import Moya
+
+/// One proxied call as a Moya `TargetType`: the upstream, the exact origin-form target to send, the method, the body and
+/// the headers. Wrapped in `MultiTarget` and sent through the upstream's `MoyaProvider<MultiTarget>`.
+struct GatewayTarget: TargetType, AccessTokenAuthorizable {
+    let upstream: UpstreamConfig
+    /// Origin-form path and query, exactly as routed and rewritten (`/v1/users/7?x=1`).
+    let upstreamTarget: String
+    let method: Moya.Method
+    let body: Data
+    /// Headers that take part in the coalescing identity (forwarded upstream).
+    let stableHeaders: [String: String]
+    /// Headers specific to this caller (request id, forwarding headers); added by ``ForwardingHeadersPlugin`` so they
+    /// do not split a coalesced flight.
+    let perRequestHeaders: [(String, String)]
+    /// A key unique to this request when it must not coalesce.
+    let flightKey: String
+    /// The route's whole-request deadline, if any.
+    let timeout: Duration?
+
+    var baseURL: URL { URL(string: upstream.baseURL?.origin ?? "http://stub.invalid") ?? URL(fileURLWithPath: "/") }
+    var path: String { "" }
+    var task: Moya.Task { body.isEmpty ? .requestPlain : .requestData(body) }
+    var headers: [String: String]? { stableHeaders }
+    var sampleData: Data { Data(upstream.stub?.body ?? []) }
+
+    var validationType: ValidationType {
+        switch upstream.validation {
+        case .none: return .none
+        case .success: return .successCodes
+        case .successAndRedirect: return .successAndRedirectCodes
+        }
+    }
+
+    var authorizationType: AuthorizationType? {
+        switch upstream.accessToken?.type {
+        case .bearer?: return .bearer
+        case .basic?: return .basic
+        case .custom(let scheme)?: return .custom(scheme)
+        case nil: return nil
+        }
+    }
+
+    /// The full upstream URL.
+    var urlString: String { (upstream.baseURL?.origin ?? "http://stub.invalid") + upstreamTarget }
+}
+
+extension TargetType {
+    /// The gateway target inside a `MultiTarget`, if this is one.
+    var gatewayTarget: GatewayTarget? {
+        if let multi = self as? MultiTarget { return multi.target as? GatewayTarget }
+        return self as? GatewayTarget
+    }
+}

@@ -1,0 +1,79 @@
+import HTTPWire
+
+/// Builds the headers sent upstream and returned to the client.
+enum ProxyHeaders {
+    /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For`, appended to).
+    static let gatewayOwned: Set<String> = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
+                                            "x-forwarded-proto", "x-forwarded-host", "via", "forwarded"]
+
+    /// Headers that select the response or identify the caller: they stay in the coalescing identity.
+    static let identity: Set<String> = ["authorization", "cookie"]
+
+    /// Splits the client's headers into those forwarded as part of the flight identity and those specific to this
+    /// caller. Hop-by-hop fields (and names the client lists in `Connection`), the API-key header and gateway-owned fields
+    /// are removed; the client's `Authorization` is dropped when the upstream injects credentials.
+    static func upstreamHeaders(from client: HTTPHeaders, apiKeyHeader: String?, upstream: UpstreamConfig,
+                                varyHeaders: [String], coalescing: Bool)
+        -> (stable: [String: String], perRequest: [(String, String)]) {
+        var headers = HopByHop.removing(from: client)
+        if let apiKeyHeader { headers.remove(name: apiKeyHeader) }
+        if upstream.accessToken != nil || upstream.credentials != nil { headers.remove(name: "Authorization") }
+        var stable: [String: String] = [:]
+        var perRequest: [(String, String)] = []
+        let vary = Set(varyHeaders.map { $0.lowercased() })
+        var seen: [String: Int] = [:]
+        for field in headers {
+            let lower = field.name.lowercased()
+            if gatewayOwned.contains(lower) { continue }
+            if coalescing && !identity.contains(lower) && !vary.contains(lower) {
+                if let index = seen[lower] {
+                    perRequest[index].1 += ", " + field.value
+                } else {
+                    seen[lower] = perRequest.count
+                    perRequest.append((field.name, field.value))
+                }
+                continue
+            }
+            let separator = lower == "cookie" ? "; " : ", "
+            if let existing = stable[field.name] {
+                stable[field.name] = existing + separator + field.value
+            } else {
+                stable[field.name] = field.value
+            }
+        }
+        for field in upstream.headers { stable[field.name] = field.value }
+        return (stable, perRequest)
+    }
+
+    /// The forwarding headers for one caller.
+    static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
+        -> [(String, String)] {
+        var result: [(String, String)] = [("X-Request-Id", requestID)]
+        let previous = client["X-Forwarded-For"].joined(separator: ", ")
+        if let peer {
+            result.append(("X-Forwarded-For", previous.isEmpty ? peer : previous + ", " + peer))
+        } else if !previous.isEmpty {
+            result.append(("X-Forwarded-For", previous))
+        }
+        result.append(("X-Forwarded-Proto", isTLS ? "https" : "http"))
+        if let host = client.first(name: "Host") { result.append(("X-Forwarded-Host", host)) }
+        result.append(("Via", version.major >= 2 ? "2 moya-gateway" : "1.1 moya-gateway"))
+        return result
+    }
+
+    /// The upstream's response headers as returned to the client: hop-by-hop and framing fields removed, `Via` and the
+    /// request id added.
+    static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        for (key, value) in upstream {
+            guard let name = key as? String else { continue }
+            headers.add(name: name, value: "\(value)")
+        }
+        headers = HopByHop.removing(from: headers)
+        headers.remove(name: "Content-Length")
+        headers.remove(name: "X-Request-Id")
+        headers.add(name: "Via", value: "1.1 moya-gateway")
+        headers.add(name: "X-Request-Id", value: requestID)
+        return headers
+    }
+}
