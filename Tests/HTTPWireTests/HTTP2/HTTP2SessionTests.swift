@@ -65,11 +65,11 @@ private func getHead(_ path: String = "/", headers: HTTPHeaders = HTTPHeaders())
         #expect(clientEvents.contains(.streamClosed(streamID: id)))
     }
 
-    @Test func trailersAreSurfaced() throws {
+    @Test func bodyWithEndStreamOnLastChunk() throws {
         let pair = try H2Pair()
         let id = try pair.client.sendRequest(head: getHead(), endStream: true)
         try pair.pump()
-        // Trailers are not in the API for sending; check the receive path with a raw server below instead.
+        // (Sending trailers is not in the API; receiving them is tested with raw frames.)
         try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200), endStream: false)
         try pair.server.sendBody(streamID: id, bytes: [1, 2, 3], endStream: true)
         try pair.pump()
