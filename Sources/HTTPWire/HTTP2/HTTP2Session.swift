@@ -32,6 +32,12 @@ public final class HTTP2Session {
     private var peerInducedResets = 0
     private var localResetsPending: Set<Int32> = []
     private var openLocalStreams = 0
+    /// Server: streams above this id are refused (set by the final GOAWAY, ours or the request cap's).
+    private var lastAcceptedStreamID: Int32 = .max
+    /// Streams surfaced during the current `feed` call.
+    private var surfacedThisFeed: Set<Int32> = []
+    /// Streams whose queued events are dropped because they were opened and reset within one `feed`.
+    private var suppressed: Set<Int32> = []
     private let dataProvider = HTTP2Session.makeDataProvider()
 
     final class StreamState {
@@ -127,7 +133,9 @@ public final class HTTP2Session {
             throw HTTP2Error(kind: .sessionClosed, message: "session already failed")
         }
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        surfacedThisFeed.removeAll(keepingCapacity: true)
         let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        surfacedThisFeed.removeAll(keepingCapacity: true)
         if rv < 0 {
             failed = true
             throw HTTP2Error(nghttp2Code: Int32(truncatingIfNeeded: rv))
@@ -168,14 +176,19 @@ public final class HTTP2Session {
 
     /// The next event, or nil when none is waiting.
     public func nextEvent() -> HTTP2Event? {
-        guard eventHead < events.count else { return nil }
-        let event = events[eventHead]
-        eventHead += 1
-        if eventHead == events.count {
-            events.removeAll(keepingCapacity: true)
-            eventHead = 0
+        while eventHead < events.count {
+            let event = events[eventHead]
+            eventHead += 1
+            let drop = event.streamID.map { suppressed.contains($0) } ?? false
+            if eventHead == events.count {
+                events.removeAll(keepingCapacity: true)
+                eventHead = 0
+                suppressed.removeAll(keepingCapacity: true)
+            }
+            if drop { continue }
+            return event
         }
-        return event
+        return nil
     }
 
     /// Whether the session is done (GOAWAY exchanged and no active stream, or a fatal error): close the socket
@@ -297,6 +310,7 @@ public final class HTTP2Session {
         guard !finalGoAwaySubmitted else { return }
         finalGoAwaySubmitted = true
         let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
+        if role == .server { lastAcceptedStreamID = min(lastAcceptedStreamID, lastStreamID) }
         let rc = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode.rawValue, nil, 0)
         guard rc == 0 else { throw HTTP2Error(nghttp2Code: rc) }
     }
@@ -340,6 +354,21 @@ public final class HTTP2Session {
             if let authority { fields.append((":authority", authority)) }
             fields.append((":path", head.path ?? "/"))
             if let proto = head.extendedProtocol { fields.append((":protocol", proto)) }
+        }
+        // Never emit a request a peer would find malformed (or that could smuggle a second request downstream).
+        guard !head.method.rawValue.isEmpty, head.method.rawValue.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
+            throw HTTP2Error(kind: .invalidState, message: "invalid method")
+        }
+        if let authority, !HTTP2Validation.isValidAuthority(Array(authority.utf8)) {
+            throw HTTP2Error(kind: .invalidState, message: "invalid authority")
+        }
+        if head.method != .connect || head.extendedProtocol != nil {
+            guard HTTP2Validation.isValidPath(Array((head.path ?? "/").utf8), method: head.method),
+                  HTTP2Validation.isValidScheme(Array((head.scheme ?? "https").utf8)) else {
+                throw HTTP2Error(kind: .invalidState, message: "invalid path or scheme")
+            }
+        } else if authority == nil {
+            throw HTTP2Error(kind: .invalidState, message: "CONNECT needs an authority")
         }
         for (name, value) in fields where !HTTP2Session.isSafe(name: name, value: value, pseudo: true) {
             throw HTTP2Error(kind: .invalidState, message: "invalid pseudo-header \(name)")
@@ -425,12 +454,22 @@ public final class HTTP2Session {
     func onBeginHeaders(_ frame: nghttp2_frame) -> Int32 {
         let streamID = frame.hd.stream_id
         if role == .server && frame.headers.cat == NGHTTP2_HCAT_REQUEST {
+            if streamID > lastAcceptedStreamID {
+                // After our final GOAWAY: not processed, so the client may retry it elsewhere.
+                if let session {
+                    localResetsPending.insert(streamID)
+                    _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                                                  HTTP2ErrorCode.refusedStream.rawValue)
+                }
+                return 0
+            }
             let stream = StreamState(id: streamID)
             streams[streamID] = stream
             requestsAccepted += 1
             if let cap = settings.maxRequestsPerConnection, requestsAccepted >= cap, !finalGoAwaySubmitted, let session {
                 // This stream is the last one served; later ones are ignored by nghttp2.
                 finalGoAwaySubmitted = true
+                lastAcceptedStreamID = streamID
                 _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
                                           HTTP2ErrorCode.noError.rawValue, nil, 0)
             }
@@ -524,6 +563,7 @@ public final class HTTP2Session {
                 }
             }
             stream.surfaced = true
+            surfacedThisFeed.insert(stream.id)
             emit(.request(streamID: stream.id, head: head, endStream: endStream))
         }
     }
@@ -615,6 +655,11 @@ public final class HTTP2Session {
             _ = nghttp2_session_consume_connection(session, stream.unconsumed)
         }
         guard stream.surfaced else { return 0 }
+        if role == .server && surfacedThisFeed.contains(streamID) && !stream.localEnded {
+            // Opened and reset within one read (rapid reset): the caller never sees it, so no work starts.
+            suppressed.insert(streamID)
+            return 0
+        }
         let clean = errorCode == 0 && stream.remoteEnded && stream.localEnded && !stream.rejected
         if !clean && !stream.locallyReset {
             emit(.streamReset(streamID: streamID, errorCode: HTTP2ErrorCode(errorCode)))

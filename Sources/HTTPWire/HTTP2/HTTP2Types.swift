@@ -196,3 +196,17 @@ public enum HTTP2Event: Sendable, Hashable {
     /// The peer's SETTINGS arrived (for example MAX_CONCURRENT_STREAMS changed; check `canOpenStream`).
     case remoteSettingsChanged
 }
+
+extension HTTP2Event {
+    /// The stream an event belongs to, nil for connection-level events.
+    public var streamID: Int32? {
+        switch self {
+        case .request(let id, _, _), .requestBody(let id, _), .requestEnd(let id), .response(let id, _, _),
+             .responseBody(let id, _), .responseEnd(let id), .trailers(let id, _), .streamReset(let id, _),
+             .streamClosed(let id), .windowAvailable(let id):
+            return id
+        case .goaway, .remoteSettingsChanged:
+            return nil
+        }
+    }
+}

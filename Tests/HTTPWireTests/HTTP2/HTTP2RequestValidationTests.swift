@@ -1,0 +1,77 @@
+import Testing
+@testable import HTTPWire
+
+@Suite struct HTTP2RequestValidationTests {
+    @Test func http1ConversionBuildsOneHostAndJoinsCookies() throws {
+        let head = HTTP2RequestHead(method: .post, scheme: "https", authority: "api.example.com:8443", path: "/v1/items?x=1",
+                                    headers: ["cookie": "a=1", "content-type": "application/json", "Cookie": "b=2",
+                                              "te": "trailers", "host": "api.example.com:8443"])
+        let h1 = try head.toHTTP1Request()
+        #expect(h1.method == .post)
+        #expect(h1.target == "/v1/items?x=1")
+        #expect(h1.version == .http1_1)
+        #expect(h1.headers.map(\.name) == ["Host", "cookie", "content-type"])
+        #expect(h1.headers["host"] == ["api.example.com:8443"])
+        #expect(h1.headers["cookie"] == ["a=1; b=2"])
+    }
+
+    @Test func http1ConversionRejectsInjection() {
+        let bad: [HTTP2RequestHead] = [
+            HTTP2RequestHead(method: .get, authority: "a", path: "/a HTTP/1.1\r\nX: y"),
+            HTTP2RequestHead(method: .get, authority: "a\r\nX: y", path: "/"),
+            HTTP2RequestHead(method: "GET /", authority: "a", path: "/"),
+            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["x": "1\r\nInjected: 2"]),
+            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["x y": "1"]),
+            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["x:y": "1"]),
+            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["host": "b"]),
+            HTTP2RequestHead(method: .get, authority: nil, path: "/"),
+            HTTP2RequestHead(method: .get, authority: "a", path: "relative"),
+            HTTP2RequestHead(method: .get, authority: "a", path: nil),
+        ]
+        for head in bad {
+            #expect(throws: RequestError.self) { _ = try head.toHTTP1Request() }
+        }
+    }
+
+    @Test func hostFieldWithoutAuthority() throws {
+        let head = HTTP2RequestHead(method: .get, authority: nil, path: "/", headers: ["host": "h.example"])
+        let h1 = try head.toHTTP1Request()
+        #expect(h1.headers["host"] == ["h.example"])
+        #expect(h1.headers.count == 1)
+    }
+
+    @Test func connectUsesAuthorityForm() throws {
+        let head = HTTP2RequestHead(method: .connect, scheme: nil, authority: "db.internal:5432", path: nil)
+        #expect(try head.toHTTP1Request().target == "db.internal:5432")
+    }
+
+    @Test func validatorCases() {
+        func fields(_ pairs: [(String, String)]) -> [(name: [UInt8], value: [UInt8])] {
+            pairs.map { (Array($0.0.utf8), Array($0.1.utf8)) }
+        }
+        let good = HTTP2Validation.validateRequest(fields([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"),
+                                                           ("accept", "*/*"), ("te", "Trailers")]))
+        #expect((try? good.get())?.headers.count == 2)
+        let connect = HTTP2Validation.validateRequest(fields([(":method", "CONNECT"), (":authority", "a:443")]))
+        #expect((try? connect.get())?.authority == "a:443")
+        let badConnect = HTTP2Validation.validateRequest(fields([(":method", "CONNECT"), (":authority", "a:443"), (":path", "/")]))
+        #expect((try? badConnect.get()) == nil)
+        let protoWithoutConnect = HTTP2Validation.validateRequest(fields([(":method", "GET"), (":scheme", "https"), (":authority", "a"),
+                                                                          (":path", "/"), (":protocol", "websocket")]))
+        #expect((try? protoWithoutConnect.get()) == nil)
+        #expect(HTTP2Validation.isValidValue(Array("a\tb".utf8)))
+        #expect(!HTTP2Validation.isValidValue(Array("a\u{7f}".utf8)))
+        #expect(!HTTP2Validation.isValidValue(Array("ab ".utf8)))
+        #expect(HTTP2Validation.isValidValue([0x80, 0xff]))
+        #expect(!HTTP2Validation.isValidName(Array("".utf8)))
+    }
+
+    @Test func http1RequestConvertsBack() {
+        let h1 = HTTPRequestHead(method: .get, target: "/p", headers: ["Host": "x.test", "Accept": "a"])
+        let h2 = HTTP2RequestHead(h1, scheme: "http")
+        #expect(h2.authority == "x.test")
+        #expect(h2.path == "/p")
+        #expect(h2.scheme == "http")
+        #expect(!h2.headers.contains(name: "host"))
+    }
+}
