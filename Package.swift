@@ -36,5 +36,6 @@ let package = Package(
         ]),
 
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
+        .testTarget(name: "MoyaTests", dependencies: ["Moya"]),
     ]
 )
