@@ -50,5 +50,6 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport"]),
+        .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServer", "HTTPClient", "NetCore", "TestSupport"]),
     ]
 )

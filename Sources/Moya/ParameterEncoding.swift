@@ -162,8 +162,8 @@ public struct URLEncoding: ParameterEncoding {
         var components: [(String, String)] = []
         switch value {
         case let dictionary as [String: Any]:
-            for nestedKey in dictionary.keys.sorted() {
-                components += queryComponents(fromKey: "\(key)[\(nestedKey)]", value: dictionary[nestedKey] as Any)
+            for (nestedKey, value) in dictionary.sorted(by: { $0.key < $1.key }) {
+                components += queryComponents(fromKey: "\(key)[\(nestedKey)]", value: value)
             }
         case let array as [Any]:
             for (index, value) in array.enumerated() {
@@ -190,8 +190,8 @@ public struct URLEncoding: ParameterEncoding {
 
     func query(_ parameters: [String: Any]) -> String {
         var components: [(String, String)] = []
-        for key in parameters.keys.sorted(by: <) {
-            components += queryComponents(fromKey: key, value: parameters[key] as Any)
+        for (key, value) in parameters.sorted(by: { $0.key < $1.key }) {
+            components += queryComponents(fromKey: key, value: value)
         }
         return components.map { "\($0)=\($1)" }.joined(separator: "&")
     }

@@ -219,8 +219,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: bufferSize)
         while stream.hasBytesAvailable {
             let count = stream.read(&buffer, maxLength: bufferSize)
-            if let error = stream.streamError { throw EncodingError.inputStreamReadFailed(error: error) }
-            if count <= 0 { break }
+            // `streamError` traps in swift-corelibs-foundation; a negative count is the failure signal.
+            if count < 0 { throw EncodingError.inputStreamReadFailed(error: CocoaError(.fileReadUnknown)) }
+            if count == 0 { break }
             data.append(buffer, count: count)
         }
         return data
@@ -278,10 +279,10 @@ final class MultipartBodyReader: @unchecked Sendable {
             if let stream = openStream {
                 var buffer = [UInt8](repeating: 0, count: chunkSize)
                 let count = stream.hasBytesAvailable ? stream.read(&buffer, maxLength: chunkSize) : 0
-                if let error = stream.streamError {
+                if count < 0 {
                     stream.close()
                     openStream = nil
-                    throw RequestMultipartFormData.EncodingError.inputStreamReadFailed(error: error)
+                    throw RequestMultipartFormData.EncodingError.inputStreamReadFailed(error: CocoaError(.fileReadUnknown))
                 }
                 if count > 0 { return Array(buffer[0..<count]) }
                 stream.close()
