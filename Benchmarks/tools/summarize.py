@@ -9,6 +9,7 @@ import re
 import sys
 
 out_dir, tools = sys.argv[1], sys.argv[2]
+sys.dont_write_bytecode = True   # do not leave __pycache__ in the shared harness
 sys.path.insert(0, tools)
 import benchlib  # noqa: E402  (shared: ../shared/bench/tools/benchlib.py)
 
