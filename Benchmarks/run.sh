@@ -76,7 +76,7 @@ free_port() {
     echo "$p"
 }
 
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true   # idle_conns.py and the servers need N+ fds
 install_traps
 kill_stale
 rm -rf "$OUT"; mkdir -p "$OUT"
