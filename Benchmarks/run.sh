@@ -190,4 +190,4 @@ done
 for s in nginx hello-server; do "$PY" "$TOOLS/benchlib.py" rss "${SPID[$s]}" >"$OUT/tp/rss_after_load_$s.json"; done
 
 stop_all
-"$PY" "$HERE/tools/summarize.py" "$OUT" "$TOOLS" | tee "$OUT/summary.md"
+QUIET_PCT="$QUIET_PCT" "$PY" "$HERE/tools/summarize.py" "$OUT" "$TOOLS" | tee "$OUT/summary.md"
