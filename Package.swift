@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "NetCoreTests", dependencies: ["NetCore", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TestSupport"]),
         .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServer", "HTTPClient", "NetCore", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore", "TestSupport"]),
     ]
 )

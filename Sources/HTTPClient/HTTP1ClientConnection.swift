@@ -128,6 +128,12 @@ final class HTTP1ClientConnection: ConnectionDelegate {
 
     func connectionDidReadEOF(_ connection: Connection) {
         reusable = false
+        if let exchange, !exchange.responseStarted {
+            // Closed before any response byte (a stale keep-alive connection, typically): the pool decides whether
+            // the request may be retried on a fresh connection.
+            connection.close()
+            return
+        }
         if exchange != nil, let event = parser.connectionClosed() {
             switch event {
             case .end:

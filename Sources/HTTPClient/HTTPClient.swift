@@ -68,6 +68,7 @@ public final class HTTPClient: Sendable {
     }
 
     deinit {
+        shutdown()
         if ownsGroup { group.shutdown() }
     }
 

@@ -48,6 +48,13 @@ public final class HTTPServer: Sendable {
         self.contexts = contexts
     }
 
+    /// A server released without ``shutdown(timeout:)`` closes its listeners and connections on their loops.
+    deinit {
+        for context in contexts {
+            context.value.loop.execute { context.value.closeAll() }
+        }
+    }
+
     /// The cleartext addresses actually bound (ports resolved when 0 was asked for).
     public var localAddresses: [SocketAddress] { bound.withLock { $0.cleartext } }
     /// The TLS addresses actually bound.

@@ -26,13 +26,17 @@ final class HTTPServerLoopContext {
     }
 
     func listen(on address: SocketAddress, tls: TLSContext?) throws -> SocketAddress {
-        let listener = try Listener(address: address, loop: loop) { [unowned self] fd, remote in
+        let listener = try Listener(address: address, loop: loop) { [weak self] fd, remote in
+            guard let self else {
+                Connection.closeAccepted(fd)
+                return
+            }
             accepted(fd: fd, remote: remote, tls: tls)
         }
         try listener.start()
         listeners.append(listener)
         if sweepID == nil {
-            sweepID = loop.addTickHandler { [unowned self] now in sweep(now: now) }
+            sweepID = loop.addTickHandler { [weak self] now in self?.sweep(now: now) }
         }
         return listener.address
     }

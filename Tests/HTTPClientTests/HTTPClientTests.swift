@@ -132,3 +132,4 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         #expect(again.status == 200)
     }
 }
+

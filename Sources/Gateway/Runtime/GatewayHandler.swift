@@ -112,6 +112,7 @@ final class GatewayHandler: HTTPServerHandler {
                                       body: .bytes(Array(response.data)))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
+            record.upstreamError = GatewayErrorMapping.reason(for: error)
             snapshot.telemetry.upstreamError(upstream: route.upstream.name, code: code)
             return errorResponse(code, requestID: requestID)
         }
@@ -149,6 +150,17 @@ enum GatewayErrorMapping {
         default:
             return .badGateway
         }
+    }
+
+    /// A short, secret-free reason for the access log.
+    static func reason(for error: MoyaError) -> String {
+        if case .underlying(let underlying, _) = error {
+            if let client = underlying as? HTTPClientError { return client.description }
+            if let moya = underlying as? MoyaError { return reason(for: moya) }
+            return String(describing: type(of: underlying))
+        }
+        if case .statusCode(let response) = error { return "status \(response.statusCode) failed validation" }
+        return error.errorDescription ?? "\(error)"
     }
 
     static func code(forUnderlying error: any Error) -> GatewayErrorCode {

@@ -18,6 +18,8 @@ struct AccessRecord {
     var coalesced = "no"
     var stubbed = false
     var retries = 0
+    /// Why the upstream call failed, when it did (never contains secrets: client errors carry no headers).
+    var upstreamError: String?
 
     init(requestID: String, method: String, path: String, bytesIn: Int) {
         self.requestID = requestID
@@ -77,7 +79,8 @@ public final class Telemetry: Sendable {
             + ",\"upstream_path\":\(string(record.upstreamPath.map(HeaderRedactor.redactQuery(in:))))"
             + ",\"status\":\(record.status),\"bytes_in\":\(record.bytesIn),\"bytes_out\":\(record.bytesOut)"
             + ",\"duration_ms\":\(String(format: "%.3f", milliseconds)),\"upstream_connect_ms\":null,\"upstream_ttfb_ms\":null"
-            + ",\"coalesced\":\"\(record.coalesced)\",\"stubbed\":\(record.stubbed),\"retries\":\(record.retries)}"
+            + ",\"coalesced\":\"\(record.coalesced)\",\"stubbed\":\(record.stubbed),\"retries\":\(record.retries)"
+            + (record.upstreamError.map { ",\"upstream_error\":\(JSONLogHandler.quote($0))" } ?? "") + "}"
     }
 
     private func textLine(_ record: AccessRecord) -> String {

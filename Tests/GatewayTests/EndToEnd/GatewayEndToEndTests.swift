@@ -1,0 +1,259 @@
+import Foundation
+import HTTPClient
+import HTTPWire
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `moya-gateway` binary against real upstream processes over loopback.
+@Suite(.serialized) struct GatewayEndToEndTests {
+    static func proxyConfig(upstreamPort: Int, extraRoutes: String = "", extraUpstreams: String = "") -> String {
+        """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: 1
+          limits: { drain_timeout: 5s }
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        upstreams:
+          api:
+            base_url: http://127.0.0.1:\(upstreamPort)/v1
+            access_token: { type: bearer, token: "${API_TOKEN}" }
+            timeout: { connect: 1s, response: 500ms }
+          open:
+            base_url: http://127.0.0.1:\(upstreamPort)
+          refused:
+            base_url: http://127.0.0.1:1
+          stubbed:
+            stub: { status: 201, headers: { Content-Type: text/plain }, body: "from stub", delay: 200ms }
+        \(extraUpstreams)
+        routes:
+          - name: api
+            match: { path_prefix: /api, methods: [GET, POST] }
+            upstream: api
+            rewrite: { strip_prefix: /api }
+            coalesce: true
+          - name: open
+            match: { path_prefix: /open }
+            upstream: open
+          - name: refused
+            match: { path: /refused }
+            upstream: refused
+          - name: stubbed
+            match: { path: /stubbed }
+            upstream: stubbed
+        \(extraRoutes)
+        """
+    }
+
+    static func text(_ response: HTTPClientResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+
+    @Test func routesRewritesInjectsTheTokenAndKeepsSecretsOutOfLogs() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
+                                               environment: ["API_TOKEN": "UPSTREAM_CANARY_42"])
+        let client = HTTPClient()
+        let response = try await client.execute(HTTPClientRequest(
+            url: "\(gateway.url)/api/users/7?x=1",
+            headers: ["Authorization": "Bearer CLIENT_CANARY", "Cookie": "s=COOKIE_CANARY", "X-Request-Id": "req-123",
+                      "Connection": "X-Hop", "X-Hop": "should-not-pass", "Keep-Alive": "timeout=5"]))
+        #expect(response.status == 200)
+        let received = try #require(upstream.requests.last)
+        #expect(received.head.target == "/v1/users/7?x=1")
+        #expect(received.head.headers["Authorization"] == ["Bearer UPSTREAM_CANARY_42"], "client Authorization is replaced, never both")
+        #expect(received.head.headers.first(name: "X-Request-Id") == "req-123")
+        #expect(received.head.headers.first(name: "X-Forwarded-For") == "127.0.0.1")
+        #expect(received.head.headers.first(name: "X-Forwarded-Proto") == "http")
+        #expect(received.head.headers.first(name: "X-Forwarded-Host") == "127.0.0.1:\(gateway.port)")
+        #expect(received.head.headers.first(name: "Via") == "1.1 moya-gateway")
+        #expect(!received.head.headers.contains(name: "X-Hop"))
+        #expect(!received.head.headers.contains(name: "Keep-Alive"))
+        #expect(response.headers.first(name: "X-Request-Id") == "req-123")
+        #expect(!Self.text(response).contains("UPSTREAM_CANARY") || Self.text(response).contains("Bearer UPSTREAM_CANARY_42"),
+                "the echo upstream reflects what it got; the gateway adds nothing else")
+        gateway.stop()
+        let logs = gateway.stdout + gateway.stderr
+        for canary in ["UPSTREAM_CANARY", "CLIENT_CANARY", "COOKIE_CANARY"] {
+            #expect(!logs.contains(canary), "\(canary) leaked into logs")
+        }
+        let line = try #require(gateway.accessLog.first)
+        #expect(line["route"] as? String == "api")
+        #expect(line["upstream_path"] as? String == "/v1/users/7?x=1")
+        #expect(line["status"] as? Int == 200)
+        #expect(line["request_id"] as? String == "req-123")
+    }
+
+    @Test func coalescesConcurrentIdenticalGetsButNeverAcrossIdentitiesOrForPost() async throws {
+        let upstream = try await RecordingUpstream.start()
+        #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening after start")
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
+                                               environment: ["API_TOKEN": "t"])
+        #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening after the gateway started")
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerOrigin = 200
+        let client = HTTPClient(configuration: configuration)
+        let base = gateway.url
+        func burst(_ count: Int, method: HTTPMethod = .get, identity: @escaping @Sendable (Int) -> String?) async -> [Int] {
+            await withTaskGroup(of: Int.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        var headers = HTTPHeaders()
+                        if let id = identity(index) { headers.add(name: "Cookie", value: "session=\(id)") }
+                        let request = try? HTTPClientRequest(method: method, url: "\(base)/api/slow?ms=300&k=\(method)", headers: headers)
+                        return (try? await client.execute(request!))?.status ?? -1
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening before the gateway starts")
+        // Warm the connections so the burst arrives inside one upstream call.
+        _ = await burst(100) { _ in "warm" }
+        upstream.reset()
+        let started = ContinuousClock.now
+        let statuses = await burst(100) { _ in nil }
+        let wall = ContinuousClock.now - started
+        #expect(statuses.allSatisfy { $0 == 200 })
+        #expect(upstream.requests.count == 1, "100 identical GETs → 1 upstream hit, got \(upstream.requests.count)")
+        #expect(wall < .milliseconds(900))
+        upstream.reset()
+        _ = await burst(50) { $0 % 2 == 0 ? "alice" : "bob" }
+        #expect(upstream.requests.count == 2, "two identities → 2 hits, got \(upstream.requests.count)")
+        upstream.reset()
+        _ = await burst(10, method: .post) { _ in nil }
+        #expect(upstream.requests.count == 10, "POST is never coalesced")
+        gateway.stop()
+        let roles = gateway.accessLog.compactMap { $0["coalesced"] as? String }
+        #expect(roles.contains("leader") && roles.contains("follower"))
+    }
+
+    @Test func stubsAnswerWithTheirDelayWithoutTheNetwork() async throws {
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        let started = ContinuousClock.now
+        let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
+        let elapsed = ContinuousClock.now - started
+        #expect(response.status == 201)
+        #expect(Self.text(response) == "from stub")
+        #expect(elapsed >= .milliseconds(190))
+        gateway.stop()
+        #expect(gateway.accessLog.first?["stubbed"] as? Bool == true)
+    }
+
+    @Test func errorsAreJSONWithRequestIDs() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        let notFound = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/nowhere"))
+        #expect(notFound.status == 404)
+        #expect(Self.text(notFound).hasPrefix("{\"error\":\"not_found\",\"request_id\":\""))
+        let wrongMethod = try await client.execute(HTTPClientRequest(method: .delete, url: "\(gateway.url)/api/x"))
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.headers.first(name: "Allow") == "GET, HEAD, POST")
+        let refused = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/refused"))
+        #expect(refused.status == 502)
+        #expect(Self.text(refused).contains("\"error\":\"bad_gateway\""))
+        let started = ContinuousClock.now
+        let slow = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/slow?ms=3000"))
+        #expect(slow.status == 504)
+        #expect(ContinuousClock.now - started < .milliseconds(2000), "response timeout is 500ms")
+        let traversal = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/%2e%2e/admin"))
+        #expect([400, 404].contains(traversal.status), "normalised out of the prefix: refused, never forwarded")
+        #expect(upstream.requests.allSatisfy { $0.head.target.hasPrefix("/v1/") })
+        let trace = try await client.execute(HTTPClientRequest(method: .trace, url: "\(gateway.url)/api/x"))
+        #expect(trace.status == 405)
+        gateway.stop()
+    }
+
+    @Test func apiKeysGate401And403AndAreNeverForwarded() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let config = """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: 1
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        clients:
+          api_keys:
+            header: X-Api-Key
+            keys: { billing: "${BILLING_KEY}", web: "${WEB_KEY}" }
+        upstreams:
+          open:
+            base_url: http://127.0.0.1:\(upstream.port)
+        routes:
+          - name: billing-only
+            match: { path_prefix: /billing }
+            upstream: open
+            clients: [billing]
+        """
+        let gateway = try await GatewayProcess(config: config, environment: ["BILLING_KEY": "bk-secret", "WEB_KEY": "wk-secret"])
+        let client = HTTPClient()
+        let none = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x"))
+        #expect(none.status == 401)
+        let unknown = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Api-Key": "nope"]))
+        #expect(unknown.status == 401)
+        let web = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Api-Key": "wk-secret"]))
+        #expect(web.status == 403)
+        #expect(Self.text(web).contains("\"error\":\"forbidden\""))
+        let billing = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Api-Key": "bk-secret"]))
+        #expect(billing.status == 200)
+        #expect(upstream.requests.count == 1)
+        #expect(!(upstream.requests.first?.head.headers.contains(name: "X-Api-Key") ?? true))
+        gateway.stop()
+        #expect(!(gateway.stdout + gateway.stderr).contains("bk-secret"))
+    }
+
+    @Test func reloadSwapsRoutesAndABadReloadKeepsTheOldConfig() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let base = Self.proxyConfig(upstreamPort: upstream.port)
+        let gateway = try await GatewayProcess(config: base, environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/extra")).status == 404)
+        try gateway.rewriteConfig(base + "\n  - name: extra\n    match: { path: /extra }\n    upstream: stubbed\n")
+        gateway.signal(SIGHUP)
+        var status = 0
+        for _ in 0..<40 {
+            status = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/extra")).status
+            if status == 201 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(status == 201, "the new route serves within 2 s")
+        try gateway.rewriteConfig(base + "\n  - name: broken\n    match: { path: /b }\n    upstream: missing\n")
+        gateway.signal(SIGHUP)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed")).status == 201, "old config keeps serving")
+        #expect(gateway.process.isRunning)
+        gateway.stop()
+        #expect(gateway.stdout.contains("reload rejected"))
+        #expect(gateway.stdout.contains("routes[4].upstream"))
+    }
+
+    @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        let url = "\(gateway.url)/open/slow?ms=400"
+        let inFlight = Task { try await client.execute(HTTPClientRequest(url: url)) }
+        try await Task.sleep(for: .milliseconds(150))
+        gateway.signal(SIGTERM)
+        let response = try await inFlight.value
+        #expect(response.status == 200)
+        #expect(Self.text(response).contains("hit"))
+        #expect(gateway.stop() == 0)
+        #expect(gateway.stdout.contains("drained"))
+    }
+
+    @Test func readinessAndMetricsOnTheAdminListener() async throws {
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
+        let health = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/healthz"))
+        #expect(health.status == 200)
+        let metrics = Self.text(try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics")))
+        #expect(metrics.contains("moya_gateway_requests_total{route=\"stubbed\",status=\"201\"} 1"))
+        #expect(metrics.contains("moya_gateway_open_connections"))
+        gateway.stop()
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import HTTPClient
+import HTTPServer
+import HTTPWire
+import NetCore
+import Synchronization
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `moya-gateway serve` binary, started on a config written for the test, with its output captured.
+final class GatewayProcess {
+    let process = Process()
+    let directory: String
+    let port: Int
+    let adminPort: Int
+    let logPath: String
+    let errPath: String
+    let configPath: String
+
+    /// Writes `config` (with `PORT` and `ADMIN` placeholders replaced) and starts the gateway; waits for /readyz.
+    init(config: String, environment: [String: String] = [:]) async throws {
+        directory = ProcessRunner.temporaryDirectory("gateway-e2e")
+        port = try freePort()
+        adminPort = try freePort()
+        configPath = "\(directory)/gateway.yaml"
+        logPath = "\(directory)/stdout.log"
+        errPath = "\(directory)/stderr.log"
+        try Self.render(config, port: port, admin: adminPort).write(toFile: configPath, atomically: true, encoding: .utf8)
+        guard let binary = CheckCommandTests.binary() else { throw GatewayTestError("moya-gateway is not built") }
+        // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
+        // descriptors once more later, which can close a socket that reused the number.
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec \"$0\" serve --config \"$1\" >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "MOYA_GATEWAY_CONFIG")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardInput = nil
+        try process.run()
+        let client = HTTPClient()
+        for _ in 0..<100 {
+            if let ready = try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/readyz")), ready.status == 200 {
+                return
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw GatewayTestError("gateway did not become ready: \(stderr)")
+    }
+
+    static func render(_ config: String, port: Int, admin: Int) -> String {
+        config.replacingOccurrences(of: "PORT", with: String(port)).replacingOccurrences(of: "ADMIN", with: String(admin))
+    }
+
+    /// Replaces the config file (for reload tests).
+    func rewriteConfig(_ config: String) throws {
+        try Self.render(config, port: port, admin: adminPort).write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// SIGTERM and wait for exit (bounded).
+    @discardableResult
+    func stop(timeout: Double = 10) -> Int32 {
+        if process.isRunning { signal(SIGTERM) }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        return process.terminationStatus
+    }
+
+    var stdout: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+
+    /// The access-log lines as dictionaries.
+    var accessLog: [[String: Any]] {
+        stdout.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }.filter { $0["msg"] as? String == "access" }
+    }
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    deinit { stop(timeout: 2) }
+}
+
+struct GatewayTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A port nobody listens on right now.
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// An upstream (our own server) that records every request it receives and answers by path:
+/// `/slow?ms=N` sleeps then answers with a hit counter; `/status/N` answers N; anything else echoes the request.
+final class RecordingUpstream: Sendable {
+    let server: HTTPServer
+    var port: Int { server.localAddresses[0].port }
+
+    static func start() async throws -> RecordingUpstream {
+        let recorder = RequestRecorder()
+        let group = try EventLoopGroup(threads: 1)
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+                                group: group, handler: recorder)
+        try await server.start()
+        let upstream = RecordingUpstream(server: server, recorder: recorder)
+        return upstream
+    }
+
+    private init(server: HTTPServer, recorder: RequestRecorder) {
+        self.server = server
+        self.recorderStorage = recorder
+    }
+
+    private let recorderStorage: RequestRecorder
+    var requests: [RequestRecorder.Received] { recorderStorage.requests }
+    func reset() { recorderStorage.reset() }
+}
+
+/// Records requests and answers them (see ``RecordingUpstream``).
+final class RequestRecorder: HTTPServerHandler {
+    struct Received: Sendable {
+        var head: HTTPRequestHead
+        var body: [UInt8]
+    }
+
+    private let received = Mutex<[Received]>([])
+    var requests: [Received] { received.withLock { $0 } }
+    func reset() { received.withLock { $0.removeAll() } }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        let body = (try? await request.body.collect(upTo: 1 << 24)) ?? []
+        let count = received.withLock { list -> Int in
+            list.append(Received(head: request.head, body: body))
+            return list.count
+        }
+        let path = String(request.head.path)
+        if path.hasSuffix("/slow") {
+            let ms = Int(request.head.query?.split(separator: "&").first { $0.hasPrefix("ms=") }?.dropFirst(3) ?? "200") ?? 200
+            try? await Task.sleep(for: .milliseconds(ms))
+            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json", "Connection": "X-Up-Hop", "X-Up-Hop": "1"],
+                                      body: Array("{\"hit\":\(count)}".utf8))
+        }
+        if let status = path.split(separator: "/").last.flatMap({ Int($0) }), path.contains("/status/") {
+            return HTTPServerResponse(status: status, body: Array("status \(status)".utf8))
+        }
+        var echo = "\(request.head.method) \(request.head.target)\n"
+        for field in request.head.headers { echo += "\(field.name): \(field.value)\n" }
+        echo += "\n" + String(decoding: body, as: UTF8.self)
+        return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array(echo.utf8))
+    }
+}
