@@ -277,6 +277,14 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     private func receiveBody(streamID: Int32, bytes: [UInt8]) {
         guard let stream = streams[streamID], !stream.discardBody, let body = stream.body else {
             session.consumed(streamID: streamID, count: bytes.count)
+            if let stream = streams[streamID], !stream.finished {
+                // Dropped bytes still count: a client may not upload without end after its response.
+                stream.bodyBytes += Int64(bytes.count)
+                if stream.bodyBytes > context.limits.maxBodyBytes {
+                    end(stream)
+                    try? session.resetStream(streamID: streamID, errorCode: .cancel)
+                }
+            }
             return
         }
         stream.lastBodyProgress = EventLoop.now()
