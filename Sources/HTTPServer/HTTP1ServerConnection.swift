@@ -5,7 +5,7 @@ import NetCore
 /// (pipelining with a bounded queue), streams bodies with back-pressure both ways and enforces the timeouts.
 ///
 /// Lives on its connection's loop thread.
-final class HTTP1ServerConnection: ConnectionDelegate {
+final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// One request's place in the response order.
     final class Slot {
         let isHead: Bool
@@ -98,7 +98,7 @@ final class HTTP1ServerConnection: ConnectionDelegate {
             drainWaiter = nil
             waiter.resume()
         }
-        context.connectionClosed(self)
+        context.connectionClosed(connection)
     }
 
     // MARK: Requests

@@ -2,7 +2,10 @@ import HTTPWire
 import NetCore
 import Synchronization
 
-/// An HTTP/1.1 server (cleartext and TLS) over the package's own event loops.
+/// An HTTP/1.1 and HTTP/2 server (cleartext and TLS) over the package's own event loops.
+///
+/// With ``Configuration/http2`` on, TLS listeners offer ALPN `h2` and cleartext listeners accept HTTP/2 with prior
+/// knowledge (a connection starting with the HTTP/2 preface); everything else is served as HTTP/1.1.
 ///
 /// Every loop of the group gets its own `SO_REUSEPORT` listener per address, so accepted connections stay on the loop
 /// that accepted them, and handlers run on that loop too.
@@ -15,13 +18,32 @@ public final class HTTPServer: Sendable {
         public var tlsListen: [SocketAddress]
         public var tls: TLSServerConfiguration?
         public var limits: HTTPServerLimits
+        /// Serve HTTP/2: ALPN `h2` (preferred over `http/1.1`) on TLS, prior knowledge (h2c) on cleartext.
+        public var http2: Bool
+        /// Settings and abuse limits of every HTTP/2 connection (its request cap is
+        /// ``HTTP2Settings/maxRequestsPerConnection``).
+        public var http2Settings: HTTP2Settings
 
         public init(listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,
-                    limits: HTTPServerLimits = HTTPServerLimits()) {
+                    limits: HTTPServerLimits = HTTPServerLimits(), http2: Bool = true,
+                    http2Settings: HTTP2Settings = HTTP2Settings()) {
             self.listen = listen
             self.tlsListen = tlsListen
             self.tls = tls
             self.limits = limits
+            self.http2 = http2
+            self.http2Settings = http2Settings
+        }
+
+        /// The TLS settings used for the listeners: ALPN `h2` first when HTTP/2 is on, never `h2` when it is off,
+        /// and always `http/1.1`.
+        var effectiveTLS: TLSServerConfiguration? {
+            guard var tls else { return nil }
+            var protocols = tls.alpnProtocols.filter { $0 != "h2" }
+            if !protocols.contains("http/1.1") { protocols.append("http/1.1") }
+            if http2 { protocols.insert("h2", at: 0) }
+            tls.alpnProtocols = protocols
+            return tls
         }
     }
 
@@ -43,6 +65,7 @@ public final class HTTPServer: Sendable {
         for loop in group.loops {
             contexts.append(UncheckedSendable(HTTPServerLoopContext(
                 loop: loop, handler: handler, limits: configuration.limits, handshakeTimeout: handshakeTimeout,
+                http2: configuration.http2, http2Settings: configuration.http2Settings,
                 openConnections: openConnectionCount)))
         }
         self.contexts = contexts
@@ -65,7 +88,7 @@ public final class HTTPServer: Sendable {
     /// Binds every listener on every loop. Fails (with nothing left bound) when an address cannot be bound or the TLS
     /// files are unusable.
     public func start() async throws {
-        let tlsContext = try configuration.tls.map { try TLSContext(server: $0) }
+        let tlsContext = try configuration.effectiveTLS.map { try TLSContext(server: $0) }
         var cleartext: [SocketAddress] = []
         var secure: [SocketAddress] = []
         do {

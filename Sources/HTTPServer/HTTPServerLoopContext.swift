@@ -8,20 +8,26 @@ final class HTTPServerLoopContext {
     let handler: any HTTPServerHandler
     let limits: HTTPServerLimits
     let handshakeTimeout: Duration
+    /// Whether HTTP/2 is served (ALPN `h2` on TLS, prior knowledge on cleartext).
+    let http2: Bool
+    let http2Settings: HTTP2Settings
     let dateCache = HTTPDateCache()
     private let openConnections: AtomicCounter
     private var listeners: [Listener] = []
-    private var connections: [ObjectIdentifier: HTTP1ServerConnection] = [:]
+    /// Keyed by the ``Connection``'s identity, so the protocol selector can hand over to the real handler.
+    private var connections: [ObjectIdentifier: any HTTPServerConnectionHandler] = [:]
     private var sweepID: Int?
     private var draining = false
     private var drainedWaiters: [@Sendable () -> Void] = []
 
     init(loop: EventLoop, handler: any HTTPServerHandler, limits: HTTPServerLimits, handshakeTimeout: Duration,
-         openConnections: AtomicCounter) {
+         http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(), openConnections: AtomicCounter) {
         self.loop = loop
         self.handler = handler
         self.limits = limits
         self.handshakeTimeout = handshakeTimeout
+        self.http2 = http2
+        self.http2Settings = http2Settings
         self.openConnections = openConnections
     }
 
@@ -50,9 +56,11 @@ final class HTTPServerLoopContext {
         }
         do {
             let connection = try Connection(acceptedFD: fd, loop: loop, remoteAddress: remote, tls: tls)
-            let server = HTTP1ServerConnection(connection: connection, context: self)
+            let server: any HTTPServerConnectionHandler = http2
+                ? HTTPProtocolSelector(connection: connection, context: self)
+                : HTTP1ServerConnection(connection: connection, context: self)
             connection.delegate = server
-            connections[ObjectIdentifier(server)] = server
+            connections[ObjectIdentifier(connection)] = server
             try connection.start()
         } catch {
             openConnections.add(-1)
@@ -60,7 +68,15 @@ final class HTTPServerLoopContext {
         }
     }
 
-    func connectionClosed(_ connection: HTTP1ServerConnection) {
+    /// Makes `handler` serve `connection` from now on (the protocol selector's hand-over).
+    func replaceHandler(of connection: Connection, with handler: any HTTPServerConnectionHandler) {
+        guard !connection.isClosed, connections[ObjectIdentifier(connection)] != nil else { return }
+        connections[ObjectIdentifier(connection)] = handler
+        connection.delegate = handler
+        if draining { handler.beginDrain() }
+    }
+
+    func connectionClosed(_ connection: Connection) {
         guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
         openConnections.add(-1)
         for listener in listeners { listener.resumeAccepting() }

@@ -1,8 +1,39 @@
+import Dispatch
 import HTTPServer
 import HTTPWire
 import NetCore
 
-/// Routes used by the server tests: /hello, /echo (body), /target (echoes the request target), /slow?ms=N, /stream.
+/// What /cancel-probe and /stubborn handlers observed, by probe id: the last state ("started", then "cancelled" or
+/// "completed"), how many started, how many are running and the most that ran at once.
+actor CancelProbe {
+    static let shared = CancelProbe()
+    private var states: [String: String] = [:]
+    private var startedCount: [String: Int] = [:]
+    private var runningCount: [String: Int] = [:]
+    private var peakCount: [String: Int] = [:]
+
+    func begin(_ id: String) {
+        states[id] = "started"
+        startedCount[id, default: 0] += 1
+        runningCount[id, default: 0] += 1
+        peakCount[id] = max(peakCount[id] ?? 0, runningCount[id] ?? 0)
+    }
+
+    func end(_ id: String, _ state: String) {
+        states[id] = state
+        runningCount[id, default: 0] -= 1
+    }
+
+    func state(_ id: String) -> String { states[id] ?? "unknown" }
+    func started(_ id: String) -> Int { startedCount[id] ?? 0 }
+    func running(_ id: String) -> Int { runningCount[id] ?? 0 }
+    func peak(_ id: String) -> Int { peakCount[id] ?? 0 }
+}
+
+/// Routes used by the server tests: /hello, /echo (body), /target (echoes the request target), /slow?ms=N, /stream,
+/// /version (the request's HTTP version), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
+/// /cancel-probe-result?id=X and /stubborn?id=X (waits 1 s ignoring cancellation, like work that cannot be
+/// interrupted).
 struct TestRoutes: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let path = String(request.head.path)
@@ -32,6 +63,29 @@ struct TestRoutes: HTTPServerHandler {
                 stream.finish()
             }
             return HTTPServerResponse(head: HTTPResponseHead(status: 200), body: .stream(stream))
+        case "/version":
+            return HTTPServerResponse(status: 200, body: Array(request.head.version.description.utf8))
+        case "/cancel-probe":
+            let id = String(request.head.query?.dropFirst("id=".count) ?? "")
+            await CancelProbe.shared.begin(id)
+            do {
+                try await Task.sleep(for: .seconds(5))
+                await CancelProbe.shared.end(id, "completed")
+            } catch {
+                await CancelProbe.shared.end(id, Task.isCancelled ? "cancelled" : "error")
+            }
+            return HTTPServerResponse(status: 200, body: [])
+        case "/stubborn":
+            let id = String(request.head.query?.dropFirst("id=".count) ?? "")
+            await CancelProbe.shared.begin(id)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1) { done.resume() }
+            }
+            await CancelProbe.shared.end(id, Task.isCancelled ? "cancelled" : "completed")
+            return HTTPServerResponse(status: 200, body: Array("stubborn".utf8))
+        case "/cancel-probe-result":
+            let id = String(request.head.query?.dropFirst("id=".count) ?? "")
+            return HTTPServerResponse(status: 200, body: Array(await CancelProbe.shared.state(id).utf8))
         default:
             return HTTPServerResponse(status: 404, body: Array("nope".utf8))
         }
@@ -40,11 +94,11 @@ struct TestRoutes: HTTPServerHandler {
 
 /// Starts an ``HTTPServer`` on a free loopback port with the test routes.
 func startTestServer(limits: HTTPServerLimits = HTTPServerLimits(), tls: TLSServerConfiguration? = nil,
-                     threads: Int = 1) async throws -> (HTTPServer, Int) {
+                     threads: Int = 1, http2: Bool = true) async throws -> (HTTPServer, Int) {
     let group = try EventLoopGroup(threads: threads)
     let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
     let configuration = HTTPServer.Configuration(
-        listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, limits: limits)
+        listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, limits: limits, http2: http2)
     let server = HTTPServer(configuration: configuration, group: group, handler: TestRoutes())
     try await server.start()
     let port = (tls == nil ? server.localAddresses : server.tlsLocalAddresses)[0].port

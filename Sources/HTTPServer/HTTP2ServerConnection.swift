@@ -1,0 +1,508 @@
+import HTTPWire
+import NetCore
+
+/// Serves HTTP/2 on one connection with an ``HTTP2Session`` (nghttp2) in server mode: every request stream goes to
+/// the same ``HTTPServerHandler`` as HTTP/1.1, bodies flow with real back-pressure both ways, reset streams cancel
+/// their handler, and drain, idle and send timeouts end the connection with GOAWAY.
+///
+/// - Input: bytes are fed to the session, then its events are handled, then its output is written in one write.
+/// - Request bodies: DATA is acknowledged to the peer (`consumed`) only once the handler has taken it from the
+///   request's ``ByteStream``, so a slow handler closes the peer's flow-control window.
+/// - Responses: the head and body go through `sendResponse`/`sendBody`; a streamed body waits for
+///   `.windowAvailable` whenever the stream's queue is full.
+/// - Work in flight: at most `maxConcurrentStreams` handler tasks run per connection, counting tasks of reset
+///   streams until they have actually finished; requests beyond that are refused with REFUSED_STREAM.
+///
+/// Lives on its connection's loop thread.
+final class HTTP2ServerConnection: HTTPServerConnectionHandler {
+    /// One request stream.
+    final class Stream {
+        let id: Int32
+        let isHead: Bool
+        var task: Task<Void, Never>?
+        /// The request body while the peer is still sending it.
+        var body: ByteStream?
+        var bodyBytes: Int64 = 0
+        /// Body bytes handed to `body` that the handler has not taken yet (not acknowledged to the peer).
+        var pendingAck = 0
+        /// Request body bytes are acknowledged and dropped (the response is complete or was made by us).
+        var discardBody = false
+        var lastBodyProgress: UInt64
+        /// The response head was submitted.
+        var responded = false
+        /// Reset or closed: nothing more is sent and the handler's result is dropped.
+        var finished = false
+        /// The response pump waiting for the peer's window; resumed with false when the stream ends.
+        var windowWaiter: CheckedContinuation<Bool, Never>?
+        /// Send-stall tracking: outbound bytes queued at the last sweep and since when they have not moved.
+        var stalledBuffered = 0
+        var stalledSince: UInt64 = 0
+
+        init(id: Int32, isHead: Bool, now: UInt64) {
+            self.id = id
+            self.isHead = isHead
+            self.lastBodyProgress = now
+        }
+    }
+
+    let connection: Connection
+    private let context: HTTPServerLoopContext
+    private let session: HTTP2Session
+    private var streams: [Int32: Stream] = [:]
+    /// Handler tasks started and not finished yet (including those of reset streams).
+    private var runningTasks = 0
+    private let maxRunningTasks: Int
+    private var flushScheduled = false
+    private var lastActivity = EventLoop.now()
+    private var peerFinished = false
+    private var draining = false
+    private var finalGoAwaySent = false
+    private var drainTimer: LoopTimer?
+    private var closing = false
+    /// Output is not pulled from the session while this much is waiting for the socket.
+    private let writeHighWater = 256 * 1024
+    /// Delay between the GOAWAY shutdown notice and the final GOAWAY (about a round trip).
+    static let drainNoticeDelay: Duration = .milliseconds(250)
+
+    init(connection: Connection, context: HTTPServerLoopContext) throws {
+        self.connection = connection
+        self.context = context
+        self.session = try HTTP2Session(role: .server, settings: context.http2Settings)
+        self.maxRunningTasks = max(1, Int(context.http2Settings.maxConcurrentStreams))
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connectionDidBecomeActive(_ connection: Connection) {
+        lastActivity = EventLoop.now()
+        flush()
+    }
+
+    func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
+        guard !closing else { return }
+        do {
+            try session.feed(bytes)
+        } catch {
+            fail(error)
+            return
+        }
+        processEvents()
+        flush()
+    }
+
+    func connectionDidReadEOF(_ connection: Connection) {
+        peerFinished = true
+        if streams.isEmpty {
+            connection.close()
+        }
+    }
+
+    func connectionDidDrainWrites(_ connection: Connection) {
+        // Called from inside `Connection.write` too: never flush re-entrantly.
+        if session.wantsWrite { scheduleFlush() }
+    }
+
+    func connectionDidClose(_ connection: Connection, error: (any Error)?) {
+        closing = true
+        drainTimer?.cancel()
+        drainTimer = nil
+        for stream in streams.values { end(stream) }
+        streams.removeAll()
+        context.connectionClosed(connection)
+    }
+
+    // MARK: Output
+
+    /// Writes the session's output now (one write), handles the events sending produced, and closes when the
+    /// session is done.
+    private func flush() {
+        guard !connection.isClosed else { return }
+        for _ in 0..<2 {
+            let room = writeHighWater - connection.pendingWriteBytes
+            guard room > 0 else { break }
+            var output: [UInt8] = []
+            do {
+                try session.drainOutput(into: &output, limit: room)
+            } catch {
+                connection.write(output)
+                fail(error)
+                return
+            }
+            connection.write(output)
+            if connection.isClosed { return }
+            // Sending can produce events (.windowAvailable, .streamClosed).
+            guard processEvents() else { break }
+        }
+        if (session.isFinished && !session.wantsWrite) || (peerFinished && streams.isEmpty) {
+            closeAfterFlush()
+        }
+    }
+
+    private func closeAfterFlush() {
+        guard !closing else { return }
+        closing = true
+        connection.closeAfterFlush()
+    }
+
+    /// Flushes after the current loop job, so several sends made together leave in one write.
+    private func scheduleFlush() {
+        guard !flushScheduled, !connection.isClosed else { return }
+        flushScheduled = true
+        connection.loop.executeLocally { [self] in
+            flushScheduled = false
+            flush()
+        }
+    }
+
+    /// A fatal session error: write what the session has (it may hold a GOAWAY) and close.
+    private func fail(_ error: HTTP2Error) {
+        var output: [UInt8] = []
+        try? session.drainOutput(into: &output)
+        connection.write(output)
+        closeAfterFlush()
+    }
+
+    // MARK: Events
+
+    /// Handles the session's events; returns whether there were any.
+    @discardableResult
+    private func processEvents() -> Bool {
+        var any = false
+        while let event = session.nextEvent() {
+            any = true
+            switch event {
+            case .request(let streamID, let head, let endStream):
+                startRequest(streamID: streamID, head: head, endStream: endStream)
+            case .requestBody(let streamID, let bytes):
+                receiveBody(streamID: streamID, bytes: bytes)
+            case .requestEnd(let streamID):
+                if let stream = streams[streamID] {
+                    stream.body?.finish()
+                    stream.body = nil
+                }
+            case .streamReset(let streamID, _):
+                if let stream = streams[streamID] { end(stream) }
+            case .streamClosed(let streamID):
+                if let stream = streams.removeValue(forKey: streamID) { end(stream) }
+                lastActivity = EventLoop.now()
+                streamsChanged()
+            case .windowAvailable(let streamID):
+                if let stream = streams[streamID], let waiter = stream.windowWaiter {
+                    stream.windowWaiter = nil
+                    waiter.resume(returning: true)
+                }
+            case .goaway, .trailers, .remoteSettingsChanged, .response, .responseBody, .responseEnd:
+                break
+            }
+        }
+        return any
+    }
+
+    /// The stream is over (reset or closed): cancel its handler, abort its body, stop its response.
+    private func end(_ stream: Stream) {
+        stream.finished = true
+        stream.task?.cancel()
+        stream.body?.fail(ByteStreamError.aborted)
+        stream.body = nil
+        if let waiter = stream.windowWaiter {
+            stream.windowWaiter = nil
+            waiter.resume(returning: false)
+        }
+    }
+
+    private func streamsChanged() {
+        guard streams.isEmpty else { return }
+        if draining && !finalGoAwaySent { sendFinalGoAway() }
+    }
+
+    // MARK: Requests
+
+    private func startRequest(streamID: Int32, head h2Head: HTTP2RequestHead, endStream: Bool) {
+        let now = EventLoop.now()
+        lastActivity = now
+        let stream = Stream(id: streamID, isHead: h2Head.method == .head, now: now)
+        streams[streamID] = stream
+        guard runningTasks < maxRunningTasks else {
+            // Handlers of reset streams are still running: refuse until they finish (retry-safe for the client).
+            stream.finished = true
+            try? session.resetStream(streamID: streamID, errorCode: .refusedStream)
+            return
+        }
+        var head: HTTPRequestHead
+        do {
+            head = try h2Head.toHTTP1Request()
+        } catch {
+            stream.finished = true
+            try? session.resetStream(streamID: streamID, errorCode: .protocolError)
+            return
+        }
+        head.version = .http2
+        let declaredLength = head.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        if let declaredLength, declaredLength > context.limits.maxBodyBytes {
+            stream.discardBody = true
+            respondDirectly(stream, status: 413)
+            return
+        }
+        let body: ByteStream
+        if endStream {
+            body = ByteStream.complete([])
+        } else {
+            body = makeBodyStream(streamID: streamID)
+            stream.body = body
+        }
+        let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
+                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+                                        loop: connection.loop)
+        dispatch(request, stream: stream)
+    }
+
+    /// A body stream that buffers nothing on its own: a chunk is either taken by a waiting handler at once
+    /// (acknowledged then) or held until the handler takes it, when `onDemand` acknowledges it.
+    private func makeBodyStream(streamID: Int32) -> ByteStream {
+        let loop = connection.loop
+        let owner = UncheckedSendable(self)
+        return ByteStream(highWaterMark: 0, lowWaterMark: 0) {
+            loop.executeSoonOrNow { owner.value.bodyTaken(streamID: streamID) }
+        }
+    }
+
+    /// The handler has taken every chunk handed to the body so far: let the peer send that much more.
+    private func bodyTaken(streamID: Int32) {
+        guard let stream = streams[streamID], stream.pendingAck > 0 else { return }
+        session.consumed(streamID: streamID, count: stream.pendingAck)
+        stream.pendingAck = 0
+        scheduleFlush()
+    }
+
+    private func receiveBody(streamID: Int32, bytes: [UInt8]) {
+        guard let stream = streams[streamID], !stream.discardBody, let body = stream.body else {
+            session.consumed(streamID: streamID, count: bytes.count)
+            if let stream = streams[streamID], !stream.finished {
+                // Dropped bytes still count: a client may not upload without end after its response.
+                stream.bodyBytes += Int64(bytes.count)
+                if stream.bodyBytes > context.limits.maxBodyBytes {
+                    end(stream)
+                    try? session.resetStream(streamID: streamID, errorCode: .cancel)
+                }
+            }
+            return
+        }
+        stream.lastBodyProgress = EventLoop.now()
+        lastActivity = stream.lastBodyProgress
+        stream.bodyBytes += Int64(bytes.count)
+        if stream.bodyBytes > context.limits.maxBodyBytes {
+            body.fail(ByteStreamError.tooLarge)
+            stream.body = nil
+            stream.task?.cancel()
+            stream.discardBody = true
+            session.consumed(streamID: streamID, count: bytes.count + stream.pendingAck)
+            stream.pendingAck = 0
+            if !stream.responded {
+                respondDirectly(stream, status: 413)
+            } else {
+                stream.finished = true
+                try? session.resetStream(streamID: streamID, errorCode: .cancel)
+            }
+            return
+        }
+        if body.yield(bytes) {
+            session.consumed(streamID: streamID, count: bytes.count)
+        } else {
+            stream.pendingAck += bytes.count
+        }
+    }
+
+    private func dispatch(_ request: HTTPServerRequest, stream: Stream) {
+        let handler = context.handler
+        let owner = UncheckedSendable((self, stream))
+        runningTasks += 1
+        stream.task = Task(executorPreference: connection.loop) {
+            let response = await handler.handle(request)
+            // Back on the loop (the task prefers it as executor).
+            let (server, stream) = owner.value
+            await server.respond(stream, with: response)
+            server.taskFinished(stream)
+        }
+    }
+
+    private func taskFinished(_ stream: Stream) {
+        runningTasks -= 1
+        stream.task = nil
+    }
+
+    /// Answers a request the server refuses itself (413) with a JSON error.
+    private func respondDirectly(_ stream: Stream, status: Int) {
+        stream.responded = true
+        let body = Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8)
+        let head = HTTPResponseHead(status: status, version: .http2, headers: [
+            "content-type": "application/json", "content-length": String(body.count),
+            "date": context.dateCache.current,
+        ])
+        do {
+            try session.sendResponse(streamID: stream.id, head: head, endStream: false)
+            try session.sendBody(streamID: stream.id, bytes: body, endStream: true)
+        } catch {
+            sendFailed(stream, error)
+        }
+        scheduleFlush()
+    }
+
+    // MARK: Responses
+
+    /// Sends the handler's response on `stream`; streams the body with back-pressure. Runs on the loop.
+    private func respond(_ stream: Stream, with response: HTTPServerResponse) async {
+        guard !stream.finished, !stream.responded, !connection.isClosed else { return }
+        stream.responded = true
+        var head = response.head
+        head.version = .http2
+        for name in ["Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Proxy-Connection"] {
+            head.headers.remove(name: name)
+        }
+        if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: context.dateCache.current) }
+        if !(200...999).contains(head.status) {
+            // Interim or invalid status as a final response: nothing sensible to send.
+            head = HTTPResponseHead(status: 502, version: .http2, headers: ["Date": context.dateCache.current])
+        }
+        let bodyAllowed = !stream.isHead && !head.statusForbidsBody
+        var bytes: [UInt8] = []
+        var bodyStream: ByteStream?
+        switch head.statusForbidsBody ? HTTPServerResponse.Body.none : response.body {
+        case .none:
+            if !head.statusForbidsBody && !stream.isHead && !head.headers.contains(name: "Content-Length") {
+                head.headers.add(name: "Content-Length", value: "0")
+            }
+        case .bytes(let body):
+            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            if bodyAllowed { bytes = body }
+        case .stream(let body):
+            if bodyAllowed { bodyStream = body }
+        }
+        if head.statusForbidsBody { head.headers.remove(name: "Content-Length") }
+        let endStream = bytes.isEmpty && bodyStream == nil
+        do {
+            try session.sendResponse(streamID: stream.id, head: head, endStream: endStream)
+            if !bytes.isEmpty { try session.sendBody(streamID: stream.id, bytes: bytes, endStream: true) }
+        } catch {
+            sendFailed(stream, error)
+            return
+        }
+        lastActivity = EventLoop.now()
+        scheduleFlush()
+        if let bodyStream { await pump(bodyStream, to: stream) }
+        if !stream.finished { responseComplete(stream) }
+    }
+
+    /// Copies a streamed response body into the session, pausing while the stream's queue is full.
+    private func pump(_ body: ByteStream, to stream: Stream) async {
+        do {
+            while let chunk = try await body.next() {
+                if stream.finished || connection.isClosed { return }
+                let more = try session.sendBody(streamID: stream.id, bytes: chunk, endStream: false)
+                lastActivity = EventLoop.now()
+                scheduleFlush()
+                if !more {
+                    let resumed = await withCheckedContinuation { stream.windowWaiter = $0 }
+                    if !resumed { return }
+                }
+            }
+            if stream.finished || connection.isClosed { return }
+            try session.sendBody(streamID: stream.id, bytes: [UInt8](), endStream: true)
+            scheduleFlush()
+        } catch let error as HTTP2Error {
+            sendFailed(stream, error)
+        } catch {
+            // The body failed part-way: reset so the client never takes it as complete.
+            guard !stream.finished, !connection.isClosed else { return }
+            stream.finished = true
+            try? session.resetStream(streamID: stream.id, errorCode: .internalError)
+            scheduleFlush()
+        }
+    }
+
+    /// The whole response is queued. A request body still arriving is no longer wanted: acknowledge and drop it.
+    private func responseComplete(_ stream: Stream) {
+        guard let body = stream.body else { return }
+        body.fail(ByteStreamError.aborted)
+        stream.body = nil
+        stream.discardBody = true
+        if stream.pendingAck > 0 {
+            session.consumed(streamID: stream.id, count: stream.pendingAck)
+            stream.pendingAck = 0
+            scheduleFlush()
+        }
+    }
+
+    private func sendFailed(_ stream: Stream, _ error: HTTP2Error) {
+        if error.isFatal {
+            fail(error)
+            return
+        }
+        guard !stream.finished else { return }
+        stream.finished = true
+        try? session.resetStream(streamID: stream.id, errorCode: .internalError)
+        scheduleFlush()
+    }
+
+    // MARK: Timeouts and drain
+
+    /// Checks the connection's deadlines; called by the loop's sweep.
+    func checkTimeouts(now: UInt64) {
+        guard !connection.isClosed else { return }
+        let limits = context.limits
+        if connection.pendingWriteBytes > 0 && now &- connection.lastWriteProgress > limits.sendTimeout.nanoseconds {
+            connection.close()
+            return
+        }
+        var changed = false
+        for stream in Array(streams.values) where !stream.finished {
+            // A body that stopped arriving although the window is open.
+            if stream.body != nil && stream.pendingAck == 0 && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
+                end(stream)
+                try? session.resetStream(streamID: stream.id, errorCode: .cancel)
+                changed = true
+                continue
+            }
+            // A response the peer does not take (its window stays shut).
+            let buffered = session.bufferedOutbound(streamID: stream.id)
+            if buffered == 0 || buffered != stream.stalledBuffered {
+                stream.stalledBuffered = buffered
+                stream.stalledSince = now
+            } else if now &- stream.stalledSince > limits.sendTimeout.nanoseconds {
+                end(stream)
+                try? session.resetStream(streamID: stream.id, errorCode: .cancel)
+                changed = true
+            }
+        }
+        if changed { flush() }
+        if streams.isEmpty && runningTasks == 0 && now &- lastActivity > limits.idleTimeout.nanoseconds {
+            try? session.goAway(graceful: false, errorCode: .noError)
+            flush()
+            closeAfterFlush()
+        }
+    }
+
+    /// Graceful shutdown: a GOAWAY shutdown notice now, the final GOAWAY (last stream processed) after about a
+    /// round trip or as soon as no stream is open, then close once the remaining streams are done.
+    func beginDrain() {
+        guard !draining, !connection.isClosed else { return }
+        draining = true
+        try? session.goAway(graceful: true)
+        if streams.isEmpty {
+            sendFinalGoAway()
+            return
+        }
+        scheduleFlush()
+        drainTimer = connection.loop.schedule(after: HTTP2ServerConnection.drainNoticeDelay) { [weak self] in
+            self?.sendFinalGoAway()
+        }
+    }
+
+    private func sendFinalGoAway() {
+        guard !finalGoAwaySent, !connection.isClosed else { return }
+        finalGoAwaySent = true
+        drainTimer?.cancel()
+        drainTimer = nil
+        try? session.goAway(graceful: true)
+        scheduleFlush()
+    }
+}

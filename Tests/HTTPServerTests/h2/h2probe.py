@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""Hostile and edge-case HTTP/2 clients for HTTPServerTests (Debian's python3-h2).
+
+Usage: h2probe.py PORT MODE [ARG]
+  malformed       uppercase header name and a `connection` header on two streams; prints "RST <name> <code>" for
+                  each reset, then a normal request on the same connection: "OK <status> <body>".
+  rapid-reset ID  1000 HEADERS+RST_STREAM pairs for /cancel-probe?id=ID in one burst; prints what the server did
+                  ("GOAWAY <code>", "CLOSED", "QUIET"), then "OK <status> <body>" for /hello on a new connection.
+  refuse ID       100 streams to /stubborn?id=ID (handlers that ignore cancellation), all reset after 300 ms, then 20
+                  /hello streams at once: prints "REFUSED <n>" and "ANSWERED <n>"; then after 1.2 s
+                  "OK <status> <body>" for /hello on the same connection.
+  cancel ID       GET /cancel-probe?id=ID, RST_STREAM(CANCEL) after 50 ms, then polls /cancel-probe-result?id=ID on
+                  the same connection; prints "RESULT <state> <elapsed ms>".
+Exit status 0 when the script ran to the end (the Swift test checks the printed results).
+"""
+import socket
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.exceptions
+import h2.events
+
+
+def connect(port):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
+                                       validate_outbound_headers=False, normalize_outbound_headers=False,
+                                       validate_inbound_headers=False)
+    conn = h2.connection.H2Connection(config=config)
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return sock, conn
+
+
+def pump(sock, conn, until, timeout=5.0):
+    """Reads and answers frames until `until(events)` is true, the peer closes or `timeout` passes."""
+    deadline = time.time() + timeout
+    events = []
+    while time.time() < deadline:
+        sock.settimeout(max(0.01, deadline - time.time()))
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            break
+        except ConnectionResetError:
+            events.append("closed")
+            break
+        if not data:
+            events.append("closed")
+            break
+        try:
+            events.extend(conn.receive_data(data))
+        except h2.exceptions.ProtocolError as error:
+            events.append("protocol-error %s" % error)
+            break
+        out = conn.data_to_send()
+        if out:
+            sock.sendall(out)
+        if until(events):
+            break
+    return events
+
+
+def request_headers(path, method="GET", extra=()):
+    return [(":method", method), (":scheme", "http"), (":authority", "localhost"), (":path", path)] + list(extra)
+
+
+def get(sock, conn, path, timeout=5.0):
+    """A GET on a new stream; returns (status, body) or (None, events)."""
+    stream_id = conn.get_next_available_stream_id()
+    conn.send_headers(stream_id, request_headers(path), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    status, body = None, b""
+
+    def done(events):
+        return any(isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset)) and e.stream_id == stream_id
+                   for e in events if not isinstance(e, str))
+
+    events = pump(sock, conn, done, timeout)
+    for event in events:
+        if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
+            status = dict(event.headers).get(":status")
+        elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
+            body += event.data
+            conn.acknowledge_received_data(event.flow_controlled_length, stream_id)
+    out = conn.data_to_send()
+    if out:
+        sock.sendall(out)
+    return status, body.decode("utf-8", "replace")
+
+
+def malformed(port):
+    sock, conn = connect(port)
+    cases = {
+        "uppercase": request_headers("/hello", extra=[("X-Upper", "1")]),
+        "connection": request_headers("/hello", extra=[("connection", "keep-alive")]),
+    }
+    ids = {}
+    for name, headers in cases.items():
+        stream_id = conn.get_next_available_stream_id()
+        ids[stream_id] = name
+        conn.send_headers(stream_id, headers, end_stream=True)
+    sock.sendall(conn.data_to_send())
+
+    def all_reset(events):
+        resets = {e.stream_id for e in events if isinstance(e, h2.events.StreamReset)}
+        return set(ids) <= resets
+
+    for event in pump(sock, conn, all_reset):
+        if isinstance(event, h2.events.StreamReset) and event.stream_id in ids:
+            print("RST %s %s" % (ids[event.stream_id], h2.errors.ErrorCodes(event.error_code).name))
+        elif isinstance(event, h2.events.ResponseReceived) and event.stream_id in ids:
+            print("RESPONSE %s %s" % (ids[event.stream_id], dict(event.headers).get(":status")))
+    status, body = get(sock, conn, "/hello")
+    print("OK %s %s" % (status, body))
+
+
+def rapid_reset(port, probe_id):
+    sock, conn = connect(port)
+    pump(sock, conn, lambda events: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events), 2)
+    burst = bytearray()
+    for _ in range(1000):
+        stream_id = conn.get_next_available_stream_id()
+        conn.send_headers(stream_id, request_headers("/cancel-probe?id=%s" % probe_id), end_stream=True)
+        conn.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+        burst += conn.data_to_send()
+    try:
+        sock.sendall(bytes(burst))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    events = pump(sock, conn, lambda events: any(
+        not isinstance(e, str) and isinstance(e, h2.events.ConnectionTerminated) or e == "closed" for e in events), 2)
+    verdict = "QUIET"
+    for event in events:
+        if isinstance(event, h2.events.ConnectionTerminated):
+            verdict = "GOAWAY %s" % h2.errors.ErrorCodes(event.error_code).name
+            break
+        if event == "closed":
+            verdict = "CLOSED"
+    print(verdict)
+    sock.close()
+    fresh, fresh_conn = connect(port)
+    status, body = get(fresh, fresh_conn, "/hello")
+    print("OK %s %s" % (status, body))
+
+
+def refuse(port, probe_id):
+    sock, conn = connect(port)
+    pump(sock, conn, lambda events: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events), 2)
+    stubborn = []
+    for _ in range(100):
+        stream_id = conn.get_next_available_stream_id()
+        conn.send_headers(stream_id, request_headers("/stubborn?id=%s" % probe_id), end_stream=True)
+        stubborn.append(stream_id)
+    sock.sendall(conn.data_to_send())
+    pump(sock, conn, lambda events: False, 0.3)
+    for stream_id in stubborn:
+        conn.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+    sock.sendall(conn.data_to_send())
+    pump(sock, conn, lambda events: False, 0.05)
+    hellos = set()
+    for _ in range(20):
+        stream_id = conn.get_next_available_stream_id()
+        conn.send_headers(stream_id, request_headers("/hello"), end_stream=True)
+        hellos.add(stream_id)
+    sock.sendall(conn.data_to_send())
+
+    def settled(events):
+        done = {e.stream_id for e in events if isinstance(e, (h2.events.StreamReset, h2.events.StreamEnded))}
+        return hellos <= done
+
+    refused = answered = 0
+    for event in pump(sock, conn, settled, 3):
+        if isinstance(event, h2.events.StreamReset) and event.stream_id in hellos:
+            if event.error_code == h2.errors.ErrorCodes.REFUSED_STREAM:
+                refused += 1
+        elif isinstance(event, h2.events.StreamEnded) and event.stream_id in hellos:
+            answered += 1
+    print("REFUSED %d" % refused)
+    print("ANSWERED %d" % answered)
+    pump(sock, conn, lambda events: False, 1.2)
+    status, body = get(sock, conn, "/hello")
+    print("OK %s %s" % (status, body))
+
+
+def cancel(port, probe_id):
+    sock, conn = connect(port)
+    started = time.time()
+    stream_id = conn.get_next_available_stream_id()
+    conn.send_headers(stream_id, request_headers("/cancel-probe?id=%s" % probe_id), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    pump(sock, conn, lambda events: False, 0.05)
+    conn.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+    sock.sendall(conn.data_to_send())
+    state = "unknown"
+    while time.time() - started < 4:
+        status, body = get(sock, conn, "/cancel-probe-result?id=%s" % probe_id)
+        state = body
+        if body not in ("", "unknown", "started"):
+            break
+        time.sleep(0.02)
+    print("RESULT %s %d" % (state, int((time.time() - started) * 1000)))
+
+
+def main():
+    port, mode = int(sys.argv[1]), sys.argv[2]
+    if mode == "malformed":
+        malformed(port)
+    elif mode == "rapid-reset":
+        rapid_reset(port, sys.argv[3])
+    elif mode == "refuse":
+        refuse(port, sys.argv[3])
+    elif mode == "cancel":
+        cancel(port, sys.argv[3])
+    else:
+        sys.exit("unknown mode %s" % mode)
+
+
+if __name__ == "__main__":
+    main()
