@@ -180,7 +180,7 @@ import Testing
 
     @Test func concurrentIdenticalRequestsShareOneCall() async {
         let counter = Recorder<Int>()
-        let provider = countingProvider(delay: 0.2, counter: counter)
+        let provider = countingProvider(delay: 2, counter: counter)
         let results = Recorder<Response>()
         let countsInside = Recorder<Int>()
         await withTaskGroup(of: Void.self) { group in
