@@ -29,6 +29,21 @@ public final class HTTPClient: Sendable {
         public var maxResponseBodyBytes: Int64 = 256 * 1024 * 1024
         /// TLS settings for `https` origins: verification on by default.
         public var tls: TLSClientConfiguration = TLSClientConfiguration()
+        /// Decode `Content-Encoding: gzip`/`deflate` responses (and drop the header), with caps on the inflated size and
+        /// ratio so a decompression bomb is an error, not an out-of-memory. Off by default: a proxy passes bodies through
+        /// as they came. Moya's default session turns it on, as Alamofire does.
+        public var decompression: Decompression? = nil
+
+        /// Limits for transparent response decoding.
+        public struct Decompression: Sendable, Hashable {
+            public var maxBytes: Int
+            public var maxRatio: Int
+
+            public init(maxBytes: Int = 64 * 1024 * 1024, maxRatio: Int = 1000) {
+                self.maxBytes = maxBytes
+                self.maxRatio = maxRatio
+            }
+        }
 
         public init() {}
     }

@@ -47,9 +47,25 @@ final class HTTPClientExchange {
     }
 
     func succeed() {
-        guard let continuation, let head = responseHead else { return }
+        guard let continuation, var head = responseHead else { return }
         self.continuation = nil
         timer?.cancel()
+        if let limits = configuration.decompression, request.method != .head,
+           let value = head.headers.first(name: "Content-Encoding"),
+           case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
+           coding == .gzip || coding == .deflate {
+            do {
+                responseBody = try Inflater.decompress(responseBody, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
+                head.headers.remove(name: "Content-Encoding")
+                head.headers.replaceOrAdd(name: "Content-Length", value: String(responseBody.count))
+            } catch CompressionError.limitExceeded {
+                continuation.resume(throwing: HTTPClientError.decompressionLimitExceeded)
+                return
+            } catch {
+                continuation.resume(throwing: HTTPClientError.malformedResponse(reason: "undecodable \(coding) body"))
+                return
+            }
+        }
         let now = EventLoop.now()
         let timings = HTTPClientTimings(
             connect: connectDuration,

@@ -22,7 +22,11 @@ public final class Session: Sendable {
     public let startRequestsImmediately: Bool
 
     /// The process-wide client used by sessions created without one, so providers share connection pools.
-    public static let sharedClient = HTTPClient()
+    public static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = HTTPClient.Configuration.Decompression()
+        return HTTPClient(configuration: configuration)
+    }()
 
     /// A session on the shared client with the default headers.
     public static let `default` = Session()

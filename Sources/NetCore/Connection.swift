@@ -44,6 +44,8 @@ public final class Connection: EventLoopHandler {
     private var readPaused = false
     private var readPending = false
     private var readEOF = false
+    /// Whether epoll reported a hang-up: then reads continue until EOF instead of stopping at a short read.
+    private var hangupSeen = false
     private var writable = true
     private var closeAfterWrites = false
     private var writeQueue: [[UInt8]] = []
@@ -109,6 +111,7 @@ public final class Connection: EventLoopHandler {
             flush()
         }
         if closed { return }
+        if events & (cns_EPOLLRDHUP() | cns_EPOLLHUP() | cns_EPOLLERR()) != 0 { hangupSeen = true }
         if events & (cns_EPOLLIN() | cns_EPOLLRDHUP() | cns_EPOLLHUP() | cns_EPOLLERR()) != 0 {
             readPending = true
             readAvailable()
@@ -158,6 +161,9 @@ public final class Connection: EventLoopHandler {
             let scratch = loop.readScratch
             let count = Glibc.read(fd, scratch.baseAddress, scratch.count)
             if count > 0 {
+                // A short read drained the socket; with edge-triggered epoll the next arrival raises a new event, so
+                // skip the read that would only return EAGAIN (one read per request instead of two).
+                if count < scratch.count && !hangupSeen { readPending = false }
                 let bytes = UnsafeRawBufferPointer(start: scratch.baseAddress, count: count)
                 if let tls {
                     tlsReceived(bytes, tls)

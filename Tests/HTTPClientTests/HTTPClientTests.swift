@@ -19,6 +19,13 @@ private struct EchoRoutes: HTTPServerHandler {
             let ms = Int(request.head.query?.split(separator: "=").last ?? "100") ?? 100
             try? await Task.sleep(for: .milliseconds(ms))
             return HTTPServerResponse(status: 200, body: Array("slow".utf8))
+        case "/gzip":
+            let plain = Array(String(repeating: "hello gzip ", count: 100).utf8)
+            let body = (try? Deflater.compress(plain, coding: .gzip)) ?? []
+            return HTTPServerResponse(status: 200, headers: ["Content-Encoding": "gzip"], body: body)
+        case "/bomb":
+            let body = (try? Deflater.compress([UInt8](repeating: 0, count: 16 << 20), coding: .gzip)) ?? []
+            return HTTPServerResponse(status: 200, headers: ["Content-Encoding": "gzip"], body: body)
         case "/headers":
             return HTTPServerResponse(status: 200, body: Array(request.head.headers.description.utf8))
         default:
@@ -133,3 +140,22 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
     }
 }
 
+@Suite(.serialized) struct HTTPClientDecompressionTests {
+    @Test func gzipIsDecodedOnlyWhenAskedAndBombsAreCapped() async throws {
+        let (server, port) = try await startEchoServer()
+        let raw = try await HTTPClient().execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/gzip"))
+        #expect(raw.headers.first(name: "Content-Encoding") == "gzip", "pass-through by default")
+        #expect(raw.body.starts(with: [0x1f, 0x8b]))
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = .init(maxBytes: 1 << 20, maxRatio: 1000)
+        let decoding = HTTPClient(configuration: configuration)
+        let decoded = try await decoding.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/gzip"))
+        #expect(String(decoding: decoded.body, as: UTF8.self) == String(repeating: "hello gzip ", count: 100))
+        #expect(!decoded.headers.contains(name: "Content-Encoding"))
+        #expect(decoded.headers.first(name: "Content-Length") == "1100")
+        await #expect(throws: HTTPClientError.decompressionLimitExceeded) {
+            _ = try await decoding.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/bomb"))
+        }
+        await server.shutdown(timeout: .seconds(1))
+    }
+}
