@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 swift build --build-tests
+# Deploy artefacts (Docker, Kubernetes, systemd) and every shipped configuration, checked without a container engine.
+scripts/check-deploy.sh
 log=$(mktemp)
 status=0
 swift test --skip-build "$@" 2>&1 | tee "$log" || status=$?
