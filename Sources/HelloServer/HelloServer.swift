@@ -1,4 +1,3 @@
-import Foundation
 import HTTPServer
 import HTTPWire
 import NetCore

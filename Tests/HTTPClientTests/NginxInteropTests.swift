@@ -1,0 +1,99 @@
+import Foundation
+import HTTPClient
+import HTTPWire
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Our client against nginx from apt, started with its own config and prefix on a free loopback port.
+@Suite(.serialized) struct NginxInteropTests {
+    final class Nginx {
+        let process = Process()
+        let port: Int
+        let prefix: String
+
+        init() async throws {
+            guard let nginx = ProcessRunner.which("nginx") else { throw GatewayNginxMissing() }
+            prefix = ProcessRunner.temporaryDirectory("nginx-interop")
+            port = try Self.freePort()
+            try FileManager.default.createDirectory(atPath: "\(prefix)/logs", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: "\(prefix)/html", withIntermediateDirectories: true)
+            try String(repeating: "0123456789abcdef", count: 65536).write(toFile: "\(prefix)/html/big.txt", atomically: true, encoding: .utf8)
+            let config = """
+            worker_processes 1;
+            pid \(prefix)/nginx.pid;
+            error_log \(prefix)/logs/error.log;
+            events { worker_connections 256; }
+            http {
+                access_log off;
+                client_body_temp_path \(prefix)/body; proxy_temp_path \(prefix)/proxy;
+                fastcgi_temp_path \(prefix)/fcgi; uwsgi_temp_path \(prefix)/uwsgi; scgi_temp_path \(prefix)/scgi;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(prefix)/html;
+                    location = /json { default_type application/json; return 200 '{"ok":true}'; }
+                    location = /close { keepalive_timeout 0; return 200 'bye'; }
+                    location = /echo-method { return 200 $request_method; }
+                }
+            }
+            """
+            try config.write(toFile: "\(prefix)/nginx.conf", atomically: true, encoding: .utf8)
+            process.executableURL = URL(fileURLWithPath: nginx)
+            process.arguments = ["-p", prefix, "-c", "\(prefix)/nginx.conf", "-g", "daemon off;"]
+            try process.run()
+            for _ in 0..<100 {
+                if (try? RawClient(port: port)) != nil { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+
+        func stop() async {
+            if process.isRunning { kill(process.processIdentifier, SIGQUIT) }
+            for _ in 0..<250 where process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+
+        static func freePort() throws -> Int {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+
+    struct GatewayNginxMissing: Error {}
+
+    @Test func getsKeepAliveLargeBodiesHeadAndConnectionClose() async throws {
+        let nginx = try await Nginx()
+        let client = HTTPClient()
+        let base = "http://127.0.0.1:\(nginx.port)"
+        let json = try await client.execute(HTTPClientRequest(url: "\(base)/json"))
+        #expect(json.status == 200)
+        #expect(json.body == Array("{\"ok\":true}".utf8))
+        #expect(json.headers.first(name: "Server")?.hasPrefix("nginx") == true)
+        let again = try await client.execute(HTTPClientRequest(url: "\(base)/json"))
+        #expect(again.timings.connect == nil, "reused nginx's keep-alive connection")
+        let big = try await client.execute(HTTPClientRequest(url: "\(base)/big.txt"))
+        #expect(big.body.count == 16 * 65536)
+        let head = try await client.execute(HTTPClientRequest(method: .head, url: "\(base)/big.txt"))
+        #expect(head.status == 200)
+        #expect(head.body.isEmpty)
+        #expect(head.headers.first(name: "Content-Length") == String(16 * 65536))
+        let missing = try await client.execute(HTTPClientRequest(url: "\(base)/missing"))
+        #expect(missing.status == 404)
+        for _ in 0..<3 {
+            let bye = try await client.execute(HTTPClientRequest(url: "\(base)/close"))
+            #expect(bye.body == Array("bye".utf8))
+        }
+        let post = try await client.execute(HTTPClientRequest(method: .post, url: "\(base)/echo-method", body: .bytes(Array("x".utf8))))
+        #expect(post.body == Array("POST".utf8))
+        await nginx.stop()
+    }
+}
