@@ -232,6 +232,12 @@ extension Result where Success == Moya.Response, Failure == MoyaError {
     func echo() throws -> Echo {
         try get().map(Echo.self)
     }
+
+    /// The failure's `localizedDescription`.
+    var failureDescription: String? {
+        if case .failure(let error) = self { return error.localizedDescription }
+        return nil
+    }
 }
 
 /// A port with nothing listening: bound by a server that is then shut down.
