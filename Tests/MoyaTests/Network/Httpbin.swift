@@ -116,7 +116,12 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
         }
     }
 
-    static func bytes(_ n: Int) -> [UInt8] { (0..<n).map { UInt8($0 % 251) } }
+    /// `n` bytes `i % 251` (sliced from one precomputed buffer: building them per request is slow in debug builds).
+    static func bytes(_ n: Int) -> [UInt8] {
+        n <= pattern.count ? Array(pattern[0..<n]) : (0..<n).map { UInt8($0 % 251) }
+    }
+
+    private static let pattern: [UInt8] = (0..<(2 << 20)).map { UInt8($0 % 251) }
 
     private func echo(_ request: HTTPServerRequest, body: [UInt8]) -> [String: Any] {
         var headers: [String: String] = [:]

@@ -124,20 +124,24 @@ import HTTPWire
     }
 
     // MARK: - Cancellation
+    //
+    // The server would answer after 10 s; "promptly" is checked as "within 8 s", loose on purpose: in the whole suite
+    // on two cores, other suites' synchronous waits starve the cooperative pool for seconds at a time. The
+    // cancellation error itself shows the request did not run to completion.
 
     @Test func cancellingTheTokenEndsAnInFlightRequestPromptly() async throws {
         try await withHttpbin { bin async throws in
             let activity = Recorder<NetworkActivityChangeType>()
             let provider = binProvider(plugins: [NetworkActivityPlugin { change, _ in activity.append(change) }])
             let results = Recorder<Result<Moya.Response, MoyaError>>()
-            let token = provider.request(BinTarget(bin, "/delay/2000")) { results.append($0) }
-            #expect(await waitUntil { bin.hits("/delay/2000") == 1 }, "the request reached the server")
+            let token = provider.request(BinTarget(bin, "/delay/10000")) { results.append($0) }
+            #expect(await waitUntil { bin.hits("/delay/10000") == 1 }, "the request reached the server")
             #expect(results.count == 0)
             let cancelledAt = ContinuousClock.now
             token.cancel()
             #expect(token.isCancelled)
-            #expect(await waitUntil(timeout: 1.5) { results.count == 1 })
-            #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+            #expect(await waitUntil(timeout: 8) { results.count == 1 })
+            #expect(ContinuousClock.now - cancelledAt < .seconds(8), "before the server would answer (10 s)")
             let result = try #require(results.values.first)
             guard case .failure(let error) = result else { Issue.record("expected a cancellation, got \(result)"); return }
             #expect(error.isCancellation)
@@ -151,17 +155,17 @@ import HTTPWire
     @Test func cancellingTheSwiftTaskEndsAnInFlightRequestPromptly() async throws {
         try await withHttpbin { bin async throws in
             let provider = binProvider()
-            let task = _Concurrency.Task { await provider.request(BinTarget(bin, "/delay/2000")) }
-            #expect(await waitUntil { bin.hits("/delay/2000") == 1 })
+            let task = _Concurrency.Task { await provider.request(BinTarget(bin, "/delay/10000")) }
+            #expect(await waitUntil { bin.hits("/delay/10000") == 1 })
             let cancelledAt = ContinuousClock.now
             task.cancel()
             let result = await task.value
-            #expect(ContinuousClock.now - cancelledAt < .seconds(1))
+            #expect(ContinuousClock.now - cancelledAt < .seconds(8), "before the server would answer (10 s)")
             guard case .failure(let error) = result else { Issue.record("expected a cancellation, got \(result)"); return }
             #expect(error.isCancellation)
 
-            let throwing = _Concurrency.Task { try await provider.response(BinTarget(bin, "/delay/2001")) }
-            #expect(await waitUntil { bin.hits("/delay/2001") == 1 })
+            let throwing = _Concurrency.Task { try await provider.response(BinTarget(bin, "/delay/10001")) }
+            #expect(await waitUntil { bin.hits("/delay/10001") == 1 })
             let thrownAt = ContinuousClock.now
             throwing.cancel()
             do {
@@ -170,7 +174,7 @@ import HTTPWire
             } catch let error as MoyaError {
                 #expect(error.isCancellation)
             }
-            #expect(ContinuousClock.now - thrownAt < .seconds(1))
+            #expect(ContinuousClock.now - thrownAt < .seconds(8), "before the server would answer (10 s)")
 
             // The provider still works afterwards.
             #expect(try await provider.response(BinTarget(bin, "/get")).statusCode == 200)
@@ -223,12 +227,12 @@ import HTTPWire
             let provider = binProvider(trackInflights: true)
             let statuses = await withTaskGroup(of: Int.self) { group in
                 for _ in 0..<4 {
-                    group.addTask { (try? await provider.response(BinTarget(bin, "/delay/800")))?.statusCode ?? -1 }
+                    group.addTask { (try? await provider.response(BinTarget(bin, "/delay/1500")))?.statusCode ?? -1 }
                 }
                 return await group.reduce(into: []) { $0.append($1) }
             }
             #expect(statuses == [200, 200, 200, 200])
-            #expect(bin.hits("/delay/800") == 1)
+            #expect(bin.hits("/delay/1500") == 1)
         }
     }
 
