@@ -45,6 +45,7 @@ let package = Package(
         // Client benchmark (Benchmarks/run.sh): N keep-alive connections looping HTTPClient.execute for D seconds.
         .executableTarget(name: "ClientBench", dependencies: ["HTTPClient", "HTTPWire", "NetCore"],
                           path: "Benchmarks/ClientBench"),
+        .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServer", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
 
         // Raw sockets, process and certificate helpers shared by the test suites.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// A type representing possible errors Moya can throw.
 public enum MoyaError: Swift.Error {
@@ -81,6 +82,9 @@ extension MoyaError: LocalizedError {
         case .statusCode:
             return "Status code didn't fall within the given range."
         case .underlying(let error, _):
+            // The transport's errors are not `LocalizedError`s: Foundation would describe them as "The operation could
+            // not be completed. (HTTPClient.HTTPClientError error 2.)". Their own description is the readable one.
+            if let transportError = error as? HTTPClientError { return transportError.description }
             return error.localizedDescription
         case .requestMapping:
             return "Failed to map Endpoint to a URLRequest."
