@@ -117,7 +117,7 @@ import Glibc
         let wall = ContinuousClock.now - started
         #expect(statuses.allSatisfy { $0 == 200 })
         #expect(upstream.requests.count == 1, "100 identical GETs → 1 upstream hit, got \(upstream.requests.count)")
-        #expect(wall < .milliseconds(900))
+        #expect(wall < .seconds(5), "the burst waits for one upstream call, not a queue of 100")
         upstream.reset()
         _ = await burst(50) { $0 % 2 == 0 ? "alice" : "bob" }
         #expect(upstream.requests.count == 2, "two identities → 2 hits, got \(upstream.requests.count)")
