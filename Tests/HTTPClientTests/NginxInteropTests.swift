@@ -17,7 +17,7 @@ import Glibc
         init() async throws {
             guard let nginx = ProcessRunner.which("nginx") else { throw GatewayNginxMissing() }
             prefix = ProcessRunner.temporaryDirectory("nginx-interop")
-            port = try Self.freePort()
+            port = try freeLoopbackPort()
             try FileManager.default.createDirectory(atPath: "\(prefix)/logs", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: "\(prefix)/html", withIntermediateDirectories: true)
             try String(repeating: "0123456789abcdef", count: 65536).write(toFile: "\(prefix)/html/big.txt", atomically: true, encoding: .utf8)
@@ -53,18 +53,6 @@ import Glibc
             if process.isRunning { kill(process.processIdentifier, SIGQUIT) }
             for _ in 0..<250 where process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-
-        static func freePort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-            _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            return Int(UInt16(bigEndian: address.sin_port))
         }
     }
 

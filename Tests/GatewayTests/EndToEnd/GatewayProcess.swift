@@ -22,8 +22,8 @@ final class GatewayProcess {
     /// Writes `config` (with `PORT` and `ADMIN` placeholders replaced) and starts the gateway; waits for /readyz.
     init(config: String, environment: [String: String] = [:]) async throws {
         directory = ProcessRunner.temporaryDirectory("gateway-e2e")
-        port = try freePort()
-        adminPort = try freePort()
+        port = try freeLoopbackPort()
+        adminPort = try freeLoopbackPort()
         configPath = "\(directory)/gateway.yaml"
         logPath = "\(directory)/stdout.log"
         errPath = "\(directory)/stderr.log"
@@ -89,20 +89,6 @@ final class GatewayProcess {
 struct GatewayTestError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A port nobody listens on right now.
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// An upstream (our own server) that records every request it receives and answers by path:
