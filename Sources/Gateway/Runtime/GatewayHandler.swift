@@ -97,7 +97,8 @@ final class GatewayHandler: HTTPServerHandler {
         let target = GatewayTarget(
             upstream: route.upstream, upstreamTarget: upstreamPath, method: head.method, body: Data(body),
             stableHeaders: stable, perRequestHeaders: perRequest + forwarding,
-            flightKey: key.map { "\($0.hashValue)-\($0.identity)" } ?? requestID, timeout: route.config.timeout)
+            flightKey: key.map { "\($0.hashValue)-\($0.identity)" } ?? requestID, timeout: route.config.timeout,
+            retries: route.config.retries)
 
         if let key {
             record.coalesced = flights.join(key) ? "leader" : "follower"

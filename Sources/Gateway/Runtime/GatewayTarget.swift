@@ -19,6 +19,8 @@ struct GatewayTarget: TargetType, AccessTokenAuthorizable {
     let flightKey: String
     /// The route's whole-request deadline, if any.
     let timeout: Duration?
+    /// The route's retry policy, if any (see ``RouteRetryPlugin``).
+    let retries: RouteConfig.Retries?
 
     var baseURL: URL { URL(string: upstream.baseURL?.origin ?? "http://stub.invalid") ?? URL(fileURLWithPath: "/") }
     var path: String { "" }

@@ -16,7 +16,7 @@ final class UpstreamProvider: Sendable {
 
     init(upstream: UpstreamConfig, group: EventLoopGroup) {
         self.upstream = upstream
-        var plugins: [PluginType] = [ForwardingHeadersPlugin()]
+        var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
         }

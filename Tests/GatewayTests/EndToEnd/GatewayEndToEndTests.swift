@@ -245,6 +245,27 @@ import Glibc
         #expect(gateway.stdout.contains("drained"))
     }
 
+    @Test func routeRetriesApplyToIdempotentRequestsOnly() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let routes = """
+          - name: retried
+            match: { path_prefix: /retried }
+            upstream: open
+            retries: { attempts: 3, statuses: [503] }
+        """
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port, extraRoutes: routes),
+                                               environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        let get = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/retried/status/503"))
+        #expect(get.status == 503)
+        #expect(upstream.requests.count == 3, "GET: the first try and two retries")
+        upstream.reset()
+        let post = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/retried/status/503", body: .bytes([1])))
+        #expect(post.status == 503)
+        #expect(upstream.requests.count == 1, "POST is never retried")
+        gateway.stop()
+    }
+
     @Test func readinessAndMetricsOnTheAdminListener() async throws {
         let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()

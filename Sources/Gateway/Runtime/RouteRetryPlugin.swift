@@ -1,0 +1,36 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+import Moya
+
+/// Applies a route's `retries`: idempotent methods only, and only when no response byte arrived (connect failures,
+/// connections closed before a response, timeouts before the head) or the upstream answered one of the configured
+/// statuses. `attempts` counts the first try; `backoff` pauses between attempts.
+struct RouteRetryPlugin: RequestRetrier {
+    func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+               attempt: Int) async -> RetryDecision {
+        guard let gateway = target.gatewayTarget, let retries = gateway.retries, attempt + 1 < retries.attempts,
+              gateway.method.isIdempotent else { return .doNotRetry }
+        let delay = retries.backoff?.seconds ?? 0
+        switch result {
+        case .success(let response):
+            return retries.statuses.contains(response.statusCode) ? .retry(after: delay) : .doNotRetry
+        case .failure(let error):
+            if let response = error.response {
+                return retries.statuses.contains(response.statusCode) ? .retry(after: delay) : .doNotRetry
+            }
+            guard case .underlying(let underlying, _) = error, let client = underlying as? HTTPClientError else {
+                return .doNotRetry
+            }
+            switch client {
+            case .connectFailed, .connectTimeout, .nameResolutionFailed, .poolExhausted, .responseTimeout,
+                 .connectionClosed(responseStarted: false):
+                return .retry(after: delay)
+            default:
+                return .doNotRetry
+            }
+        }
+    }
+}
