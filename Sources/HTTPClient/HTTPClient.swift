@@ -106,7 +106,13 @@ public final class HTTPClient: Sendable {
         }
         guard !addresses.isEmpty else { throw HTTPClientError.nameResolutionFailed(host: request.host) }
         let tls = request.origin.isTLS ? try clientTLSContext() : nil
-        let loopIndex = group.loops.firstIndex { $0.inEventLoop } ?? group.loops.firstIndex { $0 === group.next() } ?? 0
+        let loopIndex: Int
+        if let current = group.loops.firstIndex(where: { $0.inEventLoop }) {
+            loopIndex = current
+        } else {
+            let next = group.next()
+            loopIndex = group.loops.firstIndex { $0 === next } ?? 0
+        }
         let loop = group.loops[loopIndex]
         let loopPools = pools[loopIndex]
         let deadlineNanos = deadline.map { instant -> UInt64 in

@@ -1,20 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `moya-gateway` binary (build it with `swift build` before `swift test`).
 @Suite struct CheckCommandTests {
-    static func binary() -> URL? {
-        var candidates: [URL] = []
-        #if os(macOS)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("moya-gateway"))
-        }
-        #endif
-        candidates.append(Bundle.main.bundleURL.appendingPathComponent("moya-gateway"))
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("moya-gateway"))
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/moya-gateway"))
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static func binary() -> URL? { BuiltProducts.executable(named: "moya-gateway") }
 
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws
         -> (status: Int32, stdout: String, stderr: String) {

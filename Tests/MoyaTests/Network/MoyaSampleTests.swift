@@ -1,24 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `MoyaSample` executable (Examples/MoyaSample; `swift build` builds it) and checks its output.
 @Suite struct MoyaSampleTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The binary next to the test bundle, else `.build/debug/MoyaSample`.
-    static func binary() -> URL? {
-        var candidates: [URL] = []
-        #if os(macOS)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("MoyaSample"))
-        }
-        #endif
-        candidates.append(Bundle.main.bundleURL.appendingPathComponent("MoyaSample"))
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("MoyaSample"))
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/MoyaSample"))
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static func binary() -> URL? { BuiltProducts.executable(named: "MoyaSample") }
 
     /// Runs the sample on a GCD thread (not the cooperative pool), killing it after `timeout` seconds.
     static func run(environment: [String: String] = [:], timeout: Double = 30) async throws
