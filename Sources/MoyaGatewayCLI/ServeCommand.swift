@@ -1,11 +1,12 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import Gateway
 import NetCore
+import ServiceLifecycle
 
 /// `moya-gateway serve`: load the configuration exactly like `check`, bind the listeners and serve until SIGTERM or
 /// SIGINT (drain, then exit 0); SIGHUP reloads the file, keeping the old configuration when the new one is invalid.
+/// Signals are handled by a swift-service-lifecycle `ServiceGroup` running one ``GatewayService``.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -25,53 +26,12 @@ struct ServeCommand: AsyncParsableCommand {
             StandardError.print("\(options.path): cannot start: \(error)")
             throw ExitCode(1)
         }
-        await waitForSignals(runtime: runtime)
-        await runtime.drain()
-    }
-
-    /// Handles SIGHUP (reload) until SIGTERM or SIGINT arrives.
-    private func waitForSignals(runtime: GatewayRuntime) async {
-        for signal in [SIGTERM, SIGINT, SIGHUP] { Foundation.signal(signal, SIG_IGN) }
-        let queue = DispatchQueue(label: "moya-gateway.signals")
-        let options = self.options
-        let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        reload.setEventHandler {
-            switch ConfigLoader().load(path: options.path, environment: ProcessInfo.processInfo.environment) {
-            case .success(let config):
-                runtime.reload(with: config)
-            case .failure(let errors):
-                runtime.logger.error("reload rejected; keeping the running configuration",
-                                     metadata: ["problems": .array(errors.problems.map { .string($0.description) })])
-            }
-        }
-        reload.resume()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: queue) }
-            let once = OnceFlag()
-            for source in sources {
-                source.setEventHandler {
-                    if once.claim() {
-                        for source in sources { source.cancel() }
-                        continuation.resume()
-                    }
-                }
-                source.resume()
-            }
-        }
-        reload.cancel()
-    }
-}
-
-/// True for the first caller only.
-final class OnceFlag: @unchecked Sendable {
-    private var claimed = false
-    private let lock = NSLock()
-
-    func claim() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if claimed { return false }
-        claimed = true
-        return true
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: GatewayService(runtime: runtime, configPath: options.path))],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: runtime.logger)
+        // The drain has its own deadline; this only bounds a drain that hangs.
+        group.maximumGracefulShutdownDuration = config.server.limits.drainTimeout + .seconds(10)
+        try await ServiceGroup(configuration: group).run()
     }
 }

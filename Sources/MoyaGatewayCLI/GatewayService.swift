@@ -1,0 +1,35 @@
+import Foundation
+import Gateway
+import ServiceLifecycle
+import UnixSignals
+
+/// The running gateway as a swift-service-lifecycle `Service`: it serves until the service group asks for a graceful
+/// shutdown (SIGTERM or SIGINT), then drains. SIGHUP reloads the configuration file meanwhile; an invalid file is
+/// logged and the running configuration kept.
+struct GatewayService: Service {
+    let runtime: GatewayRuntime
+    let configPath: String
+
+    func run() async throws {
+        let reloads = await UnixSignalsSequence(trapping: .sighup)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in reloads { reload() }
+            }
+            // Returns when graceful shutdown is triggered, or throws when the group is cancelled: drain either way.
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
+        await runtime.drain()
+    }
+
+    private func reload() {
+        switch ConfigLoader().load(path: configPath, environment: ProcessInfo.processInfo.environment) {
+        case .success(let config):
+            runtime.reload(with: config)
+        case .failure(let errors):
+            runtime.logger.error("reload rejected; keeping the running configuration",
+                                 metadata: ["problems": .array(errors.problems.map { .string($0.description) })])
+        }
+    }
+}
