@@ -22,7 +22,7 @@ final class UpstreamProvider: Sendable {
         }
         if let credentials = upstream.credentials {
             let credential = URLCredential(user: credentials.user, password: credentials.password.value, persistence: .none)
-            plugins.append(CredentialsPlugin { _ in credential })
+            plugins.append(CredentialsPlugin(preemptive: credentials.preemptive) { _ in credential })
         }
         let session: Session
         if upstream.isStub {

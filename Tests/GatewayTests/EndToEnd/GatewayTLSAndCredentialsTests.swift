@@ -1,0 +1,217 @@
+import Foundation
+import HTTPClient
+import HTTPServer
+import HTTPWire
+import NetCore
+import Synchronization
+import TestSupport
+import Testing
+
+/// The real `moya-gateway` binary: upstream credentials (Basic on a challenge and pre-emptive), HTTPS upstreams with
+/// verification against a CA file, the gateway's own TLS listener, and a route's whole-request deadline.
+@Suite(.serialized) struct GatewayTLSAndCredentialsTests {
+
+    @Test func credentialsAnswerTheUpstreamChallengeAndTheClientNeverSeesIt() async throws {
+        let upstream = try await ChallengingUpstream.start(user: "svc", password: "PASSWORD_CANARY")
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              challenged:
+                base_url: http://127.0.0.1:\(upstream.port)
+                credentials: { user: svc, password: "${SVC_PASSWORD}" }
+              preemptive:
+                base_url: http://127.0.0.1:\(upstream.port)
+                credentials: { user: svc, password: "${SVC_PASSWORD}", preemptive: true }
+            routes:
+              - { name: challenged, match: { path_prefix: /c }, upstream: challenged }
+              - { name: preemptive, match: { path_prefix: /p }, upstream: preemptive }
+            """, environment: ["SVC_PASSWORD": "PASSWORD_CANARY"])
+        let client = HTTPClient()
+
+        let challenged = try await client.execute(HTTPClientRequest(
+            url: "\(gateway.url)/c/data", headers: ["Authorization": "Bearer CLIENT_CANARY"]))
+        #expect(challenged.status == 200, "the 401 challenge is answered by the gateway, not passed on")
+        #expect(challenged.headers.first(name: "WWW-Authenticate") == nil)
+        let attempts = upstream.authorizations
+        #expect(attempts.count == 2, "one unauthenticated attempt, one retry with the credentials: \(attempts)")
+        #expect(attempts.first == .some(nil), "the client's own Authorization is never forwarded")
+        #expect(attempts.last == .some(upstream.expectedAuthorization))
+
+        upstream.reset()
+        let preemptive = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/p/data"))
+        #expect(preemptive.status == 200)
+        #expect(upstream.authorizations == [upstream.expectedAuthorization], "Basic sent up front: no challenge round trip")
+
+        gateway.stop()
+        let logs = gateway.stdout + gateway.stderr
+        let body = String(decoding: challenged.body + preemptive.body, as: UTF8.self)
+        for canary in ["PASSWORD_CANARY", "CLIENT_CANARY", upstream.expectedAuthorization] {
+            #expect(!logs.contains(canary), "\(canary) leaked into logs")
+            #expect(!body.contains(canary), "\(canary) leaked into a response")
+        }
+    }
+
+    @Test func httpsUpstreamsAreVerifiedAgainstTheConfiguredCAFile() async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-tls-upstream")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let upstream = try await TLSEchoUpstream.start(certificate: files.cert, key: files.key)
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              trusted:
+                base_url: https://localhost:\(upstream.port)
+                tls: { ca_file: \(files.ca) }
+              untrusted:
+                base_url: https://localhost:\(upstream.port)
+            routes:
+              - { name: trusted, match: { path_prefix: /trusted }, upstream: trusted, rewrite: { strip_prefix: /trusted } }
+              - { name: untrusted, match: { path_prefix: /untrusted }, upstream: untrusted }
+            """)
+        let client = HTTPClient()
+        let trusted = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/trusted/hello"))
+        #expect(trusted.status == 200)
+        #expect(String(decoding: trusted.body, as: UTF8.self) == "tls /hello")
+        let untrusted = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/untrusted/hello"))
+        #expect(untrusted.status == 502, "verification is on by default: an unknown CA is refused")
+        #expect(upstream.hits == 1, "the unverified upstream never received the request")
+        gateway.stop()
+        #expect(gateway.accessLog.last?["upstream_error"] != nil)
+        await upstream.shutdown()
+    }
+
+    @Test func theGatewayServesHTTPSWithALPN() async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-tls-listener")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let tlsPort = try freeLoopbackPort()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              tls:
+                listen: ["127.0.0.1:\(tlsPort)"]
+                certificate: \(files.cert)
+                private_key: \(files.key)
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              stubbed:
+                stub: { status: 200, headers: { Content-Type: application/json }, body: '{"ok":true}' }
+            routes:
+              - { name: stubbed, match: { path: /hello }, upstream: stubbed }
+            """)
+        var configuration = HTTPClient.Configuration()
+        configuration.tls = TLSClientConfiguration(caFile: files.ca)
+        let client = HTTPClient(configuration: configuration)
+        let response = try await client.execute(HTTPClientRequest(url: "https://localhost:\(tlsPort)/hello"))
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "{\"ok\":true}")
+
+        let curl = try ProcessRunner.run("curl", ["-sS", "--http2", "--cacert", files.ca, "-o", "/dev/null",
+                                                  "-w", "%{http_version} %{http_code} %{scheme}",
+                                                  "https://localhost:\(tlsPort)/hello"])
+        #expect(curl.stdout == "2 200 HTTPS", "ALPN picks h2 on the TLS listener: \(curl.stdout) \(curl.stderr)")
+        let http1 = try ProcessRunner.run("curl", ["-sS", "--http1.1", "--cacert", files.ca, "-o", "/dev/null",
+                                                   "-w", "%{http_version} %{http_code}", "https://localhost:\(tlsPort)/hello"])
+        #expect(http1.stdout == "1.1 200")
+        gateway.stop()
+        #expect(gateway.accessLog.count == 3, "one access-log line per request over TLS")
+    }
+
+    @Test func aRouteTimeoutIsTheWholeRequestsDeadline() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              patient:
+                base_url: http://127.0.0.1:\(upstream.port)
+                timeout: { connect: 1s, response: 10s }
+            routes:
+              - { name: bounded, match: { path_prefix: /bounded }, upstream: patient, timeout: 300ms,
+                  rewrite: { strip_prefix: /bounded } }
+              - { name: unbounded, match: { path_prefix: /unbounded }, upstream: patient, rewrite: { strip_prefix: /unbounded } }
+            """)
+        let client = HTTPClient()
+        let started = ContinuousClock.now
+        let bounded = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/bounded/slow?ms=3000"))
+        let elapsed = ContinuousClock.now - started
+        #expect(bounded.status == 504)
+        #expect(elapsed >= .milliseconds(250) && elapsed < .milliseconds(2500), "the route's 300ms deadline, not the upstream's 10s: \(elapsed)")
+        let unbounded = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/unbounded/slow?ms=400"))
+        #expect(unbounded.status == 200, "without a route timeout the upstream's response timeout applies")
+        gateway.stop()
+    }
+}
+
+/// An upstream that answers `401` with `WWW-Authenticate: Basic` unless the request carries the expected Basic
+/// credentials, and records the `Authorization` header of every request.
+final class ChallengingUpstream: HTTPServerHandler {
+    let expectedAuthorization: String
+    private let server = Mutex<HTTPServer?>(nil)
+    private let seen = Mutex<[String?]>([])
+
+    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var authorizations: [String?] { seen.withLock { $0 } }
+    func reset() { seen.withLock { $0.removeAll() } }
+
+    private init(user: String, password: String) {
+        expectedAuthorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+    }
+
+    static func start(user: String, password: String) async throws -> ChallengingUpstream {
+        let upstream = ChallengingUpstream(user: user, password: password)
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+                                group: try EventLoopGroup(threads: 1), handler: upstream)
+        try await server.start()
+        upstream.server.withLock { $0 = server }
+        return upstream
+    }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        let authorization = request.head.headers.first(name: "Authorization")
+        seen.withLock { $0.append(authorization) }
+        guard authorization == expectedAuthorization else {
+            return HTTPServerResponse(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"upstream\""],
+                                      body: Array("challenge".utf8))
+        }
+        return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("welcome".utf8))
+    }
+}
+
+/// An HTTPS upstream (our server with a test certificate) answering `tls <target>`.
+final class TLSEchoUpstream: HTTPServerHandler {
+    private let server = Mutex<HTTPServer?>(nil)
+    private let count = Mutex(0)
+    var port: Int { server.withLock { $0?.tlsLocalAddresses.first?.port ?? 0 } }
+    var hits: Int { count.withLock { $0 } }
+
+    static func start(certificate: String, key: String) async throws -> TLSEchoUpstream {
+        let upstream = TLSEchoUpstream()
+        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: certificate, privateKeyPath: key))
+        let server = HTTPServer(configuration: .init(listen: [], tlsListen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], tls: tls),
+                                group: try EventLoopGroup(threads: 1), handler: upstream)
+        try await server.start()
+        upstream.server.withLock { $0 = server }
+        return upstream
+    }
+
+    func shutdown() async {
+        await server.withLock { $0 }?.shutdown(timeout: .seconds(1))
+    }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        count.withLock { $0 += 1 }
+        return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("tls \(request.head.target)".utf8))
+    }
+}
