@@ -5,6 +5,9 @@
 #     the configuration's listen/admin ports match them, terminationGracePeriodSeconds > preStop sleep + drain_timeout,
 #     configMapGenerator/secretGenerator files exist, ConfigMap volume items name generated keys, HPA/PDB/security;
 #   - Docker: EXPOSE, HEALTHCHECK port/path, STOPSIGNAL, COPY sources exist; compose ports, mounts, stop_grace_period;
+#   - Kubernetes schemas: every manifest a kustomization lists is validated strictly against the Kubernetes 1.30 API
+#     schemas with `kubernetes-validate` (PyPI, installed into .build/check-deploy-venv; skipped with a note when PyPI
+#     cannot be reached);
 #   - systemd: TimeoutStopSec > drain_timeout, `systemd-analyze verify`;
 #   - `moya-gateway check --config F` on every shipped configuration (Configuration/*.yaml, Configuration/examples/*.yaml
 #     with each ${VAR} set to a dummy value, deploy/**/gateway*.yaml), using .build/debug/moya-gateway
@@ -45,6 +48,16 @@ if [ ! -x "$BIN" ]; then
     fi
 fi
 
+# kubernetes-validate (JSON schemas of the Kubernetes API, bundled in the package) in a private venv.
+VENV=.build/check-deploy-venv
+KUBE_VALIDATE=""
+if [ ! -x "$VENV/bin/kubernetes-validate" ]; then
+    { "$PY" -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check kubernetes-validate; } >&2 2>&1 \
+        || echo "check-deploy: could not install kubernetes-validate from PyPI; schema validation skipped" >&2
+fi
+[ -x "$VENV/bin/kubernetes-validate" ] && KUBE_VALIDATE="$VENV/bin/kubernetes-validate"
+
+export CHECK_DEPLOY_KUBE_VALIDATE="$KUBE_VALIDATE"
 export CHECK_DEPLOY_BIN="$BIN" CHECK_DEPLOY_BUILD_PROBLEM="$BUILD_PROBLEM"
 exec "$PY" - <<'PYTHON'
 import glob
@@ -556,6 +569,20 @@ else:
                 run_check("gateway.yaml", f"{path} (as /etc/moya-gateway/gateway.yaml)", cwd=stage, tmp=tmp)
             else:
                 run_check(path, path, tmp=tmp)
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Kubernetes API schemas (strict: unknown fields are errors).
+kube_validate = os.environ.get("CHECK_DEPLOY_KUBE_VALIDATE", "")
+if kube_validate:
+    manifests = sorted({path for directory in glob.glob("deploy/kubernetes/**/", recursive=True)
+                        for path, _ in resources_of(os.path.normpath(directory))})
+    for path in manifests:
+        run = subprocess.run([kube_validate, "-k", "1.30.0", "--strict", "--quiet", path], capture_output=True, text=True)
+        check(run.returncode == 0, path, "Kubernetes schema validation failed: "
+              + " | ".join(l for l in (run.stdout + run.stderr).splitlines() if l.strip()))
+    note(f"{len(manifests)} Kubernetes manifests validated against the 1.30 schemas")
+else:
+    note("Kubernetes schema validation skipped (kubernetes-validate unavailable)")
 
 # ---------------------------------------------------------------------------------------------------------------------
 for line in problems:
