@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Coalescing wall time: N (=100) concurrent identical GETs, fired at once over pre-opened connections by the shared
+# harness's tools/burst.py, through moya-gateway to the harness's slow upstream (tools/slow_upstream.py, DELAY s per
+# request, counts hits). Targets, each with a fresh `?k=` key per burst:
+#   direct      the slow upstream itself (the floor: N hits, wall ≈ DELAY)
+#   coalesce    a route with `coalesce: true` (goal: 1 hit, wall ≤ 1.15 × DELAY)
+#   plain       the same upstream without coalescing (control: N hits)
+# The gateway runs on CPU 1, burst.py and the upstream on CPU 0. Medians of REPS bursts.
+# Env: N=100 REPS=5 DELAY=0.1 PORT_BASE=18280 SKIP_BUILD=0
+# Output: a markdown table on stdout; raw JSON lines under $RUN_DIR/results/coalesce-gw/.
+set -euo pipefail
+ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
+SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
+[[ -f "$SHARED_BENCH/lib.sh" ]] || { echo "coalesce.sh: the reference harness is missing at $SHARED_BENCH" >&2; exit 1; }
+export RUN_DIR="${RUN_DIR:-/tmp/moyabench-coalesce}"
+# shellcheck source=/dev/null
+source "$SHARED_BENCH/lib.sh"
+
+N="${N:-100}"
+REPS="${REPS:-5}"
+DELAY="${DELAY:-0.1}"
+PORT_BASE="${PORT_BASE:-18280}"
+UPSTREAM_PORT=$PORT_BASE GATEWAY_PORT=$((PORT_BASE + 1)) ADMIN_PORT=$((PORT_BASE + 2))
+OUT="$RESULTS_DIR/coalesce-gw"
+need curl taskset "$PY"
+
+install_traps
+kill_stale
+rm -rf "$OUT"; mkdir -p "$OUT"
+require_free_ports "$UPSTREAM_PORT" "$GATEWAY_PORT" "$ADMIN_PORT"
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
+fi
+cat >"$OUT/gateway.yaml" <<YAML
+server: { listen: ["127.0.0.1:$GATEWAY_PORT"], threads: 1 }
+admin: { listen: "127.0.0.1:$ADMIN_PORT" }
+logging: { access_log: false }
+upstreams:
+  slow: { base_url: "http://127.0.0.1:$UPSTREAM_PORT", timeout: { response: 20s }, pool: { max_connections: 256 } }
+routes:
+  - { name: coalesce, match: { path_prefix: /coalesce }, upstream: slow, coalesce: true, rewrite: { strip_prefix: /coalesce } }
+  - { name: plain, match: { path_prefix: /plain }, upstream: slow, rewrite: { strip_prefix: /plain } }
+YAML
+spawn slowpy taskset -c 0 "$PY" "$TOOLS/slow_upstream.py" --port "$UPSTREAM_PORT" --delay "$DELAY"
+wait_http "http://$HOST:$UPSTREAM_PORT/hits"
+spawn gateway taskset -c 1 "$ROOT/.build/release/moya-gateway" serve --config "$OUT/gateway.yaml"
+wait_http "http://$HOST:$ADMIN_PORT/readyz"
+
+declare -A PREFIX=([direct]="" [coalesce]="/coalesce" [plain]="/plain")
+declare -A PORT=([direct]=$UPSTREAM_PORT [coalesce]=$GATEWAY_PORT [plain]=$GATEWAY_PORT)
+for rep in $(seq "$REPS"); do
+    for target in direct coalesce plain; do
+        key="$target-$rep-$(date +%s%N)"
+        curl -sf -o /dev/null "http://$HOST:$UPSTREAM_PORT/reset"
+        burst=$(taskset -c 0 timeout -k 5 60 "$PY" "$TOOLS/burst.py" --port "${PORT[$target]}" \
+            --path "${PREFIX[$target]}/slow?k=$key" -n "$N" --timeout 20)
+        sleep 0.3   # let any straggler reach the upstream before counting
+        hits=$(curl -sf "http://$HOST:$UPSTREAM_PORT/hits")
+        echo "{\"target\":\"$target\",\"rep\":$rep,\"burst\":$burst,\"upstream\":$hits}" >>"$OUT/bursts.jsonl"
+        log "rep $rep $target: $burst hits=$hits"
+    done
+done
+stop_all
+
+"$PY" - "$OUT/bursts.jsonl" "$N" "$DELAY" <<'PYEOF'
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+n, delay_ms = int(sys.argv[2]), float(sys.argv[3]) * 1000
+print(f"| target | bursts | 200s / {n} | upstream hits (median) | wall ms (median, min–max) | wall / upstream delay |")
+print("|---|---|---|---|---|---|")
+for target in ["direct", "coalesce", "plain"]:
+    mine = [r for r in rows if r["target"] == target]
+    walls = [r["burst"]["wall_ms"] for r in mine]
+    oks = [r["burst"]["statuses"].get("200", 0) for r in mine]
+    hits = [r["upstream"]["hits"] for r in mine]
+    wall = statistics.median(walls)
+    print(f"| {target} | {len(mine)} | {min(oks)}–{max(oks)} | {statistics.median(hits):g} | "
+          f"{wall:.1f} ({min(walls):.1f}–{max(walls):.1f}) | {wall / delay_ms:.2f}× |")
+PYEOF
