@@ -30,6 +30,7 @@ public final class HTTP2Session {
     private var finalGoAwaySubmitted = false
     private var requestsAccepted = 0
     private var peerInducedResets = 0
+    private var consecutiveEmptyDataFrames = 0
     private var localResetsPending: Set<Int32> = []
     private var openLocalStreams = 0
     /// Server: streams above this id are refused (set by the final GOAWAY, ours or the request cap's).
@@ -517,6 +518,15 @@ public final class HTTP2Session {
                 handleResponseHeaders(stream, endStream: endStream)
             }
         case NGHTTP2_DATA.rawValue:
+            if frame.hd.length == 0 && !endStream {
+                consecutiveEmptyDataFrames += 1
+                if consecutiveEmptyDataFrames > settings.maxConsecutiveEmptyDataFrames, let session {
+                    _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.enhanceYourCalm.rawValue)
+                    finalGoAwaySubmitted = true
+                }
+                return 0
+            }
+            consecutiveEmptyDataFrames = 0
             guard let stream = streams[streamID], !stream.rejected, endStream else { return 0 }
             stream.remoteEnded = true
             if let length = stream.contentLength, length != stream.bodyReceived, !(role == .client && stream.isHeadRequest) {

@@ -122,6 +122,10 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// errors: the "MadeYouReset" class, CVE-2025-8671) allowed per connection before it is closed with
     /// GOAWAY(ENHANCE_YOUR_CALM). Resets requested through `resetStream` are not counted.
     public var maxPeerInducedResets: Int = 1000
+    /// Consecutive DATA frames with an empty payload and no END_STREAM allowed before the connection is closed with
+    /// GOAWAY(ENHANCE_YOUR_CALM) (the empty-frames flood, CVE-2019-9518). Any DATA frame with a payload resets the
+    /// count.
+    public var maxConsecutiveEmptyDataFrames: Int = 100
     /// Per-stream outbound buffer: `sendBody` returns `false` (pause the producer) once this many bytes are
     /// queued; `.windowAvailable` follows when the queue drains below half.
     public var streamSendBufferSize: Int = 64 * 1024
