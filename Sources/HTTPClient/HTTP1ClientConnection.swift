@@ -11,7 +11,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     private(set) var reusable = true
     private(set) var exchangesServed = 0
     var idleSince = EventLoop.now()
-    private let openedAt = EventLoop.now()
+    let openedAt = EventLoop.now()
     private var connectTimer: LoopTimer?
     /// The exchange waiting for this connection to become active.
     private var pendingExchange: HTTPClientExchange?
@@ -35,6 +35,14 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         isActive = true
         connectTimer?.cancel()
         connectTimer = nil
+        if connection.negotiatedProtocol == "h2" {
+            // A probe that ALPN turned into HTTP/2: the pool hands the connection to an HTTP/2 client.
+            let pending = pendingExchange
+            pendingExchange = nil
+            pool.adoptHTTP2(connection, from: self, pending: pending, openedAt: openedAt)
+            return
+        }
+        pool.learnedHTTP1()
         if let pending = pendingExchange {
             pendingExchange = nil
             pending.connectDuration = .nanoseconds(Int64(clamping: EventLoop.now() &- openedAt))

@@ -18,6 +18,9 @@ final class HTTPClientExchange {
     var firstByteAt: UInt64 = 0
     /// Set once the exchange has been retried on a fresh connection.
     var retried = false
+    /// Times the exchange was moved to another HTTP/2 connection because the server did not process it (GOAWAY,
+    /// REFUSED_STREAM).
+    var unprocessedRetries = 0
     /// Forces a new connection (used for the retry).
     var requiresFreshConnection = false
     var timer: LoopTimer?
