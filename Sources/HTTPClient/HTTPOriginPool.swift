@@ -32,6 +32,8 @@ final class HTTPOriginPool {
     private var http2: HTTP2ClientConnection?
     /// Every open HTTP/2 connection, including those finishing their streams after GOAWAY.
     private var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
+    /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
+    private var isClosed = false
 
     init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?) {
         self.origin = origin
@@ -49,6 +51,10 @@ final class HTTPOriginPool {
 
     /// Runs `exchange` on an idle connection, a new one, or after a connection frees up.
     func submit(_ exchange: HTTPClientExchange, addresses: [SocketAddress]) {
+        guard !isClosed else {
+            exchange.fail(.shutDown)
+            return
+        }
         if !addresses.isEmpty { self.addresses = addresses }
         if let http2 {
             http2.enqueue(exchange)
@@ -246,6 +252,7 @@ final class HTTPOriginPool {
     }
 
     func closeAll() {
+        isClosed = true
         for connection in Array(all.values) { connection.connection.close() }
         for connection in Array(http2Connections.values) { connection.connection.close() }
     }

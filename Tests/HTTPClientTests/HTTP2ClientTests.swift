@@ -253,4 +253,22 @@ private func text(_ response: HTTPClientResponse) -> String { String(decoding: r
         #expect(server.server.openConnections == 1)
         await server.stop()
     }
+
+    @Test func aConnectionLevelFailureFailsEveryStreamOnIt() async throws {
+        let server = try await H2Server.start()
+        let client = h2cClient()
+        let base = "http://127.0.0.1:\(server.port)"
+        let tasks = (0..<8).map { index in
+            Task { try await client.execute(HTTPClientRequest(url: "\(base)/cancel-probe?id=k\(index)")) }
+        }
+        for _ in 0..<200 where (0..<8).contains(where: { server.observations.probe("k\($0)") == nil }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect((0..<8).allSatisfy { server.observations.probe("k\($0)") == "started" })
+        // The handlers outlive the drain timeout: the server closes the connection under the streams.
+        await server.server.shutdown(timeout: .milliseconds(200))
+        for task in tasks {
+            await #expect(throws: HTTPClientError.self) { _ = try await task.value }
+        }
+    }
 }
