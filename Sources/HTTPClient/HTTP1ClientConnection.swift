@@ -108,13 +108,23 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 exchange.responseHead = head
                 exchange.timer?.cancel()
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
+                if exchange.isStreamed {
+                    exchange.onBodyDemand = { [weak self, weak exchange] in
+                        guard let self, let exchange, self.exchange === exchange else { return }
+                        self.connection.resumeReading()
+                    }
+                    exchange.headReceived()
+                }
             case .body(let bytes):
-                exchange.responseBody.append(contentsOf: bytes)
+                let received = exchange.countBody(bytes.count)
+                // A streamed body's reader is behind: stop reading until it catches up.
+                if !exchange.receive(bytes) { connection.pauseReading() }
                 let declared = exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) }
-                exchange.progress.download?(Int64(exchange.responseBody.count), declared)
+                exchange.progress.download?(received, declared)
             case .end:
                 self.exchange = nil
                 if parser.hasUnexpectedBytes { reusable = false }
+                connection.resumeReading()
                 exchange.succeed()
                 finishExchange()
                 return

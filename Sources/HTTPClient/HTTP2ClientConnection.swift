@@ -140,6 +140,14 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         if hasBody { exchange.progress.upload?(Int64(exchange.body.count), Int64(exchange.body.count)) }
     }
 
+    /// Lets the server send as many body bytes again as `exchange` has passed on (WINDOW_UPDATE).
+    private func acknowledge(_ streamID: Int32, _ exchange: HTTPClientExchange) {
+        guard exchange.unacknowledged > 0 else { return }
+        session.consumed(streamID: streamID, count: exchange.unacknowledged)
+        exchange.unacknowledged = 0
+        scheduleFlush()
+    }
+
     /// Ends `exchange` with `error` and resets its stream (CANCEL), leaving the connection to the other streams.
     private func abandon(_ streamID: Int32, _ exchange: HTTPClientExchange, with error: HTTPClientError) {
         guard streams[streamID] === exchange else { return }
@@ -275,16 +283,29 @@ final class HTTP2ClientConnection: ConnectionDelegate {
                 exchange.responseStarted = true
                 exchange.responseHead = head
                 exchange.timer?.cancel()
+                if exchange.isStreamed {
+                    exchange.onBodyDemand = { [weak self, weak exchange] in
+                        guard let self, let exchange, self.streams[streamID] === exchange else { return }
+                        self.acknowledge(streamID, exchange)
+                    }
+                    exchange.headReceived()
+                }
             case .responseBody(let streamID, let bytes):
-                session.consumed(streamID: streamID, count: bytes.count)
-                guard let exchange = streams[streamID] else { continue }
-                if Int64(exchange.responseBody.count + bytes.count) > configuration.maxResponseBodyBytes {
+                guard let exchange = streams[streamID] else {
+                    session.consumed(streamID: streamID, count: bytes.count)
+                    continue
+                }
+                let received = exchange.countBody(bytes.count)
+                if !exchange.isStreamed && received > configuration.maxResponseBodyBytes {
+                    session.consumed(streamID: streamID, count: bytes.count)
                     abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))
                     continue
                 }
-                exchange.responseBody.append(contentsOf: bytes)
+                // A streamed body's reader is behind: the bytes stay unacknowledged, so the server's window closes.
+                exchange.unacknowledged += bytes.count
+                if exchange.receive(bytes) { acknowledge(streamID, exchange) }
                 let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
-                exchange.progress.download?(Int64(exchange.responseBody.count), declared)
+                exchange.progress.download?(received, declared)
             case .responseEnd(let streamID):
                 streams.removeValue(forKey: streamID)?.succeed()
             case .streamReset(let streamID, let errorCode):

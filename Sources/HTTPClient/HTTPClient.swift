@@ -122,6 +122,22 @@ public final class HTTPClient: Sendable {
     /// - Throws: ``HTTPClientError``; ``HTTPClientError/cancelled`` when the calling task is cancelled.
     public func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponse {
+        try await run(request, deadline: deadline, progress: progress) { .collected($0) }
+    }
+
+    /// Sends `request` and returns as soon as the response head arrived; the body follows as a back-pressured stream
+    /// (see ``HTTPClientStreamingResponse``). The response timeout and `deadline` apply up to the head. Not retried
+    /// once the head arrived; decompression is not applied.
+    /// - Throws: ``HTTPClientError``, before the head; errors after it end the body stream.
+    public func execute(streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
+                        progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientStreamingResponse {
+        try await run(request, deadline: deadline, progress: progress) { .streamed($0) }
+    }
+
+    private func run<Result: Sendable>(
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
+        delivery: @escaping @Sendable (CheckedContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
+    ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
         try Task.checkCancellation()
         let body = try await collectBody(request.body)
@@ -155,7 +171,7 @@ public final class HTTPClient: Sendable {
                 loop.executeSoonOrNow {
                     let exchange = HTTPClientExchange(
                         request: request, head: head, body: body, progress: progress, configuration: configuration,
-                        deadline: deadlineNanos, continuation: continuation)
+                        loop: loop, deadline: deadlineNanos, delivery: delivery(continuation))
                     exchangeBox.withLock { $0 = UncheckedSendable(exchange) }
                     if Task.isCancelled {
                         exchange.fail(.cancelled)
