@@ -2,7 +2,9 @@
 // requests/s, latency percentiles and CPU µs per request (getrusage, all threads of this process).
 //
 //   ClientBench --url http://127.0.0.1:18180/ [--connections 50] [--duration 5] [--threads 1]
-//               [--warmup 1] [--max-requests 20000000]
+//               [--warmup 1] [--max-requests 20000000] [--http2 never|always]
+//
+// `--http2 always` speaks h2c with prior knowledge: N tasks multiplexed over one connection.
 //
 // Concurrency = N tasks, each looping `execute()` until the deadline, so at most N requests are in flight and the
 // client's pool (one loop, maxConnectionsPerOrigin >= N) keeps N connections open. Bounded three ways: the deadline,
@@ -23,6 +25,7 @@ struct Options {
     var threads = 1
     var warmup = 1.0
     var maxRequests = 20_000_000
+    var http2 = HTTPClient.Configuration.HTTP2Mode.auto
 
     init(_ args: [String]) {
         func value(_ flag: String) -> String? {
@@ -35,6 +38,7 @@ struct Options {
         if let v = value("--threads").flatMap(Int.init) { threads = max(1, v) }
         if let v = value("--warmup").flatMap(Double.init) { warmup = min(max(0, v), 60) }
         if let v = value("--max-requests").flatMap(Int.init) { maxRequests = max(1, v) }
+        if let v = value("--http2").flatMap(HTTPClient.Configuration.HTTP2Mode.init(rawValue:)) { http2 = v }
     }
 }
 
@@ -125,6 +129,7 @@ let group = try EventLoopGroup(threads: options.threads)
 var configuration = HTTPClient.Configuration()
 configuration.maxConnectionsPerOrigin = max(configuration.maxConnectionsPerOrigin, options.connections)
 configuration.responseTimeout = .seconds(10)
+configuration.http2 = options.http2
 let client = HTTPClient(configuration: configuration, group: group)
 let request = try HTTPClientRequest(url: options.url)
 let perTaskCap = max(1, options.maxRequests / options.connections)
@@ -163,7 +168,7 @@ func f(_ x: Double, _ digits: Int = 1) -> String {
     let scale = pow(10.0, Double(digits))
     return String((x * scale).rounded() / scale)
 }
-print("{\"tool\":\"ClientBench\",\"url\":\"\(options.url)\",\"connections\":\(options.connections),"
+print("{\"tool\":\"ClientBench\",\"url\":\"\(options.url)\",\"http2\":\"\(options.http2.rawValue)\",\"connections\":\(options.connections),"
       + "\"threads\":\(options.threads),\"seconds\":\(f(seconds, 3)),\"requests\":\(total),\"ok\":\(ok),"
       + "\"non200\":\(non200),\"errors\":\(errors),\"rps\":\(f(rps)),\"cpu_us_per_req\":\(f(cpuPerReq, 2)),"
       + "\"cpu_s\":\(f((cpu1 - cpu0) / 1e6, 3)),\"p50_us\":\(f(percentile(latencies, 50))),"

@@ -11,7 +11,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     private(set) var reusable = true
     private(set) var exchangesServed = 0
     var idleSince = EventLoop.now()
-    private let openedAt = EventLoop.now()
+    let openedAt = EventLoop.now()
     private var connectTimer: LoopTimer?
     /// The exchange waiting for this connection to become active.
     private var pendingExchange: HTTPClientExchange?
@@ -35,6 +35,14 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         isActive = true
         connectTimer?.cancel()
         connectTimer = nil
+        if connection.negotiatedProtocol == "h2" {
+            // A probe that ALPN turned into HTTP/2: the pool hands the connection to an HTTP/2 client.
+            let pending = pendingExchange
+            pendingExchange = nil
+            pool.adoptHTTP2(connection, from: self, pending: pending, openedAt: openedAt)
+            return
+        }
+        pool.learnedHTTP1()
         if let pending = pendingExchange {
             pendingExchange = nil
             pending.connectDuration = .nanoseconds(Int64(clamping: EventLoop.now() &- openedAt))
@@ -100,13 +108,23 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 exchange.responseHead = head
                 exchange.timer?.cancel()
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
+                if exchange.isStreamed {
+                    exchange.onBodyDemand = { [weak self, weak exchange] in
+                        guard let self, let exchange, self.exchange === exchange else { return }
+                        self.connection.resumeReading()
+                    }
+                    exchange.headReceived()
+                }
             case .body(let bytes):
-                exchange.responseBody.append(contentsOf: bytes)
+                let received = exchange.countBody(bytes.count)
+                // A streamed body's reader is behind: stop reading until it catches up.
+                if !exchange.receive(bytes) { connection.pauseReading() }
                 let declared = exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) }
-                exchange.progress.download?(Int64(exchange.responseBody.count), declared)
+                exchange.progress.download?(received, declared)
             case .end:
                 self.exchange = nil
                 if parser.hasUnexpectedBytes { reusable = false }
+                connection.resumeReading()
                 exchange.succeed()
                 finishExchange()
                 return

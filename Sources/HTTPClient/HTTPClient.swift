@@ -2,9 +2,13 @@ import HTTPWire
 import NetCore
 import Synchronization
 
-/// An HTTP/1.1 client with connection pools per origin and per event loop, keep-alive with idle expiry, a bounded wait
-/// queue, connect and response timeouts, and a single safe retry of idempotent requests that failed on a reused
-/// connection before any response byte arrived.
+/// An HTTP/1.1 and HTTP/2 client with connection pools per origin and per event loop, keep-alive with idle expiry, a
+/// bounded wait queue, connect and response timeouts, and a single safe retry of idempotent requests that failed on a
+/// reused connection before any response byte arrived.
+///
+/// HTTP/2 (``Configuration/http2``) is negotiated by ALPN on TLS, or spoken with prior knowledge (h2c) on cleartext
+/// when asked for; then one connection per origin per loop carries every request, as many at once as the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS allows (the rest wait in the same bounded queue).
 ///
 /// A request made from a task running on one of the client's loops stays on that loop (and uses that loop's pool), so
 /// a proxied request normally touches one thread from accept to response.
@@ -33,6 +37,30 @@ public final class HTTPClient: Sendable {
         /// ratio so a decompression bomb is an error, not an out-of-memory. Off by default: a proxy passes bodies through
         /// as they came. Moya's default session turns it on, as Alamofire does.
         public var decompression: Decompression? = nil
+        /// Whether to speak HTTP/2 to origins (see ``HTTP2Mode``); `.auto` by default.
+        public var http2: HTTP2Mode = .auto
+        /// SETTINGS this client sends on its HTTP/2 connections (receive windows, header list size).
+        public var http2Settings: HTTP2Settings = HTTPClient.Configuration.defaultHTTP2Settings
+
+        /// How the client picks HTTP/2 or HTTP/1.1 for an origin.
+        public enum HTTP2Mode: String, Sendable, Hashable {
+            /// TLS: offer `h2,http/1.1` by ALPN and use HTTP/2 when the server picks it. Cleartext: HTTP/1.1.
+            case auto
+            /// TLS: offer only `h2` and fail when the server does not pick it. Cleartext: h2c with prior knowledge.
+            case always
+            /// HTTP/1.1 only.
+            case never
+        }
+
+        /// Client defaults: larger receive windows than the protocol's 64 KiB (bodies are read as they arrive).
+        public static var defaultHTTP2Settings: HTTP2Settings {
+            var settings = HTTP2Settings()
+            settings.initialWindowSize = 1 << 20
+            settings.connectionWindowSize = 8 << 20
+            settings.maxHeaderListSize = 64 * 1024
+            settings.maxRequestsPerConnection = nil
+            return settings
+        }
 
         /// Limits for transparent response decoding.
         public struct Decompression: Sendable, Hashable {
@@ -94,6 +122,22 @@ public final class HTTPClient: Sendable {
     /// - Throws: ``HTTPClientError``; ``HTTPClientError/cancelled`` when the calling task is cancelled.
     public func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponse {
+        try await run(request, deadline: deadline, progress: progress) { .collected($0) }
+    }
+
+    /// Sends `request` and returns as soon as the response head arrived; the body follows as a back-pressured stream
+    /// (see ``HTTPClientStreamingResponse``). The response timeout and `deadline` apply up to the head. Not retried
+    /// once the head arrived; decompression is not applied.
+    /// - Throws: ``HTTPClientError``, before the head; errors after it end the body stream.
+    public func execute(streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
+                        progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientStreamingResponse {
+        try await run(request, deadline: deadline, progress: progress) { .streamed($0) }
+    }
+
+    private func run<Result: Sendable>(
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
+        delivery: @escaping @Sendable (CheckedContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
+    ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
         try Task.checkCancellation()
         let body = try await collectBody(request.body)
@@ -127,7 +171,7 @@ public final class HTTPClient: Sendable {
                 loop.executeSoonOrNow {
                     let exchange = HTTPClientExchange(
                         request: request, head: head, body: body, progress: progress, configuration: configuration,
-                        deadline: deadlineNanos, continuation: continuation)
+                        loop: loop, deadline: deadlineNanos, delivery: delivery(continuation))
                     exchangeBox.withLock { $0 = UncheckedSendable(exchange) }
                     if Task.isCancelled {
                         exchange.fail(.cancelled)
@@ -163,7 +207,13 @@ public final class HTTPClient: Sendable {
         try tlsContext.withLock { cached in
             if let cached { return cached }
             do {
-                let context = try TLSContext(client: configuration.tls)
+                var tls = configuration.tls
+                switch configuration.http2 {
+                case .auto: tls.alpnProtocols = ["h2", "http/1.1"]
+                case .always: tls.alpnProtocols = ["h2"]
+                case .never: tls.alpnProtocols = ["http/1.1"]
+                }
+                let context = try TLSContext(client: tls)
                 cached = context
                 return context
             } catch let error as TLSError {

@@ -16,6 +16,8 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case malformedResponse(reason: String)
     /// The connection closed or was reset before the response was complete.
     case connectionClosed(responseStarted: Bool)
+    /// The HTTP/2 server reset the request's stream (`errorCode` is the RST_STREAM code's name).
+    case streamReset(errorCode: String)
     /// The per-origin pool was full and its wait queue was full or the wait timed out.
     case poolExhausted
     /// The request body could not be read (file missing, stream failed).
@@ -37,6 +39,7 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .tlsFailed(let reason): return "TLS failed: \(reason)"
         case .malformedResponse(let reason): return "malformed response: \(reason)"
         case .connectionClosed(let started): return started ? "connection closed mid-response" : "connection closed before a response"
+        case .streamReset(let code): return "stream reset by the server (\(code))"
         case .poolExhausted: return "connection pool exhausted"
         case .requestBodyFailed(let reason): return "request body failed: \(reason)"
         case .decompressionLimitExceeded: return "decompressed body exceeds the limit"

@@ -3,7 +3,21 @@ import NetCore
 
 /// The connections of one client to one origin on one loop: idle connections reused last-in first-out, a cap on open
 /// connections and a bounded queue of waiting exchanges. Loop thread only.
+///
+/// HTTP/2: once the origin is known to speak it (mode `.always`, or ALPN picked `h2`), every exchange goes to one
+/// ``HTTP2ClientConnection``. With `.auto` on TLS the first connection is a probe: it opens as HTTP/1.1 with ALPN
+/// `h2,http/1.1`, other exchanges wait for its handshake, then they all go to HTTP/2 or HTTP/1.1 connections.
 final class HTTPOriginPool {
+    /// What the pool knows about the origin's protocol.
+    private enum OriginProtocol {
+        /// Not known yet (TLS with `.auto`): the next connection probes by ALPN.
+        case unknown
+        /// A probing connection is handshaking; exchanges wait.
+        case probing
+        case http1
+        case http2
+    }
+
     let origin: HTTPOrigin
     let loop: EventLoop
     let configuration: HTTPClient.Configuration
@@ -13,19 +27,53 @@ final class HTTPOriginPool {
     private var waiting: [HTTPClientExchange] = []
     private var waitingHead = 0
     private var addresses: [SocketAddress] = []
+    private var learned: OriginProtocol
+    /// The HTTP/2 connection new exchanges go to.
+    private var http2: HTTP2ClientConnection?
+    /// Every open HTTP/2 connection, including those finishing their streams after GOAWAY.
+    private var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
+    /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
+    private var isClosed = false
 
     init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?) {
         self.origin = origin
         self.loop = loop
         self.configuration = configuration
         self.tls = tls
+        switch configuration.http2 {
+        case .never: learned = .http1
+        case .always: learned = .http2
+        case .auto: learned = origin.isTLS ? .unknown : .http1
+        }
     }
 
-    var openConnections: Int { all.count }
+    var openConnections: Int { all.count + http2Connections.count }
 
     /// Runs `exchange` on an idle connection, a new one, or after a connection frees up.
     func submit(_ exchange: HTTPClientExchange, addresses: [SocketAddress]) {
+        guard !isClosed else {
+            exchange.fail(.shutDown)
+            return
+        }
         if !addresses.isEmpty { self.addresses = addresses }
+        if let http2 {
+            http2.enqueue(exchange)
+            return
+        }
+        switch learned {
+        case .http2:
+            openHTTP2(for: exchange)
+            return
+        case .unknown:
+            learned = .probing
+            open(for: exchange)
+            return
+        case .probing:
+            enqueueWaiting(exchange)
+            return
+        case .http1:
+            break
+        }
         if !exchange.requiresFreshConnection {
             while let connection = idle.popLast() {
                 if connection.connection.isClosed { continue }
@@ -37,6 +85,16 @@ final class HTTPOriginPool {
             open(for: exchange)
             return
         }
+        enqueueWaiting(exchange)
+    }
+
+    /// Submits an exchange that is already on this pool's loop again (moved off an HTTP/2 connection).
+    func resubmit(_ exchange: HTTPClientExchange) {
+        guard !exchange.isFinished else { return }
+        submit(exchange, addresses: [])
+    }
+
+    private func enqueueWaiting(_ exchange: HTTPClientExchange) {
         guard waiting.count - waitingHead < configuration.maxWaitingRequestsPerOrigin else {
             exchange.fail(.poolExhausted)
             return
@@ -65,6 +123,71 @@ final class HTTPOriginPool {
         } catch {
             exchange.fail(.connectFailed(reason: "\(error)"))
         }
+    }
+
+    private func openHTTP2(for exchange: HTTPClientExchange) {
+        guard let address = addresses.first else {
+            exchange.fail(.nameResolutionFailed(host: origin.host))
+            return
+        }
+        do {
+            let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
+            let client = try HTTP2ClientConnection(
+                connection: connection, pool: self, connectTimeout: min(configuration.connectTimeout, remaining(exchange)),
+                requiresALPN: true)
+            connection.delegate = client
+            http2Connections[ObjectIdentifier(client)] = client
+            http2 = client
+            client.enqueue(exchange)
+            try connection.start()
+        } catch {
+            exchange.fail(.connectFailed(reason: "\(error)"))
+        }
+    }
+
+    /// The probing connection's handshake picked `h2`: it becomes this origin's HTTP/2 connection and takes its
+    /// exchange and every waiting one.
+    func adoptHTTP2(_ connection: Connection, from probe: HTTP1ClientConnection, pending: HTTPClientExchange?,
+                    openedAt: UInt64) {
+        all.removeValue(forKey: ObjectIdentifier(probe))
+        idle.removeAll { $0 === probe }
+        let client: HTTP2ClientConnection
+        do {
+            client = try HTTP2ClientConnection(connection: connection, pool: self, connectTimeout: nil,
+                                               requiresALPN: true, openedAt: openedAt)
+        } catch {
+            pending?.fail(.connectFailed(reason: "\(error)"))
+            connection.close()
+            return
+        }
+        connection.delegate = client
+        http2Connections[ObjectIdentifier(client)] = client
+        http2 = client
+        learned = .http2
+        if let pending { client.enqueue(pending) }
+        while let next = nextWaiter() { client.enqueue(next) }
+        client.connectionDidBecomeActive(connection)
+    }
+
+    /// The probing connection's handshake picked HTTP/1.1: open connections for the exchanges that waited.
+    func learnedHTTP1() {
+        guard learned == .probing else { return }
+        learned = .http1
+        while all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() { open(for: next) }
+    }
+
+    /// `connection` stops taking new exchanges (GOAWAY).
+    func http2ConnectionRetired(_ connection: HTTP2ClientConnection) {
+        guard http2 === connection else { return }
+        http2 = nil
+        // With `.auto` the next connection negotiates again.
+        if configuration.http2 == .auto && learned == .http2 { learned = .unknown }
+    }
+
+    /// `connection` closed.
+    func http2ConnectionClosed(_ connection: HTTP2ClientConnection) {
+        http2ConnectionRetired(connection)
+        http2Connections.removeValue(forKey: ObjectIdentifier(connection))
     }
 
     private func remaining(_ exchange: HTTPClientExchange) -> Duration {
@@ -101,6 +224,10 @@ final class HTTPOriginPool {
                           with error: HTTPClientError, reused: Bool) {
         all.removeValue(forKey: ObjectIdentifier(connection))
         idle.removeAll { $0 === connection }
+        if learned == .probing && !connection.isActive {
+            // The probe failed: the next connection probes again.
+            learned = .unknown
+        }
         if let exchange, !exchange.isFinished {
             if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
                case .connectionClosed = error {
@@ -111,16 +238,22 @@ final class HTTPOriginPool {
                 exchange.fail(error)
             }
         }
-        if all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() {
-            open(for: next)
-        }
+        // Unless another probe is still handshaking, the next waiter gets a connection (a new probe when unknown).
+        guard learned != .probing, all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() else { return }
+        if learned == .unknown { learned = .probing }
+        open(for: next)
     }
 
     func expireIdle(now: UInt64) {
         for connection in idle { connection.expireIfIdle(now: now, timeout: configuration.idleTimeout) }
+        for connection in Array(http2Connections.values) {
+            connection.expireIfIdle(now: now, timeout: configuration.idleTimeout)
+        }
     }
 
     func closeAll() {
+        isClosed = true
         for connection in Array(all.values) { connection.connection.close() }
+        for connection in Array(http2Connections.values) { connection.connection.close() }
     }
 }

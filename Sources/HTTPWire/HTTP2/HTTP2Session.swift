@@ -592,14 +592,16 @@ public final class HTTP2Session {
         var headers = HTTPHeaders()
         for (name, value) in stream.fields {
             if name == Array(":status".utf8) {
-                guard status == nil, value.count == 3, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                // `:status` once, first, three digits (RFC 9113 §8.3.2); any other pseudo-header is malformed.
+                guard status == nil, headers.isEmpty, value.count == 3, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                     reject(stream, code: .protocolError)
                     return
                 }
                 status = Int(HTTP2Validation.string(value))
                 continue
             }
-            guard HTTP2Validation.isValidName(name), HTTP2Validation.isValidValue(value) || value.isEmpty else {
+            guard HTTP2Validation.isValidName(name), HTTP2Validation.isValidValue(value) || value.isEmpty,
+                  !HTTP2Validation.connectionSpecific.contains(HTTP2Validation.string(name)) else {
                 reject(stream, code: .protocolError)
                 return
             }

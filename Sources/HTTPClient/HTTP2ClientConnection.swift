@@ -1,0 +1,372 @@
+import HTTPWire
+import NetCore
+
+/// An HTTP/2 connection to one origin carrying many exchanges at once over an ``HTTP2Session`` in client mode.
+/// Loop thread only.
+///
+/// - Streams open only after the server's first SETTINGS, and never more than its SETTINGS_MAX_CONCURRENT_STREAMS;
+///   exchanges beyond that wait in this connection's queue (bounded by the pool's wait-queue limit).
+/// - GOAWAY: streams above its last-stream-id and queued exchanges go back to the pool (the server did not process
+///   them); the others finish here, then the connection closes. REFUSED_STREAM before any response is retried too.
+/// - Response bodies are acknowledged (WINDOW_UPDATE) as they are collected; request bodies wait in the session's
+///   per-stream queue until the server's window lets them go.
+/// - A connection-level failure fails every stream on it.
+final class HTTP2ClientConnection: ConnectionDelegate {
+    let connection: Connection
+    unowned let pool: HTTPOriginPool
+    private let session: HTTP2Session
+    private let configuration: HTTPClient.Configuration
+    private var streams: [Int32: HTTPClientExchange] = [:]
+    private var queued: [HTTPClientExchange] = []
+    private var queuedHead = 0
+    private(set) var isActive = false
+    private var settingsReceived = false
+    /// No new streams here: GOAWAY received or sent, or the connection is closing.
+    private(set) var isGoingAway = false
+    /// Whether the TLS handshake must have selected `h2` (mode `.always`).
+    private let requiresALPN: Bool
+    private var flushScheduled = false
+    private var connectTimer: LoopTimer?
+    private let openedAt: UInt64
+    /// Connect time, given to the first exchange sent.
+    private var connectDuration: Duration?
+    private(set) var idleSince = EventLoop.now()
+    /// Output is not pulled from the session while this much waits for the socket.
+    private let writeHighWater = 256 * 1024
+    /// Times an exchange is moved to another connection because the server did not process it.
+    /// (Each move means the server processed other streams first, or refused this one; the cap stops a server that
+    /// never processes anything from bouncing a request forever.)
+    static let maxUnprocessedRetries = 10
+
+    /// - Parameter openedAt: when the TCP connect started (for the connect timing), `nil` when it is a new one.
+    init(connection: Connection, pool: HTTPOriginPool, connectTimeout: Duration?, requiresALPN: Bool,
+         openedAt: UInt64? = nil) throws {
+        self.connection = connection
+        self.pool = pool
+        self.configuration = pool.configuration
+        self.requiresALPN = requiresALPN
+        self.openedAt = openedAt ?? EventLoop.now()
+        session = try HTTP2Session(role: .client, settings: pool.configuration.http2Settings)
+        if let connectTimeout {
+            connectTimer = connection.loop.schedule(after: connectTimeout) { [weak self] in
+                guard let self, !self.isActive else { return }
+                self.failEverything(.connectTimeout)
+                self.connection.close()
+            }
+        }
+    }
+
+    /// Exchanges sent or waiting here.
+    var load: Int { streams.count + queued.count - queuedHead }
+
+    /// Queues `exchange`; it starts as soon as the server allows another stream.
+    func enqueue(_ exchange: HTTPClientExchange) {
+        guard !isGoingAway else {
+            retryUnprocessed(exchange)
+            return
+        }
+        guard queued.count - queuedHead < configuration.maxWaitingRequestsPerOrigin else {
+            exchange.fail(.poolExhausted)
+            return
+        }
+        queued.append(exchange)
+        exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
+        startQueued()
+    }
+
+    private func nextQueued() -> HTTPClientExchange? {
+        while queuedHead < queued.count {
+            let exchange = queued[queuedHead]
+            queuedHead += 1
+            if queuedHead == queued.count {
+                queued.removeAll(keepingCapacity: true)
+                queuedHead = 0
+            }
+            if !exchange.isFinished { return exchange }
+        }
+        return nil
+    }
+
+    private func takeQueued() -> [HTTPClientExchange] {
+        let waiting = queued[queuedHead...].filter { !$0.isFinished }
+        queued.removeAll()
+        queuedHead = 0
+        return waiting
+    }
+
+    private func startQueued() {
+        guard isActive, settingsReceived, !isGoingAway, !connection.isClosed else { return }
+        var started = false
+        while session.canOpenStream, let next = nextQueued() {
+            start(next)
+            started = true
+        }
+        if started { scheduleFlush() }
+    }
+
+    private func start(_ exchange: HTTPClientExchange) {
+        let head = HTTP2RequestHead(exchange.head, scheme: pool.origin.scheme)
+        let hasBody = !exchange.body.isEmpty
+        let streamID: Int32
+        do {
+            streamID = try session.sendRequest(head: head, endStream: !hasBody)
+            if hasBody { try session.sendBody(streamID: streamID, bytes: exchange.body, endStream: true) }
+        } catch {
+            if error.kind == .streamsExhausted {
+                goingAway(moving: [exchange])
+            } else if error.isFatal {
+                exchange.fail(.malformedResponse(reason: "HTTP/2 session failed: \(error.message)"))
+                failConnection()
+            } else {
+                exchange.fail(.invalidURL("request cannot be sent over HTTP/2: \(error.message)"))
+            }
+            return
+        }
+        streams[streamID] = exchange
+        if let connectDuration {
+            exchange.connectDuration = connectDuration
+            self.connectDuration = nil
+        }
+        if let deadline = exchange.responseDeadline(now: EventLoop.now()) {
+            exchange.timer = connection.loop.schedule(atNanoseconds: deadline) { [weak self, weak exchange] in
+                guard let self, let exchange, exchange.responseHead == nil else { return }
+                self.abandon(streamID, exchange, with: .responseTimeout)
+            }
+        }
+        exchange.onCancel = { [weak self, weak exchange] in
+            guard let self, let exchange else { return }
+            self.abandon(streamID, exchange, with: .cancelled)
+        }
+        if hasBody { exchange.progress.upload?(Int64(exchange.body.count), Int64(exchange.body.count)) }
+    }
+
+    /// Lets the server send as many body bytes again as `exchange` has passed on (WINDOW_UPDATE).
+    private func acknowledge(_ streamID: Int32, _ exchange: HTTPClientExchange) {
+        guard exchange.unacknowledged > 0 else { return }
+        session.consumed(streamID: streamID, count: exchange.unacknowledged)
+        exchange.unacknowledged = 0
+        scheduleFlush()
+    }
+
+    /// Ends `exchange` with `error` and resets its stream (CANCEL), leaving the connection to the other streams.
+    private func abandon(_ streamID: Int32, _ exchange: HTTPClientExchange, with error: HTTPClientError) {
+        guard streams[streamID] === exchange else { return }
+        streams.removeValue(forKey: streamID)
+        exchange.fail(error)
+        try? session.resetStream(streamID: streamID, errorCode: .cancel)
+        scheduleFlush()
+    }
+
+    // MARK: ConnectionDelegate
+
+    func connectionDidBecomeActive(_ connection: Connection) {
+        isActive = true
+        connectTimer?.cancel()
+        connectTimer = nil
+        if requiresALPN && connection.isTLS && connection.negotiatedProtocol != "h2" {
+            failEverything(.tlsFailed(reason: "the server did not select h2 by ALPN"))
+            connection.close()
+            return
+        }
+        connectDuration = .nanoseconds(Int64(clamping: EventLoop.now() &- openedAt))
+        idleSince = EventLoop.now()
+        flush()
+    }
+
+    func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
+        do {
+            try session.feed(bytes)
+        } catch {
+            failConnection()
+            return
+        }
+        processEvents()
+        flush()
+    }
+
+    func connectionDidReadEOF(_ connection: Connection) {
+        connection.close()
+    }
+
+    func connectionDidDrainWrites(_ connection: Connection) {
+        // Called from inside `Connection.write` too: never flush re-entrantly.
+        if session.wantsWrite { scheduleFlush() }
+    }
+
+    func connectionDidClose(_ connection: Connection, error: (any Error)?) {
+        connectTimer?.cancel()
+        connectTimer = nil
+        isGoingAway = true
+        if !isActive {
+            let reason: HTTPClientError
+            if let tlsError = error as? TLSError {
+                reason = .tlsFailed(reason: tlsError.reason)
+            } else {
+                reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
+            }
+            failEverything(reason)
+            pool.http2ConnectionClosed(self)
+            return
+        }
+        let failed = streams
+        streams.removeAll()
+        for exchange in failed.values { exchange.fail(.connectionClosed(responseStarted: exchange.responseStarted)) }
+        let waiting = takeQueued()
+        pool.http2ConnectionClosed(self)
+        // Never sent: they go to another connection.
+        for exchange in waiting { retryUnprocessed(exchange) }
+    }
+
+    private func failEverything(_ error: HTTPClientError) {
+        isGoingAway = true
+        let failed = Array(streams.values) + takeQueued()
+        streams.removeAll()
+        for exchange in failed { exchange.fail(error) }
+    }
+
+    // MARK: Output
+
+    private func flush() {
+        guard !connection.isClosed else { return }
+        for _ in 0..<2 {
+            let room = writeHighWater - connection.pendingWriteBytes
+            guard room > 0 else { break }
+            var output: [UInt8] = []
+            do {
+                try session.drainOutput(into: &output, limit: room)
+            } catch {
+                connection.write(output)
+                failConnection()
+                return
+            }
+            if !output.isEmpty { connection.write(output) }
+            if connection.isClosed { return }
+            guard processEvents() else { break }
+        }
+        if session.isFinished && !session.wantsWrite {
+            connection.closeAfterFlush()
+        } else if isGoingAway && streams.isEmpty {
+            connection.closeAfterFlush()
+        }
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled, !connection.isClosed else { return }
+        flushScheduled = true
+        connection.loop.executeLocally { [self] in
+            flushScheduled = false
+            flush()
+        }
+    }
+
+    /// A fatal session error: write what the session has (it may hold a GOAWAY) and close; streams fail in
+    /// `connectionDidClose`.
+    private func failConnection() {
+        isGoingAway = true
+        var output: [UInt8] = []
+        try? session.drainOutput(into: &output)
+        connection.write(output)
+        connection.closeAfterFlush()
+    }
+
+    // MARK: Events
+
+    @discardableResult
+    private func processEvents() -> Bool {
+        var any = false
+        while let event = session.nextEvent() {
+            any = true
+            switch event {
+            case .response(let streamID, let head, _):
+                guard let exchange = streams[streamID] else { continue }
+                if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
+                exchange.responseStarted = true
+                exchange.responseHead = head
+                exchange.timer?.cancel()
+                if exchange.isStreamed {
+                    exchange.onBodyDemand = { [weak self, weak exchange] in
+                        guard let self, let exchange, self.streams[streamID] === exchange else { return }
+                        self.acknowledge(streamID, exchange)
+                    }
+                    exchange.headReceived()
+                }
+            case .responseBody(let streamID, let bytes):
+                guard let exchange = streams[streamID] else {
+                    session.consumed(streamID: streamID, count: bytes.count)
+                    continue
+                }
+                let received = exchange.countBody(bytes.count)
+                if !exchange.isStreamed && received > configuration.maxResponseBodyBytes {
+                    session.consumed(streamID: streamID, count: bytes.count)
+                    abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))
+                    continue
+                }
+                // A streamed body's reader is behind: the bytes stay unacknowledged, so the server's window closes.
+                exchange.unacknowledged += bytes.count
+                if exchange.receive(bytes) { acknowledge(streamID, exchange) }
+                let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
+                exchange.progress.download?(received, declared)
+            case .responseEnd(let streamID):
+                streams.removeValue(forKey: streamID)?.succeed()
+            case .streamReset(let streamID, let errorCode):
+                guard let exchange = streams.removeValue(forKey: streamID) else { continue }
+                if errorCode == .refusedStream && !exchange.responseStarted {
+                    retryUnprocessed(exchange)
+                } else {
+                    exchange.fail(.streamReset(errorCode: errorCode.description))
+                }
+            case .streamClosed(let streamID):
+                if let exchange = streams.removeValue(forKey: streamID) {
+                    exchange.fail(.connectionClosed(responseStarted: exchange.responseStarted))
+                }
+                if streams.isEmpty { idleSince = EventLoop.now() }
+                startQueued()
+            case .goaway(let lastStreamID, _):
+                // Oldest first, so they keep their order on the next connection.
+                let unprocessed = streams.keys.sorted().filter { $0 > lastStreamID }.compactMap {
+                    streams.removeValue(forKey: $0)
+                }
+                goingAway(moving: unprocessed)
+            case .remoteSettingsChanged:
+                settingsReceived = true
+                startQueued()
+            case .trailers, .windowAvailable, .request, .requestBody, .requestEnd:
+                break
+            }
+        }
+        return any
+    }
+
+    /// Stops taking exchanges: the pool opens another connection for new ones; `unprocessed` and the queued
+    /// exchanges move there.
+    private func goingAway(moving unprocessed: [HTTPClientExchange] = []) {
+        let wasGoingAway = isGoingAway
+        isGoingAway = true
+        pool.http2ConnectionRetired(self)
+        let moving = wasGoingAway ? unprocessed : unprocessed + takeQueued()
+        for exchange in moving { retryUnprocessed(exchange) }
+    }
+
+    /// The server did not process `exchange`: send it again on another connection (a bounded number of times).
+    private func retryUnprocessed(_ exchange: HTTPClientExchange) {
+        exchange.timer?.cancel()
+        guard exchange.unprocessedRetries < HTTP2ClientConnection.maxUnprocessedRetries else {
+            exchange.fail(.connectionClosed(responseStarted: false))
+            return
+        }
+        exchange.unprocessedRetries += 1
+        exchange.onCancel = nil
+        pool.resubmit(exchange)
+    }
+
+    // MARK: Idle
+
+    /// Closes the connection (GOAWAY) if it has carried no stream for `timeout`.
+    func expireIfIdle(now: UInt64, timeout: Duration) {
+        guard isActive, load == 0, !connection.isClosed, now &- idleSince > timeout.nanoseconds else { return }
+        goingAway()
+        try? session.goAway(graceful: false, errorCode: .noError)
+        flush()
+        connection.closeAfterFlush()
+    }
+}

@@ -1,0 +1,33 @@
+import HTTPWire
+import NetCore
+
+/// A response from ``HTTPClient/execute(streaming:deadline:progress:)``: the head as soon as it arrived, and the body
+/// as a back-pressured ``ByteStream`` of the bytes as they come (no decompression, no size cap).
+///
+/// Read `body` to the end (or until it throws) to give the connection back. While the body is not read, the client
+/// stops reading from the connection (HTTP/1.1) or stops opening the stream's flow-control window (HTTP/2), so a slow
+/// reader slows the server down instead of filling memory. ``cancel()``, or dropping the response before the body
+/// ended, aborts the body: the HTTP/1.1 connection is closed, the HTTP/2 stream reset with CANCEL.
+public final class HTTPClientStreamingResponse: Sendable {
+    public let head: HTTPResponseHead
+    public let body: ByteStream
+    /// Connect and first-byte times (`total` is the time to the head).
+    public let timings: HTTPClientTimings
+    private let abort: @Sendable () -> Void
+
+    init(head: HTTPResponseHead, body: ByteStream, timings: HTTPClientTimings, abort: @escaping @Sendable () -> Void) {
+        self.head = head
+        self.body = body
+        self.timings = timings
+        self.abort = abort
+    }
+
+    public var status: Int { head.status }
+    public var headers: HTTPHeaders { head.headers }
+
+    /// Stops receiving the body; the body stream ends with ``HTTPClientError/cancelled``. Does nothing once the body
+    /// has ended.
+    public func cancel() { abort() }
+
+    deinit { abort() }
+}
