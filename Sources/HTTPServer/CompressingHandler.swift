@@ -13,6 +13,18 @@ import HTTPWire
 struct CompressingHandler: HTTPServerHandler {
     let inner: any HTTPServerHandler
     let policy: CompressionPolicy
+    /// Reused zlib streams for whole bodies, one pool per offered coding.
+    let pools: [ContentCoding: DeflaterPool]
+
+    init(inner: any HTTPServerHandler, policy: CompressionPolicy) {
+        self.inner = inner
+        self.policy = policy
+        var pools: [ContentCoding: DeflaterPool] = [:]
+        for coding in policy.codings where coding == .gzip || coding == .deflate {
+            pools[coding] = DeflaterPool(coding: coding, level: policy.level)
+        }
+        self.pools = pools
+    }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let response = await inner.handle(request)
@@ -34,7 +46,7 @@ struct CompressingHandler: HTTPServerHandler {
             case .none:
                 return response
             case .bytes(let body):
-                guard let compressed = try? Deflater.compress(body, coding: coding, level: policy.level) else {
+                guard let pool = pools[coding], let compressed = try? pool.compress(body) else {
                     return response
                 }
                 policy.apply(coding, to: &head)
