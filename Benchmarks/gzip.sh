@@ -184,8 +184,10 @@ for s in ("nginx", "gateway"):
           f"| {fmt(cost[s] / kib if cost[s] is not None else None, 2)} |")
 print()
 if cost["nginx"] and cost["gateway"] is not None and cost["nginx"] > 0:
-    print(f"RATIO gzip.cost_per_kib cpu={cost['gateway'] / cost['nginx']:.3f}")
+    print(f"RATIO gzip.cost_per_kib cpu={cost['gateway'] / cost['nginx']:.3f} ours_cpu={cost['gateway'] / kib:.2f} "
+          f"ref_cpu={cost['nginx'] / kib:.2f}")
 g, n = stats[("gateway", "gzip")], stats[("nginx", "gzip")]
 if g[0] and n[0] and g[1] and n[1]:
-    print(f"RATIO gzip.total rps={g[0] / n[0]:.3f} cpu={g[1] / n[1]:.3f}")
+    print(f"RATIO gzip.total rps={g[0] / n[0]:.3f} cpu={g[1] / n[1]:.3f} ours_rps={g[0]:.0f} ours_cpu={g[1]:.1f} "
+          f"ref_rps={n[0]:.0f} ref_cpu={n[1]:.1f}")
 PY

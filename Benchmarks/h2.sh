@@ -190,13 +190,14 @@ for case in cases:
                   f"| {sum(h['failed'] or 0 for h, _ in rows)} | {rows[0][0]['proto'] or '-'} |")
         n, g = stats.get(f"nginx-ka{ka}"), stats.get(f"gw-vs-ka{ka}")
         if n and g and n[0] and g[0] and n[1] and g[1]:
-            ratios.append((case, ka, g[0] / n[0], g[1] / n[1]))
+            ratios.append((case, ka, g[0] / n[0], g[1] / n[1], g, n))
 print()
 print("| case | vs nginx keepalive | req/s ratio (gateway/nginx) | CPU µs/req ratio (gateway/nginx) |")
 print("|---|---|---|---|")
-for case, ka, r, c in ratios:
+for case, ka, r, c, _, _ in ratios:
     print(f"| {case} | {ka} | {r:.2f} | {c:.2f} |")
 print()
-for case, ka, r, c in ratios:
-    print(f"RATIO h2.{case}.ka{ka} rps={r:.3f} cpu={c:.3f}")
+for case, ka, r, c, g, n in ratios:
+    print(f"RATIO h2.{case}.ka{ka} rps={r:.3f} cpu={c:.3f} ours_rps={g[0]:.0f} ours_cpu={g[1]:.1f} "
+          f"ref_rps={n[0]:.0f} ref_cpu={n[1]:.1f}")
 PY

@@ -147,17 +147,25 @@ def ratio_lines(name):
         for m in re.finditer(r"^RATIO (\S+) (.*)$", open(path).read(), re.M):
             out[m.group(1)] = dict(x.split("=") for x in m.group(2).split())
     return out
+def pair(r, unit="µs"):
+    ours = f"{r['ours_rps']} req/s, {r['ours_cpu']} {unit}" if "ours_rps" in r else f"{r.get('ours_cpu', '-')} {unit}"
+    ref = f"{r['ref_rps']} req/s, {r['ref_cpu']} {unit}" if "ref_rps" in r else f"{r.get('ref_cpu', '-')} {unit}"
+    return ours, ref
+
+def two(x):
+    return "-" if x in (None, "-") else f"{float(x):.2f}"
+
 for key, r in ratio_lines("h2").items():
     _, case, ka = key.split(".")
     rows.append((f"TLS {case.replace('-', ' ')}, proxied (h2load)", "moya-gateway", f"nginx keepalive {ka[2:]}",
-                 "see h2.sh table", "", r.get("rps", "-"), r.get("cpu", "-")))
+                 *pair(r), two(r.get("rps")), two(r.get("cpu"))))
 g = ratio_lines("gzip")
 if "gzip.cost_per_kib" in g:
-    rows.append(("gzip level 1: CPU per KiB compressed (gzip − identity)", "moya-gateway", "nginx gzip",
-                 "see gzip.sh table", "", "-", g["gzip.cost_per_kib"].get("cpu", "-")))
+    rows.append(("gzip level 1: CPU per KiB of body (gzip − identity)", "moya-gateway", "nginx gzip",
+                 *pair(g["gzip.cost_per_kib"], "µs/KiB"), "-", two(g["gzip.cost_per_kib"].get("cpu"))))
 if "gzip.total" in g:
     rows.append(("gzip level 1: whole request, same body", "moya-gateway stub", "nginx static + gzip",
-                 "see gzip.sh table", "", g["gzip.total"].get("rps", "-"), g["gzip.total"].get("cpu", "-")))
+                 *pair(g["gzip.total"]), two(g["gzip.total"].get("rps")), two(g["gzip.total"].get("cpu"))))
 
 print("| measurement | ours | reference | ours (req/s, CPU/req) | reference | req/s ratio | CPU µs/req ratio |")
 print("|---|---|---|---|---|---:|---:|")
