@@ -42,13 +42,13 @@ struct CompressingHandler: HTTPServerHandler {
             CompressionPolicy.addVary(to: &head)
             return HTTPServerResponse(head: head, body: response.body)
         case .compress(let coding):
+            // Only codings zlib produces; anything else configured in the policy is sent as identity.
+            guard let pool = pools[coding] else { return response }
             switch response.body {
             case .none:
                 return response
             case .bytes(let body):
-                guard let pool = pools[coding], let compressed = try? pool.compress(body) else {
-                    return response
-                }
+                guard let compressed = try? pool.compress(body) else { return response }
                 policy.apply(coding, to: &head)
                 return HTTPServerResponse(head: head, body: .bytes(compressed))
             case .stream(let body):

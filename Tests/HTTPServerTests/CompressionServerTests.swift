@@ -274,3 +274,26 @@ struct CompressionRoutes: HTTPServerHandler {
         #expect(head.headers["content-encoding"] == nil)
     }
 }
+
+/// A policy offering a coding zlib cannot produce falls back to identity instead of breaking the response.
+@Suite(.serialized) struct CompressionUnsupportedCodingTests {
+    @Test func unsupportedCodingIsSentAsIdentity() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        let configuration = HTTPServer.Configuration(
+            listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
+            compression: CompressionPolicy(codings: [ContentCoding(rawValue: "br"), .gzip]))
+        let server = HTTPServer(configuration: configuration, group: group, handler: CompressionRoutes())
+        try await server.start()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let port = server.localAddresses[0].port
+        for path in ["/json", "/stream"] {
+            let response = try CompressionServerTests.fetch(port, path, acceptEncoding: "br")
+            #expect(response.status == 200)
+            #expect(response.headers["content-encoding"] == nil)
+        }
+        let json = try CompressionServerTests.fetch(port, "/json", acceptEncoding: "br")
+        #expect(json.body == CompressionRoutes.json)
+        let gzip = try CompressionServerTests.fetch(port, "/json", acceptEncoding: "gzip")
+        #expect(gzip.decoded == CompressionRoutes.json)
+    }
+}
