@@ -23,16 +23,20 @@ public final class HTTPServer: Sendable {
         /// Settings and abuse limits of every HTTP/2 connection (its request cap is
         /// ``HTTP2Settings/maxRequestsPerConnection``).
         public var http2Settings: HTTP2Settings
+        /// Response compression (gzip/deflate chosen from the request's `Accept-Encoding`) for every handler's
+        /// responses, over HTTP/1.1 and HTTP/2; nil sends bodies as the handler made them.
+        public var compression: CompressionPolicy?
 
         public init(listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,
                     limits: HTTPServerLimits = HTTPServerLimits(), http2: Bool = true,
-                    http2Settings: HTTP2Settings = HTTP2Settings()) {
+                    http2Settings: HTTP2Settings = HTTP2Settings(), compression: CompressionPolicy? = nil) {
             self.listen = listen
             self.tlsListen = tlsListen
             self.tls = tls
             self.limits = limits
             self.http2 = http2
             self.http2Settings = http2Settings
+            self.compression = compression
         }
 
         /// The TLS settings used for the listeners: ALPN `h2` first when HTTP/2 is on, never `h2` when it is off,
@@ -57,6 +61,9 @@ public final class HTTPServer: Sendable {
     public init(configuration: Configuration, group: EventLoopGroup, handler: any HTTPServerHandler) {
         self.configuration = configuration
         self.group = group
+        let handler: any HTTPServerHandler = configuration.compression.map {
+            CompressingHandler(inner: handler, policy: $0)
+        } ?? handler
         self.handler = handler
         let openConnectionCount = AtomicCounter()
         self.openConnectionCount = openConnectionCount

@@ -35,7 +35,10 @@ public final class GatewayRuntime: Sendable {
         let tls = config.server.tls.map {
             TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: $0.certificate, privateKeyPath: $0.privateKey))
         }
-        server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits),
+        let compression = config.server.compression.gzip
+            ? CompressionPolicy(minimumBytes: config.server.compression.minBytes) : nil
+        server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
+                                                 compression: compression),
                             group: group, handler: GatewayHandler(state: state))
         let mainServer = server
         admin = AdminHandler(registry: registry) { mainServer.openConnections }

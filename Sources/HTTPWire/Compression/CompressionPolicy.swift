@@ -1,7 +1,7 @@
 /// Decides whether a response body should be compressed, and rewrites the response head when it is.
 ///
 /// A response is compressed only when all of these hold:
-/// - the request method is not HEAD and the status is not 1xx, 204, 206 or 304;
+/// - the request method is not HEAD, the request has no `Range` field, and the status is not 1xx, 204, 206 or 304;
 /// - the response has no `Content-Encoding` (even `identity`) and no `Content-Range`;
 /// - the response does not say `Cache-Control: no-transform` (RFC 9110 §7.7);
 /// - its media type is compressible (see `isCompressible(contentType:)`);
@@ -10,14 +10,14 @@
 public struct CompressionPolicy: Sendable, Hashable {
     /// Bodies shorter than this are sent as they are.
     public var minimumBytes: Int
-    /// zlib level, 1...9.
+    /// zlib level, 1...9. The default, 1, is nginx's `gzip_comp_level` default.
     public var level: Int32
     /// Codings offered, in order of preference.
     public var codings: [ContentCoding]
     /// Extra media types (lowercase, without parameters) to compress besides the built-in list.
     public var extraCompressibleTypes: Set<String>
 
-    public init(minimumBytes: Int = 1024, level: Int32 = 6, codings: [ContentCoding] = [.gzip, .deflate],
+    public init(minimumBytes: Int = 1024, level: Int32 = 1, codings: [ContentCoding] = [.gzip, .deflate],
                 extraCompressibleTypes: Set<String> = []) {
         self.minimumBytes = minimumBytes
         self.level = level
@@ -36,7 +36,8 @@ public struct CompressionPolicy: Sendable, Hashable {
 
     /// Decides for `response` to a request with `requestMethod` and `requestHeaders`.
     public func decide(requestMethod: HTTPMethod, requestHeaders: HTTPHeaders, response: HTTPResponseHead) -> Decision {
-        guard isEligible(requestMethod: requestMethod, response: response) else {
+        guard isEligible(requestMethod: requestMethod, response: response),
+              !requestHeaders.contains(name: "Range") else {
             return .identity(varyOnAcceptEncoding: false)
         }
         let accept = AcceptEncoding(headers: requestHeaders)
@@ -97,11 +98,16 @@ public struct CompressionPolicy: Sendable, Hashable {
         }
     }
 
-    /// Adds `Accept-Encoding` to `Vary` unless it is already there or `Vary` is `*`.
+    /// Adds `Accept-Encoding` to `Vary` unless it is already there or `Vary` is `*`; an existing `Vary` list is
+    /// merged into one field (`Vary: Origin, Accept-Encoding`).
     public static func addVary(to head: inout HTTPResponseHead) {
         let tokens = head.headers.tokens(name: "Vary")
         if tokens.contains(where: { $0 == "*" || String($0).equalsIgnoringASCIICase("Accept-Encoding") }) { return }
-        head.headers.add(name: "Vary", value: "Accept-Encoding")
+        if tokens.isEmpty {
+            head.headers.replaceOrAdd(name: "Vary", value: "Accept-Encoding")
+        } else {
+            head.headers.replaceOrAdd(name: "Vary", value: (tokens.map(String.init) + ["Accept-Encoding"]).joined(separator: ", "))
+        }
     }
 }
 

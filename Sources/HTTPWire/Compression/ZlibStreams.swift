@@ -104,6 +104,35 @@ public final class Deflater {
         return output
     }
 
+    /// Makes a finished (or used) stream ready for a new body, keeping zlib's memory (`deflateReset`).
+    public func reset() throws(CompressionError) {
+        guard deflateReset(stream) == Z_OK else { throw CompressionError.initializationFailed(Z_STREAM_ERROR) }
+        finished = false
+    }
+
+    /// Compresses a whole body on a fresh or reset stream in one `deflate(Z_FINISH)` call, straight from `bytes`
+    /// into an output sized by `deflateBound` (no intermediate copies), and finishes the stream.
+    public func compressWhole(_ bytes: [UInt8]) throws(CompressionError) -> [UInt8] {
+        guard !finished else { throw CompressionError.streamFinished }
+        finished = true
+        let bound = Int(deflateBound(stream, UInt(bytes.count)))
+        var rc = Z_OK
+        let output = bytes.withUnsafeBufferPointer { input in
+            [UInt8](unsafeUninitializedCapacity: bound) { buffer, count in
+                stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
+                stream.pointee.avail_in = UInt32(input.count)
+                stream.pointee.next_out = buffer.baseAddress
+                stream.pointee.avail_out = UInt32(bound)
+                rc = deflate(stream, Z_FINISH)
+                count = bound - Int(stream.pointee.avail_out)
+                stream.pointee.next_in = nil
+                stream.pointee.avail_in = 0
+            }
+        }
+        guard rc == Z_STREAM_END else { throw CompressionError.corruptInput }
+        return output
+    }
+
     /// Compresses `bytes` in one call.
     public static func compress(_ bytes: some Collection<UInt8>, coding: ContentCoding, level: Int32 = 6) throws(CompressionError) -> [UInt8] {
         let deflater = try Deflater(coding: coding, level: level)

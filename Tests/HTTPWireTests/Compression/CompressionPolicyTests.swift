@@ -59,16 +59,36 @@ import Testing
         CompressionPolicy().apply(.gzip, to: &head)
         #expect(head.headers.first(name: "content-encoding") == "gzip")
         #expect(!head.headers.contains(name: "content-length"))
-        #expect(head.headers["vary"] == ["Origin", "Accept-Encoding"])
+        #expect(head.headers["vary"] == ["Origin, Accept-Encoding"], "merged into the existing Vary")
         #expect(head.headers.first(name: "etag") == "W/\"abc\"")
 
         var again = head
         CompressionPolicy().apply(.gzip, to: &again)
-        #expect(again.headers["vary"] == ["Origin", "Accept-Encoding"])
+        #expect(again.headers["vary"] == ["Origin, Accept-Encoding"])
         #expect(again.headers.first(name: "etag") == "W/\"abc\"")
 
         var star = HTTPResponseHead(status: 200, headers: ["Vary": "*"])
         CompressionPolicy.addVary(to: &star)
         #expect(star.headers["vary"] == ["*"])
+    }
+
+    @Test func rangeRequestsAreNotCompressed() {
+        let request: HTTPHeaders = ["Accept-Encoding": "gzip", "Range": "bytes=0-99"]
+        let response = HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain", "Content-Length": "5000"])
+        #expect(CompressionPolicy().decide(requestMethod: .get, requestHeaders: request, response: response)
+            == .identity(varyOnAcceptEncoding: false))
+    }
+
+    @Test func varyWithSeveralFieldsIsMergedIntoOne() {
+        var head = HTTPResponseHead(status: 200, headers: HTTPHeaders([("Vary", "Origin"), ("Vary", "Cookie")]))
+        CompressionPolicy.addVary(to: &head)
+        #expect(head.headers["vary"] == ["Origin, Cookie, Accept-Encoding"])
+        var fresh = HTTPResponseHead(status: 200)
+        CompressionPolicy.addVary(to: &fresh)
+        #expect(fresh.headers["vary"] == ["Accept-Encoding"])
+    }
+
+    @Test func defaultLevelIsNginxDefault() {
+        #expect(CompressionPolicy().level == 1)
     }
 }

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# One table of ratios, ours against nginx/wrk, from every measurement, with the conditions:
+#
+#   1. build release once (moya-gateway, hello-server, ClientBench)
+#   2. run.sh      hello-server vs nginx `return 200` (wrk), ClientBench vs wrk, memory        -> $RUN_DIR/moya
+#   3. gateway.sh  moya-gateway proxy vs nginx proxy, stub mode vs nginx `return 200` (wrk)    -> $RUN_DIR/proxy
+#                  (and coalescing rows, when gateway.sh measures them)
+#   4. h2.sh       moya-gateway over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256 -> $RUN_DIR/h2
+#   5. gzip.sh     gzip cost per request and per KiB vs nginx gzip level 1                    -> $RUN_DIR/gzip
+#
+# Every script keeps its own pinning (servers on CPU 1, load on CPU 0), bounds and cleanup; this one only sets their
+# durations, collects their raw files and prints the table. Each measurement's own tables are in its log
+# ($RUN_DIR/logs/*.out).
+#
+# Env: DURATION=5 (s, wrk/ClientBench runs)  NREQ=10000 (h2load requests per run, ≤ 1000 per connection)  REPS=3
+#      ONLY="run gateway h2 gzip" (subset)  SKIP_BUILD=0  RUN_DIR=/tmp/moyabench-table
+# A quick run (a few minutes): DURATION=2 NREQ=5000 REPS=1 Benchmarks/table.sh
+set -euo pipefail
+
+ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
+HERE="$ROOT/Benchmarks"
+DURATION="${DURATION:-5}"
+NREQ="${NREQ:-10000}"
+REPS="${REPS:-3}"
+ONLY="${ONLY:-run gateway h2 gzip}"
+RUN_DIR="${RUN_DIR:-/tmp/moyabench-table}"
+PY=/usr/bin/python3
+mkdir -p "$RUN_DIR/logs"
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+cpu_model=$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    log "building release once: moya-gateway, hello-server, ClientBench"
+    (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2 &&
+        swift build -c release --product ClientBench >&2)
+fi
+
+has() { [[ " $ONLY " == *" $1 "* ]]; }
+step() {   # step NAME CMD... : run one measurement, its output in $RUN_DIR/logs/NAME.out; a failure is reported, not fatal
+    local name=$1; shift
+    log "running $name"
+    if "$@" >"$RUN_DIR/logs/$name.out" 2>"$RUN_DIR/logs/$name.err"; then
+        log "$name done"
+    else
+        log "$name FAILED (exit $?); see $RUN_DIR/logs/$name.err"
+    fi
+}
+has run && step run env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/moya" "$HERE/run.sh"
+has gateway && step gateway env REPS="$REPS" DURATION="${DURATION}s" RUN_DIR="$RUN_DIR/proxy" "$HERE/gateway.sh"
+has h2 && step h2 env SKIP_BUILD=1 REPS="$REPS" NREQ="$NREQ" RUN_DIR="$RUN_DIR/h2" "$HERE/h2.sh"
+has gzip && step gzip env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/gzip" "$HERE/gzip.sh"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
+versions+=" h2load $(h2load --version 2>/dev/null | head -1 | awk '{print $2}'), $(swift --version 2>&1 | head -1 | sed 's/ (.*//'),"
+versions+=" zlib $(dpkg-query -W -f='${Version}' zlib1g 2>/dev/null), openssl $(openssl version | awk '{print $2}')"
+"$PY" - "$RUN_DIR" <<PY
+import glob, json, os, re, statistics, sys
+run = sys.argv[1]
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "-"
+
+def num(x, nd=0):
+    return "-" if x is None else f"{x:,.{nd}f}"
+
+def kv(path):
+    try:
+        return dict(x.split("=", 1) for x in open(path).read().split() if "=" in x)
+    except OSError:
+        return {}
+
+def wrk_requests(path):
+    m = re.search(r"(\d+) requests in", open(path).read()) if os.path.exists(path) else None
+    return int(m.group(1)) if m else None
+
+def wrk_rps(path):
+    m = re.search(r"Requests/sec:\s+([\d.]+)", open(path).read()) if os.path.exists(path) else None
+    return float(m.group(1)) if m else None
+
+rows = []   # (measurement, ours, reference, ours value, reference value, rps ratio, cpu ratio)
+
+# run.sh: hello-server vs nginx (server CPU from the .cpu sidecars), ClientBench vs wrk, memory
+tp = f"{run}/moya/results/moya/tp"
+def server_stats(target):
+    rps, cpu = [], []
+    for f in sorted(glob.glob(f"{tp}/wrk_{target}_r*.txt")):
+        r, n, c = wrk_rps(f), wrk_requests(f), kv(f[:-4] + ".cpu")
+        rps.append(r)
+        if n and "server_ticks" in c:
+            cpu.append(int(c["server_ticks"]) / float(c.get("clk_tck", 100)) * 1e6 / n)
+    return med(rps), med(cpu)
+if glob.glob(f"{tp}/wrk_*"):
+    (hr, hc), (nr, nc) = server_stats("hello-server"), server_stats("nginx")
+    rows.append(("HTTP/1.1 server, wrk -c50, 13-byte body", "hello-server", "nginx return 200",
+                 f"{num(hr)} req/s, {num(hc, 1)} µs", f"{num(nr)} req/s, {num(nc, 1)} µs", ratio(hr, nr), ratio(hc, nc)))
+    cb = [json.load(open(f)) for f in sorted(glob.glob(f"{tp}/cb_nginx_r*.json"))]
+    wrk_cpu = []
+    for f in sorted(glob.glob(f"{tp}/wrk_nginx_r*.rusage")):
+        n = wrk_requests(f[:-7] + ".txt")
+        if n:
+            wrk_cpu.append(int(kv(f)["child_cpu_us"]) / n)
+    cr, cc = med([c.get("rps") for c in cb]), med([c.get("cpu_us_per_req") for c in cb])
+    rows.append(("HTTP/1.1 client, 50 connections, vs nginx", "ClientBench", "wrk",
+                 f"{num(cr)} req/s, {num(cc, 1)} µs", f"{num(nr)} req/s, {num(med(wrk_cpu), 1)} µs",
+                 ratio(cr, nr), ratio(cc, med(wrk_cpu))))
+    summary = open(f"{run}/logs/run.out").read() if os.path.exists(f"{run}/logs/run.out") else ""
+    m = re.search(r"hello_idle_rss=(\S+) hello_per_conn=(\S+)", summary)
+    if m:
+        rows.append(("memory: idle RSS / per idle keep-alive connection", "hello-server", "nginx",
+                     f"{m.group(1)} / {m.group(2)}", "see run.sh table", "-", "-"))
+
+# gateway.sh (shared 01_throughput.sh summary.tsv): proxy vs nginx, stub vs nginx return 200 (direct)
+tsv = f"{run}/proxy/results/throughput/summary.tsv"
+if os.path.exists(tsv):
+    lines = open(tsv).read().splitlines()
+    head = lines[0].split("\t")
+    t = {}
+    for line in lines[1:]:
+        r = dict(zip(head, line.split("\t")))
+        f = lambda k: None if r.get(k) in (None, "None", "") else float(r[k])
+        t[(r["mode"], r["conns"], r["target"])] = (f("rps_med"), f("proxy_cpu_us_per_req"), f("upstream_cpu_us_per_req"))
+    for conns in ("50", "1"):
+        g, n, s, d = (t.get(("pinned", conns, x)) for x in ("gw-proxy", "nginx", "gw-stub", "direct"))
+        if g and n:
+            rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream", "moya-gateway", "nginx proxy_pass",
+                         f"{num(g[0])} req/s, {num(g[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
+                         ratio(g[0], n[0]), ratio(g[1], n[1])))
+        if s and d:
+            rows.append((f"answer without upstream, wrk -c{conns}", "moya-gateway stub", "nginx return 200",
+                         f"{num(s[0])} req/s, {num(s[1], 1)} µs", f"{num(d[0])} req/s, {num(d[2], 1)} µs",
+                         ratio(s[0], d[0]), ratio(s[1], d[2])))
+    for key in sorted(k for k in t if "coalesc" in k[2]):
+        rows.append((f"coalescing ({key[2]}, -c{key[1]})", key[2], "-", f"{num(t[key][0])} req/s", "-", "-", "-"))
+
+# h2.sh and gzip.sh: their RATIO lines and tables
+def ratio_lines(name):
+    path = f"{run}/logs/{name}.out"
+    out = {}
+    if os.path.exists(path):
+        for m in re.finditer(r"^RATIO (\S+) (.*)$", open(path).read(), re.M):
+            out[m.group(1)] = dict(x.split("=") for x in m.group(2).split())
+    return out
+def pair(r, unit="µs"):
+    ours = f"{r['ours_rps']} req/s, {r['ours_cpu']} {unit}" if "ours_rps" in r else f"{r.get('ours_cpu', '-')} {unit}"
+    ref = f"{r['ref_rps']} req/s, {r['ref_cpu']} {unit}" if "ref_rps" in r else f"{r.get('ref_cpu', '-')} {unit}"
+    return ours, ref
+
+def two(x):
+    return "-" if x in (None, "-") else f"{float(x):.2f}"
+
+for key, r in ratio_lines("h2").items():
+    _, case, ka = key.split(".")
+    rows.append((f"TLS {case.replace('-', ' ')}, proxied (h2load)", "moya-gateway", f"nginx keepalive {ka[2:]}",
+                 *pair(r), two(r.get("rps")), two(r.get("cpu"))))
+g = ratio_lines("gzip")
+if "gzip.cost_per_kib" in g:
+    rows.append(("gzip level 1: CPU per KiB of body (gzip − identity)", "moya-gateway", "nginx gzip",
+                 *pair(g["gzip.cost_per_kib"], "µs/KiB"), "-", two(g["gzip.cost_per_kib"].get("cpu"))))
+if "gzip.total" in g:
+    rows.append(("gzip level 1: whole request, same body", "moya-gateway stub", "nginx static + gzip",
+                 *pair(g["gzip.total"]), two(g["gzip.total"].get("rps")), two(g["gzip.total"].get("cpu"))))
+
+print("| measurement | ours | reference | ours (req/s, CPU/req) | reference | req/s ratio | CPU µs/req ratio |")
+print("|---|---|---|---|---|---:|---:|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
+print()
+print("Ratios are ours/reference: req/s above 1 and CPU below 1 are better for us.")
+print()
+print("Conditions: $start, CPU $cpu_model x $(nproc), load average $load_start at start and $load_end at the end;"
+      " $versions; servers pinned to CPU 1, load generators to CPU 0; DURATION=${DURATION}s per wrk/ClientBench run,"
+      " NREQ=$NREQ h2load requests per run, REPS=$REPS, medians. Per-measurement tables: $RUN_DIR/logs/*.out.")
+PY

@@ -1,0 +1,61 @@
+import HTTPWire
+
+/// Wraps a handler and compresses its responses as ``HTTPServer/Configuration/compression`` says, so every handler
+/// (HTTP/1.1 and HTTP/2) gets gzip/deflate by configuration.
+///
+/// - A whole body (`.bytes`) is compressed at once when it is at least `minimumBytes` long; the connection then sends
+///   the compressed length as `Content-Length`.
+/// - A streamed body is compressed chunk by chunk (see ``StreamingDeflate``) and sent chunked (HTTP/1.1) or as DATA
+///   frames (HTTP/2); a declared `Content-Length` below `minimumBytes` keeps it as it is.
+/// - The head gets `Content-Encoding`, `Vary: Accept-Encoding` (merged into an existing `Vary`), loses
+///   `Content-Length` and has a strong `ETag` weakened, as nginx does (``CompressionPolicy/apply(_:to:)``).
+/// - A response that was eligible but not compressed because of the client's `Accept-Encoding` still gets `Vary`.
+struct CompressingHandler: HTTPServerHandler {
+    let inner: any HTTPServerHandler
+    let policy: CompressionPolicy
+    /// Reused zlib streams for whole bodies, one pool per offered coding.
+    let pools: [ContentCoding: DeflaterPool]
+
+    init(inner: any HTTPServerHandler, policy: CompressionPolicy) {
+        self.inner = inner
+        self.policy = policy
+        var pools: [ContentCoding: DeflaterPool] = [:]
+        for coding in policy.codings where coding == .gzip || coding == .deflate {
+            pools[coding] = DeflaterPool(coding: coding, level: policy.level)
+        }
+        self.pools = pools
+    }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        let response = await inner.handle(request)
+        return compress(response, for: request)
+    }
+
+    /// The response as it should be sent to `request`.
+    func compress(_ response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+        if case .none = response.body { return response }
+        if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
+        var head = response.head
+        switch policy.decide(requestMethod: request.head.method, requestHeaders: request.head.headers, response: head) {
+        case .identity(let vary):
+            guard vary else { return response }
+            CompressionPolicy.addVary(to: &head)
+            return HTTPServerResponse(head: head, body: response.body)
+        case .compress(let coding):
+            // Only codings zlib produces; anything else configured in the policy is sent as identity.
+            guard let pool = pools[coding] else { return response }
+            switch response.body {
+            case .none:
+                return response
+            case .bytes(let body):
+                guard let compressed = try? pool.compress(body) else { return response }
+                policy.apply(coding, to: &head)
+                return HTTPServerResponse(head: head, body: .bytes(compressed))
+            case .stream(let body):
+                policy.apply(coding, to: &head)
+                let compressed = StreamingDeflate.compress(body, coding: coding, level: policy.level, loop: request.loop)
+                return HTTPServerResponse(head: head, body: .stream(compressed))
+            }
+        }
+    }
+}
