@@ -59,6 +59,8 @@ public final class Connection: EventLoopHandler {
     public var isClosed: Bool { closed }
     /// The ALPN protocol agreed in the TLS handshake.
     public var negotiatedProtocol: String? { tls?.negotiatedProtocol }
+    /// The peer's certificate once the TLS handshake is done (the server's; or the client's under mutual TLS).
+    public var peerCertificate: TLSPeerCertificate? { tls?.peerCertificate }
 
     /// Wraps an accepted socket; call ``start()`` to register it.
     public init(acceptedFD fd: Int32, loop: EventLoop, remoteAddress: SocketAddress?, tls: TLSContext?) throws {
