@@ -43,9 +43,13 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Plaintext buffer for TLS reads, likewise shared.
     let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// The `iovec` array of a `writev`, likewise shared.
+    let iovecScratch = UnsafeMutablePointer<iovec>.allocate(capacity: EventLoop.iovecScratchCount)
+    static let iovecScratchCount = 64
 
     // State below is touched only on the loop thread.
-    private var registrations: [Int32: Registration] = [:]
+    /// Indexed by file descriptor (descriptors are small and dense), so an event costs no hashing.
+    private var registrations: [Registration?] = []
     private var nextGeneration: UInt32 = 1
     private var localJobs: [Job] = []
     private var timers = TimerHeap()
@@ -69,6 +73,12 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
             throw SystemError.last("epoll_ctl")
         }
         try startThread()
+    }
+
+    deinit {
+        readScratch.deallocate()
+        plaintextScratch.deallocate()
+        iovecScratch.deallocate()
     }
 
     public var description: String { "EventLoop(\(index))" }
@@ -117,7 +127,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         let events = cns_EPOLLIN() | cns_EPOLLOUT() | cns_EPOLLRDHUP() | cns_EPOLLET()
         let data = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
         guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, events, data) == 0 else { throw SystemError.last("epoll_ctl(ADD)") }
-        registrations[fd] = Registration(handler: handler, generation: generation)
+        store(Registration(handler: handler, generation: generation), for: fd)
     }
 
     /// Registers a listening socket for input only, edge-triggered.
@@ -129,12 +139,22 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, cns_EPOLLIN() | cns_EPOLLET(), data) == 0 else {
             throw SystemError.last("epoll_ctl(ADD)")
         }
-        registrations[fd] = Registration(handler: handler, generation: generation)
+        store(Registration(handler: handler, generation: generation), for: fd)
+    }
+
+    private func store(_ registration: Registration, for fd: Int32) {
+        let index = Int(fd)
+        if index >= registrations.count {
+            registrations.append(contentsOf: repeatElement(nil, count: max(index + 1, registrations.count * 2) - registrations.count))
+        }
+        registrations[index] = registration
     }
 
     /// Removes `fd`; call before closing it.
     public func deregister(fd: Int32) {
-        guard registrations.removeValue(forKey: fd) != nil else { return }
+        let index = Int(fd)
+        guard index >= 0, index < registrations.count, registrations[index] != nil else { return }
+        registrations[index] = nil
         _ = cns_epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, 0, 0)
     }
 
@@ -248,7 +268,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
                         _ = read(wakeFD, &value, 8)
                         continue
                     }
-                    guard let registration = registrations[fd],
+                    guard fd >= 0, Int(fd) < registrations.count, let registration = registrations[Int(fd)],
                           registration.generation == UInt32(truncatingIfNeeded: data >> 32) else { continue }
                     registration.handler.handleEvents(cns_epoll_event_events(event))
                 }
