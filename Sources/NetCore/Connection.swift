@@ -271,6 +271,7 @@ public final class Connection: EventLoopHandler {
     /// Writes `bytes` straight to the socket when nothing is queued (one `write`, no queueing), else queues them
     /// behind what is waiting.
     private func send(_ bytes: [UInt8]) {
+        guard !closed else { return }
         guard writeQueue.isEmpty, writable, !connecting else {
             enqueue(bytes)
             flush()

@@ -52,6 +52,8 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     private var registrations: [Registration?] = []
     private var nextGeneration: UInt32 = 1
     private var localJobs: [Job] = []
+    /// The jobs of the round ``runJobs()`` is running.
+    private var runningJobs: [Job] = []
     private var timers = TimerHeap()
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
     private var nextTickHandlerID = 0
@@ -280,26 +282,29 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         close(wakeFD)
     }
 
+    /// Runs queued jobs, moving them into ``runningJobs`` first; every array keeps its storage, so a round allocates
+    /// nothing.
     private func runJobs() {
         var rounds = 0
         while rounds < 64 {
             rounds += 1
-            var jobs = inbox.withLock { inbox -> [Job] in
-                let taken = inbox
+            inbox.withLock { inbox in
+                guard !inbox.isEmpty else { return }
+                runningJobs.append(contentsOf: inbox)
                 inbox.removeAll(keepingCapacity: true)
-                return taken
             }
             if !localJobs.isEmpty {
-                jobs.append(contentsOf: localJobs)
+                runningJobs.append(contentsOf: localJobs)
                 localJobs.removeAll(keepingCapacity: true)
             }
-            if jobs.isEmpty { return }
-            for job in jobs {
+            if runningJobs.isEmpty { return }
+            for job in runningJobs {
                 switch job {
                 case .closure(let body): body()
                 case .task(let task): task.runSynchronously(on: asUnownedTaskExecutor())
                 }
             }
+            runningJobs.removeAll(keepingCapacity: true)
         }
     }
 

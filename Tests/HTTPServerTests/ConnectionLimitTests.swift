@@ -113,3 +113,31 @@ import Testing
         #expect(first.process.isRunning)
     }
 }
+
+/// IPv6 loopback listeners: served, and held exclusively like IPv4 ones.
+@Suite(.serialized) struct IPv6ListenerTests {
+    @Test func servesOnIPv6LoopbackAndRefusesASecondListener() async throws {
+        let group = try EventLoopGroup(threads: 2)
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "::1", port: 0)!]),
+                                group: group, handler: TestRoutes())
+        try await server.start()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let port = server.localAddresses[0].port
+        let answer = try await offPool { () -> String in
+            let client = try RawClient(port: port, host: "::1")
+            client.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return String(decoding: client.readAll(timeout: 2).bytes, as: UTF8.self)
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200") && answer.hasSuffix("hello"))
+        let otherGroup = try EventLoopGroup(threads: 1)
+        defer { otherGroup.shutdown() }
+        let second = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "::1", port: port)!]),
+                                group: otherGroup, handler: TestRoutes())
+        do {
+            try await second.start()
+            Issue.record("a second server bound [::1]:\(port)")
+        } catch let error as SystemError {
+            #expect(error.errno == EADDRINUSE)
+        }
+    }
+}
