@@ -6,6 +6,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
+#include <string.h>
 
 /* Function-like macros Swift cannot import, wrapped as static inline functions. */
 
@@ -47,5 +48,43 @@ static inline uint64_t cgw_SSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP
 static inline long cgw_SSL_MODE_RELEASE_BUFFERS(void) { return SSL_MODE_RELEASE_BUFFERS; }
 static inline long cgw_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER(void) { return SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; }
 static inline long cgw_SSL_MODE_ENABLE_PARTIAL_WRITE(void) { return SSL_MODE_ENABLE_PARTIAL_WRITE; }
+
+/* The names a certificate is for, newline-separated into `out`: its subject-alternative DNS names, else its common
+   name. Returns the bytes written (names that do not fit are left out). */
+static inline int cgw_X509_dns_names(X509 *cert, char *out, int capacity) {
+    int used = 0;
+    int found = 0;
+    if (cert == NULL || out == NULL || capacity <= 0) return 0;
+    GENERAL_NAMES *names = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    if (names != NULL) {
+        for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+            const GENERAL_NAME *name = sk_GENERAL_NAME_value(names, i);
+            if (name->type != GEN_DNS) continue;
+            int length = ASN1_STRING_length(name->d.dNSName);
+            found++;
+            if (length <= 0 || used + length + 1 > capacity) continue;
+            memcpy(out + used, ASN1_STRING_get0_data(name->d.dNSName), (size_t)length);
+            used += length;
+            out[used++] = '\n';
+        }
+        GENERAL_NAMES_free(names);
+    }
+    if (found == 0) {
+        X509_NAME *subject = X509_get_subject_name(cert);
+        int index = subject == NULL ? -1 : X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+        if (index >= 0) {
+            ASN1_STRING *common = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, index));
+            int length = ASN1_STRING_length(common);
+            if (length > 0 && used + length + 1 <= capacity) {
+                memcpy(out + used, ASN1_STRING_get0_data(common), (size_t)length);
+                used += length;
+                out[used++] = '\n';
+            }
+        }
+    }
+    return used;
+}
+
+static inline int cgw_SSL_AD_UNRECOGNIZED_NAME(void) { return SSL_AD_UNRECOGNIZED_NAME; }
 
 #endif

@@ -110,14 +110,14 @@ public final class HTTPServer: Sendable {
         bound.withLock { $0 = (cleartext, secure) }
     }
 
-    /// Binds `address` on the first loop, then the same resolved port on the others.
+    /// Binds `address` on the first loop (failing when anyone listens there), then the same resolved port on the others.
     private func bindOnAllLoops(_ address: SocketAddress, tls: TLSContext?) async throws -> SocketAddress {
         var resolved = address
         let tlsBox = UncheckedSendable(tls)
-        for context in contexts {
+        for (index, context) in contexts.enumerated() {
             let target = resolved
             resolved = try await onLoop(context.value.loop) {
-                try context.value.listen(on: target, tls: tlsBox.value)
+                try context.value.listen(on: target, tls: tlsBox.value, joiningOwnListener: index > 0)
             }
         }
         return resolved

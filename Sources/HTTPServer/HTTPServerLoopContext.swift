@@ -31,8 +31,9 @@ final class HTTPServerLoopContext {
         self.openConnections = openConnections
     }
 
-    func listen(on address: SocketAddress, tls: TLSContext?) throws -> SocketAddress {
-        let listener = try Listener(address: address, loop: loop) { [weak self] fd, remote in
+    /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.
+    func listen(on address: SocketAddress, tls: TLSContext?, joiningOwnListener: Bool) throws -> SocketAddress {
+        let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener) { [weak self] fd, remote in
             guard let self else {
                 Connection.closeAccepted(fd)
                 return

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPServer
 import HTTPWire
 import NetCore
@@ -23,7 +26,13 @@ struct HelloServer {
         let group = try EventLoopGroup(threads: value("--threads", default: 1))
         let address = SocketAddress(numericHost: "127.0.0.1", port: value("--port", default: 8081))!
         let server = HTTPServer(configuration: .init(listen: [address]), group: group, handler: Hello())
-        try await server.start()
+        do {
+            try await server.start()
+        } catch {
+            let message = Array("hello-server: cannot listen on \(address): \(error)\n".utf8)
+            _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            exit(1)
+        }
         print("hello-server listening on \(server.localAddresses.map(\.description).joined(separator: ", "))")
         while true { try await Task.sleep(for: .seconds(3600)) }
     }

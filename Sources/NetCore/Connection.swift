@@ -59,6 +59,8 @@ public final class Connection: EventLoopHandler {
     public var isClosed: Bool { closed }
     /// The ALPN protocol agreed in the TLS handshake.
     public var negotiatedProtocol: String? { tls?.negotiatedProtocol }
+    /// The peer's certificate once the TLS handshake is done (the server's; or the client's under mutual TLS).
+    public var peerCertificate: TLSPeerCertificate? { tls?.peerCertificate }
 
     /// Wraps an accepted socket; call ``start()`` to register it.
     public init(acceptedFD fd: Int32, loop: EventLoop, remoteAddress: SocketAddress?, tls: TLSContext?) throws {
@@ -256,16 +258,48 @@ public final class Connection: EventLoopHandler {
             flushTLSOutput(tls)
             return
         }
-        enqueue(bytes)
-        flush()
+        send(bytes)
     }
 
     private func flushTLSOutput(_ tls: TLSSession) {
         guard tls.hasOutput else { return }
         var output: [UInt8] = []
         tls.takeOutput(into: &output)
-        enqueue(output)
-        flush()
+        send(output)
+    }
+
+    /// Writes `bytes` straight to the socket when nothing is queued (one `write`, no queueing), else queues them
+    /// behind what is waiting.
+    private func send(_ bytes: [UInt8]) {
+        guard !closed else { return }
+        guard writeQueue.isEmpty, writable, !connecting else {
+            enqueue(bytes)
+            flush()
+            return
+        }
+        var written = 0
+        while true {
+            written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written >= 0 || errno != EINTR { break }
+        }
+        if written < 0 {
+            let code = errno
+            guard code == EAGAIN || code == EWOULDBLOCK else {
+                close(error: SystemError("write", errno: code))
+                return
+            }
+            writable = false
+            enqueue(bytes)
+            return
+        }
+        lastWriteProgress = EventLoop.now()
+        if written < bytes.count {
+            enqueue(bytes)
+            consume(written)
+            writable = false
+            return
+        }
+        writesDrained()
     }
 
     private func enqueue(_ bytes: [UInt8]) {
@@ -277,9 +311,8 @@ public final class Connection: EventLoopHandler {
     private func flush() {
         guard writable, !closed, !connecting else { return }
         while !writeQueue.isEmpty {
-            let count = min(writeQueue.count, 64)
-            var iovecs = [iovec](repeating: iovec(), count: count)
-            let written: Int = withIOVecs(count: count, into: &iovecs) { pointer in
+            let count = min(writeQueue.count, EventLoop.iovecScratchCount)
+            let written: Int = withIOVecs(count: count, into: loop.iovecScratch) { pointer in
                 Glibc.writev(fd, pointer, Int32(count))
             }
             if written < 0 {
@@ -295,6 +328,10 @@ public final class Connection: EventLoopHandler {
             lastWriteProgress = EventLoop.now()
             consume(written)
         }
+        writesDrained()
+    }
+
+    private func writesDrained() {
         if closeAfterWrites {
             close()
             return
@@ -302,20 +339,18 @@ public final class Connection: EventLoopHandler {
         delegate?.connectionDidDrainWrites(self)
     }
 
-    private func withIOVecs<R>(count: Int, into iovecs: inout [iovec], _ body: (UnsafePointer<iovec>) -> R) -> R {
+    private func withIOVecs<R>(count: Int, into iovecs: UnsafeMutablePointer<iovec>, _ body: (UnsafePointer<iovec>) -> R) -> R {
         // Pin each queued array's storage for the duration of the call.
-        func pin(_ index: Int, _ iovecs: inout [iovec]) -> R {
-            if index == count {
-                return iovecs.withUnsafeBufferPointer { body($0.baseAddress!) }
-            }
+        func pin(_ index: Int) -> R {
+            if index == count { return body(iovecs) }
             return writeQueue[index].withUnsafeBytes { raw in
                 let skip = index == 0 ? writeOffset : 0
                 iovecs[index].iov_base = UnsafeMutableRawPointer(mutating: raw.baseAddress! + skip)
                 iovecs[index].iov_len = raw.count - skip
-                return pin(index + 1, &iovecs)
+                return pin(index + 1)
             }
         }
-        return pin(0, &iovecs)
+        return pin(0)
     }
 
     private func consume(_ written: Int) {

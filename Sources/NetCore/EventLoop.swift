@@ -43,11 +43,17 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Plaintext buffer for TLS reads, likewise shared.
     let plaintextScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// The `iovec` array of a `writev`, likewise shared.
+    let iovecScratch = UnsafeMutablePointer<iovec>.allocate(capacity: EventLoop.iovecScratchCount)
+    static let iovecScratchCount = 64
 
     // State below is touched only on the loop thread.
-    private var registrations: [Int32: Registration] = [:]
+    /// Indexed by file descriptor (descriptors are small and dense), so an event costs no hashing.
+    private var registrations: [Registration?] = []
     private var nextGeneration: UInt32 = 1
     private var localJobs: [Job] = []
+    /// The jobs of the round ``runJobs()`` is running.
+    private var runningJobs: [Job] = []
     private var timers = TimerHeap()
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
     private var nextTickHandlerID = 0
@@ -69,6 +75,12 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
             throw SystemError.last("epoll_ctl")
         }
         try startThread()
+    }
+
+    deinit {
+        readScratch.deallocate()
+        plaintextScratch.deallocate()
+        iovecScratch.deallocate()
     }
 
     public var description: String { "EventLoop(\(index))" }
@@ -117,7 +129,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         let events = cns_EPOLLIN() | cns_EPOLLOUT() | cns_EPOLLRDHUP() | cns_EPOLLET()
         let data = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
         guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, events, data) == 0 else { throw SystemError.last("epoll_ctl(ADD)") }
-        registrations[fd] = Registration(handler: handler, generation: generation)
+        store(Registration(handler: handler, generation: generation), for: fd)
     }
 
     /// Registers a listening socket for input only, edge-triggered.
@@ -129,12 +141,22 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, cns_EPOLLIN() | cns_EPOLLET(), data) == 0 else {
             throw SystemError.last("epoll_ctl(ADD)")
         }
-        registrations[fd] = Registration(handler: handler, generation: generation)
+        store(Registration(handler: handler, generation: generation), for: fd)
+    }
+
+    private func store(_ registration: Registration, for fd: Int32) {
+        let index = Int(fd)
+        if index >= registrations.count {
+            registrations.append(contentsOf: repeatElement(nil, count: max(index + 1, registrations.count * 2) - registrations.count))
+        }
+        registrations[index] = registration
     }
 
     /// Removes `fd`; call before closing it.
     public func deregister(fd: Int32) {
-        guard registrations.removeValue(forKey: fd) != nil else { return }
+        let index = Int(fd)
+        guard index >= 0, index < registrations.count, registrations[index] != nil else { return }
+        registrations[index] = nil
         _ = cns_epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, 0, 0)
     }
 
@@ -248,7 +270,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
                         _ = read(wakeFD, &value, 8)
                         continue
                     }
-                    guard let registration = registrations[fd],
+                    guard fd >= 0, Int(fd) < registrations.count, let registration = registrations[Int(fd)],
                           registration.generation == UInt32(truncatingIfNeeded: data >> 32) else { continue }
                     registration.handler.handleEvents(cns_epoll_event_events(event))
                 }
@@ -260,26 +282,29 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         close(wakeFD)
     }
 
+    /// Runs queued jobs, moving them into ``runningJobs`` first; every array keeps its storage, so a round allocates
+    /// nothing.
     private func runJobs() {
         var rounds = 0
         while rounds < 64 {
             rounds += 1
-            var jobs = inbox.withLock { inbox -> [Job] in
-                let taken = inbox
+            inbox.withLock { inbox in
+                guard !inbox.isEmpty else { return }
+                runningJobs.append(contentsOf: inbox)
                 inbox.removeAll(keepingCapacity: true)
-                return taken
             }
             if !localJobs.isEmpty {
-                jobs.append(contentsOf: localJobs)
+                runningJobs.append(contentsOf: localJobs)
                 localJobs.removeAll(keepingCapacity: true)
             }
-            if jobs.isEmpty { return }
-            for job in jobs {
+            if runningJobs.isEmpty { return }
+            for job in runningJobs {
                 switch job {
                 case .closure(let body): body()
                 case .task(let task): task.runSynchronously(on: asUnownedTaskExecutor())
                 }
             }
+            runningJobs.removeAll(keepingCapacity: true)
         }
     }
 

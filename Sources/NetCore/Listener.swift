@@ -15,10 +15,12 @@ public final class Listener: EventLoopHandler {
     private var paused = false
     private var retryTimer: LoopTimer?
 
-    /// Binds `address`; `onAccept` runs on the loop with each accepted non-blocking socket.
-    public init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024,
+    /// Binds `address`; `onAccept` runs on the loop with each accepted non-blocking socket. Fails with `EADDRINUSE`
+    /// when anyone already listens there, unless `joiningOwnListener` (a further loop of the same server joining the
+    /// port its first loop bound; see ``Socket/listen(on:backlog:joiningOwnListener:)``).
+    public init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024, joiningOwnListener: Bool = false,
                 onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
-        self.fd = try Socket.listen(on: address, backlog: backlog)
+        self.fd = try Socket.listen(on: address, backlog: backlog, joiningOwnListener: joiningOwnListener)
         self.loop = loop
         self.onAccept = onAccept
         self.address = Socket.localAddress(of: fd) ?? address

@@ -6,7 +6,12 @@ import CNetShims
 /// Thin wrappers over the socket system calls the loops use. Every socket is non-blocking and close-on-exec.
 public enum Socket {
     /// Opens a listening socket on `address` with `SO_REUSEADDR` and `SO_REUSEPORT`, so each loop can have its own.
-    public static func listen(on address: SocketAddress, backlog: Int32 = 1024) throws -> Int32 {
+    ///
+    /// `SO_REUSEPORT` alone would let any process of the same user bind a port already listened on and silently take
+    /// part of its connections. So unless `joiningOwnListener` (a further loop of one server joining the port its
+    /// first loop bound), the port is first checked with a plain bind: `EADDRINUSE` when anyone listens there.
+    public static func listen(on address: SocketAddress, backlog: Int32 = 1024, joiningOwnListener: Bool = false) throws -> Int32 {
+        if !joiningOwnListener && address.port != 0 { try checkNotListened(address) }
         let domain = address.family == .ipv4 ? AF_INET : AF_INET6
         let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError.last("socket") }
@@ -28,6 +33,23 @@ public enum Socket {
             throw error
         }
         return fd
+    }
+
+    /// Binds a probe socket without `SO_REUSEPORT` to `address` and closes it: fails with `EADDRINUSE` when a
+    /// listener (with or without `SO_REUSEPORT`) already holds the address.
+    private static func checkNotListened(_ address: SocketAddress) throws {
+        let domain = address.family == .ipv4 ? AF_INET : AF_INET6
+        let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError.last("socket") }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if address.family == .ipv6 {
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+        guard address.withSockAddr({ bind(fd, $0, $1) }) == 0 else {
+            throw SystemError.last("bind \(address) (another process or server listens there)")
+        }
     }
 
     /// The port a socket is bound to (useful after binding port 0).

@@ -3,43 +3,59 @@ import Glibc
 #endif
 import COpenSSL
 
-/// An OpenSSL `SSL_CTX` for a server (with SNI and ALPN selection) or a client (with verification).
+/// An OpenSSL `SSL_CTX` for a server (with SNI certificate choice, ALPN selection and optional client certificates)
+/// or a client (with verification and an optional client certificate).
 public final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
-    /// Contexts for SNI names, each holding its own certificate; owned by this context.
-    private var contextsByServerName: [String: TLSContext] = [:]
+    /// Contexts of the server's other certificates (index `i + 1` in ``serverNames``); owned by this context.
+    private var alternates: [TLSContext] = []
+    /// SNI name → certificate: 0 is this context's own, `i + 1` is `alternates[i]`.
+    private var serverNames = TLSServerNameTable()
+    private var rejectUnknownServerNames = false
     /// ALPN protocols in wire format (length-prefixed).
     let alpnWire: [UInt8]
     public let isServer: Bool
     let clientConfiguration: TLSClientConfiguration?
 
-    /// Builds a server context; fails with the file and OpenSSL's reason when a certificate or key is unusable.
+    /// Builds a server context; fails with the file and OpenSSL's reason when a certificate, key or CA file is
+    /// unusable.
     public convenience init(server configuration: TLSServerConfiguration) throws {
-        try self.init(serverCertificate: configuration.defaultCertificate, alpn: configuration.alpnProtocols)
-        for (name, files) in configuration.certificatesByServerName {
-            contextsByServerName[name.lowercased()] = try TLSContext(serverCertificate: files, alpn: configuration.alpnProtocols)
+        try self.init(serverCertificate: configuration.defaultCertificate, configuration: configuration)
+        rejectUnknownServerNames = configuration.rejectUnknownServerNames
+        serverNames.add(names(of: configuration.defaultCertificate), index: 0)
+        for files in configuration.certificates {
+            let alternate = try TLSContext(serverCertificate: files, configuration: configuration)
+            alternates.append(alternate)
+            serverNames.add(alternate.names(of: files), index: alternates.count)
         }
         let arg = Unmanaged.passUnretained(self).toOpaque()
         _ = cgw_SSL_CTX_set_tlsext_servername_arg(context, arg)
-        _ = cgw_SSL_CTX_set_tlsext_servername_callback(context) { ssl, _, arg in
+        _ = cgw_SSL_CTX_set_tlsext_servername_callback(context) { ssl, alert, arg in
             guard let ssl, let arg, let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else {
                 return SSL_TLSEXT_ERR_OK
             }
             let owner = Unmanaged<TLSContext>.fromOpaque(arg).takeUnretainedValue()
-            let key = String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self).lowercased()
-            if let chosen = owner.contextsByServerName[key] {
-                SSL_set_SSL_CTX(ssl, chosen.context)
+            let serverName = String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self)
+            switch owner.serverNames.lookup(serverName) {
+            case .some(let index) where index > 0 && index <= owner.alternates.count:
+                SSL_set_SSL_CTX(ssl, owner.alternates[index - 1].context)
+                return SSL_TLSEXT_ERR_OK
+            case .some:
+                return SSL_TLSEXT_ERR_OK
+            case .none:
+                guard owner.rejectUnknownServerNames else { return SSL_TLSEXT_ERR_OK }
+                alert?.pointee = cgw_SSL_AD_UNRECOGNIZED_NAME()
+                return SSL_TLSEXT_ERR_ALERT_FATAL
             }
-            return SSL_TLSEXT_ERR_OK
         }
     }
 
-    private init(serverCertificate files: TLSCertificateFiles, alpn: [String]) throws {
+    private init(serverCertificate files: TLSCertificateFiles, configuration: TLSServerConfiguration) throws {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw TLSContext.lastError("SSL_CTX_new") }
         self.context = context
         self.isServer = true
         self.clientConfiguration = nil
-        self.alpnWire = TLSContext.wireFormat(alpn)
+        self.alpnWire = TLSContext.wireFormat(configuration.alpnProtocols)
         TLSContext.applyCommonOptions(context)
         _ = cgw_SSL_CTX_set_options(context, cgw_SSL_OP_CIPHER_SERVER_PREFERENCE())
         guard SSL_CTX_use_certificate_chain_file(context, files.certificateChainPath) == 1 else {
@@ -51,6 +67,7 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError("private key \(files.privateKeyPath) does not match certificate \(files.certificateChainPath)")
         }
+        try TLSContext.applyClientAuthentication(configuration.clientAuthentication, to: context)
         if !alpnWire.isEmpty {
             let arg = Unmanaged.passUnretained(self).toOpaque()
             SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, input, inputLength, arg in
@@ -68,6 +85,43 @@ public final class TLSContext: @unchecked Sendable {
                 }
             }, arg)
         }
+    }
+
+    /// Asks for (or requires) client certificates verified against the CA file. Every certificate's context gets the
+    /// same settings, since SNI may switch a connection to any of them; a fixed session id context keeps session
+    /// resumption working with verification on.
+    private static func applyClientAuthentication(_ authentication: TLSClientAuthentication, to context: OpaquePointer) throws {
+        let sessionContext = Array("moya-gateway".utf8)
+        _ = SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count))
+        let caFile: String
+        var mode = SSL_VERIFY_PEER
+        switch authentication {
+        case .none: return
+        case .optional(let file): caFile = file
+        case .required(let file):
+            caFile = file
+            mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+        }
+        guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1, let names = SSL_load_client_CA_file(caFile) else {
+            throw TLSContext.lastError("client CA file \(caFile)")
+        }
+        SSL_CTX_set_client_CA_list(context, names)
+        SSL_CTX_set_verify(context, mode, nil)
+    }
+
+    /// The SNI names `files` is chosen for: the configured ones, else those of the certificate this context loaded.
+    private func names(of files: TLSCertificateFiles) -> [String] {
+        if let configured = files.serverNames { return configured }
+        return TLSContext.dnsNames(of: SSL_CTX_get0_certificate(context))
+    }
+
+    /// A certificate's DNS subject-alternative names, else its common name.
+    static func dnsNames(of certificate: OpaquePointer?) -> [String] {
+        guard let certificate else { return [] }
+        var buffer = [CChar](repeating: 0, count: 8192)
+        let length = Int(cgw_X509_dns_names(certificate, &buffer, Int32(buffer.count)))
+        let text = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.split(separator: "\n").map(String.init)
     }
 
     /// Builds a client context.

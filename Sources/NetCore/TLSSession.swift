@@ -128,6 +128,16 @@ final class TLSSession {
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
     }
 
+    /// The peer's certificate (after the handshake): its subject in OpenSSL's one-line form and its DNS names.
+    var peerCertificate: TLSPeerCertificate? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        var buffer = [CChar](repeating: 0, count: 1024)
+        let subject = X509_NAME_oneline(X509_get_subject_name(certificate), &buffer, Int32(buffer.count))
+            .map { String(cString: $0) } ?? ""
+        return TLSPeerCertificate(subject: subject, dnsNames: TLSContext.dnsNames(of: certificate))
+    }
+
     private func failure(_ operation: String, code: Int32) -> TLSError {
         if code == SSL_ERROR_SSL && !context.isServer {
             let verify = SSL_get_verify_result(ssl)
