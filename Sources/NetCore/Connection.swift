@@ -268,7 +268,7 @@ public final class Connection: EventLoopHandler {
         send(output)
     }
 
-    /// Writes `bytes` straight to the socket when nothing is queued (one `write`, no queueing), else queues them
+    /// Writes `bytes` straight to the socket when nothing is queued (one `send`, no queueing), else queues them
     /// behind what is waiting.
     private func send(_ bytes: [UInt8]) {
         guard !closed else { return }
@@ -279,13 +279,13 @@ public final class Connection: EventLoopHandler {
         }
         var written = 0
         while true {
-            written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if written >= 0 || errno != EINTR { break }
         }
         if written < 0 {
             let code = errno
             guard code == EAGAIN || code == EWOULDBLOCK else {
-                close(error: SystemError("write", errno: code))
+                close(error: SystemError("send", errno: code))
                 return
             }
             writable = false
@@ -313,7 +313,11 @@ public final class Connection: EventLoopHandler {
         while !writeQueue.isEmpty {
             let count = min(writeQueue.count, EventLoop.iovecScratchCount)
             let written: Int = withIOVecs(count: count, into: loop.iovecScratch) { pointer in
-                Glibc.writev(fd, pointer, Int32(count))
+                // sendmsg rather than writev: MSG_NOSIGNAL, so a closed peer is EPIPE, never SIGPIPE, in any process.
+                var message = msghdr()
+                message.msg_iov = UnsafeMutablePointer(mutating: pointer)
+                message.msg_iovlen = count
+                return Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
             }
             if written < 0 {
                 let code = errno
@@ -322,7 +326,7 @@ public final class Connection: EventLoopHandler {
                     return
                 }
                 if code == EINTR { continue }
-                close(error: SystemError("writev", errno: code))
+                close(error: SystemError("sendmsg", errno: code))
                 return
             }
             lastWriteProgress = EventLoop.now()

@@ -79,9 +79,6 @@ private struct H2Server {
 
     static func start(tls: TLSServerConfiguration? = nil, http2: Bool = true,
                       settings: HTTP2Settings = HTTP2Settings()) async throws -> H2Server {
-        // Refused handshakes and reset streams make one side write to a closed socket: EPIPE, as in the gateway
-        // process (NetCore's writev does not pass MSG_NOSIGNAL, so without this the test process would die).
-        Socket.ignoreSIGPIPE()
         let observations = H2Observations()
         let group = try EventLoopGroup(threads: 1)
         let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
