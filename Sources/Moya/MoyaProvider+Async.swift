@@ -5,12 +5,21 @@ import Foundation
 public extension MoyaProvider {
 
     /// Sends a request and returns its result. Cancelling the calling Swift task cancels the request (the result is
-    /// then `.failure(.underlying(NSURLErrorCancelled, nil))`).
+    /// then `.failure(.underlying(NSURLErrorCancelled, nil))`). A task cancelled before the call sends nothing: the
+    /// plugins' `didReceive` and `process` see the cancellation, as for a request cancelled before it started.
     func request(_ target: Target) async -> Result<Response, MoyaError> {
         let holder = CancellableHolder()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, MoyaError>, Never>) in
                 let once = ResumeOnce(continuation)
+                if AsyncTask.isCancelled {
+                    // The network task starts detached from this one: without this check it could send the request
+                    // before the cancellation reaches its token.
+                    self.cancelCompletion({ result in
+                        once.resume(self.plugins.reduce(result) { $1.process($0, target: target) })
+                    }, target: target)
+                    return
+                }
                 let token = self.request(target, callbackQueue: nil, progress: nil) { result in
                     once.resume(result)
                 }

@@ -226,8 +226,10 @@ extension MoyaProvider {
             var decision = RetryDecision.doNotRetry
             for retrier in retriers {
                 decision = await retrier.retry(request, for: target, dueTo: result, attempt: attempt)
-                if case .retry = decision { break }
+                if case .doNotRetry = decision { continue }
+                break
             }
+            if case .doNotRetryWithError(let error) = decision { return .failure(.underlying(error, result.httpResponse)) }
             guard case let .retry(delay, newRequest) = decision else { return result }
             if delay > 0 {
                 do {

@@ -10,12 +10,16 @@ public enum RetryDecision {
     /// Send again after `delay` seconds, with `request` when given (for example with a new `Authorization` header),
     /// otherwise with the same request.
     case retry(after: TimeInterval = 0, request: URLRequest? = nil)
+    /// Do not send again, and fail with `error` (as `.underlying(error, response)`, where `response` is the
+    /// attempt's response if it had one), as Alamofire's `.doNotRetryWithError`.
+    case doNotRetryWithError(Swift.Error)
 }
 
 /// A plugin that can have a failed network attempt sent again (Moya has no such hook; Alamofire's
 /// `RequestRetrier` plays this role there).
 ///
-/// After every network attempt the provider asks its `RequestRetrier` plugins, in order, until one says `.retry`.
+/// After every network attempt the provider asks its `RequestRetrier` plugins, in order, until one says `.retry` or
+/// `.doNotRetryWithError`.
 /// `prepare`/`willSend` run once before the first attempt and `didReceive` once with the final result. Stubbed
 /// requests are not retried. The provider stops after 16 attempts whatever the retriers say.
 public protocol RequestRetrier: PluginType {

@@ -21,6 +21,9 @@ public final class Session: Sendable {
     /// Kept for Alamofire compatibility; requests are always started by the provider.
     public let startRequestsImmediately: Bool
 
+    /// Whether redirects are followed (see `Redirector`); `.follow` unless the session was created otherwise.
+    public let redirectHandler: Redirector
+
     /// The process-wide client used by sessions created without one, so providers share connection pools.
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
@@ -36,12 +39,15 @@ public final class Session: Sendable {
     ///   - client: the HTTP client; defaults to the process-wide `sharedClient`.
     ///   - headers: headers added to every request; defaults to `Session.defaultHTTPHeaders`.
     ///   - startRequestsImmediately: accepted for Alamofire compatibility.
+    ///   - redirectHandler: `.follow` (URLSession's behaviour) or `.doNotFollow` (for a proxy), as Alamofire's.
     public init(client: HTTPClient = Session.sharedClient,
                 headers: [String: String] = Session.defaultHTTPHeaders,
-                startRequestsImmediately: Bool = true) {
+                startRequestsImmediately: Bool = true,
+                redirectHandler: Redirector = .follow) {
         self.client = client
         self.headers = headers
         self.startRequestsImmediately = startRequestsImmediately
+        self.redirectHandler = redirectHandler
     }
 
     // MARK: - Default headers
@@ -144,18 +150,25 @@ public final class Session: Sendable {
         }
     }
 
-    /// Sends `request` and returns the response head as an `HTTPURLResponse` and the body.
+    /// Sends `request`, following redirects as `redirectHandler` says, and returns the last response head as an
+    /// `HTTPURLResponse` (whose `url` is the last URL of the chain) and its body.
     func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (HTTPURLResponse, Data) {
-        let clientRequest = try clientRequest(for: request, upload: upload)
         var deadline: ContinuousClock.Instant?
         if request.timeoutInterval > 0, request.timeoutInterval.isFinite, request.timeoutInterval < 1e9 {
             deadline = ContinuousClock.now + .milliseconds(Int64(request.timeoutInterval * 1000))
         }
-        let response = try await client.execute(clientRequest, deadline: deadline, progress: progress)
-        guard let httpResponse = Session.httpURLResponse(for: response, url: request.url) else {
-            throw HTTPClientError.malformedResponse(reason: "status \(response.status)")
+        var hop = RedirectHop(request: request, upload: upload)
+        while true {
+            let response = try await client.execute(try hop.clientRequest(in: self), deadline: deadline, progress: progress)
+            guard let httpResponse = Session.httpURLResponse(for: response, url: hop.request.url) else {
+                throw HTTPClientError.malformedResponse(reason: "status \(response.status)")
+            }
+            guard let next = try redirectHandler.nextHop(after: httpResponse, location: response.headers.first(name: "Location"),
+                                                         from: hop) else {
+                return (httpResponse, Data(response.body))
+            }
+            hop = next
         }
-        return (httpResponse, Data(response.body))
     }
 
     /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.

@@ -124,11 +124,13 @@ import HTTPClient
         #expect(await plugin.refreshCount == 0)
     }
 
-    @Test func failedRefreshDoesNotRetry() async {
+    @Test func failedRefreshFailsWithItsError() async {
         struct Boom: Error {}
         let plugin = AccessTokenRefreshPlugin(token: "a") { throw Boom() }
         let request = plugin.prepare(URLRequest(url: URL(string: "https://a")!), target: GitHub.zen)
-        if case .retry = await plugin.retry(request, for: GitHub.zen, dueTo: unauthorized(request), attempt: 0) { Issue.record("should not retry") }
+        let decision = await plugin.retry(request, for: GitHub.zen, dueTo: unauthorized(request), attempt: 0)
+        guard case .doNotRetryWithError(let error) = decision else { Issue.record("expected the refresh error, got \(decision)"); return }
+        #expect(error is Boom)
     }
 }
 

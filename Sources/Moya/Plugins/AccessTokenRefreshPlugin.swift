@@ -5,7 +5,8 @@ import FoundationNetworking
 
 /// Adds `Authorization: <type> <token>` to requests and, when one comes back `401`, refreshes the token and sends
 /// the request once more. Concurrent `401`s share one refresh: every waiting request gets the new token from the
-/// same call of `refresh`.
+/// same call of `refresh`. When `refresh` throws, every request waiting for it fails with that error
+/// (`.underlying(error, the401Response)`).
 ///
 /// Targets that are `AccessTokenAuthorizable` with a nil `authorizationType` are left alone; those with a type use
 /// it; other targets use the plugin's `authorizationType`.
@@ -57,7 +58,12 @@ public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable
         let sentToken = request.value(forHTTPHeaderField: "Authorization").flatMap { value in
             value.hasPrefix(prefix) ? String(value.dropFirst(prefix.count)) : nil
         }
-        guard let newToken = try? await store.token(replacing: sentToken) else { return .doNotRetry }
+        let newToken: String
+        do {
+            newToken = try await store.token(replacing: sentToken)
+        } catch {
+            return .doNotRetryWithError(error)
+        }
         var newRequest = request
         newRequest.setValue("\(scheme.value) \(newToken)", forHTTPHeaderField: "Authorization")
         return .retry(after: 0, request: newRequest)

@@ -21,12 +21,21 @@ import NetCore
 /// * `/digest-auth/{user}/{pass}`: 401 with a Digest MD5 `qop="auth"` challenge unless the Digest response matches.
 /// * `/flaky/{key}/{n}`: 503 for the first `n` requests with that key, then 200.
 /// * `/fixed`: 200 `ok` with fixed headers (a fixed `Date`), for exact log lines.
+/// * `/redirect/{n}`: 302 to `{n-1}` (a path-relative `Location`, so `/redirect/{n-1}`), and `/redirect/1` to `/get`.
+/// * `/absolute-redirect/{n}`: the same with absolute `http://127.0.0.1:<port>/...` locations.
+/// * `/redirect-to?url=<u>&status_code=<s>`: status `s` (default 302) with `Location: u`; `url` absent means no
+///   `Location` header.
+/// * `/loop`: 302 to itself.
+/// * `/bearer`: 401 with `WWW-Authenticate: Bearer` unless `Authorization` is `Bearer <validToken>`; then
+///   `{"token": <token>}`.
 final class Httpbin: HTTPServerHandler, @unchecked Sendable {
     private let lock = NSLock()
     private var counts: [String: Int] = [:]
     private var bodies: [String: [UInt8]] = [:]
     private var requestHeaders: [String: HTTPHeaders] = [:]
     private var started: [String] = []
+    private var methods: [String: String] = [:]
+    private var bearer = "initial"
     private(set) var server: HTTPServer?
 
     /// The server's port (valid after `start`).
@@ -58,6 +67,15 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
     /// The headers of the last request for `target`.
     func lastHeaders(_ target: String) -> HTTPHeaders? { lock.withLock { requestHeaders[target] } }
 
+    /// The method of the last request for `target`.
+    func lastMethod(_ target: String) -> String? { lock.withLock { methods[target] } }
+
+    /// The token `/bearer` accepts.
+    var validToken: String {
+        get { lock.withLock { bearer } }
+        set { lock.withLock { bearer = newValue } }
+    }
+
     /// Targets whose handling has started, in order.
     var startedTargets: [String] { lock.withLock { started } }
 
@@ -71,6 +89,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             bodies[target] = body
             requestHeaders[target] = request.head.headers
             started.append(target)
+            methods[target] = request.head.method.rawValue
             return counts[target]!
         }
         let path = String(request.head.path)
@@ -111,6 +130,23 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             headers.add(name: "Date", value: "Mon, 01 Jan 2024 00:00:00 GMT")
             headers.add(name: "Set-Cookie", value: "session=secret")
             return HTTPServerResponse(status: 200, headers: headers, body: Array("ok".utf8))
+        case "redirect" where parts.count == 2, "absolute-redirect" where parts.count == 2:
+            let n = Int(parts[1]) ?? 1
+            let prefix = parts[0] == "absolute-redirect" ? baseURL.absoluteString : ""
+            let location = n <= 1 ? prefix + "/get" : (prefix.isEmpty ? String(n - 1) : "\(prefix)/\(parts[0])/\(n - 1)")
+            return redirect(302, to: location)
+        case "loop":
+            return redirect(302, to: "/loop")
+        case "redirect-to":
+            let items = URLComponents(string: "http://h" + target)?.queryItems ?? []
+            let status = items.first { $0.name == "status_code" }?.value.flatMap { Int($0) } ?? 302
+            return redirect(status, to: items.first { $0.name == "url" }?.value)
+        case "bearer":
+            let token = validToken
+            if request.head.headers.first(name: "Authorization") == "Bearer \(token)" { return json(["token": token]) }
+            var headers = HTTPHeaders()
+            headers.add(name: "WWW-Authenticate", value: "Bearer")
+            return HTTPServerResponse(status: 401, headers: headers, body: [])
         default:
             return HTTPServerResponse(status: 404, body: Array("no route \(path)".utf8))
         }
@@ -140,6 +176,12 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
         if let query = request.head.query { result["query"] = String(query) }
         if let contentType = request.head.headers.first(name: "Content-Type") { result["contentType"] = contentType }
         return result
+    }
+
+    private func redirect(_ status: Int, to location: String?) -> HTTPServerResponse {
+        var headers = HTTPHeaders()
+        if let location { headers.add(name: "Location", value: location) }
+        return HTTPServerResponse(status: status, headers: headers, body: Array("redirect".utf8))
     }
 
     private func json(_ object: [String: Any], status: Int = 200) -> HTTPServerResponse {
