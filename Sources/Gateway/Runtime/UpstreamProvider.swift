@@ -27,7 +27,7 @@ final class UpstreamProvider: Sendable {
         let session: Session
         if upstream.isStub {
             client = nil
-            session = Session(client: Session.sharedClient, headers: [:], startRequestsImmediately: false)
+            session = Session(client: Session.sharedClient, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
         } else {
             var configuration = HTTPClient.Configuration()
             configuration.connectTimeout = upstream.timeout.connect
@@ -37,7 +37,7 @@ final class UpstreamProvider: Sendable {
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
             let client = HTTPClient(configuration: configuration, group: group)
             self.client = client
-            session = Session(client: client, headers: [:], startRequestsImmediately: false)
+            session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
         }
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }

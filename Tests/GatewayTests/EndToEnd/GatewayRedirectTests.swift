@@ -1,0 +1,65 @@
+import Foundation
+import HTTPClient
+import HTTPServer
+import HTTPWire
+import NetCore
+import Synchronization
+import TestSupport
+import Testing
+
+/// A proxy passes redirects through: the gateway's Moya sessions do not follow them (Moya's default does).
+@Suite(.serialized) struct GatewayRedirectTests {
+    @Test func upstreamRedirectsReachTheClientUnfollowed() async throws {
+        let upstream = try await RedirectingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+            routes:
+              - { name: up, match: { path_prefix: /r }, upstream: up }
+            """)
+        let client = HTTPClient()
+        for status in [301, 302, 303, 307, 308] {
+            let response = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/r/\(status)",
+                                                                      body: .bytes(Array("payload".utf8))))
+            #expect(response.status == status)
+            #expect(response.headers.first(name: "Location") == "/r/elsewhere")
+        }
+        #expect(upstream.paths == ["/r/301", "/r/302", "/r/303", "/r/307", "/r/308"], "the redirect target was never requested")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+}
+
+/// Answers `/r/NNN` with status NNN and `Location: /r/elsewhere`; records the paths it is asked for.
+final class RedirectingUpstream: HTTPServerHandler {
+    private let server = Mutex<HTTPServer?>(nil)
+    private let seen = Mutex<[String]>([])
+    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var paths: [String] { seen.withLock { $0 } }
+
+    static func start() async throws -> RedirectingUpstream {
+        let upstream = RedirectingUpstream()
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+                                group: try EventLoopGroup(threads: 1), handler: upstream)
+        try await server.start()
+        upstream.server.withLock { $0 = server }
+        return upstream
+    }
+
+    func shutdown() async {
+        await server.withLock { $0 }?.shutdown(timeout: .seconds(1))
+    }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        _ = try? await request.body.collect(upTo: 1 << 16)
+        let path = String(request.head.path)
+        seen.withLock { $0.append(path) }
+        let status = Int(path.split(separator: "/").last ?? "") ?? 200
+        return HTTPServerResponse(status: status, headers: ["Location": "/r/elsewhere", "Content-Length": "0"], body: [])
+    }
+}
