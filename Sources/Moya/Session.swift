@@ -144,32 +144,20 @@ public final class Session: Sendable {
         }
     }
 
-    /// Sends `request` and returns the response head as an `HTTPURLResponse` and the body.
-    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (HTTPURLResponse, Data) {
+    /// Sends `request` and returns the response head (its `HTTPURLResponse` is made lazily) and the body.
+    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (TransportResponse, Data) {
         let clientRequest = try clientRequest(for: request, upload: upload)
         var deadline: ContinuousClock.Instant?
         if request.timeoutInterval > 0, request.timeoutInterval.isFinite, request.timeoutInterval < 1e9 {
             deadline = ContinuousClock.now + .milliseconds(Int64(request.timeoutInterval * 1000))
         }
         let response = try await client.execute(clientRequest, deadline: deadline, progress: progress)
-        guard let httpResponse = Session.httpURLResponse(for: response, url: request.url) else {
-            throw HTTPClientError.malformedResponse(reason: "status \(response.status)")
-        }
-        return (httpResponse, Data(response.body))
+        return (TransportResponse(response, url: request.url), Data(response.body))
     }
 
     /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.
     static func httpURLResponse(for response: HTTPClientResponse, url: URL?) -> HTTPURLResponse? {
-        var fields: [String: String] = [:]
-        var names: [String: String] = [:]
-        for field in response.headers {
-            let key = field.name.lowercased()
-            let name = names[key] ?? field.name
-            names[key] = name
-            if let existing = fields[name] { fields[name] = existing + ", " + field.value } else { fields[name] = field.value }
-        }
-        let responseURL = url ?? URL(fileURLWithPath: "/")
-        return HTTPURLResponse(url: responseURL, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: fields)
+        TransportResponse(response, url: url).makeHTTPURLResponse()
     }
 
     /// Writes a downloaded body to a temporary file, then moves it where `destination` says.

@@ -97,18 +97,33 @@ final class GatewayHandler: HTTPServerHandler {
         let target = GatewayTarget(
             upstream: route.upstream, upstreamTarget: upstreamPath, method: head.method, body: Data(body),
             stableHeaders: stable, perRequestHeaders: perRequest + forwarding,
-            flightKey: key.map { "\($0.hashValue)-\($0.identity)" } ?? requestID, timeout: route.config.timeout,
+            flightKey: key.map { "\($0.hashValue)-\($0.identity)" }, timeout: route.config.timeout,
             retries: route.config.retries)
 
+        let result: Result<Moya.Response, MoyaError>
         if let key {
             record.coalesced = flights.join(key) ? "leader" : "follower"
+            result = await send(MultiTarget(target), through: upstream.provider)
+            flights.leave(key)
+        } else {
+            // Not shareable: sent in this task, on this event loop, without Moya's callback queue.
+            result = await upstream.provider.requestInCurrentTask(MultiTarget(target))
         }
-        let result = await send(MultiTarget(target), through: upstream.provider)
-        if let key { flights.leave(key) }
+        record.retries = target.retryCount.value
+        let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
+        record.upstreamConnect = timings?.connect
+        record.upstreamFirstByte = timings?.firstByte
 
         switch result {
         case .success(let response):
-            let headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            let headers: HTTPHeaders
+            if let transport = response.transportHeaders {
+                headers = ProxyHeaders.downstream(from: transport, requestID: requestID)
+            } else if let stubHeaders = upstream.stubHeaders {
+                headers = ProxyHeaders.downstream(from: stubHeaders, requestID: requestID)
+            } else {
+                headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            }
             return HTTPServerResponse(head: HTTPResponseHead(status: response.statusCode, headers: headers),
                                       body: .bytes(Array(response.data)))
         case .failure(let error):
@@ -176,5 +191,13 @@ enum GatewayErrorMapping {
         let nsError = error as NSError
         if nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorTimedOut { return .gatewayTimeout }
         return .badGateway
+    }
+}
+
+extension Result where Success == Moya.Response, Failure == MoyaError {
+    /// The response a failure carries (a status that failed validation), if any.
+    var failureResponse: Moya.Response? {
+        if case .failure(let error) = self { return error.response }
+        return nil
     }
 }

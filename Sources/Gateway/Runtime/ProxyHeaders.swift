@@ -61,8 +61,27 @@ enum ProxyHeaders {
         return result
     }
 
-    /// The upstream's response headers as returned to the client: hop-by-hop and framing fields removed, `Via` and the
-    /// request id added.
+    /// Response fields never returned to the client: hop-by-hop, framing and the request id (the gateway sets it).
+    private static let droppedDownstream = Set((HopByHop.standard + ["Content-Length", "X-Request-Id"]).map { $0.lowercased() })
+
+    /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
+    /// `Connection`) removed, `Via` and the request id added. One pass, in the upstream's order.
+    static func downstream(from upstream: HTTPHeaders, requestID: String) -> HTTPHeaders {
+        let listed = upstream.tokens(name: "Connection").map { $0.lowercased() }
+        var headers = HTTPHeaders()
+        for field in upstream {
+            let lower = field.name.lowercased()
+            if droppedDownstream.contains(lower) || (!listed.isEmpty && listed.contains(lower) && !HopByHop.protected.contains(lower)) {
+                continue
+            }
+            headers.add(name: field.name, value: field.value)
+        }
+        headers.add(name: "Via", value: "1.1 moya-gateway")
+        headers.add(name: "X-Request-Id", value: requestID)
+        return headers
+    }
+
+    /// The same for headers read from an `HTTPURLResponse`.
     static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPHeaders {
         var headers = HTTPHeaders()
         for (key, value) in upstream {
