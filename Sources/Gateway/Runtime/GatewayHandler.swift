@@ -85,18 +85,25 @@ final class GatewayHandler: HTTPServerHandler {
         record.bytesIn = body.count
 
         let coalescing = route.config.coalesce && CoalescingKey.isCoalescible(head.method)
-        let upstreamURL = (route.upstream.baseURL?.origin ?? "stub://\(route.upstream.name)") + upstreamPath
-        let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name, upstreamURL: upstreamURL,
+        let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name,
+                                                  upstreamURL: upstream.origin + upstreamPath,
                                                   varyHeaders: route.config.coalesceVary, requestHeaders: head.headers,
                                                   clientName: clientName) : nil
-        let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+        var (stable, perRequest) = ProxyHeaders.upstreamHeaders(
             from: head.headers, apiKeyHeader: apiKeys?.header, upstream: route.upstream,
             varyHeaders: route.config.coalesceVary, coalescing: key != nil)
         let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
                                                  isTLS: request.isTLS, requestID: requestID, version: head.version)
+        if key == nil {
+            // Nothing to share: the per-caller headers go into the endpoint, set in bulk with the others (adding
+            // them one by one to the `URLRequest` in a plugin costs more).
+            ProxyHeaders.merge(forwarding, into: &stable)
+        } else {
+            perRequest += forwarding
+        }
         let target = GatewayTarget(
-            upstream: route.upstream, upstreamTarget: upstreamPath, method: head.method, body: Data(body),
-            stableHeaders: stable, perRequestHeaders: perRequest + forwarding,
+            upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
+            body: Data(body), stableHeaders: stable, perRequestHeaders: perRequest,
             flightKey: key.map { "\($0.hashValue)-\($0.identity)" }, timeout: route.config.timeout,
             retries: route.config.retries)
 

@@ -7,6 +7,8 @@ import Synchronization
 /// the headers. Wrapped in `MultiTarget` and sent through the upstream's `MoyaProvider<MultiTarget>`.
 struct GatewayTarget: TargetType, AccessTokenAuthorizable {
     let upstream: UpstreamConfig
+    /// The upstream's origin (`http://host:port`), or `http://stub.invalid` for a stub; computed once per upstream.
+    let origin: String
     /// Origin-form path and query, exactly as routed and rewritten (`/v1/users/7?x=1`).
     let upstreamTarget: String
     let method: Moya.Method
@@ -25,7 +27,7 @@ struct GatewayTarget: TargetType, AccessTokenAuthorizable {
     /// Counts the retries ``RouteRetryPlugin`` decided for this request (for the access log).
     let retryCount = RetryCount()
 
-    var baseURL: URL { URL(string: upstream.baseURL?.origin ?? "http://stub.invalid") ?? URL(fileURLWithPath: "/") }
+    var baseURL: URL { URL(string: origin) ?? URL(fileURLWithPath: "/") }
     var path: String { "" }
     var task: Moya.Task { body.isEmpty ? .requestPlain : .requestData(body) }
     var headers: [String: String]? { stableHeaders }
@@ -49,7 +51,7 @@ struct GatewayTarget: TargetType, AccessTokenAuthorizable {
     }
 
     /// The full upstream URL.
-    var urlString: String { (upstream.baseURL?.origin ?? "http://stub.invalid") + upstreamTarget }
+    var urlString: String { origin + upstreamTarget }
 }
 
 extension TargetType {

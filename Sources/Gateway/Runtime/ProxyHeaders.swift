@@ -45,6 +45,16 @@ enum ProxyHeaders {
         return (stable, perRequest)
     }
 
+    /// Sets `fields` in `headers`, replacing any field of the same name (compared case-insensitively).
+    static func merge(_ fields: [(String, String)], into headers: inout [String: String]) {
+        for (name, value) in fields {
+            if headers[name] == nil, let existing = headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
+                headers[existing] = nil
+            }
+            headers[name] = value
+        }
+    }
+
     /// The forwarding headers for one caller.
     static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
         -> [(String, String)] {

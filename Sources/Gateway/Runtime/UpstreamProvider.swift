@@ -16,9 +16,12 @@ final class UpstreamProvider: Sendable {
     private let latency: StubLatencySampler?
     /// A stub upstream's response headers, as configured (answers from the stub carry no transport head).
     let stubHeaders: HTTPHeaders?
+    /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
+    let origin: String
 
     init(upstream: UpstreamConfig, group: EventLoopGroup) {
         self.upstream = upstream
+        self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
