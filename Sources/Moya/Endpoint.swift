@@ -87,7 +87,8 @@ extension Endpoint {
         }
 
         var request = URLRequest(url: requestURL)
-        request.httpMethod = method.rawValue
+        // GET is a new request's method already; setting it again costs Foundation's method normalisation.
+        if method != .get { request.httpMethod = method.rawValue }
         request.allHTTPHeaderFields = httpHeaderFields
 
         switch task {

@@ -13,12 +13,20 @@ enum RequestID {
     static func generate() -> String {
         let high = UInt64.random(in: 0...UInt64.max)
         let low = UInt64.random(in: 0...UInt64.max)
-        return hex(high) + hex(low)
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            hex(high, into: buffer, at: 0)
+            hex(low, into: buffer, at: 16)
+            return 32
+        }
     }
 
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+    /// Sixteen lower-case hex digits of `value`, zero-padded.
+    private static func hex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        let digits: StaticString = "0123456789abcdef"
+        for index in 0..<16 {
+            let nibble = Int((value >> UInt64(60 - 4 * index)) & 0xf)
+            buffer[offset + index] = digits.utf8Start[nibble]
+        }
     }
 }
 

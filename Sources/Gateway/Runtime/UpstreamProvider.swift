@@ -19,7 +19,8 @@ final class UpstreamProvider: Sendable {
     /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
     let origin: String
 
-    init(upstream: UpstreamConfig, group: EventLoopGroup) {
+    /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only).
+    init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil) {
         self.upstream = upstream
         self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
@@ -30,6 +31,7 @@ final class UpstreamProvider: Sendable {
             let credential = URLCredential(user: credentials.user, password: credentials.password.value, persistence: .none)
             plugins.append(CredentialsPlugin { _ in credential })
         }
+        if let exchangeLogger { plugins.append(exchangeLogger) }
         let session: Session
         if upstream.isStub {
             client = nil
