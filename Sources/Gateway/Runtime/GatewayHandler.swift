@@ -14,6 +14,7 @@ import Synchronization
 final class GatewayHandler: HTTPServerHandler {
     private let state: GatewayStateBox
     private let flights = FlightTracker()
+    private let requestIDs = RequestIDGenerator()
 
     init(state: GatewayStateBox) {
         self.state = state
@@ -23,7 +24,7 @@ final class GatewayHandler: HTTPServerHandler {
         let snapshot = state.current
         let started = ContinuousClock.now
         let head = request.head
-        let requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"))
+        let requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: requestIDs)
         var record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
                                   bytesIn: Int(request.declaredBodyLength ?? 0))
         let response = await respond(to: request, snapshot: snapshot, requestID: requestID, record: &record)
