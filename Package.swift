@@ -49,6 +49,9 @@ let package = Package(
         // Client benchmark (Benchmarks/run.sh): N keep-alive connections looping HTTPClient.execute for D seconds.
         .executableTarget(name: "ClientBench", dependencies: ["HTTPClient", "HTTPWire", "NetCore"],
                           path: "Benchmarks/ClientBench"),
+        // Moya overhead benchmark (Benchmarks/MoyaBench/run.sh): stubbed requests, and MoyaProvider vs HTTPClient.execute.
+        .executableTarget(name: "MoyaBench", dependencies: ["Moya", "HTTPClient", "HTTPWire", "NetCore"],
+                          path: "Benchmarks/MoyaBench", exclude: ["run.sh"]),
         .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServer", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
 
         // Raw sockets, process and certificate helpers shared by the test suites.

@@ -8,7 +8,11 @@
 #
 # Same pinning and servers as run.sh (hello-server and nginx on CPU 1, load on CPU 0), everything on 127.0.0.1,
 # every process stopped by PID on EXIT, every load run bounded. Build first (run.sh, or SKIP_BUILD=0 here).
-# Env: SECONDS_PROFILED=4 TOP=25 RUN_DIR=/tmp/moyabench-profile SKIP_BUILD=1
+# GATEWAY=1 profiles moya-gateway instead (release build of the current tree): one gateway pinned to CPU 1 with a
+# stub route (/stub, 300-byte body) and a proxied route (/json) to a local nginx upstream on CPU 1; wrk -t1 -c50 on
+# CPU 0. Prints CPU µs per request (process CPU from /proc over a timed wrk run) and the top symbols, self and
+# cumulative, for each route.
+# Env: SECONDS_PROFILED=4 TOP=25 RUN_DIR=/tmp/moyabench-profile SKIP_BUILD=1 GATEWAY=0 GW_PORT=18480
 # Output: the reports on stdout; perf.data and raw reports under $RUN_DIR/results/profile/.
 set -euo pipefail
 
@@ -28,6 +32,63 @@ SECS="${SECONDS_PROFILED:-4}"
 TOP="${TOP:-25}"
 OUT="$RESULTS_DIR/profile"
 need wrk nginx taskset curl ss swift
+demangle() { swift demangle --simplified; }
+if [[ "${GATEWAY:-0}" == 1 ]]; then
+    [[ "${SKIP_BUILD:-1}" == 1 ]] || (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
+    GW_BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/moya-gateway"
+    [[ -x "$GW_BIN" ]] || die "build moya-gateway first (SKIP_BUILD=0)"
+    install_traps
+    rm -rf "$OUT"; mkdir -p "$OUT" "$RUN_DIR/conf"
+    gw_free() {
+        local p=$1
+        while ss -Hltn "sport = :$p" | grep -q .; do p=$((p + 1)); ((p < $1 + 100)) || die "no free port"; done
+        echo "$p"
+    }
+    UP=$(gw_free "${GW_PORT:-18480}"); GW=$(gw_free $((UP + 1))); ADMIN=$(gw_free $((GW + 1)))
+    sed "s/@PORT@/$UP/g" "$HERE/conf/nginx-hello.conf" >"$RUN_DIR/conf/nginx-hello.conf"
+    CONF="$RUN_DIR/conf" start_nginx nginx-hello nginx-hello.conf "http://$HOST:$UP/"
+    cat >"$RUN_DIR/gateway.yaml" <<YAML
+server: { listen: ["$HOST:$GW"], threads: 1, http2: false }
+admin: { listen: "$HOST:$ADMIN" }
+logging: { access_log: false }
+upstreams:
+  bench: { base_url: "http://$HOST:$UP", pool: { max_connections: 64 } }
+  stub: { stub: { status: 200, headers: { Content-Type: application/json }, body_bytes: 300 } }
+routes:
+  - { name: json, match: { path: /json }, upstream: bench }
+  - { name: stub, match: { path: /stub }, upstream: stub }
+YAML
+    spawn moya-gateway "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/gateway.yaml"
+    wait_http "http://$HOST:$ADMIN/readyz"
+    gpid=$(pid_of moya-gateway)
+    ticks() { awk '{print $14 + $15}' "/proc/$gpid/stat"; }
+    for path in stub json; do
+        client wrk -t1 -c50 -d1s "http://$HOST:$GW/$path" >/dev/null
+        t0=$(ticks)
+        client wrk -t1 -c50 -d"${SECS}s" "http://$HOST:$GW/$path" >"$OUT/wrk-gateway-$path.txt"
+        t1=$(ticks)
+        reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk-gateway-$path.txt")
+        rps=$(awk '/Requests\/sec/ {print $2}' "$OUT/wrk-gateway-$path.txt")
+        echo "#### moya-gateway /$path: $rps req/s (wrk -t1 -c50, ${SECS} s), load $(cut -d' ' -f1 /proc/loadavg)"
+        "$PY" -c "print(f'  CPU per request: {($t1 - $t0) / $(getconf CLK_TCK) * 1e6 / $reqs:.1f} µs')"
+        client_bg wrk -t1 -c50 -d$((SECS + 2))s "http://$HOST:$GW/$path" >/dev/null
+        wpid=$CLIENT_PID
+        sleep 1
+        timeout -k 5 $((SECS + 30)) perf record -q -F 999 -e cpu-clock -g -o "$OUT/perf-gateway-$path.data" \
+            -p "$gpid" -- sleep "$SECS" 2>/dev/null
+        wait "$wpid"
+        for mode in no-children children; do
+            echo "#### /$path: top $TOP symbols ($mode)"
+            echo '```'
+            { perf report -i "$OUT/perf-gateway-$path.data" --"$mode" --sort symbol --stdio -q -g none 2>/dev/null || true; } \
+                | grep -v '^$' | sed -n "1,${TOP}p" | demangle | cut -c1-160 | sed -E 's/ +$//'
+            echo '```'
+        done
+    done
+    stop_all
+    exit 0
+fi
+
 if [[ "${SKIP_BUILD:-1}" != 1 ]]; then
     (cd "$ROOT" && swift build -c release --product hello-server >&2 && swift build -c release --product ClientBench >&2)
 fi
@@ -54,7 +115,6 @@ mkdir -p "$RUN_DIR/conf"
 sed "s/@PORT@/$NGX_PORT_H/g" "$HERE/conf/nginx-hello.conf" >"$RUN_DIR/conf/nginx-hello.conf"
 CONF="$RUN_DIR/conf" start_nginx nginx-hello nginx-hello.conf "http://$HOST:$NGX_PORT_H/"
 
-demangle() { swift demangle --simplified; }
 
 if [[ $PERF == 1 ]]; then
     spawn hello-server "${SRV[@]}" "$BIN/hello-server" --port "$HELLO_PORT_H" --threads 1

@@ -87,7 +87,8 @@ extension Endpoint {
         }
 
         var request = URLRequest(url: requestURL)
-        request.httpMethod = method.rawValue
+        // GET is a new request's method already; setting it again costs Foundation's method normalisation.
+        if method != .get { request.httpMethod = method.rawValue }
         request.allHTTPHeaderFields = httpHeaderFields
 
         switch task {
@@ -143,7 +144,9 @@ struct EndpointIdentity: Hashable {
     let headers: [String: String]
     let body: Data?
     let kind: Kind
-    let requestBuilt: Bool
+    /// Whether the URL parsed (and the request was built); `nil` when not yet known: plain and data tasks are
+    /// identified without building a `URLRequest`, and only equality (not hashing) needs to know whether it parses.
+    private let requestBuilt: Bool?
 
     init(_ endpoint: Endpoint) {
         let kind: Kind
@@ -153,6 +156,23 @@ struct EndpointIdentity: Hashable {
         default: kind = endpoint.task.multipartFormData.map(Kind.multipart) ?? .data
         }
         self.kind = kind
+        switch endpoint.task {
+        case .requestPlain, .requestData:
+            // What `urlRequest()` would build, read straight from the endpoint: the URL string (kept verbatim by
+            // `URL(string:encodingInvalidCharacters: false)`), the method, the headers and the body.
+            url = endpoint.url
+            method = endpoint.method.rawValue
+            headers = EndpointIdentity.canonical(endpoint.httpHeaderFields)
+            if case .requestData(let data) = endpoint.task {
+                body = EndpointIdentity.canonical(body: data, headers: headers)
+            } else {
+                body = nil
+            }
+            requestBuilt = nil
+            return
+        default:
+            break
+        }
         if let request = try? endpoint.urlRequest() {
             url = request.url?.absoluteString ?? endpoint.url
             method = request.httpMethod ?? endpoint.method.rawValue
@@ -166,6 +186,21 @@ struct EndpointIdentity: Hashable {
             body = nil
             requestBuilt = false
         }
+    }
+
+    private var parses: Bool { requestBuilt ?? (URL(string: url, encodingInvalidCharacters: false) != nil) }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(url)
+        hasher.combine(method)
+        hasher.combine(headers)
+        hasher.combine(body)
+        hasher.combine(kind)
+    }
+
+    static func == (lhs: EndpointIdentity, rhs: EndpointIdentity) -> Bool {
+        lhs.url == rhs.url && lhs.method == rhs.method && lhs.kind == rhs.kind && lhs.headers == rhs.headers
+            && lhs.body == rhs.body && lhs.parses == rhs.parses
     }
 
     static func canonical(_ headers: [String: String]?) -> [String: String] {

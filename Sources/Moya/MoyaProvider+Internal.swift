@@ -80,36 +80,35 @@ public extension MoyaProvider {
                 self.cancelCompletion(completion, target: target)
                 return
             }
+            completion(self.stubResult(target, endpoint: endpoint, plugins: plugins, request: request))
+        }
+    }
 
-            let validate = { (response: Moya.Response) -> Result<Moya.Response, MoyaError> in
-                let validCodes = target.validationType.statusCodes
-                guard !validCodes.isEmpty else { return .success(response) }
-                if validCodes.contains(response.statusCode) {
-                    return .success(response)
-                } else {
-                    let statusError = MoyaError.statusCode(response)
-                    let error = MoyaError.underlying(statusError, response)
-                    return .failure(error)
-                }
-            }
-
-            switch endpoint.sampleResponseClosure() {
-            case .networkResponse(let statusCode, let data):
-                let response = Moya.Response(statusCode: statusCode, data: data, request: request, response: nil)
-                let result = validate(response)
-                plugins.forEach { $0.didReceive(result, target: target) }
-                completion(result)
-            case .response(let customResponse, let data):
-                let response = Moya.Response(statusCode: customResponse.statusCode, data: data, request: request, response: customResponse)
-                let result = validate(response)
-                plugins.forEach { $0.didReceive(result, target: target) }
-                completion(result)
-            case .networkError(let error):
-                let error = MoyaError.underlying(error, nil)
-                plugins.forEach { $0.didReceive(.failure(error), target: target) }
-                completion(.failure(error))
+    /// The stubbed result (the sample response, validated), after the plugins' `didReceive`.
+    func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
+        let validate = { (response: Moya.Response) -> Result<Moya.Response, MoyaError> in
+            let validCodes = target.validationType.statusCodes
+            guard !validCodes.isEmpty else { return .success(response) }
+            if validCodes.contains(response.statusCode) {
+                return .success(response)
+            } else {
+                let statusError = MoyaError.statusCode(response)
+                let error = MoyaError.underlying(statusError, response)
+                return .failure(error)
             }
         }
+
+        let result: Result<Moya.Response, MoyaError>
+        switch endpoint.sampleResponseClosure() {
+        case .networkResponse(let statusCode, let data):
+            result = validate(Moya.Response(statusCode: statusCode, data: data, request: request, response: nil))
+        case .response(let customResponse, let data):
+            result = validate(Moya.Response(statusCode: customResponse.statusCode, data: data, request: request, response: customResponse))
+        case .networkError(let error):
+            result = .failure(MoyaError.underlying(error, nil))
+        }
+        plugins.forEach { $0.didReceive(result, target: target) }
+        return result
     }
 
     /// Notify all plugins that a stub is about to be performed. You must call this if overriding `stubRequest`.
@@ -141,12 +140,12 @@ extension MoyaProvider {
     }
 
     /// What the transport needs to know about a task: the upload body, the download destination.
-    private struct TransferPlan {
+    struct TransferPlan {
         var upload: Session.Upload = .requestBody
         var destination: DownloadDestination?
     }
 
-    private func transferPlan(for endpoint: Endpoint, request: URLRequest) throws -> TransferPlan {
+    func transferPlan(for endpoint: Endpoint, request: URLRequest) throws -> TransferPlan {
         var plan = TransferPlan()
         switch endpoint.task {
         case .uploadFile(let fileURL):
@@ -204,7 +203,7 @@ extension MoyaProvider {
 
     /// Sends, answers one `401` Basic/Digest challenge with the credential a plugin supplied, and asks the
     /// `RequestRetrier` plugins whether to send again.
-    private func sendWithRetries(_ preparedRequest: URLRequest, target: Target, plan: TransferPlan,
+    func sendWithRetries(_ preparedRequest: URLRequest, target: Target, plan: TransferPlan,
                                  requestType: RequestTypeWrapper, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
         var request = preparedRequest
         var attempt = 0
@@ -245,24 +244,27 @@ extension MoyaProvider {
 
     /// One exchange: send, store a download, validate the status code.
     private func sendOnce(_ request: URLRequest, target: Target, plan: TransferPlan, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
-        let httpResponse: HTTPURLResponse
+        let head: TransportResponse
         let data: Data
         do {
-            (httpResponse, data) = try await session.send(request, upload: plan.upload, progress: progress)
+            (head, data) = try await session.send(request, upload: plan.upload, progress: progress)
         } catch {
             return .failure(MoyaProvider.moyaError(forTransportError: error, request: request))
         }
         var body = data
         if let destination = plan.destination {
             do {
+                guard let httpResponse = head.makeHTTPURLResponse() else {
+                    throw HTTPClientError.malformedResponse(reason: "status \(head.status)")
+                }
                 try Session.storeDownload(data, response: httpResponse, destination: destination)
                 body = Data()
             } catch {
-                let response = Moya.Response(statusCode: httpResponse.statusCode, data: Data(), request: request, response: httpResponse)
+                let response = Moya.Response(transport: head, data: Data(), request: request)
                 return .failure(.underlying(error, response))
             }
         }
-        let response = Moya.Response(statusCode: httpResponse.statusCode, data: body, request: request, response: httpResponse)
+        let response = Moya.Response(transport: head, data: body, request: request)
         let validCodes = target.validationType.statusCodes
         if !validCodes.isEmpty && !validCodes.contains(response.statusCode) {
             // Real and stubbed requests fail validation the same way (Moya wraps an AFError for real ones).

@@ -2,6 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTPClient
+import HTTPWire
 
 /// Represents a response to a `MoyaProvider.request`.
 ///
@@ -17,14 +19,32 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// The original URLRequest for the response (the request after the plugins' `prepare`).
     public let request: URLRequest?
 
-    /// The HTTPURLResponse object.
-    public let response: HTTPURLResponse?
+    /// The HTTPURLResponse object. For responses that came over the network it is built on first use from the
+    /// transport's response head (building it costs header dictionary and case work most callers never need).
+    public var response: HTTPURLResponse? { head.response }
+
+    /// The response head as the transport received it (field order and repetition kept); `nil` for stubs and
+    /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
+    package var transportHeaders: HTTPHeaders? { head.transport?.headers }
+
+    /// How long the exchange took to connect and to receive its first byte; `nil` unless it came over the network.
+    package var timings: HTTPClientTimings? { head.transport?.timings }
+
+    private let head: ResponseHead
 
     public init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
         self.statusCode = statusCode
         self.data = data
         self.request = request
-        self.response = response
+        self.head = ResponseHead(response: response)
+    }
+
+    /// A response received by the transport; its `HTTPURLResponse` is made lazily.
+    init(transport: TransportResponse, data: Data, request: URLRequest?) {
+        self.statusCode = transport.status
+        self.data = data
+        self.request = request
+        self.head = ResponseHead(transport: transport)
     }
 
     /// A text description of the `Response`.

@@ -150,9 +150,9 @@ public final class Session: Sendable {
         }
     }
 
-    /// Sends `request`, following redirects as `redirectHandler` says, and returns the last response head as an
-    /// `HTTPURLResponse` (whose `url` is the last URL of the chain) and its body.
-    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (HTTPURLResponse, Data) {
+    /// Sends `request`, following redirects as `redirectHandler` says, and returns the last response head (its
+    /// `HTTPURLResponse`, whose `url` is the last URL of the chain, is made lazily) and its body.
+    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (TransportResponse, Data) {
         var deadline: ContinuousClock.Instant?
         if request.timeoutInterval > 0, request.timeoutInterval.isFinite, request.timeoutInterval < 1e9 {
             deadline = ContinuousClock.now + .milliseconds(Int64(request.timeoutInterval * 1000))
@@ -160,12 +160,12 @@ public final class Session: Sendable {
         var hop = RedirectHop(request: request, upload: upload)
         while true {
             let response = try await client.execute(try hop.clientRequest(in: self), deadline: deadline, progress: progress)
-            guard let httpResponse = Session.httpURLResponse(for: response, url: hop.request.url) else {
-                throw HTTPClientError.malformedResponse(reason: "status \(response.status)")
-            }
-            guard let next = try redirectHandler.nextHop(after: httpResponse, location: response.headers.first(name: "Location"),
+            let transport = TransportResponse(response, url: hop.request.url)
+            // Only a redirect status needs the HTTPURLResponse here (for `Redirector.modify`).
+            guard RedirectHop.followedStatuses.contains(response.status), let httpResponse = transport.makeHTTPURLResponse(),
+                  let next = try redirectHandler.nextHop(after: httpResponse, location: response.headers.first(name: "Location"),
                                                          from: hop) else {
-                return (httpResponse, Data(response.body))
+                return (transport, Data(response.body))
             }
             hop = next
         }
@@ -173,16 +173,7 @@ public final class Session: Sendable {
 
     /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.
     static func httpURLResponse(for response: HTTPClientResponse, url: URL?) -> HTTPURLResponse? {
-        var fields: [String: String] = [:]
-        var names: [String: String] = [:]
-        for field in response.headers {
-            let key = field.name.lowercased()
-            let name = names[key] ?? field.name
-            names[key] = name
-            if let existing = fields[name] { fields[name] = existing + ", " + field.value } else { fields[name] = field.value }
-        }
-        let responseURL = url ?? URL(fileURLWithPath: "/")
-        return HTTPURLResponse(url: responseURL, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: fields)
+        TransportResponse(response, url: url).makeHTTPURLResponse()
     }
 
     /// Writes a downloaded body to a temporary file, then moves it where `destination` says.

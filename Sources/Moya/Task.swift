@@ -57,6 +57,10 @@ extension Task {
         switch self {
         case .uploadMultipartFormData(let form), .uploadCompositeMultipartFormData(let form, _):
             return form
+        case .requestPlain, .requestData, .requestJSONEncodable, .requestCustomJSONEncodable, .requestParameters,
+             .requestCompositeData, .requestCompositeParameters, .uploadFile, .downloadDestination, .downloadParameters:
+            // Not multipart; answered without reflecting on the deprecated cases (Mirror is costly per request).
+            return nil
         default:
             return DeprecatedTaskAccess.multipart(of: self)?.parts.map { MultipartFormData(parts: $0) } ?? nil
         }
@@ -65,6 +69,7 @@ extension Task {
     /// The URL parameters of a composite multipart task (deprecated case included).
     var multipartURLParameters: [String: Any]? {
         if case .uploadCompositeMultipartFormData(_, let parameters) = self { return parameters }
+        if multipartFormData == nil { return nil }
         return DeprecatedTaskAccess.multipart(of: self)?.urlParameters
     }
 }

@@ -14,6 +14,7 @@ import Synchronization
 final class GatewayHandler: HTTPServerHandler {
     private let state: GatewayStateBox
     private let flights = FlightTracker()
+    private let requestIDs = RequestIDGenerator()
 
     init(state: GatewayStateBox) {
         self.state = state
@@ -23,7 +24,7 @@ final class GatewayHandler: HTTPServerHandler {
         let snapshot = state.current
         let started = ContinuousClock.now
         let head = request.head
-        let requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"))
+        let requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: requestIDs)
         var record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
                                   bytesIn: Int(request.declaredBodyLength ?? 0))
         let response = await respond(to: request, snapshot: snapshot, requestID: requestID, record: &record)
@@ -85,30 +86,52 @@ final class GatewayHandler: HTTPServerHandler {
         record.bytesIn = body.count
 
         let coalescing = route.config.coalesce && CoalescingKey.isCoalescible(head.method)
-        let upstreamURL = (route.upstream.baseURL?.origin ?? "stub://\(route.upstream.name)") + upstreamPath
-        let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name, upstreamURL: upstreamURL,
+        let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name,
+                                                  upstreamURL: upstream.origin + upstreamPath,
                                                   varyHeaders: route.config.coalesceVary, requestHeaders: head.headers,
                                                   clientName: clientName) : nil
-        let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+        var (stable, perRequest) = ProxyHeaders.upstreamHeaders(
             from: head.headers, apiKeyHeader: apiKeys?.header, upstream: route.upstream,
             varyHeaders: route.config.coalesceVary, coalescing: key != nil)
         let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
                                                  isTLS: request.isTLS, requestID: requestID, version: head.version)
+        if key == nil {
+            // Nothing to share: the per-caller headers go into the endpoint, set in bulk with the others (adding
+            // them one by one to the `URLRequest` in a plugin costs more).
+            ProxyHeaders.merge(forwarding, into: &stable)
+        } else {
+            perRequest += forwarding
+        }
         let target = GatewayTarget(
-            upstream: route.upstream, upstreamTarget: upstreamPath, method: head.method, body: Data(body),
-            stableHeaders: stable, perRequestHeaders: perRequest + forwarding,
-            flightKey: key.map { "\($0.hashValue)-\($0.identity)" } ?? requestID, timeout: route.config.timeout,
+            upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
+            body: Data(body), stableHeaders: stable, perRequestHeaders: perRequest,
+            flightKey: key.map { "\($0.hashValue)-\($0.identity)" }, timeout: route.config.timeout,
             retries: route.config.retries)
 
+        let result: Result<Moya.Response, MoyaError>
         if let key {
             record.coalesced = flights.join(key) ? "leader" : "follower"
+            result = await send(MultiTarget(target), through: upstream.provider)
+            flights.leave(key)
+        } else {
+            // Not shareable: sent in this task, on this event loop, without Moya's callback queue.
+            result = await upstream.provider.requestInCurrentTask(MultiTarget(target))
         }
-        let result = await send(MultiTarget(target), through: upstream.provider)
-        if let key { flights.leave(key) }
+        record.retries = target.retryCount.value
+        let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
+        record.upstreamConnect = timings?.connect
+        record.upstreamFirstByte = timings?.firstByte
 
         switch result {
         case .success(let response):
-            let headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            let headers: HTTPHeaders
+            if let transport = response.transportHeaders {
+                headers = ProxyHeaders.downstream(from: transport, requestID: requestID)
+            } else if let stubHeaders = upstream.stubHeaders {
+                headers = ProxyHeaders.downstream(from: stubHeaders, requestID: requestID)
+            } else {
+                headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            }
             return HTTPServerResponse(head: HTTPResponseHead(status: response.statusCode, headers: headers),
                                       body: .bytes(Array(response.data)))
         case .failure(let error):
@@ -176,5 +199,13 @@ enum GatewayErrorMapping {
         let nsError = error as NSError
         if nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorTimedOut { return .gatewayTimeout }
         return .badGateway
+    }
+}
+
+extension Result where Success == Moya.Response, Failure == MoyaError {
+    /// The response a failure carries (a status that failed validation), if any.
+    var failureResponse: Moya.Response? {
+        if case .failure(let error) = self { return error.response }
+        return nil
     }
 }

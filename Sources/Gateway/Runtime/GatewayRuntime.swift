@@ -21,12 +21,13 @@ public final class GatewayRuntime: Sendable {
         self.group = group
         let sink = LogSink(destination: config.logging.output.sinkDestination)
         let redactor = HeaderRedactor(names: config.logging.redactHeaders)
-        logger = Logger(label: "moya-gateway") { _ in
+        let logger = Logger(label: "moya-gateway") { _ in
             JSONLogHandler(sink: sink, level: config.logging.level, json: config.logging.format == .json, redactor: redactor)
         }
+        self.logger = logger
         let registry = PrometheusCollectorRegistry()
         telemetry = Telemetry(registry: registry, sink: sink, logging: config.logging)
-        state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry))
+        state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         startedConfig = config
         var limits = config.server.limits.httpServerLimits
         limits.maxConnections = config.server.limits.maxConnections
@@ -76,7 +77,7 @@ public final class GatewayRuntime: Sendable {
             || config.admin.listen != startedConfig.admin.listen {
             logger.warning("reload: listener and TLS changes take effect only after a restart")
         }
-        state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry))
+        state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
     }
 

@@ -1,3 +1,5 @@
+import Logging
+import Moya
 import NetCore
 import Synchronization
 
@@ -9,12 +11,16 @@ final class GatewaySnapshot: Sendable {
     let providers: [String: UpstreamProvider]
     let telemetry: Telemetry
 
-    init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry) {
+    /// `logger`: where upstream exchanges are logged when it logs at `debug` (see ``UpstreamExchangeLogging``).
+    init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger) {
         self.config = config
         self.routes = RouteTable(config: config)
         var providers: [String: UpstreamProvider] = [:]
         for upstream in config.upstreams {
-            providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group)
+            let exchangeLogger = UpstreamExchangeLogging.plugin(
+                logger: logger, upstream: upstream.name, redactHeaders: config.logging.redactHeaders,
+                apiKeyHeader: config.clients?.apiKeys?.header)
+            providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger)
         }
         self.providers = providers
         self.telemetry = telemetry

@@ -15,16 +15,17 @@ enum ProxyHeaders {
     static func upstreamHeaders(from client: HTTPHeaders, apiKeyHeader: String?, upstream: UpstreamConfig,
                                 varyHeaders: [String], coalescing: Bool)
         -> (stable: [String: String], perRequest: [(String, String)]) {
-        var headers = HopByHop.removing(from: client)
-        if let apiKeyHeader { headers.remove(name: apiKeyHeader) }
-        if upstream.accessToken != nil || upstream.credentials != nil { headers.remove(name: "Authorization") }
+        let listed = connectionListed(in: client)
+        let apiKey = apiKeyHeader?.lowercased()
+        let dropAuthorization = upstream.accessToken != nil || upstream.credentials != nil
         var stable: [String: String] = [:]
         var perRequest: [(String, String)] = []
-        let vary = Set(varyHeaders.map { $0.lowercased() })
+        let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
         var seen: [String: Int] = [:]
-        for field in headers {
+        for field in client {
             let lower = field.name.lowercased()
-            if gatewayOwned.contains(lower) { continue }
+            if gatewayOwned.contains(lower) || hopByHop.contains(lower) || listed.contains(lower) || lower == apiKey
+                || (dropAuthorization && lower == "authorization") { continue }
             if coalescing && !identity.contains(lower) && !vary.contains(lower) {
                 if let index = seen[lower] {
                     perRequest[index].1 += ", " + field.value
@@ -45,6 +46,16 @@ enum ProxyHeaders {
         return (stable, perRequest)
     }
 
+    /// Sets `fields` in `headers`, replacing any field of the same name (compared case-insensitively).
+    static func merge(_ fields: [(String, String)], into headers: inout [String: String]) {
+        for (name, value) in fields {
+            if headers[name] == nil, let existing = headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
+                headers[existing] = nil
+            }
+            headers[name] = value
+        }
+    }
+
     /// The forwarding headers for one caller.
     static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
         -> [(String, String)] {
@@ -61,8 +72,34 @@ enum ProxyHeaders {
         return result
     }
 
-    /// The upstream's response headers as returned to the client: hop-by-hop and framing fields removed, `Via` and the
-    /// request id added.
+    /// The standard hop-by-hop names, lower-cased.
+    private static let hopByHop = Set(HopByHop.standard.map { $0.lowercased() })
+
+    /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
+    private static func connectionListed(in headers: HTTPHeaders) -> [String] {
+        guard headers.contains(name: "Connection") else { return [] }
+        return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
+    }
+
+    /// Response fields never returned to the client: hop-by-hop, framing and the request id (the gateway sets it).
+    private static let droppedDownstream = Set((HopByHop.standard + ["Content-Length", "X-Request-Id"]).map { $0.lowercased() })
+
+    /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
+    /// `Connection`) removed, `Via` and the request id added. One pass, in the upstream's order.
+    static func downstream(from upstream: HTTPHeaders, requestID: String) -> HTTPHeaders {
+        let listed = connectionListed(in: upstream)
+        var headers = HTTPHeaders()
+        for field in upstream {
+            let lower = field.name.lowercased()
+            if droppedDownstream.contains(lower) || listed.contains(lower) { continue }
+            headers.add(name: field.name, value: field.value)
+        }
+        headers.add(name: "Via", value: "1.1 moya-gateway")
+        headers.add(name: "X-Request-Id", value: requestID)
+        return headers
+    }
+
+    /// The same for headers read from an `HTTPURLResponse`.
     static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPHeaders {
         var headers = HTTPHeaders()
         for (key, value) in upstream {

@@ -13,6 +13,12 @@ struct RouteRetryPlugin: RequestRetrier {
                attempt: Int) async -> RetryDecision {
         guard let gateway = target.gatewayTarget, let retries = gateway.retries, attempt + 1 < retries.attempts,
               gateway.method.isIdempotent else { return .doNotRetry }
+        let decision = Self.decision(retries: retries, result: result)
+        if case .retry = decision { gateway.retryCount.increment() }
+        return decision
+    }
+
+    private static func decision(retries: RouteConfig.Retries, result: Result<Moya.Response, MoyaError>) -> RetryDecision {
         let delay = retries.backoff?.seconds ?? 0
         switch result {
         case .success(let response):

@@ -18,6 +18,10 @@ struct AccessRecord {
     var coalesced = "no"
     var stubbed = false
     var retries = 0
+    /// Time to open a new upstream connection (`nil`: a pooled one was reused, or no network exchange).
+    var upstreamConnect: Duration?
+    /// Time from sending the request to the upstream's first response byte.
+    var upstreamFirstByte: Duration?
     /// Why the upstream call failed, when it did (never contains secrets: client errors carry no headers).
     var upstreamError: String?
 
@@ -35,7 +39,9 @@ public final class Telemetry: Sendable {
     let sink: LogSink
     let accessLog: Bool
     let json: Bool
-    private let durations: Mutex<[String: DurationHistogram]> = Mutex([:])
+    /// The per-route metric handles, made on a route's (and status's) first request: looking them up in the
+    /// registry by label costs string work and a lock per request.
+    private let metrics: Mutex<MetricHandles> = Mutex(MetricHandles())
     private static let buckets: [Duration] = [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25),
                                               .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
                                               .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)]
@@ -49,14 +55,18 @@ public final class Telemetry: Sendable {
 
     func record(_ record: AccessRecord) {
         let route = record.route ?? "none"
-        registry.makeCounter(descriptor: Metric.requests, labels: [("route", route), ("status", String(record.status))]).increment()
-        let histogram = durations.withLock { cache -> DurationHistogram in
-            if let existing = cache[route] { return existing }
-            let made = registry.makeDurationHistogram(descriptor: Metric.duration, labels: [("route", route)],
-                                                      buckets: Telemetry.buckets)
-            cache[route] = made
-            return made
+        let (requests, histogram) = metrics.withLock { cache -> (Counter, DurationHistogram) in
+            let key = RequestMetricKey(route: route, status: record.status)
+            if let existing = cache.requests[key], let histogram = cache.durations[route] { return (existing, histogram) }
+            let counter = cache.requests[key] ?? registry.makeCounter(
+                descriptor: Metric.requests, labels: [("route", route), ("status", String(record.status))])
+            let histogram = cache.durations[route] ?? registry.makeDurationHistogram(
+                descriptor: Metric.duration, labels: [("route", route)], buckets: Telemetry.buckets)
+            cache.requests[key] = counter
+            cache.durations[route] = histogram
+            return (counter, histogram)
         }
+        requests.increment()
         histogram.record(record.duration)
         if record.coalesced != "no" {
             registry.makeCounter(descriptor: Metric.coalesced, labels: [("route", route), ("role", record.coalesced)]).increment()
@@ -71,16 +81,22 @@ public final class Telemetry: Sendable {
 
     private func jsonLine(_ record: AccessRecord) -> String {
         func string(_ value: String?) -> String { value.map(JSONLogHandler.quote) ?? "null" }
-        let milliseconds = record.duration.seconds * 1000
         return "{\"ts\":\"\(JSONLogHandler.timestamp())\",\"level\":\"info\",\"msg\":\"access\""
             + ",\"request_id\":\(string(record.requestID)),\"method\":\(string(record.method))"
             + ",\"path\":\(string(HeaderRedactor.redactQuery(in: record.path))),\"route\":\(string(record.route))"
             + ",\"upstream\":\(string(record.upstream))"
             + ",\"upstream_path\":\(string(record.upstreamPath.map(HeaderRedactor.redactQuery(in:))))"
             + ",\"status\":\(record.status),\"bytes_in\":\(record.bytesIn),\"bytes_out\":\(record.bytesOut)"
-            + ",\"duration_ms\":\(String(format: "%.3f", milliseconds)),\"upstream_connect_ms\":null,\"upstream_ttfb_ms\":null"
+            + ",\"duration_ms\":\(Telemetry.milliseconds(record.duration)),\"upstream_connect_ms\":\(Telemetry.milliseconds(record.upstreamConnect))"
+            + ",\"upstream_ttfb_ms\":\(Telemetry.milliseconds(record.upstreamFirstByte))"
             + ",\"coalesced\":\"\(record.coalesced)\",\"stubbed\":\(record.stubbed),\"retries\":\(record.retries)"
             + (record.upstreamError.map { ",\"upstream_error\":\(JSONLogHandler.quote($0))" } ?? "") + "}"
+    }
+
+    /// Milliseconds with three decimals, or `null`.
+    static func milliseconds(_ duration: Duration?) -> String {
+        guard let duration else { return "null" }
+        return String(format: "%.3f", duration.seconds * 1000)
     }
 
     private func textLine(_ record: AccessRecord) -> String {
@@ -89,6 +105,18 @@ public final class Telemetry: Sendable {
             + "bytes_out=\(record.bytesOut) duration_ms=\(String(format: "%.3f", record.duration.seconds * 1000)) "
             + "coalesced=\(record.coalesced) stubbed=\(record.stubbed)"
     }
+}
+
+/// A request counter's labels.
+struct RequestMetricKey: Hashable {
+    let route: String
+    let status: Int
+}
+
+/// The cached metric handles of a `Telemetry`.
+struct MetricHandles {
+    var requests: [RequestMetricKey: Counter] = [:]
+    var durations: [String: DurationHistogram] = [:]
 }
 
 /// The gateway's metric names (`moya_gateway_*`).

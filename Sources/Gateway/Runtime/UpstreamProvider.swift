@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPClient
+import HTTPWire
 import Moya
 import NetCore
 
@@ -13,9 +14,15 @@ final class UpstreamProvider: Sendable {
     let provider: MoyaProvider<MultiTarget>
     let client: HTTPClient?
     private let latency: StubLatencySampler?
+    /// A stub upstream's response headers, as configured (answers from the stub carry no transport head).
+    let stubHeaders: HTTPHeaders?
+    /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
+    let origin: String
 
-    init(upstream: UpstreamConfig, group: EventLoopGroup) {
+    /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only).
+    init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil) {
         self.upstream = upstream
+        self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
@@ -24,6 +31,7 @@ final class UpstreamProvider: Sendable {
             let credential = URLCredential(user: credentials.user, password: credentials.password.value, persistence: .none)
             plugins.append(CredentialsPlugin(preemptive: credentials.preemptive) { _ in credential })
         }
+        if let exchangeLogger { plugins.append(exchangeLogger) }
         let session: Session
         if upstream.isStub {
             client = nil
@@ -41,20 +49,24 @@ final class UpstreamProvider: Sendable {
         }
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
+        let samples = stub.map(StubSamples.init)
         self.latency = sampler
+        self.stubHeaders = stub.map { stub in HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
         provider = MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
                 guard let target = multi.gatewayTarget else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
-                headers["X-Gateway-Flight"] = target.flightKey
+                if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
                 return Endpoint(url: target.urlString,
-                                sampleResponseClosure: { UpstreamProvider.sampleResponse(stub: stub, sampler: sampler, url: target.urlString) },
+                                sampleResponseClosure: { UpstreamProvider.sampleResponse(stub: samples, sampler: sampler) },
                                 method: target.method, task: target.task, httpHeaderFields: headers)
             },
             requestClosure: { endpoint, done in
                 do {
                     var request = try endpoint.urlRequest()
-                    request.setValue(nil, forHTTPHeaderField: "X-Gateway-Flight")
+                    if endpoint.httpHeaderFields?[UpstreamProvider.flightHeader] != nil {
+                        request.setValue(nil, forHTTPHeaderField: UpstreamProvider.flightHeader)
+                    }
                     done(.success(request))
                 } catch let error as MoyaError {
                     done(.failure(error))
@@ -72,14 +84,32 @@ final class UpstreamProvider: Sendable {
             trackInflights: true)
     }
 
-    private static func sampleResponse(stub: StubConfig?, sampler: StubLatencySampler?, url: String) -> EndpointSampleResponse {
-        guard let stub, let address = URL(string: url) else { return .networkResponse(200, Data()) }
-        let failing = sampler?.nextIsError() ?? false
-        let status = failing ? stub.errorStatus : stub.status
+    /// The header that carries a coalescing key into the endpoint (its identity); removed before sending.
+    static let flightHeader = "X-Gateway-Flight"
+
+    private static func sampleResponse(stub: StubSamples?, sampler: StubLatencySampler?) -> EndpointSampleResponse {
+        guard let stub else { return .networkResponse(200, Data()) }
+        return (sampler?.nextIsError() ?? false) ? stub.failing : stub.normal
+    }
+}
+
+/// A stub upstream's two answers, built once: `HTTPURLResponse` creation (URL parsing, header dictionaries) is too
+/// costly to repeat per request. Their URL is the stub's, not the request's.
+private struct StubSamples: @unchecked Sendable {
+    let normal: EndpointSampleResponse
+    let failing: EndpointSampleResponse
+
+    init(_ stub: StubConfig) {
         var fields: [String: String] = [:]
         for field in stub.headers { fields[field.name] = field.value }
-        let response = HTTPURLResponse(url: address, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
-        guard let response else { return .networkResponse(status, Data(stub.body)) }
-        return .response(response, failing ? Data() : Data(stub.body))
+        let url = URL(string: "http://stub.invalid/") ?? URL(fileURLWithPath: "/")
+        func sample(status: Int, body: Data) -> EndpointSampleResponse {
+            guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else {
+                return .networkResponse(status, body)
+            }
+            return .response(response, body)
+        }
+        normal = sample(status: stub.status, body: Data(stub.body))
+        failing = sample(status: stub.errorStatus, body: Data())
     }
 }

@@ -1,0 +1,111 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+
+// MARK: - Sending in the calling task (package-internal fast path)
+
+extension MoyaProvider {
+
+    /// Sends a request inside the calling Swift task and returns the result after the plugins' `process`.
+    ///
+    /// The same pipeline as `request(_:callbackQueue:progress:completion:)` (endpoint, request closure, stub
+    /// behaviour, `prepare`, `willSend`, the retriers and credential challenge, `didReceive`, `process`), with three
+    /// differences that make it cheap for a server calling from its event loop:
+    /// * no new task and no callback queue: the exchange runs on the caller's executor and the result is returned, so
+    ///   a request never changes threads inside Moya;
+    /// * the request is never shared with identical in-flight requests (`trackInflights` is not consulted), so no
+    ///   endpoint identity is computed;
+    /// * cancelling the calling task cancels the request (the result is the cancellation error).
+    package func requestInCurrentTask(_ target: Target) async -> Result<Moya.Response, MoyaError> {
+        let endpoint = self.endpoint(target)
+        let stubBehavior = stubClosure(target)
+        let result = await unprocessedResult(target, endpoint: endpoint, stubBehavior: stubBehavior)
+        return plugins.reduce(result) { $1.process($0, target: target) }
+    }
+
+    private func unprocessedResult(_ target: Target, endpoint: Endpoint,
+                                   stubBehavior: Moya.StubBehavior) async -> Result<Moya.Response, MoyaError> {
+        let request: URLRequest
+        switch await builtRequest(endpoint) {
+        case .success(let built): request = built
+        case .failure(let error): return .failure(error)
+        }
+        if AsyncTask.isCancelled { return cancelledResult(target) }
+
+        switch stubBehavior {
+        case .never:
+            let plan: TransferPlan
+            do {
+                plan = try transferPlan(for: endpoint, request: request)
+            } catch {
+                return .failure(.underlying(error, nil))
+            }
+            let prepared = plugins.reduce(request) { $1.prepare($0, target: target) }
+            let requestType = RequestTypeWrapper(request: prepared, sessionHeaders: session.headers)
+            plugins.forEach { $0.willSend(requestType, target: target) }
+            let result = await sendWithRetries(prepared, target: target, plan: plan, requestType: requestType,
+                                               progress: HTTPClientProgress())
+            plugins.forEach { $0.didReceive(result, target: target) }
+            return result
+        case .immediate:
+            let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
+            return stubResult(target, endpoint: endpoint, plugins: plugins, request: prepared)
+        case .delayed(let seconds):
+            let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
+            do {
+                try await AsyncTask.sleep(nanoseconds: UInt64(min(max(seconds, 0), 3600) * 1_000_000_000))
+            } catch {
+                return cancelledResult(target)
+            }
+            return stubResult(target, endpoint: endpoint, plugins: plugins, request: prepared)
+        }
+    }
+
+    /// The cancellation error, after the plugins' `didReceive`.
+    private func cancelledResult(_ target: Target) -> Result<Moya.Response, MoyaError> {
+        let error = MoyaError.underlying(MoyaProviderErrors.cancelled, nil)
+        plugins.forEach { $0.didReceive(.failure(error), target: target) }
+        return .failure(error)
+    }
+
+    /// Runs the request closure; a closure that answers synchronously (the default one does) costs no suspension.
+    private func builtRequest(_ endpoint: Endpoint) async -> Result<URLRequest, MoyaError> {
+        let pending = PendingRequestResult()
+        requestClosure(endpoint) { pending.deliver($0) }
+        return await pending.value()
+    }
+}
+
+/// The first result a request closure delivers, waited for without suspending when it is already there.
+final class PendingRequestResult: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: UncheckedSendable<Result<URLRequest, MoyaError>>?
+    private var continuation: CheckedContinuation<UncheckedSendable<Result<URLRequest, MoyaError>>, Never>?
+
+    /// Stores the result, or resumes the waiter; later deliveries are ignored.
+    func deliver(_ value: Result<URLRequest, MoyaError>) {
+        let boxed = UncheckedSendable(value)
+        let waiter: CheckedContinuation<UncheckedSendable<Result<URLRequest, MoyaError>>, Never>? = lock.withLock {
+            guard result == nil else { return nil }
+            result = boxed
+            defer { continuation = nil }
+            return continuation
+        }
+        waiter?.resume(returning: boxed)
+    }
+
+    func value() async -> Result<URLRequest, MoyaError> {
+        if let ready = lock.withLock({ result }) { return ready.value }
+        let boxed = await withCheckedContinuation { continuation in
+            let ready: UncheckedSendable<Result<URLRequest, MoyaError>>? = lock.withLock {
+                if let result { return result }
+                self.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+        return boxed.value
+    }
+}

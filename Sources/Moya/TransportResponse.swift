@@ -1,0 +1,66 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+import HTTPWire
+
+/// A response head as the transport received it: status, header fields, timings and the request URL. Converting it
+/// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`).
+struct TransportResponse: @unchecked Sendable {
+    let status: Int
+    let headers: HTTPHeaders
+    let timings: HTTPClientTimings
+    let url: URL?
+
+    init(_ response: HTTPClientResponse, url: URL?) {
+        self.status = response.status
+        self.headers = response.headers
+        self.timings = response.timings
+        self.url = url
+    }
+
+    /// The `HTTPURLResponse` Moya users see; repeated header fields are joined with `, `.
+    func makeHTTPURLResponse() -> HTTPURLResponse? {
+        var fields: [String: String] = [:]
+        var names: [String: String] = [:]
+        for field in headers {
+            let key = field.name.lowercased()
+            let name = names[key] ?? field.name
+            names[key] = name
+            if let existing = fields[name] { fields[name] = existing + ", " + field.value } else { fields[name] = field.value }
+        }
+        return HTTPURLResponse(url: url ?? URL(fileURLWithPath: "/"), statusCode: status, httpVersion: "HTTP/1.1",
+                               headerFields: fields)
+    }
+}
+
+/// The head of a `Response`: either an `HTTPURLResponse` given by the caller, or a transport response whose
+/// `HTTPURLResponse` is built once, on first use, under a lock.
+final class ResponseHead: @unchecked Sendable {
+    let transport: TransportResponse?
+    private let lock = NSLock()
+    private var made: HTTPURLResponse?
+    private var isMade: Bool
+
+    init(response: HTTPURLResponse?) {
+        self.transport = nil
+        self.made = response
+        self.isMade = true
+    }
+
+    init(transport: TransportResponse) {
+        self.transport = transport
+        self.isMade = false
+    }
+
+    var response: HTTPURLResponse? {
+        lock.withLock {
+            if !isMade, let transport {
+                made = transport.makeHTTPURLResponse()
+                isMade = true
+            }
+            return made
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import HTTPClient
+import HTTPWire
+import TestSupport
+import Testing
+
+/// The access log's upstream timing and retry fields, and Moya's network logger bridged into the gateway's log, with
+/// the real binary against a real upstream over loopback.
+@Suite(.serialized) struct AccessLogAndExchangeLogTests {
+    static func config(upstreamPort: Int, level: String = "info") -> String {
+        """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: 1
+          limits: { drain_timeout: 5s }
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        logging:
+          level: \(level)
+          access_log: true
+        upstreams:
+          api:
+            base_url: http://127.0.0.1:\(upstreamPort)/v1
+            access_token: { type: bearer, token: "${API_TOKEN}" }
+          stubbed:
+            stub: { status: 200, headers: { Content-Type: text/plain, Set-Cookie: "sid=SETCOOKIE_CANARY" }, body: "ok" }
+        routes:
+          - name: api
+            match: { path_prefix: /api }
+            upstream: api
+            rewrite: { strip_prefix: /api }
+            retries: { attempts: 3, statuses: [503] }
+          - name: stubbed
+            match: { path: /stubbed }
+            upstream: stubbed
+        """
+    }
+
+    @Test func accessLogHasUpstreamConnectAndFirstByteTimesAndCountsRetries() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        for id in ["first", "second"] {
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": id]))
+            #expect(response.status == 200)
+        }
+        let retried = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/status/503", headers: ["X-Request-Id": "retried"]))
+        #expect(retried.status == 503)
+        #expect(upstream.requests.count == 5, "two plain requests, then one request tried three times")
+        let post = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/api/status/503",
+                                                              headers: ["X-Request-Id": "post"], body: .bytes([1])))
+        #expect(post.status == 503)
+        let stub = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed", headers: ["X-Request-Id": "stub"]))
+        #expect(stub.status == 200)
+        gateway.stop()
+
+        var lines: [String: [String: Any]] = [:]
+        for line in gateway.accessLog { if let id = line["request_id"] as? String { lines[id] = line } }
+        let first = try #require(lines["first"])
+        let second = try #require(lines["second"])
+        let connect = try #require(first["upstream_connect_ms"] as? Double, "a new upstream connection is timed")
+        #expect(connect >= 0 && connect < 10_000)
+        #expect(second["upstream_connect_ms"] is NSNull, "a pooled connection has no connect time")
+        for line in [first, second] {
+            let ttfb = try #require(line["upstream_ttfb_ms"] as? Double)
+            #expect(ttfb >= 0 && ttfb < 10_000)
+            #expect(line["retries"] as? Int == 0)
+        }
+        #expect(lines["retried"]?["retries"] as? Int == 2, "attempts: 3 → two retries")
+        #expect(lines["retried"]?["upstream_ttfb_ms"] is Double)
+        #expect(lines["post"]?["retries"] as? Int == 0, "POST is never retried")
+        let stubLine = try #require(lines["stub"])
+        #expect(stubLine["upstream_connect_ms"] is NSNull && stubLine["upstream_ttfb_ms"] is NSNull, "a stub has no exchange")
+        #expect(stubLine["stubbed"] as? Bool == true)
+    }
+
+    @Test func debugLevelLogsUpstreamExchangesThroughMoyasNetworkLoggerWithSecretsRedacted() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, level: "debug"),
+                                               environment: ["API_TOKEN": "UPSTREAM_TOKEN_CANARY"])
+        let client = HTTPClient()
+        let response = try await client.execute(HTTPClientRequest(
+            url: "\(gateway.url)/api/users?token=QUERY_CANARY&page=2",
+            headers: ["Cookie": "s=COOKIE_CANARY", "X-Auth-Token": "AUTH_TOKEN_CANARY", "Proxy-Authorization": "Basic PROXY_CANARY",
+                      "X-Request-Id": "debug-1"]))
+        #expect(response.status == 200)
+        let received = try #require(upstream.requests.last)
+        #expect(received.head.headers.first(name: "Authorization") == "Bearer UPSTREAM_TOKEN_CANARY", "the token is sent")
+        #expect(received.head.headers.first(name: "X-Auth-Token") == "AUTH_TOKEN_CANARY", "redaction is for logs only")
+        let stub = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
+        #expect(stub.status == 200)
+        #expect(stub.headers.first(name: "Set-Cookie") == "sid=SETCOOKIE_CANARY")
+        gateway.stop()
+
+        let logs = gateway.stdout + gateway.stderr
+        let exchanges = gateway.stdout.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }.filter { $0["msg"] as? String == "upstream exchange" }
+        let entries = exchanges.compactMap { $0["entry"] as? String }
+        #expect(exchanges.contains { $0["upstream"] as? String == "api" && $0["level"] as? String == "debug" })
+        #expect(entries.contains { $0.hasPrefix("Request: ") && $0.contains("/v1/users?token=[REDACTED]&page=2") })
+        #expect(entries.contains { $0.hasPrefix("Request Headers: ") && $0.contains("[REDACTED]") && $0.contains("X-Request-Id") })
+        #expect(entries.contains { $0.hasPrefix("Response: ") && $0.contains("Set-Cookie") }, "the stub's response is logged")
+        for canary in ["UPSTREAM_TOKEN_CANARY", "QUERY_CANARY", "COOKIE_CANARY", "AUTH_TOKEN_CANARY", "PROXY_CANARY",
+                       "SETCOOKIE_CANARY"] {
+            #expect(!logs.contains(canary), "\(canary) leaked into the log")
+        }
+    }
+
+    @Test func infoLevelLogsNoUpstreamExchanges() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
+        let response = try await HTTPClient().execute(HTTPClientRequest(url: "\(gateway.url)/api/users"))
+        #expect(response.status == 200)
+        gateway.stop()
+        #expect(!gateway.stdout.contains("upstream exchange"))
+        #expect(gateway.accessLog.count == 1)
+    }
+}
