@@ -57,7 +57,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
         self.exchange = exchange
         exchangesServed += 1
-        parser.expectResponse(to: exchange.head.method)
+        // A streamed body is consumed as it arrives: the collected-body limit does not apply to it.
+        parser.expectResponse(to: exchange.head.method, bodyLimited: !exchange.isStreamed)
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {

@@ -18,15 +18,19 @@ extension MoyaProvider {
     /// * the request is never shared with identical in-flight requests (`trackInflights` is not consulted), so no
     ///   endpoint identity is computed;
     /// * cancelling the calling task cancels the request (the result is the cancellation error).
-    package func requestInCurrentTask(_ target: Target) async -> Result<Moya.Response, MoyaError> {
+    ///
+    /// With `streamingBodiesAbove`, a network response whose body is longer than that many bytes (or of unknown
+    /// length) is not collected: its `data` is empty and `streamedBody` delivers the bytes with back-pressure.
+    package func requestInCurrentTask(_ target: Target, streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
         let endpoint = self.endpoint(target)
         let stubBehavior = stubClosure(target)
-        let result = await unprocessedResult(target, endpoint: endpoint, stubBehavior: stubBehavior)
+        let result = await unprocessedResult(target, endpoint: endpoint, stubBehavior: stubBehavior,
+                                             streamingBodiesAbove: streamingBodiesAbove)
         return plugins.reduce(result) { $1.process($0, target: target) }
     }
 
-    private func unprocessedResult(_ target: Target, endpoint: Endpoint,
-                                   stubBehavior: Moya.StubBehavior) async -> Result<Moya.Response, MoyaError> {
+    private func unprocessedResult(_ target: Target, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+                                   streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
         let request: URLRequest
         switch await builtRequest(endpoint) {
         case .success(let built): request = built
@@ -36,12 +40,13 @@ extension MoyaProvider {
 
         switch stubBehavior {
         case .never:
-            let plan: TransferPlan
+            var plan: TransferPlan
             do {
                 plan = try transferPlan(for: endpoint, request: request)
             } catch {
                 return .failure(.underlying(error, nil))
             }
+            plan.streamingBodiesAbove = streamingBodiesAbove
             let prepared = plugins.reduce(request) { $1.prepare($0, target: target) }
             let requestType = RequestTypeWrapper(request: prepared, sessionHeaders: session.headers)
             plugins.forEach { $0.willSend(requestType, target: target) }

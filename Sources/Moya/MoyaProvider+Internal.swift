@@ -143,6 +143,8 @@ extension MoyaProvider {
     struct TransferPlan {
         var upload: Session.Upload = .requestBody
         var destination: DownloadDestination?
+        /// Stream response bodies longer than this (or of unknown length) instead of collecting them; `nil` collects.
+        var streamingBodiesAbove: Int?
     }
 
     func transferPlan(for endpoint: Endpoint, request: URLRequest) throws -> TransferPlan {
@@ -247,7 +249,8 @@ extension MoyaProvider {
         let head: TransportResponse
         let data: Data
         do {
-            (head, data) = try await session.send(request, upload: plan.upload, progress: progress)
+            (head, data) = try await session.send(request, upload: plan.upload, progress: progress,
+                                                  streamingBodiesAbove: plan.destination == nil ? plan.streamingBodiesAbove : nil)
         } catch {
             return .failure(MoyaProvider.moyaError(forTransportError: error, request: request))
         }

@@ -30,6 +30,11 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// How long the exchange took to connect and to receive its first byte; `nil` unless it came over the network.
     package var timings: HTTPClientTimings? { head.transport?.timings }
 
+    /// For a response whose body was streamed (see `MoyaProvider.requestInCurrentTask(_:streamingBodiesAbove:)`): the
+    /// exchange, whose `body` delivers the bytes as they arrive; `data` is empty then. Dropping every reference to it
+    /// before the body ended aborts the exchange.
+    package var streamedBody: HTTPClientStreamingResponse? { head.transport?.streamed }
+
     private let head: ResponseHead
 
     public init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {

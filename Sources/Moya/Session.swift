@@ -152,20 +152,40 @@ public final class Session: Sendable {
 
     /// Sends `request`, following redirects as `redirectHandler` says, and returns the last response head (its
     /// `HTTPURLResponse`, whose `url` is the last URL of the chain, is made lazily) and its body.
-    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress) async throws -> (TransportResponse, Data) {
+    ///
+    /// With `streamingBodiesAbove`, the response is received as a stream: a body whose `Content-Length` is at most that
+    /// many bytes is still collected (returned as `Data`), a longer one or one of unknown length stays a stream in
+    /// the returned head (`TransportResponse.streamed`) and the `Data` is empty. Streamed bodies are not decompressed.
+    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress,
+              streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
         var deadline: ContinuousClock.Instant?
         if request.timeoutInterval > 0, request.timeoutInterval.isFinite, request.timeoutInterval < 1e9 {
             deadline = ContinuousClock.now + .milliseconds(Int64(request.timeoutInterval * 1000))
         }
         var hop = RedirectHop(request: request, upload: upload)
         while true {
-            let response = try await client.execute(try hop.clientRequest(in: self), deadline: deadline, progress: progress)
-            let transport = TransportResponse(response, url: hop.request.url)
+            let transport: TransportResponse
+            let body: Data
+            if let threshold {
+                let response = try await client.execute(streaming: try hop.clientRequest(in: self), deadline: deadline,
+                                                        progress: progress)
+                if let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold {
+                    body = Data(try await response.body.collect(upTo: threshold))
+                    transport = TransportResponse(collected: response, url: hop.request.url)
+                } else {
+                    body = Data()
+                    transport = TransportResponse(streaming: response, url: hop.request.url)
+                }
+            } else {
+                let response = try await client.execute(try hop.clientRequest(in: self), deadline: deadline, progress: progress)
+                transport = TransportResponse(response, url: hop.request.url)
+                body = Data(response.body)
+            }
             // Only a redirect status needs the HTTPURLResponse here (for `Redirector.modify`).
-            guard RedirectHop.followedStatuses.contains(response.status), let httpResponse = transport.makeHTTPURLResponse(),
-                  let next = try redirectHandler.nextHop(after: httpResponse, location: response.headers.first(name: "Location"),
+            guard RedirectHop.followedStatuses.contains(transport.status), let httpResponse = transport.makeHTTPURLResponse(),
+                  let next = try redirectHandler.nextHop(after: httpResponse, location: transport.headers.first(name: "Location"),
                                                          from: hop) else {
-                return (transport, Data(response.body))
+                return (transport, body)
             }
             hop = next
         }

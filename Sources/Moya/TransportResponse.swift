@@ -6,18 +6,38 @@ import HTTPClient
 import HTTPWire
 
 /// A response head as the transport received it: status, header fields, timings and the request URL. Converting it
-/// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`).
+/// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`). A streamed response also
+/// holds the exchange whose body is still arriving (dropping it aborts that body).
 struct TransportResponse: @unchecked Sendable {
     let status: Int
     let headers: HTTPHeaders
     let timings: HTTPClientTimings
     let url: URL?
+    let streamed: HTTPClientStreamingResponse?
 
     init(_ response: HTTPClientResponse, url: URL?) {
         self.status = response.status
         self.headers = response.headers
         self.timings = response.timings
         self.url = url
+        self.streamed = nil
+    }
+
+    /// The head of a streamed response whose body was then collected: the exchange is over.
+    init(collected response: HTTPClientStreamingResponse, url: URL?) {
+        self.status = response.status
+        self.headers = response.headers
+        self.timings = response.timings
+        self.url = url
+        self.streamed = nil
+    }
+
+    init(streaming response: HTTPClientStreamingResponse, url: URL?) {
+        self.status = response.status
+        self.headers = response.headers
+        self.timings = response.timings
+        self.url = url
+        self.streamed = response
     }
 
     /// The `HTTPURLResponse` Moya users see; repeated header fields are joined with `, `.

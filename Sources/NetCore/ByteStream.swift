@@ -21,13 +21,23 @@ public final class ByteStream: AsyncSequence, Sendable {
     private let lowWaterMark: Int
     /// Called (from the consumer's context) when a paused producer may produce again.
     private let onDemand: @Sendable () -> Void
+    /// Called when the stream is deallocated: the consumer is gone (whether or not it read to the end).
+    private let onRelease: @Sendable () -> Void
 
-    /// Creates a stream; `onDemand` is called when the consumer has drained a paused producer's backlog.
-    public init(highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {}) {
+    /// Creates a stream.
+    /// - Parameters:
+    ///   - onDemand: called when the consumer has drained a paused producer's backlog.
+    ///   - onRelease: called once, when the last reference to the stream goes away; a producer that holds the stream
+    ///     only weakly learns here that nobody will read what it has not produced yet.
+    public init(highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {},
+                onRelease: @escaping @Sendable () -> Void = {}) {
         self.highWaterMark = highWaterMark
         self.lowWaterMark = lowWaterMark
         self.onDemand = onDemand
+        self.onRelease = onRelease
     }
+
+    deinit { onRelease() }
 
     /// A stream that already holds all of `bytes`.
     public static func complete(_ bytes: [UInt8]) -> ByteStream {

@@ -114,8 +114,10 @@ final class GatewayHandler: HTTPServerHandler {
             result = await send(MultiTarget(target), through: upstream.provider)
             flights.leave(key)
         } else {
-            // Not shareable: sent in this task, on this event loop, without Moya's callback queue.
-            result = await upstream.provider.requestInCurrentTask(MultiTarget(target))
+            // Not shareable: sent in this task, on this event loop, without Moya's callback queue; a long body is
+            // relayed to the client as it arrives instead of being collected.
+            result = await upstream.provider.requestInCurrentTask(MultiTarget(target),
+                                                                  streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
         record.retries = target.retryCount.value
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
@@ -132,8 +134,12 @@ final class GatewayHandler: HTTPServerHandler {
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
             }
-            return HTTPServerResponse(head: HTTPResponseHead(status: response.statusCode, headers: headers),
-                                      body: .bytes(Array(response.data)))
+            let head = HTTPResponseHead(status: response.statusCode, headers: headers)
+            if let streamed = response.streamedBody {
+                record.bytesOut = streamed.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
+                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed)))
+            }
+            return HTTPServerResponse(head: head, body: .bytes(Array(response.data)))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
             record.upstreamError = GatewayErrorMapping.reason(for: error)

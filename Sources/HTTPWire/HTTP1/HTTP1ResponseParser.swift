@@ -51,7 +51,9 @@ public struct HTTP1ResponseParser: Sendable {
 
     private static let errorStatus = 502
 
-    private let limits: Limits
+    private var limits: Limits
+    /// The body limit given at creation; ``expectResponse(to:bodyLimited:)`` can lift it for one response.
+    private let configuredMaxBodyBytes: Int64?
     private var buffer = HTTP1ByteBuffer()
     private var state: State = .idle
     private var requestMethod = HTTPMethod.get
@@ -75,6 +77,7 @@ public struct HTTP1ResponseParser: Sendable {
     /// Creates a parser enforcing `limits`. It expects no response until ``expectResponse(to:)``.
     public init(limits: Limits = .init()) {
         self.limits = limits
+        self.configuredMaxBodyBytes = limits.maxBodyBytes
     }
 
     /// Whether the parser waits for (or is inside) a response.
@@ -86,9 +89,11 @@ public struct HTTP1ResponseParser: Sendable {
     }
 
     /// Prepares for the response to a request sent with `method` (a response to HEAD has no body whatever its
-    /// headers say). Call it before writing the request. If unexpected bytes arrived, or a response is still in
+    /// headers say). With `bodyLimited: false` the body of this response may exceed `maxBodyBytes` (a caller that
+    /// streams it rather than collecting it). Call it before writing the request. If unexpected bytes arrived, or a response is still in
     /// progress, the next event is an error.
-    public mutating func expectResponse(to method: HTTPMethod) {
+    public mutating func expectResponse(to method: HTTPMethod, bodyLimited: Bool = true) {
+        limits.maxBodyBytes = bodyLimited ? configuredMaxBodyBytes : nil
         if case .failed = state { return }
         if isAwaitingResponse {
             fail("a new response was expected while one was in progress")

@@ -1,0 +1,40 @@
+import HTTPClient
+import NetCore
+
+/// Relays an upstream body that arrives as a stream to the client's response, with back-pressure both ways: an
+/// upstream chunk is read only when the client's stream has room, so a slow client slows the upstream read (HTTP/1.1
+/// stops reading the socket, HTTP/2 withholds WINDOW_UPDATE) instead of growing memory.
+///
+/// The relay owns the upstream exchange until the body ends; when the client goes away (the server drops the response
+/// stream), the exchange is cancelled, which closes the upstream connection or resets its stream.
+enum StreamedBodyRelay {
+    /// How long a body may be and still be collected instead of relayed (one relay buffer's worth).
+    static let collectLimit = 256 * 1024
+
+    static func relay(_ upstream: HTTPClientStreamingResponse) -> ByteStream {
+        let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let output = ByteStream(onDemand: { signal.yield() }, onRelease: { signal.finish() })
+        let client = WeakStream(output)
+        Task {
+            var demandSignals = demand.makeAsyncIterator()
+            do {
+                while let chunk = try await upstream.body.next() {
+                    guard let stream = client.stream else { return upstream.cancel() }
+                    if !stream.yield(chunk), await demandSignals.next() == nil {
+                        return upstream.cancel()
+                    }
+                }
+                client.stream?.finish()
+            } catch {
+                client.stream?.fail(error)
+            }
+        }
+        return output
+    }
+}
+
+/// The client's response stream, held weakly so that the server dropping it is what tells the relay to stop.
+private final class WeakStream: @unchecked Sendable {
+    weak var stream: ByteStream?
+    init(_ stream: ByteStream) { self.stream = stream }
+}

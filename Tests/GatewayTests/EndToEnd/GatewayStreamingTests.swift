@@ -1,0 +1,61 @@
+import Foundation
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Long upstream bodies are relayed to the client as they arrive (not collected), intact, and a client that goes
+/// away stops the upstream read.
+@Suite(.serialized) struct GatewayStreamingTests {
+    static func config(upstreamPort: Int) -> String {
+        """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: 1
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        upstreams:
+          up: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { response: 10s } }
+        routes:
+          - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
+        """
+    }
+
+    @Test func longBodiesArriveIntactOverHTTP1AndHTTP2() async throws {
+        let upstream = try await ConformanceUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let expected = 32 << 20
+        for flag in ["--http1.1", "--http2-prior-knowledge"] {
+            let curl = try ProcessRunner.run("sh", ["-c", "curl -sS \(flag) '\(gateway.url)/up/big?mb=32' | tr -d x | wc -c; "
+                                                       + "curl -sS \(flag) -o /dev/null -w '%{size_download}' '\(gateway.url)/up/big?mb=32'"])
+            let lines = curl.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(lines.first == "0", "every byte is the upstream's `x` (\(flag)): \(curl.stdout) \(curl.stderr)")
+            #expect(lines.last == String(expected), "the whole body (\(flag)): \(curl.stdout)")
+        }
+        gateway.stop()
+        let logged = gateway.accessLog.compactMap { $0["bytes_out"] as? Int }
+        #expect(logged == [expected, expected, expected, expected], "bytes_out from Content-Length: \(logged)")
+        await upstream.shutdown()
+    }
+
+    @Test func aClientThatLeavesStopsTheUpstreamRead() async throws {
+        let upstream = try await ConformanceUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = try RawClient(port: gateway.port)
+        client.send("GET /up/big?mb=1024 HTTP/1.1\r\nHost: t\r\n\r\n")
+        let head = client.read(until: { $0.contains("\r\n\r\n") }, timeout: 5)
+        #expect(head.hasPrefix("HTTP/1.1 200"))
+        shutdown(client.fd, Int32(SHUT_RDWR))
+        try await Task.sleep(for: .milliseconds(1500))
+        let produced = upstream.producedBytes
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(upstream.producedBytes == produced, "the upstream read stopped with the client gone")
+        #expect(produced < 64 << 20, "a 1 GiB body was never read through: \(produced) bytes")
+        // And the gateway serves the next request normally.
+        let next = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/up/small"])
+        #expect(next.stdout == "200")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+}
