@@ -7,13 +7,14 @@
 #                  (and coalescing rows, when gateway.sh measures them)
 #   4. h2.sh       moya-gateway over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256 -> $RUN_DIR/h2
 #   5. gzip.sh     gzip cost per request and per KiB vs nginx gzip level 1                    -> $RUN_DIR/gzip
+#   6. coalesce.sh 100 concurrent identical GETs through a coalescing route vs the upstream delay -> $RUN_DIR/coalesce
 #
 # Every script keeps its own pinning (servers on CPU 1, load on CPU 0), bounds and cleanup; this one only sets their
 # durations, collects their raw files and prints the table. Each measurement's own tables are in its log
 # ($RUN_DIR/logs/*.out).
 #
 # Env: DURATION=5 (s, wrk/ClientBench runs)  NREQ=10000 (h2load requests per run, ≤ 1000 per connection)  REPS=3
-#      ONLY="run gateway h2 gzip" (subset)  SKIP_BUILD=0  RUN_DIR=/tmp/moyabench-table
+#      ONLY="run gateway h2 gzip coalesce" (subset)  SKIP_BUILD=0  RUN_DIR=/tmp/moyabench-table
 # A quick run (a few minutes): DURATION=2 NREQ=5000 REPS=1 Benchmarks/table.sh
 set -euo pipefail
 
@@ -22,7 +23,7 @@ HERE="$ROOT/Benchmarks"
 DURATION="${DURATION:-5}"
 NREQ="${NREQ:-10000}"
 REPS="${REPS:-3}"
-ONLY="${ONLY:-run gateway h2 gzip}"
+ONLY="${ONLY:-run gateway h2 gzip coalesce}"
 RUN_DIR="${RUN_DIR:-/tmp/moyabench-table}"
 PY=/usr/bin/python3
 mkdir -p "$RUN_DIR/logs"
@@ -51,6 +52,7 @@ has run && step run env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="
 has gateway && step gateway env REPS="$REPS" DURATION="${DURATION}s" RUN_DIR="$RUN_DIR/proxy" "$HERE/gateway.sh"
 has h2 && step h2 env SKIP_BUILD=1 REPS="$REPS" NREQ="$NREQ" RUN_DIR="$RUN_DIR/h2" "$HERE/h2.sh"
 has gzip && step gzip env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/gzip" "$HERE/gzip.sh"
+has coalesce && step coalesce env SKIP_BUILD=1 REPS="$REPS" RUN_DIR="$RUN_DIR/coalesce" "$HERE/coalesce.sh"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
@@ -166,6 +168,20 @@ if "gzip.cost_per_kib" in g:
 if "gzip.total" in g:
     rows.append(("gzip level 1: whole request, same body", "moya-gateway stub", "nginx static + gzip",
                  *pair(g["gzip.total"]), two(g["gzip.total"].get("rps")), two(g["gzip.total"].get("cpu"))))
+
+# coalesce.sh: its markdown table (direct / coalesce / plain rows)
+path = f"{run}/logs/coalesce.out"
+if os.path.exists(path):
+    table = {}
+    for line in open(path):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] in ("direct", "coalesce", "plain"):
+            table[cells[0]] = cells
+    if "coalesce" in table and "direct" in table:
+        c, d = table["coalesce"], table["direct"]
+        rows.append(("100 concurrent identical GETs, 100 ms upstream: hits, wall", "moya-gateway coalesce: true",
+                     "the upstream directly", f"{c[3]} hit(s), {c[4].split()[0]} ms ({c[5]} the delay)",
+                     f"{d[3]} hits, {d[4].split()[0]} ms", "-", "-"))
 
 print("| measurement | ours | reference | ours (req/s, CPU/req) | reference | req/s ratio | CPU µs/req ratio |")
 print("|---|---|---|---|---|---:|---:|")
