@@ -28,6 +28,15 @@ public enum HTTP1Serializer {
     public static func writeResponseHead(
         _ head: HTTPResponseHead, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
+        try writeStatusLine(head, into: &buffer)
+        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends only the status line of `head` (`HTTP/1.1 200 OK CRLF`); its headers are not written. Follow it with
+    /// ``writeField(name:value:into:)`` per field and ``writeEndOfHead(into:)``.
+    public static func writeStatusLine(
+        _ head: HTTPResponseHead, into buffer: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
         if head.version == .http1_1, let line = commonStatusLine(head.status, reason: head.reason) {
             line.withUTF8Buffer { buffer.append(contentsOf: $0) }
         } else {
@@ -48,7 +57,30 @@ public enum HTTP1Serializer {
             buffer.append(HTTP1Grammar.cr)
             buffer.append(HTTP1Grammar.lf)
         }
-        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends one header line, `name: value CRLF`, validating both.
+    public static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        let name = name.utf8
+        guard HTTP1Grammar.isToken(name) else {
+            throw HTTP1SerializationError(reason: "header name is not a token")
+        }
+        let value = value.utf8
+        guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
+            throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
+        }
+        buffer.append(contentsOf: name)
+        buffer.append(HTTP1Grammar.colon)
+        buffer.append(HTTP1Grammar.sp)
+        buffer.append(contentsOf: value)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+    }
+
+    /// Appends the empty line that ends a head.
+    public static func writeEndOfHead(into buffer: inout [UInt8]) {
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
     }
 
     /// Appends one chunk: its size in hex, CRLF, the bytes and CRLF. Writes nothing for empty input (an empty
@@ -85,23 +117,9 @@ public enum HTTP1Serializer {
 
     private static func writeHeaders(_ headers: HTTPHeaders, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
         for field in headers {
-            let name = field.name.utf8
-            guard HTTP1Grammar.isToken(name) else {
-                throw HTTP1SerializationError(reason: "header name is not a token")
-            }
-            let value = field.value.utf8
-            guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
-                throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
-            }
-            buffer.append(contentsOf: name)
-            buffer.append(HTTP1Grammar.colon)
-            buffer.append(HTTP1Grammar.sp)
-            buffer.append(contentsOf: value)
-            buffer.append(HTTP1Grammar.cr)
-            buffer.append(HTTP1Grammar.lf)
+            try writeField(name: field.name, value: field.value, into: &buffer)
         }
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        writeEndOfHead(into: &buffer)
     }
 
     private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {
