@@ -18,6 +18,8 @@ enum ProxyHeaders {
         let listed = connectionListed(in: client)
         let dropAuthorization = upstream.accessToken != nil || upstream.credentials != nil
         var stable: [String: String] = [:]
+        // Room for the forwarding headers merged in afterwards, so the dictionary is not regrown per request.
+        stable.reserveCapacity(client.count + upstream.headers.count + 6)
         var perRequest: [(String, String)] = []
         let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
         var seen: [String: Int] = [:]
@@ -49,6 +51,7 @@ enum ProxyHeaders {
 
     /// Sets `fields` in `headers`, replacing any field of the same name (compared case-insensitively).
     static func merge(_ fields: [(String, String)], into headers: inout [String: String]) {
+        headers.reserveCapacity(headers.count + fields.count)
         for (name, value) in fields {
             if headers[name] == nil, let existing = headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
                 headers[existing] = nil

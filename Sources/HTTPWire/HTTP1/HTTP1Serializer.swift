@@ -11,7 +11,10 @@ public enum HTTP1Serializer {
         let method = head.method.rawValue.utf8
         guard HTTP1Grammar.isToken(method) else { throw HTTP1SerializationError(reason: "method is not a token") }
         let target = head.target.utf8
-        guard !target.isEmpty, !target.contains(where: { $0 < 0x21 || $0 > 0x7E }) else {
+        let visible = target.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains { $0 < 0x21 || $0 > 0x7E }
+        } ?? !target.contains { $0 < 0x21 || $0 > 0x7E }
+        guard !target.isEmpty, visible else {
             throw HTTP1SerializationError(reason: "request target contains invalid characters")
         }
         buffer.append(contentsOf: method)
@@ -61,6 +64,33 @@ public enum HTTP1Serializer {
 
     /// Appends one header line, `name: value CRLF`, validating both.
     public static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        let written = name.utf8.withContiguousStorageIfAvailable { name in
+            value.utf8.withContiguousStorageIfAvailable { value in
+                writeValidField(name: name, value: value, into: &buffer)
+            }
+        }
+        if case true?? = written { return }
+        try writeFieldSlowly(name: name, value: value, into: &buffer)
+    }
+
+    /// Appends `name: value CRLF` from contiguous bytes when both are valid; false (nothing appended) otherwise.
+    private static func writeValidField(
+        name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]
+    ) -> Bool {
+        guard HTTP1Grammar.isToken(name) else { return false }
+        for byte in value where !HTTP1Grammar.isFieldValueByte(byte) { return false }
+        buffer.reserveCapacity(buffer.count + name.count + value.count + 4)
+        buffer.append(contentsOf: name)
+        buffer.append(HTTP1Grammar.colon)
+        buffer.append(HTTP1Grammar.sp)
+        buffer.append(contentsOf: value)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+        return true
+    }
+
+    /// ``writeField(name:value:into:)`` for strings without contiguous UTF-8 (bridged), and to name the error.
+    private static func writeFieldSlowly(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
         let name = name.utf8
         guard HTTP1Grammar.isToken(name) else {
             throw HTTP1SerializationError(reason: "header name is not a token")
