@@ -92,8 +92,8 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.contains { $0.name.equalsIgnoringASCIICase(name) && HTTPHeaders.list($0.value, contains: token) }
     }
 
-    /// Whether the comma-separated `list` has an element equal to `token` (ignoring ASCII case) once trimmed of
-    /// optional whitespace; scans the bytes without splitting.
+    /// Whether the comma-separated `list` has a non-empty element equal to `token` (ignoring ASCII case) once trimmed
+    /// of optional whitespace; scans the bytes without splitting.
     static func list(_ list: String, contains token: String) -> Bool {
         let bytes = list.utf8
         var elementStart = bytes.startIndex
@@ -111,7 +111,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
                     guard last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") else { break }
                     upper = bytes.index(before: upper)
                 }
-                if String.equalsIgnoringASCIICase(bytes[lower..<upper], token.utf8) { return true }
+                if lower < upper, String.equalsIgnoringASCIICase(bytes[lower..<upper], token.utf8) { return true }
                 if atEnd { return false }
                 elementStart = bytes.index(after: index)
             }
