@@ -120,8 +120,9 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 let received = exchange.countBody(bytes.count)
                 // A streamed body's reader is behind: stop reading until it catches up.
                 if !exchange.receive(bytes) { connection.pauseReading() }
-                let declared = exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) }
-                exchange.progress.download?(received, declared)
+                if let download = exchange.progress.download {
+                    download(received, exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) })
+                }
             case .end:
                 self.exchange = nil
                 if parser.hasUnexpectedBytes { reusable = false }

@@ -222,13 +222,21 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// The head sent upstream: the request's fields in one pass (its framing fields dropped), `Host` when it has
+    /// none, and `Content-Length` when there is a body or the method expects one.
     private func makeHead(for request: HTTPClientRequest, bodyLength: Int) -> HTTPRequestHead {
-        var headers = request.headers
-        if !headers.contains(name: "Host") {
-            headers.add(name: "Host", value: request.origin.hostHeader)
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(request.headers.count + 2)
+        var hasHost = false
+        for field in request.headers {
+            let name = field.name
+            if name.equalsIgnoringASCIICase("Transfer-Encoding") || name.equalsIgnoringASCIICase("Content-Length") {
+                continue
+            }
+            if !hasHost && name.equalsIgnoringASCIICase("Host") { hasHost = true }
+            headers.add(name: name, value: field.value)
         }
-        headers.remove(name: "Transfer-Encoding")
-        headers.remove(name: "Content-Length")
+        if !hasHost { headers.add(name: "Host", value: request.origin.hostHeader) }
         if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
             headers.add(name: "Content-Length", value: String(bodyLength))
         }

@@ -64,9 +64,9 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
 
     /// The `Host` header value for this origin (port omitted when it is the scheme's default).
     public var hostHeader: String {
-        let bracketed = host.contains(":") ? "[\(host)]" : host
+        let bracketed = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
         let defaultPort = isTLS ? 443 : 80
-        return port == defaultPort ? bracketed : "\(bracketed):\(port)"
+        return port == defaultPort ? bracketed : bracketed + ":" + String(port)
     }
 
     public var description: String { "\(scheme)://\(hostHeader)" }

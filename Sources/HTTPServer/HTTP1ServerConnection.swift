@@ -248,47 +248,17 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Writes `response`; returns true when its body streams on (the slot stays first until it ends).
     private func write(_ response: HTTPServerResponse, for slot: Slot) -> Bool {
-        var head = response.head
-        head.version = slot.version >= .http1_1 ? .http1_1 : .http1_0
-        head.headers.remove(name: "Connection")
-        head.headers.remove(name: "Keep-Alive")
-        head.headers.remove(name: "Transfer-Encoding")
-        if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: context.dateCache.current) }
-        let bodyAllowed = !slot.isHead && !head.statusForbidsBody
-        var bytes: [UInt8] = []
-        var stream: ByteStream?
-        var chunked = false
-        switch response.body {
-        case .none:
-            if !head.statusForbidsBody && !slot.isHead && !head.headers.contains(name: "Content-Length") {
-                head.headers.add(name: "Content-Length", value: "0")
-            }
-        case .bytes(let body):
-            if !head.statusForbidsBody { head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count)) }
-            if bodyAllowed { bytes = body }
-        case .stream(let body):
-            if bodyAllowed {
-                stream = body
-                if !head.headers.contains(name: "Content-Length") {
-                    if slot.version >= .http1_1 {
-                        head.headers.add(name: "Transfer-Encoding", value: "chunked")
-                        chunked = true
-                    } else {
-                        slot.keepAlive = false
-                    }
-                }
-            }
-        }
-        if head.statusForbidsBody { head.headers.remove(name: "Content-Length") }
-        if !slot.keepAlive {
-            head.headers.add(name: "Connection", value: "close")
-        } else if slot.version == .http1_0 {
-            head.headers.add(name: "Connection", value: "keep-alive")
-        }
         var output: [UInt8] = []
-        output.reserveCapacity(256 + bytes.count)
+        var framing = HTTP1ResponseHeadWriter.Framing.none
+        if case .bytes(let body) = response.body {
+            output.reserveCapacity(256 + body.count)
+        } else {
+            output.reserveCapacity(256)
+        }
         do {
-            try HTTP1Serializer.writeResponseHead(head, into: &output)
+            framing = try HTTP1ResponseHeadWriter.write(response, version: slot.version, isHead: slot.isHead,
+                                                        keepAlive: &slot.keepAlive, date: context.dateCache.current,
+                                                        into: &output)
         } catch {
             output.removeAll()
             slot.keepAlive = false
@@ -297,9 +267,21 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             connection.write(output)
             return false
         }
-        output.append(contentsOf: bytes)
-        connection.write(output)
-        guard let stream else { return false }
+        let stream: ByteStream
+        let chunked: Bool
+        switch (framing, response.body) {
+        case (.bytes, .bytes(let body)):
+            output.append(contentsOf: body)
+            connection.write(output)
+            return false
+        case (.stream(let isChunked), .stream(let body)):
+            connection.write(output)
+            stream = body
+            chunked = isChunked
+        default:
+            connection.write(output)
+            return false
+        }
         slot.writing = true
         let owner = UncheckedSendable((self, slot))
         let streamBox = UncheckedSendable(stream)

@@ -32,6 +32,11 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
+    /// Reserves room for `capacity` fields.
+    public mutating func reserveCapacity(_ capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     /// Appends a field, keeping any existing field of the same name.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))
@@ -84,7 +89,34 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
 
     /// Whether the list-valued field `name` contains `token`, ignoring ASCII case.
     public func containsToken(_ token: String, name: String) -> Bool {
-        tokens(name: name).contains { String($0).equalsIgnoringASCIICase(token) }
+        fields.contains { $0.name.equalsIgnoringASCIICase(name) && HTTPHeaders.list($0.value, contains: token) }
+    }
+
+    /// Whether the comma-separated `list` has a non-empty element equal to `token` (ignoring ASCII case) once trimmed
+    /// of optional whitespace; scans the bytes without splitting.
+    static func list(_ list: String, contains token: String) -> Bool {
+        let bytes = list.utf8
+        var elementStart = bytes.startIndex
+        var index = bytes.startIndex
+        while true {
+            let atEnd = index == bytes.endIndex
+            if atEnd || bytes[index] == UInt8(ascii: ",") {
+                var lower = elementStart
+                var upper = index
+                while lower < upper, bytes[lower] == UInt8(ascii: " ") || bytes[lower] == UInt8(ascii: "\t") {
+                    lower = bytes.index(after: lower)
+                }
+                while lower < upper {
+                    let last = bytes[bytes.index(before: upper)]
+                    guard last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") else { break }
+                    upper = bytes.index(before: upper)
+                }
+                if lower < upper, String.equalsIgnoringASCIICase(bytes[lower..<upper], token.utf8) { return true }
+                if atEnd { return false }
+                elementStart = bytes.index(after: index)
+            }
+            index = bytes.index(after: index)
+        }
     }
 
     public var description: String {
@@ -96,8 +128,12 @@ extension String {
     /// ASCII case-insensitive equality, the comparison HTTP uses for field names and tokens.
     @inlinable
     public func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        let lhs = utf8
-        let rhs = other.utf8
+        String.equalsIgnoringASCIICase(utf8, other.utf8)
+    }
+
+    /// ASCII case-insensitive equality of two UTF-8 byte sequences.
+    @inlinable
+    static func equalsIgnoringASCIICase<L: Collection<UInt8>, R: Collection<UInt8>>(_ lhs: L, _ rhs: R) -> Bool {
         guard lhs.count == rhs.count else { return false }
         for (a, b) in zip(lhs, rhs) where a != b {
             guard a | 0x20 == b | 0x20, (a | 0x20) >= UInt8(ascii: "a"), (a | 0x20) <= UInt8(ascii: "z") else {

@@ -24,6 +24,14 @@ import Testing
         #expect(headers.tokens(name: "Connection").map(String.init) == ["keep-alive", "Upgrade", "X-Foo"])
         #expect(headers.containsToken("upgrade", name: "connection"))
         #expect(!headers.containsToken("close", name: "connection"))
+        #expect(headers.containsToken("x-foo", name: "Connection"))
+        #expect(headers.containsToken("KEEP-ALIVE", name: "Connection"))
+        #expect(!headers.containsToken("keep", name: "Connection"))
+        #expect(!headers.containsToken("", name: "Connection"), "empty elements are not tokens")
+        let tabs: HTTPHeaders = ["Connection": "\tclose\t", "Other": "upgrade"]
+        #expect(tabs.containsToken("close", name: "connection"))
+        #expect(!tabs.containsToken("upgrade", name: "connection"))
+        #expect(!HTTPHeaders().containsToken("close", name: "Connection"))
     }
 
     @Test func keepAliveFollowsVersionAndConnection() {

@@ -37,6 +37,7 @@ public enum PathNormalizer {
         guard target.utf8.first == UInt8(ascii: "/") else {
             return .failure(PathError("not an origin-form target (absolute-form and authority-form are refused)"))
         }
+        if let plain = plainTarget(target) { return .success(plain) }
         let bytes = Array(target.utf8)
         if bytes.contains(UInt8(ascii: "#")) { return .failure(PathError("fragment in request target")) }
         let split = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
@@ -49,6 +50,30 @@ public enum PathNormalizer {
         switch normalizePath(bytes[..<split]) {
         case .success(let path): return .success(NormalizedTarget(path: path, query: query))
         case .failure(let error): return .failure(error)
+        }
+    }
+
+    /// The common case without copying bytes: a target whose path is already normal (only `pchar` bytes without
+    /// `%`, no empty or dot segments) and whose query is valid. `nil` sends the target through the full normaliser,
+    /// which gives the same result for these targets.
+    static func plainTarget(_ target: String) -> NormalizedTarget? {
+        var target = target
+        return target.withUTF8 { bytes -> NormalizedTarget? in
+            var previous = UInt8(ascii: "/")
+            var index = 1
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "?") { break }
+                guard isPathChar(byte) else { return nil }
+                if previous == UInt8(ascii: "/"), byte == UInt8(ascii: "/") || byte == UInt8(ascii: ".") { return nil }
+                previous = byte
+                index += 1
+            }
+            let path = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<index]), as: UTF8.self)
+            guard index < bytes.count else { return NormalizedTarget(path: path, query: nil) }
+            let queryBytes = UnsafeBufferPointer(rebasing: bytes[(index + 1)...])
+            guard validateQuery(queryBytes) == nil else { return nil }
+            return NormalizedTarget(path: path, query: String(decoding: queryBytes, as: UTF8.self))
         }
     }
 
@@ -139,7 +164,7 @@ public enum PathNormalizer {
         return .success(result)
     }
 
-    static func validateQuery(_ bytes: ArraySlice<UInt8>) -> PathError? {
+    static func validateQuery<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> PathError? where Bytes.Index == Int {
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]

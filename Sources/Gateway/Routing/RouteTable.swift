@@ -82,6 +82,13 @@ public enum RouteResult: Sendable, Equatable {
 public struct RouteTable: Sendable {
     /// Routes in the order they are tried.
     public let routes: [CompiledRoute]
+    /// Positions in ``routes`` of the exact-path routes, by path (each list in precedence order). Exact routes sort
+    /// before every other kind, so trying these and then ``otherRoutes`` keeps the precedence order.
+    private let exactRoutes: [String: [Int]]
+    /// Positions in ``routes`` of the template and prefix routes, in precedence order.
+    private let otherRoutes: [Int]
+    /// Whether any route has a `host`: the request's host is only normalised then.
+    private let matchesHosts: Bool
 
     /// Compiles the routes of a loaded configuration (routes whose upstream is missing are skipped; the loader never
     /// produces such a configuration).
@@ -109,11 +116,23 @@ public struct RouteTable: Sendable {
                                           parameterNames: names))
         }
         routes = compiled.sorted { $0.precedence < $1.precedence }
+        var exact: [String: [Int]] = [:]
+        var other: [Int] = []
+        for (position, route) in routes.enumerated() {
+            if case .exact(let path) = route.kind {
+                exact[path, default: []].append(position)
+            } else {
+                other.append(position)
+            }
+        }
+        exactRoutes = exact
+        otherRoutes = other
+        matchesHosts = routes.contains { $0.config.match.host != nil }
     }
 
     /// Routes a request head: its method, `Host` header and target.
     public func route(_ head: HTTPRequestHead) -> RouteResult {
-        route(method: head.method, host: head.headers.first(name: "Host"), target: head.target)
+        route(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target)
     }
 
     /// Routes `method` + `target`; `host` is the `Host` header (or `:authority`), compared without port and case.
@@ -124,13 +143,24 @@ public struct RouteTable: Sendable {
         case .failure(let error): return .badRequest(error.reason)
         case .success(let value): normalized = value
         }
-        let requestHost = host.map(RouteTable.hostWithoutPort)
-        let segments = PathNormalizer.segments(of: normalized.path)
+        let requestHost = matchesHosts ? host.map(RouteTable.hostWithoutPort) : nil
+        var segments: [Substring]?
         var allow: [String] = []
         var pathMatched = false
-        for route in routes {
-            if let routeHost = route.config.match.host, routeHost != requestHost { continue }
-            guard let params = RouteTable.match(route, path: normalized.path, segments: segments) else { continue }
+        func attempt(_ position: Int) -> RouteResult? {
+            let route = routes[position]
+            if let routeHost = route.config.match.host, routeHost != requestHost { return nil }
+            let params: [String: String]?
+            switch route.kind {
+            case .exact:
+                params = [:]
+            case .prefix(let prefix):
+                params = PathNormalizer.hasSegmentPrefix(normalized.path, prefix) ? [:] : nil
+            case .template:
+                if segments == nil { segments = PathNormalizer.segments(of: normalized.path) }
+                params = RouteTable.match(route, path: normalized.path, segments: segments ?? [])
+            }
+            guard let params else { return nil }
             pathMatched = true
             if route.allows(method) {
                 let rewritten = RouteTable.rewrite(normalized.path, route.config.rewrite)
@@ -140,6 +170,13 @@ public struct RouteTable: Sendable {
                 return .matched(route, upstreamPath: upstreamPath, pathParams: params)
             }
             for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
+            return nil
+        }
+        for position in exactRoutes[normalized.path] ?? [] {
+            if let result = attempt(position) { return result }
+        }
+        for position in otherRoutes {
+            if let result = attempt(position) { return result }
         }
         return pathMatched ? .methodNotAllowed(allow: allow) : .notFound
     }

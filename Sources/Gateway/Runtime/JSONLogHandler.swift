@@ -58,17 +58,41 @@ public struct JSONLogHandler: LogHandler {
     /// A JSON string literal.
     static func quote(_ text: String) -> String { "\"" + ErrorBody.escape(text) + "\"" }
 
+    /// Appends `text` as a JSON string literal.
+    static func appendQuoted(_ text: String, to line: inout String) {
+        line += "\""
+        line += ErrorBody.escape(text)
+        line += "\""
+    }
+
+    /// Now in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ` (years clamped to 0…9999), written digit by digit.
     static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)
+        let year = min(max(Int(parts.tm_year) + 1900, 0), 9999)
         let millis = Int(now.tv_nsec / 1_000_000)
-        func pad(_ value: Int32, _ width: Int = 2) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var count = 0
+            func put(_ value: Int, width: Int, then separator: UInt8) {
+                var digits = value
+                for position in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[count + position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: digits % 10)
+                    digits /= 10
+                }
+                buffer[count + width] = separator
+                count += width + 1
+            }
+            put(year, width: 4, then: UInt8(ascii: "-"))
+            put(Int(parts.tm_mon) + 1, width: 2, then: UInt8(ascii: "-"))
+            put(Int(parts.tm_mday), width: 2, then: UInt8(ascii: "T"))
+            put(Int(parts.tm_hour), width: 2, then: UInt8(ascii: ":"))
+            put(Int(parts.tm_min), width: 2, then: UInt8(ascii: ":"))
+            put(Int(parts.tm_sec), width: 2, then: UInt8(ascii: "."))
+            put(millis, width: 3, then: UInt8(ascii: "Z"))
+            return count
         }
-        return "\(parts.tm_year + 1900)-\(pad(parts.tm_mon + 1))-\(pad(parts.tm_mday))T\(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)).\(pad(Int32(millis), 3))Z"
     }
 }

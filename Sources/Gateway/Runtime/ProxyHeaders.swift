@@ -3,8 +3,8 @@ import HTTPWire
 /// Builds the headers sent upstream and returned to the client.
 enum ProxyHeaders {
     /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For`, appended to).
-    static let gatewayOwned: Set<String> = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
-                                            "x-forwarded-proto", "x-forwarded-host", "via", "forwarded"]
+    static let gatewayOwned = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
+                               "x-forwarded-proto", "x-forwarded-host", "via", "forwarded"]
 
     /// Headers that select the response or identify the caller: they stay in the coalescing identity.
     static let identity: Set<String> = ["authorization", "cookie"]
@@ -16,17 +16,20 @@ enum ProxyHeaders {
                                 varyHeaders: [String], coalescing: Bool)
         -> (stable: [String: String], perRequest: [(String, String)]) {
         let listed = connectionListed(in: client)
-        let apiKey = apiKeyHeader?.lowercased()
         let dropAuthorization = upstream.accessToken != nil || upstream.credentials != nil
         var stable: [String: String] = [:]
+        // Room for the forwarding headers merged in afterwards, so the dictionary is not regrown per request.
+        stable.reserveCapacity(client.count + upstream.headers.count + 6)
         var perRequest: [(String, String)] = []
         let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
         var seen: [String: Int] = [:]
         for field in client {
-            let lower = field.name.lowercased()
-            if gatewayOwned.contains(lower) || hopByHop.contains(lower) || listed.contains(lower) || lower == apiKey
-                || (dropAuthorization && lower == "authorization") { continue }
-            if coalescing && !identity.contains(lower) && !vary.contains(lower) {
+            let name = field.name
+            if isListed(name, in: gatewayOwned) || isListed(name, in: hopByHop) || isListed(name, in: listed)
+                || apiKeyHeader?.equalsIgnoringASCIICase(name) == true || (dropAuthorization && name.equalsIgnoringASCIICase("authorization")) {
+                continue
+            }
+            if coalescing, case let lower = name.lowercased(), !identity.contains(lower), !vary.contains(lower) {
                 if let index = seen[lower] {
                     perRequest[index].1 += ", " + field.value
                 } else {
@@ -35,7 +38,7 @@ enum ProxyHeaders {
                 }
                 continue
             }
-            let separator = lower == "cookie" ? "; " : ", "
+            let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
             if let existing = stable[field.name] {
                 stable[field.name] = existing + separator + field.value
             } else {
@@ -48,6 +51,7 @@ enum ProxyHeaders {
 
     /// Sets `fields` in `headers`, replacing any field of the same name (compared case-insensitively).
     static func merge(_ fields: [(String, String)], into headers: inout [String: String]) {
+        headers.reserveCapacity(headers.count + fields.count)
         for (name, value) in fields {
             if headers[name] == nil, let existing = headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
                 headers[existing] = nil
@@ -72,8 +76,14 @@ enum ProxyHeaders {
         return result
     }
 
-    /// The standard hop-by-hop names, lower-cased.
-    private static let hopByHop = Set(HopByHop.standard.map { $0.lowercased() })
+    /// The standard hop-by-hop names.
+    private static let hopByHop = HopByHop.standard
+
+    /// Whether `name` is one of `names`, ignoring ASCII case (a few length checks for most names: cheaper than
+    /// lower-casing the name and hashing it).
+    private static func isListed(_ name: String, in names: [String]) -> Bool {
+        names.contains { $0.equalsIgnoringASCIICase(name) }
+    }
 
     /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
     private static func connectionListed(in headers: HTTPHeaders) -> [String] {
@@ -82,16 +92,16 @@ enum ProxyHeaders {
     }
 
     /// Response fields never returned to the client: hop-by-hop, framing and the request id (the gateway sets it).
-    private static let droppedDownstream = Set((HopByHop.standard + ["Content-Length", "X-Request-Id"]).map { $0.lowercased() })
+    private static let droppedDownstream = HopByHop.standard + ["Content-Length", "X-Request-Id"]
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` and the request id added. One pass, in the upstream's order.
     static func downstream(from upstream: HTTPHeaders, requestID: String) -> HTTPHeaders {
         let listed = connectionListed(in: upstream)
         var headers = HTTPHeaders()
+        headers.reserveCapacity(upstream.count + 2)
         for field in upstream {
-            let lower = field.name.lowercased()
-            if droppedDownstream.contains(lower) || listed.contains(lower) { continue }
+            if isListed(field.name, in: droppedDownstream) || isListed(field.name, in: listed) { continue }
             headers.add(name: field.name, value: field.value)
         }
         headers.add(name: "Via", value: "1.1 moya-gateway")

@@ -79,30 +79,73 @@ public final class Telemetry: Sendable {
         registry.makeCounter(descriptor: Metric.upstreamErrors, labels: [("upstream", upstream), ("error", code.rawValue)]).increment()
     }
 
+    /// The access log's JSON line, appended into one reserved string (no intermediate concatenations).
     private func jsonLine(_ record: AccessRecord) -> String {
-        func string(_ value: String?) -> String { value.map(JSONLogHandler.quote) ?? "null" }
-        return "{\"ts\":\"\(JSONLogHandler.timestamp())\",\"level\":\"info\",\"msg\":\"access\""
-            + ",\"request_id\":\(string(record.requestID)),\"method\":\(string(record.method))"
-            + ",\"path\":\(string(HeaderRedactor.redactQuery(in: record.path))),\"route\":\(string(record.route))"
-            + ",\"upstream\":\(string(record.upstream))"
-            + ",\"upstream_path\":\(string(record.upstreamPath.map(HeaderRedactor.redactQuery(in:))))"
-            + ",\"status\":\(record.status),\"bytes_in\":\(record.bytesIn),\"bytes_out\":\(record.bytesOut)"
-            + ",\"duration_ms\":\(Telemetry.milliseconds(record.duration)),\"upstream_connect_ms\":\(Telemetry.milliseconds(record.upstreamConnect))"
-            + ",\"upstream_ttfb_ms\":\(Telemetry.milliseconds(record.upstreamFirstByte))"
-            + ",\"coalesced\":\"\(record.coalesced)\",\"stubbed\":\(record.stubbed),\"retries\":\(record.retries)"
-            + (record.upstreamError.map { ",\"upstream_error\":\(JSONLogHandler.quote($0))" } ?? "") + "}"
+        func append(_ value: String?, to line: inout String) {
+            if let value { JSONLogHandler.appendQuoted(value, to: &line) } else { line += "null" }
+        }
+        var line = ""
+        line.reserveCapacity(384 + record.path.utf8.count + (record.upstreamPath?.utf8.count ?? 0))
+        line += "{\"ts\":\""
+        line += JSONLogHandler.timestamp()
+        line += "\",\"level\":\"info\",\"msg\":\"access\",\"request_id\":"
+        append(record.requestID, to: &line)
+        line += ",\"method\":"
+        append(record.method, to: &line)
+        line += ",\"path\":"
+        append(HeaderRedactor.redactQuery(in: record.path), to: &line)
+        line += ",\"route\":"
+        append(record.route, to: &line)
+        line += ",\"upstream\":"
+        append(record.upstream, to: &line)
+        line += ",\"upstream_path\":"
+        append(record.upstreamPath.map(HeaderRedactor.redactQuery(in:)), to: &line)
+        line += ",\"status\":"
+        line += String(record.status)
+        line += ",\"bytes_in\":"
+        line += String(record.bytesIn)
+        line += ",\"bytes_out\":"
+        line += String(record.bytesOut)
+        line += ",\"duration_ms\":"
+        line += Telemetry.milliseconds(record.duration)
+        line += ",\"upstream_connect_ms\":"
+        line += Telemetry.milliseconds(record.upstreamConnect)
+        line += ",\"upstream_ttfb_ms\":"
+        line += Telemetry.milliseconds(record.upstreamFirstByte)
+        line += ",\"coalesced\":\""
+        line += record.coalesced
+        line += "\",\"stubbed\":"
+        line += record.stubbed ? "true" : "false"
+        line += ",\"retries\":"
+        line += String(record.retries)
+        if let error = record.upstreamError {
+            line += ",\"upstream_error\":"
+            JSONLogHandler.appendQuoted(error, to: &line)
+        }
+        line += "}"
+        return line
     }
 
-    /// Milliseconds with three decimals, or `null`.
+    /// Milliseconds with three decimals (rounded to the microsecond), or `null`; integer arithmetic, no
+    /// `String(format:)`.
     static func milliseconds(_ duration: Duration?) -> String {
         guard let duration else { return "null" }
-        return String(format: "%.3f", duration.seconds * 1000)
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        let magnitude = nanoseconds.magnitude
+        let micros = (magnitude &+ 500) / 1000
+        let fraction = micros % 1000
+        var text = nanoseconds < 0 && micros > 0 ? "-" : ""
+        text += String(micros / 1000)
+        text += fraction < 10 ? ".00" : fraction < 100 ? ".0" : "."
+        text += String(fraction)
+        return text
     }
 
     private func textLine(_ record: AccessRecord) -> String {
         "\(JSONLogHandler.timestamp()) access \(record.requestID) \(record.method) \(HeaderRedactor.redactQuery(in: record.path)) "
             + "route=\(record.route ?? "-") upstream=\(record.upstream ?? "-") status=\(record.status) "
-            + "bytes_out=\(record.bytesOut) duration_ms=\(String(format: "%.3f", record.duration.seconds * 1000)) "
+            + "bytes_out=\(record.bytesOut) duration_ms=\(Telemetry.milliseconds(record.duration)) "
             + "coalesced=\(record.coalesced) stubbed=\(record.stubbed)"
     }
 }

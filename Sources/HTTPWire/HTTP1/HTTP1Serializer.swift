@@ -11,7 +11,10 @@ public enum HTTP1Serializer {
         let method = head.method.rawValue.utf8
         guard HTTP1Grammar.isToken(method) else { throw HTTP1SerializationError(reason: "method is not a token") }
         let target = head.target.utf8
-        guard !target.isEmpty, !target.contains(where: { $0 < 0x21 || $0 > 0x7E }) else {
+        let visible = target.withContiguousStorageIfAvailable { bytes in
+            !bytes.contains { $0 < 0x21 || $0 > 0x7E }
+        } ?? !target.contains { $0 < 0x21 || $0 > 0x7E }
+        guard !target.isEmpty, visible else {
             throw HTTP1SerializationError(reason: "request target contains invalid characters")
         }
         buffer.append(contentsOf: method)
@@ -26,6 +29,15 @@ public enum HTTP1Serializer {
 
     /// Appends the status line, the header lines and the final CRLF.
     public static func writeResponseHead(
+        _ head: HTTPResponseHead, into buffer: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
+        try writeStatusLine(head, into: &buffer)
+        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends only the status line of `head` (`HTTP/1.1 200 OK CRLF`); its headers are not written. Follow it with
+    /// ``writeField(name:value:into:)`` per field and ``writeEndOfHead(into:)``.
+    public static func writeStatusLine(
         _ head: HTTPResponseHead, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
         if head.version == .http1_1, let line = commonStatusLine(head.status, reason: head.reason) {
@@ -48,7 +60,57 @@ public enum HTTP1Serializer {
             buffer.append(HTTP1Grammar.cr)
             buffer.append(HTTP1Grammar.lf)
         }
-        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends one header line, `name: value CRLF`, validating both.
+    public static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        let written = name.utf8.withContiguousStorageIfAvailable { name in
+            value.utf8.withContiguousStorageIfAvailable { value in
+                writeValidField(name: name, value: value, into: &buffer)
+            }
+        }
+        if case true?? = written { return }
+        try writeFieldSlowly(name: name, value: value, into: &buffer)
+    }
+
+    /// Appends `name: value CRLF` from contiguous bytes when both are valid; false (nothing appended) otherwise.
+    private static func writeValidField(
+        name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]
+    ) -> Bool {
+        guard HTTP1Grammar.isToken(name) else { return false }
+        for byte in value where !HTTP1Grammar.isFieldValueByte(byte) { return false }
+        buffer.reserveCapacity(buffer.count + name.count + value.count + 4)
+        buffer.append(contentsOf: name)
+        buffer.append(HTTP1Grammar.colon)
+        buffer.append(HTTP1Grammar.sp)
+        buffer.append(contentsOf: value)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+        return true
+    }
+
+    /// ``writeField(name:value:into:)`` for strings without contiguous UTF-8 (bridged), and to name the error.
+    private static func writeFieldSlowly(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        let name = name.utf8
+        guard HTTP1Grammar.isToken(name) else {
+            throw HTTP1SerializationError(reason: "header name is not a token")
+        }
+        let value = value.utf8
+        guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
+            throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
+        }
+        buffer.append(contentsOf: name)
+        buffer.append(HTTP1Grammar.colon)
+        buffer.append(HTTP1Grammar.sp)
+        buffer.append(contentsOf: value)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+    }
+
+    /// Appends the empty line that ends a head.
+    public static func writeEndOfHead(into buffer: inout [UInt8]) {
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
     }
 
     /// Appends one chunk: its size in hex, CRLF, the bytes and CRLF. Writes nothing for empty input (an empty
@@ -85,23 +147,9 @@ public enum HTTP1Serializer {
 
     private static func writeHeaders(_ headers: HTTPHeaders, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
         for field in headers {
-            let name = field.name.utf8
-            guard HTTP1Grammar.isToken(name) else {
-                throw HTTP1SerializationError(reason: "header name is not a token")
-            }
-            let value = field.value.utf8
-            guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
-                throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
-            }
-            buffer.append(contentsOf: name)
-            buffer.append(HTTP1Grammar.colon)
-            buffer.append(HTTP1Grammar.sp)
-            buffer.append(contentsOf: value)
-            buffer.append(HTTP1Grammar.cr)
-            buffer.append(HTTP1Grammar.lf)
+            try writeField(name: field.name, value: field.value, into: &buffer)
         }
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        writeEndOfHead(into: &buffer)
     }
 
     private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {

@@ -72,6 +72,27 @@ import Testing
         #expect(matchedCount > 100)
     }
 
+    /// The fast path for already-normal targets gives exactly what the full normaliser gives, and takes the common
+    /// targets.
+    @Test func plainTargetsAgreeWithTheFullNormaliser() {
+        var rng = SplitMix64(seed: 5)
+        var plainCount = 0
+        let extra = ["/", "/a/", "/a?", "/?x", "/a?b?c", "/a;b/c", "/a/.b", "/a//b", "/a#f", "/a?%zz", "/a?x%41", "/a b"]
+        var targets = extra
+        for _ in 0..<20_000 { targets.append(Self.randomTarget(&rng)) }
+        for target in targets {
+            let bytes = Array(target.utf8)
+            let split = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.endIndex
+            guard let plain = PathNormalizer.plainTarget(target) else { continue }
+            plainCount += 1
+            #expect(PathNormalizer.normalize(target: target) == .success(plain), "\(target)")
+            #expect(PathNormalizer.normalizePath(bytes[..<split]) == .success(plain.path), "\(target)")
+        }
+        #expect(PathNormalizer.plainTarget("/api/users/7?x=1") == NormalizedTarget(path: "/api/users/7", query: "x=1"))
+        #expect(PathNormalizer.plainTarget("/a/") == NormalizedTarget(path: "/a/", query: nil))
+        #expect(plainCount > 1_000)
+    }
+
     @Test func matchingIsInvariantToEncodingUnreservedCharacters() {
         var rng = SplitMix64(seed: 3)
         let unreserved = Array("abcxyzABCXYZ0129-._~")

@@ -1,0 +1,77 @@
+import HTTPWire
+
+/// Serialises a response head for one HTTP/1.x connection in one pass over the handler's fields: drops the
+/// connection-level fields the handler may not set (`Connection`, `Keep-Alive`, `Transfer-Encoding`), frames the body
+/// (`Content-Length` for in-memory bodies, chunked or close-delimited for streams) and adds `Date` and `Connection`.
+struct HTTP1ResponseHeadWriter {
+    /// How the body follows the head.
+    enum Framing {
+        /// Nothing follows (HEAD, 1xx/204/304, or an empty body).
+        case none
+        /// The in-memory body follows as is.
+        case bytes
+        /// A streamed body follows; `chunked` when it is chunk-framed.
+        case stream(chunked: Bool)
+    }
+
+    /// The head's bytes, then the framing decided; `keepAlive` is cleared when the body is close-delimited.
+    static func write(_ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool,
+                      date: String, into output: inout [UInt8]) throws(HTTP1SerializationError) -> Framing {
+        var head = response.head
+        head.version = version >= .http1_1 ? .http1_1 : .http1_0
+        let forbidsBody = head.statusForbidsBody
+        try HTTP1Serializer.writeStatusLine(head, into: &output)
+        var bodyLength: Int?
+        if case .bytes(let body) = response.body { bodyLength = body.count }
+        var hasDate = false
+        var hasLength = false
+        for field in head.headers {
+            let name = field.name
+            if name.equalsIgnoringASCIICase("Content-Length") {
+                if forbidsBody || hasLength { continue }
+                hasLength = true
+                if let bodyLength {
+                    try HTTP1Serializer.writeField(name: name, value: String(bodyLength), into: &output)
+                    continue
+                }
+            } else if name.equalsIgnoringASCIICase("Connection") || name.equalsIgnoringASCIICase("Keep-Alive")
+                        || name.equalsIgnoringASCIICase("Transfer-Encoding") {
+                continue
+            } else if name.equalsIgnoringASCIICase("Date") {
+                hasDate = true
+            }
+            try HTTP1Serializer.writeField(name: name, value: field.value, into: &output)
+        }
+        if !hasDate { try HTTP1Serializer.writeField(name: "Date", value: date, into: &output) }
+        let bodyAllowed = !isHead && !forbidsBody
+        var framing = Framing.none
+        switch response.body {
+        case .none:
+            if bodyAllowed && !hasLength { try HTTP1Serializer.writeField(name: "Content-Length", value: "0", into: &output) }
+        case .bytes(let body):
+            if !forbidsBody && !hasLength {
+                try HTTP1Serializer.writeField(name: "Content-Length", value: String(body.count), into: &output)
+            }
+            if bodyAllowed { framing = .bytes }
+        case .stream:
+            if bodyAllowed {
+                if hasLength {
+                    framing = .stream(chunked: false)
+                } else if head.version == .http1_1 {
+                    try HTTP1Serializer.writeField(name: "Transfer-Encoding", value: "chunked", into: &output)
+                    framing = .stream(chunked: true)
+                } else {
+                    keepAlive = false
+                    framing = .stream(chunked: false)
+                }
+            }
+        }
+        if !keepAlive {
+            try HTTP1Serializer.writeField(name: "Connection", value: "close", into: &output)
+        } else if version == .http1_0 {
+            try HTTP1Serializer.writeField(name: "Connection", value: "keep-alive", into: &output)
+        }
+        HTTP1Serializer.writeEndOfHead(into: &output)
+        return framing
+    }
+}
