@@ -37,6 +37,9 @@ public final class HTTPClient: Sendable {
         /// ratio so a decompression bomb is an error, not an out-of-memory. Off by default: a proxy passes bodies through
         /// as they came. Moya's default session turns it on, as Alamofire does.
         public var decompression: Decompression? = nil
+        /// How long a resolved host name is reused before it is resolved again (`.zero`: every request). Numeric hosts
+        /// are never resolved.
+        public var nameResolutionTTL: Duration = .seconds(30)
         /// Whether to speak HTTP/2 to origins (see ``HTTP2Mode``); `.auto` by default.
         public var http2: HTTP2Mode = .auto
         /// SETTINGS this client sends on its HTTP/2 connections (receive windows, header list size).
@@ -80,6 +83,7 @@ public final class HTTPClient: Sendable {
     public let group: EventLoopGroup
     private let ownsGroup: Bool
     private let tlsContext: Mutex<TLSContext?>
+    private let resolutions: HostResolutionCache
     private let pools: [UncheckedSendable<LoopPools>]
     private let isShutDown = Atomic<Bool>(false)
 
@@ -101,6 +105,7 @@ public final class HTTPClient: Sendable {
             ownsGroup = true
         }
         tlsContext = Mutex(nil)
+        resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
     }
 
@@ -144,7 +149,7 @@ public final class HTTPClient: Sendable {
         let head = makeHead(for: request, bodyLength: body.count)
         let addresses: [SocketAddress]
         do {
-            addresses = try await OffLoop.resolve(host: request.host, port: request.port)
+            addresses = try await resolutions.addresses(host: request.host, port: request.port)
         } catch {
             throw HTTPClientError.nameResolutionFailed(host: request.host)
         }
