@@ -136,9 +136,9 @@ final class ConformanceUpstream: HTTPServerHandler {
     }
 
     private let state = Mutex(State())
-    private let server = Mutex<HTTPServer?>(nil)
+    private let serving = LoopbackServer()
 
-    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var port: Int { serving.port }
     var targets: [String] { state.withLock { $0.targets } }
     var hostHeaders: [[String]] { state.withLock { $0.hosts } }
     var peakInFlight: Int { state.withLock { $0.peak } }
@@ -147,16 +147,11 @@ final class ConformanceUpstream: HTTPServerHandler {
 
     static func start() async throws -> ConformanceUpstream {
         let upstream = ConformanceUpstream()
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: upstream)
-        try await server.start()
-        upstream.server.withLock { $0 = server }
+        try await upstream.serving.start(upstream)
         return upstream
     }
 
-    func shutdown() async {
-        await server.withLock { $0 }?.shutdown(timeout: .seconds(1))
-    }
+    func shutdown() async { await serving.shutdown() }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let head = request.head

@@ -150,3 +150,26 @@ final class RequestRecorder: HTTPServerHandler {
         return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array(echo.utf8))
     }
 }
+
+/// The server an upstream fixture runs on: our own server on a free 127.0.0.1 port (TLS when configured), one loop.
+/// Fixtures are their own handler, so the server is started after the fixture exists.
+final class LoopbackServer: Sendable {
+    private let server = Mutex<HTTPServer?>(nil)
+
+    /// The bound port (cleartext, else TLS); 0 before ``start(_:tls:)``.
+    var port: Int {
+        server.withLock { server in server.flatMap { ($0.localAddresses.first ?? $0.tlsLocalAddresses.first)?.port } ?? 0 }
+    }
+
+    func start(_ handler: any HTTPServerHandler, tls: TLSServerConfiguration? = nil) async throws {
+        let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
+        let server = HTTPServer(configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls),
+                                group: try EventLoopGroup(threads: 1), handler: handler)
+        try await server.start()
+        self.server.withLock { $0 = server }
+    }
+
+    func shutdown() async {
+        await server.withLock { $0 }?.shutdown(timeout: .seconds(1))
+    }
+}

@@ -37,23 +37,18 @@ import Testing
 
 /// Answers `/r/NNN` with status NNN and `Location: /r/elsewhere`; records the paths it is asked for.
 final class RedirectingUpstream: HTTPServerHandler {
-    private let server = Mutex<HTTPServer?>(nil)
+    private let serving = LoopbackServer()
     private let seen = Mutex<[String]>([])
-    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var port: Int { serving.port }
     var paths: [String] { seen.withLock { $0 } }
 
     static func start() async throws -> RedirectingUpstream {
         let upstream = RedirectingUpstream()
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: upstream)
-        try await server.start()
-        upstream.server.withLock { $0 = server }
+        try await upstream.serving.start(upstream)
         return upstream
     }
 
-    func shutdown() async {
-        await server.withLock { $0 }?.shutdown(timeout: .seconds(1))
-    }
+    func shutdown() async { await serving.shutdown() }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         _ = try? await request.body.collect(upTo: 1 << 16)

@@ -53,6 +53,7 @@ import Testing
             #expect(!logs.contains(canary), "\(canary) leaked into logs")
             #expect(!body.contains(canary), "\(canary) leaked into a response")
         }
+        await upstream.shutdown()
     }
 
     @Test func httpsUpstreamsAreVerifiedAgainstTheConfiguredCAFile() async throws {
@@ -158,12 +159,13 @@ import Testing
 /// credentials, and records the `Authorization` header of every request.
 final class ChallengingUpstream: HTTPServerHandler {
     let expectedAuthorization: String
-    private let server = Mutex<HTTPServer?>(nil)
+    private let serving = LoopbackServer()
     private let seen = Mutex<[String?]>([])
 
-    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var port: Int { serving.port }
     var authorizations: [String?] { seen.withLock { $0 } }
     func reset() { seen.withLock { $0.removeAll() } }
+    func shutdown() async { await serving.shutdown() }
 
     private init(user: String, password: String) {
         expectedAuthorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
@@ -171,10 +173,7 @@ final class ChallengingUpstream: HTTPServerHandler {
 
     static func start(user: String, password: String) async throws -> ChallengingUpstream {
         let upstream = ChallengingUpstream(user: user, password: password)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: upstream)
-        try await server.start()
-        upstream.server.withLock { $0 = server }
+        try await upstream.serving.start(upstream)
         return upstream
     }
 
@@ -191,24 +190,19 @@ final class ChallengingUpstream: HTTPServerHandler {
 
 /// An HTTPS upstream (our server with a test certificate) answering `tls <target>`.
 final class TLSEchoUpstream: HTTPServerHandler {
-    private let server = Mutex<HTTPServer?>(nil)
+    private let serving = LoopbackServer()
     private let count = Mutex(0)
-    var port: Int { server.withLock { $0?.tlsLocalAddresses.first?.port ?? 0 } }
+    var port: Int { serving.port }
     var hits: Int { count.withLock { $0 } }
 
     static func start(certificate: String, key: String) async throws -> TLSEchoUpstream {
         let upstream = TLSEchoUpstream()
         let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: certificate, privateKeyPath: key))
-        let server = HTTPServer(configuration: .init(listen: [], tlsListen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], tls: tls),
-                                group: try EventLoopGroup(threads: 1), handler: upstream)
-        try await server.start()
-        upstream.server.withLock { $0 = server }
+        try await upstream.serving.start(upstream, tls: tls)
         return upstream
     }
 
-    func shutdown() async {
-        await server.withLock { $0 }?.shutdown(timeout: .seconds(1))
-    }
+    func shutdown() async { await serving.shutdown() }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         count.withLock { $0 += 1 }
