@@ -16,28 +16,24 @@ struct TransportResponse: @unchecked Sendable {
     let streamed: HTTPClientStreamingResponse?
 
     init(_ response: HTTPClientResponse, url: URL?) {
-        self.status = response.status
-        self.headers = response.headers
-        self.timings = response.timings
-        self.url = url
-        self.streamed = nil
+        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
     }
 
     /// The head of a streamed response whose body was then collected: the exchange is over.
     init(collected response: HTTPClientStreamingResponse, url: URL?) {
-        self.status = response.status
-        self.headers = response.headers
-        self.timings = response.timings
-        self.url = url
-        self.streamed = nil
+        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
     }
 
     init(streaming response: HTTPClientStreamingResponse, url: URL?) {
-        self.status = response.status
-        self.headers = response.headers
-        self.timings = response.timings
+        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: response)
+    }
+
+    private init(status: Int, headers: HTTPHeaders, timings: HTTPClientTimings, url: URL?, streamed: HTTPClientStreamingResponse?) {
+        self.status = status
+        self.headers = headers
+        self.timings = timings
         self.url = url
-        self.streamed = response
+        self.streamed = streamed
     }
 
     /// The `HTTPURLResponse` Moya users see; repeated header fields are joined with `, `.
