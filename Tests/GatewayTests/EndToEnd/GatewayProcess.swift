@@ -50,6 +50,16 @@ final class GatewayProcess {
         throw GatewayTestError("gateway did not become ready: \(stderr)")
     }
 
+    /// The `server` and `admin` sections most test configurations start with: one loop, the `PORT` and `ADMIN`
+    /// placeholders.
+    static let listeners = """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: 1
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        """
+
     static func render(_ config: String, port: Int, admin: Int) -> String {
         config.replacingOccurrences(of: "PORT", with: String(port)).replacingOccurrences(of: "ADMIN", with: String(admin))
     }

@@ -12,11 +12,7 @@ import Testing
     @Test func upstreamRedirectsReachTheClientUnfollowed() async throws {
         let upstream = try await RedirectingUpstream.start()
         let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-            admin:
-              listen: "127.0.0.1:ADMIN"
+            \(GatewayProcess.listeners)
             upstreams:
               up: { base_url: "http://127.0.0.1:\(upstream.port)" }
             routes:

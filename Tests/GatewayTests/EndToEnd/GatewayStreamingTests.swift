@@ -10,11 +10,7 @@ import Glibc
 @Suite(.serialized) struct GatewayStreamingTests {
     static func config(upstreamPort: Int) -> String {
         """
-        server:
-          listen: ["127.0.0.1:PORT"]
-          threads: 1
-        admin:
-          listen: "127.0.0.1:ADMIN"
+        \(GatewayProcess.listeners)
         upstreams:
           up: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { response: 10s } }
         routes:

@@ -14,11 +14,7 @@ import Testing
     @Test func credentialsAnswerTheUpstreamChallengeAndTheClientNeverSeesIt() async throws {
         let upstream = try await ChallengingUpstream.start(user: "svc", password: "PASSWORD_CANARY")
         let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-            admin:
-              listen: "127.0.0.1:ADMIN"
+            \(GatewayProcess.listeners)
             upstreams:
               challenged:
                 base_url: http://127.0.0.1:\(upstream.port)
@@ -61,11 +57,7 @@ import Testing
         let files = try ProcessRunner.makeCertificates(in: directory)
         let upstream = try await TLSEchoUpstream.start(certificate: files.cert, key: files.key)
         let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-            admin:
-              listen: "127.0.0.1:ADMIN"
+            \(GatewayProcess.listeners)
             upstreams:
               trusted:
                 base_url: https://localhost:\(upstream.port)
@@ -129,11 +121,7 @@ import Testing
     @Test func aRouteTimeoutIsTheWholeRequestsDeadline() async throws {
         let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-            admin:
-              listen: "127.0.0.1:ADMIN"
+            \(GatewayProcess.listeners)
             upstreams:
               patient:
                 base_url: http://127.0.0.1:\(upstream.port)
