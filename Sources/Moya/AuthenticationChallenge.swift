@@ -9,14 +9,15 @@ enum AuthenticationChallenge {
 
     /// The `Authorization` value answering the challenge in `result`, or nil when there is no `401` Basic/Digest
     /// challenge, or the credential has no user and password.
-    static func authorization(answering result: Result<Moya.Response, MoyaError>, request: URLRequest,
+    /// `method` and `uri` are the request's method and request-target (path and query), which a Digest answer signs.
+    static func authorization(answering result: Result<Moya.Response, MoyaError>, method: String, uri: String,
                               credential: URLCredential) -> String? {
         guard let response = result.httpResponse, response.statusCode == 401,
               let user = credential.user, let password = credential.password,
               let header = headerValue(response.response, "WWW-Authenticate") else { return nil }
         let challenges = parseChallenges(header)
         if let digest = challenges.first(where: { $0.scheme == "digest" }) {
-            return digestAuthorization(challenge: digest.parameters, user: user, password: password, request: request)
+            return digestAuthorization(challenge: digest.parameters, user: user, password: password, method: method, uri: uri)
         }
         if challenges.contains(where: { $0.scheme == "basic" }) {
             return basicAuthorization(user: user, password: password)
@@ -80,15 +81,11 @@ enum AuthenticationChallenge {
     }
 
     /// RFC 7616 Digest with MD5 (and `qop=auth` when offered).
-    static func digestAuthorization(challenge: [String: String], user: String, password: String, request: URLRequest,
+    static func digestAuthorization(challenge: [String: String], user: String, password: String, method: String, uri: String,
                                     cnonce: String = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()) -> String? {
         guard let realm = challenge["realm"], let nonce = challenge["nonce"] else { return nil }
         let algorithm = challenge["algorithm"] ?? "MD5"
         guard algorithm.uppercased() == "MD5" || algorithm.uppercased() == "MD5-SESS" else { return nil }
-        let method = request.httpMethod ?? "GET"
-        var uri = request.url?.path ?? "/"
-        if uri.isEmpty { uri = "/" }
-        if let query = request.url?.query { uri += "?" + query }
         var ha1 = MD5.hex("\(user):\(realm):\(password)")
         if algorithm.uppercased() == "MD5-SESS" { ha1 = MD5.hex("\(ha1):\(nonce):\(cnonce)") }
         let ha2 = MD5.hex("\(method):\(uri)")

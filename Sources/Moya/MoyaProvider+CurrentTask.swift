@@ -24,8 +24,14 @@ extension MoyaProvider {
     package func requestInCurrentTask(_ target: Target, streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
         let endpoint = self.endpoint(target)
         let stubBehavior = stubClosure(target)
-        let result = await unprocessedResult(target, endpoint: endpoint, stubBehavior: stubBehavior,
+        let result: Result<Moya.Response, MoyaError>
+        if let lane = transportLane, let mapped = lane.mapping(endpoint) {
+            result = await transportResult(target, endpoint: endpoint, stubBehavior: stubBehavior, mapped: mapped,
+                                           lane: lane, streamingBodiesAbove: streamingBodiesAbove)
+        } else {
+            result = await unprocessedResult(target, endpoint: endpoint, stubBehavior: stubBehavior,
                                              streamingBodiesAbove: streamingBodiesAbove)
+        }
         return plugins.reduce(result) { $1.process($0, target: target) }
     }
 
@@ -38,34 +44,63 @@ extension MoyaProvider {
         }
         if AsyncTask.isCancelled { return cancelledResult(target) }
 
-        switch stubBehavior {
-        case .never:
-            var plan: TransferPlan
-            do {
-                plan = try transferPlan(for: endpoint, request: request)
-            } catch {
-                return .failure(.underlying(error, nil))
-            }
-            plan.streamingBodiesAbove = streamingBodiesAbove
-            let prepared = plugins.reduce(request) { $1.prepare($0, target: target) }
-            let requestType = RequestTypeWrapper(request: prepared, sessionHeaders: session.headers)
-            plugins.forEach { $0.willSend(requestType, target: target) }
-            let result = await sendWithRetries(prepared, target: target, plan: plan, requestType: requestType,
-                                               progress: HTTPClientProgress())
-            plugins.forEach { $0.didReceive(result, target: target) }
-            return result
-        case .immediate:
+        guard case .never = stubBehavior else {
             let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
-            return stubResult(target, endpoint: endpoint, plugins: plugins, request: prepared)
-        case .delayed(let seconds):
-            let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
+            return await stubResult(target, endpoint: endpoint, behavior: stubBehavior, requestSource: URLRequestSource(prepared))
+        }
+        var plan: TransferPlan
+        do {
+            plan = try transferPlan(for: endpoint, request: request)
+        } catch {
+            return .failure(.underlying(error, nil))
+        }
+        plan.streamingBodiesAbove = streamingBodiesAbove
+        let prepared = plugins.reduce(request) { $1.prepare($0, target: target) }
+        let requestType = RequestTypeWrapper(request: prepared, sessionHeaders: session.headers)
+        plugins.forEach { $0.willSend(requestType, target: target) }
+        let result = await sendWithRetries(URLRequestOutgoing(request: prepared, plan: plan), target: target,
+                                           requestType: requestType, retriers: retriers, progress: HTTPClientProgress())
+        plugins.forEach { $0.didReceive(result, target: target) }
+        return result
+    }
+
+    /// The same pipeline on a `TransportRequest`: plugins prepare it as a `TransportPlugin`, and see a `URLRequest`
+    /// only if they ask for one.
+    private func transportResult(_ target: Target, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+                                 mapped: Result<TransportRequest, MoyaError>, lane: TransportLane,
+                                 streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
+        var request: TransportRequest
+        switch mapped {
+        case .success(let built): request = built
+        case .failure(let error): return .failure(error)
+        }
+        if AsyncTask.isCancelled { return cancelledResult(target) }
+
+        for plugin in lane.plugins { plugin.prepare(&request, target: target) }
+        let source = URLRequestSource(transport: request)
+        let requestType = RequestTypeWrapper(source: source, sessionHeaders: session.headers)
+        plugins.forEach { $0.willSend(requestType, target: target) }
+        guard case .never = stubBehavior else {
+            return await stubResult(target, endpoint: endpoint, behavior: stubBehavior, requestSource: source)
+        }
+        let outgoing = TransportOutgoing(request, source: source, streamingBodiesAbove: streamingBodiesAbove)
+        let result = await sendWithRetries(outgoing, target: target, requestType: requestType, retriers: retriers,
+                                           progress: HTTPClientProgress())
+        plugins.forEach { $0.didReceive(result, target: target) }
+        return result
+    }
+
+    /// A stub's result, after its delay (cancelling the task during the delay cancels the request).
+    private func stubResult(_ target: Target, endpoint: Endpoint, behavior: Moya.StubBehavior,
+                            requestSource: URLRequestSource) async -> Result<Moya.Response, MoyaError> {
+        if case .delayed(let seconds) = behavior {
             do {
                 try await AsyncTask.sleep(nanoseconds: UInt64(min(max(seconds, 0), 3600) * 1_000_000_000))
             } catch {
                 return cancelledResult(target)
             }
-            return stubResult(target, endpoint: endpoint, plugins: plugins, request: prepared)
         }
+        return stubResult(target, endpoint: endpoint, plugins: plugins, requestSource: requestSource)
     }
 
     /// The cancellation error, after the plugins' `didReceive`.

@@ -86,24 +86,19 @@ public extension MoyaProvider {
 
     /// The stubbed result (the sample response, validated), after the plugins' `didReceive`.
     func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
-        let validate = { (response: Moya.Response) -> Result<Moya.Response, MoyaError> in
-            let validCodes = target.validationType.statusCodes
-            guard !validCodes.isEmpty else { return .success(response) }
-            if validCodes.contains(response.statusCode) {
-                return .success(response)
-            } else {
-                let statusError = MoyaError.statusCode(response)
-                let error = MoyaError.underlying(statusError, response)
-                return .failure(error)
-            }
-        }
+        stubResult(target, endpoint: endpoint, plugins: plugins, requestSource: URLRequestSource(request))
+    }
 
+    internal func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType],
+                             requestSource: URLRequestSource) -> Result<Moya.Response, MoyaError> {
         let result: Result<Moya.Response, MoyaError>
         switch endpoint.sampleResponseClosure() {
         case .networkResponse(let statusCode, let data):
-            result = validate(Moya.Response(statusCode: statusCode, data: data, request: request, response: nil))
+            result = validated(.success(Moya.Response(statusCode: statusCode, data: data, requestSource: requestSource,
+                                                      response: nil)), target: target)
         case .response(let customResponse, let data):
-            result = validate(Moya.Response(statusCode: customResponse.statusCode, data: data, request: request, response: customResponse))
+            result = validated(.success(Moya.Response(statusCode: customResponse.statusCode, data: data,
+                                                      requestSource: requestSource, response: customResponse)), target: target)
         case .networkError(let error):
             result = .failure(MoyaError.underlying(error, nil))
         }
@@ -118,6 +113,14 @@ public extension MoyaProvider {
         plugins.forEach { $0.willSend(stubbedRequest, target: target) }
         return preparedRequest
     }
+}
+
+/// What the transport needs to know about a task: the upload body, the download destination.
+struct TransferPlan {
+    var upload: Session.Upload = .requestBody
+    var destination: DownloadDestination?
+    /// Stream response bodies longer than this (or of unknown length) instead of collecting them; `nil` collects.
+    var streamingBodiesAbove: Int?
 }
 
 /// Errors the provider reports.
@@ -137,14 +140,6 @@ extension MoyaProvider {
         default:
             return self.stubRequest(target, request: request, callbackQueue: callbackQueue, completion: completion, endpoint: endpoint, stubBehavior: stubBehavior)
         }
-    }
-
-    /// What the transport needs to know about a task: the upload body, the download destination.
-    struct TransferPlan {
-        var upload: Session.Upload = .requestBody
-        var destination: DownloadDestination?
-        /// Stream response bodies longer than this (or of unknown length) instead of collecting them; `nil` collects.
-        var streamingBodiesAbove: Int?
     }
 
     func transferPlan(for endpoint: Endpoint, request: URLRequest) throws -> TransferPlan {
@@ -191,9 +186,9 @@ extension MoyaProvider {
         let context = UncheckedSendable((target: target, completion: completion, plan: plan, request: preparedRequest))
 
         let task = AsyncTask { [self] in
-            let result = await self.sendWithRetries(context.value.request, target: context.value.target,
-                                                    plan: context.value.plan, requestType: requestType,
-                                                    progress: tracker.clientProgress)
+            let outgoing = URLRequestOutgoing(request: context.value.request, plan: context.value.plan)
+            let result = await self.sendWithRetries(outgoing, target: context.value.target, requestType: requestType,
+                                                    retriers: self.retriers, progress: tracker.clientProgress)
             queue.async {
                 self.plugins.forEach { $0.didReceive(result, target: context.value.target) }
                 tracker.finish(response: try? result.get())
@@ -205,28 +200,29 @@ extension MoyaProvider {
 
     /// Sends, answers one `401` Basic/Digest challenge with the credential a plugin supplied, and asks the
     /// `RequestRetrier` plugins whether to send again.
-    func sendWithRetries(_ preparedRequest: URLRequest, target: Target, plan: TransferPlan,
-                                 requestType: RequestTypeWrapper, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
+    func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, requestType: RequestTypeWrapper,
+                                                   retriers: [RequestRetrier], progress: HTTPClientProgress) async
+        -> Result<Moya.Response, MoyaError> {
         var request = preparedRequest
         var attempt = 0
         var answeredChallenge = false
-        let retriers = plugins.compactMap { $0 as? RequestRetrier }
         let maximumAttempts = 16
         while true {
-            let result = await sendOnce(request, target: target, plan: plan, progress: progress)
+            let result = validated(await request.exchange(in: session, progress: progress), target: target)
             if AsyncTask.isCancelled { return .failure(.underlying(MoyaProviderErrors.cancelled, nil)) }
 
             if !answeredChallenge, let credential = requestType.credential,
-               let authorization = AuthenticationChallenge.authorization(answering: result, request: request, credential: credential) {
+               let authorization = AuthenticationChallenge.authorization(answering: result, method: request.digestMethod,
+                                                                         uri: request.digestURI, credential: credential) {
                 answeredChallenge = true
-                request.setValue(authorization, forHTTPHeaderField: "Authorization")
+                request.authorize(authorization)
                 continue
             }
 
             guard attempt + 1 < maximumAttempts else { return result }
             var decision = RetryDecision.doNotRetry
             for retrier in retriers {
-                decision = await retrier.retry(request, for: target, dueTo: result, attempt: attempt)
+                decision = await request.decision(of: retrier, target: target, result: result, attempt: attempt)
                 if case .doNotRetry = decision { continue }
                 break
             }
@@ -239,54 +235,16 @@ extension MoyaProvider {
                     return .failure(.underlying(MoyaProviderErrors.cancelled, nil))
                 }
             }
-            request = newRequest ?? request
+            if let newRequest { request.replace(with: newRequest, in: session) }
             attempt += 1
         }
     }
 
-    /// One exchange: send, store a download, validate the status code.
-    private func sendOnce(_ request: URLRequest, target: Target, plan: TransferPlan, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
-        let head: TransportResponse
-        let data: Data
-        do {
-            (head, data) = try await session.send(request, upload: plan.upload, progress: progress,
-                                                  streamingBodiesAbove: plan.destination == nil ? plan.streamingBodiesAbove : nil)
-        } catch {
-            return .failure(MoyaProvider.moyaError(forTransportError: error, request: request))
-        }
-        var body = data
-        if let destination = plan.destination {
-            do {
-                guard let httpResponse = head.makeHTTPURLResponse() else {
-                    throw HTTPClientError.malformedResponse(reason: "status \(head.status)")
-                }
-                try Session.storeDownload(data, response: httpResponse, destination: destination)
-                body = Data()
-            } catch {
-                let response = Moya.Response(transport: head, data: Data(), request: request)
-                return .failure(.underlying(error, response))
-            }
-        }
-        let response = Moya.Response(transport: head, data: body, request: request)
-        let validCodes = target.validationType.statusCodes
-        if !validCodes.isEmpty && !validCodes.contains(response.statusCode) {
-            // Real and stubbed requests fail validation the same way (Moya wraps an AFError for real ones).
-            return .failure(.underlying(MoyaError.statusCode(response), response))
-        }
-        return .success(response)
-    }
-
-    static func moyaError(forTransportError error: Swift.Error, request: URLRequest) -> MoyaError {
-        switch error {
-        case HTTPClientError.cancelled, is CancellationError:
-            return .underlying(MoyaProviderErrors.cancelled, nil)
-        case MoyaRequestError.unsupportedURL(let url):
-            return .requestMapping(url)
-        case let moyaError as MoyaError:
-            return moyaError
-        default:
-            return .underlying(error, nil)
-        }
+    /// The result, or the status-code failure when the target's validation rejects its response (real and stubbed
+    /// requests fail validation the same way; Moya wraps an AFError for real ones).
+    func validated(_ result: Result<Moya.Response, MoyaError>, target: Target) -> Result<Moya.Response, MoyaError> {
+        guard case .success(let response) = result, !target.validationType.accepts(response.statusCode) else { return result }
+        return .failure(.underlying(MoyaError.statusCode(response), response))
     }
 }
 

@@ -110,6 +110,12 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
 
     let inflight = InflightRegistry()
 
+    /// The plugins that are `RequestRetrier`s, in order.
+    let retriers: [RequestRetrier]
+
+    /// How `requestInCurrentTask` sends without `URLRequest`; nil sends as `request` does.
+    package private(set) var transportLane: TransportLane?
+
     /// Initializes a provider.
     public init(endpointClosure: @escaping EndpointClosure = MoyaProvider.defaultEndpointMapping,
                 requestClosure: @escaping RequestClosure = MoyaProvider.defaultRequestMapping,
@@ -127,6 +133,19 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         self.trackInflights = trackInflights
         self.callbackQueue = callbackQueue
         self.defaultCallbackQueue = DispatchQueue(label: "Moya.MoyaProvider<\(Target.self)>.callbackQueue")
+        self.retriers = plugins.compactMap { $0 as? RequestRetrier }
+    }
+
+    /// A provider whose `requestInCurrentTask` builds `TransportRequest`s with `transportMapping` instead of running
+    /// `requestClosure` (which must then make the same request) and sends them without a `URLRequest`, when every
+    /// plugin is a `TransportPlugin`, every retrier a `TransportRetrier`, and the session does not follow redirects.
+    /// Otherwise, and for endpoints the mapping returns nil for, it sends as `request` does.
+    package convenience init(endpointClosure: @escaping EndpointClosure, requestClosure: @escaping RequestClosure,
+                             stubClosure: @escaping StubClosure, session: Session, plugins: [PluginType],
+                             trackInflights: Bool, transportMapping: @escaping TransportLane.Mapping) {
+        self.init(endpointClosure: endpointClosure, requestClosure: requestClosure, stubClosure: stubClosure,
+                  session: session, plugins: plugins, trackInflights: trackInflights)
+        transportLane = TransportLane(mapping: transportMapping, plugins: plugins, session: session)
     }
 
     /// Returns an `Endpoint` based on the token, method, and parameters by invoking the `endpointClosure`.

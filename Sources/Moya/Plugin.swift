@@ -65,14 +65,21 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     private let lock = NSLock()
     private var storedCredential: URLCredential?
 
-    public let request: URLRequest?
+    private let source: URLRequestSource
     public let sessionHeaders: [String: String]
+
+    public var request: URLRequest? { source.request }
 
     /// The credential set with `authenticate`, if any.
     public var credential: URLCredential? { lock.withLock { storedCredential } }
 
-    init(request: URLRequest?, sessionHeaders: [String: String]) {
-        self.request = request
+    convenience init(request: URLRequest?, sessionHeaders: [String: String]) {
+        self.init(source: URLRequestSource(request), sessionHeaders: sessionHeaders)
+    }
+
+    /// A wrapper whose `request` is made on first use.
+    init(source: URLRequestSource, sessionHeaders: [String: String]) {
+        self.source = source
         self.sessionHeaders = sessionHeaders
     }
 

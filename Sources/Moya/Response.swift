@@ -17,7 +17,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     public let data: Data
 
     /// The original URLRequest for the response (the request after the plugins' `prepare`).
-    public let request: URLRequest?
+    public var request: URLRequest? { requestSource.request }
 
     /// The HTTPURLResponse object. For responses that came over the network it is built on first use from the
     /// transport's response head (building it costs header dictionary and case work most callers never need).
@@ -36,19 +36,26 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     package var streamedBody: HTTPClientStreamingResponse? { head.transport?.streamed }
 
     private let head: ResponseHead
+    private let requestSource: URLRequestSource
 
-    public init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
+    public convenience init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
+        self.init(statusCode: statusCode, data: data, requestSource: URLRequestSource(request), response: response)
+    }
+
+    /// A response whose `request` is made on first use.
+    init(statusCode: Int, data: Data, requestSource: URLRequestSource, response: HTTPURLResponse?) {
         self.statusCode = statusCode
         self.data = data
-        self.request = request
+        self.requestSource = requestSource
         self.head = ResponseHead(response: response)
     }
 
-    /// A response received by the transport; its `HTTPURLResponse` is made lazily.
-    init(transport: TransportResponse, data: Data, request: URLRequest?) {
+    /// A response received by the transport; its `HTTPURLResponse` (and `request`, when it came from a
+    /// `TransportRequest`) is made lazily.
+    init(transport: TransportResponse, data: Data, requestSource: URLRequestSource) {
         self.statusCode = transport.status
         self.data = data
-        self.request = request
+        self.requestSource = requestSource
         self.head = ResponseHead(transport: transport)
     }
 

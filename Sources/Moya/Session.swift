@@ -158,29 +158,11 @@ public final class Session: Sendable {
     /// the returned head (`TransportResponse.streamed`) and the `Data` is empty. Streamed bodies are not decompressed.
     func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress,
               streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
-        var deadline: ContinuousClock.Instant?
-        if request.timeoutInterval > 0, request.timeoutInterval.isFinite, request.timeoutInterval < 1e9 {
-            deadline = ContinuousClock.now + .milliseconds(Int64(request.timeoutInterval * 1000))
-        }
+        let deadline = TransportErrors.timeout(of: request).map { ContinuousClock.now + $0 }
         var hop = RedirectHop(request: request, upload: upload)
         while true {
-            let transport: TransportResponse
-            let body: Data
-            if let threshold {
-                let response = try await client.execute(streaming: try hop.clientRequest(in: self), deadline: deadline,
-                                                        progress: progress)
-                if let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold {
-                    body = Data(try await response.body.collect(upTo: threshold))
-                    transport = TransportResponse(collected: response, url: hop.request.url)
-                } else {
-                    body = Data()
-                    transport = TransportResponse(streaming: response, url: hop.request.url)
-                }
-            } else {
-                let response = try await client.execute(try hop.clientRequest(in: self), deadline: deadline, progress: progress)
-                transport = TransportResponse(response, url: hop.request.url)
-                body = Data(response.body)
-            }
+            let (transport, body) = try await exchange(try hop.clientRequest(in: self), deadline: deadline, progress: progress,
+                                                       streamingBodiesAbove: threshold, url: .url(hop.request.url))
             // Only a redirect status needs the HTTPURLResponse here (for `Redirector.modify`).
             guard RedirectHop.followedStatuses.contains(transport.status), let httpResponse = transport.makeHTTPURLResponse(),
                   let next = try redirectHandler.nextHop(after: httpResponse, location: transport.headers.first(name: "Location"),
@@ -191,9 +173,36 @@ public final class Session: Sendable {
         }
     }
 
+    /// Sends a transport request as it is (plus the session's headers it does not set); redirects are returned, not
+    /// followed. `streamingBodiesAbove` as in `send(_:upload:progress:streamingBodiesAbove:)`.
+    func send(_ request: TransportRequest, progress: HTTPClientProgress,
+              streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
+        var clientRequest = request.http
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !clientRequest.headers.contains(name: name) {
+            clientRequest.headers.add(name: name, value: value)
+        }
+        return try await exchange(clientRequest, deadline: request.timeout.map { ContinuousClock.now + $0 }, progress: progress,
+                                  streamingBodiesAbove: threshold, url: .string(request.urlString))
+    }
+
+    /// One exchange with the client: the body collected, or (with a threshold) streamed when it is longer.
+    private func exchange(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
+                          streamingBodiesAbove threshold: Int?, url: ResponseURL) async throws -> (TransportResponse, Data) {
+        guard let threshold else {
+            let response = try await client.execute(request, deadline: deadline, progress: progress)
+            return (TransportResponse(response, url: url), Data(response.body))
+        }
+        let response = try await client.execute(streaming: request, deadline: deadline, progress: progress)
+        if let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold {
+            let body = Data(try await response.body.collect(upTo: threshold))
+            return (TransportResponse(collected: response, url: url), body)
+        }
+        return (TransportResponse(streaming: response, url: url), Data())
+    }
+
     /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.
     static func httpURLResponse(for response: HTTPClientResponse, url: URL?) -> HTTPURLResponse? {
-        TransportResponse(response, url: url).makeHTTPURLResponse()
+        TransportResponse(response, url: .url(url)).makeHTTPURLResponse()
     }
 
     /// Writes a downloaded body to a temporary file, then moves it where `destination` says.

@@ -12,23 +12,23 @@ struct TransportResponse: @unchecked Sendable {
     let status: Int
     let headers: HTTPHeaders
     let timings: HTTPClientTimings
-    let url: URL?
+    let url: ResponseURL
     let streamed: HTTPClientStreamingResponse?
 
-    init(_ response: HTTPClientResponse, url: URL?) {
+    init(_ response: HTTPClientResponse, url: ResponseURL) {
         self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
     }
 
     /// The head of a streamed response whose body was then collected: the exchange is over.
-    init(collected response: HTTPClientStreamingResponse, url: URL?) {
+    init(collected response: HTTPClientStreamingResponse, url: ResponseURL) {
         self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
     }
 
-    init(streaming response: HTTPClientStreamingResponse, url: URL?) {
+    init(streaming response: HTTPClientStreamingResponse, url: ResponseURL) {
         self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: response)
     }
 
-    private init(status: Int, headers: HTTPHeaders, timings: HTTPClientTimings, url: URL?, streamed: HTTPClientStreamingResponse?) {
+    private init(status: Int, headers: HTTPHeaders, timings: HTTPClientTimings, url: ResponseURL, streamed: HTTPClientStreamingResponse?) {
         self.status = status
         self.headers = headers
         self.timings = timings
@@ -46,8 +46,22 @@ struct TransportResponse: @unchecked Sendable {
             names[key] = name
             if let existing = fields[name] { fields[name] = existing + ", " + field.value } else { fields[name] = field.value }
         }
-        return HTTPURLResponse(url: url ?? URL(fileURLWithPath: "/"), statusCode: status, httpVersion: "HTTP/1.1",
+        return HTTPURLResponse(url: url.url ?? URL(fileURLWithPath: "/"), statusCode: status, httpVersion: "HTTP/1.1",
                                headerFields: fields)
+    }
+}
+
+/// The URL a response came from: a `URL` at hand, or the request's URL string, parsed only when an `HTTPURLResponse`
+/// is made.
+enum ResponseURL: @unchecked Sendable {
+    case url(URL?)
+    case string(String)
+
+    var url: URL? {
+        switch self {
+        case .url(let url): return url
+        case .string(let string): return URL(string: string)
+        }
     }
 }
 

@@ -26,6 +26,16 @@ public enum ValidationType: Sendable {
             return []
         }
     }
+
+    /// Whether a response with `statusCode` passes this validation (without building `statusCodes`).
+    func accepts(_ statusCode: Int) -> Bool {
+        switch self {
+        case .none: return true
+        case .successCodes: return (200..<300).contains(statusCode)
+        case .successAndRedirectCodes: return (200..<400).contains(statusCode)
+        case .customCodes(let codes): return codes.isEmpty || codes.contains(statusCode)
+        }
+    }
 }
 
 extension ValidationType: Equatable {

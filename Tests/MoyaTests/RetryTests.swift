@@ -150,20 +150,22 @@ import HTTPClient
 
     @Test func basicChallenge() {
         let credential = URLCredential(user: "user", password: "pass", persistence: .none)
-        let request = URLRequest(url: URL(string: "https://example.com/")!)
-        #expect(AuthenticationChallenge.authorization(answering: challenge(#"Basic realm="x""#), request: request, credential: credential) == "Basic dXNlcjpwYXNz")
-        #expect(AuthenticationChallenge.authorization(answering: challenge("Bearer"), request: request, credential: credential) == nil)
-        #expect(AuthenticationChallenge.authorization(answering: .success(Response(statusCode: 200, data: Data())), request: request, credential: credential) == nil)
+        #expect(AuthenticationChallenge.authorization(answering: challenge(#"Basic realm="x""#), method: "GET", uri: "/", credential: credential) == "Basic dXNlcjpwYXNz")
+        #expect(AuthenticationChallenge.authorization(answering: challenge("Bearer"), method: "GET", uri: "/", credential: credential) == nil)
+        #expect(AuthenticationChallenge.authorization(answering: .success(Response(statusCode: 200, data: Data())), method: "GET", uri: "/", credential: credential) == nil)
     }
 
     @Test func digestRFC2617Example() {
         // RFC 2617 §3.5: Mufasa / Circle Of Life.
         var request = URLRequest(url: URL(string: "http://www.nowhere.org/dir/index.html")!)
         request.httpMethod = "GET"
+        let outgoing = URLRequestOutgoing(request: request, plan: TransferPlan())
+        #expect(outgoing.digestMethod == "GET" && outgoing.digestURI == "/dir/index.html")
         let params = AuthenticationChallenge.parseChallenges(#"Digest realm="testrealm@host.com", qop="auth,auth-int", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", opaque="5ccc069c403ebaf9f0171e9517f40e41""#)
         #expect(params.first?.scheme == "digest")
         let header = AuthenticationChallenge.digestAuthorization(challenge: params[0].parameters, user: "Mufasa", password: "Circle Of Life",
-                                                                 request: request, cnonce: "0a4f113b")
+                                                                 method: outgoing.digestMethod, uri: outgoing.digestURI,
+                                                                 cnonce: "0a4f113b")
         #expect(header?.contains(#"response="6629fae49393a05397450978507c4ef1""#) == true)
         #expect(header?.contains(#"uri="/dir/index.html""#) == true)
         #expect(header?.contains(#"opaque="5ccc069c403ebaf9f0171e9517f40e41""#) == true)

@@ -46,9 +46,9 @@ import HTTPWire
         #expect(throws: MoyaRequestError.self) {
             try session.clientRequest(for: URLRequest(url: URL(string: "ftp://example.com/x")!), upload: .requestBody)
         }
-        let error = MoyaProvider<GitHub>.moyaError(forTransportError: MoyaRequestError.unsupportedURL("ftp://x"), request: URLRequest(url: URL(string: "ftp://x")!))
+        let error = TransportErrors.moyaError(for: MoyaRequestError.unsupportedURL("ftp://x"))
         if case .requestMapping("ftp://x") = error {} else { Issue.record("expected requestMapping") }
-        let cancelled = MoyaProvider<GitHub>.moyaError(forTransportError: HTTPClientError.cancelled, request: URLRequest(url: URL(string: "https://x")!))
+        let cancelled = TransportErrors.moyaError(for: HTTPClientError.cancelled)
         #expect(cancelled.isCancellation)
     }
 

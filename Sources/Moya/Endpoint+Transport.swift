@@ -1,0 +1,28 @@
+import Foundation
+import HTTPClient
+import HTTPWire
+
+extension Endpoint {
+    /// The `TransportRequest` that `urlRequest()` describes, for tasks that need no encoding (`requestPlain`,
+    /// `requestData`); nil for the others. Header fields are sent in name order, as `Session` sends a `URLRequest`'s.
+    /// - Returns: `.failure(.requestMapping)` for a URL the transport cannot send to.
+    package func transportRequest() -> Result<TransportRequest, MoyaError>? {
+        let body: HTTPClientRequest.Body
+        switch task {
+        case .requestPlain: body = .none
+        case .requestData(let data): body = data.isEmpty ? .none : .bytes([UInt8](data))
+        default: return nil
+        }
+        var headers = HTTPHeaders()
+        if let fields = httpHeaderFields {
+            headers.reserveCapacity(fields.count + 2)
+            for (name, value) in fields.sorted(by: { $0.key < $1.key }) { headers.add(name: name, value: value) }
+        }
+        do {
+            return .success(TransportRequest(http: try HTTPClientRequest(method: HTTPMethod(rawValue: method.rawValue), url: url,
+                                                                        headers: headers, body: body)))
+        } catch {
+            return .failure(.requestMapping(url))
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPClient
+
+/// A prepared request as the provider sends it, again when a challenge or a retrier asks: a `URLRequest` through the
+/// session (redirects, uploads, downloads), or a `TransportRequest` straight to the client.
+protocol OutgoingRequest {
+    /// One exchange: the response before validation, or the transport's error.
+    func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError>
+    /// The method and request-target a Digest answer signs.
+    var digestMethod: String { get }
+    var digestURI: String { get }
+    /// Sets `Authorization` (answering a challenge).
+    mutating func authorize(_ value: String)
+    /// What `retrier` decides about `result`.
+    func decision(of retrier: RequestRetrier, target: TargetType, result: Result<Moya.Response, MoyaError>,
+                  attempt: Int) async -> RetryDecision
+    /// Goes on with the request a retrier returned.
+    mutating func replace(with request: URLRequest, in session: Session)
+}
+
+/// A `URLRequest` sent through `Session.send`, with its upload and download plan.
+struct URLRequestOutgoing: OutgoingRequest {
+    var request: URLRequest
+    let plan: TransferPlan
+
+    func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
+        let head: TransportResponse
+        let data: Data
+        do {
+            (head, data) = try await session.send(request, upload: plan.upload, progress: progress,
+                                                  streamingBodiesAbove: plan.destination == nil ? plan.streamingBodiesAbove : nil)
+        } catch {
+            return .failure(TransportErrors.moyaError(for: error))
+        }
+        let source = URLRequestSource(request)
+        guard let destination = plan.destination else {
+            return .success(Moya.Response(transport: head, data: data, requestSource: source))
+        }
+        do {
+            guard let httpResponse = head.makeHTTPURLResponse() else {
+                throw HTTPClientError.malformedResponse(reason: "status \(head.status)")
+            }
+            try Session.storeDownload(data, response: httpResponse, destination: destination)
+            return .success(Moya.Response(transport: head, data: Data(), requestSource: source))
+        } catch {
+            return .failure(.underlying(error, Moya.Response(transport: head, data: Data(), requestSource: source)))
+        }
+    }
+
+    var digestMethod: String { request.httpMethod ?? "GET" }
+
+    var digestURI: String {
+        var uri = request.url?.path ?? "/"
+        if uri.isEmpty { uri = "/" }
+        if let query = request.url?.query { uri += "?" + query }
+        return uri
+    }
+
+    mutating func authorize(_ value: String) {
+        request.setValue(value, forHTTPHeaderField: "Authorization")
+    }
+
+    func decision(of retrier: RequestRetrier, target: TargetType, result: Result<Moya.Response, MoyaError>,
+                  attempt: Int) async -> RetryDecision {
+        await retrier.retry(request, for: target, dueTo: result, attempt: attempt)
+    }
+
+    mutating func replace(with request: URLRequest, in session: Session) {
+        self.request = request
+    }
+}
+
+/// A `TransportRequest` sent straight to the session's client; its `URLRequest` is made only if someone reads it.
+struct TransportOutgoing: OutgoingRequest {
+    var request: TransportRequest
+    var source: URLRequestSource
+    let streamingBodiesAbove: Int?
+
+    init(_ request: TransportRequest, source: URLRequestSource, streamingBodiesAbove: Int?) {
+        self.request = request
+        self.source = source
+        self.streamingBodiesAbove = streamingBodiesAbove
+    }
+
+    func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
+        do {
+            let (head, data) = try await session.send(request, progress: progress, streamingBodiesAbove: streamingBodiesAbove)
+            return .success(Moya.Response(transport: head, data: data, requestSource: source))
+        } catch {
+            return .failure(TransportErrors.moyaError(for: error))
+        }
+    }
+
+    var digestMethod: String { request.http.method.rawValue }
+
+    var digestURI: String { request.http.target }
+
+    mutating func authorize(_ value: String) {
+        request.http.headers.replaceOrAdd(name: "Authorization", value: value)
+        source = URLRequestSource(transport: request)
+    }
+
+    func decision(of retrier: RequestRetrier, target: TargetType, result: Result<Moya.Response, MoyaError>,
+                  attempt: Int) async -> RetryDecision {
+        if let transportRetrier = retrier as? TransportRetrier {
+            return await transportRetrier.retry(request, for: target, dueTo: result, attempt: attempt)
+        }
+        guard let urlRequest = source.request else { return .doNotRetry }
+        return await retrier.retry(urlRequest, for: target, dueTo: result, attempt: attempt)
+    }
+
+    mutating func replace(with request: URLRequest, in session: Session) {
+        guard let http = try? session.clientRequest(for: request, upload: .requestBody) else { return }
+        self.request = TransportRequest(http: http, timeout: TransportErrors.timeout(of: request))
+        source = URLRequestSource(request)
+    }
+}
+
+/// How transport failures become `MoyaError`s.
+enum TransportErrors {
+    static func moyaError(for error: Swift.Error) -> MoyaError {
+        switch error {
+        case HTTPClientError.cancelled, is CancellationError:
+            return .underlying(MoyaProviderErrors.cancelled, nil)
+        case MoyaRequestError.unsupportedURL(let url):
+            return .requestMapping(url)
+        case let moyaError as MoyaError:
+            return moyaError
+        default:
+            return .underlying(error, nil)
+        }
+    }
+
+    /// A `URLRequest`'s `timeoutInterval` as the session applies it (non-positive, infinite or huge: none).
+    static func timeout(of request: URLRequest) -> Duration? {
+        let interval = request.timeoutInterval
+        guard interval > 0, interval.isFinite, interval < 1e9 else { return nil }
+        return .milliseconds(Int64(interval * 1000))
+    }
+}
