@@ -2,14 +2,15 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTPWire
 import Moya
 
 /// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`) of a coalescible request to the outgoing request.
 /// Runs in `prepare`, after the in-flight check, so those headers never split a coalesced flight. (Requests that are
 /// not shared carry them in their endpoint.) Also applies the route's timeout.
-struct ForwardingHeadersPlugin: PluginType {
+struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
-        guard let gateway = target.gatewayTarget else { return request }
+        guard let gateway = GatewayTarget.unwrapped(target) else { return request }
         guard !gateway.perRequestHeaders.isEmpty || gateway.timeout != nil else { return request }
         var request = request
         if !gateway.perRequestHeaders.isEmpty {
@@ -22,5 +23,11 @@ struct ForwardingHeadersPlugin: PluginType {
             request.timeoutInterval = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         }
         return request
+    }
+
+    func prepare(_ request: inout TransportRequest, target: TargetType) {
+        guard let gateway = GatewayTarget.unwrapped(target) else { return }
+        for (name, value) in gateway.perRequestHeaders { request.http.headers.replaceOrAdd(name: name, value: value) }
+        if let timeout = gateway.timeout { request.timeout = timeout }
     }
 }

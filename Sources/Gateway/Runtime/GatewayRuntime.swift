@@ -14,6 +14,8 @@ public final class GatewayRuntime: Sendable {
     private let adminServer: HTTPServer
     private let admin: AdminHandler
     private let startedConfig: GatewayConfig
+    /// The main listeners' request handler, for in-process benchmarks (`GatewayBench`).
+    package let handler: HTTPServerHandler
 
     /// Builds the runtime for `config`; nothing is bound until ``start()``.
     public init(config: GatewayConfig) throws {
@@ -38,9 +40,10 @@ public final class GatewayRuntime: Sendable {
         }
         let compression = config.server.compression.gzip
             ? CompressionPolicy(minimumBytes: config.server.compression.minBytes) : nil
+        handler = GatewayHandler(state: state)
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
                                                  compression: compression),
-                            group: group, handler: GatewayHandler(state: state))
+                            group: group, handler: handler)
         let mainServer = server
         admin = AdminHandler(registry: registry) { mainServer.openConnections }
         adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)]),

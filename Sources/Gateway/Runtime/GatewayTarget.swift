@@ -5,7 +5,10 @@ import Synchronization
 
 /// One proxied call as a Moya `TargetType`: the upstream, the exact origin-form target to send, the method, the body and
 /// the headers. Wrapped in `MultiTarget` and sent through the upstream's `MoyaProvider<MultiTarget>`.
-struct GatewayTarget: TargetType, AccessTokenAuthorizable {
+///
+/// A class: plugins get it back out of the `MultiTarget` existential with `as?`, which for a struct this size copies
+/// (and retains) every field each time.
+final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let upstream: UpstreamConfig
     /// The upstream's origin (`http://host:port`), or `http://stub.invalid` for a stub; computed once per upstream.
     let origin: String
@@ -26,6 +29,21 @@ struct GatewayTarget: TargetType, AccessTokenAuthorizable {
     let retries: RouteConfig.Retries?
     /// Counts the retries ``RouteRetryPlugin`` decided for this request (for the access log).
     let retryCount = RetryCount()
+
+    init(upstream: UpstreamConfig, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
+         stableHeaders: [String: String], perRequestHeaders: [(String, String)], flightKey: String?, timeout: Duration?,
+         retries: RouteConfig.Retries?) {
+        self.upstream = upstream
+        self.origin = origin
+        self.upstreamTarget = upstreamTarget
+        self.method = method
+        self.body = body
+        self.stableHeaders = stableHeaders
+        self.perRequestHeaders = perRequestHeaders
+        self.flightKey = flightKey
+        self.timeout = timeout
+        self.retries = retries
+    }
 
     var baseURL: URL { URL(string: origin) ?? URL(fileURLWithPath: "/") }
     var path: String { "" }
@@ -54,11 +72,12 @@ struct GatewayTarget: TargetType, AccessTokenAuthorizable {
     var urlString: String { origin + upstreamTarget }
 }
 
-extension TargetType {
-    /// The gateway target inside a `MultiTarget`, if this is one.
-    var gatewayTarget: GatewayTarget? {
-        if let multi = self as? MultiTarget { return multi.target as? GatewayTarget }
-        return self as? GatewayTarget
+extension GatewayTarget {
+    /// The gateway target a plugin is handed (inside a `MultiTarget`), if it is one. Takes the existential as it
+    /// comes: a generic `self as?` costs a full dynamic cast per call.
+    static func unwrapped(_ target: TargetType) -> GatewayTarget? {
+        if let multi = target as? MultiTarget { return multi.target as? GatewayTarget }
+        return target as? GatewayTarget
     }
 }
 

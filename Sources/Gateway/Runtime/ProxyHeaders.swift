@@ -87,7 +87,15 @@ enum ProxyHeaders {
 
     /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
     private static func connectionListed(in headers: HTTPHeaders) -> [String] {
-        guard headers.contains(name: "Connection") else { return [] }
+        var onlyStandard = true
+        for field in headers where field.name.equalsIgnoringASCIICase("Connection") {
+            // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
+            if !(field.value.equalsIgnoringASCIICase("keep-alive") || field.value.equalsIgnoringASCIICase("close")) {
+                onlyStandard = false
+                break
+            }
+        }
+        if onlyStandard { return [] }
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
     }
 

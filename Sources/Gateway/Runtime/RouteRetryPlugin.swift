@@ -8,10 +8,21 @@ import Moya
 /// Applies a route's `retries`: idempotent methods only, and only when no response byte arrived (connect failures,
 /// connections closed before a response, timeouts before the head) or the upstream answered one of the configured
 /// statuses. `attempts` counts the first try; `backoff` pauses between attempts.
-struct RouteRetryPlugin: RequestRetrier {
+struct RouteRetryPlugin: TransportRetrier, TransportPlugin {
     func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
                attempt: Int) async -> RetryDecision {
-        guard let gateway = target.gatewayTarget, let retries = gateway.retries, attempt + 1 < retries.attempts,
+        decision(for: target, result: result, attempt: attempt)
+    }
+
+    func retry(_ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+               attempt: Int) async -> RetryDecision {
+        decision(for: target, result: result, attempt: attempt)
+    }
+
+    func prepare(_ request: inout TransportRequest, target: TargetType) {}
+
+    private func decision(for target: TargetType, result: Result<Moya.Response, MoyaError>, attempt: Int) -> RetryDecision {
+        guard let gateway = GatewayTarget.unwrapped(target), let retries = gateway.retries, attempt + 1 < retries.attempts,
               gateway.method.isIdempotent else { return .doNotRetry }
         let decision = Self.decision(retries: retries, result: result)
         if case .retry = decision { gateway.retryCount.increment() }

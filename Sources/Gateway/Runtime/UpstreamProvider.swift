@@ -54,7 +54,7 @@ final class UpstreamProvider: Sendable {
         self.stubHeaders = stub.map { stub in HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
         provider = MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
-                guard let target = multi.gatewayTarget else { return MoyaProvider.defaultEndpointMapping(for: multi) }
+                guard let target = multi.target as? GatewayTarget else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
                 return Endpoint(url: target.urlString,
@@ -81,7 +81,14 @@ final class UpstreamProvider: Sendable {
             },
             session: session,
             plugins: plugins,
-            trackInflights: true)
+            trackInflights: true,
+            transportMapping: { endpoint in
+                endpoint.transportRequest()?.map { request in
+                    var request = request
+                    request.http.headers.remove(name: UpstreamProvider.flightHeader)
+                    return request
+                }
+            })
     }
 
     /// The header that carries a coalescing key into the endpoint (its identity); removed before sending.
