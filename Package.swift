@@ -52,6 +52,9 @@ let package = Package(
         // Moya overhead benchmark (Benchmarks/MoyaBench/run.sh): stubbed requests, and MoyaProvider vs HTTPClient.execute.
         .executableTarget(name: "MoyaBench", dependencies: ["Moya", "HTTPClient", "HTTPWire", "NetCore"],
                           path: "Benchmarks/MoyaBench", exclude: ["run.sh"]),
+        // The gateway's handler driven in-process (Benchmarks/GatewayBench): CPU per request without client sockets.
+        .executableTarget(name: "GatewayBench", dependencies: ["Gateway", "HTTPServer", "HTTPWire", "NetCore"],
+                          path: "Benchmarks/GatewayBench"),
         .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServer", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
 
         // Raw sockets, process and certificate helpers shared by the test suites.
