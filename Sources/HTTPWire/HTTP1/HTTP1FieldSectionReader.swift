@@ -67,6 +67,8 @@ struct HTTP1FieldSectionReader: Sendable {
                     transferEncodingValues.append(field.value)
                     if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
                 }
+                // Room for a typical section at once, instead of regrowing field by field.
+                if headers.isEmpty { headers.reserveCapacity(16) }
                 headers.add(name: field.name, value: field.value)
             }
         }

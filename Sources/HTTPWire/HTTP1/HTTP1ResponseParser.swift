@@ -314,6 +314,14 @@ public struct HTTP1ResponseParser: Sendable {
         }
         var contentLength: Int64?
         for value in fields.contentLengthValues {
+            // The usual single number needs no list splitting.
+            if let length = HTTP1Grammar.parseDecimal(value.utf8) {
+                if let previous = contentLength, previous != length {
+                    return .failure(.badRequest("differing Content-Length values"))
+                }
+                contentLength = length
+                continue
+            }
             for element in HTTP1Grammar.listElements(value) {
                 guard let length = HTTP1Grammar.parseDecimal(element) else {
                     return .failure(.badRequest("invalid Content-Length"))
