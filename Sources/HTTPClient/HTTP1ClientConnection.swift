@@ -58,7 +58,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.exchange = exchange
         exchangesServed += 1
         // A streamed body is consumed as it arrives: the collected-body limit does not apply to it.
-        parser.expectResponse(to: exchange.head.method, bodyLimited: !exchange.isStreamed)
+        parser.expectResponse(to: exchange.head.method, bodyLimited: exchange.limitsCollectedBody)
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
@@ -71,14 +71,19 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
         output.append(contentsOf: exchange.body)
         let now = EventLoop.now()
+        // The exchange is recognised by identity rather than captured weakly: a weak reference would give every
+        // exchange a side table (an allocation per request). Both closures are dropped when the exchange ends.
+        let id = ObjectIdentifier(exchange)
         if let deadline = exchange.responseDeadline(now: now) {
-            exchange.timer = connection.loop.schedule(atNanoseconds: deadline) { [weak self, weak exchange] in
-                guard let self, let exchange, self.exchange === exchange, exchange.responseHead == nil else { return }
+            exchange.timer = connection.loop.schedule(atNanoseconds: deadline) { [weak self] in
+                guard let self, let current = self.exchange, ObjectIdentifier(current) == id, current.responseHead == nil else {
+                    return
+                }
                 self.failAndClose(.responseTimeout)
             }
         }
-        exchange.onCancel = { [weak self, weak exchange] in
-            guard let self, let exchange, self.exchange === exchange else { return }
+        exchange.onCancel = { [weak self] in
+            guard let self, let current = self.exchange, ObjectIdentifier(current) == id else { return }
             self.failAndClose(.cancelled)
         }
         connection.write(output)
@@ -109,6 +114,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 exchange.responseHead = head
                 exchange.timer?.cancel()
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
+                exchange.chooseDelivery(for: head)
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
                         guard let self, let exchange, self.exchange === exchange else { return }

@@ -283,6 +283,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
                 exchange.responseStarted = true
                 exchange.responseHead = head
                 exchange.timer?.cancel()
+                exchange.chooseDelivery(for: head)
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
                         guard let self, let exchange, self.streams[streamID] === exchange else { return }
@@ -296,7 +297,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
                     continue
                 }
                 let received = exchange.countBody(bytes.count)
-                if !exchange.isStreamed && received > configuration.maxResponseBodyBytes {
+                if exchange.limitsCollectedBody && received > configuration.maxResponseBodyBytes {
                     session.consumed(streamID: streamID, count: bytes.count)
                     abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))
                     continue

@@ -139,9 +139,19 @@ public final class HTTPClient: Sendable {
         try await run(request, deadline: deadline, progress: progress) { .streamed($0) }
     }
 
+    /// Sends `request` and collects the response when its head declares a body of at most `threshold` bytes (or none);
+    /// otherwise returns at the head with the body as a back-pressured stream, as `execute(streaming:)` does. One
+    /// exchange for both, so a caller relaying bodies of any size pays for a stream only when it needs one. The
+    /// collected case is decoded as configured; the streamed one is not. The collected-body limit does not apply.
+    public func execute(_ request: HTTPClientRequest, streamingBodiesLongerThan threshold: Int,
+                        deadline: ContinuousClock.Instant? = nil,
+                        progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponseOrStream {
+        try await run(request, deadline: deadline, progress: progress) { .collectedOrStreamed(threshold: threshold, $0) }
+    }
+
     private func run<Result: Sendable>(
         _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
-        delivery: @escaping @Sendable (CheckedContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
+        delivery: @escaping @Sendable (UnsafeContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
     ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
         try Task.checkCancellation()
@@ -172,7 +182,7 @@ public final class HTTPClient: Sendable {
         let exchangeBox = Mutex<UncheckedSendable<HTTPClientExchange>?>(nil)
         let tlsBox = UncheckedSendable(tls)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            try await withUnsafeThrowingContinuation { continuation in
                 loop.executeSoonOrNow {
                     let exchange = HTTPClientExchange(
                         request: request, head: head, body: body, progress: progress, configuration: configuration,

@@ -3,12 +3,16 @@ import NetCore
 
 /// One request/response exchange as it moves through a pool and onto a connection. Loop thread only.
 final class HTTPClientExchange {
-    /// How the response reaches the caller.
+    /// How the response reaches the caller. Unchecked continuations: the exchange resumes one exactly once (the
+    /// delivery is cleared as it is resumed), and a checked one costs an allocation per request.
     enum Delivery {
         /// All of it at the end (`execute`).
-        case collected(CheckedContinuation<HTTPClientResponse, any Error>)
+        case collected(UnsafeContinuation<HTTPClientResponse, any Error>)
         /// The head as soon as it arrives, the body as a back-pressured ``ByteStream`` (`execute(streaming:)`).
-        case streamed(CheckedContinuation<HTTPClientStreamingResponse, any Error>)
+        case streamed(UnsafeContinuation<HTTPClientStreamingResponse, any Error>)
+        /// Collected when the head declares a body of at most `threshold` bytes, else streamed
+        /// (`execute(_:streamingBodiesLongerThan:)`).
+        case collectedOrStreamed(threshold: Int, UnsafeContinuation<HTTPClientResponseOrStream, any Error>)
     }
 
     let request: HTTPClientRequest
@@ -22,7 +26,10 @@ final class HTTPClientExchange {
     private var delivery: Delivery?
     /// Streamed delivery: the body handed to the caller, until it ends.
     private var bodyStream: ByteStream?
-    let isStreamed: Bool
+    /// Whether the body goes to the caller as a stream (for `collectedOrStreamed`, decided at the head).
+    private(set) var isStreamed: Bool
+    /// Whether the body is collected whatever its size, so the collected-body limit applies.
+    let limitsCollectedBody: Bool
     /// Streamed delivery: set by the connection, called on the loop when the caller has drained the body below its
     /// low-water mark (resume reading, or acknowledge HTTP/2 DATA).
     var onBodyDemand: (() -> Void)?
@@ -54,28 +61,43 @@ final class HTTPClientExchange {
         self.deadline = deadline
         self.delivery = delivery
         if case .streamed = delivery { isStreamed = true } else { isStreamed = false }
+        if case .collected = delivery { limitsCollectedBody = true } else { limitsCollectedBody = false }
     }
 
     /// Whether the caller has its result: the whole response, an error, or the end of a streamed body.
     var isFinished: Bool { delivery == nil && bodyStream == nil }
 
+    /// For a response collected or streamed by size: decides from its head (before ``headReceived()``). A body the
+    /// head declares short enough, or a response without a body, is collected.
+    func chooseDelivery(for head: HTTPResponseHead) {
+        guard case .collectedOrStreamed(let threshold, _) = delivery else { return }
+        if request.method == .head || head.status == 204 || head.status == 304 { return }
+        if let length = head.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold { return }
+        isStreamed = true
+    }
+
     /// The response head is in `responseHead`: a streamed delivery hands it to the caller now.
     func headReceived() {
-        guard case .streamed(let continuation) = delivery, let head = responseHead else { return }
-        delivery = nil
+        guard isStreamed, let delivery, let head = responseHead else { return }
+        self.delivery = nil
         let owner = UncheckedSendable(self)
         let loop = self.loop
         let stream = ByteStream { loop.execute { owner.value.onBodyDemand?() } }
         bodyStream = stream
         let firstByte = Duration.nanoseconds(Int64(clamping: (firstByteAt == 0 ? EventLoop.now() : firstByteAt) &- startedAt))
         let timings = HTTPClientTimings(connect: connectDuration, firstByte: firstByte, total: firstByte)
-        continuation.resume(returning: HTTPClientStreamingResponse(head: head, body: stream, timings: timings) {
+        let response = HTTPClientStreamingResponse(head: head, body: stream, timings: timings) {
             loop.execute {
                 let exchange = owner.value
                 guard exchange.bodyStream != nil else { return }
                 if let cancel = exchange.onCancel { cancel() } else { exchange.fail(.cancelled) }
             }
-        })
+        }
+        switch delivery {
+        case .streamed(let continuation): continuation.resume(returning: response)
+        case .collectedOrStreamed(_, let continuation): continuation.resume(returning: .streamed(response))
+        case .collected: break
+        }
     }
 
     /// Takes response body bytes. Returns false when a streamed body's consumer is behind: stop reading until
@@ -112,8 +134,19 @@ final class HTTPClientExchange {
             bodyStream.finish()
             return
         }
-        guard case .collected(let continuation) = delivery, var head = responseHead else { return }
+        guard delivery != nil, !isStreamed, let head = responseHead else { return }
+        let result = collectedResponse(head: head)
+        switch delivery {
+        case .collected(let continuation): continuation.resume(with: result)
+        case .collectedOrStreamed(_, let continuation): continuation.resume(with: result.map { .collected($0) })
+        case .streamed, nil: return
+        }
         delivery = nil
+    }
+
+    /// The whole response: the body decoded as configured, timings taken now.
+    private func collectedResponse(head: HTTPResponseHead) -> Result<HTTPClientResponse, any Error> {
+        var head = head
         if let limits = configuration.decompression, request.method != .head,
            let value = head.headers.first(name: "Content-Encoding"),
            case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
@@ -123,11 +156,9 @@ final class HTTPClientExchange {
                 head.headers.remove(name: "Content-Encoding")
                 head.headers.replaceOrAdd(name: "Content-Length", value: String(responseBody.count))
             } catch CompressionError.limitExceeded {
-                continuation.resume(throwing: HTTPClientError.decompressionLimitExceeded)
-                return
+                return .failure(HTTPClientError.decompressionLimitExceeded)
             } catch {
-                continuation.resume(throwing: HTTPClientError.malformedResponse(reason: "undecodable \(coding) body"))
-                return
+                return .failure(HTTPClientError.malformedResponse(reason: "undecodable \(coding) body"))
             }
         }
         let now = EventLoop.now()
@@ -135,7 +166,7 @@ final class HTTPClientExchange {
             connect: connectDuration,
             firstByte: .nanoseconds(Int64(clamping: (firstByteAt == 0 ? now : firstByteAt) &- startedAt)),
             total: .nanoseconds(Int64(clamping: now &- startedAt)))
-        continuation.resume(returning: HTTPClientResponse(head: head, body: responseBody, timings: timings))
+        return .success(HTTPClientResponse(head: head, body: responseBody, timings: timings))
     }
 
     func fail(_ error: HTTPClientError) {
@@ -148,6 +179,7 @@ final class HTTPClientExchange {
         switch delivery {
         case .collected(let continuation): continuation.resume(throwing: error)
         case .streamed(let continuation): continuation.resume(throwing: error)
+        case .collectedOrStreamed(_, let continuation): continuation.resume(throwing: error)
         case nil: return
         }
         delivery = nil

@@ -31,3 +31,10 @@ public final class HTTPClientStreamingResponse: Sendable {
 
     deinit { abort() }
 }
+
+/// What ``HTTPClient/execute(_:streamingBodiesLongerThan:deadline:progress:)`` returns: the whole response, or its head
+/// with the body still arriving.
+public enum HTTPClientResponseOrStream: Sendable {
+    case collected(HTTPClientResponse)
+    case streamed(HTTPClientStreamingResponse)
+}
