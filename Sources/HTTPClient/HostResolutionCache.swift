@@ -20,6 +20,8 @@ final class HostResolutionCache: Sendable {
     private let ttl: Duration
     private let resolver: Resolver
     private let entries = Mutex<[Key: Entry]>([:])
+    /// The last numeric host asked for: a client talking to one numeric origin (a gateway's upstream) parses it once.
+    private let lastNumeric = Mutex<(key: Key, addresses: [SocketAddress])?>(nil)
     /// Bound on remembered names, so a client sent to many hosts does not grow without limit.
     private let capacity = 1024
 
@@ -30,8 +32,13 @@ final class HostResolutionCache: Sendable {
 
     /// The addresses of `host:port`, from the cache while fresh, else from the resolver.
     func addresses(host: String, port: Int) async throws -> [SocketAddress] {
+        if let last = lastNumeric.withLock({ $0 }), last.key.host == host, last.key.port == port { return last.addresses }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        if let numeric = SocketAddress(numericHost: bare, port: port) { return [numeric] }
+        if let numeric = SocketAddress(numericHost: bare, port: port) {
+            let addresses = [numeric]
+            lastNumeric.withLock { $0 = (Key(host: host, port: port), addresses) }
+            return addresses
+        }
         guard ttl > .zero else { return try await resolver(host, port) }
         let key = Key(host: host, port: port)
         let now = ContinuousClock.now
