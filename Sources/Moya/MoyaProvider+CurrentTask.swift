@@ -24,29 +24,33 @@ extension MoyaProvider {
     package func requestInCurrentTask(_ target: Target, streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
         let endpoint = self.endpoint(target)
         let stubBehavior = stubClosure(target)
+        // The plugins' view of the target, made once: converting a large target (a `MultiTarget`) to an existential
+        // allocates a box on every hook call otherwise.
+        let pluginTarget: TargetType = target
         let result: Result<Moya.Response, MoyaError>
         if let lane = transportLane, let mapped = lane.mapping(endpoint) {
-            result = await transportResult(target, endpoint: endpoint, stubBehavior: stubBehavior, mapped: mapped,
-                                           lane: lane, streamingBodiesAbove: streamingBodiesAbove)
+            result = await transportResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                                           mapped: mapped, lane: lane, streamingBodiesAbove: streamingBodiesAbove)
         } else {
-            result = await unprocessedResult(target, endpoint: endpoint, stubBehavior: stubBehavior,
+            result = await unprocessedResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
                                              streamingBodiesAbove: streamingBodiesAbove)
         }
-        return plugins.reduce(result) { $1.process($0, target: target) }
+        return plugins.reduce(result) { $1.process($0, target: pluginTarget) }
     }
 
-    private func unprocessedResult(_ target: Target, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+    private func unprocessedResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
                                    streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
         let request: URLRequest
         switch await builtRequest(endpoint) {
         case .success(let built): request = built
         case .failure(let error): return .failure(error)
         }
-        if AsyncTask.isCancelled { return cancelledResult(target) }
+        if AsyncTask.isCancelled { return cancelledResult(pluginTarget) }
 
         guard case .never = stubBehavior else {
             let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
-            return await stubResult(target, endpoint: endpoint, behavior: stubBehavior, requestSource: URLRequestSource(prepared))
+            return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
+                                    requestSource: URLRequestSource(prepared))
         }
         var plan: TransferPlan
         do {
@@ -55,18 +59,19 @@ extension MoyaProvider {
             return .failure(.underlying(error, nil))
         }
         plan.streamingBodiesAbove = streamingBodiesAbove
-        let prepared = plugins.reduce(request) { $1.prepare($0, target: target) }
+        let prepared = plugins.reduce(request) { $1.prepare($0, target: pluginTarget) }
         let requestType = RequestTypeWrapper(request: prepared, sessionHeaders: session.headers)
-        plugins.forEach { $0.willSend(requestType, target: target) }
+        plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
         let result = await sendWithRetries(URLRequestOutgoing(request: prepared, plan: plan), target: target,
-                                           requestType: requestType, retriers: retriers, progress: HTTPClientProgress())
-        plugins.forEach { $0.didReceive(result, target: target) }
+                                           pluginTarget: pluginTarget, requestType: requestType, retriers: retriers,
+                                           progress: HTTPClientProgress())
+        plugins.forEach { $0.didReceive(result, target: pluginTarget) }
         return result
     }
 
     /// The same pipeline on a `TransportRequest`: plugins prepare it as a `TransportPlugin`, and see a `URLRequest`
     /// only if they ask for one.
-    private func transportResult(_ target: Target, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+    private func transportResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
                                  mapped: Result<TransportRequest, MoyaError>, lane: TransportLane,
                                  streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
         var request: TransportRequest
@@ -74,37 +79,38 @@ extension MoyaProvider {
         case .success(let built): request = built
         case .failure(let error): return .failure(error)
         }
-        if AsyncTask.isCancelled { return cancelledResult(target) }
+        if AsyncTask.isCancelled { return cancelledResult(pluginTarget) }
 
-        for plugin in lane.plugins { plugin.prepare(&request, target: target) }
+        for plugin in lane.plugins { plugin.prepare(&request, target: pluginTarget) }
         let source = URLRequestSource(transport: request)
         let requestType = RequestTypeWrapper(source: source, sessionHeaders: session.headers)
-        plugins.forEach { $0.willSend(requestType, target: target) }
+        plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
         guard case .never = stubBehavior else {
-            return await stubResult(target, endpoint: endpoint, behavior: stubBehavior, requestSource: source)
+            return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
+                                    requestSource: source)
         }
         let outgoing = TransportOutgoing(request, source: source, streamingBodiesAbove: streamingBodiesAbove)
-        let result = await sendWithRetries(outgoing, target: target, requestType: requestType, retriers: retriers,
-                                           progress: HTTPClientProgress())
-        plugins.forEach { $0.didReceive(result, target: target) }
+        let result = await sendWithRetries(outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
+                                           retriers: retriers, progress: HTTPClientProgress())
+        plugins.forEach { $0.didReceive(result, target: pluginTarget) }
         return result
     }
 
     /// A stub's result, after its delay (cancelling the task during the delay cancels the request).
-    private func stubResult(_ target: Target, endpoint: Endpoint, behavior: Moya.StubBehavior,
+    private func stubResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, behavior: Moya.StubBehavior,
                             requestSource: URLRequestSource) async -> Result<Moya.Response, MoyaError> {
         if case .delayed(let seconds) = behavior {
             do {
                 try await AsyncTask.sleep(nanoseconds: UInt64(min(max(seconds, 0), 3600) * 1_000_000_000))
             } catch {
-                return cancelledResult(target)
+                return cancelledResult(pluginTarget)
             }
         }
-        return stubResult(target, endpoint: endpoint, plugins: plugins, requestSource: requestSource)
+        return stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins, requestSource: requestSource)
     }
 
     /// The cancellation error, after the plugins' `didReceive`.
-    private func cancelledResult(_ target: Target) -> Result<Moya.Response, MoyaError> {
+    private func cancelledResult(_ target: TargetType) -> Result<Moya.Response, MoyaError> {
         let error = MoyaError.underlying(MoyaProviderErrors.cancelled, nil)
         plugins.forEach { $0.didReceive(.failure(error), target: target) }
         return .failure(error)

@@ -86,10 +86,11 @@ public extension MoyaProvider {
 
     /// The stubbed result (the sample response, validated), after the plugins' `didReceive`.
     func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
-        stubResult(target, endpoint: endpoint, plugins: plugins, requestSource: URLRequestSource(request))
+        stubResult(target, pluginTarget: target, endpoint: endpoint, plugins: plugins, requestSource: URLRequestSource(request))
     }
 
-    internal func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType],
+    /// `pluginTarget`: `target` as the plugins get it (see `requestInCurrentTask`).
+    internal func stubResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, plugins: [PluginType],
                              requestSource: URLRequestSource) -> Result<Moya.Response, MoyaError> {
         let result: Result<Moya.Response, MoyaError>
         switch endpoint.sampleResponseClosure() {
@@ -102,7 +103,7 @@ public extension MoyaProvider {
         case .networkError(let error):
             result = .failure(MoyaError.underlying(error, nil))
         }
-        plugins.forEach { $0.didReceive(result, target: target) }
+        plugins.forEach { $0.didReceive(result, target: pluginTarget) }
         return result
     }
 
@@ -187,8 +188,9 @@ extension MoyaProvider {
 
         let task = AsyncTask { [self] in
             let outgoing = URLRequestOutgoing(request: context.value.request, plan: context.value.plan)
-            let result = await self.sendWithRetries(outgoing, target: context.value.target, requestType: requestType,
-                                                    retriers: self.retriers, progress: tracker.clientProgress)
+            let result = await self.sendWithRetries(outgoing, target: context.value.target, pluginTarget: context.value.target,
+                                                    requestType: requestType, retriers: self.retriers,
+                                                    progress: tracker.clientProgress)
             queue.async {
                 self.plugins.forEach { $0.didReceive(result, target: context.value.target) }
                 tracker.finish(response: try? result.get())
@@ -200,8 +202,9 @@ extension MoyaProvider {
 
     /// Sends, answers one `401` Basic/Digest challenge with the credential a plugin supplied, and asks the
     /// `RequestRetrier` plugins whether to send again.
-    func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, requestType: RequestTypeWrapper,
-                                                   retriers: [RequestRetrier], progress: HTTPClientProgress) async
+    func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, pluginTarget: TargetType,
+                                                   requestType: RequestTypeWrapper, retriers: [RequestRetrier],
+                                                   progress: HTTPClientProgress) async
         -> Result<Moya.Response, MoyaError> {
         var request = preparedRequest
         var attempt = 0
@@ -222,7 +225,7 @@ extension MoyaProvider {
             guard attempt + 1 < maximumAttempts else { return result }
             var decision = RetryDecision.doNotRetry
             for retrier in retriers {
-                decision = await request.decision(of: retrier, target: target, result: result, attempt: attempt)
+                decision = await request.decision(of: retrier, target: pluginTarget, result: result, attempt: attempt)
                 if case .doNotRetry = decision { continue }
                 break
             }

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import Synchronization
 
 /// A Moya Plugin receives callbacks to perform side effects wherever a request is sent or received.
 ///
@@ -62,8 +63,7 @@ public protocol RequestType {
 /// The `RequestType` handed to plugins: the prepared request, the session headers, and the credential a plugin
 /// supplied for an authentication challenge.
 public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
-    private let lock = NSLock()
-    private var storedCredential: URLCredential?
+    private let storedCredential = Mutex<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
 
     private let source: URLRequestSource
     public let sessionHeaders: [String: String]
@@ -71,7 +71,7 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     public var request: URLRequest? { source.request }
 
     /// The credential set with `authenticate`, if any.
-    public var credential: URLCredential? { lock.withLock { storedCredential } }
+    public var credential: URLCredential? { storedCredential.withLock { $0 }.value }
 
     convenience init(request: URLRequest?, sessionHeaders: [String: String]) {
         self.init(source: URLRequestSource(request), sessionHeaders: sessionHeaders)
@@ -90,7 +90,7 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
 
     @discardableResult
     public func authenticate(with credential: URLCredential) -> Self {
-        lock.withLock { storedCredential = credential }
+        storedCredential.withLock { $0 = UncheckedSendable(credential) }
         return self
     }
 

@@ -182,7 +182,7 @@ public final class Session: Sendable {
             clientRequest.headers.add(name: name, value: value)
         }
         return try await exchange(clientRequest, deadline: request.timeout.map { ContinuousClock.now + $0 }, progress: progress,
-                                  streamingBodiesAbove: threshold, url: .string(request.urlString))
+                                  streamingBodiesAbove: threshold, url: .transport(request.http.origin, request.http.target))
     }
 
     /// One exchange with the client: the body collected, or (with a threshold) streamed when it is longer.
@@ -192,12 +192,12 @@ public final class Session: Sendable {
             let response = try await client.execute(request, deadline: deadline, progress: progress)
             return (TransportResponse(response, url: url), Data(response.body))
         }
-        let response = try await client.execute(streaming: request, deadline: deadline, progress: progress)
-        if let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold {
-            let body = Data(try await response.body.collect(upTo: threshold))
-            return (TransportResponse(collected: response, url: url), body)
+        switch try await client.execute(request, streamingBodiesLongerThan: threshold, deadline: deadline, progress: progress) {
+        case .collected(let response):
+            return (TransportResponse(response, url: url), Data(response.body))
+        case .streamed(let response):
+            return (TransportResponse(streaming: response, url: url), Data())
         }
-        return (TransportResponse(streaming: response, url: url), Data())
     }
 
     /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.

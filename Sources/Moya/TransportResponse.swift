@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import HTTPClient
 import HTTPWire
+import Synchronization
 
 /// A response head as the transport received it: status, header fields, timings and the request URL. Converting it
 /// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`). A streamed response also
@@ -16,11 +17,6 @@ struct TransportResponse: @unchecked Sendable {
     let streamed: HTTPClientStreamingResponse?
 
     init(_ response: HTTPClientResponse, url: ResponseURL) {
-        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
-    }
-
-    /// The head of a streamed response whose body was then collected: the exchange is over.
-    init(collected response: HTTPClientStreamingResponse, url: ResponseURL) {
         self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
     }
 
@@ -55,12 +51,13 @@ struct TransportResponse: @unchecked Sendable {
 /// is made.
 enum ResponseURL: @unchecked Sendable {
     case url(URL?)
-    case string(String)
+    /// The request's origin and request-target.
+    case transport(HTTPOrigin, String)
 
     var url: URL? {
         switch self {
         case .url(let url): return url
-        case .string(let string): return URL(string: string)
+        case .transport(let origin, let target): return URL(string: origin.description + target)
         }
     }
 }
@@ -69,28 +66,23 @@ enum ResponseURL: @unchecked Sendable {
 /// `HTTPURLResponse` is built once, on first use, under a lock.
 final class ResponseHead: @unchecked Sendable {
     let transport: TransportResponse?
-    private let lock = NSLock()
-    private var made: HTTPURLResponse?
-    private var isMade: Bool
+    /// The `HTTPURLResponse`, once made (or given); an inline lock, as a response is read from any thread.
+    private let made: Mutex<UncheckedSendable<HTTPURLResponse?>?>
 
     init(response: HTTPURLResponse?) {
         self.transport = nil
-        self.made = response
-        self.isMade = true
+        self.made = Mutex(UncheckedSendable(response))
     }
 
     init(transport: TransportResponse) {
         self.transport = transport
-        self.isMade = false
+        self.made = Mutex(nil)
     }
 
     var response: HTTPURLResponse? {
-        lock.withLock {
-            if !isMade, let transport {
-                made = transport.makeHTTPURLResponse()
-                isMade = true
-            }
+        made.withLock { made in
+            if made == nil { made = UncheckedSendable(transport?.makeHTTPURLResponse()) }
             return made
-        }
+        }?.value
     }
 }

@@ -3,30 +3,34 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPClient
+import Synchronization
 
 /// The `URLRequest` that plugins and responses show: one the request closure built, or one made on first use from the
 /// `TransportRequest` that was sent (most callers never ask, and building it costs URL parsing and header work).
 final class URLRequestSource: @unchecked Sendable {
-    private let lock = NSLock()
-    private var made: URLRequest?
-    private var pending: TransportRequest?
+    private enum State {
+        case made(URLRequest?)
+        case pending(TransportRequest)
+    }
+
+    /// An inline lock: the request is read from any thread (plugins, response consumers).
+    private let state: Mutex<UncheckedSendable<State>>
 
     init(_ request: URLRequest?) {
-        made = request
+        state = Mutex(UncheckedSendable(.made(request)))
     }
 
     init(transport request: TransportRequest) {
-        pending = request
+        state = Mutex(UncheckedSendable(.pending(request)))
     }
 
     var request: URLRequest? {
-        lock.withLock {
-            if let transport = pending {
-                made = URLRequest(transport: transport)
-                pending = nil
-            }
-            return made
+        let current = state.withLock { state in
+            if case .pending(let transport) = state.value { state = UncheckedSendable(.made(URLRequest(transport: transport))) }
+            return state
         }
+        guard case .made(let request) = current.value else { return nil }
+        return request
     }
 }
 
