@@ -63,7 +63,9 @@ enum ProxyHeaders {
     /// The forwarding headers for one caller.
     static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
         -> [(String, String)] {
-        var result: [(String, String)] = [("X-Request-Id", requestID)]
+        var result: [(String, String)] = []
+        result.reserveCapacity(5)
+        result.append(("X-Request-Id", requestID))
         let previous = client["X-Forwarded-For"].joined(separator: ", ")
         if let peer {
             result.append(("X-Forwarded-For", previous.isEmpty ? peer : previous + ", " + peer))
