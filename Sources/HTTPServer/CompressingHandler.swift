@@ -31,6 +31,10 @@ struct CompressingHandler: HTTPServerHandler {
         return compress(response, for: request)
     }
 
+    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
+        inner.respondImmediately(to: request).map { compress($0, for: request) }
+    }
+
     /// The response as it should be sent to `request`.
     func compress(_ response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
         if case .none = response.body { return response }

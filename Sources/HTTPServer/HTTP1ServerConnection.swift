@@ -66,6 +66,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         guard acceptingRequests else { return }
         parser.append(bytes)
         processInput()
+        if slots.first?.response != nil { writeReadyResponses() }
     }
 
     func connectionDidReadEOF(_ connection: Connection) {
@@ -185,6 +186,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     private func dispatch(_ request: HTTPServerRequest, slot: Slot) {
         let handler = context.handler
+        if let response = handler.respondImmediately(to: request) {
+            // Written when the input at hand has been processed (see `connection(_:didRead:)`).
+            slot.response = response
+            return
+        }
         let owner = UncheckedSendable((self, slot))
         let loop = connection.loop
         slot.task = Task(executorPreference: loop) {
@@ -218,21 +224,24 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     // MARK: Responses
 
     private func writeReadyResponses() {
-        while let first = slots.first, let response = first.response, !first.writing {
-            if draining { first.keepAlive = false }
-            let streaming = write(response, for: first)
-            if streaming { return }
-            slots.removeFirst()
-            if !first.keepAlive {
-                finishConnection()
-                return
+        while true {
+            while let first = slots.first, let response = first.response, !first.writing {
+                if draining { first.keepAlive = false }
+                let streaming = write(response, for: first)
+                if streaming { return }
+                slots.removeFirst()
+                if !first.keepAlive {
+                    finishConnection()
+                    return
+                }
             }
-        }
-        if processingPaused, currentBody == nil || currentBody?.isFinished == true,
-           slots.count < context.limits.maxPipelinedRequests {
+            guard processingPaused, currentBody == nil || currentBody?.isFinished == true,
+                  slots.count < context.limits.maxPipelinedRequests else { break }
             processingPaused = false
             connection.resumeReading()
             processInput()
+            // Requests answered at once while processing are written in this same loop (no recursion).
+            guard slots.first?.response != nil else { break }
         }
         if draining && isIdle { connection.closeAfterFlush() }
     }

@@ -315,6 +315,16 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     private func dispatch(_ request: HTTPServerRequest, stream: Stream) {
         let handler = context.handler
         let owner = UncheckedSendable((self, stream))
+        if let response = handler.respondImmediately(to: request) {
+            guard let body = startResponse(stream, with: response) else { return }
+            runningTasks += 1
+            stream.task = Task(executorPreference: connection.loop) {
+                let (server, stream) = owner.value
+                await server.finishResponse(stream, streaming: body)
+                server.taskFinished(stream)
+            }
+            return
+        }
         runningTasks += 1
         stream.task = Task(executorPreference: connection.loop) {
             let response = await handler.handle(request)
@@ -351,7 +361,20 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     /// Sends the handler's response on `stream`; streams the body with back-pressure. Runs on the loop.
     private func respond(_ stream: Stream, with response: HTTPServerResponse) async {
-        guard !stream.finished, !stream.responded, !connection.isClosed else { return }
+        guard let body = startResponse(stream, with: response) else { return }
+        await finishResponse(stream, streaming: body)
+    }
+
+    /// Pumps a streamed body, then completes the stream.
+    private func finishResponse(_ stream: Stream, streaming body: ByteStream) async {
+        await pump(body, to: stream)
+        if !stream.finished { responseComplete(stream) }
+    }
+
+    /// Sends the head and a whole body; returns a body that still has to be streamed (see ``finishResponse``), or nil
+    /// when the response is complete (or could not be sent).
+    private func startResponse(_ stream: Stream, with response: HTTPServerResponse) -> ByteStream? {
+        guard !stream.finished, !stream.responded, !connection.isClosed else { return nil }
         stream.responded = true
         var head = response.head
         head.version = .http2
@@ -384,12 +407,13 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             if !bytes.isEmpty { try session.sendBody(streamID: stream.id, bytes: bytes, endStream: true) }
         } catch {
             sendFailed(stream, error)
-            return
+            return nil
         }
         lastActivity = EventLoop.now()
         scheduleFlush()
-        if let bodyStream { await pump(bodyStream, to: stream) }
+        if let bodyStream { return bodyStream }
         if !stream.finished { responseComplete(stream) }
+        return nil
     }
 
     /// Copies a streamed response body into the session, pausing while the stream's queue is full.

@@ -53,6 +53,15 @@ public struct HTTPServerResponse: Sendable {
 /// Handles requests. Called on the connection's loop thread; the returned response is written in request order.
 public protocol HTTPServerHandler: Sendable {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse
+
+    /// A response the handler can give at once, on the loop thread, without suspending; `nil` (the default) runs
+    /// ``handle(_:)`` in a task. A request answered here costs no task: worth it for answers known up front (health
+    /// checks, fixed bodies). Must not block.
+    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse?
+}
+
+extension HTTPServerHandler {
+    public func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? { nil }
 }
 
 /// Adapts a closure to ``HTTPServerHandler``.

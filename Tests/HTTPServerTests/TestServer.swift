@@ -33,8 +33,13 @@ actor CancelProbe {
 /// Routes used by the server tests: /hello, /echo (body), /target (echoes the request target), /slow?ms=N, /stream,
 /// /version (the request's HTTP version), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
 /// /cancel-probe-result?id=X and /stubborn?id=X (waits 1 s ignoring cancellation, like work that cannot be
-/// interrupted).
+/// interrupted), and /now (the request target, answered by `respondImmediately`, without a task).
 struct TestRoutes: HTTPServerHandler {
+    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
+        guard request.head.path == "/now" else { return nil }
+        return HTTPServerResponse(status: 200, headers: ["X-Answered": "now"], body: Array(request.head.target.utf8))
+    }
+
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let path = String(request.head.path)
         switch path {
