@@ -12,6 +12,15 @@ struct HelloServer {
     struct Hello: HTTPServerHandler {
         let body = Array("Hello, World!".utf8)
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+            response
+        }
+
+        /// The answer is known up front: no task per request.
+        func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
+            response
+        }
+
+        private var response: HTTPServerResponse {
             HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: body)
         }
     }

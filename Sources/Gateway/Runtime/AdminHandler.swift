@@ -19,6 +19,15 @@ final class AdminHandler: HTTPServerHandler {
     func setReady(_ ready: Bool) { readiness.store(ready, ordering: .releasing) }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        answer(request)
+    }
+
+    /// Every admin answer is computed at once: no task per probe or scrape.
+    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
+        answer(request)
+    }
+
+    private func answer(_ request: HTTPServerRequest) -> HTTPServerResponse {
         guard request.head.method == .get || request.head.method == .head else {
             return HTTPServerResponse(status: 405, headers: ["Allow": "GET, HEAD", "Content-Type": "application/json"],
                                       body: Array("{\"error\":\"method_not_allowed\"}".utf8))
