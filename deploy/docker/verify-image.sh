@@ -38,6 +38,7 @@ HELPER=deploy/docker/dockerfile.py
 COMPOSE=deploy/docker/compose.yaml
 PY=/usr/bin/python3
 WORK=$(realpath -m "${VERIFY_IMAGE_DIR:-.build-image}")
+case $WORK in /|/bin|/etc|/usr|/var|/root|/home|/tmp) echo "verify-image: VERIFY_IMAGE_DIR=$WORK: use a directory of its own" >&2; exit 1 ;; esac
 STAGE=$WORK/build-stage
 ROOTFS=$WORK/rootfs
 LOGS=$WORK/logs
