@@ -4,7 +4,9 @@
 #   - Kubernetes: container ports 8080/9090 match the Service and the probes, probe paths are /healthz and /readyz,
 #     the configuration's listen/admin ports match them, terminationGracePeriodSeconds > preStop sleep + drain_timeout,
 #     configMapGenerator/secretGenerator files exist, ConfigMap volume items name generated keys, HPA/PDB/security;
-#   - Docker: EXPOSE, HEALTHCHECK port/path, STOPSIGNAL, COPY sources exist; compose ports, mounts, stop_grace_period;
+#   - Docker: EXPOSE, HEALTHCHECK port/path, STOPSIGNAL, COPY sources exist, every target directory of Package.swift
+#     is copied before `swift build` (SwiftPM refuses a manifest with a missing target directory); compose ports,
+#     mounts, stop_grace_period;
 #   - Kubernetes schemas: every manifest a kustomization lists is validated strictly against the Kubernetes 1.30 API
 #     schemas with `kubernetes-validate` (PyPI, installed into .build/check-deploy-venv; skipped with a note when PyPI
 #     cannot be reached);
@@ -12,6 +14,8 @@
 #   - `moya-gateway check --config F` on every shipped configuration (Configuration/*.yaml, Configuration/examples/*.yaml
 #     with each ${VAR} set to a dummy value, deploy/**/gateway*.yaml), using .build/debug/moya-gateway
 #     (or $MOYA_GATEWAY_BIN); built with `swift build --product moya-gateway` when absent.
+#   - with CHECK_IMAGE=1 (opt-in: needs root and the Debian mirror, takes minutes cold): deploy/docker/verify-image.sh,
+#     which builds the image's equivalent without a container engine and runs it (skips itself without a mirror).
 # Prints one line per problem and exits 1 if there is any; the last line is a summary.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +61,14 @@ if [ ! -x "$VENV/bin/kubernetes-validate" ]; then
 fi
 [ -x "$VENV/bin/kubernetes-validate" ] && KUBE_VALIDATE="$VENV/bin/kubernetes-validate"
 
-export CHECK_DEPLOY_KUBE_VALIDATE="$KUBE_VALIDATE"
+# The image itself, built and run without an engine (opt-in).
+IMAGE_PROBLEM=""
+if [ "${CHECK_IMAGE:-0}" = 1 ]; then
+    echo "check-deploy: CHECK_IMAGE=1: deploy/docker/verify-image.sh" >&2
+    deploy/docker/verify-image.sh >&2 || IMAGE_PROBLEM="failed (exit $?; its output is above)"
+fi
+
+export CHECK_DEPLOY_KUBE_VALIDATE="$KUBE_VALIDATE" CHECK_DEPLOY_IMAGE_PROBLEM="$IMAGE_PROBLEM"
 export CHECK_DEPLOY_BIN="$BIN" CHECK_DEPLOY_BUILD_PROBLEM="$BUILD_PROBLEM"
 exec "$PY" - <<'PYTHON'
 import glob
@@ -417,6 +428,26 @@ if check(os.path.isfile(dockerfile), dockerfile, "missing"):
         for source in parts[:-1]:
             check(os.path.exists(source), dockerfile, f"COPY source {source} does not exist in the build context")
     check(os.path.isfile(f"{dockerfile}.dockerignore"), dockerfile, "Dockerfile.dockerignore is missing (.build/ would be sent)")
+    # SwiftPM loads the whole manifest: every target's directory must be in the build stage before `swift build`.
+    copied = []
+    for i, a in instructions:
+        if i == "RUN" and "swift build" in a:
+            break
+        if i == "COPY" and "--from=" not in a:
+            copied += [os.path.normpath(p) for p in [p for p in a.split() if not p.startswith("--")][:-1]]
+    with open("Package.swift", encoding="utf-8") as f:
+        manifest = f.read()
+    chunks = re.split(r"\.(target|executableTarget|testTarget|systemLibrary|plugin|macro)\(", manifest)
+    for kind, body in zip(chunks[1::2], chunks[2::2]):
+        name = re.search(r'name:\s*"([^"]+)"', body)
+        path = re.search(r'path:\s*"([^"]+)"', body)
+        if not name:
+            continue
+        directory = os.path.normpath(path.group(1) if path else
+                                     os.path.join("Tests" if kind == "testTarget" else "Sources", name.group(1)))
+        check(any(directory == c or directory.startswith(c + os.sep) or c == "." for c in copied), dockerfile,
+              f"target {name.group(1)} ({directory}) is not copied into the build stage before `swift build`: "
+              "SwiftPM will refuse the manifest")
 
 compose = f"{DOCKER}/compose.yaml"
 if check(compose in parsed and parsed[compose], compose, "missing or empty"):
@@ -583,6 +614,11 @@ if kube_validate:
     note(f"{len(manifests)} Kubernetes manifests validated against the 1.30 schemas")
 else:
     note("Kubernetes schema validation skipped (kubernetes-validate unavailable)")
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The image built and run without an engine (CHECK_IMAGE=1).
+image_problem = os.environ.get("CHECK_DEPLOY_IMAGE_PROBLEM", "")
+check(not image_problem, "deploy/docker/verify-image.sh", image_problem)
 
 # ---------------------------------------------------------------------------------------------------------------------
 for line in problems:
