@@ -48,6 +48,8 @@ public final class Connection: EventLoopHandler {
     private var hangupSeen = false
     private var writable = true
     private var closeAfterWrites = false
+    /// Whether the loop will flush this connection before it next waits.
+    private var flushScheduled = false
     private var writeQueue: [[UInt8]] = []
     private var writeOffset = 0
     public private(set) var pendingWriteBytes = 0
@@ -268,38 +270,23 @@ public final class Connection: EventLoopHandler {
         send(output)
     }
 
-    /// Writes `bytes` straight to the socket when nothing is queued (one `send`, no queueing), else queues them
-    /// behind what is waiting.
+    /// Queues `bytes`; the loop sends every connection's queued bytes just before it next waits (one gathered
+    /// `sendmsg` per connection), so the answers of one round leave back to back: a peer woken by the first finds the
+    /// others already there instead of being woken again for each.
     private func send(_ bytes: [UInt8]) {
         guard !closed else { return }
-        guard writeQueue.isEmpty, writable, !connecting else {
-            enqueue(bytes)
-            flush()
-            return
+        enqueue(bytes)
+        if !flushScheduled {
+            flushScheduled = true
+            loop.flushBeforeWaiting(self)
         }
-        var written = 0
-        while true {
-            written = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written >= 0 || errno != EINTR { break }
-        }
-        if written < 0 {
-            let code = errno
-            guard code == EAGAIN || code == EWOULDBLOCK else {
-                close(error: SystemError("send", errno: code))
-                return
-            }
-            writable = false
-            enqueue(bytes)
-            return
-        }
-        lastWriteProgress = EventLoop.now()
-        if written < bytes.count {
-            enqueue(bytes)
-            consume(written)
-            writable = false
-            return
-        }
-        writesDrained()
+    }
+
+    /// The loop's deferred flush (see ``send(_:)``).
+    func flushDeferred() {
+        guard flushScheduled else { return }
+        flushScheduled = false
+        flush()
     }
 
     private func enqueue(_ bytes: [UInt8]) {
@@ -392,6 +379,13 @@ public final class Connection: EventLoopHandler {
     /// Closes now, dropping unwritten bytes.
     public func close(error: (any Error)? = nil) {
         guard !closed else { return }
+        if flushScheduled {
+            // What was written before the close (a TLS alert, a last response) goes out first, as far as the socket
+            // takes it now; a send failure here just closes.
+            flushScheduled = false
+            flush()
+            guard !closed else { return }
+        }
         closed = true
         loop.deregister(fd: fd)
         Glibc.close(fd)

@@ -55,6 +55,9 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// The jobs of the round ``runJobs()`` is running.
     private var runningJobs: [Job] = []
     private var timers = TimerHeap()
+    /// Connections with bytes queued in this round, flushed before the loop waits (see `Connection.write`).
+    private var pendingFlushes: [Connection] = []
+    private var flushingNow: [Connection] = []
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
     private var nextTickHandlerID = 0
 
@@ -211,6 +214,20 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 
+    /// Has `connection` flushed before the loop next waits. Loop thread only.
+    func flushBeforeWaiting(_ connection: Connection) {
+        pendingFlushes.append(connection)
+    }
+
+    /// Sends what this round queued, connection after connection; arrays keep their storage.
+    private func flushPending() {
+        while !pendingFlushes.isEmpty {
+            swap(&pendingFlushes, &flushingNow)
+            for connection in flushingNow { connection.flushDeferred() }
+            flushingNow.removeAll(keepingCapacity: true)
+        }
+    }
+
     // MARK: Running
 
     /// Asks the loop to finish its queued work and exit its thread.
@@ -246,6 +263,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         defer { events.deallocate() }
         while !stopRequested.load(ordering: .acquiring) {
             runJobs()
+            flushPending()
             var timeout: Int32 = -1
             if !localJobs.isEmpty {
                 timeout = 0
@@ -278,6 +296,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
             runTimers()
         }
         runJobs()
+        flushPending()
         close(epollFD)
         close(wakeFD)
     }
