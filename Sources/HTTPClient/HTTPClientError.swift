@@ -20,7 +20,9 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case streamReset(errorCode: String)
     /// The per-origin pool was full and its wait queue was full or the wait timed out.
     case poolExhausted
-    /// The request body could not be read (file missing, stream failed).
+    /// The request body could not be sent: the file could not be read, the stream threw, or it produced more or
+    /// fewer bytes than its declared length. An HTTP/1.1 connection it was being sent on is closed, never reused; on
+    /// HTTP/2 its stream is reset.
     case requestBodyFailed(reason: String)
     /// A decompressed body went past the configured size or ratio cap.
     case decompressionLimitExceeded

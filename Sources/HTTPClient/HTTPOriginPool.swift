@@ -219,7 +219,8 @@ final class HTTPOriginPool {
     }
 
     /// A connection closed; its unfinished exchange is retried once on a fresh connection when that is safe (idempotent,
-    /// the connection had been reused, no response byte arrived), else failed.
+    /// the connection had been reused, no response byte arrived, and the body can be sent again: not a stream that was
+    /// already pulled from), else failed.
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
         all.removeValue(forKey: ObjectIdentifier(connection))
@@ -230,7 +231,7 @@ final class HTTPOriginPool {
         }
         if let exchange, !exchange.isFinished {
             if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
-               case .connectionClosed = error {
+               exchange.canResend, case .connectionClosed = error {
                 exchange.retried = true
                 exchange.requiresFreshConnection = true
                 open(for: exchange)
