@@ -74,9 +74,20 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             exchange.fail(.poolExhausted)
             return
         }
+        exchange.startWaiting(now: EventLoop.now())
         queued.append(exchange)
         exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
         startQueued()
+    }
+
+    /// Fails the queued exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``).
+    func expireWaiting(now: UInt64) {
+        guard queuedHead < queued.count else { return }
+        var expired = false
+        for exchange in queued[queuedHead...] where exchange.expireWait(now: now) { expired = true }
+        guard expired else { return }
+        queued = queued[queuedHead...].filter { !$0.isFinished }
+        queuedHead = 0
     }
 
     private func nextQueued() -> HTTPClientExchange? {

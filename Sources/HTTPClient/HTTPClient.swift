@@ -3,7 +3,7 @@ import NetCore
 import Synchronization
 
 /// An HTTP/1.1 and HTTP/2 client with connection pools per origin and per event loop, keep-alive with idle expiry, a
-/// bounded wait queue, connect and response timeouts, request bodies streamed with back-pressure
+/// bounded wait queue with a wait limit, connect and response timeouts, request bodies streamed with back-pressure
 /// (see ``HTTPClientRequest/Body``), and a single safe retry of idempotent requests that failed on a reused connection
 /// before any response byte arrived (never for a stream body already pulled from).
 ///
@@ -26,6 +26,14 @@ public final class HTTPClient: Sendable {
         public var maxConnectionsPerOrigin: Int = 64
         /// Most requests waiting for a connection to one origin; more fail with ``HTTPClientError/poolExhausted``.
         public var maxWaitingRequestsPerOrigin: Int = 1024
+        /// Longest time a request waits for a connection (every one of ``maxConnectionsPerOrigin`` busy, or the
+        /// origin's protocol still being learned) or for an HTTP/2 stream (the server's concurrent-stream limit
+        /// reached); then it fails with ``HTTPClientError/poolWaitTimeout``, never having been sent. `nil` waits as
+        /// long as the request's deadline allows (a request's deadline always ends its wait, with
+        /// ``HTTPClientError/responseTimeout``). Checked by the loop's 250 ms sweep, so a wait can last up to 250 ms
+        /// longer. The default, 10 s, equals the default ``connectTimeout``: waiting for a connection is bounded
+        /// like opening one.
+        public var maxWaitTime: Duration? = .seconds(10)
         /// How long an idle pooled connection is kept.
         public var idleTimeout: Duration = .seconds(60)
         /// Largest response head accepted.
@@ -226,7 +234,7 @@ public final class HTTPClient: Sendable {
         pools.byOrigin[origin] = pool
         if pools.sweepID == nil {
             pools.sweepID = loop.addTickHandler { now in
-                for pool in pools.byOrigin.values { pool.expireIdle(now: now) }
+                for pool in pools.byOrigin.values { pool.sweep(now: now) }
             }
         }
         return pool

@@ -45,6 +45,8 @@ final class HTTPClientExchange {
     var requiresFreshConnection = false
     var timer: LoopTimer?
     var onCancel: (() -> Void)?
+    /// When the exchange stops waiting in a pool or connection queue: the earlier of the wait limit and the deadline.
+    var waitExpiry: UInt64 = .max
     /// When request bytes last went out (the head, or body progress): the response timeout counts from here.
     var lastSendProgress: UInt64 = 0
     /// Upload progress, when the caller asked for it and there is a body.
@@ -168,6 +170,24 @@ final class HTTPClientExchange {
     func countBody(_ count: Int) -> Int64 {
         receivedBodyBytes += Int64(count)
         return receivedBodyBytes
+    }
+
+    /// The exchange starts waiting for a connection or an HTTP/2 stream.
+    func startWaiting(now: UInt64) {
+        let limit = configuration.maxWaitTime.map { now.addingSaturated($0.nanoseconds) } ?? .max
+        waitExpiry = min(limit, deadline ?? .max)
+    }
+
+    /// Fails a waiting exchange whose wait expired: ``HTTPClientError/responseTimeout`` when its deadline passed,
+    /// else ``HTTPClientError/poolWaitTimeout``. Returns whether it did.
+    func expireWait(now: UInt64) -> Bool {
+        guard !isFinished, now >= waitExpiry else { return false }
+        if let deadline, now >= deadline {
+            fail(.responseTimeout)
+        } else {
+            fail(.poolWaitTimeout)
+        }
+        return true
     }
 
     /// When the response head is due: the earliest of the response timeout, counted from the last request progress

@@ -31,8 +31,8 @@ struct RouteRetryPlugin: RequestRetrier {
                 return .doNotRetry
             }
             switch client {
-            case .connectFailed, .connectTimeout, .nameResolutionFailed, .poolExhausted, .responseTimeout,
-                 .connectionClosed(responseStarted: false):
+            case .connectFailed, .connectTimeout, .nameResolutionFailed, .poolExhausted, .poolWaitTimeout,
+                 .responseTimeout, .connectionClosed(responseStarted: false):
                 return .retry(after: delay)
             default:
                 return .doNotRetry
