@@ -51,7 +51,7 @@ final class HTTPClientExchange {
     var lastSendProgress: UInt64 = 0
     /// Upload progress, when the caller asked for it and there is a body.
     var upload: UploadProgress?
-    /// The pump of the current attempt's streamed body, until the body has been handed over or the attempt ended.
+    /// The pump of the current attempt's streamed body, until it delivered the body's end or the attempt ended.
     private(set) var bodyPump: RequestBodyPump?
     /// The pump holds a chunk back until the connection has room (write queue drained, HTTP/2 window available).
     var bodyPumpPaused = false
@@ -98,7 +98,7 @@ final class HTTPClientExchange {
         bodyPump = RequestBodyPump.start(streamedBody, loop: loop, onEvent: onEvent)
     }
 
-    /// Stops pulling the streamed body (the attempt ended, or the body was handed over whole).
+    /// Stops pulling the streamed body (the attempt ended, or the server does not want the rest).
     func stopBodyPump() {
         bodyPump?.stop()
         bodyPump = nil
