@@ -15,6 +15,12 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     private var connectTimer: LoopTimer?
     /// The exchange waiting for this connection to become active.
     private var pendingExchange: HTTPClientExchange?
+    /// A streamed body's request head, written together with its first chunk.
+    private var pendingHead: [UInt8]?
+    /// Whether the streamed body being sent is framed chunked (it has no declared length).
+    private var chunkedUpload = false
+    /// A streamed body's next chunk is pulled only while at most this much waits to be written.
+    static let writeHighWater = 256 * 1024
 
     init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ResponseParser.Limits, connectTimeout: Duration) {
         self.connection = connection
@@ -69,26 +75,117 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             pool.release(self)
             return
         }
-        output.append(contentsOf: exchange.body)
-        let now = EventLoop.now()
+        exchange.lastSendProgress = EventLoop.now()
         // The exchange is recognised by identity rather than captured weakly: a weak reference would give every
         // exchange a side table (an allocation per request). Both closures are dropped when the exchange ends.
         let id = ObjectIdentifier(exchange)
-        if let deadline = exchange.responseDeadline(now: now) {
-            exchange.timer = connection.loop.schedule(atNanoseconds: deadline) { [weak self] in
-                guard let self, let current = self.exchange, ObjectIdentifier(current) == id, current.responseHead == nil else {
-                    return
-                }
-                self.failAndClose(.responseTimeout)
+        if let due = exchange.responseDue() {
+            exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self] in
+                self?.responseTimerFired(id)
             }
         }
         exchange.onCancel = { [weak self] in
             guard let self, let current = self.exchange, ObjectIdentifier(current) == id else { return }
             self.failAndClose(.cancelled)
         }
+        if exchange.streamedBody != nil {
+            startUpload(exchange, head: output)
+            return
+        }
+        output.append(contentsOf: exchange.body)
         connection.write(output)
-        if !exchange.body.isEmpty {
-            exchange.progress.upload?(Int64(exchange.body.count), Int64(exchange.body.count))
+        if exchange.upload != nil, self.exchange === exchange {
+            exchange.upload?.queue(exchange.body.count, complete: true)
+            exchange.upload?.update(unsent: connection.pendingWriteBytes)
+        }
+    }
+
+    /// The response head is due (see ``HTTPClientExchange/responseDue()``): time out, or wait on when the request body
+    /// moved since the timer was set.
+    private func responseTimerFired(_ id: ObjectIdentifier) {
+        guard let exchange, ObjectIdentifier(exchange) == id, exchange.responseHead == nil,
+              let due = exchange.responseDue() else { return }
+        if due > EventLoop.now() {
+            exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self] in
+                self?.responseTimerFired(id)
+            }
+            return
+        }
+        failAndClose(.responseTimeout)
+    }
+
+    // MARK: Streamed request bodies
+
+    /// Sends the exchange's streamed body after `head`, which goes out with the first chunk: `Content-Length` framing
+    /// when the body declares a length, else chunked with a last-chunk. A chunk is pulled only while the write queue
+    /// holds at most `writeHighWater` bytes, so about one mark and one chunk sit in user space.
+    private func startUpload(_ exchange: HTTPClientExchange, head: [UInt8]) {
+        pendingHead = head
+        chunkedUpload = exchange.streamedBody?.length == nil
+        exchange.startBodyPump { [weak self, weak exchange] pump, event in
+            guard let self, let exchange, self.exchange === exchange, exchange.bodyPump === pump else { return }
+            self.upload(event, from: pump, for: exchange)
+        }
+    }
+
+    private func upload(_ event: RequestBodyPump.Event, from pump: RequestBodyPump, for exchange: HTTPClientExchange) {
+        switch event {
+        case .chunk(let chunk):
+            var bytes: [UInt8]
+            if chunkedUpload {
+                bytes = pendingHead ?? []
+                bytes.reserveCapacity(bytes.count + chunk.count + 16)
+                HTTP1Serializer.writeChunk(chunk, into: &bytes)
+            } else if var head = pendingHead {
+                head.append(contentsOf: chunk)
+                bytes = head
+            } else {
+                bytes = chunk
+            }
+            pendingHead = nil
+            // At its declared length the body is complete: the server may answer, and the connection is reusable,
+            // even before the pump has seen the stream end.
+            let complete = exchange.bodyQueued(chunk.count, now: EventLoop.now())
+            connection.write(bytes)
+            guard self.exchange === exchange, !connection.isClosed else { return }
+            exchange.upload?.update(unsent: connection.pendingWriteBytes)
+            if complete || connection.pendingWriteBytes <= HTTP1ClientConnection.writeHighWater {
+                pump.requestMore()
+            } else {
+                exchange.bodyPumpPaused = true
+            }
+        case .end:
+            exchange.bodyPumpEnded()
+            guard !exchange.isBodyComplete else { return }
+            var bytes = pendingHead ?? []
+            pendingHead = nil
+            if chunkedUpload { HTTP1Serializer.writeLastChunk(into: &bytes) }
+            exchange.bodyComplete(now: EventLoop.now())
+            connection.write(bytes)
+            guard self.exchange === exchange else { return }
+            exchange.upload?.update(unsent: connection.pendingWriteBytes)
+        case .failed(let error):
+            failAndClose(error)
+        }
+    }
+
+    /// The server answered before the request body was sent: send no more of it, and never reuse the connection
+    /// (the server is still waiting for the rest, or will read it as the next request).
+    private func stopUpload(_ exchange: HTTPClientExchange) {
+        exchange.stopBodyPump()
+        pendingHead = nil
+        reusable = false
+    }
+
+    func connectionDidDrainWrites(_ connection: Connection) {
+        // Called after every write that empties the queue: cheap when there is no body or progress to follow.
+        guard let exchange, exchange.upload != nil || exchange.isSendingBody else { return }
+        exchange.upload?.update(unsent: 0)
+        guard exchange.isSendingBody else { return }
+        exchange.lastSendProgress = EventLoop.now()
+        if exchange.bodyPumpPaused {
+            exchange.bodyPumpPaused = false
+            exchange.bodyPump?.requestMore()
         }
     }
 
@@ -115,6 +212,9 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 exchange.timer?.cancel()
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
                 exchange.chooseDelivery(for: head)
+                // A refusal (or a close) before the whole body went out: the server does not want the rest
+                // (RFC 9112 §9.5). A success may read on, so the body keeps going until the response ends.
+                if exchange.isSendingBody && (head.status >= 300 || !reusable) { stopUpload(exchange) }
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
                         guard let self, let exchange, self.exchange === exchange else { return }
@@ -130,6 +230,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                     download(received, exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) })
                 }
             case .end:
+                if exchange.isSendingBody { stopUpload(exchange) }
                 self.exchange = nil
                 if parser.hasUnexpectedBytes { reusable = false }
                 connection.resumeReading()
@@ -192,6 +293,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         let failed = exchange ?? pendingExchange
         exchange = nil
         pendingExchange = nil
+        failed?.stopBodyPump()
         pool.connectionClosed(self, failing: failed, with: reason, reused: exchangesServed > 1)
     }
 

@@ -9,7 +9,10 @@ import NetCore
 /// - GOAWAY: streams above its last-stream-id and queued exchanges go back to the pool (the server did not process
 ///   them); the others finish here, then the connection closes. REFUSED_STREAM before any response is retried too.
 /// - Response bodies are acknowledged (WINDOW_UPDATE) as they are collected; request bodies wait in the session's
-///   per-stream queue until the server's window lets them go.
+///   per-stream queue until the server's window lets them go. A streamed request body (stream or file) is pulled one
+///   chunk at a time by a ``RequestBodyPump`` while that queue is below its mark (`.windowAvailable` resumes it), so
+///   the stream and connection windows hold it back; a response that ends before the body does resets the stream
+///   (CANCEL) and sends no more of it.
 /// - A connection-level failure fails every stream on it.
 final class HTTP2ClientConnection: ConnectionDelegate {
     let connection: Connection
@@ -17,6 +20,8 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     private let session: HTTP2Session
     private let configuration: HTTPClient.Configuration
     private var streams: [Int32: HTTPClientExchange] = [:]
+    /// Streams whose upload progress is reported as the session hands their body bytes out.
+    private var uploads: [Int32: HTTPClientExchange] = [:]
     private var queued: [HTTPClientExchange] = []
     private var queuedHead = 0
     private(set) var isActive = false
@@ -69,9 +74,20 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             exchange.fail(.poolExhausted)
             return
         }
+        exchange.startWaiting(now: EventLoop.now())
         queued.append(exchange)
         exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
         startQueued()
+    }
+
+    /// Fails the queued exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``).
+    func expireWaiting(now: UInt64) {
+        guard queuedHead < queued.count else { return }
+        var expired = false
+        for exchange in queued[queuedHead...] where exchange.expireWait(now: now) { expired = true }
+        guard expired else { return }
+        queued = queued[queuedHead...].filter { !$0.isFinished }
+        queuedHead = 0
     }
 
     private func nextQueued() -> HTTPClientExchange? {
@@ -107,9 +123,10 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     private func start(_ exchange: HTTPClientExchange) {
         let head = HTTP2RequestHead(exchange.head, scheme: pool.origin.scheme)
         let hasBody = !exchange.body.isEmpty
+        let streamsBody = exchange.streamedBody != nil
         let streamID: Int32
         do {
-            streamID = try session.sendRequest(head: head, endStream: !hasBody)
+            streamID = try session.sendRequest(head: head, endStream: !hasBody && !streamsBody)
             if hasBody { try session.sendBody(streamID: streamID, bytes: exchange.body, endStream: true) }
         } catch {
             if error.kind == .streamsExhausted {
@@ -127,17 +144,89 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             exchange.connectDuration = connectDuration
             self.connectDuration = nil
         }
-        if let deadline = exchange.responseDeadline(now: EventLoop.now()) {
-            exchange.timer = connection.loop.schedule(atNanoseconds: deadline) { [weak self, weak exchange] in
-                guard let self, let exchange, exchange.responseHead == nil else { return }
-                self.abandon(streamID, exchange, with: .responseTimeout)
+        exchange.lastSendProgress = EventLoop.now()
+        if let due = exchange.responseDue() {
+            exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self, weak exchange] in
+                self?.responseTimerFired(streamID, exchange)
             }
         }
         exchange.onCancel = { [weak self, weak exchange] in
             guard let self, let exchange else { return }
             self.abandon(streamID, exchange, with: .cancelled)
         }
-        if hasBody { exchange.progress.upload?(Int64(exchange.body.count), Int64(exchange.body.count)) }
+        if exchange.upload != nil {
+            if hasBody { exchange.upload?.queue(exchange.body.count, complete: true) }
+            uploads[streamID] = exchange
+        }
+        if streamsBody {
+            exchange.startBodyPump { [weak self, weak exchange] pump, event in
+                guard let self, let exchange, self.streams[streamID] === exchange, exchange.bodyPump === pump else { return }
+                self.upload(event, from: pump, on: streamID, for: exchange)
+            }
+        }
+    }
+
+    /// The response head is due (see ``HTTPClientExchange/responseDue()``): time out, or wait on when the request body
+    /// moved since the timer was set.
+    private func responseTimerFired(_ streamID: Int32, _ exchange: HTTPClientExchange?) {
+        guard let exchange, streams[streamID] === exchange, exchange.responseHead == nil,
+              let due = exchange.responseDue() else { return }
+        if due > EventLoop.now() {
+            exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self, weak exchange] in
+                self?.responseTimerFired(streamID, exchange)
+            }
+            return
+        }
+        abandon(streamID, exchange, with: .responseTimeout)
+    }
+
+    /// Queues a streamed body's chunk or end on its stream; the next chunk is pulled now, or on `.windowAvailable`
+    /// once the stream's send queue is full.
+    private func upload(_ event: RequestBodyPump.Event, from pump: RequestBodyPump, on streamID: Int32,
+                        for exchange: HTTPClientExchange) {
+        do {
+            switch event {
+            case .chunk(let chunk):
+                // At its declared length the body ends the stream; the pump goes on only to check the stream ends.
+                let complete = exchange.bodyQueued(chunk.count, now: EventLoop.now())
+                if try session.sendBody(streamID: streamID, bytes: chunk, endStream: complete) || complete {
+                    pump.requestMore()
+                } else {
+                    exchange.bodyPumpPaused = true
+                }
+            case .end:
+                exchange.bodyPumpEnded()
+                guard !exchange.isBodyComplete else { return }
+                exchange.bodyComplete(now: EventLoop.now())
+                try session.sendBody(streamID: streamID, bytes: [UInt8](), endStream: true)
+            case .failed(let error):
+                abandon(streamID, exchange, with: error)
+                return
+            }
+        } catch {
+            if error.isFatal {
+                failConnection()
+                return
+            }
+            // The stream is closing: its events (a response, a reset) settle the exchange.
+            exchange.stopBodyPump()
+        }
+        scheduleFlush()
+    }
+
+    /// Reports the upload progress of streams whose body bytes the session handed out, and forgets finished ones.
+    private func reportUploads() {
+        var done: [Int32] = []
+        for (streamID, exchange) in uploads {
+            guard streams[streamID] === exchange else {
+                done.append(streamID)
+                continue
+            }
+            let unsent = session.bufferedOutbound(streamID: streamID)
+            exchange.upload?.update(unsent: unsent)
+            if unsent == 0 && exchange.upload?.isComplete != false { done.append(streamID) }
+        }
+        for streamID in done { uploads.removeValue(forKey: streamID) }
     }
 
     /// Lets the server send as many body bytes again as `exchange` has passed on (WINDOW_UPDATE).
@@ -241,6 +330,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             }
             if !output.isEmpty { connection.write(output) }
             if connection.isClosed { return }
+            if !uploads.isEmpty { reportUploads() }
             guard processEvents() else { break }
         }
         if session.isFinished && !session.wantsWrite {
@@ -308,7 +398,14 @@ final class HTTP2ClientConnection: ConnectionDelegate {
                 let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
                 exchange.progress.download?(received, declared)
             case .responseEnd(let streamID):
-                streams.removeValue(forKey: streamID)?.succeed()
+                guard let exchange = streams.removeValue(forKey: streamID) else { continue }
+                if exchange.isSendingBody {
+                    // The response is complete before the request body (RFC 9113 §8.1): send no more of it.
+                    exchange.stopBodyPump()
+                    try? session.resetStream(streamID: streamID, errorCode: .cancel)
+                    scheduleFlush()
+                }
+                exchange.succeed()
             case .streamReset(let streamID, let errorCode):
                 guard let exchange = streams.removeValue(forKey: streamID) else { continue }
                 if errorCode == .refusedStream && !exchange.responseStarted {
@@ -331,7 +428,12 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             case .remoteSettingsChanged:
                 settingsReceived = true
                 startQueued()
-            case .trailers, .windowAvailable, .request, .requestBody, .requestEnd:
+            case .windowAvailable(let streamID):
+                if let exchange = streams[streamID], exchange.bodyPumpPaused {
+                    exchange.bodyPumpPaused = false
+                    exchange.bodyPump?.requestMore()
+                }
+            case .trailers, .request, .requestBody, .requestEnd:
                 break
             }
         }
@@ -348,10 +450,12 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         for exchange in moving { retryUnprocessed(exchange) }
     }
 
-    /// The server did not process `exchange`: send it again on another connection (a bounded number of times).
+    /// The server did not process `exchange`: send it again on another connection (a bounded number of times, and
+    /// never when its streamed body was already pulled from).
     private func retryUnprocessed(_ exchange: HTTPClientExchange) {
         exchange.timer?.cancel()
-        guard exchange.unprocessedRetries < HTTP2ClientConnection.maxUnprocessedRetries else {
+        exchange.stopBodyPump()
+        guard exchange.unprocessedRetries < HTTP2ClientConnection.maxUnprocessedRetries, exchange.canResend else {
             exchange.fail(.connectionClosed(responseStarted: false))
             return
         }

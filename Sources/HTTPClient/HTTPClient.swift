@@ -3,8 +3,9 @@ import NetCore
 import Synchronization
 
 /// An HTTP/1.1 and HTTP/2 client with connection pools per origin and per event loop, keep-alive with idle expiry, a
-/// bounded wait queue, connect and response timeouts, and a single safe retry of idempotent requests that failed on a
-/// reused connection before any response byte arrived.
+/// bounded wait queue with a wait limit, connect and response timeouts, request bodies streamed with back-pressure
+/// (see ``HTTPClientRequest/Body``), and a single safe retry of idempotent requests that failed on a reused connection
+/// before any response byte arrived (never for a stream body already pulled from).
 ///
 /// HTTP/2 (``Configuration/http2``) is negotiated by ALPN on TLS, or spoken with prior knowledge (h2c) on cleartext
 /// when asked for; then one connection per origin per loop carries every request, as many at once as the server's
@@ -17,12 +18,22 @@ public final class HTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// Time allowed to open a connection (TCP and TLS handshake).
         public var connectTimeout: Duration = .seconds(10)
-        /// Time allowed from sending the request to the end of the response head; `nil` waits forever.
+        /// Time allowed from sending the request to the end of the response head; `nil` waits forever. While a
+        /// streamed request body is being sent, it is the longest time without progress (a chunk taken or written);
+        /// the wait for the head counts from the body's end.
         public var responseTimeout: Duration? = .seconds(60)
         /// Most connections open to one origin at once, per loop.
         public var maxConnectionsPerOrigin: Int = 64
         /// Most requests waiting for a connection to one origin; more fail with ``HTTPClientError/poolExhausted``.
         public var maxWaitingRequestsPerOrigin: Int = 1024
+        /// Longest time a request waits for a connection (every one of ``maxConnectionsPerOrigin`` busy, or the
+        /// origin's protocol still being learned) or for an HTTP/2 stream (the server's concurrent-stream limit
+        /// reached); then it fails with ``HTTPClientError/poolWaitTimeout``, never having been sent. `nil` waits as
+        /// long as the request's deadline allows (a request's deadline always ends its wait, with
+        /// ``HTTPClientError/responseTimeout``). Checked by the loop's 250 ms sweep, so a wait can last up to 250 ms
+        /// longer. The default, 10 s, equals the default ``connectTimeout``: waiting for a connection is bounded
+        /// like opening one.
+        public var maxWaitTime: Duration? = .seconds(10)
         /// How long an idle pooled connection is kept.
         public var idleTimeout: Duration = .seconds(60)
         /// Largest response head accepted.
@@ -155,8 +166,28 @@ public final class HTTPClient: Sendable {
     ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
         try Task.checkCancellation()
-        let body = try await collectBody(request.body)
-        let head = makeHead(for: request, bodyLength: body.count)
+        let body: [UInt8]
+        let streamedBody: StreamedRequestBody?
+        switch request.body {
+        case .none:
+            body = []
+            streamedBody = nil
+        case .bytes(let bytes):
+            body = bytes
+            streamedBody = nil
+        case .file(let path):
+            body = []
+            do {
+                streamedBody = .file(try await OffLoopFile.open(path))
+            } catch {
+                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
+            }
+        case .stream(let stream, let length):
+            if let length, length < 0 { throw HTTPClientError.requestBodyFailed(reason: "negative length \(length)") }
+            body = []
+            streamedBody = .stream(stream, length: length)
+        }
+        let head = makeHead(for: request, bodyLength: streamedBody.map { $0.length } ?? Int64(body.count))
         let addresses: [SocketAddress]
         do {
             addresses = try await resolutions.addresses(host: request.host, port: request.port)
@@ -185,8 +216,9 @@ public final class HTTPClient: Sendable {
             try await withUnsafeThrowingContinuation { continuation in
                 loop.executeSoonOrNow {
                     let exchange = HTTPClientExchange(
-                        request: request, head: head, body: body, progress: progress, configuration: configuration,
-                        loop: loop, deadline: deadlineNanos, delivery: delivery(continuation))
+                        request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
+                        configuration: configuration, loop: loop, deadline: deadlineNanos,
+                        delivery: delivery(continuation))
                     exchangeBox.withLock { $0 = UncheckedSendable(exchange) }
                     if Task.isCancelled {
                         exchange.fail(.cancelled)
@@ -212,7 +244,7 @@ public final class HTTPClient: Sendable {
         pools.byOrigin[origin] = pool
         if pools.sweepID == nil {
             pools.sweepID = loop.addTickHandler { now in
-                for pool in pools.byOrigin.values { pool.expireIdle(now: now) }
+                for pool in pools.byOrigin.values { pool.sweep(now: now) }
             }
         }
         return pool
@@ -238,8 +270,9 @@ public final class HTTPClient: Sendable {
     }
 
     /// The head sent upstream: the request's fields in one pass (its framing fields dropped), `Host` when it has
-    /// none, and `Content-Length` when there is a body or the method expects one.
-    private func makeHead(for request: HTTPClientRequest, bodyLength: Int) -> HTTPRequestHead {
+    /// none, and the body's framing: `Content-Length` when there is a body or the method expects one,
+    /// `Transfer-Encoding: chunked` for a streamed body of unknown length (`bodyLength` nil).
+    private func makeHead(for request: HTTPClientRequest, bodyLength: Int64?) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headers.count + 2)
         var hasHost = false
@@ -252,33 +285,14 @@ public final class HTTPClient: Sendable {
             headers.add(name: name, value: field.value)
         }
         if !hasHost { headers.add(name: "Host", value: request.origin.hostHeader) }
-        if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
-            headers.add(name: "Content-Length", value: String(bodyLength))
+        if let bodyLength {
+            if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
+                headers.add(name: "Content-Length", value: String(bodyLength))
+            }
+        } else {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
         }
         return HTTPRequestHead(method: request.method, target: request.target, version: .http1_1, headers: headers)
-    }
-
-    private func collectBody(_ body: HTTPClientRequest.Body) async throws -> [UInt8] {
-        switch body {
-        case .none:
-            return []
-        case .bytes(let bytes):
-            return bytes
-        case .file(let path):
-            do {
-                return try await OffLoop.readFile(path)
-            } catch {
-                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
-            }
-        case .stream(let stream, _):
-            var bytes: [UInt8] = []
-            do {
-                for try await chunk in stream { bytes.append(contentsOf: chunk) }
-            } catch {
-                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
-            }
-            return bytes
-        }
     }
 
     /// Closes every pooled connection and refuses new requests.

@@ -18,9 +18,14 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case connectionClosed(responseStarted: Bool)
     /// The HTTP/2 server reset the request's stream (`errorCode` is the RST_STREAM code's name).
     case streamReset(errorCode: String)
-    /// The per-origin pool was full and its wait queue was full or the wait timed out.
+    /// The per-origin pool was full and so was its wait queue; the request was not sent.
     case poolExhausted
-    /// The request body could not be read (file missing, stream failed).
+    /// The request waited longer than ``HTTPClient/Configuration/maxWaitTime`` for a connection or an HTTP/2 stream;
+    /// it was not sent.
+    case poolWaitTimeout
+    /// The request body could not be sent: the file could not be read, the stream threw, or it produced more or
+    /// fewer bytes than its declared length. An HTTP/1.1 connection it was being sent on is closed, never reused; on
+    /// HTTP/2 its stream is reset.
     case requestBodyFailed(reason: String)
     /// A decompressed body went past the configured size or ratio cap.
     case decompressionLimitExceeded
@@ -41,6 +46,7 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .connectionClosed(let started): return started ? "connection closed mid-response" : "connection closed before a response"
         case .streamReset(let code): return "stream reset by the server (\(code))"
         case .poolExhausted: return "connection pool exhausted"
+        case .poolWaitTimeout: return "timed out waiting for a connection"
         case .requestBodyFailed(let reason): return "request body failed: \(reason)"
         case .decompressionLimitExceeded: return "decompressed body exceeds the limit"
         case .cancelled: return "cancelled"

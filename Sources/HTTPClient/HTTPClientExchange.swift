@@ -17,7 +17,10 @@ final class HTTPClientExchange {
 
     let request: HTTPClientRequest
     let head: HTTPRequestHead
+    /// The body sent with the head in one write (empty for none).
     let body: [UInt8]
+    /// A body sent as it is produced (stream or file), instead of `body`.
+    let streamedBody: StreamedRequestBody?
     let progress: HTTPClientProgress
     let configuration: HTTPClient.Configuration
     let loop: EventLoop
@@ -49,12 +52,30 @@ final class HTTPClientExchange {
     var requiresFreshConnection = false
     var timer: LoopTimer?
     var onCancel: (() -> Void)?
+    /// When the exchange stops waiting in a pool or connection queue: the earlier of the wait limit and the deadline.
+    var waitExpiry: UInt64 = .max
+    /// When request bytes last went out (the head, or body progress): the response timeout counts from here.
+    var lastSendProgress: UInt64 = 0
+    /// Upload progress, when the caller asked for it and there is a body.
+    var upload: UploadProgress?
+    /// The pump of the current attempt's streamed body, until it delivered the body's end or the attempt ended.
+    private(set) var bodyPump: RequestBodyPump?
+    /// The pump holds a chunk back until the connection has room (write queue drained, HTTP/2 window available).
+    var bodyPumpPaused = false
+    /// Streamed body bytes this attempt gave to the connection or session.
+    private(set) var bodyBytesQueued: Int64 = 0
+    /// Whether this attempt gave all of the streamed body (its declared length, or its end when it has none).
+    private(set) var isBodyComplete = false
+    /// Whether a stream body has been pulled from: it cannot be sent again.
+    private var streamConsumed = false
 
-    init(request: HTTPClientRequest, head: HTTPRequestHead, body: [UInt8], progress: HTTPClientProgress,
-         configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?, delivery: Delivery) {
+    init(request: HTTPClientRequest, head: HTTPRequestHead, body: [UInt8], streamedBody: StreamedRequestBody?,
+         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?,
+         delivery: Delivery) {
         self.request = request
         self.head = head
         self.body = body
+        self.streamedBody = streamedBody
         self.progress = progress
         self.configuration = configuration
         self.loop = loop
@@ -62,6 +83,62 @@ final class HTTPClientExchange {
         self.delivery = delivery
         if case .streamed = delivery { isStreamed = true } else { isStreamed = false }
         if case .collected = delivery { limitsCollectedBody = true } else { limitsCollectedBody = false }
+        if let report = progress.upload, streamedBody != nil || !body.isEmpty {
+            upload = UploadProgress(callback: report, total: streamedBody.map { $0.length } ?? Int64(body.count))
+        }
+    }
+
+    deinit { bodyPump?.stop() }
+
+    /// Whether the request can be sent again on another connection: no body, bytes, a file, or a stream nobody has
+    /// pulled from yet.
+    var canResend: Bool { !streamConsumed }
+
+    /// Starts this attempt's pump for `streamedBody` (sending it from its start); `onEvent` runs on the loop.
+    func startBodyPump(_ onEvent: @escaping (RequestBodyPump, RequestBodyPump.Event) -> Void) {
+        guard let streamedBody else { return }
+        bodyPump?.stop()
+        if !streamedBody.isReplayable { streamConsumed = true }
+        upload?.restart()
+        bodyPumpPaused = false
+        bodyBytesQueued = 0
+        isBodyComplete = false
+        bodyPump = RequestBodyPump.start(streamedBody, loop: loop, onEvent: onEvent)
+    }
+
+    /// Stops pulling the streamed body (the attempt ended, or the server does not want the rest).
+    func stopBodyPump() {
+        bodyPump?.stop()
+        bodyPump = nil
+        bodyPumpPaused = false
+    }
+
+    /// Whether a streamed body is still being sent (not all of it handed over yet).
+    var isSendingBody: Bool { bodyPump != nil && !isBodyComplete }
+
+    /// `count` more streamed body bytes went to the connection or session. Returns true when they complete the body
+    /// (its declared length is reached; the pump goes on only to check that the stream ends there).
+    func bodyQueued(_ count: Int, now: UInt64) -> Bool {
+        bodyBytesQueued += Int64(count)
+        lastSendProgress = now
+        upload?.queue(count)
+        guard let length = streamedBody?.length, bodyBytesQueued >= length else { return false }
+        bodyComplete(now: now)
+        return true
+    }
+
+    /// All of the streamed body was handed over.
+    func bodyComplete(now: UInt64) {
+        isBodyComplete = true
+        bodyPumpPaused = false
+        upload?.complete()
+        lastSendProgress = now
+    }
+
+    /// The pump delivered the body's end and stopped.
+    func bodyPumpEnded() {
+        bodyPump = nil
+        bodyPumpPaused = false
     }
 
     /// Whether the caller has its result: the whole response, an error, or the end of a streamed body.
@@ -117,11 +194,30 @@ final class HTTPClientExchange {
         return receivedBodyBytes
     }
 
-    /// The earliest of the response timeout (from now) and the overall deadline.
-    func responseDeadline(now: UInt64) -> UInt64? {
+    /// The exchange starts waiting for a connection or an HTTP/2 stream.
+    func startWaiting(now: UInt64) {
+        let limit = configuration.maxWaitTime.map { now.addingSaturated($0.nanoseconds) } ?? .max
+        waitExpiry = min(limit, deadline ?? .max)
+    }
+
+    /// Fails a waiting exchange whose wait expired: ``HTTPClientError/responseTimeout`` when its deadline passed,
+    /// else ``HTTPClientError/poolWaitTimeout``. Returns whether it did.
+    func expireWait(now: UInt64) -> Bool {
+        guard !isFinished, now >= waitExpiry else { return false }
+        if let deadline, now >= deadline {
+            fail(.responseTimeout)
+        } else {
+            fail(.poolWaitTimeout)
+        }
+        return true
+    }
+
+    /// When the response head is due: the earliest of the response timeout, counted from the last request progress
+    /// (so a long upload that keeps moving does not time out), and the overall deadline.
+    func responseDue() -> UInt64? {
         var result = deadline
         if let timeout = configuration.responseTimeout {
-            let candidate = now &+ timeout.nanoseconds
+            let candidate = lastSendProgress.addingSaturated(timeout.nanoseconds)
             result = min(result ?? candidate, candidate)
         }
         return result
@@ -129,6 +225,8 @@ final class HTTPClientExchange {
 
     func succeed() {
         timer?.cancel()
+        stopBodyPump()
+        if upload?.isComplete == true { upload?.update(unsent: 0) }
         if let bodyStream {
             self.bodyStream = nil
             bodyStream.finish()
@@ -171,6 +269,7 @@ final class HTTPClientExchange {
 
     func fail(_ error: HTTPClientError) {
         timer?.cancel()
+        stopBodyPump()
         if let bodyStream {
             self.bodyStream = nil
             bodyStream.fail(error)
@@ -183,5 +282,13 @@ final class HTTPClientExchange {
         case nil: return
         }
         delivery = nil
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` when that overflows (a far deadline, not one in the past).
+    func addingSaturated(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

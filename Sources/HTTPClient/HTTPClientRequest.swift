@@ -3,15 +3,27 @@ import HTTPWire
 /// A request for ``HTTPClient``: where to send it, the head and the body.
 public struct HTTPClientRequest: Sendable {
     /// How the request body is supplied.
+    ///
+    /// `.file` and `.stream` bodies are sent as they are produced, with back-pressure: the next chunk is taken only
+    /// once the connection's write queue (HTTP/1.1) or the stream's send queue, held back by the server's flow-control
+    /// windows (HTTP/2), has room: about 256 KiB and one chunk (the producer picks its size) wait in memory per request,
+    /// whatever the body's size.
+    /// If the server answers before the body is sent (a refusal such as 413, or a complete response), the rest is not
+    /// sent, and an HTTP/1.1 connection whose body was cut short is closed, never reused.
     public enum Body: Sendable {
         /// No body.
         case none
-        /// A body held in memory.
+        /// A body held in memory, sent with the head in one write.
         case bytes([UInt8])
-        /// A body streamed from a file on disk, read off the event loop.
+        /// A body read from a file in chunks off the event loop, sent with the file's size (at opening) as
+        /// `Content-Length`. It can be sent again from its start, so it is retried like `.bytes`.
         case file(path: String)
-        /// A body produced by an async sequence of chunks; `length` is sent as `Content-Length` when known,
-        /// otherwise the body is sent chunked.
+        /// A body produced by an async sequence of chunks, pulled one chunk at a time (off the event loop) as the
+        /// connection has room. `length` is sent as `Content-Length` when known, and a stream that then produces
+        /// more or fewer bytes fails the request with ``HTTPClientError/requestBodyFailed(reason:)``; otherwise the
+        /// body is sent chunked (HTTP/1.1) or ended with END_STREAM (HTTP/2). A stream that throws fails the request
+        /// the same way. Once pulled from, a stream cannot be replayed: such a request is never retried, and when it
+        /// is stopped (early response, failure, cancellation) the stream's iteration is cancelled.
         case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
     }
 

@@ -34,7 +34,10 @@ public struct HTTPClientTimings: Sendable, Hashable {
 
 /// Progress callbacks for a request's upload and download; called on the connection's event loop, so keep them short.
 public struct HTTPClientProgress: Sendable {
-    /// Bytes of the request body written so far, and the total when known.
+    /// Bytes of the request body sent so far, and the total when known: a byte counts once it is handed to the
+    /// socket (HTTP/1.1) or to the stream's flow-control window (HTTP/2). Called in steps (at least 64 KiB, or a
+    /// hundredth of a known total) and once at the end with the total (for a stream of unknown length, the length it
+    /// turned out to have); never with less than before.
     public var upload: (@Sendable (_ completed: Int64, _ total: Int64?) -> Void)?
     /// Bytes of the response body received so far, and the total when the response declared it.
     public var download: (@Sendable (_ completed: Int64, _ total: Int64?) -> Void)?

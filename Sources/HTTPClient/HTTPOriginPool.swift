@@ -2,7 +2,8 @@ import HTTPWire
 import NetCore
 
 /// The connections of one client to one origin on one loop: idle connections reused last-in first-out, a cap on open
-/// connections and a bounded queue of waiting exchanges. Loop thread only.
+/// connections and a bounded queue of waiting exchanges, each failed once it has waited past
+/// ``HTTPClient/Configuration/maxWaitTime`` or its deadline (checked by the loop's 250 ms sweep). Loop thread only.
 ///
 /// HTTP/2: once the origin is known to speak it (mode `.always`, or ALPN picked `h2`), every exchange goes to one
 /// ``HTTP2ClientConnection``. With `.auto` on TLS the first connection is a probe: it opens as HTTP/1.1 with ALPN
@@ -99,6 +100,7 @@ final class HTTPOriginPool {
             exchange.fail(.poolExhausted)
             return
         }
+        exchange.startWaiting(now: EventLoop.now())
         waiting.append(exchange)
         exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
     }
@@ -219,7 +221,8 @@ final class HTTPOriginPool {
     }
 
     /// A connection closed; its unfinished exchange is retried once on a fresh connection when that is safe (idempotent,
-    /// the connection had been reused, no response byte arrived), else failed.
+    /// the connection had been reused, no response byte arrived, and the body can be sent again: not a stream that was
+    /// already pulled from), else failed.
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
         all.removeValue(forKey: ObjectIdentifier(connection))
@@ -230,7 +233,7 @@ final class HTTPOriginPool {
         }
         if let exchange, !exchange.isFinished {
             if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
-               case .connectionClosed = error {
+               exchange.canResend, case .connectionClosed = error {
                 exchange.retried = true
                 exchange.requiresFreshConnection = true
                 open(for: exchange)
@@ -244,11 +247,25 @@ final class HTTPOriginPool {
         open(for: next)
     }
 
-    func expireIdle(now: UInt64) {
+    /// The loop's sweep: closes connections idle too long and fails exchanges that waited too long for one.
+    func sweep(now: UInt64) {
+        expireWaiting(now: now)
         for connection in idle { connection.expireIfIdle(now: now, timeout: configuration.idleTimeout) }
         for connection in Array(http2Connections.values) {
+            connection.expireWaiting(now: now)
             connection.expireIfIdle(now: now, timeout: configuration.idleTimeout)
         }
+    }
+
+    /// Fails the waiting exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``) and drops them
+    /// from the queue.
+    private func expireWaiting(now: UInt64) {
+        guard waitingHead < waiting.count else { return }
+        var expired = false
+        for exchange in waiting[waitingHead...] where exchange.expireWait(now: now) { expired = true }
+        guard expired else { return }
+        waiting = waiting[waitingHead...].filter { !$0.isFinished }
+        waitingHead = 0
     }
 
     func closeAll() {

@@ -50,6 +50,9 @@ public final class Connection: EventLoopHandler {
     private var closeAfterWrites = false
     /// Whether the loop will flush this connection before it next waits.
     private var flushScheduled = false
+    /// A write failed because the peer is gone: nothing more is written, and the connection closes with this error
+    /// once what the peer sent before is read.
+    private var writeFailure: SystemError?
     private var writeQueue: [[UInt8]] = []
     private var writeOffset = 0
     public private(set) var pendingWriteBytes = 0
@@ -58,7 +61,9 @@ public final class Connection: EventLoopHandler {
 
     /// Whether this connection speaks TLS.
     public var isTLS: Bool { tls != nil }
-    public var isClosed: Bool { closed }
+    /// Whether the connection is closed, or closing after a failed write (what the peer sent before may still be
+    /// delivered; nothing more is written).
+    public var isClosed: Bool { closed || writeFailure != nil }
     /// The ALPN protocol agreed in the TLS handshake.
     public var negotiatedProtocol: String? { tls?.negotiatedProtocol }
     /// The peer's certificate once the TLS handshake is done (the server's; or the client's under mutual TLS).
@@ -245,7 +250,7 @@ public final class Connection: EventLoopHandler {
 
     /// Queues `bytes` and writes as much as the socket takes now.
     public func write(_ bytes: [UInt8]) {
-        guard !closed, !bytes.isEmpty else { return }
+        guard !closed, writeFailure == nil, !bytes.isEmpty else { return }
         if let tls {
             guard active else {
                 plaintextBeforeHandshake.append(bytes)
@@ -274,7 +279,7 @@ public final class Connection: EventLoopHandler {
     /// `sendmsg` per connection), so the answers of one round leave back to back: a peer woken by the first finds the
     /// others already there instead of being woken again for each.
     private func send(_ bytes: [UInt8]) {
-        guard !closed else { return }
+        guard !closed, writeFailure == nil else { return }
         enqueue(bytes)
         if !flushScheduled {
             flushScheduled = true
@@ -296,7 +301,7 @@ public final class Connection: EventLoopHandler {
 
     /// Writes queued bytes with `writev` until the queue is empty or the socket is full.
     private func flush() {
-        guard writable, !closed, !connecting else { return }
+        guard writable, !closed, !connecting, writeFailure == nil else { return }
         while !writeQueue.isEmpty {
             let count = min(writeQueue.count, EventLoop.iovecScratchCount)
             let written: Int = withIOVecs(count: count, into: loop.iovecScratch) { pointer in
@@ -313,13 +318,34 @@ public final class Connection: EventLoopHandler {
                     return
                 }
                 if code == EINTR { continue }
-                close(error: SystemError("sendmsg", errno: code))
+                writeFailed(SystemError("sendmsg", errno: code))
                 return
             }
             lastWriteProgress = EventLoop.now()
             consume(written)
         }
         writesDrained()
+    }
+
+    /// A write failed. When the peer reset or closed, what it sent before is still delivered (an early response
+    /// that says why it stopped reading, typically: a client's upload refused with 413) in a job after this one,
+    /// then the connection closes with `error`; otherwise it closes now.
+    private func writeFailed(_ error: SystemError) {
+        guard error.errno == ECONNRESET || error.errno == EPIPE, active else {
+            close(error: error)
+            return
+        }
+        writeFailure = error
+        writeQueue = []
+        writeOffset = 0
+        pendingWriteBytes = 0
+        closeAfterWrites = false
+        readPending = true
+        loop.executeLocally { [weak self] in
+            guard let self, !self.closed else { return }
+            self.readAvailable()
+            self.close(error: error)
+        }
     }
 
     private func writesDrained() {

@@ -197,7 +197,9 @@ enum GatewayErrorMapping {
         if let client = error as? HTTPClientError {
             switch client {
             case .connectTimeout, .responseTimeout: return .gatewayTimeout
-            case .poolExhausted, .shutDown: return .serviceUnavailable
+            // No connection to the upstream could be had in time: the gateway's own capacity, the request never
+            // left (so 503, safe to retry, rather than 504, which says the upstream was too slow to answer).
+            case .poolExhausted, .poolWaitTimeout, .shutDown: return .serviceUnavailable
             default: return .badGateway
             }
         }

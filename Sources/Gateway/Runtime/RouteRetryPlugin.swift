@@ -42,8 +42,8 @@ struct RouteRetryPlugin: TransportRetrier, TransportPlugin {
                 return .doNotRetry
             }
             switch client {
-            case .connectFailed, .connectTimeout, .nameResolutionFailed, .poolExhausted, .responseTimeout,
-                 .connectionClosed(responseStarted: false):
+            case .connectFailed, .connectTimeout, .nameResolutionFailed, .poolExhausted, .poolWaitTimeout,
+                 .responseTimeout, .connectionClosed(responseStarted: false):
                 return .retry(after: delay)
             default:
                 return .doNotRetry

@@ -55,7 +55,8 @@ public struct RetryPolicy: Sendable {
     public static func isConnectionFailure(_ error: Swift.Error) -> Bool {
         switch error {
         case HTTPClientError.connectFailed, HTTPClientError.connectTimeout, HTTPClientError.nameResolutionFailed,
-             HTTPClientError.connectionClosed(responseStarted: false), HTTPClientError.poolExhausted:
+             HTTPClientError.connectionClosed(responseStarted: false), HTTPClientError.poolExhausted,
+             HTTPClientError.poolWaitTimeout:
             return true
         default:
             return false

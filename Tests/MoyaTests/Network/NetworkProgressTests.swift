@@ -41,6 +41,27 @@ import Testing
         }
     }
 
+    /// A multi-MiB file goes out in chunks, and progress follows it: several events with fractions between 0 and 1,
+    /// then the completed one.
+    @Test func largeFileUploadReportsProgressAsItIsSent() async throws {
+        try await withHttpbin { bin async throws in
+            let url = FileManager.default.temporaryDirectory.appendingPathComponent("moya-progress-\(UUID().uuidString).bin")
+            defer { try? FileManager.default.removeItem(at: url) }
+            let size = 6 << 20
+            try Data(Httpbin.bytes(size)).write(to: url)
+            let provider = binProvider()
+            let progress = Recorder<ProgressResponse>()
+            let result = await provider.requestWithHandler(BinTarget(bin, "/upload", method: .put, task: .uploadFile(url)),
+                                                           progress: { progress.append($0) })
+            let response = try result.get()
+            #expect(try response.mapJSON() as? [String: Int] == ["bytes": size])
+            #expect(bin.lastBody("/upload") == Httpbin.bytes(size))
+            Self.checkSequence(progress.values, response: response, total: Int64(size))
+            let partial = progress.values.filter { $0.progress > 0 && $0.progress < 1 }
+            #expect(partial.count >= 4, "progress as the file is sent: \(progress.values.map(\.progress))")
+        }
+    }
+
     @Test func multipartUploadProgress() async throws {
         try await withHttpbin { bin async throws in
             let url = FileManager.default.temporaryDirectory.appendingPathComponent("moya-progress-\(UUID().uuidString).txt")
