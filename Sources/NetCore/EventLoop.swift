@@ -217,7 +217,13 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// Has `connection` flushed before the loop next waits. Loop thread only.
     func flushBeforeWaiting(_ connection: Connection) {
         pendingFlushes.append(connection)
+        if pendingFlushes.count >= EventLoop.flushBatch { flushPending() }
     }
+
+    /// Most connections whose writes wait for the end of a round: a peer is still woken about once per batch, and the
+    /// first answer of a busy round does not wait for the whole round (measured: 8 keeps the gateway's gain and
+    /// hello-server's pace against nginx; 1, sending at once, costs the gateway about 40 %).
+    static let flushBatch = 8
 
     /// Sends what this round queued, connection after connection; arrays keep their storage.
     private func flushPending() {
