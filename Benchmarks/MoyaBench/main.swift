@@ -9,7 +9,8 @@
 //   client         N tasks looping HTTPClient.execute(GET url) — the baseline
 //   moya-async     the same requests through `await MoyaProvider.request(target)` (callback queue hop included)
 //   moya-callback  the same through `request(_:completion:)` resumed from the completion
-//   moya-task      the same through the package-internal `requestInCurrentTask` (what the gateway uses)
+//   moya-task      the same through the package-internal `requestInCurrentTask` (URLRequest path)
+//   moya-lane      the same through `requestInCurrentTask` on the transport lane (no URLRequest; what the gateway uses)
 // Each mode prints one JSON line (requests/s, CPU µs per request from getrusage over all threads); the network
 // modes also print Moya's extra CPU per request relative to `client`. The session sends no default headers, so
 // Moya and the bare client send identical requests. Loopback URLs only.
@@ -29,7 +30,7 @@ struct Options {
     var duration = 3.0
     var warmup = 1.0
     var maxRequests = 2_000_000
-    var modes = ["stub-callback", "stub-async", "client", "moya-async", "moya-callback", "moya-task"]
+    var modes = ["stub-callback", "stub-async", "client", "moya-async", "moya-callback", "moya-task", "moya-lane"]
 
     init(_ args: [String]) {
         func value(_ flag: String) -> String? {
@@ -151,6 +152,11 @@ func run(_ options: Options) async throws {
     let target = BenchTarget(base: url)
     let stubbed = MoyaProvider<BenchTarget>(stubClosure: MoyaProvider.immediatelyStub, session: session)
     let networked = MoyaProvider<BenchTarget>(session: session)
+    let laned = MoyaProvider<BenchTarget>(
+        endpointClosure: MoyaProvider<BenchTarget>.defaultEndpointMapping,
+        requestClosure: MoyaProvider<BenchTarget>.defaultRequestMapping, stubClosure: MoyaProvider<BenchTarget>.neverStub,
+        session: Session(client: client, headers: [:], redirectHandler: .doNotFollow),
+        plugins: [], trackInflights: false, transportMapping: { $0.transportRequest() })
     let request = try HTTPClientRequest(url: options.url)
 
     var baseline: Double?
@@ -179,6 +185,10 @@ func run(_ options: Options) async throws {
         case "moya-task":
             perRequest = await measure(mode, tasks: options.connections, options: options) {
                 (try? await networked.requestInCurrentTask(target).get())?.statusCode == 200
+            }
+        case "moya-lane":
+            perRequest = await measure(mode, tasks: options.connections, options: options) {
+                (try? await laned.requestInCurrentTask(target).get())?.statusCode == 200
             }
         default:
             warn("MoyaBench: unknown mode \(mode)\n")
