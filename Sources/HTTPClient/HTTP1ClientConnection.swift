@@ -149,11 +149,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             connection.write(bytes)
             guard self.exchange === exchange, !connection.isClosed else { return }
             exchange.upload?.update(unsent: connection.pendingWriteBytes)
-            if complete || connection.pendingWriteBytes <= HTTP1ClientConnection.writeHighWater {
-                pump.requestMore()
-            } else {
-                exchange.bodyPumpPaused = true
-            }
+            exchange.pull(from: pump, roomForMore: complete || connection.pendingWriteBytes <= HTTP1ClientConnection.writeHighWater)
         case .end:
             exchange.bodyPumpEnded()
             guard !exchange.isBodyComplete else { return }

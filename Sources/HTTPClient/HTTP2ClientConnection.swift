@@ -189,11 +189,8 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             case .chunk(let chunk):
                 // At its declared length the body ends the stream; the pump goes on only to check the stream ends.
                 let complete = exchange.bodyQueued(chunk.count, now: EventLoop.now())
-                if try session.sendBody(streamID: streamID, bytes: chunk, endStream: complete) || complete {
-                    pump.requestMore()
-                } else {
-                    exchange.bodyPumpPaused = true
-                }
+                let room = try session.sendBody(streamID: streamID, bytes: chunk, endStream: complete)
+                exchange.pull(from: pump, roomForMore: room || complete)
             case .end:
                 exchange.bodyPumpEnded()
                 guard !exchange.isBodyComplete else { return }

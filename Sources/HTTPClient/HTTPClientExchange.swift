@@ -135,6 +135,11 @@ final class HTTPClientExchange {
         lastSendProgress = now
     }
 
+    /// Asks `pump` for the next chunk when the transport has room for it, else pauses it until the transport drains.
+    func pull(from pump: RequestBodyPump, roomForMore: Bool) {
+        if roomForMore { pump.requestMore() } else { bodyPumpPaused = true }
+    }
+
     /// The pump delivered the body's end and stopped.
     func bodyPumpEnded() {
         bodyPump = nil
