@@ -82,12 +82,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
 
     /// Fails the queued exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``).
     func expireWaiting(now: UInt64) {
-        guard queuedHead < queued.count else { return }
-        var expired = false
-        for exchange in queued[queuedHead...] where exchange.expireWait(now: now) { expired = true }
-        guard expired else { return }
-        queued = queued[queuedHead...].filter { !$0.isFinished }
-        queuedHead = 0
+        HTTPClientExchange.expireWaits(in: &queued, head: &queuedHead, now: now)
     }
 
     private func nextQueued() -> HTTPClientExchange? {

@@ -260,12 +260,7 @@ final class HTTPOriginPool {
     /// Fails the waiting exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``) and drops them
     /// from the queue.
     private func expireWaiting(now: UInt64) {
-        guard waitingHead < waiting.count else { return }
-        var expired = false
-        for exchange in waiting[waitingHead...] where exchange.expireWait(now: now) { expired = true }
-        guard expired else { return }
-        waiting = waiting[waitingHead...].filter { !$0.isFinished }
-        waitingHead = 0
+        HTTPClientExchange.expireWaits(in: &waiting, head: &waitingHead, now: now)
     }
 
     func closeAll() {
