@@ -122,9 +122,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 headStartedAt = 0
                 if let last = slots.last, !last.keepAlive { acceptingRequests = false }
             case .error(let error):
-                currentBody?.fail(ByteStreamError.aborted)
-                currentBody = nil
-                reject(status: error.status)
+                if let body = currentBody {
+                    currentBody = nil
+                    body.fail(error.status == 413 ? ByteStreamError.tooLarge : ByteStreamError.aborted)
+                    failRequestMidBody(status: error.status)
+                } else {
+                    reject(status: error.status)
+                }
             }
         }
     }
@@ -207,15 +211,37 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         acceptingRequests = false
         connection.pauseReading()
         let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
-        slot.response = HTTPServerResponse(
-            status: status, headers: ["Content-Type": "application/json"],
-            body: Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8))
+        slot.response = Self.errorResponse(status: status)
         slots.append(slot)
         writeReadyResponses()
     }
 
+    /// The body of the request being read turned out malformed or too long: that request gets the error instead of
+    /// its handler's answer (the handler is cancelled), unless its answer was already given; either way the
+    /// connection closes after it. One request never gets two responses.
+    private func failRequestMidBody(status: Int) {
+        acceptingRequests = false
+        connection.pauseReading()
+        guard let slot = slots.last else {
+            connection.closeAfterFlush()
+            return
+        }
+        slot.keepAlive = false
+        guard slot.response == nil else { return }
+        slot.task?.cancel()
+        slot.task = nil
+        slot.response = Self.errorResponse(status: status)
+        writeReadyResponses()
+    }
+
+    private static func errorResponse(status: Int) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"],
+                           body: Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8))
+    }
+
     private func complete(_ slot: Slot, with response: HTTPServerResponse) {
-        guard !connection.isClosed else { return }
+        // A slot already answered by the connection itself (a body that failed mid-way) keeps that answer.
+        guard !connection.isClosed, slot.response == nil else { return }
         slot.response = response
         slot.task = nil
         writeReadyResponses()

@@ -110,6 +110,38 @@ import Testing
         }
     }
 
+    @Test func aBodyThatFailsMidWayGetsOneResponseOnly() async throws {
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = 100
+        let (server, port) = try await startTestServer(limits: limits)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        // The handler is reading the body when the chunked body goes past the limit, or its chunk framing breaks:
+        // the request gets the error in place of the handler's answer, and nothing after it.
+        let cases: [(String, String)] = [
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n"
+                + "64\r\n" + String(repeating: "z", count: 100) + "\r\n", "413"),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n", "400"),
+        ]
+        for (request, status) in cases {
+            let client = try RawClient(port: port)
+            client.send(request)
+            let (bytes, closed) = client.readAll()
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 \(status) "), "\(status): \(text)")
+            #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one response: \(text)")
+            #expect(closed)
+        }
+        // A handler that answered before reading the body keeps its answer; the connection then closes.
+        let client = try RawClient(port: port)
+        client.send("POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n")
+        let first = client.read(until: { $0.contains("hello") }, timeout: 5)
+        #expect(first.hasPrefix("HTTP/1.1 200 "))
+        client.send("zz\r\n")
+        let (rest, closed) = client.readAll()
+        #expect(rest.isEmpty, "nothing after the answer: \(String(decoding: rest, as: UTF8.self))")
+        #expect(closed)
+    }
+
     @Test func http10ClosesUnlessKeepAliveAsked() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
