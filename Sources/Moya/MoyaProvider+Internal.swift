@@ -201,7 +201,8 @@ extension MoyaProvider {
     }
 
     /// Sends, answers one `401` Basic/Digest challenge with the credential a plugin supplied, and asks the
-    /// `RequestRetrier` plugins whether to send again.
+    /// `RequestRetrier` plugins whether to send again. A request whose body is streamed is sent once: neither is
+    /// possible after its body was consumed.
     func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, pluginTarget: TargetType,
                                                    requestType: RequestTypeWrapper, retriers: [RequestRetrier],
                                                    progress: HTTPClientProgress) async
@@ -213,6 +214,7 @@ extension MoyaProvider {
         while true {
             let result = validated(await request.exchange(in: session, progress: progress), target: target)
             if AsyncTask.isCancelled { return .failure(.underlying(MoyaProviderErrors.cancelled, nil)) }
+            guard request.canBeSentAgain else { return result }
 
             if !answeredChallenge, let credential = requestType.credential,
                let authorization = AuthenticationChallenge.authorization(answering: result, method: request.digestMethod,

@@ -9,6 +9,9 @@ import HTTPClient
 protocol OutgoingRequest {
     /// One exchange: the response before validation, or the transport's error.
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError>
+    /// Whether the request can be sent again (a challenge answer, a retry): false for a body streamed from an async
+    /// sequence, which the first attempt consumed.
+    var canBeSentAgain: Bool { get }
     /// The method and request-target a Digest answer signs.
     var digestMethod: String { get }
     var digestURI: String { get }
@@ -49,6 +52,8 @@ struct URLRequestOutgoing: OutgoingRequest {
             return .failure(.underlying(error, Moya.Response(transport: head, data: Data(), requestSource: source)))
         }
     }
+
+    var canBeSentAgain: Bool { true }
 
     var digestMethod: String { request.httpMethod ?? "GET" }
 
@@ -92,6 +97,11 @@ struct TransportOutgoing: OutgoingRequest {
         } catch {
             return .failure(TransportErrors.moyaError(for: error))
         }
+    }
+
+    var canBeSentAgain: Bool {
+        if case .stream = request.http.body { return false }
+        return true
     }
 
     var digestMethod: String { request.http.method.rawValue }

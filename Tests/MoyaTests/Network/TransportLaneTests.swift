@@ -90,6 +90,28 @@ import HTTPWire
         }
     }
 
+    @Test func aStreamedBodyIsSentOnceNeitherRetriedNorReplayedForAChallenge() async throws {
+        try await withHttpbin { bin async throws in
+            let attempts = Recorder<Int>()
+            let retried = laneProvider(plugins: [StreamedBodyPlugin(), StatusRetrier(status: 503, attempts: attempts)])
+            let key = UUID().uuidString
+            let response = try await retried.requestInCurrentTask(BinTarget(bin, "/flaky/\(key)/2", method: .post)).get()
+            #expect(response.statusCode == 503, "the first answer stands: the body cannot be produced again")
+            #expect(attempts.values.isEmpty, "the retrier is not asked")
+            #expect(bin.hits("/flaky/\(key)/2") == 1)
+
+            let credential = URLCredential(user: "u", password: "p", persistence: .none)
+            let challenged = laneProvider(plugins: [StreamedBodyPlugin(), CredentialsPlugin { _ in credential }])
+            let digest = try await challenged.requestInCurrentTask(BinTarget(bin, "/digest-auth/u/p", method: .post)).get()
+            #expect(digest.statusCode == 401, "the challenge is not answered with a consumed body")
+
+            let collected = laneProvider(plugins: [CredentialsPlugin { _ in credential }])
+            let answered = try await collected.requestInCurrentTask(BinTarget(bin, "/digest-auth/u/p", method: .post,
+                                                                               task: .requestData(Data("x".utf8)))).get()
+            #expect(answered.statusCode == 200, "a body in memory is sent again with the answer")
+        }
+    }
+
     @Test func stubsRunThePluginsAndShowTheRequest() async throws {
         let log = Recorder<String>()
         let provider = MoyaProvider<TestTarget>(
@@ -198,6 +220,17 @@ private struct StatusRetrier: TransportRetrier, TransportPlugin {
                attempt: Int) async -> RetryDecision {
         attempts.append(attempt)
         return result.httpResponse?.statusCode == status ? .retry(after: 0) : .doNotRetry
+    }
+}
+
+/// Sends a body produced by an async sequence (which cannot be replayed).
+private struct StreamedBodyPlugin: TransportPlugin {
+    func prepare(_ request: inout TransportRequest, target: TargetType) {
+        let chunks = [Array("streamed ".utf8), Array("body".utf8)]
+        request.http.body = .stream(AsyncThrowingStream { continuation in
+            for chunk in chunks { continuation.yield(chunk) }
+            continuation.finish()
+        }, length: 13)
     }
 }
 
