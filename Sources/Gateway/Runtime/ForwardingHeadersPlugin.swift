@@ -7,7 +7,8 @@ import Moya
 
 /// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`) of a coalescible request to the outgoing request.
 /// Runs in `prepare`, after the in-flight check, so those headers never split a coalesced flight. (Requests that are
-/// not shared carry them in their endpoint.) Also applies the route's timeout.
+/// not shared carry them in their endpoint.) Also applies the route's timeout, and hands a relayed client body
+/// (``UpstreamRequestBody``) to the upstream request.
 struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
         guard let gateway = GatewayTarget.unwrapped(target) else { return request }
@@ -29,5 +30,8 @@ struct ForwardingHeadersPlugin: TransportPlugin {
         guard let gateway = GatewayTarget.unwrapped(target) else { return }
         for (name, value) in gateway.perRequestHeaders { request.http.headers.replaceOrAdd(name: name, value: value) }
         if let timeout = gateway.timeout { request.timeout = timeout }
+        if let streamed = gateway.streamedBody {
+            request.http.body = .stream(streamed.makeStream(), length: streamed.declaredLength)
+        }
     }
 }

@@ -75,17 +75,24 @@ final class GatewayHandler: HTTPServerHandler {
         guard let upstream = snapshot.providers[route.upstream.name] else {
             return errorResponse(.badGateway, requestID: requestID)
         }
-        let body: [UInt8]
-        do {
-            body = try await request.body.collect(upTo: Int(clamping: snapshot.config.server.limits.maxBodyBytes))
-        } catch ByteStreamError.tooLarge {
-            return errorResponse(.payloadTooLarge, requestID: requestID)
-        } catch {
-            return errorResponse(.badRequest, requestID: requestID)
-        }
-        record.bytesIn = body.count
-
         let coalescing = route.config.coalesce && CoalescingKey.isCoalescible(head.method)
+        let maxBodyBytes = Int(clamping: snapshot.config.server.limits.maxBodyBytes)
+        // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
+        // (a shared call's body is part of its identity; a stub reads none).
+        let streamedBody = coalescing || upstream.client == nil || upstream.provider.transportLane == nil
+            ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
+        var body: [UInt8] = []
+        if streamedBody == nil {
+            do {
+                body = try await request.body.collect(upTo: maxBodyBytes)
+            } catch ByteStreamError.tooLarge {
+                return errorResponse(.payloadTooLarge, requestID: requestID)
+            } catch {
+                return errorResponse(.badRequest, requestID: requestID)
+            }
+            record.bytesIn = body.count
+        }
+
         let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name,
                                                   upstreamURL: upstream.origin + upstreamPath,
                                                   varyHeaders: route.config.coalesceVary, requestHeaders: head.headers,
@@ -104,7 +111,7 @@ final class GatewayHandler: HTTPServerHandler {
         }
         let target = GatewayTarget(
             upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
-            body: Data(body), stableHeaders: stable, perRequestHeaders: perRequest,
+            body: Data(body), streamedBody: streamedBody, stableHeaders: stable, perRequestHeaders: perRequest,
             flightKey: key.map { "\($0.hashValue)-\($0.identity)" }, timeout: route.config.timeout,
             retries: route.config.retries)
 
@@ -120,6 +127,12 @@ final class GatewayHandler: HTTPServerHandler {
                                                                   streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
         record.retries = target.retryCount.value
+        if let streamedBody {
+            record.bytesIn = streamedBody.bytesRelayed
+            if case .failure = result, streamedBody.exceededLimit {
+                return errorResponse(.payloadTooLarge, requestID: requestID)
+            }
+        }
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
         record.upstreamConnect = timings?.connect
         record.upstreamFirstByte = timings?.firstByte

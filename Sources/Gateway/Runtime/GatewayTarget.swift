@@ -16,6 +16,9 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let upstreamTarget: String
     let method: Moya.Method
     let body: Data
+    /// The client's body when it is relayed as it arrives rather than collected into `body` (sent by
+    /// ``ForwardingHeadersPlugin`` on the transport lane only).
+    let streamedBody: UpstreamRequestBody?
     /// Headers that take part in the coalescing identity (forwarded upstream).
     let stableHeaders: [String: String]
     /// Headers specific to this caller (request id, forwarding headers); added by ``ForwardingHeadersPlugin`` so they
@@ -31,13 +34,14 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let retryCount = RetryCount()
 
     init(upstream: UpstreamConfig, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
-         stableHeaders: [String: String], perRequestHeaders: [(String, String)], flightKey: String?, timeout: Duration?,
+         streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: [(String, String)], flightKey: String?, timeout: Duration?,
          retries: RouteConfig.Retries?) {
         self.upstream = upstream
         self.origin = origin
         self.upstreamTarget = upstreamTarget
         self.method = method
         self.body = body
+        self.streamedBody = streamedBody
         self.stableHeaders = stableHeaders
         self.perRequestHeaders = perRequestHeaders
         self.flightKey = flightKey

@@ -1,0 +1,232 @@
+import Foundation
+import HTTPServer
+import HTTPWire
+import NetCore
+import Synchronization
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Long and open-ended client bodies go upstream as they arrive: intact with their framing, read by the upstream
+/// while the client is still sending, held back by a stalled upstream, bounded by `max_body_bytes`, and never sent
+/// twice.
+@Suite(.serialized) struct GatewayRequestStreamingTests {
+    static func config(upstreamPort: Int, maxBody: String = "512MiB") -> String {
+        """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: 1
+          limits: { max_body_bytes: \(maxBody) }
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        upstreams:
+          up: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { response: 20s } }
+        routes:
+          - name: retried
+            match: { path_prefix: /retried }
+            upstream: up
+            rewrite: { strip_prefix: /retried }
+            retries: { attempts: 3, statuses: [503] }
+          - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
+        """
+    }
+
+    @Test func longBodiesArriveIntactWithTheirFramingOverHTTP1AndHTTP2() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let size = 32 << 20
+        let file = try Self.patternFile(bytes: size)
+        let expected = UploadUpstream.checksum(of: try [UInt8](Data(contentsOf: URL(fileURLWithPath: file))))
+        let declared = "-X PUT --data-binary @\(file)"
+        let fromStdin = "-T - <\(file)"
+        let runs: [(flags: String, chunked: Bool)] = [
+            ("--http1.1 \(declared)", false), ("--http2-prior-knowledge \(declared)", false),
+            ("--http1.1 \(fromStdin)", true), ("--http2-prior-knowledge \(fromStdin)", true),
+        ]
+        for run in runs {
+            let curl = try ProcessRunner.run("sh", ["-c", "curl -sS -H 'Expect:' \(run.flags) '\(gateway.url)/up/upload'"])
+            #expect(curl.stdout == "bytes=\(size) sum=\(expected)", "\(run.flags): \(curl.stdout) \(curl.stderr)")
+            let received = upstream.uploads.last
+            #expect(received?.bytes == size)
+            if run.chunked {
+                #expect(received?.contentLength == nil && received?.transferEncoding == "chunked",
+                        "an open-ended body goes on chunked: \(String(describing: received))")
+            } else {
+                #expect(received?.contentLength == String(size) && received?.transferEncoding == nil,
+                        "a declared length goes on as Content-Length: \(String(describing: received))")
+            }
+        }
+        gateway.stop()
+        let logged = gateway.accessLog.compactMap { $0["bytes_in"] as? Int }
+        #expect(logged == [size, size, size, size], "bytes_in counts the relayed bytes: \(logged)")
+        await upstream.shutdown()
+    }
+
+    @Test func theUpstreamReadsTheBodyWhileTheClientIsStillSending() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = try RawClient(port: gateway.port)
+        let total = 4 << 20
+        let first = [UInt8](repeating: UInt8(ascii: "a"), count: 1 << 20)
+        client.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nContent-Length: \(total)\r\n\r\n")
+        client.send(first)
+        var seen = 0
+        for _ in 0..<100 where seen < first.count {
+            try await Task.sleep(for: .milliseconds(50))
+            seen = upstream.bytesInFlight
+        }
+        #expect(seen == first.count, "the upstream got the first MiB before the client sent the rest: \(seen)")
+        client.send([UInt8](repeating: UInt8(ascii: "a"), count: total - first.count))
+        let response = client.read(until: { $0.contains("sum=") }, timeout: 10)
+        #expect(response.hasPrefix("HTTP/1.1 200"))
+        #expect(response.contains("bytes=\(total)"), "\(response)")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
+    @Test func aStalledUpstreamHoldsTheClientBack() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let residentBefore = GatewayHTTP2ConformanceTests.residentKiB(gateway.process.processIdentifier)
+        let client = try RawClient(port: gateway.port)
+        let declared = 1 << 30
+        client.send("POST /up/stall?ms=4000 HTTP/1.1\r\nHost: t\r\nContent-Length: \(declared)\r\n\r\n")
+        // Write without blocking until nothing more is taken for a second.
+        let chunk = [UInt8](repeating: UInt8(ascii: "s"), count: 64 * 1024)
+        var written = 0
+        var lastProgress = ContinuousClock.now
+        while ContinuousClock.now - lastProgress < .seconds(1), written < declared {
+            let sent = chunk.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            if sent > 0 {
+                written += sent
+                lastProgress = .now
+            } else {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        let residentDuring = GatewayHTTP2ConformanceTests.residentKiB(gateway.process.processIdentifier)
+        #expect(written < 64 << 20, "the client was held back while the upstream read nothing: \(written) bytes taken")
+        #expect(residentDuring - residentBefore < 32 * 1024,
+                "the gateway buffered little: RSS \(residentBefore) → \(residentDuring) KiB with \(written) bytes taken")
+        shutdown(client.fd, Int32(SHUT_RDWR))
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
+    @Test func anOpenEndedBodyPastTheLimitGets413() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, maxBody: "1MiB"))
+        let client = try RawClient(port: gateway.port)
+        client.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = [UInt8](repeating: UInt8(ascii: "c"), count: 64 * 1024)
+        for _ in 0..<20 {
+            client.send(Array("10000\r\n".utf8) + chunk + Array("\r\n".utf8))
+        }
+        let response = client.read(until: { $0.contains("\r\n\r\n") && $0.contains("}") }, timeout: 10)
+        #expect(response.hasPrefix("HTTP/1.1 413"), "\(response)")
+        #expect(!upstream.uploads.contains { $0.bytes > 1 << 20 }, "nothing past the limit reached the upstream")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
+    @Test func aRelayedBodyIsNeverSentTwiceButACollectedOneIsRetried() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let long = try Self.patternFile(bytes: 1 << 20)
+        let relayed = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "-H", "Expect:",
+                                                     "--data-binary", "@\(long)", "\(gateway.url)/retried/unavailable"])
+        #expect(relayed.stdout == "503")
+        #expect(upstream.uploads.count == 1, "a relayed body is sent once: \(upstream.uploads.count)")
+        let collected = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
+                                                       "--data-binary", "short", "\(gateway.url)/retried/unavailable"])
+        #expect(collected.stdout == "503")
+        #expect(upstream.uploads.count == 4, "a collected body is retried: \(upstream.uploads.count)")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
+    /// A file of `bytes` varied bytes (so a misplaced chunk changes the checksum).
+    static func patternFile(bytes: Int) throws -> String {
+        let path = ProcessRunner.temporaryDirectory("upload") + "/body.bin"
+        var data = [UInt8](repeating: 0, count: bytes)
+        var state: UInt32 = 2_463_534_242
+        for index in data.indices {
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            data[index] = UInt8(truncatingIfNeeded: state)
+        }
+        try Data(data).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+}
+
+/// An upstream that reads request bodies and answers with their length and checksum (`bytes=N sum=S`), recording
+/// the framing each arrived with. `/stall?ms=N` waits before reading; `/unavailable` answers 503 after reading.
+final class UploadUpstream: HTTPServerHandler {
+    struct Upload: Sendable {
+        var contentLength: String?
+        var transferEncoding: String?
+        var bytes: Int
+    }
+
+    private struct State {
+        var uploads: [Upload] = []
+        var inFlight = 0
+    }
+
+    private let state = Mutex(State())
+    private let server = Mutex<HTTPServer?>(nil)
+
+    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var uploads: [Upload] { state.withLock { $0.uploads } }
+    /// Bytes of the request being read so far.
+    var bytesInFlight: Int { state.withLock { $0.inFlight } }
+
+    static func start() async throws -> UploadUpstream {
+        let upstream = UploadUpstream()
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = 1 << 30
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
+                                group: try EventLoopGroup(threads: 1), handler: upstream)
+        try await server.start()
+        upstream.server.withLock { $0 = server }
+        return upstream
+    }
+
+    func shutdown() async { await server.withLock { $0 }?.shutdown(timeout: .seconds(1)) }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        let head = request.head
+        if head.path == "/stall" {
+            let ms = head.query.flatMap { Int($0.dropFirst("ms=".count)) } ?? 1000
+            try? await Task.sleep(for: .milliseconds(ms))
+        }
+        state.withLock { $0.inFlight = 0 }
+        var count = 0
+        var sum: UInt64 = 0
+        do {
+            for try await chunk in request.body {
+                for byte in chunk { sum = sum &* 31 &+ UInt64(byte) }
+                count += chunk.count
+                state.withLock { $0.inFlight = count }
+            }
+        } catch {
+            return HTTPServerResponse(status: 400, headers: [:], body: Array("body failed".utf8))
+        }
+        let upload = Upload(contentLength: head.headers.first(name: "Content-Length"),
+                            transferEncoding: head.headers.first(name: "Transfer-Encoding"), bytes: count)
+        state.withLock { $0.uploads.append(upload) }
+        let status = head.path == "/unavailable" ? 503 : 200
+        return HTTPServerResponse(status: status, headers: ["Content-Type": "text/plain"], body: Array("bytes=\(count) sum=\(sum)".utf8))
+    }
+
+    /// The checksum the upstream reports for `bytes`.
+    static func checksum(of bytes: [UInt8]) -> UInt64 {
+        var sum: UInt64 = 0
+        for byte in bytes { sum = sum &* 31 &+ UInt64(byte) }
+        return sum
+    }
+}
