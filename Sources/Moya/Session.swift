@@ -181,7 +181,9 @@ public final class Session: Sendable {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !clientRequest.headers.contains(name: name) {
             clientRequest.headers.add(name: name, value: value)
         }
-        return try await exchange(clientRequest, deadline: request.timeout.map { ContinuousClock.now + $0 }, progress: progress,
+        var deadline = request.timeout.map { ContinuousClock.now + $0 }
+        if let overall = request.deadline { deadline = min(deadline ?? overall, overall) }
+        return try await exchange(clientRequest, deadline: deadline, progress: progress,
                                   streamingBodiesAbove: threshold, url: .transport(request.http.origin, request.http.target))
     }
 

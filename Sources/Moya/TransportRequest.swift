@@ -10,6 +10,9 @@ package struct TransportRequest: Sendable {
     package var http: HTTPClientRequest
     /// Bounds the whole exchange; `nil` waits as long as the client's own timeouts allow.
     package var timeout: Duration?
+    /// The instant by which the whole request must be done, retries and challenge answers included: each exchange is
+    /// bounded by the earlier of this and its `timeout`.
+    package var deadline: ContinuousClock.Instant?
 
     /// `URLRequest`'s default `timeoutInterval`.
     package static let defaultTimeout: Duration = .seconds(60)

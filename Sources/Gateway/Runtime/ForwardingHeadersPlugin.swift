@@ -29,7 +29,10 @@ struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: inout TransportRequest, target: TargetType) {
         guard let gateway = GatewayTarget.unwrapped(target) else { return }
         for (name, value) in gateway.perRequestHeaders { request.http.headers.replaceOrAdd(name: name, value: value) }
-        if let timeout = gateway.timeout { request.timeout = timeout }
+        if let timeout = gateway.timeout {
+            request.timeout = timeout
+            request.deadline = gateway.deadline
+        }
         if let streamed = gateway.streamedBody {
             request.http.body = .stream(streamed.makeStream(), length: streamed.declaredLength)
         }

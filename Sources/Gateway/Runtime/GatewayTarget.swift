@@ -26,8 +26,10 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let perRequestHeaders: [(String, String)]
     /// The coalescing key when this request may share an upstream call; `nil` sends it alone.
     let flightKey: String?
-    /// The route's whole-request deadline, if any.
+    /// The route's whole-request timeout, if any.
     let timeout: Duration?
+    /// When the route's timeout runs out, retries included (counted from the target's creation).
+    let deadline: ContinuousClock.Instant?
     /// The route's retry policy, if any (see ``RouteRetryPlugin``).
     let retries: RouteConfig.Retries?
     /// Counts the retries ``RouteRetryPlugin`` decided for this request (for the access log).
@@ -46,6 +48,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
         self.perRequestHeaders = perRequestHeaders
         self.flightKey = flightKey
         self.timeout = timeout
+        self.deadline = timeout.map { ContinuousClock.now + $0 }
         self.retries = retries
     }
 

@@ -7,7 +7,8 @@ import Moya
 
 /// Applies a route's `retries`: idempotent methods only, and only when no response byte arrived (connect failures,
 /// connections closed before a response, timeouts before the head) or the upstream answered one of the configured
-/// statuses. `attempts` counts the first try; `backoff` pauses between attempts.
+/// statuses. `attempts` counts the first try; `backoff` pauses between attempts. No attempt starts that the route's
+/// deadline would not leave time for (the last answer stands).
 struct RouteRetryPlugin: TransportRetrier, TransportPlugin {
     func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
                attempt: Int) async -> RetryDecision {
@@ -24,6 +25,7 @@ struct RouteRetryPlugin: TransportRetrier, TransportPlugin {
     private func decision(for target: TargetType, result: Result<Moya.Response, MoyaError>, attempt: Int) -> RetryDecision {
         guard let gateway = GatewayTarget.unwrapped(target), let retries = gateway.retries, attempt + 1 < retries.attempts,
               gateway.method.isIdempotent else { return .doNotRetry }
+        if let deadline = gateway.deadline, ContinuousClock.now + (retries.backoff ?? .zero) >= deadline { return .doNotRetry }
         let decision = Self.decision(retries: retries, result: result)
         if case .retry = decision { gateway.retryCount.increment() }
         return decision

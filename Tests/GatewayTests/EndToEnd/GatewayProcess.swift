@@ -152,6 +152,9 @@ final class RequestRecorder: HTTPServerHandler {
                                       body: Array("{\"hit\":\(count)}".utf8))
         }
         if let status = path.split(separator: "/").last.flatMap({ Int($0) }), path.contains("/status/") {
+            if let ms = request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("ms=") }).flatMap({ Int($0.dropFirst(3)) }) {
+                try? await Task.sleep(for: .milliseconds(ms))
+            }
             return HTTPServerResponse(status: status, body: Array("status \(status)".utf8))
         }
         var echo = "\(request.head.method) \(request.head.target)\n"

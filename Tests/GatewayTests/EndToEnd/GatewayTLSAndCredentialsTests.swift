@@ -130,6 +130,10 @@ import Testing
               - { name: bounded, match: { path_prefix: /bounded }, upstream: patient, timeout: 300ms,
                   rewrite: { strip_prefix: /bounded } }
               - { name: unbounded, match: { path_prefix: /unbounded }, upstream: patient, rewrite: { strip_prefix: /unbounded } }
+              - { name: retried, match: { path_prefix: /retried }, upstream: patient, timeout: 700ms,
+                  retries: { attempts: 10, statuses: [503] }, rewrite: { strip_prefix: /retried } }
+              - { name: backoff, match: { path_prefix: /backoff }, upstream: patient, timeout: 700ms,
+                  retries: { attempts: 10, statuses: [503], backoff: 200ms }, rewrite: { strip_prefix: /backoff } }
             """)
         let client = HTTPClient()
         let started = ContinuousClock.now
@@ -139,6 +143,23 @@ import Testing
         #expect(elapsed >= .milliseconds(250) && elapsed < .milliseconds(2500), "the route's 300ms deadline, not the upstream's 10s: \(elapsed)")
         let unbounded = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/unbounded/slow?ms=400"))
         #expect(unbounded.status == 200, "without a route timeout the upstream's response timeout applies")
+
+        // Retries share the deadline: slow 503s are retried until the deadline cuts the third attempt (504) ...
+        upstream.reset()
+        let retriedStart = ContinuousClock.now
+        let retried = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/retried/status/503?ms=300"))
+        let retriedElapsed = ContinuousClock.now - retriedStart
+        #expect(retried.status == 504, "the deadline ends the attempt in progress")
+        #expect(retriedElapsed >= .milliseconds(600) && retriedElapsed < .milliseconds(2000), "\(retriedElapsed)")
+        #expect(upstream.requests.count == 3, "attempts at 0, 300 and 600 ms: \(upstream.requests.count)")
+        // ... and no attempt starts that its backoff would push past the deadline: the last answer stands.
+        upstream.reset()
+        let backoffStart = ContinuousClock.now
+        let backedOff = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/backoff/status/503"))
+        let backoffElapsed = ContinuousClock.now - backoffStart
+        #expect(backedOff.status == 503)
+        #expect(backoffElapsed < .milliseconds(1200), "\(backoffElapsed)")
+        #expect((3...4).contains(upstream.requests.count), "attempts at 0, 200, 400 (and 600) ms: \(upstream.requests.count)")
         gateway.stop()
     }
 }
