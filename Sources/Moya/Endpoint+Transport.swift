@@ -13,7 +13,7 @@ extension Endpoint {
         case .requestData(let data): body = data.isEmpty ? .none : .bytes([UInt8](data))
         default: return nil
         }
-        var headers = HTTPHeaders()
+        var headers = HTTPWire.HTTPHeaders()
         if let fields = httpHeaderFields {
             headers.reserveCapacity(fields.count + 2)
             for (name, value) in fields.sorted(by: { $0.key < $1.key }) { headers.add(name: name, value: value) }

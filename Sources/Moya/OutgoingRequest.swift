@@ -32,6 +32,12 @@ struct URLRequestOutgoing: OutgoingRequest {
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
         let head: TransportResponse
         let data: Data
+        let request: URLRequest
+        do {
+            request = try await session.adapted(self.request)
+        } catch {
+            return .failure(.underlying(error, nil))
+        }
         do {
             (head, data) = try await session.send(request, upload: plan.upload, progress: progress,
                                                   streamingBodiesAbove: plan.destination == nil ? plan.streamingBodiesAbove : nil)

@@ -25,7 +25,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
 
     /// The response head as the transport received it (field order and repetition kept); `nil` for stubs and
     /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
-    package var transportHeaders: HTTPHeaders? { head.transport?.headers }
+    package var transportHeaders: HTTPWire.HTTPHeaders? { head.transport?.headers }
 
     /// How long the exchange took to connect and to receive its first byte; `nil` unless it came over the network.
     package var timings: HTTPClientTimings? { head.transport?.timings }

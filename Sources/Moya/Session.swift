@@ -24,6 +24,10 @@ public final class Session: Sendable {
     /// Whether redirects are followed (see `Redirector`); `.follow` unless the session was created otherwise.
     public let redirectHandler: Redirector
 
+    /// Adapts every request before it is sent (see ``RequestInterceptor``); a session with one sends through the
+    /// `URLRequest` path.
+    public let interceptor: RequestInterceptor?
+
     /// The process-wide client used by sessions created without one, so providers share connection pools.
     public static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
@@ -39,14 +43,17 @@ public final class Session: Sendable {
     ///   - client: the HTTP client; defaults to the process-wide `sharedClient`.
     ///   - headers: headers added to every request; defaults to `Session.defaultHTTPHeaders`.
     ///   - startRequestsImmediately: accepted for Alamofire compatibility.
+    ///   - interceptor: adapts every request before it is sent, as Alamofire's.
     ///   - redirectHandler: `.follow` (URLSession's behaviour) or `.doNotFollow` (for a proxy), as Alamofire's.
     public init(client: HTTPClient = Session.sharedClient,
                 headers: [String: String] = Session.defaultHTTPHeaders,
                 startRequestsImmediately: Bool = true,
+                interceptor: RequestInterceptor? = nil,
                 redirectHandler: Redirector = .follow) {
         self.client = client
         self.headers = headers
         self.startRequestsImmediately = startRequestsImmediately
+        self.interceptor = interceptor
         self.redirectHandler = redirectHandler
     }
 
@@ -101,8 +108,8 @@ public final class Session: Sendable {
     }
 
     /// The headers actually sent: the session's, then the request's (request wins, case-insensitively).
-    func mergedHeaders(for request: URLRequest) -> HTTPHeaders {
-        var result = HTTPHeaders()
+    func mergedHeaders(for request: URLRequest) -> HTTPWire.HTTPHeaders {
+        var result = HTTPWire.HTTPHeaders()
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
         for (name, value) in headers.sorted(by: { $0.key < $1.key })
         where !requestHeaders.keys.contains(where: { $0.equalsIgnoringASCIICase(name) }) {

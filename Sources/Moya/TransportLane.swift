@@ -9,9 +9,10 @@ package struct TransportLane: @unchecked Sendable {
     /// The provider's plugins, in order.
     let plugins: [TransportPlugin]
 
-    /// A lane for these plugins and session, or nil when one of them needs the `URLRequest` path.
+    /// A lane for these plugins and session, or nil when one of them needs the `URLRequest` path (a plugin without a
+    /// transport `prepare`, a session that follows redirects or has an interceptor).
     init?(mapping: @escaping Mapping, plugins: [PluginType], session: Session) {
-        guard case .doNotFollow = session.redirectHandler.behavior else { return nil }
+        guard case .doNotFollow = session.redirectHandler.behavior, session.interceptor == nil else { return nil }
         var transportPlugins: [TransportPlugin] = []
         for plugin in plugins {
             guard let transportPlugin = plugin as? TransportPlugin else { return nil }

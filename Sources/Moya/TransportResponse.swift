@@ -11,7 +11,7 @@ import Synchronization
 /// holds the exchange whose body is still arriving (dropping it aborts that body).
 struct TransportResponse: @unchecked Sendable {
     let status: Int
-    let headers: HTTPHeaders
+    let headers: HTTPWire.HTTPHeaders
     let timings: HTTPClientTimings
     let url: ResponseURL
     let streamed: HTTPClientStreamingResponse?
@@ -24,7 +24,7 @@ struct TransportResponse: @unchecked Sendable {
         self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: response)
     }
 
-    private init(status: Int, headers: HTTPHeaders, timings: HTTPClientTimings, url: ResponseURL, streamed: HTTPClientStreamingResponse?) {
+    private init(status: Int, headers: HTTPWire.HTTPHeaders, timings: HTTPClientTimings, url: ResponseURL, streamed: HTTPClientStreamingResponse?) {
         self.status = status
         self.headers = headers
         self.timings = timings

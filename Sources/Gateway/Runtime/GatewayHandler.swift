@@ -139,7 +139,7 @@ final class GatewayHandler: HTTPServerHandler {
 
         switch result {
         case .success(let response):
-            let headers: HTTPHeaders
+            let headers: HTTPWire.HTTPHeaders
             if let transport = response.transportHeaders {
                 headers = ProxyHeaders.downstream(from: transport, requestID: requestID)
             } else if let stubHeaders = upstream.stubHeaders {
@@ -176,7 +176,7 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
     private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:]) -> HTTPServerResponse {
-        var headers: HTTPHeaders = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
+        var headers: HTTPWire.HTTPHeaders = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
         for (name, value) in extra { headers.add(name: name, value: value) }
         return HTTPServerResponse(status: code.status, headers: headers, body: ErrorBody.bytes(code, requestID: requestID))
     }

@@ -15,7 +15,7 @@ final class UpstreamProvider: Sendable {
     let client: HTTPClient?
     private let latency: StubLatencySampler?
     /// A stub upstream's response headers, as configured (answers from the stub carry no transport head).
-    let stubHeaders: HTTPHeaders?
+    let stubHeaders: HTTPWire.HTTPHeaders?
     /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
     let origin: String
 
@@ -51,7 +51,7 @@ final class UpstreamProvider: Sendable {
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)
         self.latency = sampler
-        self.stubHeaders = stub.map { stub in HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
+        self.stubHeaders = stub.map { stub in HTTPWire.HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
         provider = MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
                 guard let target = multi.target as? GatewayTarget else { return MoyaProvider.defaultEndpointMapping(for: multi) }

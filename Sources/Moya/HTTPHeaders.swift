@@ -1,0 +1,198 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An ordered, case-insensitive collection of HTTP headers, as Alamofire's `HTTPHeaders`, so that session set-up
+/// written for Moya (`configuration.headers = .default`) compiles unchanged.
+///
+/// Names compare case-insensitively; adding or updating a name that is present replaces its value in place.
+public struct HTTPHeaders: Equatable, Hashable, Sendable {
+    private var headers: [HTTPHeader] = []
+
+    /// An empty collection.
+    public init() {}
+
+    /// The headers in order; later duplicates (case-insensitively) replace earlier values.
+    public init(_ headers: [HTTPHeader]) {
+        headers.forEach { update($0) }
+    }
+
+    /// The dictionary's headers.
+    public init(_ dictionary: [String: String]) {
+        dictionary.forEach { update(HTTPHeader(name: $0.key, value: $0.value)) }
+    }
+
+    /// Adds or replaces the header called `name`.
+    public mutating func add(name: String, value: String) { update(HTTPHeader(name: name, value: value)) }
+
+    /// Adds or replaces `header`.
+    public mutating func add(_ header: HTTPHeader) { update(header) }
+
+    /// Adds or replaces the header called `name`.
+    public mutating func update(name: String, value: String) { update(HTTPHeader(name: name, value: value)) }
+
+    /// Adds or replaces `header`.
+    public mutating func update(_ header: HTTPHeader) {
+        guard let index = headers.index(of: header.name) else {
+            headers.append(header)
+            return
+        }
+        headers.replaceSubrange(index...index, with: [header])
+    }
+
+    /// Removes the header called `name`, if present.
+    public mutating func remove(name: String) {
+        guard let index = headers.index(of: name) else { return }
+        headers.remove(at: index)
+    }
+
+    /// Sorts the headers by name, case-insensitively.
+    public mutating func sort() {
+        headers.sort { $0.name.lowercased() < $1.name.lowercased() }
+    }
+
+    /// The headers sorted by name, case-insensitively.
+    public func sorted() -> HTTPHeaders {
+        var headers = self
+        headers.sort()
+        return headers
+    }
+
+    /// The value of the header called `name`, if present.
+    public func value(for name: String) -> String? {
+        headers.index(of: name).map { headers[$0].value }
+    }
+
+    /// The value of the header called `name`; setting nil removes it.
+    public subscript(_ name: String) -> String? {
+        get { value(for: name) }
+        set {
+            if let newValue {
+                update(name: name, value: newValue)
+            } else {
+                remove(name: name)
+            }
+        }
+    }
+
+    /// The headers as a dictionary.
+    public var dictionary: [String: String] {
+        Dictionary(headers.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// `Accept-Encoding`, `Accept-Language` and `User-Agent` (see ``Session/defaultHTTPHeaders``).
+    public static let `default`: HTTPHeaders = [.defaultAcceptEncoding, .defaultAcceptLanguage, .defaultUserAgent]
+}
+
+extension HTTPHeaders: ExpressibleByDictionaryLiteral {
+    public init(dictionaryLiteral elements: (String, String)...) {
+        elements.forEach { update(name: $0.0, value: $0.1) }
+    }
+}
+
+extension HTTPHeaders: ExpressibleByArrayLiteral {
+    public init(arrayLiteral elements: HTTPHeader...) {
+        self.init(elements)
+    }
+}
+
+extension HTTPHeaders: Sequence {
+    public func makeIterator() -> IndexingIterator<[HTTPHeader]> { headers.makeIterator() }
+}
+
+extension HTTPHeaders: Collection {
+    public var startIndex: Int { headers.startIndex }
+    public var endIndex: Int { headers.endIndex }
+    public subscript(position: Int) -> HTTPHeader { headers[position] }
+    public func index(after index: Int) -> Int { headers.index(after: index) }
+}
+
+extension HTTPHeaders: CustomStringConvertible {
+    /// One `Name: value` line per header.
+    public var description: String {
+        headers.map(\.description).joined(separator: "\n")
+    }
+}
+
+/// One HTTP header, as Alamofire's `HTTPHeader`, with its common constructors.
+public struct HTTPHeader: Equatable, Hashable, Sendable {
+    public let name: String
+    public let value: String
+
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+extension HTTPHeader: CustomStringConvertible {
+    public var description: String { "\(name): \(value)" }
+}
+
+public extension HTTPHeader {
+    static func accept(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept", value: value) }
+    static func acceptCharset(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Charset", value: value) }
+    static func acceptLanguage(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Language", value: value) }
+    static func acceptEncoding(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Encoding", value: value) }
+
+    /// `Basic` credentials, base64-encoded as `username:password`.
+    static func authorization(username: String, password: String) -> HTTPHeader {
+        authorization("Basic \(Data("\(username):\(password)".utf8).base64EncodedString())")
+    }
+
+    static func authorization(bearerToken: String) -> HTTPHeader { authorization("Bearer \(bearerToken)") }
+    static func authorization(_ value: String) -> HTTPHeader { HTTPHeader(name: "Authorization", value: value) }
+    static func contentDisposition(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Disposition", value: value) }
+    static func contentEncoding(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Encoding", value: value) }
+    static func contentType(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Type", value: value) }
+    static func userAgent(_ value: String) -> HTTPHeader { HTTPHeader(name: "User-Agent", value: value) }
+
+    /// `gzip;q=1.0, deflate;q=0.9`: what the transport decodes.
+    static let defaultAcceptEncoding = acceptEncoding(Session.defaultAcceptEncoding)
+    /// The preferred languages, at most six, with decreasing quality.
+    static let defaultAcceptLanguage = acceptLanguage(Session.defaultAcceptLanguage)
+    /// `<executable>/<version> (<bundle>; build:<build>; Linux <x.y.z>) Moya/<version>`.
+    static let defaultUserAgent = userAgent(Session.defaultUserAgent)
+}
+
+public extension URLSessionConfiguration {
+    /// `httpAdditionalHeaders` as ``HTTPHeaders`` (Alamofire's extension): what `Session(configuration:)` adds to
+    /// every request. Non-string keys or values are skipped when read.
+    var headers: HTTPHeaders {
+        get {
+            var headers = HTTPHeaders()
+            for (name, value) in httpAdditionalHeaders ?? [:] {
+                if let name = name as? String, let value = value as? String { headers.update(name: name, value: value) }
+            }
+            return headers
+        }
+        set { httpAdditionalHeaders = newValue.dictionary }
+    }
+}
+
+public extension URLRequest {
+    /// `allHTTPHeaderFields` as ``HTTPHeaders`` (Alamofire's extension).
+    var headers: HTTPHeaders {
+        get { allHTTPHeaderFields.map(HTTPHeaders.init) ?? HTTPHeaders() }
+        set { allHTTPHeaderFields = newValue.dictionary }
+    }
+}
+
+public extension HTTPURLResponse {
+    /// `allHeaderFields` as ``HTTPHeaders`` (Alamofire's extension); non-string keys or values are skipped.
+    var headers: HTTPHeaders {
+        var headers = HTTPHeaders()
+        for (name, value) in allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers.update(name: name, value: value) }
+        }
+        return headers
+    }
+}
+
+private extension Array where Element == HTTPHeader {
+    func index(of name: String) -> Int? {
+        let lowercased = name.lowercased()
+        return firstIndex { $0.name.lowercased() == lowercased }
+    }
+}
