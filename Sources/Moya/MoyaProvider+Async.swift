@@ -7,7 +7,14 @@ public extension MoyaProvider {
     /// Sends a request and returns its result. Cancelling the calling Swift task cancels the request (the result is
     /// then `.failure(.underlying(NSURLErrorCancelled, nil))`). A task cancelled before the call sends nothing: the
     /// plugins' `didReceive` and `process` see the cancellation, as for a request cancelled before it started.
+    ///
+    /// When the provider has no `callbackQueue` and does not track in-flight requests, the whole pipeline (plugins
+    /// included) runs in the calling task, with no queue or task hop; otherwise it goes through
+    /// `request(_:callbackQueue:progress:completion:)` and the plugins run where that puts them.
     func request(_ target: Target) async -> Result<Response, MoyaError> {
+        if callbackQueue == nil && !trackInflights {
+            return await requestInCurrentTask(target)
+        }
         let holder = CancellableHolder()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, MoyaError>, Never>) in
