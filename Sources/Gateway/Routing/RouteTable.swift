@@ -1,7 +1,10 @@
 import HTTPWire
 
 /// A route compiled for matching.
-public struct CompiledRoute: Sendable, Equatable {
+///
+/// A class: every request's routing result carries its route, and copying a struct this size (a route's and an
+/// upstream's whole configuration) retains every field each time.
+public final class CompiledRoute: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// `match.path`: the normalised path must equal it.
         case exact(String)
@@ -12,12 +15,25 @@ public struct CompiledRoute: Sendable, Equatable {
     }
 
     /// The route's position in the file.
-    public var declarationIndex: Int
-    public var config: RouteConfig
-    public var upstream: UpstreamConfig
-    public var kind: Kind
+    public let declarationIndex: Int
+    public let config: RouteConfig
+    public let upstream: UpstreamConfig
+    public let kind: Kind
     /// Names of the template's parameters, in segment order.
-    public var parameterNames: [String]
+    public let parameterNames: [String]
+
+    public init(declarationIndex: Int, config: RouteConfig, upstream: UpstreamConfig, kind: Kind, parameterNames: [String]) {
+        self.declarationIndex = declarationIndex
+        self.config = config
+        self.upstream = upstream
+        self.kind = kind
+        self.parameterNames = parameterNames
+    }
+
+    public static func == (lhs: CompiledRoute, rhs: CompiledRoute) -> Bool {
+        lhs === rhs || (lhs.declarationIndex == rhs.declarationIndex && lhs.config == rhs.config
+                        && lhs.upstream == rhs.upstream && lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames)
+    }
 
     public var name: String { config.name }
 
