@@ -81,10 +81,7 @@ extension MoyaProvider {
         }
         if AsyncTask.isCancelled { return cancelledResult(pluginTarget) }
 
-        for plugin in lane.plugins { plugin.prepare(&request, target: pluginTarget) }
-        let source = URLRequestSource(transport: request)
-        let requestType = RequestTypeWrapper(source: source, sessionHeaders: session.headers)
-        plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
+        let (source, requestType) = prepare(&request, lane: lane, pluginTarget: pluginTarget)
         guard case .never = stubBehavior else {
             return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
                                     requestSource: source)
@@ -94,6 +91,38 @@ extension MoyaProvider {
                                            retriers: retriers, progress: HTTPClientProgress())
         plugins.forEach { $0.didReceive(result, target: pluginTarget) }
         return result
+    }
+
+    /// Runs the plugins' transport `prepare` on `request`, then their `willSend`.
+    private func prepare(_ request: inout TransportRequest, lane: TransportLane, pluginTarget: TargetType)
+        -> (URLRequestSource, RequestTypeWrapper) {
+        for plugin in lane.plugins { plugin.prepare(&request, target: pluginTarget) }
+        let source = URLRequestSource(transport: request)
+        let requestType = RequestTypeWrapper(source: source, sessionHeaders: session.headers)
+        plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
+        return (source, requestType)
+    }
+
+    /// The result of a request stubbed `.immediate` on the transport lane, computed synchronously: the pipeline of
+    /// ``requestInCurrentTask(_:streamingBodiesAbove:)`` (endpoint, stub behaviour, `prepare`, `willSend`, the sample,
+    /// validation, `didReceive`, `process`) without a task or a suspension, so a server can answer from its event
+    /// loop. `nil` when the provider has no transport lane, the stub closure does not answer `.immediate`, or the
+    /// endpoint needs the `URLRequest` path: then no plugin has seen the request (the endpoint and stub closures have
+    /// run, so they should decide the same way when the request is then sent with `requestInCurrentTask`).
+    package func requestImmediately(_ target: Target) -> Result<Moya.Response, MoyaError>? {
+        guard let lane = transportLane, case .immediate = stubClosure(target) else { return nil }
+        let endpoint = self.endpoint(target)
+        guard let mapped = lane.mapping(endpoint) else { return nil }
+        let pluginTarget: TargetType = target
+        let result: Result<Moya.Response, MoyaError>
+        switch mapped {
+        case .success(var request):
+            let (source, _) = prepare(&request, lane: lane, pluginTarget: pluginTarget)
+            result = stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins, requestSource: source)
+        case .failure(let error):
+            result = .failure(error)
+        }
+        return plugins.reduce(result) { $1.process($0, target: pluginTarget) }
     }
 
     /// A stub's result, after its delay (cancelling the task during the delay cancels the request).

@@ -20,66 +20,168 @@ final class GatewayHandler: HTTPServerHandler {
         self.state = state
     }
 
-    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+    /// Answers a request for a stub upstream without latency from the event loop, with no task: the whole Moya
+    /// pipeline runs synchronously (see `MoyaProvider.requestImmediately`). Everything else is left to `handle`.
+    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
         let snapshot = state.current
+        guard snapshot.hasInstantStubs, request.declaredBodyLength ?? 0 == 0, request.body.isFinished else { return nil }
         let started = ContinuousClock.now
-        let head = request.head
-        let requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: requestIDs)
-        var record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
-                                  bytesIn: Int(request.declaredBodyLength ?? 0))
-        let response = await respond(to: request, snapshot: snapshot, requestID: requestID, record: &record)
-        record.status = response.head.status
-        if case .bytes(let body) = response.body { record.bytesOut = body.count }
-        record.duration = ContinuousClock.now - started
-        snapshot.telemetry.record(record)
-        return response
+        let routed = snapshot.routes.route(request.head)
+        guard case .matched(let route, _, _) = routed, !route.config.coalesce,
+              snapshot.providers[route.upstream.name]?.answersInstantly == true else { return nil }
+        var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs)
+        switch prepare(&exchange, routed: routed) {
+        case .answer(let response):
+            return finish(&exchange, response: response, started: started)
+        case .call(let call):
+            // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
+            // the task-based path then reports.
+            let target = call.target(body: [], forwardsHeaders: call.upstream.logsExchanges)
+            guard let result = call.upstream.provider.requestImmediately(MultiTarget(target)) else { return nil }
+            return finish(&exchange, response: response(for: result, call: call, exchange: &exchange), started: started)
+        }
     }
 
-    private func respond(to request: HTTPServerRequest, snapshot: GatewaySnapshot, requestID: String,
-                         record: inout AccessRecord) async -> HTTPServerResponse {
-        let head = request.head
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        let started = ContinuousClock.now
+        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs)
+        let response = await respond(&exchange)
+        return finish(&exchange, response: response, started: started)
+    }
+
+    /// One request as it goes through the handler: its snapshot, id and access-log record.
+    private struct Exchange {
+        let request: HTTPServerRequest
+        let snapshot: GatewaySnapshot
+        let requestID: String
+        var record: AccessRecord
+
+        init(request: HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator) {
+            self.request = request
+            self.snapshot = snapshot
+            let head = request.head
+            requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
+            record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
+                                  bytesIn: Int(request.declaredBodyLength ?? 0))
+        }
+    }
+
+    /// What routing and the caller's authorisation decided: an answer of the gateway's own, or an upstream call.
+    private enum Decision {
+        case answer(HTTPServerResponse)
+        case call(Call)
+    }
+
+    /// An upstream call, all but its body decided.
+    private struct Call {
+        let route: CompiledRoute
+        let upstream: UpstreamProvider
+        let upstreamPath: String
+        let clientName: String?
+        let apiKeyHeader: String?
+        let request: HTTPServerRequest
+        let requestID: String
+
+        /// The coalescing key, when this call may share an upstream call.
+        var coalescingKey: CoalescingKey? {
+            let method = request.head.method
+            guard route.config.coalesce && CoalescingKey.isCoalescible(method) else { return nil }
+            return CoalescingKey.make(method: method, upstream: route.upstream.name,
+                                      upstreamURL: upstream.origin + upstreamPath, varyHeaders: route.config.coalesceVary,
+                                      requestHeaders: request.head.headers, clientName: clientName)
+        }
+
+        /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
+        /// a stub that answers at once and logs no exchange: nobody would see them).
+        func target(body: [UInt8], streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
+                    forwardsHeaders: Bool = true) -> GatewayTarget {
+            let head = request.head
+            guard forwardsHeaders else {
+                return GatewayTarget(
+                    upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
+                    body: Data(), stableHeaders: [:], perRequestHeaders: [], flightKey: nil,
+                    timeout: route.config.timeout, retries: route.config.retries)
+            }
+            var (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+                from: head.headers, apiKeyHeader: apiKeyHeader, upstream: route.upstream,
+                varyHeaders: route.config.coalesceVary, coalescing: key != nil)
+            let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
+                                                     isTLS: request.isTLS, requestID: requestID, version: head.version)
+            if key == nil {
+                // Nothing to share: the per-caller headers go into the endpoint, set in bulk with the others (adding
+                // them one by one to the `URLRequest` in a plugin costs more).
+                ProxyHeaders.merge(forwarding, into: &stable)
+            } else {
+                perRequest += forwarding
+            }
+            return GatewayTarget(
+                upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
+                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
+                perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
+                timeout: route.config.timeout, retries: route.config.retries)
+        }
+    }
+
+    /// Routing (unless `routed` is given), then the caller's identity (API keys) and the route's allowed clients.
+    private func prepare(_ exchange: inout Exchange, routed: RouteResult? = nil) -> Decision {
+        let head = exchange.request.head
+        let requestID = exchange.requestID
         if head.method == .trace || head.method == .connect {
-            return errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"])
+            return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
+                                         extra: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]))
         }
         let route: CompiledRoute
         let upstreamPath: String
-        switch snapshot.routes.route(head) {
+        switch routed ?? exchange.snapshot.routes.route(head) {
         case .notFound:
-            return errorResponse(.notFound, requestID: requestID)
+            return .answer(errorResponse(.notFound, requestID: requestID))
         case .methodNotAllowed(let allow):
-            return errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": allow.joined(separator: ", ")])
+            return .answer(errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": allow.joined(separator: ", ")]))
         case .badRequest:
-            return errorResponse(.badRequest, requestID: requestID)
+            return .answer(errorResponse(.badRequest, requestID: requestID))
         case .matched(let matched, let path, _):
             route = matched
             upstreamPath = path
         }
-        record.route = route.name
-        record.upstream = route.upstream.name
-        record.upstreamPath = upstreamPath
-        record.stubbed = route.upstream.isStub
+        exchange.record.route = route.name
+        exchange.record.upstream = route.upstream.name
+        exchange.record.upstreamPath = upstreamPath
+        exchange.record.stubbed = route.upstream.isStub
 
-        // Caller identity: API keys.
         var clientName: String?
-        let apiKeys = snapshot.config.clients?.apiKeys
+        let apiKeys = exchange.snapshot.config.clients?.apiKeys
         if let apiKeys {
             guard let key = head.headers.first(name: apiKeys.header), let client = apiKeys.client(forKey: key) else {
-                return errorResponse(.unauthorized, requestID: requestID)
+                return .answer(errorResponse(.unauthorized, requestID: requestID))
             }
             clientName = client.name
         }
         if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
-            return errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID)
+            return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
         }
+        guard let upstream = exchange.snapshot.providers[route.upstream.name] else {
+            return .answer(errorResponse(.badGateway, requestID: requestID))
+        }
+        return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
+                          apiKeyHeader: apiKeys?.header, request: exchange.request, requestID: requestID))
+    }
 
-        guard let upstream = snapshot.providers[route.upstream.name] else {
-            return errorResponse(.badGateway, requestID: requestID)
+    private func respond(_ exchange: inout Exchange) async -> HTTPServerResponse {
+        let call: Call
+        switch prepare(&exchange) {
+        case .answer(let response):
+            return response
+        case .call(let prepared):
+            call = prepared
         }
-        let coalescing = route.config.coalesce && CoalescingKey.isCoalescible(head.method)
-        let maxBodyBytes = Int(clamping: snapshot.config.server.limits.maxBodyBytes)
+        let request = exchange.request
+        let requestID = exchange.requestID
+        let upstream = call.upstream
+        let key = call.coalescingKey
+        let maxBodyBytes = Int(clamping: exchange.snapshot.config.server.limits.maxBodyBytes)
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
-        let streamedBody = coalescing || upstream.client == nil || upstream.provider.transportLane == nil
+        let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
             ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
         if streamedBody == nil {
@@ -90,34 +192,13 @@ final class GatewayHandler: HTTPServerHandler {
             } catch {
                 return errorResponse(.badRequest, requestID: requestID)
             }
-            record.bytesIn = body.count
+            exchange.record.bytesIn = body.count
         }
-
-        let key = coalescing ? CoalescingKey.make(method: head.method, upstream: route.upstream.name,
-                                                  upstreamURL: upstream.origin + upstreamPath,
-                                                  varyHeaders: route.config.coalesceVary, requestHeaders: head.headers,
-                                                  clientName: clientName) : nil
-        var (stable, perRequest) = ProxyHeaders.upstreamHeaders(
-            from: head.headers, apiKeyHeader: apiKeys?.header, upstream: route.upstream,
-            varyHeaders: route.config.coalesceVary, coalescing: key != nil)
-        let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
-                                                 isTLS: request.isTLS, requestID: requestID, version: head.version)
-        if key == nil {
-            // Nothing to share: the per-caller headers go into the endpoint, set in bulk with the others (adding
-            // them one by one to the `URLRequest` in a plugin costs more).
-            ProxyHeaders.merge(forwarding, into: &stable)
-        } else {
-            perRequest += forwarding
-        }
-        let target = GatewayTarget(
-            upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
-            body: Data(body), streamedBody: streamedBody, stableHeaders: stable, perRequestHeaders: perRequest,
-            flightKey: key.map { "\($0.hashValue)-\($0.identity)" }, timeout: route.config.timeout,
-            retries: route.config.retries)
+        let target = call.target(body: body, streamedBody: streamedBody, key: key)
 
         let result: Result<Moya.Response, MoyaError>
         if let key {
-            record.coalesced = flights.join(key) ? "leader" : "follower"
+            exchange.record.coalesced = flights.join(key) ? "leader" : "follower"
             result = await send(MultiTarget(target), through: upstream.provider)
             flights.leave(key)
         } else {
@@ -126,39 +207,53 @@ final class GatewayHandler: HTTPServerHandler {
             result = await upstream.provider.requestInCurrentTask(MultiTarget(target),
                                                                   streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
-        record.retries = target.retryCount.value
+        exchange.record.retries = target.retryCount.value
         if let streamedBody {
-            record.bytesIn = streamedBody.bytesRelayed
+            exchange.record.bytesIn = streamedBody.bytesRelayed
             if case .failure = result, streamedBody.exceededLimit {
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             }
         }
-        let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
-        record.upstreamConnect = timings?.connect
-        record.upstreamFirstByte = timings?.firstByte
+        return response(for: result, call: call, exchange: &exchange)
+    }
 
+    /// The client's response for an upstream call's result.
+    private func response(for result: Result<Moya.Response, MoyaError>, call: Call, exchange: inout Exchange) -> HTTPServerResponse {
+        let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
+        exchange.record.upstreamConnect = timings?.connect
+        exchange.record.upstreamFirstByte = timings?.firstByte
+        let requestID = exchange.requestID
         switch result {
         case .success(let response):
             let headers: HTTPWire.HTTPHeaders
             if let transport = response.transportHeaders {
                 headers = ProxyHeaders.downstream(from: transport, requestID: requestID)
-            } else if let stubHeaders = upstream.stubHeaders {
+            } else if let stubHeaders = call.upstream.stubHeaders {
                 headers = ProxyHeaders.downstream(from: stubHeaders, requestID: requestID)
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
             }
             let head = HTTPResponseHead(status: response.statusCode, headers: headers)
             if let streamed = response.streamedBody {
-                record.bytesOut = streamed.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
+                exchange.record.bytesOut = streamed.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
                 return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed)))
             }
             return HTTPServerResponse(head: head, body: .bytes(Array(response.data)))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
-            record.upstreamError = GatewayErrorMapping.reason(for: error)
-            snapshot.telemetry.upstreamError(upstream: route.upstream.name, code: code)
+            exchange.record.upstreamError = GatewayErrorMapping.reason(for: error)
+            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: code)
             return errorResponse(code, requestID: requestID)
         }
+    }
+
+    /// Completes the access-log record and the metrics for `response`.
+    private func finish(_ exchange: inout Exchange, response: HTTPServerResponse, started: ContinuousClock.Instant) -> HTTPServerResponse {
+        exchange.record.status = response.head.status
+        if case .bytes(let body) = response.body { exchange.record.bytesOut = body.count }
+        exchange.record.duration = ContinuousClock.now - started
+        exchange.snapshot.telemetry.record(exchange.record)
+        return response
     }
 
     private func send(_ target: MultiTarget, through provider: MoyaProvider<MultiTarget>) async -> Result<Moya.Response, MoyaError> {

@@ -24,7 +24,12 @@ final class GatewaySnapshot: Sendable {
         }
         self.providers = providers
         self.telemetry = telemetry
+        hasInstantStubs = providers.values.contains { $0.answersInstantly }
     }
+
+    /// Whether some upstream is a stub without latency (answered from the event loop, see
+    /// `GatewayHandler.respondImmediately(to:)`).
+    let hasInstantStubs: Bool
 }
 
 /// The current snapshot, swapped atomically on reload.

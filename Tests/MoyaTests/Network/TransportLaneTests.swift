@@ -126,6 +126,29 @@ import HTTPWire
         #expect(response.request?.value(forHTTPHeaderField: "X-Stub") == "1")
     }
 
+    @Test func immediateStubsAreAnsweredSynchronouslyAndOthersAreDeclined() throws {
+        func provider(_ stub: @escaping (TestTarget) -> StubBehavior, log: Recorder<String>, lane: Bool = true) -> MoyaProvider<TestTarget> {
+            MoyaProvider<TestTarget>(
+                endpointClosure: MoyaProvider<TestTarget>.defaultEndpointMapping,
+                requestClosure: MoyaProvider<TestTarget>.defaultRequestMapping, stubClosure: stub,
+                session: Session(client: HTTPClient(), headers: [:], redirectHandler: lane ? .doNotFollow : .follow),
+                plugins: [TransportRecordingPlugin(tag: "p", log: log, header: ("X-Stub", "1"))], trackInflights: false,
+                transportMapping: { $0.transportRequest() })
+        }
+        let log = Recorder<String>()
+        let immediate = provider(MoyaProvider<TestTarget>.immediatelyStub, log: log)
+        let response = try #require(immediate.requestImmediately(TestTarget())).get()
+        #expect(response.data == Data("sample".utf8))
+        #expect(log.values == ["prepare:p", "willSend:p", "didReceive:p", "process:p"], "the whole pipeline, in order")
+        #expect(response.request?.value(forHTTPHeaderField: "X-Stub") == "1")
+
+        let declined = Recorder<String>()
+        #expect(provider(MoyaProvider<TestTarget>.delayedStub(0.01), log: declined).requestImmediately(TestTarget()) == nil)
+        #expect(provider(MoyaProvider<TestTarget>.neverStub, log: declined).requestImmediately(TestTarget()) == nil)
+        #expect(provider(MoyaProvider<TestTarget>.immediatelyStub, log: declined, lane: false).requestImmediately(TestTarget()) == nil)
+        #expect(declined.values.isEmpty, "no plugin saw a declined request")
+    }
+
     @Test func mappingFailuresAndEncodedTasks() async throws {
         try await withHttpbin { bin async throws in
             let provider = laneProvider(plugins: [])
