@@ -2,7 +2,11 @@
 // requests/s, latency percentiles and CPU µs per request (getrusage, all threads of this process).
 //
 //   ClientBench --url http://127.0.0.1:18180/ [--connections 50] [--duration 5] [--threads 1]
-//               [--warmup 1] [--max-requests 20000000] [--http2 never|always]
+//               [--warmup 1] [--max-requests 20000000] [--http2 never|always] [--global-executor]
+//
+// The tasks run on the client's event loops (`executorPreference`), as a server handler calling upstreams from its
+// loop does: a request and its continuation stay on one thread. `--global-executor` runs them on Swift's global
+// executor instead, which adds a thread hop each way per request.
 //
 // `--http2 always` speaks h2c with prior knowledge: N tasks multiplexed over one connection.
 //
@@ -26,6 +30,7 @@ struct Options {
     var warmup = 1.0
     var maxRequests = 20_000_000
     var http2 = HTTPClient.Configuration.HTTP2Mode.auto
+    var onLoops = true
 
     init(_ args: [String]) {
         func value(_ flag: String) -> String? {
@@ -39,6 +44,7 @@ struct Options {
         if let v = value("--warmup").flatMap(Double.init) { warmup = min(max(0, v), 60) }
         if let v = value("--max-requests").flatMap(Int.init) { maxRequests = max(1, v) }
         if let v = value("--http2").flatMap(HTTPClient.Configuration.HTTP2Mode.init(rawValue:)) { http2 = v }
+        if args.contains("--global-executor") { onLoops = false }
     }
 }
 
@@ -82,10 +88,10 @@ func monotonicNs() -> UInt64 {
 
 /// Runs `connections` tasks that loop `execute()` until `untilNs`; latencies are kept only when `record`.
 func drive(client: HTTPClient, request: HTTPClientRequest, connections: Int, untilNs: UInt64, perTaskCap: Int,
-           record: Bool) async -> [TaskResult] {
+           record: Bool, loops: EventLoopGroup?) async -> [TaskResult] {
     await withTaskGroup(of: TaskResult.self) { group in
         for _ in 0..<connections {
-            group.addTask {
+            group.addTask(executorPreference: loops?.next()) {
                 var result = TaskResult()
                 if record { result.latenciesNs.reserveCapacity(min(perTaskCap, 400_000)) }
                 let hardDeadline = ContinuousClock.now + .nanoseconds(Int64(untilNs &- min(untilNs, monotonicNs())))
@@ -138,7 +144,7 @@ let perTaskCap = max(1, options.maxRequests / options.connections)
 if options.warmup > 0 {
     let until = monotonicNs() + UInt64(options.warmup * 1e9)
     let warm = await drive(client: client, request: request, connections: options.connections, untilNs: until,
-                           perTaskCap: perTaskCap, record: false)
+                           perTaskCap: perTaskCap, record: false, loops: options.onLoops ? group : nil)
     let errors = warm.reduce(0) { $0 + $1.errors }
     if errors > 0 {
         warn("ClientBench: \(errors) errors during warm-up, e.g. \(warm.first { $0.errors > 0 }!.lastError)\n")
@@ -148,7 +154,7 @@ if options.warmup > 0 {
 let cpu0 = cpuMicros()
 let t0 = monotonicNs()
 let results = await drive(client: client, request: request, connections: options.connections,
-                          untilNs: t0 + UInt64(options.duration * 1e9), perTaskCap: perTaskCap, record: true)
+                          untilNs: t0 + UInt64(options.duration * 1e9), perTaskCap: perTaskCap, record: true, loops: options.onLoops ? group : nil)
 let t1 = monotonicNs()
 let cpu1 = cpuMicros()
 
