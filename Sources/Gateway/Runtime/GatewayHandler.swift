@@ -95,13 +95,17 @@ final class GatewayHandler: HTTPServerHandler {
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(body: [UInt8], streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
                     forwardsHeaders: Bool = true) -> GatewayTarget {
+            let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(key: key) : ([:], [])
+            return GatewayTarget(
+                upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: request.head.method,
+                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
+                perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
+                timeout: route.config.timeout, retries: route.config.retries)
+        }
+
+        /// The headers sent upstream: those that take part in a flight's identity, and this caller's own.
+        private func upstreamHeaders(key: CoalescingKey?) -> (stable: [String: String], perRequest: [(String, String)]) {
             let head = request.head
-            guard forwardsHeaders else {
-                return GatewayTarget(
-                    upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
-                    body: Data(), stableHeaders: [:], perRequestHeaders: [], flightKey: nil,
-                    timeout: route.config.timeout, retries: route.config.retries)
-            }
             var (stable, perRequest) = ProxyHeaders.upstreamHeaders(
                 from: head.headers, apiKeyHeader: apiKeyHeader, upstream: route.upstream,
                 varyHeaders: route.config.coalesceVary, coalescing: key != nil)
@@ -114,11 +118,7 @@ final class GatewayHandler: HTTPServerHandler {
             } else {
                 perRequest += forwarding
             }
-            return GatewayTarget(
-                upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: head.method,
-                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
-                perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
-                timeout: route.config.timeout, retries: route.config.retries)
+            return (stable, perRequest)
         }
     }
 
