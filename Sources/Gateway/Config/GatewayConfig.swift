@@ -309,6 +309,9 @@ public struct UpstreamConfig: Sendable, Equatable {
         public var maxConnections: Int = 64
         /// Default `.auto` (h2 if ALPN offers it).
         public var http2: HTTP2Mode = .auto
+        /// How long a request may wait for a connection (or an HTTP/2 stream) when the pool is at its limit before it
+        /// fails with 503. Default 10 s.
+        public var maxWait: Duration = .seconds(10)
 
         public init() {}
     }

@@ -167,6 +167,31 @@ import Glibc
         gateway.stop()
     }
 
+    @Test func aFullPoolAnswers503AfterMaxWait() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              narrow:
+                base_url: http://127.0.0.1:\(upstream.port)
+                pool: { max_connections: 1, max_wait: 300ms }
+            routes:
+              - { name: narrow, match: { path_prefix: / }, upstream: narrow }
+            """)
+        let client = HTTPClient()
+        let url = gateway.url
+        async let slow = client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"))
+        try await Task.sleep(for: .milliseconds(200))
+        let started = ContinuousClock.now
+        let waited = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/fast"))
+        let elapsed = ContinuousClock.now - started
+        #expect(waited.status == 503)
+        #expect(Self.text(waited).contains("\"error\":\"service_unavailable\""))
+        #expect(elapsed >= .milliseconds(250) && elapsed < .milliseconds(1500), "max_wait, not the slow call: \(elapsed)")
+        #expect(try await slow.status == 200, "the call holding the connection completes")
+        gateway.stop()
+    }
+
     @Test func apiKeysGate401And403AndAreNeverForwarded() async throws {
         let upstream = try await RecordingUpstream.start()
         let config = """
