@@ -27,6 +27,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private var parser: HTTP1RequestParser
     private var slots: [Slot] = []
     private var currentBody: ByteStream?
+    /// The slot of the request whose body `currentBody` is.
+    private weak var bodySlot: Slot?
+    /// The request being read was answered before its body was read: the rest of the body is read and dropped, so the
+    /// connection can serve the next request.
+    private var discardingBody = false
     private var processingPaused = false
     private var acceptingRequests = true
     private var peerFinished = false
@@ -61,8 +66,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
         let now = EventLoop.now()
         lastActivity = now
-        if headStartedAt == 0 && currentBody == nil { headStartedAt = now }
-        if currentBody != nil { lastBodyProgress = now }
+        if headStartedAt == 0 && currentBody == nil && !discardingBody { headStartedAt = now }
+        if currentBody != nil || discardingBody { lastBodyProgress = now }
         guard acceptingRequests else { return }
         parser.append(bytes)
         processInput()
@@ -119,6 +124,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             case .end:
                 currentBody?.finish()
                 currentBody = nil
+                discardingBody = false
                 headStartedAt = 0
                 if let last = slots.last, !last.keepAlive { acceptingRequests = false }
             case .error(let error):
@@ -126,6 +132,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                     currentBody = nil
                     body.fail(error.status == 413 ? ByteStreamError.tooLarge : ByteStreamError.aborted)
                     failRequestMidBody(status: error.status)
+                } else if discardingBody {
+                    // The body being dropped is malformed: its request has its answer; nothing more is read.
+                    discardingBody = false
+                    acceptingRequests = false
+                    connection.closeAfterFlush()
                 } else {
                     reject(status: error.status)
                 }
@@ -154,11 +165,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             declaredLength = length
             body = makeBodyStream()
             currentBody = body
+            bodySlot = slot
             lastBodyProgress = EventLoop.now()
         case .chunked:
             declaredLength = nil
             body = makeBodyStream()
             currentBody = body
+            bodySlot = slot
             lastBodyProgress = EventLoop.now()
         }
         if currentBody != nil, head.version >= .http1_1, slots.count == 1,
@@ -260,6 +273,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                     finishConnection()
                     return
                 }
+                discardBodyIfAnswered(first)
             }
             guard processingPaused, currentBody == nil || currentBody?.isFinished == true,
                   slots.count < context.limits.maxPipelinedRequests else { break }
@@ -270,6 +284,19 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             guard slots.first?.response != nil else { break }
         }
         if draining && isIdle { connection.closeAfterFlush() }
+    }
+
+    /// After `slot`'s response was written: if its request's body is still arriving, nobody will read the rest (the
+    /// handler answered without it), so it is dropped as it arrives and the connection goes on with the next request
+    /// (what nginx does), instead of stalling once the unread body fills the stream. A handler still reading sees the
+    /// body end with ``ByteStreamError/aborted``.
+    private func discardBodyIfAnswered(_ slot: Slot) {
+        guard let body = currentBody, slot === bodySlot else { return }
+        currentBody = nil
+        bodySlot = nil
+        discardingBody = true
+        lastBodyProgress = EventLoop.now()
+        body.fail(ByteStreamError.aborted)
     }
 
     private func finishConnection() {
@@ -363,6 +390,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             finishConnection()
             return
         }
+        discardBodyIfAnswered(slot)
         writeReadyResponses()
     }
 
@@ -381,6 +409,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         if currentBody != nil {
             if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds { timeOutRequest() }
+            return
+        }
+        if discardingBody {
+            // Its request is answered: a stalled body just ends the connection.
+            if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds { connection.close() }
             return
         }
         if headStartedAt != 0 && slots.isEmpty {

@@ -142,6 +142,32 @@ import Testing
         #expect(closed)
     }
 
+    @Test func anUnreadBodyAfterAnEarlyAnswerIsDroppedAndTheConnectionGoesOn() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        // /hello answers without reading the body: the rest of the body, sent after the answer, is read and dropped
+        // (far more than the body stream buffers), and the next request on the connection is served.
+        let size = 4 << 20
+        for framing in ["Content-Length: \(size)", "Transfer-Encoding: chunked"] {
+            let client = try RawClient(port: port)
+            client.send("POST /hello HTTP/1.1\r\nHost: x\r\n\(framing)\r\n\r\n")
+            let first = client.read(until: { $0.contains("hello") }, timeout: 5)
+            #expect(first.hasPrefix("HTTP/1.1 200 "), "\(framing): \(first)")
+            let chunk = [UInt8](repeating: UInt8(ascii: "b"), count: 64 * 1024)
+            for _ in 0..<(size / chunk.count) {
+                if framing.hasPrefix("Transfer") {
+                    client.send(Array("10000\r\n".utf8) + chunk + Array("\r\n".utf8))
+                } else {
+                    client.send(chunk)
+                }
+            }
+            if framing.hasPrefix("Transfer") { client.send("0\r\n\r\n") }
+            client.send("GET /target?next HTTP/1.1\r\nHost: x\r\n\r\n")
+            let next = client.read(until: { $0.contains("/target?next") }, timeout: 5)
+            #expect(next.hasPrefix("HTTP/1.1 200 "), "\(framing): the next request is served: \(next)")
+        }
+    }
+
     @Test func http10ClosesUnlessKeepAliveAsked() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }

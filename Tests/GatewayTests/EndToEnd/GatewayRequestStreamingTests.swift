@@ -115,6 +115,24 @@ import Glibc
         await upstream.shutdown()
     }
 
+    @Test func anUpstreamThatAnswersEarlyEndsTheUploadAndTheConnectionGoesOn() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = try RawClient(port: gateway.port)
+        let total = 8 << 20
+        let chunk = [UInt8](repeating: UInt8(ascii: "r"), count: 64 * 1024)
+        client.send("PUT /up/refuse HTTP/1.1\r\nHost: t\r\nContent-Length: \(total)\r\n\r\n")
+        client.send(chunk)
+        let refused = client.read(until: { $0.contains("refused") }, timeout: 10)
+        #expect(refused.hasPrefix("HTTP/1.1 413"), "the upstream's early answer reaches the client: \(refused)")
+        for _ in 1..<(total / chunk.count) { client.send(chunk) }
+        client.send("GET /up/upload HTTP/1.1\r\nHost: t\r\n\r\n")
+        let next = client.read(until: { $0.contains("sum=") }, timeout: 10)
+        #expect(next.hasPrefix("HTTP/1.1 200"), "the rest of the body was dropped and the next request served: \(next)")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
     @Test func anOpenEndedBodyPastTheLimitGets413() async throws {
         let upstream = try await UploadUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, maxBody: "1MiB"))
@@ -164,7 +182,8 @@ import Glibc
 }
 
 /// An upstream that reads request bodies and answers with their length and checksum (`bytes=N sum=S`), recording
-/// the framing each arrived with. `/stall?ms=N` waits before reading; `/unavailable` answers 503 after reading.
+/// the framing each arrived with. `/stall?ms=N` waits before reading; `/unavailable` answers 503 after reading;
+/// `/refuse` answers 413 without reading.
 final class UploadUpstream: HTTPServerHandler {
     struct Upload: Sendable {
         var contentLength: String?
@@ -200,6 +219,9 @@ final class UploadUpstream: HTTPServerHandler {
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let head = request.head
+        if head.path == "/refuse" {
+            return HTTPServerResponse(status: 413, headers: ["Content-Type": "text/plain"], body: Array("refused".utf8))
+        }
         if head.path == "/stall" {
             let ms = head.query.flatMap { Int($0.dropFirst("ms=".count)) } ?? 1000
             try? await Task.sleep(for: .milliseconds(ms))
