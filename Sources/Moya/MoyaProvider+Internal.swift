@@ -201,8 +201,9 @@ extension MoyaProvider {
     }
 
     /// Sends, answers one `401` Basic/Digest challenge with the credential a plugin supplied, and asks the
-    /// `RequestRetrier` plugins whether to send again. A request whose body is streamed is sent once: neither is
-    /// possible after its body was consumed.
+    /// `RequestRetrier` plugins whether to send again. Neither happens once an attempt has started
+    /// pulling a body streamed from an async sequence (what it took is gone); before that (a connection that could not
+    /// be opened) both can.
     func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, pluginTarget: TargetType,
                                                    requestType: RequestTypeWrapper, retriers: [RequestRetrier],
                                                    progress: HTTPClientProgress) async

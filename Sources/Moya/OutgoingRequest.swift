@@ -3,14 +3,15 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPClient
+import Synchronization
 
 /// A prepared request as the provider sends it, again when a challenge or a retrier asks: a `URLRequest` through the
 /// session (redirects, uploads, downloads), or a `TransportRequest` straight to the client.
 protocol OutgoingRequest {
     /// One exchange: the response before validation, or the transport's error.
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError>
-    /// Whether the request can be sent again (a challenge answer, a retry): false for a body streamed from an async
-    /// sequence, which the first attempt consumed.
+    /// Whether the request can be sent again (a challenge answer, a retry): false once an attempt has started pulling
+    /// a body streamed from an async sequence (what it took is gone).
     var canBeSentAgain: Bool { get }
     /// The method and request-target a Digest answer signs.
     var digestMethod: String { get }
@@ -89,11 +90,20 @@ struct TransportOutgoing: OutgoingRequest {
     var request: TransportRequest
     var source: URLRequestSource
     let streamingBodiesAbove: Int?
+    /// The streamed body, if the body is a stream: it knows whether an attempt has pulled from it.
+    private let bodyPulled: TrackedBodyStream?
 
     init(_ request: TransportRequest, source: URLRequestSource, streamingBodiesAbove: Int?) {
         self.request = request
         self.source = source
         self.streamingBodiesAbove = streamingBodiesAbove
+        if case .stream(let stream, let length) = request.http.body {
+            let tracked = TrackedBodyStream(stream)
+            self.request.http.body = .stream(AsyncThrowingStream(unfolding: { try await tracked.next() }), length: length)
+            bodyPulled = tracked
+        } else {
+            bodyPulled = nil
+        }
     }
 
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
@@ -105,10 +115,7 @@ struct TransportOutgoing: OutgoingRequest {
         }
     }
 
-    var canBeSentAgain: Bool {
-        if case .stream = request.http.body { return false }
-        return true
-    }
+    var canBeSentAgain: Bool { !(bodyPulled?.wasPulled ?? false) }
 
     var digestMethod: String { request.http.method.rawValue }
 
@@ -156,4 +163,24 @@ enum TransportErrors {
         guard interval > 0, interval.isFinite, interval < 1e9 else { return nil }
         return .milliseconds(Int64(interval * 1000))
     }
+}
+
+/// A request body stream that remembers whether it was pulled from. Its chunks are pulled one at a time by one
+/// attempt's body pump (never concurrently), which is what makes the unchecked iterator safe.
+final class TrackedBodyStream: @unchecked Sendable {
+    private var iterator: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
+    private let pulled = Atomic<Bool>(false)
+
+    init(_ stream: AsyncThrowingStream<[UInt8], any Error>) {
+        iterator = stream.makeAsyncIterator()
+    }
+
+    /// The next chunk; marks the stream as pulled from.
+    func next() async throws -> [UInt8]? {
+        pulled.store(true, ordering: .relaxed)
+        return try await iterator.next()
+    }
+
+    /// Whether an attempt has started pulling (what it took cannot be sent again).
+    var wasPulled: Bool { pulled.load(ordering: .relaxed) }
 }

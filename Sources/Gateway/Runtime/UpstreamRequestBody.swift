@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// Bodies of unknown length (chunked, or HTTP/2 without `Content-Length`) still in flight and bodies declared longer
 /// than ``collectLimit`` are relayed; shorter ones are collected, so they can be retried and sent with the head in one
-/// write. A relayed body is sent once (never retried, no challenge answered), and its size is checked against the
+/// write. Once a relayed body has started to flow it is not sent again (no retry, no challenge answered; an attempt
+/// whose connection could not be opened is retried as usual), and its size is checked against the
 /// server's `max_body_bytes` as it flows.
 final class UpstreamRequestBody: Sendable {
     /// The longest declared body that is collected rather than relayed.

@@ -23,7 +23,9 @@ import Glibc
           listen: "127.0.0.1:ADMIN"
         upstreams:
           up: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { response: 20s } }
+          dead: { base_url: "http://127.0.0.1:1" }
         routes:
+          - { name: dead, match: { path_prefix: /dead }, upstream: dead, retries: { attempts: 3 } }
           - name: retried
             match: { path_prefix: /retried }
             upstream: up
@@ -149,7 +151,7 @@ import Glibc
         await upstream.shutdown()
     }
 
-    @Test func aRelayedBodyIsNeverSentTwiceButACollectedOneIsRetried() async throws {
+    @Test func aRelayedBodyIsNeverSentTwiceButACollectedOneOrAnUnstartedOneIsRetried() async throws {
         let upstream = try await UploadUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
         let long = try Self.patternFile(bytes: 1 << 20)
@@ -161,7 +163,13 @@ import Glibc
                                                        "--data-binary", "short", "\(gateway.url)/retried/unavailable"])
         #expect(collected.stdout == "503")
         #expect(upstream.uploads.count == 4, "a collected body is retried: \(upstream.uploads.count)")
+        let refused = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "-H", "Expect:",
+                                                     "-H", "X-Request-Id: dead-1", "--data-binary", "@\(long)",
+                                                     "\(gateway.url)/dead/x"])
+        #expect(refused.stdout == "502")
         gateway.stop()
+        let dead = gateway.accessLog.first { $0["request_id"] as? String == "dead-1" }
+        #expect(dead?["retries"] as? Int == 2, "a relayed body that never started to flow is retried: \(String(describing: dead))")
         await upstream.shutdown()
     }
 

@@ -126,6 +126,28 @@ import HTTPWire
         #expect(response.request?.value(forHTTPHeaderField: "X-Stub") == "1")
     }
 
+    @Test func aStreamedBodyNoAttemptPulledCanBeSentAgain() async throws {
+        try await withHttpbin { bin async throws in
+            let session = Session(client: HTTPClient(), headers: [:], redirectHandler: .doNotFollow)
+            let body = AsyncThrowingStream<[UInt8], any Error> { continuation in
+                continuation.yield(Array("streamed ".utf8))
+                continuation.yield(Array("body".utf8))
+                continuation.finish()
+            }
+            let http = try HTTPClientRequest(method: .post, url: "http://127.0.0.1:1/post", body: .stream(body, length: 13))
+            let request = TransportRequest(http: http)
+            var outgoing = TransportOutgoing(request, source: URLRequestSource(transport: request), streamingBodiesAbove: nil)
+            let refused = await outgoing.exchange(in: session, progress: HTTPClientProgress())
+            #expect((try? refused.get()) == nil, "nothing listens on port 1")
+            #expect(outgoing.canBeSentAgain, "the connection failed before any chunk was pulled")
+            outgoing.request.http.port = bin.port
+            let sent = try await outgoing.exchange(in: session, progress: HTTPClientProgress()).get()
+            #expect(sent.statusCode == 200)
+            #expect(bin.lastBody("/post") == Array("streamed body".utf8), "the whole body, from its start")
+            #expect(!outgoing.canBeSentAgain, "once pulled, never again")
+        }
+    }
+
     @Test func immediateStubsAreAnsweredSynchronouslyAndOthersAreDeclined() throws {
         func provider(_ stub: @escaping (TestTarget) -> StubBehavior, log: Recorder<String>, lane: Bool = true) -> MoyaProvider<TestTarget> {
             MoyaProvider<TestTarget>(
