@@ -174,9 +174,11 @@ final class LoopbackServer: Sendable {
         server.withLock { server in server.flatMap { ($0.localAddresses.first ?? $0.tlsLocalAddresses.first)?.port } ?? 0 }
     }
 
-    func start(_ handler: any HTTPServerHandler, tls: TLSServerConfiguration? = nil) async throws {
+    func start(_ handler: any HTTPServerHandler, tls: TLSServerConfiguration? = nil,
+               limits: HTTPServerLimits = HTTPServerLimits()) async throws {
         let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
-        let server = HTTPServer(configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls),
+        let server = HTTPServer(configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback],
+                                                     tls: tls, limits: limits),
                                 group: try EventLoopGroup(threads: 1), handler: handler)
         try await server.start()
         self.server.withLock { $0 = server }

@@ -205,9 +205,9 @@ final class UploadUpstream: HTTPServerHandler {
     }
 
     private let state = Mutex(State())
-    private let server = Mutex<HTTPServer?>(nil)
+    private let serving = LoopbackServer()
 
-    var port: Int { server.withLock { $0?.localAddresses.first?.port ?? 0 } }
+    var port: Int { serving.port }
     var uploads: [Upload] { state.withLock { $0.uploads } }
     /// Bytes of the request being read so far.
     var bytesInFlight: Int { state.withLock { $0.inFlight } }
@@ -216,14 +216,11 @@ final class UploadUpstream: HTTPServerHandler {
         let upstream = UploadUpstream()
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = 1 << 30
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
-                                group: try EventLoopGroup(threads: 1), handler: upstream)
-        try await server.start()
-        upstream.server.withLock { $0 = server }
+        try await upstream.serving.start(upstream, limits: limits)
         return upstream
     }
 
-    func shutdown() async { await server.withLock { $0 }?.shutdown(timeout: .seconds(1)) }
+    func shutdown() async { await serving.shutdown() }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let head = request.head
