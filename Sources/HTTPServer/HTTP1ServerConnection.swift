@@ -32,6 +32,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// The request being read was answered before its body was read: the rest of the body is read and dropped, so the
     /// connection can serve the next request.
     private var discardingBody = false
+    /// The request being read asked for `100 Continue` and did not get it (it was pipelined): its client may never
+    /// send the body, so an answer given before the body was read closes the connection instead of dropping a body
+    /// that might be the next request (the "0.CL" desync).
+    private var bodyAwaitsContinue = false
     private var processingPaused = false
     private var acceptingRequests = true
     private var peerFinished = false
@@ -174,9 +178,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             bodySlot = slot
             lastBodyProgress = EventLoop.now()
         }
-        if currentBody != nil, head.version >= .http1_1, slots.count == 1,
-           head.headers.first(name: "Expect")?.equalsIgnoringASCIICase("100-continue") == true {
-            connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        bodyAwaitsContinue = false
+        if currentBody != nil, head.headers.first(name: "Expect")?.equalsIgnoringASCIICase("100-continue") == true {
+            if head.version >= .http1_1, slots.count == 1 {
+                connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            } else {
+                bodyAwaitsContinue = true
+            }
         }
         let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
@@ -265,7 +273,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func writeReadyResponses() {
         while true {
             while let first = slots.first, let response = first.response, !first.writing {
-                if draining { first.keepAlive = false }
+                if draining || (bodyAwaitsContinue && first === bodySlot && currentBody != nil) { first.keepAlive = false }
                 let streaming = write(response, for: first)
                 if streaming { return }
                 slots.removeFirst()

@@ -168,6 +168,24 @@ import Testing
         }
     }
 
+    @Test func anEarlyAnswerToAPipelinedExpectContinueClosesInsteadOfDroppingABodyThatMayNeverCome() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        // The second request is pipelined, so it gets no 100 Continue and its client may never send the body: the
+        // bytes after it could be the next request, which must not be swallowed as body ("0.CL" desync).
+        let client = try RawClient(port: port)
+        client.send("GET /slow?ms=50 HTTP/1.1\r\nHost: x\r\n\r\n"
+                    + "POST /hello HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n")
+        let answers = client.read(until: { $0.contains("hello") }, timeout: 5)
+        #expect(!answers.contains("100 Continue"))
+        #expect(answers.components(separatedBy: "HTTP/1.1 200").count == 3, "both answered: \(answers)")
+        #expect(answers.lowercased().contains("connection: close"), "the early answer closes: \(answers)")
+        client.send("GET /target?smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        let (rest, closed) = client.readAll()
+        #expect(rest.isEmpty, "nothing after the early answer: \(String(decoding: rest, as: UTF8.self))")
+        #expect(closed)
+    }
+
     @Test func http10ClosesUnlessKeepAliveAsked() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
