@@ -135,9 +135,16 @@ struct TransportOutgoing: OutgoingRequest {
         return await retrier.retry(urlRequest, for: target, dueTo: result, attempt: attempt)
     }
 
+    /// A `URLRequest` cannot carry a streamed body: when the retrier's request has no body of its own, the stream (not
+    /// pulled yet, or the retry would not be asked for) goes with it. The whole request's deadline stays.
     mutating func replace(with request: URLRequest, in session: Session) {
-        guard let http = try? session.clientRequest(for: request, upload: .requestBody) else { return }
-        self.request = TransportRequest(http: http, timeout: TransportErrors.timeout(of: request))
+        guard var http = try? session.clientRequest(for: request, upload: .requestBody) else { return }
+        if case .stream = self.request.http.body, request.httpBody == nil, request.httpBodyStream == nil {
+            http.body = self.request.http.body
+        }
+        var replacement = TransportRequest(http: http, timeout: TransportErrors.timeout(of: request))
+        replacement.deadline = self.request.deadline
+        self.request = replacement
         source = URLRequestSource(request)
     }
 }

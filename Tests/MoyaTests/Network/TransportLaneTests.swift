@@ -148,6 +148,21 @@ import HTTPWire
         }
     }
 
+    @Test func aRetriersNewRequestKeepsAStreamedBodyNotYetPulled() async throws {
+        try await withHttpbin { bin async throws in
+            var retried = URLRequest(url: bin.baseURL.appendingPathComponent("post"))
+            retried.httpMethod = "POST"
+            retried.setValue("1", forHTTPHeaderField: "X-Retried")
+            let provider = laneProvider(plugins: [StreamedBodyPlugin(), ReplacingRetrier(replacement: retried)])
+            var target = BinTarget(bin, "/post", method: .post)
+            target.baseURL = URL(string: "http://127.0.0.1:1")!
+            let response = try await provider.requestInCurrentTask(target).get()
+            #expect(response.statusCode == 200)
+            #expect(bin.lastHeaders("/post")?.first(name: "X-Retried") == "1")
+            #expect(bin.lastBody("/post") == Array("streamed body".utf8), "the stream went with the new request")
+        }
+    }
+
     @Test func immediateStubsAreAnsweredSynchronouslyAndOthersAreDeclined() throws {
         func provider(_ stub: @escaping (TestTarget) -> StubBehavior, log: Recorder<String>, lane: Bool = true) -> MoyaProvider<TestTarget> {
             MoyaProvider<TestTarget>(
@@ -265,6 +280,24 @@ private struct StatusRetrier: TransportRetrier, TransportPlugin {
                attempt: Int) async -> RetryDecision {
         attempts.append(attempt)
         return result.httpResponse?.statusCode == status ? .retry(after: 0) : .doNotRetry
+    }
+}
+
+/// Answers the first failure with `replacement` (a `URLRequest`, as a token refresh would).
+private struct ReplacingRetrier: TransportRetrier, TransportPlugin {
+    let replacement: URLRequest
+
+    func prepare(_ request: inout TransportRequest, target: TargetType) {}
+
+    func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+               attempt: Int) async -> RetryDecision {
+        .doNotRetry
+    }
+
+    func retry(_ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+               attempt: Int) async -> RetryDecision {
+        guard attempt == 0, case .failure = result else { return .doNotRetry }
+        return .retry(after: 0, request: replacement)
     }
 }
 
