@@ -23,6 +23,14 @@ public struct HTTPHeaders: Equatable, Hashable, Sendable {
         dictionary.forEach { update(HTTPHeader(name: $0.key, value: $0.value)) }
     }
 
+    /// The string fields of a Foundation header dictionary (`httpAdditionalHeaders`, `allHeaderFields`); fields whose
+    /// name or value is not a string are skipped.
+    init(stringFieldsOf fields: [AnyHashable: Any]) {
+        for (name, value) in fields {
+            if let name = name as? String, let value = value as? String { update(name: name, value: value) }
+        }
+    }
+
     /// Adds or replaces the header called `name`.
     public mutating func add(name: String, value: String) { update(HTTPHeader(name: name, value: value)) }
 
@@ -160,13 +168,7 @@ public extension URLSessionConfiguration {
     /// `httpAdditionalHeaders` as ``HTTPHeaders`` (Alamofire's extension): what `Session(configuration:)` adds to
     /// every request. Non-string keys or values are skipped when read.
     var headers: HTTPHeaders {
-        get {
-            var headers = HTTPHeaders()
-            for (name, value) in httpAdditionalHeaders ?? [:] {
-                if let name = name as? String, let value = value as? String { headers.update(name: name, value: value) }
-            }
-            return headers
-        }
+        get { HTTPHeaders(stringFieldsOf: httpAdditionalHeaders ?? [:]) }
         set { httpAdditionalHeaders = newValue.dictionary }
     }
 }
@@ -181,13 +183,7 @@ public extension URLRequest {
 
 public extension HTTPURLResponse {
     /// `allHeaderFields` as ``HTTPHeaders`` (Alamofire's extension); non-string keys or values are skipped.
-    var headers: HTTPHeaders {
-        var headers = HTTPHeaders()
-        for (name, value) in allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers.update(name: name, value: value) }
-        }
-        return headers
-    }
+    var headers: HTTPHeaders { HTTPHeaders(stringFieldsOf: allHeaderFields) }
 }
 
 private extension Array where Element == HTTPHeader {

@@ -12,12 +12,8 @@ public extension Session {
     /// session's `headers` (non-string keys or values are skipped). Requests go through `Session.sharedClient`.
     convenience init(configuration: URLSessionConfiguration, startRequestsImmediately: Bool = true,
                      interceptor: RequestInterceptor? = nil, redirectHandler: Redirector = .follow) {
-        var headers: [String: String] = [:]
-        for (name, value) in configuration.httpAdditionalHeaders ?? [:] {
-            if let name = name as? String, let value = value as? String { headers[name] = value }
-        }
-        self.init(headers: headers, startRequestsImmediately: startRequestsImmediately, interceptor: interceptor,
-                  redirectHandler: redirectHandler)
+        self.init(headers: configuration.headers.dictionary, startRequestsImmediately: startRequestsImmediately,
+                  interceptor: interceptor, redirectHandler: redirectHandler)
     }
 
     /// A `URLSessionConfiguration` describing this session: `.default` with `httpAdditionalHeaders` set to
