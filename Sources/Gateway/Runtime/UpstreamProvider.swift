@@ -21,16 +21,14 @@ final class UpstreamProvider: Sendable {
     /// Whether upstream exchanges are logged (the gateway's log is at `debug`).
     let logsExchanges: Bool
     /// Whether this is a stub with neither a delay nor a latency distribution: its answers need no waiting.
-    var answersInstantly: Bool {
-        guard let stub = upstream.stub else { return false }
-        return stub.latency == nil && stub.delay <= .zero
-    }
+    let answersInstantly: Bool
 
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only).
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil) {
         self.upstream = upstream
         self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         self.logsExchanges = exchangeLogger != nil
+        self.answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
         var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
