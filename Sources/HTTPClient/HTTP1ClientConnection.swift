@@ -13,6 +13,11 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     var idleSince = EventLoop.now()
     let openedAt = EventLoop.now()
     private var connectTimer: LoopTimer?
+    /// The response-head deadline's timer: one per connection, armed lazily. When it fires it checks the exchange at
+    /// hand then, and re-arms for that exchange's due time if it is later, so a connection serving a stream of
+    /// requests with the same timeout schedules about one timer per timeout period rather than one per request.
+    private var responseTimer: LoopTimer?
+    private var responseTimerDue: UInt64 = 0
     /// The exchange waiting for this connection to become active.
     private var pendingExchange: HTTPClientExchange?
     /// A streamed body's request head, written together with its first chunk.
@@ -76,14 +81,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             return
         }
         exchange.lastSendProgress = EventLoop.now()
+        armResponseTimer(for: exchange)
         // The exchange is recognised by identity rather than captured weakly: a weak reference would give every
-        // exchange a side table (an allocation per request). Both closures are dropped when the exchange ends.
+        // exchange a side table (an allocation per request). The closure is dropped when the exchange ends.
         let id = ObjectIdentifier(exchange)
-        if let due = exchange.responseDue() {
-            exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self] in
-                self?.responseTimerFired(id)
-            }
-        }
         exchange.onCancel = { [weak self] in
             guard let self, let current = self.exchange, ObjectIdentifier(current) == id else { return }
             self.failAndClose(.cancelled)
@@ -100,15 +101,25 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
     }
 
-    /// The response head is due (see ``HTTPClientExchange/responseDue()``): time out, or wait on when the request body
-    /// moved since the timer was set.
-    private func responseTimerFired(_ id: ObjectIdentifier) {
-        guard let exchange, ObjectIdentifier(exchange) == id, exchange.responseHead == nil,
-              let due = exchange.responseDue() else { return }
+    /// Makes sure the response timer fires no later than `exchange`'s response head is due (see
+    /// ``HTTPClientExchange/responseDue()``). A timer already armed for an earlier time stays: it re-arms when it fires.
+    private func armResponseTimer(for exchange: HTTPClientExchange) {
+        guard let due = exchange.responseDue() else { return }
+        if responseTimer != nil && responseTimerDue <= due { return }
+        responseTimer?.cancel()
+        responseTimerDue = due
+        responseTimer = connection.loop.schedule(atNanoseconds: due) { [weak self] in
+            self?.responseTimerFired()
+        }
+    }
+
+    /// The response timer fired: the exchange at hand, if it still waits for its response head, times out, or waits
+    /// on when it is due later (a later exchange, or a request body that moved since).
+    private func responseTimerFired() {
+        responseTimer = nil
+        guard let exchange, exchange.responseHead == nil, let due = exchange.responseDue() else { return }
         if due > EventLoop.now() {
-            exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self] in
-                self?.responseTimerFired(id)
-            }
+            armResponseTimer(for: exchange)
             return
         }
         failAndClose(.responseTimeout)
@@ -205,7 +216,6 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 continue
             case .head(let head, _):
                 exchange.responseHead = head
-                exchange.timer?.cancel()
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
                 exchange.chooseDelivery(for: head)
                 // A refusal (or a close) before the whole body went out: the server does not want the rest
@@ -276,6 +286,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
 
     func connectionDidClose(_ connection: Connection, error: (any Error)?) {
         connectTimer?.cancel()
+        responseTimer?.cancel()
+        responseTimer = nil
         let reason: HTTPClientError
         if !isActive {
             if let tlsError = error as? TLSError {

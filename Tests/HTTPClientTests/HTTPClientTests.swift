@@ -94,6 +94,39 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         }
     }
 
+    /// The response timer is armed once per connection and re-armed when it fires: a request sent on a reused
+    /// connection must still time out on its own due time, later or earlier than the timer at hand.
+    @Test func timeoutsHoldForEveryRequestOnAReusedConnection() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerOrigin = 1
+        configuration.responseTimeout = .milliseconds(300)
+        let client = HTTPClient(configuration: configuration)
+        let url = "http://127.0.0.1:\(port)"
+        for _ in 0..<3 {
+            // Quick answers on one connection leave the timer armed for the first request's due time.
+            #expect(try await client.execute(HTTPClientRequest(url: "\(url)/hello")).status == 200)
+        }
+        try await Task.sleep(for: .milliseconds(150))
+        let started = ContinuousClock.now
+        await #expect(throws: HTTPClientError.responseTimeout) {
+            _ = try await client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"))
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(280), "the request got its own 300 ms, not what was left of an earlier one's")
+        #expect(waited < .milliseconds(1500))
+
+        // A deadline earlier than the armed timer: the timer is brought forward.
+        #expect(try await client.execute(HTTPClientRequest(url: "\(url)/hello")).status == 200)
+        let shortStart = ContinuousClock.now
+        await #expect(throws: HTTPClientError.responseTimeout) {
+            _ = try await client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"),
+                                         deadline: .now + .milliseconds(60))
+        }
+        #expect(ContinuousClock.now - shortStart < .milliseconds(250))
+    }
+
     @Test func cancellingTheTaskCancelsTheRequest() async throws {
         let (server, port) = try await startEchoServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
