@@ -11,9 +11,9 @@ struct HTTP1FieldSectionReader: Sendable {
     }
 
     private(set) var headers = HTTPHeaders()
-    private(set) var hostValues: [String] = []
-    private(set) var contentLengthValues: [String] = []
-    private(set) var transferEncodingValues: [String] = []
+    private(set) var hostValues = FramingFieldValues()
+    private(set) var contentLengthValues = FramingFieldValues()
+    private(set) var transferEncodingValues = FramingFieldValues()
     /// Whether any Transfer-Encoding value had whitespace after it (a smuggling gadget).
     private(set) var transferEncodingHadTrailingWhitespace = false
     private var sectionBytes = 0
@@ -72,5 +72,25 @@ struct HTTP1FieldSectionReader: Sendable {
                 headers.add(name: field.name, value: field.value)
             }
         }
+    }
+}
+
+/// The values of one framing field (Host, Content-Length, Transfer-Encoding) in the order received. Such a field is
+/// almost always sent once, so the first value is held inline: no array is allocated per message.
+struct FramingFieldValues: RandomAccessCollection, Sendable {
+    private var firstValue: String?
+    private var laterValues: [String] = []
+
+    init() {}
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { firstValue == nil ? 0 : 1 + laterValues.count }
+
+    subscript(position: Int) -> String {
+        position == 0 ? (firstValue ?? "") : laterValues[position - 1]
+    }
+
+    mutating func append(_ value: String) {
+        if firstValue == nil { firstValue = value } else { laterValues.append(value) }
     }
 }

@@ -177,7 +177,11 @@ enum HTTP1Grammar {
     /// Whether `value` is `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2): a reg-name, IPv4 address or
     /// bracketed IP literal, with an optional decimal port up to 65535. An empty value is valid (RFC 9112 §3.2).
     static func isValidHost(_ value: String) -> Bool {
-        let bytes = Array(value.utf8)
+        var value = value
+        return value.withUTF8 { isValidHost(bytes: $0) }
+    }
+
+    private static func isValidHost(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         if bytes.first == 0x5B {  // "["
             index = 1

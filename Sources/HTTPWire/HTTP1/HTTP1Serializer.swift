@@ -107,6 +107,25 @@ public enum HTTP1Serializer {
         buffer.append(HTTP1Grammar.lf)
     }
 
+    /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
+    public static func writeContentLength(_ length: Int, into buffer: inout [UInt8]) {
+        let name: StaticString = "Content-Length: "
+        name.withUTF8Buffer { buffer.append(contentsOf: $0) }
+        writeDecimal(max(0, length), into: &buffer)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+    }
+
+    /// Appends the decimal digits of a non-negative `value`.
+    private static func writeDecimal(_ value: Int, into buffer: inout [UInt8]) {
+        guard value >= 10 else {
+            buffer.append(0x30 &+ UInt8(truncatingIfNeeded: value))
+            return
+        }
+        writeDecimal(value / 10, into: &buffer)
+        buffer.append(0x30 &+ UInt8(truncatingIfNeeded: value % 10))
+    }
+
     /// Appends the empty line that ends a head.
     public static func writeEndOfHead(into buffer: inout [UInt8]) {
         buffer.append(HTTP1Grammar.cr)

@@ -120,6 +120,17 @@ import Testing
         #expect(wire == bytes("0\r\n\r\n"))
     }
 
+    @Test func contentLengthLines() {
+        for length in [0, 7, 10, 13, 99, 100, 65_535, 1_000_000_007, Int.max] {
+            var wire: [UInt8] = []
+            HTTP1Serializer.writeContentLength(length, into: &wire)
+            #expect(wire == bytes("Content-Length: \(length)\r\n"))
+        }
+        var wire: [UInt8] = []
+        HTTP1Serializer.writeContentLength(-5, into: &wire)
+        #expect(wire == bytes("Content-Length: 0\r\n"))
+    }
+
     @Test func chunkedBodyRoundTrip() throws {
         var wire: [UInt8] = []
         try HTTP1Serializer.writeRequestHead(
