@@ -15,8 +15,9 @@ struct HTTP1ResponseHeadWriter {
     }
 
     /// The head's bytes, then the framing decided; `keepAlive` is cleared when the body is close-delimited.
+    /// `dateFieldLine` is the whole `Date` line to add when the handler set none (see ``HTTPDateCache``).
     static func write(_ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool,
-                      date: String, into output: inout [UInt8]) throws(HTTP1SerializationError) -> Framing {
+                      dateFieldLine: [UInt8], into output: inout [UInt8]) throws(HTTP1SerializationError) -> Framing {
         var head = response.head
         head.version = version >= .http1_1 ? .http1_1 : .http1_0
         let forbidsBody = head.statusForbidsBody
@@ -31,7 +32,7 @@ struct HTTP1ResponseHeadWriter {
                 if forbidsBody || hasLength { continue }
                 hasLength = true
                 if let bodyLength {
-                    try HTTP1Serializer.writeField(name: name, value: String(bodyLength), into: &output)
+                    HTTP1Serializer.writeContentLength(bodyLength, into: &output)
                     continue
                 }
             } else if name.equalsIgnoringASCIICase("Connection") || name.equalsIgnoringASCIICase("Keep-Alive")
@@ -42,15 +43,15 @@ struct HTTP1ResponseHeadWriter {
             }
             try HTTP1Serializer.writeField(name: name, value: field.value, into: &output)
         }
-        if !hasDate { try HTTP1Serializer.writeField(name: "Date", value: date, into: &output) }
+        if !hasDate { output.append(contentsOf: dateFieldLine) }
         let bodyAllowed = !isHead && !forbidsBody
         var framing = Framing.none
         switch response.body {
         case .none:
-            if bodyAllowed && !hasLength { try HTTP1Serializer.writeField(name: "Content-Length", value: "0", into: &output) }
+            if bodyAllowed && !hasLength { HTTP1Serializer.writeContentLength(0, into: &output) }
         case .bytes(let body):
             if !forbidsBody && !hasLength {
-                try HTTP1Serializer.writeField(name: "Content-Length", value: String(body.count), into: &output)
+                HTTP1Serializer.writeContentLength(body.count, into: &output)
             }
             if bodyAllowed { framing = .bytes }
         case .stream:

@@ -156,40 +156,52 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
-        let slot = Slot(isHead: head.method == .head, version: head.version, keepAlive: keepAlive)
-        slots.append(slot)
         let declaredLength: Int64?
-        let body: ByteStream
+        let body: ByteStream?
         switch framing {
         case .none:
             declaredLength = nil
-            body = ByteStream.complete([])
+            body = nil
             if !keepAlive { acceptingRequests = false }
         case .contentLength(let length):
             declaredLength = length
             body = makeBodyStream()
-            currentBody = body
-            bodySlot = slot
-            lastBodyProgress = EventLoop.now()
         case .chunked:
             declaredLength = nil
             body = makeBodyStream()
+        }
+        let request = HTTPServerRequest(head: head, bodyStream: body, declaredBodyLength: declaredLength,
+                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+                                        loop: connection.loop)
+        let immediate = context.handler.respondImmediately(to: request)
+        if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream {
+            // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
+            var keepAlive = keepAlive
+            writeHeadAndBytes(immediate, version: head.version, isHead: head.method == .head, keepAlive: &keepAlive)
+            if !keepAlive { finishConnection() }
+            return
+        }
+        let slot = Slot(isHead: head.method == .head, version: head.version, keepAlive: keepAlive)
+        slots.append(slot)
+        bodyAwaitsContinue = false
+        if let body {
             currentBody = body
             bodySlot = slot
             lastBodyProgress = EventLoop.now()
-        }
-        bodyAwaitsContinue = false
-        if currentBody != nil, head.headers.first(name: "Expect")?.equalsIgnoringASCIICase("100-continue") == true {
-            if head.version >= .http1_1, slots.count == 1 {
-                connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
-            } else {
-                bodyAwaitsContinue = true
+            if head.headers.first(name: "Expect")?.equalsIgnoringASCIICase("100-continue") == true {
+                if head.version >= .http1_1, slots.count == 1 {
+                    connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                } else {
+                    bodyAwaitsContinue = true
+                }
             }
         }
-        let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
-                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-                                        loop: connection.loop)
-        dispatch(request, slot: slot)
+        if let immediate {
+            // Written when the input at hand has been processed (see `connection(_:didRead:)`).
+            slot.response = immediate
+        } else {
+            dispatch(request, slot: slot)
+        }
         if slots.count >= context.limits.maxPipelinedRequests {
             processingPaused = true
             connection.pauseReading()
@@ -209,13 +221,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         processInput()
     }
 
+    /// Runs the handler for `request` in a task on the connection's loop; its answer fills `slot`.
     private func dispatch(_ request: HTTPServerRequest, slot: Slot) {
         let handler = context.handler
-        if let response = handler.respondImmediately(to: request) {
-            // Written when the input at hand has been processed (see `connection(_:didRead:)`).
-            slot.response = response
-            return
-        }
         let owner = UncheckedSendable((self, slot))
         let loop = connection.loop
         slot.task = Task(executorPreference: loop) {
@@ -318,40 +326,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Writes `response`; returns true when its body streams on (the slot stays first until it ends).
     private func write(_ response: HTTPServerResponse, for slot: Slot) -> Bool {
-        var output: [UInt8] = []
-        var framing = HTTP1ResponseHeadWriter.Framing.none
-        if case .bytes(let body) = response.body {
-            output.reserveCapacity(256 + body.count)
-        } else {
-            output.reserveCapacity(256)
-        }
-        do {
-            framing = try HTTP1ResponseHeadWriter.write(response, version: slot.version, isHead: slot.isHead,
-                                                        keepAlive: &slot.keepAlive, date: context.dateCache.current,
-                                                        into: &output)
-        } catch {
-            output.removeAll()
-            slot.keepAlive = false
-            let fallback = HTTPResponseHead(status: 500, headers: ["Content-Length": "0", "Connection": "close"])
-            try? HTTP1Serializer.writeResponseHead(fallback, into: &output)
-            connection.write(output)
-            return false
-        }
-        let stream: ByteStream
-        let chunked: Bool
-        switch (framing, response.body) {
-        case (.bytes, .bytes(let body)):
-            output.append(contentsOf: body)
-            connection.write(output)
-            return false
-        case (.stream(let isChunked), .stream(let body)):
-            connection.write(output)
-            stream = body
-            chunked = isChunked
-        default:
-            connection.write(output)
-            return false
-        }
+        guard let (stream, chunked) = writeHeadAndBytes(response, version: slot.version, isHead: slot.isHead,
+                                                        keepAlive: &slot.keepAlive) else { return false }
         slot.writing = true
         let owner = UncheckedSendable((self, slot))
         let streamBox = UncheckedSendable(stream)
@@ -360,6 +336,45 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             await server.pump(streamBox.value, chunked: chunked, slot: slot)
         }
         return true
+    }
+
+    /// Writes `response`'s head, and its body when it is held in memory; returns the body still to stream, and
+    /// whether it goes chunked, when there is one. `keepAlive` comes back false when the response ends the connection.
+    @discardableResult
+    private func writeHeadAndBytes(
+        _ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool
+    ) -> (ByteStream, chunked: Bool)? {
+        var output: [UInt8] = []
+        var framing = HTTP1ResponseHeadWriter.Framing.none
+        if case .bytes(let body) = response.body {
+            output.reserveCapacity(256 + body.count)
+        } else {
+            output.reserveCapacity(256)
+        }
+        do {
+            framing = try HTTP1ResponseHeadWriter.write(response, version: version, isHead: isHead,
+                                                        keepAlive: &keepAlive, dateFieldLine: context.dateCache.currentFieldLine,
+                                                        into: &output)
+        } catch {
+            output.removeAll()
+            keepAlive = false
+            let fallback = HTTPResponseHead(status: 500, headers: ["Content-Length": "0", "Connection": "close"])
+            try? HTTP1Serializer.writeResponseHead(fallback, into: &output)
+            connection.write(output)
+            return nil
+        }
+        switch (framing, response.body) {
+        case (.bytes, .bytes(let body)):
+            output.append(contentsOf: body)
+            connection.write(output)
+            return nil
+        case (.stream(let isChunked), .stream(let body)):
+            connection.write(output)
+            return (body, isChunked)
+        default:
+            connection.write(output)
+            return nil
+        }
     }
 
     /// Copies a streamed body to the socket, waiting for the socket to drain above the high-water mark.

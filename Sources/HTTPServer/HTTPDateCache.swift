@@ -6,14 +6,25 @@ import Glibc
 final class HTTPDateCache {
     private var second: time_t = 0
     private var cached = ""
+    private var cachedFieldLine: [UInt8] = []
 
     var current: String {
-        let now = time(nil)
-        if now != second {
-            second = now
-            cached = HTTPDateCache.format(now)
-        }
+        refresh()
         return cached
+    }
+
+    /// The whole HTTP/1 header line, `Date: <value> CRLF`, ready to append to a head.
+    var currentFieldLine: [UInt8] {
+        refresh()
+        return cachedFieldLine
+    }
+
+    private func refresh() {
+        let now = time(nil)
+        guard now != second else { return }
+        second = now
+        cached = HTTPDateCache.format(now)
+        cachedFieldLine = Array("Date: \(cached)\r\n".utf8)
     }
 
     static func format(_ time: time_t) -> String {

@@ -5,7 +5,13 @@ import NetCore
 public struct HTTPServerRequest: Sendable {
     public var head: HTTPRequestHead
     /// The body, streamed with back-pressure: the connection stops reading while the handler has not taken it.
-    public var body: ByteStream
+    /// A request without a body gets an empty, finished stream.
+    public var body: ByteStream {
+        get { bodyStream ?? ByteStream.complete([]) }
+        set { bodyStream = newValue }
+    }
+    /// The body's stream; nil for a request without a body, whose empty stream is only made if a handler asks.
+    private var bodyStream: ByteStream?
     /// The body's declared length, when the client sent `Content-Length`.
     public var declaredBodyLength: Int64?
     public var remoteAddress: SocketAddress?
@@ -16,8 +22,15 @@ public struct HTTPServerRequest: Sendable {
 
     public init(head: HTTPRequestHead, body: ByteStream, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
                 isTLS: Bool, loop: EventLoop) {
+        self.init(head: head, bodyStream: body, declaredBodyLength: declaredBodyLength, remoteAddress: remoteAddress,
+                  isTLS: isTLS, loop: loop)
+    }
+
+    /// A request whose body is `bodyStream`, or none when nil.
+    init(head: HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
+         isTLS: Bool, loop: EventLoop) {
         self.head = head
-        self.body = body
+        self.bodyStream = bodyStream
         self.declaredBodyLength = declaredBodyLength
         self.remoteAddress = remoteAddress
         self.isTLS = isTLS
@@ -34,6 +47,12 @@ public struct HTTPServerResponse: Sendable {
         /// Streamed; sent with `Content-Length` when the head declares one, else chunked (HTTP/1.1) or close-delimited
         /// (HTTP/1.0). The writer waits for the socket to drain before pulling more (back-pressure).
         case stream(ByteStream)
+
+        /// Whether the body is streamed.
+        var isStream: Bool {
+            if case .stream = self { return true }
+            return false
+        }
     }
 
     public var head: HTTPResponseHead
