@@ -82,13 +82,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
         exchange.lastSendProgress = EventLoop.now()
         armResponseTimer(for: exchange)
-        // The exchange is recognised by identity rather than captured weakly: a weak reference would give every
-        // exchange a side table (an allocation per request). The closure is dropped when the exchange ends.
-        let id = ObjectIdentifier(exchange)
-        exchange.onCancel = { [weak self] in
-            guard let self, let current = self.exchange, ObjectIdentifier(current) == id else { return }
-            self.failAndClose(.cancelled)
-        }
+        exchange.http1Connection = self
         if exchange.streamedBody != nil {
             startUpload(exchange, head: output)
             return
@@ -99,6 +93,13 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             exchange.upload?.queue(exchange.body.count, complete: true)
             exchange.upload?.update(unsent: connection.pendingWriteBytes)
         }
+    }
+
+    /// Cancels `exchange` if it is the one this connection runs: the connection closes (the response may be half
+    /// read). A finished exchange is left alone.
+    func cancel(_ exchange: HTTPClientExchange) {
+        guard self.exchange === exchange else { return }
+        failAndClose(.cancelled)
     }
 
     /// Makes sure the response timer fires no later than `exchange`'s response head is due (see

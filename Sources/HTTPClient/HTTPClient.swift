@@ -232,7 +232,7 @@ public final class HTTPClient: Sendable {
         } onCancel: {
             loop.execute {
                 guard let exchange = exchangeBox.withLock({ $0 })?.value else { return }
-                if let cancel = exchange.onCancel { cancel() } else { exchange.fail(.cancelled) }
+                exchange.cancel()
             }
         }
     }

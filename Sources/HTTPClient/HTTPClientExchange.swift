@@ -51,7 +51,11 @@ final class HTTPClientExchange {
     /// Forces a new connection (used for the retry).
     var requiresFreshConnection = false
     var timer: LoopTimer?
+    /// How to stop the exchange once it is under way (see ``cancel()``), when a closure is needed.
     var onCancel: (() -> Void)?
+    /// The HTTP/1 connection running the exchange: cancelling closes it. Held weakly (the connection gets one side
+    /// table for its life) instead of in an ``onCancel`` closure, which would cost an allocation per request.
+    weak var http1Connection: HTTP1ClientConnection?
     /// When the exchange stops waiting in a pool or connection queue: the earlier of the wait limit and the deadline.
     var waitExpiry: UInt64 = .max
     /// When request bytes last went out (the head, or body progress): the response timeout counts from here.
@@ -183,7 +187,7 @@ final class HTTPClientExchange {
             loop.execute {
                 let exchange = owner.value
                 guard exchange.bodyStream != nil else { return }
-                if let cancel = exchange.onCancel { cancel() } else { exchange.fail(.cancelled) }
+                exchange.cancel()
             }
         }
         switch delivery {
@@ -197,7 +201,8 @@ final class HTTPClientExchange {
     /// `onBodyDemand`.
     func receive(_ bytes: [UInt8]) -> Bool {
         if let bodyStream { return bodyStream.yield(bytes) }
-        responseBody.append(contentsOf: bytes)
+        // A body that arrives in one piece is kept as it came, not copied into a second array.
+        if responseBody.isEmpty { responseBody = bytes } else { responseBody.append(contentsOf: bytes) }
         return true
     }
 
@@ -237,6 +242,18 @@ final class HTTPClientExchange {
             result = min(result ?? candidate, candidate)
         }
         return result
+    }
+
+    /// Stops the exchange on behalf of its caller (task cancellation, a dropped response stream): through the
+    /// connection running it, which decides what becomes of the connection, else by failing it.
+    func cancel() {
+        if let connection = http1Connection {
+            connection.cancel(self)
+        } else if let onCancel {
+            onCancel()
+        } else {
+            fail(.cancelled)
+        }
     }
 
     func succeed() {

@@ -27,10 +27,22 @@ public struct HTTPClientRequest: Sendable {
         case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
     }
 
+    /// Where the request goes; pools are kept per origin. Stored, so that its `Host` header value and hash are not
+    /// rebuilt for every send.
+    public private(set) var origin: HTTPOrigin
     /// `http` or `https`.
-    public var scheme: String
-    public var host: String
-    public var port: Int
+    public var scheme: String {
+        get { origin.scheme }
+        set { origin.scheme = newValue }
+    }
+    public var host: String {
+        get { origin.host }
+        set { origin.host = newValue }
+    }
+    public var port: Int {
+        get { origin.port }
+        set { origin.port = newValue }
+    }
     /// Origin-form target: path and optional query, starting with `/`.
     public var target: String
     public var method: HTTPMethod
@@ -40,9 +52,8 @@ public struct HTTPClientRequest: Sendable {
     public init(method: HTTPMethod = .get, scheme: String, host: String, port: Int? = nil, target: String,
                 headers: HTTPHeaders = HTTPHeaders(), body: Body = .none) {
         self.method = method
-        self.scheme = scheme.lowercased()
-        self.host = host
-        self.port = port ?? (self.scheme == "https" ? 443 : 80)
+        let scheme = scheme.lowercased()
+        self.origin = HTTPOrigin(scheme: scheme, host: host, port: port ?? (scheme == "https" ? 443 : 80))
         self.target = target.isEmpty ? "/" : target
         self.headers = headers
         self.body = body
@@ -55,30 +66,39 @@ public struct HTTPClientRequest: Sendable {
         self.init(method: method, scheme: parsed.scheme, host: parsed.host, port: parsed.port, target: parsed.target,
                   headers: headers, body: body)
     }
-
-    /// The origin this request goes to; pools are kept per origin.
-    public var origin: HTTPOrigin { HTTPOrigin(scheme: scheme, host: host, port: port) }
 }
 
 /// The scheme, host and port a connection pool serves.
 public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
-    public var scheme: String
-    public var host: String
-    public var port: Int
+    public var scheme: String { didSet { hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port) } }
+    public var host: String { didSet { hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port) } }
+    public var port: Int { didSet { hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port) } }
+    /// The `Host` header value for this origin (port omitted when it is the scheme's default).
+    public private(set) var hostHeader: String
 
     public init(scheme: String, host: String, port: Int) {
         self.scheme = scheme
         self.host = host
         self.port = port
+        self.hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port)
     }
 
     public var isTLS: Bool { scheme == "https" }
 
-    /// The `Host` header value for this origin (port omitted when it is the scheme's default).
-    public var hostHeader: String {
+    private static func hostHeader(scheme: String, host: String, port: Int) -> String {
         let bracketed = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
-        let defaultPort = isTLS ? 443 : 80
+        let defaultPort = scheme == "https" ? 443 : 80
         return port == defaultPort ? bracketed : bracketed + ":" + String(port)
+    }
+
+    public static func == (lhs: HTTPOrigin, rhs: HTTPOrigin) -> Bool {
+        lhs.port == rhs.port && lhs.host == rhs.host && lhs.scheme == rhs.scheme
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(scheme)
+        hasher.combine(host)
+        hasher.combine(port)
     }
 
     public var description: String { "\(scheme)://\(hostHeader)" }
