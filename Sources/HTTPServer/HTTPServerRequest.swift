@@ -12,6 +12,10 @@ public struct HTTPServerRequest: Sendable {
     }
     /// The body's stream; nil for a request without a body, whose empty stream is only made if a handler asks.
     private var bodyStream: ByteStream?
+    /// Whether the request was sent with a body (`Content-Length` or chunked framing), even an empty one.
+    public var hasBody: Bool { bodyStream != nil }
+    /// Whether the whole body has arrived (always true without one): reading ``body`` then does not wait.
+    public var bodyIsFinished: Bool { bodyStream?.isFinished ?? true }
     /// The body's declared length, when the client sent `Content-Length`.
     public var declaredBodyLength: Int64?
     public var remoteAddress: SocketAddress?

@@ -246,4 +246,20 @@ import Testing
         #expect(closed)
         await shutdown.value
     }
+
+    /// A request without body framing has no body (and costs no stream) until a handler reads it; an empty body that
+    /// was framed is still a body.
+    @Test func requestsTellWhetherTheyCameWithABody() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = try RawClient(port: port)
+        client.send("GET /body-state HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: { $0.contains("bytes=") }).hasSuffix("hasBody=false finished=true bytes=0"))
+        client.send("POST /body-state HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        #expect(client.read(until: { $0.contains("bytes=") }).hasSuffix("hasBody=true finished=true bytes=0"))
+        client.send("POST /body-state HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab")
+        try await Task.sleep(for: .milliseconds(50))
+        client.send("cde")
+        #expect(client.read(until: { $0.contains("bytes=") }).hasSuffix("hasBody=true finished=false bytes=5"))
+    }
 }

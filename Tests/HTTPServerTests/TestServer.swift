@@ -31,7 +31,8 @@ actor CancelProbe {
 }
 
 /// Routes used by the server tests: /hello, /echo (body), /target (echoes the request target), /slow?ms=N, /stream,
-/// /version (the request's HTTP version), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
+/// /version (the request's HTTP version), /body-state (whether the request has a body, whether it had all arrived
+/// and its length), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
 /// /cancel-probe-result?id=X and /stubborn?id=X (waits 1 s ignoring cancellation, like work that cannot be
 /// interrupted), and /now (the request target, answered by `respondImmediately`, without a task).
 struct TestRoutes: HTTPServerHandler {
@@ -70,6 +71,10 @@ struct TestRoutes: HTTPServerHandler {
             return HTTPServerResponse(head: HTTPResponseHead(status: 200), body: .stream(stream))
         case "/version":
             return HTTPServerResponse(status: 200, body: Array(request.head.version.description.utf8))
+        case "/body-state":
+            let state = "hasBody=\(request.hasBody) finished=\(request.bodyIsFinished)"
+            let body = (try? await request.body.collect(upTo: 1 << 20)) ?? []
+            return HTTPServerResponse(status: 200, body: Array("\(state) bytes=\(body.count)".utf8))
         case "/cancel-probe":
             let id = String(request.head.query?.dropFirst("id=".count) ?? "")
             await CancelProbe.shared.begin(id)

@@ -24,7 +24,7 @@ final class GatewayHandler: HTTPServerHandler {
     /// pipeline runs synchronously (see `MoyaProvider.requestImmediately`). Everything else is left to `handle`.
     func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
         let snapshot = state.current
-        guard snapshot.hasInstantStubs, request.declaredBodyLength ?? 0 == 0, request.body.isFinished else { return nil }
+        guard snapshot.hasInstantStubs, request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished else { return nil }
         let started = ContinuousClock.now
         let routed = snapshot.routes.route(request.head)
         guard case .matched(let route, _, _) = routed, !route.config.coalesce,
@@ -184,7 +184,7 @@ final class GatewayHandler: HTTPServerHandler {
         let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
             ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
-        if streamedBody == nil {
+        if streamedBody == nil && request.hasBody {
             do {
                 body = try await request.body.collect(upTo: maxBodyBytes)
             } catch ByteStreamError.tooLarge {

@@ -38,7 +38,7 @@ final class UpstreamRequestBody: Sendable {
     static func relaying(_ request: HTTPServerRequest, limit: Int) -> UpstreamRequestBody? {
         if let declared = request.declaredBodyLength {
             guard declared > collectLimit else { return nil }
-        } else if request.body.isFinished {
+        } else if request.bodyIsFinished {
             return nil
         }
         return UpstreamRequestBody(source: request.body, limit: limit, declaredLength: request.declaredBodyLength)
