@@ -97,7 +97,7 @@ final class GatewayHandler: HTTPServerHandler {
                     forwardsHeaders: Bool = true) -> GatewayTarget {
             let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(key: key) : ([:], [])
             return GatewayTarget(
-                upstream: route.upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: request.head.method,
+                provider: upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries)

@@ -9,7 +9,9 @@ import Synchronization
 /// A class: plugins get it back out of the `MultiTarget` existential with `as?`, which for a struct this size copies
 /// (and retains) every field each time.
 final class GatewayTarget: TargetType, AccessTokenAuthorizable {
-    let upstream: UpstreamConfig
+    /// The upstream's provider, whose configuration the target reads (held by reference: copying the configuration
+    /// into every target cost a dozen retains per request).
+    let provider: UpstreamProvider
     /// The upstream's origin (`http://host:port`), or `http://stub.invalid` for a stub; computed once per upstream.
     let origin: String
     /// Origin-form path and query, exactly as routed and rewritten (`/v1/users/7?x=1`).
@@ -35,10 +37,10 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     /// Counts the retries ``RouteRetryPlugin`` decided for this request (for the access log).
     let retryCount = RetryCount()
 
-    init(upstream: UpstreamConfig, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
+    init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: [(String, String)], flightKey: String?, timeout: Duration?,
          retries: RouteConfig.Retries?) {
-        self.upstream = upstream
+        self.provider = provider
         self.origin = origin
         self.upstreamTarget = upstreamTarget
         self.method = method
@@ -56,10 +58,10 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     var path: String { "" }
     var task: Moya.Task { body.isEmpty ? .requestPlain : .requestData(body) }
     var headers: [String: String]? { stableHeaders }
-    var sampleData: Data { Data(upstream.stub?.body ?? []) }
+    var sampleData: Data { Data(provider.upstream.stub?.body ?? []) }
 
     var validationType: ValidationType {
-        switch upstream.validation {
+        switch provider.upstream.validation {
         case .none: return .none
         case .success: return .successCodes
         case .successAndRedirect: return .successAndRedirectCodes
@@ -67,7 +69,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     }
 
     var authorizationType: AuthorizationType? {
-        switch upstream.accessToken?.type {
+        switch provider.upstream.accessToken?.type {
         case .bearer?: return .bearer
         case .basic?: return .basic
         case .custom(let scheme)?: return .custom(scheme)
