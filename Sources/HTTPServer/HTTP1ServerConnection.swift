@@ -48,6 +48,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private var lastBodyProgress: UInt64 = 0
     private var lastActivity = EventLoop.now()
     private var draining = false
+    /// The task that runs this connection's handlers one request after another (see ``HTTP1HandlerWorker``).
+    private var worker: HTTP1HandlerWorker?
 
     init(connection: Connection, context: HTTPServerLoopContext) {
         self.connection = connection
@@ -104,6 +106,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         for slot in slots { slot.task?.cancel() }
         slots.removeAll()
+        retireWorker()
         if let waiter = drainWaiter {
             drainWaiter = nil
             waiter.resume()
@@ -221,9 +224,26 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         processInput()
     }
 
-    /// Runs the handler for `request` in a task on the connection's loop; its answer fills `slot`.
+    /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
+    /// starts it), else in a task of its own. The answer fills `slot`.
     private func dispatch(_ request: HTTPServerRequest, slot: Slot) {
         let handler = context.handler
+        if let worker {
+            if worker.isWaiting {
+                slot.task = worker.task
+                worker.run(HTTP1HandlerWorker.Job(request: request, slot: slot))
+                return
+            }
+        } else {
+            let owner = UncheckedSendable(self)
+            let first = HTTP1HandlerWorker.Job(request: request, slot: slot)
+            let started = HTTP1HandlerWorker.start(first: first, handler: handler, loop: connection.loop) {
+                owner.value.complete($0, with: $1)
+            }
+            worker = started
+            slot.task = started.task
+            return
+        }
         let owner = UncheckedSendable((self, slot))
         let loop = connection.loop
         slot.task = Task(executorPreference: loop) {
@@ -257,8 +277,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         slot.keepAlive = false
         guard slot.response == nil else { return }
-        slot.task?.cancel()
-        slot.task = nil
+        cancelTask(of: slot)
         slot.response = Self.errorResponse(status: status)
         writeReadyResponses()
     }
@@ -321,7 +340,22 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         for slot in slots { slot.task?.cancel() }
         slots.removeAll()
+        retireWorker()
         connection.closeAfterFlush()
+    }
+
+    /// Cancels the handler answering `slot`. When that is the worker, it is retired: a cancelled task cannot run the
+    /// next request.
+    private func cancelTask(of slot: Slot) {
+        guard let task = slot.task else { return }
+        task.cancel()
+        slot.task = nil
+        if let worker, worker.task == task { retireWorker() }
+    }
+
+    private func retireWorker() {
+        worker?.retire()
+        worker = nil
     }
 
     /// Writes `response`; returns true when its body streams on (the slot stays first until it ends).
@@ -422,6 +456,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// Checks the connection's deadlines; called by the loop's sweep.
     func checkTimeouts(now: UInt64) {
         let limits = context.limits
+        if worker?.sweep() == true { worker = nil }
         if !active {
             if now &- createdAt > context.handshakeTimeout.nanoseconds { connection.close() }
             return
