@@ -32,7 +32,7 @@ actor CancelProbe {
 
 /// Routes used by the server tests: /hello, /echo (body), /target (echoes the request target), /slow?ms=N, /stream,
 /// /version (the request's HTTP version), /body-state (whether the request has a body, whether it had all arrived
-/// and its length), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
+/// and its length), /task-id?ms=N (which task ran the handler, after N ms), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
 /// /cancel-probe-result?id=X and /stubborn?id=X (waits 1 s ignoring cancellation, like work that cannot be
 /// interrupted), and /now (the request target, answered by `respondImmediately`, without a task).
 struct TestRoutes: HTTPServerHandler {
@@ -71,6 +71,12 @@ struct TestRoutes: HTTPServerHandler {
             return HTTPServerResponse(head: HTTPResponseHead(status: 200), body: .stream(stream))
         case "/version":
             return HTTPServerResponse(status: 200, body: Array(request.head.version.description.utf8))
+        case "/task-id":
+            // Which task runs the handler (the connection's worker, or a task of its own), after an optional wait.
+            let ms = Int(request.head.query?.split(separator: "=").last ?? "0") ?? 0
+            if ms > 0 { try? await Task.sleep(for: .milliseconds(ms)) }
+            let id = withUnsafeCurrentTask { $0.map { String($0.hashValue) } } ?? "none"
+            return HTTPServerResponse(status: 200, body: Array("task \(id)".utf8))
         case "/body-state":
             let state = "hasBody=\(request.hasBody) finished=\(request.bodyIsFinished)"
             let body = (try? await request.body.collect(upTo: 1 << 20)) ?? []
