@@ -214,7 +214,7 @@ public final class HTTPClient: Sendable {
         let tlsBox = UncheckedSendable(tls)
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
-                loop.executeSoonOrNow {
+                @Sendable func start() {
                     let exchange = HTTPClientExchange(
                         request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
                         configuration: configuration, loop: loop, deadline: deadlineNanos,
@@ -228,6 +228,8 @@ public final class HTTPClient: Sendable {
                                          configuration: configuration, tls: tlsBox.value)
                     pool.submit(exchange, addresses: addresses)
                 }
+                // Called on the loop (a task preferring it), the exchange starts at once, with no closure to allocate.
+                if loop.inEventLoop { start() } else { loop.execute(start) }
             }
         } onCancel: {
             loop.execute {
