@@ -78,14 +78,12 @@ final class HTTP1HandlerWorker {
         }
     }
 
-    /// Counts one sweep of the connection's timeouts; returns true when the worker had waited too long and was
+    /// Counts one sweep of the connection's timeouts; returns true when the worker has waited too long and should be
     /// retired.
     func sweep() -> Bool {
         guard isWaiting else { return false }
         idleSweeps += 1
-        guard idleSweeps >= Self.idleSweepLimit else { return false }
-        retire()
-        return true
+        return idleSweeps >= Self.idleSweepLimit
     }
 
     /// Takes the worker's continuation (from inside `withUnsafeContinuation`) and delivers `response` for `slot`. Both

@@ -225,7 +225,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
-    /// starts it), else in a task of its own. The answer fills `slot`.
+    /// starts it, while the loop has fewer than its maximum), else in a task of its own. The answer fills `slot`.
     private func dispatch(_ request: HTTPServerRequest, slot: Slot) {
         let handler = context.handler
         if let worker {
@@ -234,7 +234,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 worker.run(HTTP1HandlerWorker.Job(request: request, slot: slot))
                 return
             }
-        } else {
+        } else if context.handlerWorkers < HTTPServerLoopContext.maxHandlerWorkers {
+            context.handlerWorkers += 1
             let owner = UncheckedSendable(self)
             let first = HTTP1HandlerWorker.Job(request: request, slot: slot)
             let started = HTTP1HandlerWorker.start(first: first, handler: handler, loop: connection.loop) {
@@ -354,8 +355,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     private func retireWorker() {
-        worker?.retire()
-        worker = nil
+        guard let worker else { return }
+        worker.retire()
+        self.worker = nil
+        context.handlerWorkers -= 1
     }
 
     /// Writes `response`; returns true when its body streams on (the slot stays first until it ends).
@@ -456,7 +459,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// Checks the connection's deadlines; called by the loop's sweep.
     func checkTimeouts(now: UInt64) {
         let limits = context.limits
-        if worker?.sweep() == true { worker = nil }
+        if worker?.sweep() == true { retireWorker() }
         if !active {
             if now &- createdAt > context.handshakeTimeout.nanoseconds { connection.close() }
             return

@@ -12,6 +12,10 @@ final class HTTPServerLoopContext {
     let http2: Bool
     let http2Settings: HTTP2Settings
     let dateCache = HTTPDateCache()
+    /// HTTP/1 handler workers alive on this loop (see ``HTTP1HandlerWorker``): at most ``maxHandlerWorkers``, so a
+    /// burst of connections does not keep a task's frame memory (up to about 20 KiB in the gateway) per connection.
+    var handlerWorkers = 0
+    static let maxHandlerWorkers = 128
     private let openConnections: AtomicCounter
     private var listeners: [Listener] = []
     /// Keyed by the ``Connection``'s identity, so the protocol selector can hand over to the real handler.

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPServer
+@testable import HTTPServer
 import TestSupport
 import Testing
 
@@ -59,5 +59,20 @@ import Testing
             state = await CancelProbe.shared.state(id)
         }
         #expect(state == "cancelled")
+    }
+
+    /// A loop keeps at most `maxHandlerWorkers` workers; connections beyond them are served by a task per request.
+    @Test func connectionsBeyondTheWorkerBudgetAreServedAsWell() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let clients = try (0..<(HTTPServerLoopContext.maxHandlerWorkers + 20)).map { _ in try RawClient(port: port) }
+        for round in 1...2 {
+            for client in clients { client.send("GET /task-id?ms=20 HTTP/1.1\r\nHost: x\r\n\r\n") }
+            var answered = 0
+            for client in clients where client.read(until: { $0.contains("task ") }, timeout: 5).contains("task ") {
+                answered += 1
+            }
+            #expect(answered == clients.count, "round \(round)")
+        }
     }
 }
