@@ -59,13 +59,16 @@ final class UpstreamProvider: Sendable {
         let samples = stub.map(StubSamples.init)
         self.latency = sampler
         self.stubHeaders = stub.map { stub in HTTPWire.HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
+        // One closure for every endpoint of this upstream, rather than one made per request.
+        let sampleResponse: Endpoint.SampleResponseClosure = {
+            UpstreamProvider.sampleResponse(stub: samples, sampler: sampler)
+        }
         provider = MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
                 guard let target = multi.target as? GatewayTarget else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
-                return Endpoint(url: target.urlString,
-                                sampleResponseClosure: { UpstreamProvider.sampleResponse(stub: samples, sampler: sampler) },
+                return Endpoint(url: target.urlString, sampleResponseClosure: sampleResponse,
                                 method: target.method, task: target.task, httpHeaderFields: headers)
             },
             requestClosure: { endpoint, done in
