@@ -18,8 +18,17 @@ struct HTTP1FieldSectionReader: Sendable {
     private(set) var transferEncodingHadTrailingWhitespace = false
     private var sectionBytes = 0
     private var scanned = 0
+    /// Long names and values seen on this connection, kept across messages (see ``reset()``).
+    private var interner = HTTP1FieldInterner()
 
     init() {}
+
+    /// Readies the reader for the next message's section; the strings it may reuse are kept.
+    mutating func reset() {
+        let interner = self.interner
+        self = HTTP1FieldSectionReader()
+        self.interner = interner
+    }
 
     /// Consumes complete field lines from `buffer` until the empty line (`.complete`), a malformed line or a limit
     /// (`.error`), or the end of the buffered bytes (`.needMore`). `sizeStatus` is the status for limit errors.
@@ -29,6 +38,9 @@ struct HTTP1FieldSectionReader: Sendable {
         while true {
             let available = maxBytes - sectionBytes
             var scanned = self.scanned
+            // Moved out rather than copied, so its storage stays uniquely referenced (no copy on write).
+            var interner = HTTP1FieldInterner()
+            swap(&interner, &self.interner)
             let outcome: (line: Result<HTTP1Grammar.FieldLine, HTTP1ParseError>?, consumed: Int)? =
                 buffer.withReadableBytes { bytes in
                     let tooLarge = HTTP1ParseError(status: sizeStatus, reason: "header section too large")
@@ -40,9 +52,10 @@ struct HTTP1FieldSectionReader: Sendable {
                         return (.failure(.badRequest("header line not ended by CRLF, or bare CR")), 0)
                     }
                     if line.isEmpty { return (nil, lfOffset + 1) }
-                    return (HTTP1Grammar.parseFieldLine(line), lfOffset + 1)
+                    return (HTTP1Grammar.parseFieldLine(line, interner: &interner), lfOffset + 1)
                 }
             self.scanned = scanned
+            swap(&interner, &self.interner)
             guard let outcome else { return .needMore }
             switch outcome.line {
             case .failure(let error)?:

@@ -132,6 +132,14 @@ enum HTTP1Grammar {
     /// Rejects obs-fold and leading whitespace, whitespace before the colon, non-token names, missing colons and
     /// controls other than HTAB in the value. obs-text is kept; invalid UTF-8 becomes U+FFFD in the `String`.
     static func parseFieldLine(_ line: UnsafeRawBufferPointer) -> Result<FieldLine, HTTP1ParseError> {
+        var interner = HTTP1FieldInterner()
+        return parseFieldLine(line, interner: &interner)
+    }
+
+    /// ``parseFieldLine(_:)`` taking long names and values from `interner` when it has seen the same bytes.
+    static func parseFieldLine(
+        _ line: UnsafeRawBufferPointer, interner: inout HTTP1FieldInterner
+    ) -> Result<FieldLine, HTTP1ParseError> {
         guard let first = line.first else { return .failure(.badRequest("empty field line")) }
         if first == sp || first == htab {
             return .failure(.badRequest("obsolete line folding or leading whitespace in field line"))
@@ -165,8 +173,8 @@ enum HTTP1Grammar {
         default: kind = .other
         }
         return .success(FieldLine(
-            name: string(nameBytes),
-            value: string(UnsafeRawBufferPointer(rebasing: line[start..<end])),
+            name: interner.string(nameBytes),
+            value: interner.string(UnsafeRawBufferPointer(rebasing: line[start..<end])),
             kind: kind,
             hadTrailingWhitespace: trailing
         ))

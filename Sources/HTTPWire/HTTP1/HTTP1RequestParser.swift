@@ -126,7 +126,7 @@ public struct HTTP1RequestParser: Sendable {
     private mutating func fail(_ error: HTTP1ParseError) -> HTTP1RequestEvent {
         state = .failed(error)
         buffer.consumeAll()
-        fields = HTTP1FieldSectionReader()
+        fields.reset()
         return .error(error)
     }
 
@@ -266,7 +266,7 @@ public struct HTTP1RequestParser: Sendable {
 
     private mutating func resetHead() {
         target = ""
-        fields = HTTP1FieldSectionReader()
+        fields.reset()
     }
 
     /// RFC 9112 §6.1-6.3 for requests, strictly: a single `chunked` coding, or a single all-digit Content-Length.

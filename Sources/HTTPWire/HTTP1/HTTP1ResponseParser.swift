@@ -199,7 +199,7 @@ public struct HTTP1ResponseParser: Sendable {
         let error = HTTP1ParseError(status: Self.errorStatus, reason: reason)
         state = .failed(error)
         buffer.consumeAll()
-        fields = HTTP1FieldSectionReader()
+        fields.reset()
         return .error(error)
     }
 
@@ -207,7 +207,7 @@ public struct HTTP1ResponseParser: Sendable {
         scanned = 0
         status = 0
         reason = ""
-        fields = HTTP1FieldSectionReader()
+        fields.reset()
     }
 
     /// Parses the status line if it is complete. Returns an event only on error.
