@@ -154,7 +154,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func startRequest(_ head: HTTPRequestHead, framing: HTTP1BodyFraming) {
         requestsStarted += 1
         headStartedAt = 0
-        if let expect = head.headers.first(name: "Expect"), !expect.equalsIgnoringASCIICase("100-continue") {
+        let expect = head.headers.first(name: "Expect")
+        if let expect, !expect.equalsIgnoringASCIICase("100-continue") {
             reject(status: 417)
             return
         }
@@ -191,7 +192,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             currentBody = body
             bodySlot = slot
             lastBodyProgress = EventLoop.now()
-            if head.headers.first(name: "Expect")?.equalsIgnoringASCIICase("100-continue") == true {
+            if expect != nil {  // `100-continue`: any other expectation was refused above
                 if head.version >= .http1_1, slots.count == 1 {
                     connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                 } else {
