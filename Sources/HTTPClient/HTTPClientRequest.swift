@@ -70,9 +70,9 @@ public struct HTTPClientRequest: Sendable {
 
 /// The scheme, host and port a connection pool serves.
 public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
-    public var scheme: String { didSet { hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port) } }
-    public var host: String { didSet { hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port) } }
-    public var port: Int { didSet { hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port) } }
+    public var scheme: String { didSet { refreshHostHeader() } }
+    public var host: String { didSet { refreshHostHeader() } }
+    public var port: Int { didSet { refreshHostHeader() } }
     /// The `Host` header value for this origin (port omitted when it is the scheme's default).
     public private(set) var hostHeader: String
 
@@ -80,15 +80,15 @@ public struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
         self.scheme = scheme
         self.host = host
         self.port = port
-        self.hostHeader = Self.hostHeader(scheme: scheme, host: host, port: port)
+        self.hostHeader = ""
+        refreshHostHeader()
     }
 
     public var isTLS: Bool { scheme == "https" }
 
-    private static func hostHeader(scheme: String, host: String, port: Int) -> String {
+    private mutating func refreshHostHeader() {
         let bracketed = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
-        let defaultPort = scheme == "https" ? 443 : 80
-        return port == defaultPort ? bracketed : bracketed + ":" + String(port)
+        hostHeader = port == (isTLS ? 443 : 80) ? bracketed : bracketed + ":" + String(port)
     }
 
     public static func == (lhs: HTTPOrigin, rhs: HTTPOrigin) -> Bool {
