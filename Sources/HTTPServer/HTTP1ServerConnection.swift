@@ -22,34 +22,36 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
+    // State is loop-confined. Scalars, and references that are only ever read or assigned whole, skip the runtime's
+    // dynamic exclusivity check (see `Connection`); the parser and the slot array, mutated in place, keep it.
     let connection: Connection
     private let context: HTTPServerLoopContext
     private var parser: HTTP1RequestParser
     private var slots: [Slot] = []
-    private var currentBody: ByteStream?
+    @exclusivity(unchecked) private var currentBody: ByteStream?
     /// The slot of the request whose body `currentBody` is.
     private weak var bodySlot: Slot?
     /// The request being read was answered before its body was read: the rest of the body is read and dropped, so the
     /// connection can serve the next request.
-    private var discardingBody = false
+    @exclusivity(unchecked) private var discardingBody = false
     /// The request being read asked for `100 Continue` and did not get it (it was pipelined): its client may never
     /// send the body, so an answer given before the body was read closes the connection instead of dropping a body
     /// that might be the next request (the "0.CL" desync).
-    private var bodyAwaitsContinue = false
-    private var processingPaused = false
-    private var acceptingRequests = true
-    private var peerFinished = false
-    private var requestsStarted = 0
-    private var drainWaiter: CheckedContinuation<Void, Never>?
+    @exclusivity(unchecked) private var bodyAwaitsContinue = false
+    @exclusivity(unchecked) private var processingPaused = false
+    @exclusivity(unchecked) private var acceptingRequests = true
+    @exclusivity(unchecked) private var peerFinished = false
+    @exclusivity(unchecked) private var requestsStarted = 0
+    @exclusivity(unchecked) private var drainWaiter: CheckedContinuation<Void, Never>?
     private let createdAt = EventLoop.now()
-    private var active = false
+    @exclusivity(unchecked) private var active = false
     /// When the current request's first byte arrived (header timeout), 0 when none is being read.
-    private var headStartedAt: UInt64 = 0
-    private var lastBodyProgress: UInt64 = 0
-    private var lastActivity = EventLoop.now()
-    private var draining = false
+    @exclusivity(unchecked) private var headStartedAt: UInt64 = 0
+    @exclusivity(unchecked) private var lastBodyProgress: UInt64 = 0
+    @exclusivity(unchecked) private var lastActivity = EventLoop.now()
+    @exclusivity(unchecked) private var draining = false
     /// The task that runs this connection's handlers one request after another (see ``HTTP1HandlerWorker``).
-    private var worker: HTTP1HandlerWorker?
+    @exclusivity(unchecked) private var worker: HTTP1HandlerWorker?
 
     init(connection: Connection, context: HTTPServerLoopContext) {
         self.connection = connection
@@ -70,7 +72,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
-        let now = EventLoop.now()
+        let now = connection.loop.roundTime
         lastActivity = now
         if headStartedAt == 0 && currentBody == nil && !discardingBody { headStartedAt = now }
         if currentBody != nil || discardingBody { lastBodyProgress = now }
@@ -429,7 +431,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 } else {
                     connection.write(chunk)
                 }
-                lastActivity = EventLoop.now()
+                lastActivity = connection.loop.roundTime
                 if connection.pendingWriteBytes > highWater {
                     await withCheckedContinuation { drainWaiter = $0 }
                 }

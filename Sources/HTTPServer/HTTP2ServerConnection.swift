@@ -184,7 +184,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                 if let stream = streams[streamID] { end(stream) }
             case .streamClosed(let streamID):
                 if let stream = streams.removeValue(forKey: streamID) { end(stream) }
-                lastActivity = EventLoop.now()
+                lastActivity = connection.loop.roundTime
                 streamsChanged()
             case .windowAvailable(let streamID):
                 if let stream = streams[streamID], let waiter = stream.windowWaiter {
@@ -287,7 +287,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             }
             return
         }
-        stream.lastBodyProgress = EventLoop.now()
+        stream.lastBodyProgress = connection.loop.roundTime
         lastActivity = stream.lastBodyProgress
         stream.bodyBytes += Int64(bytes.count)
         if stream.bodyBytes > context.limits.maxBodyBytes {
@@ -409,7 +409,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             sendFailed(stream, error)
             return nil
         }
-        lastActivity = EventLoop.now()
+        lastActivity = connection.loop.roundTime
         scheduleFlush()
         if let bodyStream { return bodyStream }
         if !stream.finished { responseComplete(stream) }
@@ -422,7 +422,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             while let chunk = try await body.next() {
                 if stream.finished || connection.isClosed { return }
                 let more = try session.sendBody(streamID: stream.id, bytes: chunk, endStream: false)
-                lastActivity = EventLoop.now()
+                lastActivity = connection.loop.roundTime
                 scheduleFlush()
                 if !more {
                     let resumed = await withCheckedContinuation { stream.windowWaiter = $0 }

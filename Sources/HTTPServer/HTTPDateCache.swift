@@ -2,11 +2,21 @@
 import Glibc
 #endif
 
-/// The `Date` header value (IMF-fixdate), formatted at most once per second per loop.
+import NetCore
+
+/// The `Date` header value (IMF-fixdate), formatted at most once per second per loop; the wall clock is read only when
+/// the loop's ``EventLoop/roundTime`` has passed the next second's start.
 final class HTTPDateCache {
+    private let loop: EventLoop
+    /// The loop's monotonic time at which the cached second ends.
+    private var validUntil: UInt64 = 0
     private var second: time_t = 0
     private var cached = ""
     private var cachedFieldLine: [UInt8] = []
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
 
     var current: String {
         refresh()
@@ -20,7 +30,12 @@ final class HTTPDateCache {
     }
 
     private func refresh() {
-        let now = time(nil)
+        let monotonic = loop.roundTime
+        guard monotonic >= validUntil else { return }
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        validUntil = monotonic &+ UInt64(1_000_000_000 - Int(wall.tv_nsec))
+        let now = wall.tv_sec
         guard now != second else { return }
         second = now
         cached = HTTPDateCache.format(now)

@@ -11,7 +11,7 @@ final class HTTPServerLoopContext {
     /// Whether HTTP/2 is served (ALPN `h2` on TLS, prior knowledge on cleartext).
     let http2: Bool
     let http2Settings: HTTP2Settings
-    let dateCache = HTTPDateCache()
+    let dateCache: HTTPDateCache
     /// HTTP/1 handler workers alive on this loop (see ``HTTP1HandlerWorker``): at most ``maxHandlerWorkers``, so a
     /// burst of connections does not keep a task's frame memory (up to about 20 KiB in the gateway) per connection.
     var handlerWorkers = 0
@@ -27,6 +27,7 @@ final class HTTPServerLoopContext {
     init(loop: EventLoop, handler: any HTTPServerHandler, limits: HTTPServerLimits, handshakeTimeout: Duration,
          http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(), openConnections: AtomicCounter) {
         self.loop = loop
+        self.dateCache = HTTPDateCache(loop: loop)
         self.handler = handler
         self.limits = limits
         self.handshakeTimeout = handshakeTimeout

@@ -28,34 +28,40 @@ extension ConnectionDelegate {
 ///
 /// All methods must be called on the loop's thread.
 public final class Connection: EventLoopHandler {
+    // Scalar state, and references only ever read or assigned whole, are `@exclusivity(unchecked)`: they are touched
+    // only on the loop thread, where such accesses never overlap (and an overlapping access to a `Bool` or an integer
+    // could not corrupt memory), so the runtime's dynamic exclusivity check (a thread-local access-set update per
+    // access, dozens per request) buys nothing. State mutated in place (the write queue) keeps the check.
     public let loop: EventLoop
-    public private(set) var fd: Int32
-    public weak var delegate: (any ConnectionDelegate)?
+    @exclusivity(unchecked) public private(set) var fd: Int32
+    /// Held strongly until the connection closes (the close breaks the cycle): a weak reference cost a side-table
+    /// load on every read and drained write.
+    @exclusivity(unchecked) public var delegate: (any ConnectionDelegate)?
     public let remoteAddress: SocketAddress?
     /// Free for the owner: e.g. a deadline in ``EventLoop/now()`` nanoseconds checked by a sweep.
-    public var deadline: UInt64 = 0
+    @exclusivity(unchecked) public var deadline: UInt64 = 0
     /// Time of the last write progress, for send timeouts.
-    public private(set) var lastWriteProgress: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var lastWriteProgress: UInt64 = 0
 
     private let tls: TLSSession?
-    private var connecting: Bool
-    private var active = false
-    private var closed = false
-    private var readPaused = false
-    private var readPending = false
-    private var readEOF = false
+    @exclusivity(unchecked) private var connecting: Bool
+    @exclusivity(unchecked) private var active = false
+    @exclusivity(unchecked) private var closed = false
+    @exclusivity(unchecked) private var readPaused = false
+    @exclusivity(unchecked) private var readPending = false
+    @exclusivity(unchecked) private var readEOF = false
     /// Whether epoll reported a hang-up: then reads continue until EOF instead of stopping at a short read.
-    private var hangupSeen = false
-    private var writable = true
-    private var closeAfterWrites = false
+    @exclusivity(unchecked) private var hangupSeen = false
+    @exclusivity(unchecked) private var writable = true
+    @exclusivity(unchecked) private var closeAfterWrites = false
     /// Whether the loop will flush this connection before it next waits.
-    private var flushScheduled = false
+    @exclusivity(unchecked) private var flushScheduled = false
     /// A write failed because the peer is gone: nothing more is written, and the connection closes with this error
     /// once what the peer sent before is read.
     private var writeFailure: SystemError?
     private var writeQueue: [[UInt8]] = []
-    private var writeOffset = 0
-    public private(set) var pendingWriteBytes = 0
+    @exclusivity(unchecked) private var writeOffset = 0
+    @exclusivity(unchecked) public private(set) var pendingWriteBytes = 0
     /// Plaintext written before the TLS handshake finished.
     private var plaintextBeforeHandshake: [[UInt8]] = []
 
@@ -97,7 +103,12 @@ public final class Connection: EventLoopHandler {
     /// Registers with the loop and starts reading.
     public func start() throws {
         lastWriteProgress = EventLoop.now()
-        try loop.register(fd: fd, handler: self)
+        do {
+            try loop.register(fd: fd, handler: self)
+        } catch {
+            delegate = nil
+            throw error
+        }
         if !connecting { didConnect() }
     }
 
@@ -321,7 +332,7 @@ public final class Connection: EventLoopHandler {
                 writeFailed(SystemError("sendmsg", errno: code))
                 return
             }
-            lastWriteProgress = EventLoop.now()
+            lastWriteProgress = loop.roundTime
             consume(written)
         }
         writesDrained()

@@ -12,8 +12,14 @@ import Testing
         let output = try ProcessRunner.run("curl", ["-s", "-i", "http://127.0.0.1:\(port)/hello"])
         #expect(output.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(output.stdout.contains("Content-Length: 5\r\n"))
-        #expect(output.stdout.contains("Date: "))
         #expect(output.stdout.hasSuffix("\r\n\r\nhello"))
+        let dateLine = output.stdout.split(separator: "\r\n").first { $0.hasPrefix("Date: ") }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let date = try #require(dateLine.flatMap { formatter.date(from: String($0.dropFirst(6))) })
+        #expect(abs(date.timeIntervalSinceNow) < 2)
     }
 
     @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {

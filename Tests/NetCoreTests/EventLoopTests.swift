@@ -13,6 +13,22 @@ import Testing
         #expect(!loop.inEventLoop)
     }
 
+    @Test func roundTimeIsTheTimeTheLoopLastWokeAndAdvancesWithEachWake() async throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        func sample() async -> (round: UInt64, now: UInt64) {
+            await withCheckedContinuation { continuation in
+                loop.execute { continuation.resume(returning: (loop.roundTime, EventLoop.now())) }
+            }
+        }
+        let first = await sample()
+        #expect(first.round <= first.now)
+        try await Task.sleep(for: .milliseconds(20))
+        let second = await sample()
+        #expect(second.round <= second.now)
+        #expect(second.round >= first.now + 20_000_000)
+    }
+
     @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
