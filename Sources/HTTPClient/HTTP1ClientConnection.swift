@@ -3,27 +3,29 @@ import NetCore
 
 /// An HTTP/1.1 connection to one origin, running one exchange at a time. Loop thread only.
 final class HTTP1ClientConnection: ConnectionDelegate {
+    // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
+    // `Connection`); the parser, mutated in place, keeps them.
     let connection: Connection
     unowned let pool: HTTPOriginPool
     private var parser: HTTP1ResponseParser
-    private(set) var exchange: HTTPClientExchange?
-    private(set) var isActive = false
-    private(set) var reusable = true
-    private(set) var exchangesServed = 0
-    var idleSince = EventLoop.now()
+    @exclusivity(unchecked) private(set) var exchange: HTTPClientExchange?
+    @exclusivity(unchecked) private(set) var isActive = false
+    @exclusivity(unchecked) private(set) var reusable = true
+    @exclusivity(unchecked) private(set) var exchangesServed = 0
+    @exclusivity(unchecked) var idleSince = EventLoop.now()
     let openedAt = EventLoop.now()
     private var connectTimer: LoopTimer?
     /// The response-head deadline's timer: one per connection, armed lazily. When it fires it checks the exchange at
     /// hand then, and re-arms for that exchange's due time if it is later, so a connection serving a stream of
     /// requests with the same timeout schedules about one timer per timeout period rather than one per request.
     private var responseTimer: LoopTimer?
-    private var responseTimerDue: UInt64 = 0
+    @exclusivity(unchecked) private var responseTimerDue: UInt64 = 0
     /// The exchange waiting for this connection to become active.
-    private var pendingExchange: HTTPClientExchange?
+    @exclusivity(unchecked) private var pendingExchange: HTTPClientExchange?
     /// A streamed body's request head, written together with its first chunk.
     private var pendingHead: [UInt8]?
     /// Whether the streamed body being sent is framed chunked (it has no declared length).
-    private var chunkedUpload = false
+    @exclusivity(unchecked) private var chunkedUpload = false
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
     static let writeHighWater = 256 * 1024
 
@@ -80,7 +82,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             pool.release(self)
             return
         }
-        exchange.lastSendProgress = EventLoop.now()
+        exchange.lastSendProgress = connection.loop.roundTime
         armResponseTimer(for: exchange)
         exchange.http1Connection = self
         if exchange.streamedBody != nil {
@@ -190,7 +192,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         guard let exchange, exchange.upload != nil || exchange.isSendingBody else { return }
         exchange.upload?.update(unsent: 0)
         guard exchange.isSendingBody else { return }
-        exchange.lastSendProgress = EventLoop.now()
+        exchange.lastSendProgress = connection.loop.roundTime
         if exchange.bodyPumpPaused {
             exchange.bodyPumpPaused = false
             exchange.bodyPump?.requestMore()
@@ -253,7 +255,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
 
     private func finishExchange() {
         if reusable && !connection.isClosed {
-            idleSince = EventLoop.now()
+            idleSince = connection.loop.roundTime
             pool.release(self)
         } else {
             connection.close()

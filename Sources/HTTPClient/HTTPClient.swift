@@ -210,32 +210,29 @@ public final class HTTPClient: Sendable {
             return EventLoop.now() &+ remaining.nanoseconds
         }
         let configuration = configuration
-        let exchangeBox = Mutex<UncheckedSendable<HTTPClientExchange>?>(nil)
+        // Made here, before it is shared: the cancellation handler reaches it directly, with no box to allocate and
+        // lock. Past this point only the loop touches it.
+        let exchange = UncheckedSendable(HTTPClientExchange(
+            request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
+            configuration: configuration, loop: loop, deadline: deadlineNanos))
         let tlsBox = UncheckedSendable(tls)
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 @Sendable func start() {
-                    let exchange = HTTPClientExchange(
-                        request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
-                        configuration: configuration, loop: loop, deadline: deadlineNanos,
-                        delivery: delivery(continuation))
-                    exchangeBox.withLock { $0 = UncheckedSendable(exchange) }
+                    guard exchange.value.begin(delivering: delivery(continuation)) else { return }
                     if Task.isCancelled {
-                        exchange.fail(.cancelled)
+                        exchange.value.fail(.cancelled)
                         return
                     }
                     let pool = Self.pool(for: request.origin, in: loopPools.value, loop: loop,
                                          configuration: configuration, tls: tlsBox.value)
-                    pool.submit(exchange, addresses: addresses)
+                    pool.submit(exchange.value, addresses: addresses)
                 }
                 // Called on the loop (a task preferring it), the exchange starts at once, with no closure to allocate.
                 if loop.inEventLoop { start() } else { loop.execute(start) }
             }
         } onCancel: {
-            loop.execute {
-                guard let exchange = exchangeBox.withLock({ $0 })?.value else { return }
-                exchange.cancel()
-            }
+            loop.execute { exchange.value.cancel() }
         }
     }
 

@@ -15,6 +15,8 @@ final class HTTPClientExchange {
         case collectedOrStreamed(threshold: Int, UnsafeContinuation<HTTPClientResponseOrStream, any Error>)
     }
 
+    // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
+    // `Connection`); the response head and body, mutated in place, keep them.
     let request: HTTPClientRequest
     let head: HTTPRequestHead
     /// The body sent with the head in one write (empty for none).
@@ -26,56 +28,61 @@ final class HTTPClientExchange {
     let loop: EventLoop
     let startedAt = EventLoop.now()
     let deadline: UInt64?
-    private var delivery: Delivery?
+    @exclusivity(unchecked) private var delivery: Delivery?
     /// Streamed delivery: the body handed to the caller, until it ends.
-    private var bodyStream: ByteStream?
+    @exclusivity(unchecked) private var bodyStream: ByteStream?
     /// Whether the body goes to the caller as a stream (for `collectedOrStreamed`, decided at the head).
-    private(set) var isStreamed: Bool
+    @exclusivity(unchecked) private(set) var isStreamed = false
     /// Whether the body is collected whatever its size, so the collected-body limit applies.
-    let limitsCollectedBody: Bool
+    @exclusivity(unchecked) private(set) var limitsCollectedBody = false
+    /// Whether ``begin(delivering:)`` ran.
+    @exclusivity(unchecked) private var begun = false
+    /// The caller cancelled before ``begin(delivering:)``: beginning fails the exchange instead.
+    @exclusivity(unchecked) private var cancelledBeforeBegin = false
     /// Streamed delivery: set by the connection, called on the loop when the caller has drained the body below its
     /// low-water mark (resume reading, or acknowledge HTTP/2 DATA).
     var onBodyDemand: (() -> Void)?
     /// HTTP/2 streamed delivery: DATA bytes received and not yet acknowledged to the server.
-    var unacknowledged = 0
+    @exclusivity(unchecked) var unacknowledged = 0
     var responseHead: HTTPResponseHead?
     var responseBody: [UInt8] = []
-    var responseStarted = false
-    var connectDuration: Duration?
-    var firstByteAt: UInt64 = 0
+    @exclusivity(unchecked) var responseStarted = false
+    @exclusivity(unchecked) var connectDuration: Duration?
+    @exclusivity(unchecked) var firstByteAt: UInt64 = 0
     /// Set once the exchange has been retried on a fresh connection.
-    var retried = false
+    @exclusivity(unchecked) var retried = false
     /// Times the exchange was moved to another HTTP/2 connection because the server did not process it (GOAWAY,
     /// REFUSED_STREAM).
-    var unprocessedRetries = 0
+    @exclusivity(unchecked) var unprocessedRetries = 0
     /// Forces a new connection (used for the retry).
-    var requiresFreshConnection = false
-    var timer: LoopTimer?
+    @exclusivity(unchecked) var requiresFreshConnection = false
+    @exclusivity(unchecked) var timer: LoopTimer?
     /// How to stop the exchange once it is under way (see ``cancel()``), when a closure is needed.
     var onCancel: (() -> Void)?
     /// The HTTP/1 connection running the exchange: cancelling closes it. Held weakly (the connection gets one side
     /// table for its life) instead of in an ``onCancel`` closure, which would cost an allocation per request.
     weak var http1Connection: HTTP1ClientConnection?
     /// When the exchange stops waiting in a pool or connection queue: the earlier of the wait limit and the deadline.
-    var waitExpiry: UInt64 = .max
+    @exclusivity(unchecked) var waitExpiry: UInt64 = .max
     /// When request bytes last went out (the head, or body progress): the response timeout counts from here.
-    var lastSendProgress: UInt64 = 0
+    @exclusivity(unchecked) var lastSendProgress: UInt64 = 0
     /// Upload progress, when the caller asked for it and there is a body.
     var upload: UploadProgress?
     /// The pump of the current attempt's streamed body, until it delivered the body's end or the attempt ended.
     private(set) var bodyPump: RequestBodyPump?
     /// The pump holds a chunk back until the connection has room (write queue drained, HTTP/2 window available).
-    var bodyPumpPaused = false
+    @exclusivity(unchecked) var bodyPumpPaused = false
     /// Streamed body bytes this attempt gave to the connection or session.
-    private(set) var bodyBytesQueued: Int64 = 0
+    @exclusivity(unchecked) private(set) var bodyBytesQueued: Int64 = 0
     /// Whether this attempt gave all of the streamed body (its declared length, or its end when it has none).
-    private(set) var isBodyComplete = false
+    @exclusivity(unchecked) private(set) var isBodyComplete = false
     /// Whether a stream body has been pulled from: it cannot be sent again.
-    private var streamConsumed = false
+    @exclusivity(unchecked) private var streamConsumed = false
 
+    /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
+    /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
     init(request: HTTPClientRequest, head: HTTPRequestHead, body: [UInt8], streamedBody: StreamedRequestBody?,
-         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?,
-         delivery: Delivery) {
+         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?) {
         self.request = request
         self.head = head
         self.body = body
@@ -84,15 +91,25 @@ final class HTTPClientExchange {
         self.configuration = configuration
         self.loop = loop
         self.deadline = deadline
-        self.delivery = delivery
-        if case .streamed = delivery { isStreamed = true } else { isStreamed = false }
-        if case .collected = delivery { limitsCollectedBody = true } else { limitsCollectedBody = false }
         if let report = progress.upload, streamedBody != nil || !body.isEmpty {
             upload = UploadProgress(callback: report, total: streamedBody.map { $0.length } ?? Int64(body.count))
         }
     }
 
     deinit { bodyPump?.stop() }
+
+    /// Takes the caller's continuation, on the loop. Returns false, having failed it, when the caller cancelled first.
+    func begin(delivering delivery: Delivery) -> Bool {
+        begun = true
+        self.delivery = delivery
+        if case .streamed = delivery { isStreamed = true }
+        if case .collected = delivery { limitsCollectedBody = true }
+        guard !cancelledBeforeBegin else {
+            fail(.cancelled)
+            return false
+        }
+        return true
+    }
 
     /// Whether the request can be sent again on another connection: no body, bytes, a file, or a stream nobody has
     /// pulled from yet.
@@ -247,7 +264,9 @@ final class HTTPClientExchange {
     /// Stops the exchange on behalf of its caller (task cancellation, a dropped response stream): through the
     /// connection running it, which decides what becomes of the connection, else by failing it.
     func cancel() {
-        if let connection = http1Connection {
+        if !begun {
+            cancelledBeforeBegin = true
+        } else if let connection = http1Connection {
             connection.cancel(self)
         } else if let onCancel {
             onCancel()

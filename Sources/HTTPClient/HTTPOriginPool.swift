@@ -26,15 +26,15 @@ final class HTTPOriginPool {
     private var idle: [HTTP1ClientConnection] = []
     private var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
     private var waiting: [HTTPClientExchange] = []
-    private var waitingHead = 0
+    @exclusivity(unchecked) private var waitingHead = 0
     private var addresses: [SocketAddress] = []
     private var learned: OriginProtocol
     /// The HTTP/2 connection new exchanges go to.
-    private var http2: HTTP2ClientConnection?
+    @exclusivity(unchecked) private var http2: HTTP2ClientConnection?
     /// Every open HTTP/2 connection, including those finishing their streams after GOAWAY.
     private var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
 
     init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?) {
         self.origin = origin

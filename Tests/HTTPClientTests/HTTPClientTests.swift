@@ -139,6 +139,35 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         #expect(ContinuousClock.now - started < .seconds(1))
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func cancellationAtAnyMomentEndsTheRequestAndLeavesTheClientUsable() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = HTTPClient()
+        let loop = client.group.loops[0]
+        var cancelledInFlight = 0
+        for round in 0..<100 {
+            // Off the loop and on it; cancelled before the exchange begins, as it begins, and while it runs.
+            let request = try HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=20")
+            let task = round % 2 == 0
+                ? Task { try await client.execute(request) }
+                : Task(executorPreference: loop) { try await client.execute(request) }
+            if round % 4 == 0 { await Task.yield() } else { try await Task.sleep(for: .microseconds(round * 20)) }
+            task.cancel()
+            do {
+                let response = try await task.value
+                #expect(response.head.status == 200)
+            } catch {
+                // Cancelled before the call: `CancellationError`; after it began: the client's own error.
+                #expect(error is CancellationError || error as? HTTPClientError == .cancelled)
+                if error as? HTTPClientError == .cancelled { cancelledInFlight += 1 }
+            }
+        }
+        #expect(cancelledInFlight > 0)
+        let after = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/hello"))
+        #expect(after.head.status == 200)
+    }
+
     @Test func tlsVerifiesAgainstConfiguredCAAndRejectsUnknownOnes() async throws {
         let directory = ProcessRunner.temporaryDirectory()
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
