@@ -157,7 +157,7 @@ final class RequestBodyPump: Sendable {
         mutating func next() async throws -> [UInt8]? {
             switch self {
             case .stream(var iterator):
-                let chunk = try await iterator.next()
+                let chunk = try await iterator.next(isolation: #isolation)
                 self = .stream(iterator)
                 return chunk
             case .file(let file, let offset):
