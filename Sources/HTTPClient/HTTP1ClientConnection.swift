@@ -3,11 +3,11 @@ import NetCore
 
 /// An HTTP/1.1 connection to one origin, running one exchange at a time. Loop thread only.
 final class HTTP1ClientConnection: ConnectionDelegate {
-    // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
-    // `Connection`); the parser, mutated in place, keeps them.
+    // Loop-confined scalars, references only read or assigned whole, and the parser (whose mutations call nothing
+    // outside it) skip dynamic exclusivity checks (see `Connection`).
     let connection: Connection
     unowned let pool: HTTPOriginPool
-    private var parser: HTTP1ResponseParser
+    @exclusivity(unchecked) private var parser: HTTP1ResponseParser
     @exclusivity(unchecked) private(set) var exchange: HTTPClientExchange?
     @exclusivity(unchecked) private(set) var isActive = false
     @exclusivity(unchecked) private(set) var reusable = true

@@ -22,11 +22,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
-    // State is loop-confined. Scalars, and references that are only ever read or assigned whole, skip the runtime's
-    // dynamic exclusivity check (see `Connection`); the parser and the slot array, mutated in place, keep it.
+    // State is loop-confined. Scalars, references only ever read or assigned whole, and the parser (whose mutations call
+    // nothing outside it) skip the runtime's dynamic exclusivity check (see `Connection`); the slot array keeps it, as
+    // a write made while it is being changed can close the connection and reach it again.
     let connection: Connection
     private let context: HTTPServerLoopContext
-    private var parser: HTTP1RequestParser
+    @exclusivity(unchecked) private var parser: HTTP1RequestParser
     private var slots: [Slot] = []
     @exclusivity(unchecked) private var currentBody: ByteStream?
     /// The slot of the request whose body `currentBody` is.

@@ -28,10 +28,11 @@ extension ConnectionDelegate {
 ///
 /// All methods must be called on the loop's thread.
 public final class Connection: EventLoopHandler {
-    // Scalar state, and references only ever read or assigned whole, are `@exclusivity(unchecked)`: they are touched
-    // only on the loop thread, where such accesses never overlap (and an overlapping access to a `Bool` or an integer
-    // could not corrupt memory), so the runtime's dynamic exclusivity check (a thread-local access-set update per
-    // access, dozens per request) buys nothing. State mutated in place (the write queue) keeps the check.
+    // State is `@exclusivity(unchecked)` where no access can overlap another: it is touched only on the loop thread,
+    // and it is a scalar, a reference only ever read or assigned whole, or a value (the write queue) whose in-place
+    // mutations call nothing that could reach it again. The runtime's dynamic check (a thread-local access-set update
+    // per access, dozens per request) would buy nothing there. Anything mutated in place across a call out (a delegate,
+    // a closure) must keep the check.
     public let loop: EventLoop
     @exclusivity(unchecked) public private(set) var fd: Int32
     /// Held strongly until the connection closes (the close breaks the cycle): a weak reference cost a side-table
@@ -59,11 +60,11 @@ public final class Connection: EventLoopHandler {
     /// A write failed because the peer is gone: nothing more is written, and the connection closes with this error
     /// once what the peer sent before is read.
     private var writeFailure: SystemError?
-    private var writeQueue: [[UInt8]] = []
+    @exclusivity(unchecked) private var writeQueue: [[UInt8]] = []
     @exclusivity(unchecked) private var writeOffset = 0
     @exclusivity(unchecked) public private(set) var pendingWriteBytes = 0
     /// Plaintext written before the TLS handshake finished.
-    private var plaintextBeforeHandshake: [[UInt8]] = []
+    @exclusivity(unchecked) private var plaintextBeforeHandshake: [[UInt8]] = []
 
     /// Whether this connection speaks TLS.
     public var isTLS: Bool { tls != nil }

@@ -47,17 +47,19 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     let iovecScratch = UnsafeMutablePointer<iovec>.allocate(capacity: EventLoop.iovecScratchCount)
     static let iovecScratchCount = 64
 
-    // State below is touched only on the loop thread.
+    // State below is touched only on the loop thread, and no mutation of it calls out while in progress (jobs and
+    // handlers run after the access that fetched them ended): no access can overlap, so it skips the runtime's dynamic
+    // exclusivity check (see `Connection`).
     /// Indexed by file descriptor (descriptors are small and dense), so an event costs no hashing.
-    private var registrations: [Registration?] = []
-    private var nextGeneration: UInt32 = 1
-    private var localJobs: [Job] = []
+    @exclusivity(unchecked) private var registrations: [Registration?] = []
+    @exclusivity(unchecked) private var nextGeneration: UInt32 = 1
+    @exclusivity(unchecked) private var localJobs: [Job] = []
     /// The jobs of the round ``runJobs()`` is running.
-    private var runningJobs: [Job] = []
-    private var timers = TimerHeap()
+    @exclusivity(unchecked) private var runningJobs: [Job] = []
+    @exclusivity(unchecked) private var timers = TimerHeap()
     /// Connections with bytes queued in this round, flushed before the loop waits (see `Connection.write`).
-    private var pendingFlushes: [Connection] = []
-    private var flushingNow: [Connection] = []
+    @exclusivity(unchecked) private var pendingFlushes: [Connection] = []
+    @exclusivity(unchecked) private var flushingNow: [Connection] = []
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
     /// See ``roundTime``.
     @exclusivity(unchecked) private var wokeAt: UInt64 = EventLoop.now()
