@@ -194,7 +194,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         if let body {
             currentBody = body
             bodySlot = slot
-            lastBodyProgress = EventLoop.now()
+            lastBodyProgress = connection.loop.roundTime
             if expect != nil {  // `100-continue`: any other expectation was refused above
                 if head.version >= .http1_1, slots.count == 1 {
                     connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -335,7 +335,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         bodySlot = nil
         discardingBody = true
-        lastBodyProgress = EventLoop.now()
+        lastBodyProgress = connection.loop.roundTime
         body.fail(ByteStreamError.aborted)
     }
 

@@ -61,8 +61,12 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     @exclusivity(unchecked) private var pendingFlushes: [Connection] = []
     @exclusivity(unchecked) private var flushingNow: [Connection] = []
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
-    /// See ``roundTime``.
-    @exclusivity(unchecked) private var wokeAt: UInt64 = EventLoop.now()
+    /// The monotonic time (``now()``) when the loop last woke from `epoll_wait`. Loop thread only.
+    ///
+    /// One clock read per round serves every per-request timestamp that coarse timeouts read (last activity, write
+    /// progress, the `Date` header's second), as in nginx: at most one round stale, where a round is a few
+    /// milliseconds at worst, against timeouts of seconds.
+    @exclusivity(unchecked) public private(set) var roundTime: UInt64 = EventLoop.now()
     private var nextTickHandlerID = 0
 
     /// Creates a loop and starts its thread.
@@ -211,13 +215,6 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         }
     }
 
-    /// The monotonic time (``now()``) when the loop last woke from `epoll_wait`. Loop thread only.
-    ///
-    /// One clock read per round serves every per-request timestamp that coarse timeouts read (last activity, write
-    /// progress, the `Date` header's second), as in nginx: at most one round stale, where a round is a few
-    /// milliseconds at worst, against timeouts of seconds.
-    public var roundTime: UInt64 { wokeAt }
-
     /// Monotonic clock in nanoseconds.
     public static func now() -> UInt64 {
         var ts = timespec()
@@ -295,7 +292,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
             }
             let count = epoll_wait(epollFD, events.assumingMemoryBound(to: epoll_event.self), Int32(capacity), timeout)
             sleeping.store(false, ordering: .releasing)
-            wokeAt = EventLoop.now()
+            roundTime = EventLoop.now()
             if count > 0 {
                 for i in 0..<Int(count) {
                     let event = (events + i * stride).assumingMemoryBound(to: epoll_event.self)
