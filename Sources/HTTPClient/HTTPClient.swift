@@ -98,6 +98,10 @@ public final class HTTPClient: Sendable {
     private let pools: [UncheckedSendable<LoopPools>]
     private let isShutDown = Atomic<Bool>(false)
 
+    /// The client's event loop the caller is running on, or nil off its loops. Work started as a task preferring it
+    /// (`Task(executorPreference:)`) stays on that thread, where the client runs requests made from it.
+    public var currentLoop: EventLoop? { group.loops.first { $0.inEventLoop } }
+
     /// The pools of one loop. Loop thread only.
     final class LoopPools {
         var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]

@@ -8,12 +8,13 @@ public extension MoyaProvider {
     /// then `.failure(.underlying(NSURLErrorCancelled, nil))`). A task cancelled before the call sends nothing: the
     /// plugins' `didReceive` and `process` see the cancellation, as for a request cancelled before it started.
     ///
-    /// When the provider has no `callbackQueue` and does not track in-flight requests, the whole pipeline (plugins
-    /// included) runs in the calling task, with no queue or task hop; otherwise it goes through
-    /// `request(_:callbackQueue:progress:completion:)` and the plugins run where that puts them.
+    /// When the provider has no `callbackQueue`, the pipeline runs with no queue hop: in the calling task, or, when
+    /// the provider tracks in-flight requests, in a task shared by the identical requests in flight, which starts in
+    /// the caller's context (each caller's plugins' `process` still runs in its own task). With a `callbackQueue` it
+    /// goes through `request(_:callbackQueue:progress:completion:)` and the plugins run where that puts them.
     func request(_ target: Target) async -> Result<Response, MoyaError> {
-        if callbackQueue == nil && !trackInflights {
-            return await requestInCurrentTask(target)
+        if callbackQueue == nil {
+            return trackInflights ? await requestSharingInflights(target) : await requestInCurrentTask(target)
         }
         let holder = CancellableHolder()
         return await withTaskCancellationHandler {

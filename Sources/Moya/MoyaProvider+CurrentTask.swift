@@ -22,24 +22,29 @@ extension MoyaProvider {
     /// With `streamingBodiesAbove`, a network response whose body is longer than that many bytes (or of unknown
     /// length) is not collected: its `data` is empty and `streamedBody` delivers the bytes with back-pressure.
     package func requestInCurrentTask(_ target: Target, streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
-        let endpoint = self.endpoint(target)
-        let stubBehavior = stubClosure(target)
         // The plugins' view of the target, made once: converting a large target (a `MultiTarget`) to an existential
         // allocates a box on every hook call otherwise.
         let pluginTarget: TargetType = target
-        let result: Result<Moya.Response, MoyaError>
-        if let lane = transportLane, let mapped = lane.mapping(endpoint) {
-            result = await transportResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
-                                           mapped: mapped, lane: lane, streamingBodiesAbove: streamingBodiesAbove)
-        } else {
-            result = await unprocessedResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+        let result = await unprocessedResult(target, pluginTarget: pluginTarget, endpoint: endpoint(target),
                                              streamingBodiesAbove: streamingBodiesAbove)
-        }
         return plugins.reduce(result) { $1.process($0, target: pluginTarget) }
     }
 
-    private func unprocessedResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
-                                   streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
+    /// The pipeline of ``requestInCurrentTask(_:streamingBodiesAbove:)`` up to `didReceive`: the result before the
+    /// plugins' `process`.
+    func unprocessedResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
+                           streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
+        let stubBehavior = stubClosure(target)
+        if let lane = transportLane, let mapped = lane.mapping(endpoint) {
+            return await transportResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                                         mapped: mapped, lane: lane, streamingBodiesAbove: streamingBodiesAbove)
+        }
+        return await urlRequestResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                                      streamingBodiesAbove: streamingBodiesAbove)
+    }
+
+    private func urlRequestResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+                                  streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
         let request: URLRequest
         switch await builtRequest(endpoint) {
         case .success(let built): request = built
@@ -139,7 +144,7 @@ extension MoyaProvider {
     }
 
     /// The cancellation error, after the plugins' `didReceive`.
-    private func cancelledResult(_ target: TargetType) -> Result<Moya.Response, MoyaError> {
+    func cancelledResult(_ target: TargetType) -> Result<Moya.Response, MoyaError> {
         let error = MoyaError.underlying(MoyaProviderErrors.cancelled, nil)
         plugins.forEach { $0.didReceive(.failure(error), target: target) }
         return .failure(error)

@@ -299,6 +299,8 @@ final class InflightCall: @unchecked Sendable {
         let id: Int
         let completion: Moya.Completion
         let queue: DispatchQueue?
+        /// An async caller's waiter: called wherever the result is delivered, never through a queue.
+        let isAsync: Bool
     }
 
     let endpoint: Endpoint
@@ -320,11 +322,11 @@ final class InflightCall: @unchecked Sendable {
     var completions: [Moya.Completion] { lock.withLock { waiters.map(\.completion) } }
 
     /// Adds a waiter and returns its token, or nil when the call has already finished.
-    func addWaiter(_ completion: @escaping Moya.Completion, queue: DispatchQueue?) -> Cancellable? {
+    func addWaiter(_ completion: @escaping Moya.Completion, queue: DispatchQueue?, isAsync: Bool = false) -> Cancellable? {
         let id: Int? = lock.withLock {
             guard !finished else { return nil }
             nextID += 1
-            waiters.append(Waiter(id: nextID, completion: completion, queue: queue))
+            waiters.append(Waiter(id: nextID, completion: completion, queue: queue, isAsync: isAsync))
             return nextID
         }
         guard let id else { return nil }
@@ -340,23 +342,39 @@ final class InflightCall: @unchecked Sendable {
             return nil
         }
         if let leaving {
-            let box = UncheckedSendable(leaving.completion)
-            (leaving.queue ?? defaultQueue).async {
-                box.value(.failure(.underlying(MoyaProviderErrors.cancelled, nil)))
+            let cancelled = Result<Moya.Response, MoyaError>.failure(.underlying(MoyaProviderErrors.cancelled, nil))
+            if leaving.isAsync {
+                leaving.completion(cancelled)
+                return
             }
+            let box = UncheckedSendable(leaving.completion)
+            (leaving.queue ?? defaultQueue).async { box.value(cancelled) }
         } else if lock.withLock({ !finished && waiters.contains { $0.id == id } }) {
             operation.cancel()
         }
     }
 
     /// Delivers the one result to every waiter, in the order they joined. Later calls do nothing.
-    func finish(_ result: Result<Moya.Response, MoyaError>) {
+    ///
+    /// A call started through the callback API finishes on its starter's callback queue and, as in Moya, calls
+    /// every completion there. A call started by an async caller finishes in its own task
+    /// (`viaQueues: true`): completion-handler waiters then get the result on their callback queue (the provider's
+    /// default one when they named none), async waiters where it is.
+    func finish(_ result: Result<Moya.Response, MoyaError>, viaQueues: Bool = false) {
         let toNotify: [Waiter] = lock.withLock {
             guard !finished else { return [] }
             finished = true
             return waiters
         }
-        toNotify.forEach { $0.completion(result) }
+        let shared = UncheckedSendable(result)
+        for waiter in toNotify {
+            if viaQueues && !waiter.isAsync {
+                let completion = UncheckedSendable(waiter.completion)
+                (waiter.queue ?? defaultQueue).async { completion.value(shared.value) }
+            } else {
+                waiter.completion(result)
+            }
+        }
         lock.withLock { waiters.removeAll() }
     }
 
@@ -376,13 +394,13 @@ final class InflightRegistry: @unchecked Sendable {
     private var calls: [EndpointIdentity: InflightCall] = [:]
 
     func join(identity: EndpointIdentity, endpoint: Endpoint, completion: @escaping Moya.Completion,
-              queue: DispatchQueue?, defaultQueue: DispatchQueue) -> Joined {
+              queue: DispatchQueue?, defaultQueue: DispatchQueue, isAsync: Bool = false) -> Joined {
         lock.withLock {
-            if let existing = calls[identity], let token = existing.addWaiter(completion, queue: queue) {
+            if let existing = calls[identity], let token = existing.addWaiter(completion, queue: queue, isAsync: isAsync) {
                 return Joined(call: existing, token: token, isDuplicate: true)
             }
             let call = InflightCall(endpoint: endpoint, identity: identity, defaultQueue: defaultQueue)
-            let token = call.addWaiter(completion, queue: queue) ?? SimpleCancellable()
+            let token = call.addWaiter(completion, queue: queue, isAsync: isAsync) ?? SimpleCancellable()
             calls[identity] = call
             return Joined(call: call, token: token, isDuplicate: false)
         }

@@ -7,7 +7,6 @@ import HTTPServer
 import HTTPWire
 import Moya
 import NetCore
-import Synchronization
 
 /// The gateway's request handler: route, authorise the caller, send the call through the upstream's Moya provider
 /// (stubs, plugins, coalescing) and map the result to a response, with one access-log line per request.
@@ -199,7 +198,7 @@ final class GatewayHandler: HTTPServerHandler {
         let result: Result<Moya.Response, MoyaError>
         if let key {
             exchange.record.coalesced = flights.join(key) ? "leader" : "follower"
-            result = await send(MultiTarget(target), through: upstream.provider)
+            result = await upstream.provider.request(MultiTarget(target))
             flights.leave(key)
         } else {
             // Not shareable: sent in this task, on this event loop, without Moya's callback queue; a long body is
@@ -254,20 +253,6 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.duration = ContinuousClock.now - started
         exchange.snapshot.telemetry.record(exchange.record)
         return response
-    }
-
-    private func send(_ target: MultiTarget, through provider: MoyaProvider<MultiTarget>) async -> Result<Moya.Response, MoyaError> {
-        let cancellable = Mutex<UncheckedSendable<any Cancellable>?>(nil)
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let token = provider.request(target, callbackQueue: nil, progress: nil) { result in
-                    continuation.resume(returning: result)
-                }
-                cancellable.withLock { $0 = UncheckedSendable(token) }
-            }
-        } onCancel: {
-            cancellable.withLock { $0 }?.value.cancel()
-        }
     }
 
     private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:]) -> HTTPServerResponse {

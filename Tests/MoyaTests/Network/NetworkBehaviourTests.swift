@@ -5,6 +5,7 @@ import FoundationNetworking
 import Testing
 import HTTPClient
 import HTTPWire
+import NetCore
 @testable import Moya
 
 /// Response mapping, validation, the async API, cancellation and in-flight sharing against the loopback httpbin.
@@ -236,6 +237,34 @@ import HTTPWire
         }
     }
 
+    @Test func trackInflightsSharedCallRunsOnTheCallersLoop() async throws {
+        try await withHttpbin { bin async throws in
+            let group = try EventLoopGroup(threads: 1)
+            let loop = group.loops[0]
+            let onLoop = Recorder<Bool>()
+            let plugin = LoopCheckingPlugin(loop: loop, log: onLoop)
+            let provider = MoyaProvider<BinTarget>(session: Session(client: HTTPClient(group: group), headers: [:]),
+                                                   plugins: [plugin], trackInflights: true)
+            // Callers on the client's loop: the shared call is sent, received and delivered on that thread.
+            let statuses = await AsyncTask(executorPreference: loop) {
+                await withTaskGroup(of: Int.self) { tasks in
+                    for _ in 0..<3 {
+                        tasks.addTask { (try? await provider.response(BinTarget(bin, "/delay/200")))?.statusCode ?? -1 }
+                    }
+                    return await tasks.reduce(into: []) { $0.append($1) }
+                }
+            }.value
+            #expect(statuses == [200, 200, 200])
+            #expect(bin.hits("/delay/200") == 1)
+            #expect(onLoop.values == [true, true, true, true, true], "willSend, didReceive and each process on the loop")
+
+            // Callers off the loop are served the same way.
+            let off = await provider.request(BinTarget(bin, "/delay/201"))
+            #expect((try? off.get())?.statusCode == 200)
+            group.shutdown()
+        }
+    }
+
     @Test func trackInflightsCancellingOneWaiterKeepsTheOthers() async throws {
         try await withHttpbin { bin async throws in
             let provider = binProvider(trackInflights: true)
@@ -277,5 +306,17 @@ import HTTPWire
             guard case .failure(.requestMapping) = noHostResult else { Issue.record("expected requestMapping, got \(noHostResult)"); return }
             #expect(bin.startedTargets.isEmpty, "nothing reached the server")
         }
+    }
+}
+
+/// Records, for each hook but `prepare`, whether it ran on `loop`'s thread.
+private struct LoopCheckingPlugin: PluginType {
+    let loop: EventLoop
+    let log: Recorder<Bool>
+    func willSend(_ request: RequestType, target: TargetType) { log.append(loop.inEventLoop) }
+    func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType) { log.append(loop.inEventLoop) }
+    func process(_ result: Result<Moya.Response, MoyaError>, target: TargetType) -> Result<Moya.Response, MoyaError> {
+        log.append(loop.inEventLoop)
+        return result
     }
 }
