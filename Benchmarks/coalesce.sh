@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Coalescing wall time: N (=100) concurrent identical GETs, fired at once over pre-opened connections by the shared
-# harness's tools/burst.py, through moya-gateway to the harness's slow upstream (tools/slow_upstream.py, DELAY s per
-# request, counts hits). Targets, each with a fresh `?k=` key per burst:
-#   direct      the slow upstream itself (the floor: N hits, wall ≈ DELAY)
-#   coalesce    a route with `coalesce: true` (goal: 1 hit, wall ≤ 1.15 × DELAY)
-#   plain       the same upstream without coalescing (control: N hits)
-# The gateway runs on CPU 1, burst.py and the upstream on CPU 0. Medians of REPS bursts.
+# harness's tools/burst.py, with the reference harness's topology and pinning (../shared/bench/04_coalesce.sh): the
+# slow upstream (tools/slow_upstream.py, DELAY s per request, counts hits) behind the stub nginx on :18080, every
+# server on SERVER_CPU (1), burst.py on CLIENT_CPU (0). Targets, each with a fresh `?k=` key per burst:
+#   direct      the stub upstream itself (the floor: N hits, wall ≈ DELAY)
+#   varnish     Varnish with its built-in VCL, the reference's coalescing cache (waiting list), same run
+#   coalesce    a moya-gateway route with `coalesce: true` (goal: 1 hit, wall ≤ 1.15 × DELAY)
+#   plain       the same upstream through moya-gateway without coalescing (control: N hits)
+# Medians of REPS bursts.
 # Env: N=100 REPS=5 DELAY=0.1 PORT_BASE=18280 SKIP_BUILD=0
 # Output: a markdown table on stdout; raw JSON lines under $RUN_DIR/results/coalesce-gw/.
 set -euo pipefail
@@ -18,16 +20,16 @@ source "$SHARED_BENCH/lib.sh"
 
 N="${N:-100}"
 REPS="${REPS:-5}"
-DELAY="${DELAY:-0.1}"
+export SLOW_DELAY="${DELAY:-0.1}"
 PORT_BASE="${PORT_BASE:-18280}"
-UPSTREAM_PORT=$PORT_BASE GATEWAY_PORT=$((PORT_BASE + 1)) ADMIN_PORT=$((PORT_BASE + 2))
+GATEWAY_PORT=$PORT_BASE ADMIN_PORT=$((PORT_BASE + 1))
 OUT="$RESULTS_DIR/coalesce-gw"
-need curl taskset "$PY"
+need curl taskset nginx varnishd "$PY"
 
 install_traps
 kill_stale
 rm -rf "$OUT"; mkdir -p "$OUT"
-require_free_ports "$UPSTREAM_PORT" "$GATEWAY_PORT" "$ADMIN_PORT"
+require_free_ports "$SLOW_PORT" "$UP_PORT" "$VARC_PORT" "$GATEWAY_PORT" "$ADMIN_PORT"
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
 fi
@@ -36,39 +38,41 @@ server: { listen: ["127.0.0.1:$GATEWAY_PORT"], threads: 1 }
 admin: { listen: "127.0.0.1:$ADMIN_PORT" }
 logging: { access_log: false }
 upstreams:
-  slow: { base_url: "http://127.0.0.1:$UPSTREAM_PORT", timeout: { response: 20s }, pool: { max_connections: 256 } }
+  slow: { base_url: "http://127.0.0.1:$UP_PORT", timeout: { response: 20s }, pool: { max_connections: 256 } }
 routes:
   - { name: coalesce, match: { path_prefix: /coalesce }, upstream: slow, coalesce: true, rewrite: { strip_prefix: /coalesce } }
   - { name: plain, match: { path_prefix: /plain }, upstream: slow, rewrite: { strip_prefix: /plain } }
 YAML
-spawn slowpy taskset -c 0 "$PY" "$TOOLS/slow_upstream.py" --port "$UPSTREAM_PORT" --delay "$DELAY"
-wait_http "http://$HOST:$UPSTREAM_PORT/hits"
-spawn gateway taskset -c 1 "$ROOT/.build/release/moya-gateway" serve --config "$OUT/gateway.yaml"
+start_upstream
+start_varnish varnish-default "$VARC_PORT" varnish-default.vcl
+spawn gateway "${SRV[@]}" "$ROOT/.build/release/moya-gateway" serve --config "$OUT/gateway.yaml"
 wait_http "http://$HOST:$ADMIN_PORT/readyz"
 
-declare -A PREFIX=([direct]="" [coalesce]="/coalesce" [plain]="/plain")
-declare -A PORT=([direct]=$UPSTREAM_PORT [coalesce]=$GATEWAY_PORT [plain]=$GATEWAY_PORT)
+TARGETS=(direct varnish coalesce plain)
+declare -A PREFIX=([direct]="" [varnish]="" [coalesce]="/coalesce" [plain]="/plain")
+declare -A PORT=([direct]=$UP_PORT [varnish]=$VARC_PORT [coalesce]=$GATEWAY_PORT [plain]=$GATEWAY_PORT)
 for rep in $(seq "$REPS"); do
-    for target in direct coalesce plain; do
+    for target in "${TARGETS[@]}"; do
         key="$target-$rep-$(date +%s%N)"
-        curl -sf -o /dev/null "http://$HOST:$UPSTREAM_PORT/reset"
-        burst=$(taskset -c 0 timeout -k 5 60 "$PY" "$TOOLS/burst.py" --port "${PORT[$target]}" \
-            --path "${PREFIX[$target]}/slow?k=$key" -n "$N" --timeout 20)
+        curl -sf -o /dev/null "http://$HOST:$SLOW_PORT/reset"
+        client "$PY" "$TOOLS/burst.py" --port "${PORT[$target]}" --path "${PREFIX[$target]}/slow?k=$key" \
+            -n "$N" --timeout 20 >"$OUT/burst.json"
+        burst=$(cat "$OUT/burst.json")
         sleep 0.3   # let any straggler reach the upstream before counting
-        hits=$(curl -sf "http://$HOST:$UPSTREAM_PORT/hits")
+        hits=$(curl -sf "http://$HOST:$SLOW_PORT/hits")
         echo "{\"target\":\"$target\",\"rep\":$rep,\"burst\":$burst,\"upstream\":$hits}" >>"$OUT/bursts.jsonl"
         log "rep $rep $target: $burst hits=$hits"
     done
 done
 stop_all
 
-"$PY" - "$OUT/bursts.jsonl" "$N" "$DELAY" <<'PYEOF'
+"$PY" - "$OUT/bursts.jsonl" "$N" "$SLOW_DELAY" <<'PYEOF'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 n, delay_ms = int(sys.argv[2]), float(sys.argv[3]) * 1000
 print(f"| target | bursts | 200s / {n} | upstream hits (median) | wall ms (median, min–max) | wall / upstream delay |")
 print("|---|---|---|---|---|---|")
-for target in ["direct", "coalesce", "plain"]:
+for target in ["direct", "varnish", "coalesce", "plain"]:
     mine = [r for r in rows if r["target"] == target]
     walls = [r["burst"]["wall_ms"] for r in mine]
     oks = [r["burst"]["statuses"].get("200", 0) for r in mine]

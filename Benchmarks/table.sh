@@ -169,19 +169,23 @@ if "gzip.total" in g:
     rows.append(("gzip level 1: whole request, same body", "moya-gateway stub", "nginx static + gzip",
                  *pair(g["gzip.total"]), two(g["gzip.total"].get("rps")), two(g["gzip.total"].get("cpu"))))
 
-# coalesce.sh: its markdown table (direct / coalesce / plain rows)
+# coalesce.sh: its markdown table (direct / varnish / coalesce / plain rows)
 path = f"{run}/logs/coalesce.out"
 if os.path.exists(path):
     table = {}
     for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 6 and cells[0] in ("direct", "coalesce", "plain"):
+        if len(cells) == 6 and cells[0] in ("direct", "varnish", "coalesce", "plain"):
             table[cells[0]] = cells
-    if "coalesce" in table and "direct" in table:
-        c, d = table["coalesce"], table["direct"]
-        rows.append(("100 concurrent identical GETs, 100 ms upstream: hits, wall", "moya-gateway coalesce: true",
-                     "the upstream directly", f"{c[3]} hit(s), {c[4].split()[0]} ms ({c[5]} the delay)",
-                     f"{d[3]} hits, {d[4].split()[0]} ms", "-", "-"))
+    def burst(cells, unit):
+        return f"{cells[3]} {unit}, {cells[4].split()[0]} ms ({cells[5]} the delay)"
+    if "coalesce" in table:
+        c = table["coalesce"]
+        for name, label, unit in (("varnish", "Varnish (built-in VCL, coalesces)", "hit(s)"),
+                                  ("direct", "the upstream directly", "hits")):
+            if name in table:
+                rows.append(("100 concurrent identical GETs, 100 ms upstream: hits, wall", "moya-gateway coalesce: true",
+                             label, burst(c, "hit(s)"), burst(table[name], unit), "-", "-"))
 
 print("| measurement | ours | reference | ours (req/s, CPU/req) | reference | req/s ratio | CPU µs/req ratio |")
 print("|---|---|---|---|---|---:|---:|")
