@@ -104,8 +104,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         failAndClose(.cancelled)
     }
 
-    /// Makes sure the response timer fires no later than `exchange`'s response head is due (see
-    /// ``HTTPClientExchange/responseDue()``). A timer already armed for an earlier time stays: it re-arms when it fires.
+    /// Makes sure the response timer fires no later than `exchange` is due (see ``HTTPClientExchange/responseDue()``).
+    /// A timer already armed for an earlier time stays: it re-arms when it fires.
     private func armResponseTimer(for exchange: HTTPClientExchange) {
         guard let due = exchange.responseDue() else { return }
         if responseTimer != nil && responseTimerDue <= due { return }
@@ -116,11 +116,11 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
     }
 
-    /// The response timer fired: the exchange at hand, if it still waits for its response head, times out, or waits
-    /// on when it is due later (a later exchange, or a request body that moved since).
+    /// The response timer fired: the exchange at hand, if its response is not complete, times out, or waits on when
+    /// it is due later (a later exchange, or a request or response that moved since).
     private func responseTimerFired() {
         responseTimer = nil
-        guard let exchange, exchange.responseHead == nil, let due = exchange.responseDue() else { return }
+        guard let exchange, let due = exchange.responseDue() else { return }
         if due > EventLoop.now() {
             armResponseTimer(for: exchange)
             return
@@ -208,6 +208,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
         if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
         exchange.responseStarted = true
+        exchange.lastReceiveProgress = connection.loop.roundTime
         parser.append(bytes)
         drainParser()
     }

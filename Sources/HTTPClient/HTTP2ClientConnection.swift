@@ -161,11 +161,10 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         }
     }
 
-    /// The response head is due (see ``HTTPClientExchange/responseDue()``): time out, or wait on when the request body
-    /// moved since the timer was set.
+    /// The exchange is due (see ``HTTPClientExchange/responseDue()``): time out, or wait on when the request or the
+    /// response moved since the timer was set.
     private func responseTimerFired(_ streamID: Int32, _ exchange: HTTPClientExchange?) {
-        guard let exchange, streams[streamID] === exchange, exchange.responseHead == nil,
-              let due = exchange.responseDue() else { return }
+        guard let exchange, streams[streamID] === exchange, let due = exchange.responseDue() else { return }
         if due > EventLoop.now() {
             exchange.timer = connection.loop.schedule(atNanoseconds: due) { [weak self, weak exchange] in
                 self?.responseTimerFired(streamID, exchange)
@@ -364,7 +363,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
                 if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
                 exchange.responseStarted = true
                 exchange.responseHead = head
-                exchange.timer?.cancel()
+                exchange.lastReceiveProgress = connection.loop.roundTime
                 exchange.chooseDelivery(for: head)
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
@@ -379,6 +378,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
                     continue
                 }
                 let received = exchange.countBody(bytes.count)
+                exchange.lastReceiveProgress = connection.loop.roundTime
                 if exchange.limitsCollectedBody && received > configuration.maxResponseBodyBytes {
                     session.consumed(streamID: streamID, count: bytes.count)
                     abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))

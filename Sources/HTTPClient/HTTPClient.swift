@@ -18,7 +18,8 @@ public final class HTTPClient: Sendable {
     public struct Configuration: Sendable {
         /// Time allowed to open a connection (TCP and TLS handshake).
         public var connectTimeout: Duration = .seconds(10)
-        /// Time allowed from sending the request to the end of the response head; `nil` waits forever. While a
+        /// Time allowed from sending the request to the end of the response head, then the longest wait for the next
+        /// response body bytes (not counted while a streamed body's reader is behind); `nil` waits forever. While a
         /// streamed request body is being sent, it is the longest time without progress (a chunk taken or written);
         /// the wait for the head counts from the body's end.
         public var responseTimeout: Duration? = .seconds(60)
@@ -146,8 +147,9 @@ public final class HTTPClient: Sendable {
     }
 
     /// Sends `request` and returns as soon as the response head arrived; the body follows as a back-pressured stream
-    /// (see ``HTTPClientStreamingResponse``). The response timeout and `deadline` apply up to the head. Not retried
-    /// once the head arrived; decompression is not applied.
+    /// (see ``HTTPClientStreamingResponse``). `deadline` and the response timeout still apply to the body: past the
+    /// deadline, or a response timeout without body bytes while the reader keeps up, the stream fails with
+    /// ``HTTPClientError/responseTimeout``. Not retried once the head arrived; decompression is not applied.
     /// - Throws: ``HTTPClientError``, before the head; errors after it end the body stream.
     public func execute(streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientStreamingResponse {

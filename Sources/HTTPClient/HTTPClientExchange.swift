@@ -66,6 +66,10 @@ final class HTTPClientExchange {
     @exclusivity(unchecked) var waitExpiry: UInt64 = .max
     /// When request bytes last went out (the head, or body progress): the response timeout counts from here.
     @exclusivity(unchecked) var lastSendProgress: UInt64 = 0
+    /// When the response last moved: its head or body bytes arrived, or a streamed body's reader caught up.
+    @exclusivity(unchecked) var lastReceiveProgress: UInt64 = 0
+    /// A streamed body's reader is behind: reading waits for it, so the server is not the one keeping the response.
+    @exclusivity(unchecked) var waitingForReader = false
     /// Upload progress, when the caller asked for it and there is a body.
     var upload: UploadProgress?
     /// The pump of the current attempt's streamed body, until it delivered the body's end or the attempt ended.
@@ -196,7 +200,14 @@ final class HTTPClientExchange {
         self.delivery = nil
         let owner = UncheckedSendable(self)
         let loop = self.loop
-        let stream = ByteStream { loop.execute { owner.value.onBodyDemand?() } }
+        let stream = ByteStream {
+            loop.execute {
+                let exchange = owner.value
+                exchange.waitingForReader = false
+                exchange.lastReceiveProgress = loop.roundTime
+                exchange.onBodyDemand?()
+            }
+        }
         bodyStream = stream
         let firstByte = Duration.nanoseconds(Int64(clamping: (firstByteAt == 0 ? EventLoop.now() : firstByteAt) &- startedAt))
         let timings = HTTPClientTimings(connect: connectDuration, firstByte: firstByte, total: firstByte)
@@ -217,7 +228,11 @@ final class HTTPClientExchange {
     /// Takes response body bytes. Returns false when a streamed body's consumer is behind: stop reading until
     /// `onBodyDemand`.
     func receive(_ bytes: [UInt8]) -> Bool {
-        if let bodyStream { return bodyStream.yield(bytes) }
+        if let bodyStream {
+            let wantsMore = bodyStream.yield(bytes)
+            if !wantsMore { waitingForReader = true }
+            return wantsMore
+        }
         // A body that arrives in one piece is kept as it came, not copied into a second array.
         if responseBody.isEmpty { responseBody = bytes } else { responseBody.append(contentsOf: bytes) }
         return true
@@ -250,13 +265,18 @@ final class HTTPClientExchange {
         return true
     }
 
-    /// When the response head is due: the earliest of the response timeout, counted from the last request progress
-    /// (so a long upload that keeps moving does not time out), and the overall deadline.
+    /// When the exchange times out if nothing moves: the earliest of the overall deadline (until the response is
+    /// complete, body included) and the response timeout, counted before the head from the last request progress
+    /// (so a long upload that keeps moving does not time out) and after it from the last response bytes (so a
+    /// server that stalls mid-body is not waited for forever; not while a streamed body's reader is the one behind).
     func responseDue() -> UInt64? {
         var result = deadline
         if let timeout = configuration.responseTimeout {
-            let candidate = lastSendProgress.addingSaturated(timeout.nanoseconds)
-            result = min(result ?? candidate, candidate)
+            let since: UInt64? = responseHead == nil ? lastSendProgress : (waitingForReader ? nil : lastReceiveProgress)
+            if let since {
+                let candidate = since.addingSaturated(timeout.nanoseconds)
+                result = min(result ?? candidate, candidate)
+            }
         }
         return result
     }

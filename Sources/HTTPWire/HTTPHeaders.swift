@@ -8,37 +8,47 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         public var name: String
         public var value: String
 
+        @inlinable
         public init(name: String, value: String) {
             self.name = name
             self.value = value
         }
     }
 
-    private var fields: [Field]
+    // Visible to inlinable code: callers in other modules iterate, add and look up fields without a call per field
+    // and without copying each field out through an opaque iterator.
+    @usableFromInline var fields: [Field]
 
     /// Creates headers from `(name, value)` pairs, in order.
+    @inlinable
     public init(_ pairs: [(String, String)] = []) {
         fields = pairs.map { Field(name: $0.0, value: $0.1) }
     }
 
+    @inlinable
     public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
     /// The number of fields, repeated names counted separately.
+    @inlinable
     public var count: Int { fields.count }
 
+    @inlinable
     public var isEmpty: Bool { fields.isEmpty }
 
+    @inlinable
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
     /// Reserves room for `capacity` fields.
+    @inlinable
     public mutating func reserveCapacity(_ capacity: Int) {
         fields.reserveCapacity(capacity)
     }
 
     /// Appends a field, keeping any existing field of the same name.
-    public mutating func add(name: String, value: String) {
+    @inlinable
+    public mutating func add(name: __owned String, value: __owned String) {
         fields.append(Field(name: name, value: value))
     }
 
@@ -60,16 +70,19 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 
     /// Removes every field named `name`.
+    @inlinable
     public mutating func remove(name: String) {
         fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
     }
 
     /// Whether a field named `name` is present.
+    @inlinable
     public func contains(name: String) -> Bool {
         fields.contains { $0.name.equalsIgnoringASCIICase(name) }
     }
 
     /// The value of the first field named `name`.
+    @inlinable
     public func first(name: String) -> String? {
         fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }

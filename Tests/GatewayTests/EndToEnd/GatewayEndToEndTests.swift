@@ -167,6 +167,32 @@ import Glibc
         gateway.stop()
     }
 
+    /// An upstream that sends its head and then stops mid-body: the upstream's response timeout (the longest wait for
+    /// the next bytes) or the route's deadline (the whole request, body included) ends it with a 504.
+    @Test func anUpstreamThatStallsMidBodyIsCutByTheResponseTimeoutAndTheRouteDeadline() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port, extraRoutes: """
+              - name: deadline
+                match: { path_prefix: /deadline }
+                upstream: open
+                rewrite: { strip_prefix: /deadline }
+                timeout: 1s
+            """), environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        var started = ContinuousClock.now
+        let byResponseTimeout = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/stall"))
+        #expect(byResponseTimeout.status == 504)
+        #expect(ContinuousClock.now - started < .milliseconds(2500), "the api upstream's response timeout is 500 ms")
+        started = ContinuousClock.now
+        let byDeadline = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/deadline/stall"))
+        #expect(byDeadline.status == 504)
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(900) && waited < .milliseconds(3000), "the route's 1 s deadline, not the upstream")
+        #expect(Self.text(byDeadline).contains("\"error\":\"gateway_timeout\""))
+        gateway.stop()
+        #expect(gateway.accessLog.filter { $0["status"] as? Int == 504 }.count == 2)
+    }
+
     @Test func aFullPoolAnswers503AfterMaxWait() async throws {
         let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: """

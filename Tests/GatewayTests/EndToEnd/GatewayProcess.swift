@@ -102,7 +102,8 @@ struct GatewayTestError: Error, CustomStringConvertible {
 }
 
 /// An upstream (our own server) that records every request it receives and answers by path:
-/// `/slow?ms=N` sleeps then answers with a hit counter; `/status/N` answers N; anything else echoes the request.
+/// `/slow?ms=N` sleeps then answers with a hit counter; `/status/N` answers N; `/stall` sends its head and 10 of the
+/// 100 bytes it declares, then nothing; anything else echoes the request.
 final class RecordingUpstream: Sendable {
     let server: HTTPServer
     var port: Int { server.localAddresses[0].port }
@@ -145,6 +146,11 @@ final class RequestRecorder: HTTPServerHandler {
             return list.count
         }
         let path = String(request.head.path)
+        if path.hasSuffix("/stall") {
+            let stream = ByteStream()
+            _ = stream.yield(Array("0123456789".utf8))
+            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Length": "100"]), body: .stream(stream))
+        }
         if path.hasSuffix("/slow") {
             let ms = Int(request.head.query?.split(separator: "&").first { $0.hasPrefix("ms=") }?.dropFirst(3) ?? "200") ?? 200
             try? await Task.sleep(for: .milliseconds(ms))
