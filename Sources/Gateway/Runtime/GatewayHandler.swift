@@ -113,7 +113,7 @@ final class GatewayHandler: HTTPServerHandler {
             if key == nil {
                 // Nothing to share: the per-caller headers go into the endpoint, set in bulk with the others (adding
                 // them one by one to the `URLRequest` in a plugin costs more).
-                ProxyHeaders.merge(forwarding, into: &stable)
+                ProxyHeaders.mergeForwarding(forwarding, into: &stable, configured: route.upstream.headers)
             } else {
                 perRequest += forwarding
             }

@@ -60,6 +60,19 @@ enum ProxyHeaders {
         }
     }
 
+    /// `merge` for the forwarding headers of one caller into the headers built by ``upstreamHeaders(from:apiKeyHeader:upstream:varyHeaders:coalescing:)``:
+    /// the client's fields of those names were dropped there (they are gateway-owned), so only the upstream's
+    /// configured headers can hold one in another spelling, and only they are searched.
+    static func mergeForwarding(_ fields: [(String, String)], into headers: inout [String: String], configured: HTTPHeaders) {
+        for (name, value) in fields {
+            if !configured.isEmpty, headers[name] == nil,
+               let other = configured.first(where: { $0.name.equalsIgnoringASCIICase(name) }) {
+                headers[other.name] = nil
+            }
+            headers[name] = value
+        }
+    }
+
     /// The forwarding headers for one caller.
     static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
         -> [(String, String)] {

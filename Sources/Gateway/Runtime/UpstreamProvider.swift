@@ -93,11 +93,7 @@ final class UpstreamProvider: Sendable {
             plugins: plugins,
             trackInflights: true,
             transportMapping: { endpoint in
-                endpoint.transportRequest()?.map { request in
-                    var request = request
-                    request.http.headers.remove(name: UpstreamProvider.flightHeader)
-                    return request
-                }
+                endpoint.transportRequest(omittingHeader: UpstreamProvider.flightHeader)
             })
     }
 
