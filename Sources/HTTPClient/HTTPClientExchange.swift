@@ -268,15 +268,14 @@ final class HTTPClientExchange {
     /// When the exchange times out if nothing moves: the earliest of the overall deadline (until the response is
     /// complete, body included) and the response timeout, counted before the head from the last request progress
     /// (so a long upload that keeps moving does not time out) and after it from the last response bytes (so a
-    /// server that stalls mid-body is not waited for forever; not while a streamed body's reader is the one behind).
+    /// server that stalls mid-body is not waited for forever). While a streamed body's reader is the one behind, the
+    /// response timeout counts from now: the timer keeps coming back, and holds again once the reader catches up.
     func responseDue() -> UInt64? {
         var result = deadline
         if let timeout = configuration.responseTimeout {
-            let since: UInt64? = responseHead == nil ? lastSendProgress : (waitingForReader ? nil : lastReceiveProgress)
-            if let since {
-                let candidate = since.addingSaturated(timeout.nanoseconds)
-                result = min(result ?? candidate, candidate)
-            }
+            let since = responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
+            let candidate = since.addingSaturated(timeout.nanoseconds)
+            result = min(result ?? candidate, candidate)
         }
         return result
     }

@@ -8,7 +8,8 @@ import Testing
 /// Responses that start and then stop or crawl:
 /// - `/stall`: the head and 10 bytes, then nothing (the body never ends);
 /// - `/trickle?ms=N&n=K`: one byte every N ms, K times, then the end;
-/// - `/big`: 4 MiB, as fast as the connection takes it.
+/// - `/big`: 4 MiB, as fast as the connection takes it;
+/// - `/big-then-stall`: the same 4 MiB, then nothing (the body never ends).
 private struct SlowBodies: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let stream = ByteStream()
@@ -29,10 +30,11 @@ private struct SlowBodies: HTTPServerHandler {
                 }
                 stream.finish()
             }
-        case "/big":
+        case "/big", "/big-then-stall":
+            let ends = request.head.path == "/big"
             Task {
                 for _ in 0..<64 { _ = stream.yield([UInt8](repeating: 7, count: 64 * 1024)) }
-                stream.finish()
+                if ends { stream.finish() }
             }
         default:
             return HTTPServerResponse(status: 404, body: [])
@@ -119,5 +121,32 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         var count = 0
         for try await chunk in response.body { count += chunk.count }
         #expect(count == 64 * 64 * 1024)
+    }
+
+    @Test(arguments: [false, true])
+    func aStallAfterASlowReaderCaughtUpStillTimesOut(http2: Bool) async throws {
+        let (server, base) = try await startServer()
+        defer { Task { await server.shutdown(timeout: .milliseconds(100)) } }
+        let client = client(http2: http2) { $0.responseTimeout = .milliseconds(200) }
+        let response = try await client.execute(streaming: HTTPClientRequest(url: "\(base)/big-then-stall"))
+        try await Task.sleep(for: .milliseconds(600))
+        let reader = Task {
+            var count = 0
+            do {
+                for try await chunk in response.body { count += chunk.count }
+                return (count, nil as HTTPClientError?)
+            } catch {
+                return (count, error as? HTTPClientError)
+            }
+        }
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(5))
+            reader.cancel()
+            response.cancel()
+        }
+        let (count, error) = await reader.value
+        watchdog.cancel()
+        #expect(count == 64 * 64 * 1024)
+        #expect(error == .responseTimeout, "the response timeout holds again once the reader has caught up")
     }
 }
