@@ -1,0 +1,151 @@
+import Foundation
+import HTTPClient
+import HTTPWire
+import NetCore
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The faulty upstreams of reliability.md §2.5 (UP-04 .. UP-13), scripted in `faults/fault_upstream.py`, behind the
+/// real `moya-gateway` binary: a client never gets a response that looks complete when the upstream's was not, bad
+/// upstream framing is a 502, and the gateway keeps serving with no descriptor left behind.
+@Suite(.serialized) struct GatewayUpstreamFaultTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("faults/fault_upstream.py").path
+
+    /// The fault upstream, a Python process on a free loopback port.
+    final class FaultUpstream {
+        let process = Process()
+        let port: Int
+
+        init() async throws {
+            port = try freeLoopbackPort()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "exec /usr/bin/python3 \"$0\" --port \"$1\" >/dev/null 2>&1",
+                                 GatewayUpstreamFaultTests.script, String(port)]
+            try process.run()
+            let client = HTTPClient()
+            for _ in 0..<100 {
+                if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/ping")))?.status == 200 { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            throw GatewayTestError("the fault upstream did not start")
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+    }
+
+    static func config(upstreamPort: Int) -> String {
+        """
+        \(GatewayProcess.listeners)
+        upstreams:
+          faulty: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { connect: 1s, response: 1s } }
+        routes:
+          - { name: faulty, match: { path_prefix: / }, upstream: faulty }
+        """
+    }
+
+    static func openDescriptors(_ pid: Int32) -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    static func text(_ response: HTTPClientResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+
+    @Test func aStalledOrResetBodyIsNeverPassedOffAsComplete() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = HTTPClient()
+
+        // UP-04, a body short enough to collect: nothing was sent yet, so the client gets a 504.
+        var started = ContinuousClock.now
+        let stalled = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stall-small"))
+        #expect(stalled.status == 504)
+        #expect(ContinuousClock.now - started < .seconds(4), "the upstream's 1 s response timeout, not its 20 s stall")
+
+        // UP-04, a relayed body: the head went out, so the connection is cut without the body's end.
+        started = ContinuousClock.now
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stall-big"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(4))
+
+        // UP-05: a reset mid-body is a 502 before the head, and a cut connection after it.
+        let reset = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/reset-small"))
+        #expect(reset.status == 502)
+        #expect(Self.text(reset).contains("\"error\":\"bad_gateway\""))
+        await #expect(throws: HTTPClientError.self) {
+            _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/reset-big"))
+        }
+
+        // The gateway serves on.
+        #expect(Self.text(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/after"))) == "ok /after")
+        gateway.stop()
+    }
+
+    @Test func malformedUpstreamResponsesAre502() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = HTTPClient()
+        // UP-06 and UP-09: bad status line, CL with TE, differing CLs, obs-fold, NUL, negative CL, TE other than
+        // chunked, HTTP/0.9, an unrequested 101, a header past the limit.
+        for path in ["/bad-status", "/cl-te", "/dup-cl", "/obs-fold", "/nul", "/neg-cl", "/te-gzip-chunked", "/http09",
+                     "/switch", "/huge-header"] {
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)\(path)"))
+            #expect(response.status == 502, "\(path)")
+            #expect(Self.text(response).contains("\"error\":\"bad_gateway\""), "\(path)")
+        }
+        #expect(Self.text(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/after"))) == "ok /after")
+        gateway.stop()
+    }
+
+    @Test func extraBytesAreDroppedAndCorruptGzipPassesThrough() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = HTTPClient()
+        // UP-07: the bytes after a complete response never answer the next request (its connection is not reused).
+        for round in 0..<5 {
+            #expect(Self.text(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/extra"))) == "hello")
+            let next = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/next-\(round)"))
+            #expect(Self.text(next) == "ok /next-\(round)", "never the poisoned POISON")
+        }
+        // UP-13: the gateway does not decode upstream bodies; a corrupt gzip body is relayed as it came.
+        let gzip = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/gzip-corrupt"))
+        #expect(gzip.status == 200)
+        #expect(gzip.headers.first(name: "Content-Encoding") == "gzip")
+        #expect(Self.text(gzip) == "0123456789")
+        gateway.stop()
+    }
+
+    @Test func anUpstreamClosingEveryConnectionLeavesNoDescriptorsBehind() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let client = HTTPClient()
+        let before = Self.openDescriptors(gateway.process.processIdentifier)
+        // UP-12: `Connection: close` on every response, sequential and concurrent.
+        for _ in 0..<50 {
+            #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/close-each")).status == 200)
+        }
+        let url = "\(gateway.url)/close-each"
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 {
+                group.addTask { (try? await client.execute(HTTPClientRequest(url: url)))?.status ?? -1 }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 200 })
+        // The test's own keep-alive connections to the gateway go too: what is left is the gateway's.
+        client.shutdown()
+        var after = Self.openDescriptors(gateway.process.processIdentifier)
+        for _ in 0..<50 where after > before + 2 {
+            try await Task.sleep(for: .milliseconds(50))
+            after = Self.openDescriptors(gateway.process.processIdentifier)
+        }
+        #expect(after <= before + 2, "descriptors before \(before), after \(after)")
+        gateway.stop()
+    }
+}
