@@ -1,0 +1,82 @@
+import Foundation
+import HTTPClient
+import HTTPWire
+import TestSupport
+import Testing
+
+/// A coalesced flight belongs to the group (reliability.md COAL-04, COAL-05, COAL-09): the leader's client leaving
+/// does not fail the followers, an error reaches every waiter promptly, and nothing is cached past the flight.
+@Suite(.serialized) struct GatewayCoalescingFaultTests {
+    static func config(_ upstreamPort: Int) -> String {
+        """
+        \(GatewayProcess.listeners)
+        upstreams:
+          api: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { connect: 1s, response: 1s }, pool: { max_connections: 64 } }
+        routes:
+          - { name: api, match: { path_prefix: /api }, upstream: api, rewrite: { strip_prefix: /api }, coalesce: true }
+        """
+    }
+
+    /// `count` identical GETs at once; the status and body of each.
+    static func burst(_ count: Int, url: String, client: HTTPClient) async -> [(Int, String)] {
+        await withTaskGroup(of: (Int, String).self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    guard let response = try? await client.execute(HTTPClientRequest(url: url)) else { return (-1, "") }
+                    return (response.status, String(decoding: response.body, as: UTF8.self))
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test func theLeadersClientLeavingDoesNotFailTheFollowers() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstream.port))
+        let path = "/api/slow?ms=500&k=leader-leaves"
+        // The leader: a raw connection that sends the request and closes at 50 ms.
+        let leader = try RawClient(port: gateway.port)
+        leader.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(20))
+        let client = HTTPClient()
+        async let followers = Self.burst(10, url: "\(gateway.url)\(path)", client: client)
+        try await Task.sleep(for: .milliseconds(30))
+        leader.shutdownWrite()
+        close(leader.fd)
+        let results = await followers
+        #expect(results.allSatisfy { $0.0 == 200 }, "\(results)")
+        #expect(Set(results.map(\.1)).count == 1, "one flight, one complete body for all: \(Set(results.map(\.1)))")
+        #expect(results.first?.1 == "{\"hit\":1}")
+        #expect(upstream.requests.count == 1, "the flight was not sent again when its first caller left")
+        gateway.stop()
+        let roles = gateway.accessLog.compactMap { $0["coalesced"] as? String }
+        #expect(roles.filter { $0 == "follower" }.count == 10)
+    }
+
+    @Test func anErrorReachesEveryWaiterAndIsNotKept() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstream.port))
+        let client = HTTPClient()
+        // COAL-05: the upstream answers 500 after 300 ms: every waiter gets that answer, once.
+        var started = ContinuousClock.now
+        let failed = await Self.burst(20, url: "\(gateway.url)/api/status/500?ms=300", client: client)
+        #expect(failed.allSatisfy { $0.0 == 500 }, "\(failed.map(\.0))")
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(upstream.requests.count == 1)
+
+        // A timeout (the upstream's 1 s response timeout) reaches every waiter as a 504, promptly.
+        upstream.reset()
+        started = ContinuousClock.now
+        let timedOut = await Self.burst(20, url: "\(gateway.url)/api/slow?ms=3000&k=timeout", client: client)
+        #expect(timedOut.allSatisfy { $0.0 == 504 }, "\(timedOut.map(\.0))")
+        #expect(ContinuousClock.now - started < .milliseconds(2500), "no waiter held past the upstream's timeout")
+        #expect(upstream.requests.count == 1)
+
+        // COAL-09: once the flight is over, the same request goes upstream again (nothing cached).
+        upstream.reset()
+        let again = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/status/500?ms=10"))
+        #expect(again.status == 500)
+        #expect(upstream.requests.count == 1)
+        gateway.stop()
+    }
+}
