@@ -92,7 +92,9 @@ public final class GatewayRuntime: Sendable {
         await server.shutdown(timeout: state.current.config.server.limits.drainTimeout)
         await adminServer.shutdown(timeout: .seconds(1))
         logger.notice("drained")
-        telemetry.sink.flush()
+        // Bounded: with an output nobody reads, the last lines are given up rather than the exit (stderr may be the
+        // same blocked pipe, so nothing is written about it).
+        telemetry.sink.flush(timeout: .seconds(2))
     }
 }
 

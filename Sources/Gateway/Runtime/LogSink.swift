@@ -23,7 +23,9 @@ public final class LogSink: Sendable {
         case .file(let path):
             if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
             let file = FileHandle(forWritingAtPath: path) ?? FileHandle.standardOutput
-            file.seekToEndOfFile()
+            // Appends to a regular file; a pipe, FIFO or terminal (`/dev/stdout` in a container) cannot seek, and
+            // needs not (the deprecated `seekToEndOfFile()` traps there).
+            _ = try? file.seekToEnd()
             handle = file
         }
         self.capacity = capacity
@@ -65,9 +67,17 @@ public final class LogSink: Sendable {
         }
     }
 
-    /// Waits until every queued line has been written.
-    public func flush() {
-        queue.sync {}
-        while pending.withLock({ $0.scheduled }) { queue.sync {} }
+    /// Waits until every queued line has been written, or `timeout` has passed: an output nobody reads (a full pipe)
+    /// must not keep the process from exiting. Returns whether everything was written.
+    @discardableResult
+    public func flush(timeout: Duration = .seconds(2)) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        repeat {
+            let written = DispatchSemaphore(value: 0)
+            queue.async { written.signal() }
+            if written.wait(timeout: deadline) == .timedOut { return false }
+        } while pending.withLock({ $0.scheduled })
+        return true
     }
 }

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import Gateway
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The log writer: bounded, never blocking a request, and never holding the process at exit.
+@Suite struct LogSinkTests {
+    /// A pipe whose read end the test holds: nothing is read until `drain`.
+    private final class UnreadPipe {
+        let readEnd: Int32
+        let writeEnd: Int32
+        var path: String { "/proc/self/fd/\(writeEnd)" }
+
+        init() throws {
+            var fds: [Int32] = [0, 0]
+            guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
+            readEnd = fds[0]
+            writeEnd = fds[1]
+        }
+
+        /// Reads until the writer has gone quiet for a moment.
+        func drain() -> Int {
+            var total = 0
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            while poll(&poller, 1, 200) > 0 {
+                let count = read(readEnd, &buffer, buffer.count)
+                if count <= 0 { break }
+                total += count
+            }
+            return total
+        }
+
+        deinit {
+            close(readEnd)
+            close(writeEnd)
+        }
+    }
+
+    @Test func flushingIntoAnOutputNobodyReadsGivesUpAtItsTimeout() throws {
+        let pipe = try UnreadPipe()
+        let sink = LogSink(destination: .file(pipe.path))
+        let line = String(repeating: "x", count: 1_000)
+        for _ in 0..<200 { sink.write(line) }          // ~200 KB: more than the pipe holds
+        let started = ContinuousClock.now
+        #expect(sink.flush(timeout: .milliseconds(300)) == false, "the writer is stuck on the full pipe")
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(250) && waited < .seconds(2), "bounded by the timeout: \(waited)")
+        // Writing still never blocks the caller.
+        let writeStarted = ContinuousClock.now
+        for _ in 0..<1_000 { sink.write(line) }
+        #expect(ContinuousClock.now - writeStarted < .seconds(1))
+        // Once somebody reads, everything queued goes out and a flush completes.
+        #expect(pipe.drain() >= 200 * 1_001)
+        #expect(sink.flush(timeout: .seconds(5)))
+    }
+
+    @Test func flushWritesEveryQueuedLine() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("logsink-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let sink = LogSink(destination: .file(path))
+        for index in 0..<500 { sink.write("line \(index)") }
+        #expect(sink.flush())
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 500)
+        #expect(lines.last == "line 499")
+    }
+}
