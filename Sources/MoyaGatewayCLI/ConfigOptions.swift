@@ -25,7 +25,8 @@ struct ConfigOptions: ParsableArguments {
 }
 
 enum StandardError {
+    /// Writes one line; a closed or broken stderr loses it (the non-throwing `write(_:)` would trap).
     static func print(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
     }
 }

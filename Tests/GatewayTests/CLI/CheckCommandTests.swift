@@ -38,6 +38,21 @@ import Testing
         #expect(viaEnv.status == 0)
     }
 
+    /// A broken config reported into a closed stderr (`2>&-`) still ends with status 1, not a trap.
+    @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
+    func checkWithStderrClosedExitsCleanly() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moya-check-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try "server: { bogus: 1 }\n".write(to: file, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec \"$0\" check --config \"$1\" >/dev/null 2>&-", try #require(Self.binary()).path, file.path]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 1)
+    }
+
     @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
     func checkBrokenConfig() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("moya-check-\(UUID().uuidString)")
