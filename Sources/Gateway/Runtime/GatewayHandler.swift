@@ -45,8 +45,17 @@ final class GatewayHandler: HTTPServerHandler {
         let started = ContinuousClock.now
         var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs)
         let response = await respond(&exchange)
+        if _Concurrency.Task<Never, Never>.isCancelled {
+            // The server cancels a handler whose connection closed or outlived the drain timeout: the answer reaches
+            // nobody. Logged and counted as 499 (nginx's "client closed request"), not as the 502 built for it.
+            exchange.record.upstreamError = exchange.record.upstreamError ?? "cancelled"
+            return finish(&exchange, response: response, started: started, loggedStatus: Self.abandonedStatus)
+        }
         return finish(&exchange, response: response, started: started)
     }
+
+    /// The status logged for a request whose answer could not be delivered (see `handle`).
+    static let abandonedStatus = 499
 
     /// One request as it goes through the handler: its snapshot, id and access-log record.
     private struct Exchange {
@@ -247,8 +256,9 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
     /// Completes the access-log record and the metrics for `response`.
-    private func finish(_ exchange: inout Exchange, response: HTTPServerResponse, started: ContinuousClock.Instant) -> HTTPServerResponse {
-        exchange.record.status = response.head.status
+    private func finish(_ exchange: inout Exchange, response: HTTPServerResponse, started: ContinuousClock.Instant,
+                        loggedStatus: Int? = nil) -> HTTPServerResponse {
+        exchange.record.status = loggedStatus ?? response.head.status
         if case .bytes(let body) = response.body { exchange.record.bytesOut = body.count }
         exchange.record.duration = ContinuousClock.now - started
         exchange.snapshot.telemetry.record(exchange.record)

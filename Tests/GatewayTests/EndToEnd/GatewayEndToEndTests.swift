@@ -296,6 +296,35 @@ import Glibc
         #expect(gateway.stdout.contains("drained"))
     }
 
+    /// LIFE-02: a request that outlives the drain timeout is cut, the process exits on time, and the access log
+    /// counts the request as abandoned (499), not as an upstream failure.
+    @Test func aRequestOutlivingTheDrainIsCutAndLoggedAs499() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              limits: { drain_timeout: 1s }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              open: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
+            routes:
+              - { name: open, match: { path_prefix: /open }, upstream: open }
+            """)
+        let client = HTTPClient()
+        let url = "\(gateway.url)/open/slow?ms=10000"
+        let inFlight = Task { try await client.execute(HTTPClientRequest(url: url)) }
+        try await Task.sleep(for: .milliseconds(200))
+        let started = ContinuousClock.now
+        gateway.signal(SIGTERM)
+        await #expect(throws: HTTPClientError.self) { _ = try await inFlight.value }
+        #expect(gateway.stop() == 0)
+        #expect(ContinuousClock.now - started < .seconds(4), "exit at the 1 s drain timeout, not after the 10 s request")
+        let record = try #require(gateway.accessLog.first { ($0["path"] as? String)?.hasPrefix("/open/slow") == true })
+        #expect(record["status"] as? Int == 499)
+    }
+
     @Test func routeRetriesApplyToIdempotentRequestsOnly() async throws {
         let upstream = try await RecordingUpstream.start()
         let routes = """
