@@ -28,8 +28,7 @@ struct GatewayService: Service {
         case .success(let config):
             runtime.reload(with: config)
         case .failure(let errors):
-            runtime.logger.error("reload rejected; keeping the running configuration",
-                                 metadata: ["problems": .array(errors.problems.map { .string($0.description) })])
+            runtime.reloadRejected(problems: errors.problems.map(\.description))
         }
     }
 }

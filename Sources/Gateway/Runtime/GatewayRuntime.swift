@@ -81,7 +81,15 @@ public final class GatewayRuntime: Sendable {
             logger.warning("reload: listener and TLS changes take effect only after a restart")
         }
         state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
+        telemetry.reloaded(successfully: true)
         logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
+    }
+
+    /// A reload whose configuration was rejected: the running one stays; logged with the problems and counted
+    /// (`moya_gateway_config_reloads_total{result="failure"}`, `moya_gateway_config_last_reload_successful` 0).
+    public func reloadRejected(problems: [String]) {
+        telemetry.reloaded(successfully: false)
+        logger.error("reload rejected; keeping the running configuration", metadata: ["problems": .array(problems.map { .string($0) })])
     }
 
     /// Drains: `/readyz` turns 503, listeners close, in-flight requests finish (up to the drain timeout), then the

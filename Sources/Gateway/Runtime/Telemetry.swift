@@ -51,6 +51,7 @@ public final class Telemetry: Sendable {
         self.sink = sink
         self.accessLog = logging.accessLog
         self.json = logging.format == .json
+        registry.makeGauge(descriptor: Metric.lastReloadSuccessful).set(to: 1.0)
     }
 
     func record(_ record: AccessRecord) {
@@ -73,6 +74,13 @@ public final class Telemetry: Sendable {
         }
         guard accessLog else { return }
         sink.write(json ? jsonLine(record) : textLine(record))
+    }
+
+    /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which
+    /// otherwise only shows in the log).
+    func reloaded(successfully: Bool) {
+        registry.makeCounter(descriptor: Metric.configReloads, labels: [("result", successfully ? "success" : "failure")]).increment()
+        registry.makeGauge(descriptor: Metric.lastReloadSuccessful).set(to: successfully ? 1.0 : 0.0)
     }
 
     func upstreamError(upstream: String, code: GatewayErrorCode) {
@@ -172,6 +180,10 @@ enum Metric {
                                                 helpText: "Requests that shared an upstream call, by role (leader or follower)") }
     static var upstreamErrors: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "upstream_errors", unitName: "total",
                                                      helpText: "Upstream calls that failed, by upstream and error") }
+    static var configReloads: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "config_reloads", unitName: "total",
+                                                    helpText: "Configuration reloads (SIGHUP), by result (success or failure)") }
+    static var lastReloadSuccessful: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "config_last_reload_successful",
+                                                           unitName: "", helpText: "1 when the last reload was taken (or none was tried), 0 when it was rejected") }
     static var openConnections: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "open", unitName: "connections",
                                                       helpText: "Client connections open now") }
 }

@@ -271,11 +271,19 @@ import Glibc
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(status == 201, "the new route serves within 2 s")
+        let metricsURL = "http://127.0.0.1:\(gateway.adminPort)/metrics"
+        var metrics = Self.text(try await client.execute(HTTPClientRequest(url: metricsURL)))
+        #expect(metrics.contains("moya_gateway_config_reloads_total{result=\"success\"} 1"))
+        #expect(metrics.contains("moya_gateway_config_last_reload_successful 1"))
         try gateway.rewriteConfig(base + "\n  - name: broken\n    match: { path: /b }\n    upstream: missing\n")
         gateway.signal(SIGHUP)
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed")).status == 201, "old config keeps serving")
         #expect(gateway.process.isRunning)
+        // LIFE-04: a rejected reload is visible to monitoring, not only in the log.
+        metrics = Self.text(try await client.execute(HTTPClientRequest(url: metricsURL)))
+        #expect(metrics.contains("moya_gateway_config_reloads_total{result=\"failure\"} 1"))
+        #expect(metrics.contains("moya_gateway_config_last_reload_successful 0"))
         gateway.stop()
         #expect(gateway.stdout.contains("reload rejected"))
         #expect(gateway.stdout.contains("routes[4].upstream"))
