@@ -152,40 +152,8 @@ extension MoyaProvider {
 
     /// Runs the request closure; a closure that answers synchronously (the default one does) costs no suspension.
     private func builtRequest(_ endpoint: Endpoint) async -> Result<URLRequest, MoyaError> {
-        let pending = PendingRequestResult()
+        let pending = PendingResult<Result<URLRequest, MoyaError>>()
         requestClosure(endpoint) { pending.deliver($0) }
         return await pending.value()
-    }
-}
-
-/// The first result a request closure delivers, waited for without suspending when it is already there.
-final class PendingRequestResult: @unchecked Sendable {
-    private let lock = NSLock()
-    private var result: UncheckedSendable<Result<URLRequest, MoyaError>>?
-    private var continuation: CheckedContinuation<UncheckedSendable<Result<URLRequest, MoyaError>>, Never>?
-
-    /// Stores the result, or resumes the waiter; later deliveries are ignored.
-    func deliver(_ value: Result<URLRequest, MoyaError>) {
-        let boxed = UncheckedSendable(value)
-        let waiter: CheckedContinuation<UncheckedSendable<Result<URLRequest, MoyaError>>, Never>? = lock.withLock {
-            guard result == nil else { return nil }
-            result = boxed
-            defer { continuation = nil }
-            return continuation
-        }
-        waiter?.resume(returning: boxed)
-    }
-
-    func value() async -> Result<URLRequest, MoyaError> {
-        if let ready = lock.withLock({ result }) { return ready.value }
-        let boxed = await withCheckedContinuation { continuation in
-            let ready: UncheckedSendable<Result<URLRequest, MoyaError>>? = lock.withLock {
-                if let result { return result }
-                self.continuation = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-        return boxed.value
     }
 }

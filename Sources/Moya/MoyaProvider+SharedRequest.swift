@@ -20,7 +20,7 @@ extension MoyaProvider {
             return plugins.reduce(cancelledResult(pluginTarget)) { $1.process($0, target: pluginTarget) }
         }
         let endpoint = self.endpoint(target)
-        let waiter = InflightWaiter()
+        let waiter = PendingResult<Result<Moya.Response, MoyaError>>()
         let joined = inflight.join(identity: EndpointIdentity(endpoint), endpoint: endpoint,
                                    completion: { waiter.deliver($0) }, queue: nil, defaultQueue: defaultCallbackQueue,
                                    isAsync: true)
@@ -47,39 +47,5 @@ extension MoyaProvider {
             inflight.remove(call)
         }
         call.operation.innerCancellable = CancellableToken { task.cancel() }
-    }
-}
-
-/// One async waiter of a shared request: the first result delivered, waited for without suspending when it is
-/// already there (an immediate stub finishes before its caller waits).
-final class InflightWaiter: @unchecked Sendable {
-    private typealias Outcome = UncheckedSendable<Result<Moya.Response, MoyaError>>
-    private let lock = NSLock()
-    private var result: Outcome?
-    private var continuation: CheckedContinuation<Outcome, Never>?
-
-    /// Stores the result, or resumes the waiting task; later deliveries are ignored.
-    func deliver(_ value: Result<Moya.Response, MoyaError>) {
-        let outcome = Outcome(value)
-        let waiting: CheckedContinuation<Outcome, Never>? = lock.withLock {
-            guard result == nil else { return nil }
-            result = outcome
-            defer { continuation = nil }
-            return continuation
-        }
-        waiting?.resume(returning: outcome)
-    }
-
-    func value() async -> Result<Moya.Response, MoyaError> {
-        if let ready = lock.withLock({ result }) { return ready.value }
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
-            let ready: Outcome? = lock.withLock {
-                if let result { return result }
-                self.continuation = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-        return outcome.value
     }
 }
