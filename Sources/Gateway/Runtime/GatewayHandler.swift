@@ -7,6 +7,7 @@ import HTTPServer
 import HTTPWire
 import Moya
 import NetCore
+import Synchronization
 
 /// The gateway's request handler: route, authorise the caller, send the call through the upstream's Moya provider
 /// (stubs, plugins, coalescing) and map the result to a response, with one access-log line per request.
@@ -14,6 +15,8 @@ final class GatewayHandler: HTTPServerHandler {
     private let state: GatewayStateBox
     private let flights = FlightTracker()
     private let requestIDs = RequestIDGenerator()
+    /// Requests in `handle` now: the drain waits for the ones the server cancelled to write their access-log line.
+    private let running = Atomic<Int>(0)
 
     init(state: GatewayStateBox) {
         self.state = state
@@ -42,6 +45,8 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        running.add(1, ordering: .relaxed)
+        defer { running.subtract(1, ordering: .releasing) }
         let started = ContinuousClock.now
         var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs)
         let response = await respond(&exchange)
@@ -56,6 +61,15 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// The status logged for a request whose answer could not be delivered (see `handle`).
     static let abandonedStatus = 499
+
+    /// Waits (polling, bounded by `timeout`) until no request is in `handle`: after the server cancelled the ones
+    /// that outlived the drain, they still record their access-log line and metrics before the process exits.
+    func waitUntilIdle(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while running.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+            try? await _Concurrency.Task.sleep(for: .milliseconds(5))
+        }
+    }
 
     /// One request as it goes through the handler: its snapshot, id and access-log record.
     private struct Exchange {

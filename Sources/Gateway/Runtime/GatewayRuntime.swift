@@ -16,6 +16,7 @@ public final class GatewayRuntime: Sendable {
     private let startedConfig: GatewayConfig
     /// The main listeners' request handler, for in-process benchmarks (`GatewayBench`).
     package let handler: HTTPServerHandler
+    private let gatewayHandler: GatewayHandler
 
     /// Builds the runtime for `config`; nothing is bound until ``start()``.
     public init(config: GatewayConfig) throws {
@@ -40,7 +41,9 @@ public final class GatewayRuntime: Sendable {
         }
         let compression = config.server.compression.gzip
             ? CompressionPolicy(minimumBytes: config.server.compression.minBytes) : nil
-        handler = GatewayHandler(state: state)
+        let gatewayHandler = GatewayHandler(state: state)
+        self.gatewayHandler = gatewayHandler
+        handler = gatewayHandler
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
                                                  compression: compression),
                             group: group, handler: handler)
@@ -98,6 +101,7 @@ public final class GatewayRuntime: Sendable {
         admin.setReady(false)
         logger.notice("draining", metadata: ["timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))"])
         await server.shutdown(timeout: state.current.config.server.limits.drainTimeout)
+        await gatewayHandler.waitUntilIdle(timeout: .seconds(1))
         await adminServer.shutdown(timeout: .seconds(1))
         logger.notice("drained")
         // Bounded: with an output nobody reads, the last lines are given up rather than the exit (stderr may be the
