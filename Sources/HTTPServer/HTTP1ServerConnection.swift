@@ -91,6 +91,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         if slots.isEmpty {
             connection.close()
+        } else if context.limits.abandonsRequestsOnClientEOF && !slots.contains(where: { $0.writing }) {
+            // Nothing is on its way to the client: closing cancels the handlers (see `connectionDidClose`).
+            connection.close()
         } else {
             acceptingRequests = false
             slots.last?.keepAlive = false

@@ -92,7 +92,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     func connectionDidReadEOF(_ connection: Connection) {
         peerFinished = true
-        if streams.isEmpty {
+        // An HTTP/2 client ends a stream with END_STREAM, never with a TCP half-close: an EOF means it has gone.
+        if streams.isEmpty || context.limits.abandonsRequestsOnClientEOF {
             connection.close()
         }
     }

@@ -22,6 +22,12 @@ public struct HTTPServerLimits: Sendable {
     public var maxConnections: Int = 10_000
     /// Most requests served on one connection before it is closed.
     public var maxRequestsPerConnection: Int = 1_000
+    /// Whether a client that closes its side of the connection (EOF) while its requests are still being handled
+    /// abandons them: their handlers are cancelled and the connection closed, unanswered (nginx's default for proxied
+    /// requests, where the cancelled handler's upstream call is aborted too). Off, the server answers them first, as
+    /// HTTP/1.1 allows a client that half-closes after sending. An HTTP/1 response already being written is finished
+    /// either way.
+    public var abandonsRequestsOnClientEOF: Bool = false
 
     public init() {}
 }

@@ -155,6 +155,8 @@ public struct LimitsConfig: Sendable, Equatable {
         limits.bodyTimeout = bodyTimeout
         limits.idleTimeout = idleTimeout
         limits.maxConnections = maxConnections
+        // A client that leaves before its answer abandons the upstream call (nginx's `proxy_ignore_client_abort off`).
+        limits.abandonsRequestsOnClientEOF = true
         return limits
     }
 }

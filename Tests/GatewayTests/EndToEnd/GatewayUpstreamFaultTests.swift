@@ -87,6 +87,38 @@ import Glibc
         gateway.stop()
     }
 
+    /// A client that closes its connection before the answer abandons the request: the upstream call is aborted
+    /// (nginx's 499), not run to completion for nobody, and the access log says 499.
+    @Test func aClientThatLeavesAbortsItsUpstreamCall() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
+            routes:
+              - { name: faulty, match: { path_prefix: / }, upstream: faulty }
+            """)
+        let client = HTTPClient()
+        let leaver = try RawClient(port: gateway.port)
+        leaver.send("GET /hang HTTP/1.1\r\nHost: t\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(300))
+        let left = ContinuousClock.now
+        close(leaver.fd)
+
+        var aborted = 0
+        while aborted == 0 && ContinuousClock.now - left < .seconds(4) {
+            try await Task.sleep(for: .milliseconds(50))
+            let hits = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstream.port)/hits"))
+            let counts = try JSONSerialization.jsonObject(with: Data(hits.body)) as? [String: Int]
+            aborted = counts?["aborted:/hang"] ?? 0
+        }
+        #expect(aborted == 1, "the upstream saw its request given up, before its own 5 s answer")
+        #expect(Self.text(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/after"))) == "ok /after")
+        gateway.stop()
+        let record = try #require(gateway.accessLog.first { $0["path"] as? String == "/hang" })
+        #expect(record["status"] as? Int == 499)
+    }
+
     @Test func malformedUpstreamResponsesAre502() async throws {
         let upstream = try await FaultUpstream()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))

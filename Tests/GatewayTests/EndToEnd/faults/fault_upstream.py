@@ -48,6 +48,23 @@ def respond(conn, path):
         time.sleep(0.05)
         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         return False
+    if path.startswith("/hang"):            # answers after 5 s unless the caller gives up first ("aborted:/hang")
+        conn.settimeout(0.05)
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                gone = conn.recv(1, socket.MSG_PEEK) == b""
+            except socket.timeout:
+                continue
+            except OSError:
+                gone = True
+            if gone:
+                with LOCK:
+                    HITS["aborted:/hang"] = HITS.get("aborted:/hang", 0) + 1
+                return False
+        conn.settimeout(None)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
+        return True
     if path.startswith("/extra"):           # UP-07: bytes after a complete response (queue poisoning)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON")
         return True
