@@ -2,9 +2,11 @@ import HTTPWire
 
 /// Hop-by-hop header handling (RFC 9110 §7.6.1): these fields describe one connection and are never forwarded.
 public enum HopByHop {
-    /// Always removed, in both directions.
+    /// Always removed, in both directions (`HTTP2-Settings` belongs to an `Upgrade: h2c` of one connection, RFC 9113
+    /// §3.2.1, whether or not the client lists it in `Connection`).
     public static let standard = ["Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-                                  "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade"]
+                                  "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+                                  "HTTP2-Settings"]
 
     /// Fields a peer cannot remove by naming them in `Connection` (framing and routing depend on them).
     public static let protected = ["host", "content-length"]

@@ -8,10 +8,12 @@ import Moya
 /// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`) of a coalescible request to the outgoing request.
 /// Runs in `prepare`, after the in-flight check, so those headers never split a coalesced flight. (Requests that are
 /// not shared carry them in their endpoint.) Also applies the route's timeout, and hands a relayed client body
-/// (``UpstreamRequestBody``) to the upstream request.
+/// (``UpstreamRequestBody``) to the upstream request, and marks the target as sent (``GatewayTarget/wasSent``): only
+/// the target of a flight's shared call gets here.
 struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
         guard let gateway = GatewayTarget.unwrapped(target) else { return request }
+        gateway.markSent()
         guard !gateway.perRequestHeaders.isEmpty || gateway.timeout != nil else { return request }
         var request = request
         if !gateway.perRequestHeaders.isEmpty {
@@ -28,6 +30,7 @@ struct ForwardingHeadersPlugin: TransportPlugin {
 
     func prepare(_ request: inout TransportRequest, target: TargetType) {
         guard let gateway = GatewayTarget.unwrapped(target) else { return }
+        gateway.markSent()
         for (name, value) in gateway.perRequestHeaders { request.http.headers.replaceOrAdd(name: name, value: value) }
         if let timeout = gateway.timeout {
             request.timeout = timeout

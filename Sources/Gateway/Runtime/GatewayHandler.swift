@@ -13,7 +13,6 @@ import Synchronization
 /// (stubs, plugins, coalescing) and map the result to a response, with one access-log line per request.
 final class GatewayHandler: HTTPServerHandler {
     private let state: GatewayStateBox
-    private let flights = FlightTracker()
     private let requestIDs = RequestIDGenerator()
     /// Requests in `handle` now: the drain waits for the ones the server cancelled to write their access-log line.
     private let running = Atomic<Int>(0)
@@ -219,10 +218,9 @@ final class GatewayHandler: HTTPServerHandler {
         let target = call.target(body: body, streamedBody: streamedBody, key: key)
 
         let result: Result<Moya.Response, MoyaError>
-        if let key {
-            exchange.record.coalesced = flights.join(key) ? "leader" : "follower"
+        if key != nil {
             result = await upstream.provider.request(MultiTarget(target))
-            flights.leave(key)
+            exchange.record.coalesced = target.wasSent ? "leader" : "follower"
         } else {
             // Not shareable: sent in this task, on this event loop, without Moya's callback queue; a long body is
             // relayed to the client as it arrives instead of being collected.
@@ -254,6 +252,11 @@ final class GatewayHandler: HTTPServerHandler {
                 headers = ProxyHeaders.downstream(from: stubHeaders, requestID: requestID)
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            }
+            if exchange.record.coalesced == "follower", let reason = SharedResponsePolicy.unshareableReason(headers) {
+                // Shared all the same (the flight belongs to its group, see gateway-config.md), but on the record.
+                exchange.snapshot.logger.warning("coalesced follower got a response marked unshareable", metadata: [
+                    "request_id": "\(requestID)", "route": "\(call.route.name)", "reason": "\(reason)"])
             }
             let head = HTTPResponseHead(status: response.statusCode, headers: headers)
             if let streamed = response.streamedBody {

@@ -10,10 +10,12 @@ final class GatewaySnapshot: Sendable {
     let routes: RouteTable
     let providers: [String: UpstreamProvider]
     let telemetry: Telemetry
+    /// The gateway's log (upstream exchanges at `debug`, see ``UpstreamExchangeLogging``; per-request warnings).
+    let logger: Logger
 
-    /// `logger`: where upstream exchanges are logged when it logs at `debug` (see ``UpstreamExchangeLogging``).
     init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger) {
         self.config = config
+        self.logger = logger
         self.routes = RouteTable(config: config)
         var providers: [String: UpstreamProvider] = [:]
         for upstream in config.upstreams {

@@ -36,6 +36,9 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let retries: RouteConfig.Retries?
     /// Counts the retries ``RouteRetryPlugin`` decided for this request (for the access log).
     let retryCount = RetryCount()
+    /// Set when this target's own request is prepared for sending (``ForwardingHeadersPlugin``): a coalesced caller
+    /// whose target was never sent was answered with another caller's response (a follower).
+    private let sent = Atomic<Bool>(false)
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: [(String, String)], flightKey: String?, timeout: Duration?,
@@ -79,6 +82,13 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
 
     /// The full upstream URL.
     var urlString: String { origin + upstreamTarget }
+
+    /// Records that the request built from this target is being sent (see ``wasSent``).
+    func markSent() { sent.store(true, ordering: .relaxed) }
+
+    /// Whether a request built from this target was sent: false for a coalesced follower, which shared another
+    /// caller's call.
+    var wasSent: Bool { sent.load(ordering: .relaxed) }
 }
 
 extension GatewayTarget {

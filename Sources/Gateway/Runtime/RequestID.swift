@@ -56,24 +56,3 @@ final class RequestIDGenerator: Sendable {
 
     private static func rotate(_ x: UInt64, _ k: UInt64) -> UInt64 { (x << k) | (x >> (64 - k)) }
 }
-
-/// Counts the callers of each coalescing key in flight, so the access log can tell the leader from followers.
-final class FlightTracker: Sendable {
-    private let counts = Mutex<[CoalescingKey: Int]>([:])
-
-    /// Joins the flight for `key`; true for the first caller (the leader).
-    func join(_ key: CoalescingKey) -> Bool {
-        counts.withLock { counts in
-            let previous = counts[key, default: 0]
-            counts[key] = previous + 1
-            return previous == 0
-        }
-    }
-
-    func leave(_ key: CoalescingKey) {
-        counts.withLock { counts in
-            let remaining = counts[key, default: 1] - 1
-            counts[key] = remaining > 0 ? remaining : nil
-        }
-    }
-}

@@ -4,8 +4,9 @@ import HTTPWire
 import TestSupport
 import Testing
 
-/// A coalesced flight belongs to the group (reliability.md COAL-04, COAL-05, COAL-09): the leader's client leaving
-/// does not fail the followers, an error reaches every waiter promptly, and nothing is cached past the flight.
+/// A coalesced flight belongs to the group (reliability.md COAL-04, COAL-05, COAL-06, COAL-09): the leader's client
+/// leaving does not fail the followers, an error reaches every waiter promptly, a response meant for one caller is
+/// shared only within one identity and on the record, and nothing is cached past the flight.
 @Suite(.serialized) struct GatewayCoalescingFaultTests {
     static func config(_ upstreamPort: Int) -> String {
         """
@@ -78,5 +79,40 @@ import Testing
         #expect(again.status == 500)
         #expect(upstream.requests.count == 1)
         gateway.stop()
+    }
+
+    /// COAL-06: a response marked for one caller (`Set-Cookie`, `Cache-Control: private`) still answers its flight (the
+    /// sketch's promise), but only callers of one identity share a flight, and each follower that got one is logged
+    /// (without the cookie). The access log marks exactly the caller whose request was sent as the leader.
+    @Test func anUnshareableResponseIsSharedOnlyWithinAnIdentityAndLogged() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstream.port))
+        let client = HTTPClient()
+        let url = "\(gateway.url)/api/private"
+        let anonymous = await Self.burst(5, url: url, client: client)
+        #expect(anonymous.allSatisfy { $0.0 == 200 }, "\(anonymous.map(\.0))")
+        #expect(upstream.requests.count == 1)
+
+        upstream.reset()
+        let identities = await withTaskGroup(of: Int.self) { group in
+            for index in 0..<6 {
+                group.addTask {
+                    let headers: HTTPHeaders = ["Cookie": "session=\(index % 2 == 0 ? "alice" : "bob")"]
+                    return (try? await client.execute(HTTPClientRequest(url: url, headers: headers)))?.status ?? -1
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(identities.allSatisfy { $0 == 200 })
+        #expect(upstream.requests.count == 2, "alice and bob never share a flight")
+        gateway.stop()
+
+        let roles = gateway.accessLog.compactMap { $0["coalesced"] as? String }
+        #expect(roles.filter { $0 == "leader" }.count == 3, "one leader per upstream call: \(roles)")
+        #expect(roles.filter { $0 == "follower" }.count == 8)
+        let warnings = gateway.stdout.split(separator: "\n").filter { $0.contains("marked unshareable") }
+        #expect(warnings.count == 8, "one line per follower")
+        #expect(warnings.allSatisfy { $0.contains("Set-Cookie") && $0.contains("\"route\":\"api\"") }, "\(warnings.first ?? "")")
+        #expect(!gateway.stdout.contains("cookie-canary"), "the cookie itself is never logged")
     }
 }

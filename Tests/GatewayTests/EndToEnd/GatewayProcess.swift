@@ -157,6 +157,11 @@ final class RequestRecorder: HTTPServerHandler {
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json", "Connection": "X-Up-Hop", "X-Up-Hop": "1"],
                                       body: Array("{\"hit\":\(count)}".utf8))
         }
+        if path.hasSuffix("/private") {
+            try? await Task.sleep(for: .milliseconds(300))
+            return HTTPServerResponse(status: 200, headers: ["Set-Cookie": "session=cookie-canary-\(count)", "Cache-Control": "private"],
+                                      body: Array("{\"hit\":\(count)}".utf8))
+        }
         if let status = path.split(separator: "/").last.flatMap({ Int($0) }), path.contains("/status/") {
             if let ms = request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("ms=") }).flatMap({ Int($0.dropFirst(3)) }) {
                 try? await Task.sleep(for: .milliseconds(ms))
