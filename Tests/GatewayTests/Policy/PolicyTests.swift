@@ -94,12 +94,25 @@ import Testing
             "Connection": "keep-alive, X-Internal, host", "Keep-Alive": "timeout=5", "TE": "trailers",
             "Transfer-Encoding": "chunked", "Upgrade": "h2c", "Proxy-Authorization": "Basic x",
             "Proxy-Connection": "keep-alive", "Trailer": "X", "x-internal": "1", "Host": "gw", "Accept": "*/*",
+            "HTTP2-Settings": "AAMAAABkAAQAoAAAAAIAAAAA",
         ]
         let kept = HopByHop.removing(from: headers)
         #expect(kept.map(\.name) == ["Host", "Accept"])
         var mutable = headers
         HopByHop.remove(from: &mutable)
         #expect(mutable == kept)
+    }
+}
+
+@Suite struct SharedResponsePolicyTests {
+    @Test func responsesMeantForOneCallerAreNamed() {
+        #expect(SharedResponsePolicy.unshareableReason(["Set-Cookie": "a=b"]) == "Set-Cookie")
+        #expect(SharedResponsePolicy.unshareableReason(["Cache-Control": "max-age=0, Private"]) == "Cache-Control: private")
+        #expect(SharedResponsePolicy.unshareableReason(["Cache-Control": "private=\"X-A\""]) == "Cache-Control: private")
+        #expect(SharedResponsePolicy.unshareableReason(["cache-control": "no-store"]) == "Cache-Control: no-store")
+        #expect(SharedResponsePolicy.unshareableReason(["Vary": "Accept, *"]) == "Vary: *")
+        #expect(SharedResponsePolicy.unshareableReason(["Cache-Control": "public, max-age=60", "Vary": "Accept"]) == nil)
+        #expect(SharedResponsePolicy.unshareableReason(["Cache-Control": "no-cache"]) == nil)
     }
 }
 
