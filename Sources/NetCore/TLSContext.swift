@@ -67,6 +67,7 @@ public final class TLSContext: @unchecked Sendable {
         guard SSL_CTX_check_private_key(context) == 1 else {
             throw TLSError("private key \(files.privateKeyPath) does not match certificate \(files.certificateChainPath)")
         }
+        try TLSContext.checkValidityPeriod(of: context, path: files.certificateChainPath)
         try TLSContext.applyClientAuthentication(configuration.clientAuthentication, to: context)
         if !alpnWire.isEmpty {
             let arg = Unmanaged.passUnretained(self).toOpaque()
@@ -85,6 +86,27 @@ public final class TLSContext: @unchecked Sendable {
                 }
             }, arg)
         }
+    }
+
+    /// Refuses a server certificate that has expired or is not valid yet: every client would reject it, so serving it
+    /// only turns a configuration mistake into failed handshakes.
+    private static func checkValidityPeriod(of context: OpaquePointer, path: String) throws {
+        guard let certificate = SSL_CTX_get0_certificate(context) else { return }
+        if let notAfter = X509_get0_notAfter(certificate), X509_cmp_current_time(notAfter) < 0 {
+            throw TLSError("certificate \(path) expired on \(describe(notAfter))")
+        }
+        if let notBefore = X509_get0_notBefore(certificate), X509_cmp_current_time(notBefore) > 0 {
+            throw TLSError("certificate \(path) is not valid before \(describe(notBefore))")
+        }
+    }
+
+    /// An ASN.1 time as `YYYY-MM-DD hh:mm:ss UTC`.
+    private static func describe(_ time: UnsafePointer<ASN1_TIME>) -> String {
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return "an unreadable date" }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) UTC"
     }
 
     /// Asks for (or requires) client certificates verified against the CA file. Every certificate's context gets the

@@ -4,7 +4,7 @@ import Foundation
 /// A loader over an in-memory file system.
 func memoryLoader(_ files: [String: String] = [:]) -> ConfigLoader {
     ConfigLoader(readFile: { path in files[path].map { Array($0.utf8) } },
-                 fileExists: { path in files[path] != nil })
+                 fileExists: { path in files[path] != nil }, checkServerCertificate: { _, _ in nil })
 }
 
 func load(_ text: String, env: [String: String] = [:], files: [String: String] = [:],

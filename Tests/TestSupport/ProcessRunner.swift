@@ -76,4 +76,26 @@ public enum ProcessRunner {
         }
         return (ca, cert, key)
     }
+
+    /// Makes a self-signed certificate for `localhost` valid only between the two dates (`YYYYMMDDHHMMSSZ`, e.g. an
+    /// expired one) with `openssl ca`. Returns (certificate, key) paths.
+    public static func makeCertificate(in directory: String, notBefore: String, notAfter: String) throws -> (cert: String, key: String) {
+        let key = "\(directory)/dated.key", csr = "\(directory)/dated.csr", cert = "\(directory)/dated.pem"
+        let config = "\(directory)/dated-ca.cnf"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "[ca]\ndefault_ca = d\n[d]\ndatabase = \(directory)/index.txt\nnew_certs_dir = \(directory)\nserial = \(directory)/serial\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        try "".write(toFile: "\(directory)/index.txt", atomically: true, encoding: .utf8)
+        try "01\n".write(toFile: "\(directory)/serial", atomically: true, encoding: .utf8)
+        let steps: [[String]] = [
+            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=localhost"],
+            ["ca", "-batch", "-config", config, "-selfsign", "-keyfile", key, "-in", csr, "-out", cert,
+             "-startdate", notBefore, "-enddate", notAfter, "-notext"],
+        ]
+        for step in steps {
+            let output = try run("openssl", step)
+            guard output.status == 0 else { throw NSError(domain: "openssl", code: Int(output.status), userInfo: [NSLocalizedDescriptionKey: output.stderr]) }
+        }
+        return (cert, key)
+    }
 }

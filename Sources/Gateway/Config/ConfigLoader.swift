@@ -1,23 +1,43 @@
 import Foundation
 import HTTPWire
 import Logging
+import NetCore
 import Yams
 
 /// Loads and validates a gateway configuration file. `check`, `serve` and reload all use this one loader.
 ///
 /// Loading is a function of the file path, the file text and the environment; the only other input is the file
-/// system, read through ``readFile`` for `body_file` and checked through ``fileExists`` for TLS files and `ca_file`
-/// (injectable for tests). Every problem is collected; none stops the others from being found.
+/// system, read through ``readFile`` for `body_file`, checked through ``fileExists`` for TLS files and `ca_file`, and
+/// the server certificate's pair and dates checked through ``checkServerCertificate`` (all injectable for tests). Every
+/// problem is collected; none stops the others from being found.
 public struct ConfigLoader: Sendable {
     /// Reads a whole file; `nil` when it cannot be read.
     public var readFile: @Sendable (String) -> [UInt8]?
     /// Whether a readable regular file exists at the path.
     public var fileExists: @Sendable (String) -> Bool
+    /// Why the server certificate and private key at these paths cannot be served (they do not match, the certificate
+    /// has expired or is not valid yet, a file is not PEM), or nil when they can.
+    public var checkServerCertificate: @Sendable (_ certificate: String, _ privateKey: String) -> String?
 
     public init(readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
-                fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk) {
+                fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk,
+                checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader.serverCertificateProblemOnDisk) {
         self.readFile = readFile
         self.fileExists = fileExists
+        self.checkServerCertificate = checkServerCertificate
+    }
+
+    /// Builds the TLS context `serve` would build from the files; its error, if any.
+    public static let serverCertificateProblemOnDisk: @Sendable (String, String) -> String? = { certificate, key in
+        do {
+            _ = try TLSContext(server: TLSServerConfiguration(
+                defaultCertificate: TLSCertificateFiles(certificateChainPath: certificate, privateKeyPath: key)))
+            return nil
+        } catch let error as TLSError {
+            return error.reason
+        } catch {
+            return "\(error)"
+        }
     }
 
     public static let readFileFromDisk: @Sendable (String) -> [UInt8]? = { path in
@@ -166,9 +186,14 @@ private struct Builder {
         if let item = map["tls"],
            let tls = reader.mapping(item.value, item.path, allowed: ["listen", "certificate", "private_key"]) {
             let listen = reader.requireKey(tls, "listen").flatMap(listenList)
-            let certificate = reader.requireKey(tls, "certificate").flatMap { existingFile($0) }
+            let certificateEntry = reader.requireKey(tls, "certificate")
+            let certificate = certificateEntry.flatMap { existingFile($0) }
             let key = reader.requireKey(tls, "private_key").flatMap { existingFile($0) }
-            if let listen, let certificate, let key {
+            if let certificateEntry, let certificate, let key,
+               let problem = loader.checkServerCertificate(certificate, key) {
+                reader.report(line: reader.line(of: certificateEntry.value, fallback: certificateEntry.keyLine),
+                              certificateEntry.path, problem)
+            } else if let listen, let certificate, let key {
                 server.tls = ServerTLSConfig(listen: listen, certificate: certificate, privateKey: key)
             }
         }

@@ -53,6 +53,46 @@ import Testing
         #expect(process.terminationStatus == 1)
     }
 
+    /// TLS-08: `check` (and `serve`) build the TLS context `serve` would: a key that does not match the certificate, an
+    /// expired certificate and one not valid yet are refused with the file, line, key and reason.
+    @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
+    func checkRefusesAServerCertificateThatCannotBeServed() throws {
+        let directory = ProcessRunner.temporaryDirectory("moya-check-tls")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let good = try ProcessRunner.makeCertificates(in: directory)
+        let expired = try ProcessRunner.makeCertificate(in: directory + "/expired", notBefore: "20200101000000Z",
+                                                        notAfter: "20200201000000Z")
+        let future = try ProcessRunner.makeCertificate(in: directory + "/future", notBefore: "20990101000000Z",
+                                                       notAfter: "20990201000000Z")
+        func check(certificate: String, key: String) throws -> (status: Int32, stdout: String, stderr: String) {
+            let file = directory + "/gw-\(UUID().uuidString).yaml"
+            try """
+                server:
+                  listen: ["127.0.0.1:18999"]
+                  tls:
+                    listen: ["127.0.0.1:18998"]
+                    certificate: \(certificate)
+                    private_key: \(key)
+                upstreams:
+                  s: { stub: { status: 200 } }
+                routes:
+                  - { name: s, match: { path: /s }, upstream: s }
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            return try Self.run(["check", "--config", file])
+        }
+        #expect(try check(certificate: good.cert, key: good.key).status == 0)
+        let mismatched = try check(certificate: good.cert, key: expired.key)
+        #expect(mismatched.status == 1)
+        #expect(mismatched.stderr.contains(":5: server.tls.certificate: private key"), "\(mismatched.stderr)")
+        let old = try check(certificate: expired.cert, key: expired.key)
+        #expect(old.status == 1)
+        #expect(old.stderr.contains("server.tls.certificate: certificate \(expired.cert) expired on 2020-02-01 00:00:00 UTC"),
+                "\(old.stderr)")
+        let early = try check(certificate: future.cert, key: future.key)
+        #expect(early.status == 1)
+        #expect(early.stderr.contains("is not valid before 2099-01-01 00:00:00 UTC"), "\(early.stderr)")
+    }
+
     @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
     func checkBrokenConfig() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("moya-check-\(UUID().uuidString)")
