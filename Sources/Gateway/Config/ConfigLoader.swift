@@ -925,8 +925,9 @@ private struct Builder {
                 var methods: [HTTPMethod] = []
                 for (index, value) in values.enumerated() {
                     let itemPath = "\(item.path)[\(index)]"
-                    if value.text == "CONNECT" {
-                        reader.report(line: value.line, itemPath, "CONNECT is never routed")
+                    if value.text == "CONNECT" || value.text == "TRACE" {
+                        // The gateway answers both with 405 itself (no tunnels; TRACE would echo injected credentials).
+                        reader.report(line: value.line, itemPath, "\(value.text) is never routed")
                         ok = false
                     } else if !value.text.isEmpty,
                               value.text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0 == "-" || $0 == "_") }) {

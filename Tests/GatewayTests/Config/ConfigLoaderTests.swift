@@ -313,7 +313,7 @@ import Testing
             match: { path_prefix: /api/../x }
             upstream: a
           - name: v
-            match: { path_prefix: /v, methods: [CONNECT] }
+            match: { path_prefix: /v, methods: [CONNECT, TRACE] }
             upstream: a
             clients: [web]
           - name: w
@@ -328,6 +328,7 @@ import Testing
             "conf/gw.yaml:14: routes[3].match.path_params: duplicate parameter 'id'",
             "conf/gw.yaml:17: routes[4].match.path_prefix: path must not contain empty, '.' or '..' segments",
             "conf/gw.yaml:20: routes[5].match.methods[0]: CONNECT is never routed",
+            "conf/gw.yaml:20: routes[5].match.methods[1]: TRACE is never routed",
             "conf/gw.yaml:22: routes[5].clients: route lists clients but clients.api_keys is not configured",
             "conf/gw.yaml:26: routes[6].rewrite.strip_prefix: strip_prefix is not a prefix of the route's match path",
         ])
