@@ -19,6 +19,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     final class Stream {
         let id: Int32
         let isHead: Bool
+        /// What runs the handler and the response: a worker of the loop's pool, or a task of its own.
+        var worker: HTTP2StreamWorker?
         var task: Task<Void, Never>?
         /// The request body while the peer is still sending it.
         var body: ByteStream?
@@ -202,7 +204,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// The stream is over (reset or closed): cancel its handler, abort its body, stop its response.
     private func end(_ stream: Stream) {
         stream.finished = true
-        stream.task?.cancel()
+        cancelHandler(of: stream)
         stream.body?.fail(ByteStreamError.aborted)
         stream.body = nil
         if let waiter = stream.windowWaiter {
@@ -294,7 +296,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         if stream.bodyBytes > context.limits.maxBodyBytes {
             body.fail(ByteStreamError.tooLarge)
             stream.body = nil
-            stream.task?.cancel()
+            cancelHandler(of: stream)
             stream.discardBody = true
             session.consumed(streamID: streamID, count: bytes.count + stream.pendingAck)
             stream.pendingAck = 0
@@ -318,16 +320,14 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let owner = UncheckedSendable((self, stream))
         if let response = handler.respondImmediately(to: request) {
             guard let body = startResponse(stream, with: response) else { return }
-            runningTasks += 1
-            stream.task = Task(executorPreference: connection.loop) {
+            run(stream) {
                 let (server, stream) = owner.value
                 await server.finishResponse(stream, streaming: body)
                 server.taskFinished(stream)
             }
             return
         }
-        runningTasks += 1
-        stream.task = Task(executorPreference: connection.loop) {
+        run(stream) {
             let response = await handler.handle(request)
             // Back on the loop (the task prefers it as executor).
             let (server, stream) = owner.value
@@ -336,8 +336,25 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
+    /// Runs a stream's job on a worker of the loop's pool, or in a task of its own when the pool has none to spare.
+    private func run(_ stream: Stream, _ job: @escaping HTTP2StreamWorker.Job) {
+        runningTasks += 1
+        if let worker = context.runOnStreamWorker(job) {
+            stream.worker = worker
+        } else {
+            stream.task = Task(executorPreference: connection.loop, operation: job)
+        }
+    }
+
+    private func cancelHandler(of stream: Stream) {
+        stream.worker?.cancel()
+        stream.task?.cancel()
+    }
+
+    /// Runs at the end of a stream's job, on the loop: the worker is free for another stream from now on.
     private func taskFinished(_ stream: Stream) {
         runningTasks -= 1
+        stream.worker = nil
         stream.task = nil
     }
 

@@ -12,10 +12,14 @@ final class HTTPServerLoopContext {
     let http2: Bool
     let http2Settings: HTTP2Settings
     let dateCache: HTTPDateCache
-    /// HTTP/1 handler workers alive on this loop (see ``HTTP1HandlerWorker``): at most ``maxHandlerWorkers``, so a
-    /// burst of connections does not keep a task's frame memory (up to about 20 KiB in the gateway) per connection.
+    /// Handler workers alive on this loop, HTTP/1 (``HTTP1HandlerWorker``) and HTTP/2 (``HTTP2StreamWorker``): at most
+    /// ``maxHandlerWorkers``, so a burst of connections does not keep a task's frame memory (up to about 20 KiB in the
+    /// gateway) per connection.
     var handlerWorkers = 0
     static let maxHandlerWorkers = 128
+    /// HTTP/2 stream workers waiting for a stream of any connection on this loop.
+    private var idleStreamWorkers: [HTTP2StreamWorker] = []
+    private var closing = false
     private let openConnections: AtomicCounter
     private var listeners: [Listener] = []
     /// Keyed by the ``Connection``'s identity, so the protocol selector can hand over to the real handler.
@@ -91,6 +95,39 @@ final class HTTPServerLoopContext {
 
     private func sweep(now: UInt64) {
         for connection in Array(connections.values) { connection.checkTimeouts(now: now) }
+        idleStreamWorkers.removeAll { worker in
+            guard worker.sweep() else { return false }
+            handlerWorkers -= 1
+            worker.retire()
+            return true
+        }
+    }
+
+    // MARK: HTTP/2 stream workers
+
+    /// Runs `job` in a waiting stream worker, or a new one while the loop's budget allows; returns the worker, or nil
+    /// when the caller must run the job in a task of its own.
+    func runOnStreamWorker(_ job: @escaping HTTP2StreamWorker.Job) -> HTTP2StreamWorker? {
+        if let worker = idleStreamWorkers.popLast() {
+            worker.run(job)
+            return worker
+        }
+        guard handlerWorkers < Self.maxHandlerWorkers, !closing else { return nil }
+        handlerWorkers += 1
+        return HTTP2StreamWorker.start(first: job, loop: loop) { [weak self] worker in
+            guard let self, !worker.isRetired, !closing else {
+                self?.handlerWorkers -= 1
+                return false
+            }
+            idleStreamWorkers.append(worker)
+            return true
+        }
+    }
+
+    private func retireIdleStreamWorkers() {
+        handlerWorkers -= idleStreamWorkers.count
+        for worker in idleStreamWorkers { worker.retire() }
+        idleStreamWorkers.removeAll()
     }
 
     /// Closes the listeners and drains connections; `done` runs when the last one has closed.
@@ -112,6 +149,8 @@ final class HTTPServerLoopContext {
     }
 
     private func notifyDrained() {
+        closing = true
+        retireIdleStreamWorkers()
         if let sweepID { loop.removeTickHandler(sweepID) }
         sweepID = nil
         let waiters = drainedWaiters

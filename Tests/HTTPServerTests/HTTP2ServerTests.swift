@@ -174,6 +174,23 @@ import Testing
         #expect(await CancelProbe.shared.state(id) == "cancelled")
     }
 
+    /// Streams' handlers run in the loop's pooled worker tasks (``HTTP2StreamWorker``), not a new task each: one after
+    /// another on a connection they share one task; after a reset stream cancelled its worker, a new one serves.
+    @Test func consecutiveStreamsShareAWorkerTask() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        func taskIDs() throws -> [String] {
+            let output = try Self.probe(port, "sequence", "/task-id", "3")
+            return output.stdout.split(separator: "\n").map { String($0.dropFirst("BODY task ".count)) }
+        }
+        let first = try taskIDs()
+        #expect(first.count == 3 && Set(first).count == 1, "\(first)")
+        let reset = try Self.probe(port, "cancel", UUID().uuidString)
+        #expect(reset.stdout.hasPrefix("RESULT cancelled"), "\(reset.stdout)")
+        let after = try taskIDs()
+        #expect(after.count == 3 && Set(after).count == 1, "\(after)")
+    }
+
     @Test func gracefulShutdownFinishesStreamsInFlight() async throws {
         let (server, port) = try await startTestServer()
         let curl = Task.detached {

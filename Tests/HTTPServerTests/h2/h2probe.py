@@ -11,6 +11,7 @@ Usage: h2probe.py PORT MODE [ARG]
                   "OK <status> <body>" for /hello on the same connection.
   cancel ID       GET /cancel-probe?id=ID, RST_STREAM(CANCEL) after 50 ms, then polls /cancel-probe-result?id=ID on
                   the same connection; prints "RESULT <state> <elapsed ms>".
+  sequence PATH N N GETs of PATH one after another on one connection; prints "BODY <body>" for each.
 Exit status 0 when the script ran to the end (the Swift test checks the printed results).
 """
 import socket
@@ -205,6 +206,13 @@ def cancel(port, probe_id):
     print("RESULT %s %d" % (state, int((time.time() - started) * 1000)))
 
 
+def sequence(port, path, count):
+    sock, conn = connect(port)
+    for _ in range(count):
+        status, body = get(sock, conn, path)
+        print("BODY %s" % body)
+
+
 def main():
     port, mode = int(sys.argv[1]), sys.argv[2]
     if mode == "malformed":
@@ -215,6 +223,8 @@ def main():
         refuse(port, sys.argv[3])
     elif mode == "cancel":
         cancel(port, sys.argv[3])
+    elif mode == "sequence":
+        sequence(port, sys.argv[3], int(sys.argv[4]))
     else:
         sys.exit("unknown mode %s" % mode)
 
