@@ -29,16 +29,16 @@ enum HTTP2Validation {
 
     /// A `:path` value: visible ASCII or obs-text, no space or control characters, starting with `/`
     /// (or exactly `*` for OPTIONS).
-    static func isValidPath(_ path: [UInt8], method: HTTPMethod) -> Bool {
+    static func isValidPath(_ path: some Collection<UInt8>, method: HTTPMethod) -> Bool {
         guard let first = path.first else { return false }
-        if path == [UInt8(ascii: "*")] { return method == .options }
+        if first == UInt8(ascii: "*") && path.count == 1 { return method == .options }
         guard first == UInt8(ascii: "/") else { return false }
         return path.allSatisfy { $0 > 0x20 && $0 != 0x7f }
     }
 
     /// A `:authority` or `host` value: host and optional port, no userinfo, no whitespace or delimiters that could
     /// change the meaning of an HTTP/1.1 request.
-    static func isValidAuthority(_ value: [UInt8]) -> Bool {
+    static func isValidAuthority(_ value: some Collection<UInt8>) -> Bool {
         guard !value.isEmpty else { return false }
         return value.allSatisfy { byte in
             switch byte {
@@ -51,7 +51,7 @@ enum HTTP2Validation {
         }
     }
 
-    static func isValidScheme(_ value: [UInt8]) -> Bool {
+    static func isValidScheme(_ value: some Collection<UInt8>) -> Bool {
         guard let first = value.first, (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z") else {
             return false
         }
@@ -66,87 +66,85 @@ enum HTTP2Validation {
         }
     }
 
-    static func string(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
-
     /// Validates a complete request header block (fields in wire order, pseudo-headers included) and builds the
     /// request head; returns the reason on failure.
-    static func validateRequest(_ fields: [(name: [UInt8], value: [UInt8])]) -> Result<HTTP2RequestHead, RequestError> {
-        var method: [UInt8]?, scheme: [UInt8]?, authority: [UInt8]?, path: [UInt8]?, proto: [UInt8]?
+    static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<HTTP2RequestHead, RequestError> {
+        var method: String?, scheme: String?, authority: String?, path: String?, proto: String?
         var regularSeen = false
         var headers = HTTPHeaders()
-        var hosts: [[UInt8]] = []
-        var contentLengths: [[UInt8]] = []
+        headers.reserveCapacity(fields.count)
+        var hosts: [String] = []
+        var contentLengths: [String] = []
         for (name, value) in fields {
-            if name.first == UInt8(ascii: ":") {
+            if name.utf8.first == UInt8(ascii: ":") {
                 if regularSeen { return .failure(.init("pseudo-header after a regular field")) }
-                func set(_ slot: inout [UInt8]?) -> Bool {
+                func set(_ slot: inout String?) -> Bool {
                     if slot != nil { return false }
                     slot = value
                     return true
                 }
                 let ok: Bool
-                switch string(name) {
+                switch name {
                 case ":method": ok = set(&method)
                 case ":scheme": ok = set(&scheme)
                 case ":authority": ok = set(&authority)
                 case ":path": ok = set(&path)
                 case ":protocol": ok = set(&proto)
-                default: return .failure(.init("unknown pseudo-header \(string(name))"))
+                default: return .failure(.init("unknown pseudo-header \(name)"))
                 }
-                if !ok { return .failure(.init("duplicate \(string(name))")) }
+                if !ok { return .failure(.init("duplicate \(name)")) }
                 continue
             }
             regularSeen = true
-            guard isValidName(name) else { return .failure(.init("invalid field name")) }
-            guard isValidValue(value) else { return .failure(.init("invalid value in \(string(name))")) }
-            let lowerName = string(name)
-            if connectionSpecific.contains(lowerName) { return .failure(.init("connection-specific field \(lowerName)")) }
-            if lowerName == "te" && !string(value).equalsIgnoringASCIICase("trailers") {
+            // A valid name has no uppercase letters: it is its own lowercased form.
+            guard isValidName(name.utf8) else { return .failure(.init("invalid field name")) }
+            guard isValidValue(value.utf8) else { return .failure(.init("invalid value in \(name)")) }
+            if connectionSpecific.contains(name) { return .failure(.init("connection-specific field \(name)")) }
+            if name == "te" && !value.equalsIgnoringASCIICase("trailers") {
                 return .failure(.init("te other than trailers"))
             }
-            if lowerName == "host" { hosts.append(value) }
-            if lowerName == "content-length" { contentLengths.append(value) }
-            headers.add(name: lowerName, value: string(value))
+            if name == "host" { hosts.append(value) }
+            if name == "content-length" { contentLengths.append(value) }
+            headers.add(name: name, value: value)
         }
-        guard let methodBytes = method, !methodBytes.isEmpty, methodBytes.allSatisfy(isTokenByte) else {
+        guard let method, !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
             return .failure(.init("missing or invalid :method"))
         }
-        let httpMethod = HTTPMethod(string(methodBytes))
+        let httpMethod = HTTPMethod(method)
         if hosts.count > 1 { return .failure(.init("more than one host")) }
-        for host in hosts where !isValidAuthority(host) { return .failure(.init("invalid host")) }
-        if let authority, !isValidAuthority(authority) { return .failure(.init("invalid :authority")) }
-        if let authority, let host = hosts.first, !string(authority).equalsIgnoringASCIICase(string(host)) {
+        for host in hosts where !isValidAuthority(host.utf8) { return .failure(.init("invalid host")) }
+        if let authority, !isValidAuthority(authority.utf8) { return .failure(.init("invalid :authority")) }
+        if let authority, let host = hosts.first, !authority.equalsIgnoringASCIICase(host) {
             return .failure(.init(":authority and host differ"))
         }
         if let first = contentLengths.first {
-            guard contentLengths.allSatisfy({ $0 == first }), !first.isEmpty, first.count <= 18,
-                  first.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            guard contentLengths.allSatisfy({ $0.utf8.elementsEqual(first.utf8) }), !first.isEmpty, first.utf8.count <= 18,
+                  first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                 return .failure(.init("invalid content-length"))
             }
         }
         if httpMethod == .connect && proto == nil {
             // RFC 9113 §8.5: only :method and :authority.
             guard scheme == nil, path == nil, authority != nil else { return .failure(.init("malformed CONNECT")) }
-            return .success(HTTP2RequestHead(method: httpMethod, scheme: nil, authority: authority.map(string), path: nil,
+            return .success(HTTP2RequestHead(method: httpMethod, scheme: nil, authority: authority, path: nil,
                                              headers: headers))
         }
         if proto != nil && httpMethod != .connect { return .failure(.init(":protocol without CONNECT")) }
-        guard let scheme, isValidScheme(scheme) else { return .failure(.init("missing or invalid :scheme")) }
-        guard let path, isValidPath(path, method: httpMethod) else { return .failure(.init("missing or invalid :path")) }
+        guard let scheme, isValidScheme(scheme.utf8) else { return .failure(.init("missing or invalid :scheme")) }
+        guard let path, isValidPath(path.utf8, method: httpMethod) else { return .failure(.init("missing or invalid :path")) }
         guard authority != nil || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
-        if let proto, !(proto.allSatisfy(isTokenByte) && !proto.isEmpty) { return .failure(.init("invalid :protocol")) }
-        return .success(HTTP2RequestHead(method: httpMethod, scheme: string(scheme), authority: authority.map(string),
-                                         path: string(path), extendedProtocol: proto.map(string), headers: headers))
+        if let proto, !(proto.utf8.allSatisfy(isTokenByte) && !proto.isEmpty) { return .failure(.init("invalid :protocol")) }
+        return .success(HTTP2RequestHead(method: httpMethod, scheme: scheme, authority: authority,
+                                         path: path, extendedProtocol: proto, headers: headers))
     }
 
     /// Validates a trailer block: no pseudo-headers, valid names and values, no connection-specific fields.
-    static func validateTrailers(_ fields: [(name: [UInt8], value: [UInt8])]) -> HTTPHeaders? {
+    static func validateTrailers(_ fields: [(name: String, value: String)]) -> HTTPHeaders? {
         var headers = HTTPHeaders()
         for (name, value) in fields {
-            guard isValidName(name), isValidValue(value) else { return nil }
-            let lowerName = string(name)
-            if connectionSpecific.contains(lowerName) || lowerName == "te" { return nil }
-            headers.add(name: lowerName, value: string(value))
+            guard isValidName(name.utf8), isValidValue(value.utf8) else { return nil }
+            if connectionSpecific.contains(name) || name == "te" { return nil }
+            headers.add(name: name, value: value)
         }
         return headers
     }
@@ -174,7 +172,7 @@ extension HTTP2RequestHead {
         }
         let hostFields = headers["host"]
         guard let host = authority ?? hostFields.first else { throw RequestError("no authority") }
-        guard HTTP2Validation.isValidAuthority(Array(host.utf8)) else { throw RequestError("invalid authority") }
+        guard HTTP2Validation.isValidAuthority(host.utf8) else { throw RequestError("invalid authority") }
         if let authority, hostFields.contains(where: { !$0.equalsIgnoringASCIICase(authority) }) {
             throw RequestError(":authority and host differ")
         }
@@ -182,21 +180,21 @@ extension HTTP2RequestHead {
         if method == .connect && extendedProtocol == nil {
             target = host
         } else {
-            guard let path, HTTP2Validation.isValidPath(Array(path.utf8), method: method) else {
+            guard let path, HTTP2Validation.isValidPath(path.utf8, method: method) else {
                 throw RequestError("invalid path")
             }
             target = path
         }
         var out = HTTPHeaders()
+        out.reserveCapacity(headers.count + 1)
         out.add(name: "Host", value: host)
         var cookies: [String] = []
         var cookieInserted = false
         for field in headers {
-            let nameBytes = Array(field.name.utf8)
-            guard !nameBytes.isEmpty, nameBytes.allSatisfy(HTTP2Validation.isTokenByte) else {
+            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
                 throw RequestError("invalid field name")
             }
-            guard HTTP2Validation.isValidValue(Array(field.value.utf8)) || field.value.isEmpty else {
+            guard HTTP2Validation.isValidValue(field.value.utf8) || field.value.isEmpty else {
                 throw RequestError("invalid field value")
             }
             let lower = field.name.lowercased()

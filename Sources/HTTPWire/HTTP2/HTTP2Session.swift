@@ -43,7 +43,8 @@ public final class HTTP2Session {
 
     final class StreamState {
         let id: Int32
-        var fields: [(name: [UInt8], value: [UInt8])] = []
+        /// The header block being received (room for a typical head's fields from the start).
+        var fields: [(name: String, value: String)] = []
         var headerListSize = 0
         var surfaced = false
         /// Client: whether the final response head was surfaced.
@@ -64,7 +65,10 @@ public final class HTTP2Session {
         var providerDeferred = false
         var producerPaused = false
 
-        init(id: Int32) { self.id = id }
+        init(id: Int32) {
+            self.id = id
+            fields.reserveCapacity(16)
+        }
 
         var outboundBuffered: Int { outbound.count - outboundRead }
     }
@@ -236,8 +240,10 @@ public final class HTTP2Session {
         guard (200...999).contains(head.status) else {
             throw HTTP2Error(kind: .invalidState, message: "status \(head.status) is not a final status")
         }
-        var fields: [(String, String)] = [(":status", String(head.status))]
-        fields += HTTP2Session.outboundFields(head.headers, isRequest: false)
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(head.headers.count + 1)
+        fields.append((":status", String(head.status)))
+        HTTP2Session.appendOutboundFields(head.headers, isRequest: false, to: &fields)
         let rc = withNVArray(fields) { nva, count in
             if endStream {
                 return nghttp2_submit_response(session, streamID, nva, count, nil)
@@ -360,12 +366,12 @@ public final class HTTP2Session {
         guard !head.method.rawValue.isEmpty, head.method.rawValue.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
             throw HTTP2Error(kind: .invalidState, message: "invalid method")
         }
-        if let authority, !HTTP2Validation.isValidAuthority(Array(authority.utf8)) {
+        if let authority, !HTTP2Validation.isValidAuthority(authority.utf8) {
             throw HTTP2Error(kind: .invalidState, message: "invalid authority")
         }
         if head.method != .connect || head.extendedProtocol != nil {
-            guard HTTP2Validation.isValidPath(Array((head.path ?? "/").utf8), method: head.method),
-                  HTTP2Validation.isValidScheme(Array((head.scheme ?? "https").utf8)) else {
+            guard HTTP2Validation.isValidPath((head.path ?? "/").utf8, method: head.method),
+                  HTTP2Validation.isValidScheme((head.scheme ?? "https").utf8) else {
                 throw HTTP2Error(kind: .invalidState, message: "invalid path or scheme")
             }
         } else if authority == nil {
@@ -374,7 +380,7 @@ public final class HTTP2Session {
         for (name, value) in fields where !HTTP2Session.isSafe(name: name, value: value, pseudo: true) {
             throw HTTP2Error(kind: .invalidState, message: "invalid pseudo-header \(name)")
         }
-        fields += HTTP2Session.outboundFields(head.headers, isRequest: true)
+        HTTP2Session.appendOutboundFields(head.headers, isRequest: true, to: &fields)
         let streamID = withNVArray(fields) { nva, count -> Int32 in
             if endStream {
                 return nghttp2_submit_request(session, nil, nva, count, nil, nil)
@@ -394,10 +400,12 @@ public final class HTTP2Session {
 
     // MARK: - Header helpers
 
-    /// Fields safe to send: lowercase names, connection-specific and invalid fields dropped.
-    static func outboundFields(_ headers: HTTPHeaders, isRequest: Bool) -> [(String, String)] {
-        let nominated = Set(headers.tokens(name: "connection").map { $0.lowercased() })
-        var out: [(String, String)] = []
+    /// Appends the fields of `headers` that are safe to send to `out`: names lowercased, connection-specific and
+    /// invalid fields dropped.
+    static func appendOutboundFields(_ headers: HTTPHeaders, isRequest: Bool, to out: inout [(String, String)]) {
+        let nominated: Set<String> = headers.contains(name: "connection")
+            ? Set(headers.tokens(name: "connection").map { $0.lowercased() }) : []
+        out.reserveCapacity(out.count + headers.count)
         for field in headers {
             let name = field.name.lowercased()
             if HTTP2Validation.connectionSpecific.contains(name) || nominated.contains(name) { continue }
@@ -406,20 +414,21 @@ public final class HTTP2Session {
             guard isSafe(name: name, value: field.value, pseudo: false) else { continue }
             out.append((name, field.value))
         }
-        return out
     }
 
     static func isSafe(name: String, value: String, pseudo: Bool) -> Bool {
-        let nameBytes = Array(name.utf8)
-        let checked = pseudo ? Array(nameBytes.dropFirst()) : nameBytes
-        guard HTTP2Validation.isValidName(checked) else { return false }
+        guard pseudo ? HTTP2Validation.isValidName(name.utf8.dropFirst()) : HTTP2Validation.isValidName(name.utf8) else {
+            return false
+        }
         return !value.utf8.contains { $0 == 0 || $0 == 0x0a || $0 == 0x0d }
     }
 
     /// Calls `body` with an `nghttp2_nv` array for `fields`; the pointers live only during the call (nghttp2 copies).
     private func withNVArray<R>(_ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         var storage: [UInt8] = []
+        storage.reserveCapacity(fields.reduce(1) { $0 + $1.0.utf8.count + $1.1.utf8.count })
         var ranges: [(Int, Int, Int, Int, Bool)] = []
+        ranges.reserveCapacity(fields.count)
         for (name, value) in fields {
             let nameStart = storage.count
             storage.append(contentsOf: name.utf8)
@@ -483,9 +492,9 @@ public final class HTTP2Session {
         return 0
     }
 
-    func onHeader(_ frame: nghttp2_frame, name: [UInt8], value: [UInt8]) -> Int32 {
+    func onHeader(_ frame: nghttp2_frame, name: String, value: String) -> Int32 {
         guard let stream = streams[frame.hd.stream_id], !stream.rejected else { return 0 }
-        stream.headerListSize += name.count + value.count + 32
+        stream.headerListSize += name.utf8.count + value.utf8.count + 32
         if stream.headerListSize > Int(settings.maxHeaderListSize) {
             reject(stream, code: .enhanceYourCalm)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
@@ -591,21 +600,22 @@ public final class HTTP2Session {
         var status: Int?
         var headers = HTTPHeaders()
         for (name, value) in stream.fields {
-            if name == Array(":status".utf8) {
+            if name == ":status" {
                 // `:status` once, first, three digits (RFC 9113 §8.3.2); any other pseudo-header is malformed.
-                guard status == nil, headers.isEmpty, value.count == 3, value.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                guard status == nil, headers.isEmpty, value.utf8.count == 3,
+                      value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
                     reject(stream, code: .protocolError)
                     return
                 }
-                status = Int(HTTP2Validation.string(value))
+                status = Int(value)
                 continue
             }
-            guard HTTP2Validation.isValidName(name), HTTP2Validation.isValidValue(value) || value.isEmpty,
-                  !HTTP2Validation.connectionSpecific.contains(HTTP2Validation.string(name)) else {
+            guard HTTP2Validation.isValidName(name.utf8), HTTP2Validation.isValidValue(value.utf8) || value.isEmpty,
+                  !HTTP2Validation.connectionSpecific.contains(name) else {
                 reject(stream, code: .protocolError)
                 return
             }
-            headers.add(name: HTTP2Validation.string(name), value: HTTP2Validation.string(value))
+            headers.add(name: name, value: value)
         }
         stream.fields.removeAll()
         guard let status else {

@@ -46,8 +46,8 @@ import Testing
     }
 
     @Test func validatorCases() {
-        func fields(_ pairs: [(String, String)]) -> [(name: [UInt8], value: [UInt8])] {
-            pairs.map { (Array($0.0.utf8), Array($0.1.utf8)) }
+        func fields(_ pairs: [(String, String)]) -> [(name: String, value: String)] {
+            pairs.map { (name: $0.0, value: $0.1) }
         }
         let good = HTTP2Validation.validateRequest(fields([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"),
                                                            ("accept", "*/*"), ("te", "Trailers")]))
