@@ -85,14 +85,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     func connectionDidReadEOF(_ connection: Connection) {
         peerFinished = true
+        let bodyCutShort = currentBody != nil
         if let body = currentBody {
             body.fail(ByteStreamError.aborted)
             currentBody = nil
         }
         if slots.isEmpty {
             connection.close()
-        } else if context.limits.abandonsRequestsOnClientEOF && !slots.contains(where: { $0.writing }) {
-            // Nothing is on its way to the client: closing cancels the handlers (see `connectionDidClose`).
+        } else if context.limits.abandonsRequestsOnClientEOF && !bodyCutShort && !slots.contains(where: { $0.writing }) {
+            // Nothing is on its way to the client: closing cancels the handlers (see `connectionDidClose`). A body cut
+            // short still gets its handler's answer (a 400, reliability.md H1-40).
             connection.close()
         } else {
             acceptingRequests = false

@@ -26,7 +26,7 @@ public struct HTTPServerLimits: Sendable {
     /// abandons them: their handlers are cancelled and the connection closed, unanswered (nginx's default for proxied
     /// requests, where the cancelled handler's upstream call is aborted too). Off, the server answers them first, as
     /// HTTP/1.1 allows a client that half-closes after sending. An HTTP/1 response already being written is finished
-    /// either way.
+    /// either way, and a request whose body the EOF cut short is still answered (its handler sees the body fail).
     public var abandonsRequestsOnClientEOF: Bool = false
 
     public init() {}

@@ -113,6 +113,16 @@ import Glibc
             aborted = counts?["aborted:/hang"] ?? 0
         }
         #expect(aborted == 1, "the upstream saw its request given up, before its own 5 s answer")
+
+        // H1-40: a body cut short by the client's EOF is answered 400 and never forwarded as complete.
+        let cut = try RawClient(port: gateway.port)
+        cut.send("POST /cut HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nabc")
+        cut.shutdownWrite()
+        let reply = cut.readAll(timeout: 3)
+        #expect(String(decoding: reply.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 400"), "\(reply.bytes.count) bytes")
+        #expect(reply.closed)
+        let hits = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstream.port)/hits"))
+        #expect(!Self.text(hits).contains("/cut"), "\(Self.text(hits))")
         #expect(Self.text(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/after"))) == "ok /after")
         gateway.stop()
         let record = try #require(gateway.accessLog.first { $0["path"] as? String == "/hang" })
