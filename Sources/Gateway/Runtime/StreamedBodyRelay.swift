@@ -19,8 +19,10 @@ enum StreamedBodyRelay {
             var demandSignals = demand.makeAsyncIterator()
             do {
                 while let chunk = try await upstream.body.next() {
-                    guard let stream = client.stream else { return upstream.cancel() }
-                    if !stream.yield(chunk), await demandSignals.next() == nil {
+                    // No strong reference to the client's stream may be held across the wait for demand: the
+                    // server dropping it is what ends that wait.
+                    guard let accepted = client.offer(chunk) else { return upstream.cancel() }
+                    if !accepted, await demandSignals.next() == nil {
                         return upstream.cancel()
                     }
                 }
@@ -37,4 +39,11 @@ enum StreamedBodyRelay {
 private final class WeakStream: @unchecked Sendable {
     weak var stream: ByteStream?
     init(_ stream: ByteStream) { self.stream = stream }
+
+    /// Hands `chunk` to the stream: true when it has room for more, false when the relay must wait for demand, nil
+    /// when the server has dropped the stream. Holds the stream only for the call.
+    func offer(_ chunk: [UInt8]) -> Bool? {
+        guard let stream else { return nil }
+        return stream.yield(chunk)
+    }
 }

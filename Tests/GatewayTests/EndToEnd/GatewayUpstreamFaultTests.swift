@@ -129,6 +129,38 @@ import Glibc
         #expect(record["status"] as? Int == 499)
     }
 
+    /// A client that stops reading a relayed body and leaves: the upstream connection is closed at once, not held
+    /// (paused, unread) until some timeout, whatever the relay was doing when the client went.
+    @Test func aClientLeavingARelayedBodyClosesTheUpstreamConnection() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: """
+            server: { listen: ["127.0.0.1:PORT"], threads: 2 }
+            admin: { listen: "127.0.0.1:ADMIN" }
+            upstreams:
+              faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
+            routes:
+              - { name: faulty, match: { path_prefix: / }, upstream: faulty }
+            """)
+        let client = HTTPClient()
+        for round in 1...3 {
+            let reader = try RawClient(port: gateway.port)
+            reader.send("GET /endless HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = reader.read(until: { $0.contains("\r\n\r\n") })
+            // Not reading: the socket buffers, the relay's buffer and the upstream's fill up, then the client leaves.
+            try await Task.sleep(for: .milliseconds(400))
+            close(reader.fd)
+            var aborted = 0
+            let left = ContinuousClock.now
+            while aborted < round && ContinuousClock.now - left < .seconds(5) {
+                try await Task.sleep(for: .milliseconds(50))
+                let hits = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstream.port)/hits"))
+                aborted = (try JSONSerialization.jsonObject(with: Data(hits.body)) as? [String: Int])?["aborted:/endless"] ?? 0
+            }
+            #expect(aborted == round, "round \(round): the upstream's connection is closed once the client has gone")
+        }
+        gateway.stop()
+    }
+
     @Test func malformedUpstreamResponsesAre502() async throws {
         let upstream = try await FaultUpstream()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))

@@ -65,6 +65,17 @@ def respond(conn, path):
         conn.settimeout(None)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
         return True
+    if path.startswith("/endless"):          # a chunked body that never ends; "aborted:/endless" once the reader goes
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.settimeout(10)
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                conn.sendall(b"8000\r\n" + b"e" * 0x8000 + b"\r\n")
+        except OSError:
+            with LOCK:
+                HITS["aborted:/endless"] = HITS.get("aborted:/endless", 0) + 1
+        return False
     if path.startswith("/extra"):           # UP-07: bytes after a complete response (queue poisoning)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nPOISON")
         return True
