@@ -495,13 +495,15 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
+    /// The request head (no slot yet) or the body being read (its request's slot is the last) took too long: 408,
+    /// unless that request was answered already, then close.
     private func timeOutRequest() {
-        currentBody?.fail(ByteStreamError.aborted)
+        currentBody?.fail(ByteStreamError.timedOut)
         currentBody = nil
         if slots.isEmpty {
             reject(status: 408)
         } else {
-            connection.close()
+            failRequestMidBody(status: 408)
         }
     }
 

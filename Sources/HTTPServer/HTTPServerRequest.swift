@@ -16,6 +16,9 @@ public struct HTTPServerRequest: Sendable {
     public var hasBody: Bool { bodyStream != nil }
     /// Whether the whole body has arrived (always true without one): reading ``body`` then does not wait.
     public var bodyIsFinished: Bool { bodyStream?.isFinished ?? true }
+    /// Whether the server gave up on the body because the client stopped sending it (the body timeout; the client
+    /// was answered 408 and the handler cancelled).
+    public var bodyTimedOut: Bool { (bodyStream?.failure as? ByteStreamError) == .timedOut }
     /// The body's declared length, when the client sent `Content-Length`.
     public var declaredBodyLength: Int64?
     public var remoteAddress: SocketAddress?

@@ -90,6 +90,9 @@ public final class ByteStream: AsyncSequence, Sendable {
     /// Whether the producer has finished (normally or not).
     public var isFinished: Bool { state.withLock { $0.finished } }
 
+    /// The error the producer ended the stream with, if it failed.
+    public var failure: (any Error)? { state.withLock { $0.failure } }
+
     private enum Step {
         case chunk([UInt8], resumeProducer: Bool)
         case end
@@ -175,4 +178,6 @@ public enum ByteStreamError: Error, Sendable, Hashable {
     case tooLarge
     /// The producer went away before finishing (connection closed or reset).
     case aborted
+    /// The producer stopped sending for longer than allowed (the server's body timeout).
+    case timedOut
 }

@@ -236,6 +236,20 @@ import Testing
         #expect(idleClosed)
     }
 
+    /// A body that stops arriving gets 408 at the body timeout even though its handler is already running (it is
+    /// cancelled, and sees the body fail with `timedOut`).
+    @Test func aStalledBodyGets408WhileItsHandlerRuns() async throws {
+        var limits = HTTPServerLimits()
+        limits.bodyTimeout = .milliseconds(500)
+        let (server, port) = try await startTestServer(limits: limits)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let slow = try RawClient(port: port)
+        slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        let (bytes, closed) = slow.readAll(timeout: 3)
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "), "\(String(decoding: bytes, as: UTF8.self))")
+        #expect(closed)
+    }
+
     @Test func gracefulShutdownFinishesInFlightRequests() async throws {
         let (server, port) = try await startTestServer()
         let client = try RawClient(port: port)

@@ -50,6 +50,11 @@ final class GatewayHandler: HTTPServerHandler {
         var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs)
         let response = await respond(&exchange)
         if _Concurrency.Task<Never, Never>.isCancelled {
+            if request.bodyTimedOut {
+                // The server answered 408 itself: the client stopped sending its body.
+                exchange.record.upstreamError = "client body timeout"
+                return finish(&exchange, response: response, started: started, loggedStatus: 408)
+            }
             // The server cancels a handler whose connection closed or outlived the drain timeout: the answer reaches
             // nobody. Logged and counted as 499 (nginx's "client closed request"), not as the 502 built for it.
             exchange.record.upstreamError = exchange.record.upstreamError ?? "cancelled"

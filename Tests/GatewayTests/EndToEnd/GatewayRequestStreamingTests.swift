@@ -35,6 +35,27 @@ import Glibc
         """
     }
 
+    /// SLOW-02: a client that stops sending its body gets 408 at the body timeout (its request already went upstream
+    /// as it arrived), the upstream request is aborted, never completed, and the access log says 408.
+    @Test func aStalledBodyIsAnswered408AndItsUpstreamRequestAborted() async throws {
+        let upstream = try await UploadUpstream.start()
+        let config = Self.config(upstreamPort: upstream.port)
+            .replacingOccurrences(of: "limits: { max_body_bytes: 512MiB }", with: "limits: { max_body_bytes: 512MiB, body_timeout: 1s }")
+        let gateway = try await GatewayProcess(config: config)
+        let client = try RawClient(port: gateway.port)
+        client.send("POST /up/slow HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n\r\n" + String(repeating: "a", count: 100))
+        let started = ContinuousClock.now
+        let reply = client.readAll(timeout: 5)
+        let text = String(decoding: reply.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 408"), "\(text)")
+        #expect(reply.closed)
+        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(upstream.uploads.isEmpty, "the upstream never saw the body end")
+        gateway.stop()
+        let record = try #require(gateway.accessLog.first { $0["path"] as? String == "/up/slow" })
+        #expect(record["status"] as? Int == 408)
+    }
+
     @Test func longBodiesArriveIntactWithTheirFramingOverHTTP1AndHTTP2() async throws {
         let upstream = try await UploadUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
