@@ -25,6 +25,10 @@ public final class HTTPClient: Sendable {
         public var responseTimeout: Duration? = .seconds(60)
         /// Most connections open to one origin at once, per loop.
         public var maxConnectionsPerOrigin: Int = 64
+        /// Most HTTP/1.1 connections open to one origin at once across all of the client's loops; nil (the default)
+        /// sets no client-wide cap. A loop that finds none left keeps its requests waiting (``maxWaitTime`` applies)
+        /// while the other loops give up idle connections. HTTP/2 uses one connection per origin per loop.
+        public var maxConnectionsPerOriginTotal: Int?
         /// Most requests waiting for a connection to one origin; more fail with ``HTTPClientError/poolExhausted``.
         public var maxWaitingRequestsPerOrigin: Int = 1024
         /// Longest time a request waits for a connection (every one of ``maxConnectionsPerOrigin`` busy, or the
@@ -97,6 +101,7 @@ public final class HTTPClient: Sendable {
     private let tlsContext: Mutex<TLSContext?>
     private let resolutions: HostResolutionCache
     private let pools: [UncheckedSendable<LoopPools>]
+    private let budgets: HTTPOriginBudgets
     private let isShutDown = Atomic<Bool>(false)
 
     /// The client's event loop the caller is running on, or nil off its loops. Work started as a task preferring it
@@ -123,6 +128,7 @@ public final class HTTPClient: Sendable {
         tlsContext = Mutex(nil)
         resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
+        budgets = HTTPOriginBudgets(limit: configuration.maxConnectionsPerOriginTotal)
     }
 
     private static func fallbackGroup() -> EventLoopGroup {
@@ -231,7 +237,7 @@ public final class HTTPClient: Sendable {
                         return
                     }
                     let pool = Self.pool(for: request.origin, in: loopPools.value, loop: loop,
-                                         configuration: configuration, tls: tlsBox.value)
+                                         configuration: configuration, tls: tlsBox.value, budgets: budgets)
                     pool.submit(exchange.value, addresses: addresses)
                 }
                 // Called on the loop (a task preferring it), the exchange starts at once, with no closure to allocate.
@@ -243,9 +249,11 @@ public final class HTTPClient: Sendable {
     }
 
     private static func pool(for origin: HTTPOrigin, in pools: LoopPools, loop: EventLoop,
-                             configuration: Configuration, tls: TLSContext?) -> HTTPOriginPool {
+                             configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets) -> HTTPOriginPool {
         if let pool = pools.byOrigin[origin] { return pool }
-        let pool = HTTPOriginPool(origin: origin, loop: loop, configuration: configuration, tls: tls)
+        let budget = budgets.budget(for: origin)
+        let pool = HTTPOriginPool(origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget)
+        budget?.register(pool)
         pools.byOrigin[origin] = pool
         if pools.sweepID == nil {
             pools.sweepID = loop.addTickHandler { now in

@@ -23,6 +23,8 @@ final class HTTPOriginPool {
     let loop: EventLoop
     let configuration: HTTPClient.Configuration
     let tls: TLSContext?
+    /// The client-wide cap on this origin's HTTP/1.1 connections across loops, if any.
+    private let budget: HTTPOriginBudget?
     private var idle: [HTTP1ClientConnection] = []
     private var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
     private var waiting: [HTTPClientExchange] = []
@@ -36,11 +38,13 @@ final class HTTPOriginPool {
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
     @exclusivity(unchecked) private var isClosed = false
 
-    init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?) {
+    init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?,
+         budget: HTTPOriginBudget? = nil) {
         self.origin = origin
         self.loop = loop
         self.configuration = configuration
         self.tls = tls
+        self.budget = budget
         switch configuration.http2 {
         case .never: learned = .http1
         case .always: learned = .http2
@@ -95,6 +99,16 @@ final class HTTPOriginPool {
         submit(exchange, addresses: [])
     }
 
+    /// Puts back, first in line and with its wait time running on, a waiter that could not get a connection after all.
+    private func requeueFirst(_ exchange: HTTPClientExchange) {
+        if waitingHead > 0 {
+            waitingHead -= 1
+            waiting[waitingHead] = exchange
+        } else {
+            waiting.insert(exchange, at: 0)
+        }
+    }
+
     private func enqueueWaiting(_ exchange: HTTPClientExchange) {
         guard waiting.count - waitingHead < configuration.maxWaitingRequestsPerOrigin else {
             exchange.fail(.poolExhausted)
@@ -105,11 +119,18 @@ final class HTTPOriginPool {
         exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
     }
 
-    private func open(for exchange: HTTPClientExchange) {
+    /// Opens an HTTP/1.1 connection for `exchange`, or keeps it waiting when the client-wide budget has no place (the
+    /// exchange keeps its place and its wait time when it was waiting already).
+    private func open(for exchange: HTTPClientExchange, wasWaiting: Bool = false) {
         guard let address = addresses.first else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
         }
+        if let budget, !budget.acquire(for: self) {
+            if wasWaiting { requeueFirst(exchange) } else { enqueueWaiting(exchange) }
+            return
+        }
+        var opened: HTTP1ClientConnection?
         do {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
             let client = HTTP1ClientConnection(
@@ -120,9 +141,16 @@ final class HTTPOriginPool {
                 connectTimeout: min(configuration.connectTimeout, remaining(exchange)))
             connection.delegate = client
             all[ObjectIdentifier(client)] = client
+            opened = client
             client.start(exchange)
             try connection.start()
         } catch {
+            // Not registered with the loop (or never made): no close callback will come, so undo it all here.
+            if let opened {
+                all.removeValue(forKey: ObjectIdentifier(opened))
+                opened.connection.close()
+            }
+            budget?.release()
             exchange.fail(.connectFailed(reason: "\(error)"))
         }
     }
@@ -151,7 +179,7 @@ final class HTTPOriginPool {
     /// exchange and every waiting one.
     func adoptHTTP2(_ connection: Connection, from probe: HTTP1ClientConnection, pending: HTTPClientExchange?,
                     openedAt: UInt64) {
-        all.removeValue(forKey: ObjectIdentifier(probe))
+        if all.removeValue(forKey: ObjectIdentifier(probe)) != nil { budget?.release() }
         idle.removeAll { $0 === probe }
         let client: HTTP2ClientConnection
         do {
@@ -175,7 +203,31 @@ final class HTTPOriginPool {
     func learnedHTTP1() {
         guard learned == .probing else { return }
         learned = .http1
-        while all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() { open(for: next) }
+        openForWaiters()
+    }
+
+    /// Opens connections for waiting exchanges while the loop's cap and the client-wide budget allow.
+    private func openForWaiters() {
+        while all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() {
+            let before = all.count
+            open(for: next, wasWaiting: true)
+            if all.count == before && !next.isFinished { return }   // no place in the budget: it waits again
+        }
+    }
+
+    /// The budget has a place again (another connection to the origin closed): waiting exchanges may get one.
+    func budgetFreed() {
+        guard !isClosed, learned == .http1 else { return }
+        openForWaiters()
+    }
+
+    /// Another loop's pool waits for a place in the budget: an idle connection here gives its place up.
+    func giveUpIdleConnection() {
+        while let connection = idle.popLast() {
+            if connection.connection.isClosed { continue }
+            connection.connection.close()
+            return
+        }
     }
 
     /// `connection` stops taking new exchanges (GOAWAY).
@@ -215,6 +267,9 @@ final class HTTPOriginPool {
     func release(_ connection: HTTP1ClientConnection) {
         if let next = nextWaiter() {
             connection.start(next)
+        } else if budget?.hasHungryPools == true {
+            // Another loop waits for a place in the client-wide budget: this connection's place goes to it.
+            connection.connection.close()
         } else {
             idle.append(connection)
         }
@@ -225,7 +280,7 @@ final class HTTPOriginPool {
     /// already pulled from), else failed.
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
-        all.removeValue(forKey: ObjectIdentifier(connection))
+        if all.removeValue(forKey: ObjectIdentifier(connection)) != nil { budget?.release() }
         idle.removeAll { $0 === connection }
         if learned == .probing && !connection.isActive {
             // The probe failed: the next connection probes again.
@@ -244,7 +299,7 @@ final class HTTPOriginPool {
         // Unless another probe is still handshaking, the next waiter gets a connection (a new probe when unknown).
         guard learned != .probing, all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() else { return }
         if learned == .unknown { learned = .probing }
-        open(for: next)
+        open(for: next, wasWaiting: true)
     }
 
     /// The loop's sweep: closes connections idle too long and fails exchanges that waited too long for one.

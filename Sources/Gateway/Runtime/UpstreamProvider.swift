@@ -47,6 +47,8 @@ final class UpstreamProvider: Sendable {
             configuration.connectTimeout = upstream.timeout.connect
             configuration.responseTimeout = upstream.timeout.response
             configuration.maxConnectionsPerOrigin = upstream.pool.maxConnections
+            // `pool.max_connections` is per upstream, not per event loop.
+            configuration.maxConnectionsPerOriginTotal = upstream.pool.maxConnections
             configuration.maxWaitTime = upstream.pool.maxWait
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)

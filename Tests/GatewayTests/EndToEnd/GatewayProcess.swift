@@ -125,6 +125,8 @@ final class RecordingUpstream: Sendable {
 
     private let recorderStorage: RequestRecorder
     var requests: [RequestRecorder.Received] { recorderStorage.requests }
+    /// The most `/slow` requests it was answering at once.
+    var peakSlowInFlight: Int { recorderStorage.peakSlowInFlight }
     func reset() { recorderStorage.reset() }
 }
 
@@ -136,7 +138,9 @@ final class RequestRecorder: HTTPServerHandler {
     }
 
     private let received = Mutex<[Received]>([])
+    private let slowInFlight = Mutex((now: 0, peak: 0))
     var requests: [Received] { received.withLock { $0 } }
+    var peakSlowInFlight: Int { slowInFlight.withLock { $0.peak } }
     func reset() { received.withLock { $0.removeAll() } }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
@@ -153,7 +157,12 @@ final class RequestRecorder: HTTPServerHandler {
         }
         if path.hasSuffix("/slow") {
             let ms = Int(request.head.query?.split(separator: "&").first { $0.hasPrefix("ms=") }?.dropFirst(3) ?? "200") ?? 200
+            slowInFlight.withLock { state in
+                state.now += 1
+                state.peak = max(state.peak, state.now)
+            }
             try? await Task.sleep(for: .milliseconds(ms))
+            slowInFlight.withLock { $0.now -= 1 }
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json", "Connection": "X-Up-Hop", "X-Up-Hop": "1"],
                                       body: Array("{\"hit\":\(count)}".utf8))
         }

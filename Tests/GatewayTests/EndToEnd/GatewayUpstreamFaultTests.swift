@@ -161,6 +161,31 @@ import Glibc
         gateway.stop()
     }
 
+    /// RES-05: `pool.max_connections` bounds the connections to an upstream across all of the gateway's threads, and
+    /// the requests beyond them wait (up to `max_wait`) instead of opening more.
+    @Test func anUpstreamsConnectionLimitHoldsAcrossThreads() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server: { listen: ["127.0.0.1:PORT"], threads: 2 }
+            admin: { listen: "127.0.0.1:ADMIN" }
+            upstreams:
+              small: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 2, max_wait: 10s, http2: never } }
+            routes:
+              - { name: small, match: { path_prefix: / }, upstream: small }
+            """)
+        let url = "\(gateway.url)/slow?ms=150"
+        let statuses = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<16 {
+                // A client each: separate connections, spread over the gateway's two threads.
+                group.addTask { (try? await HTTPClient().execute(HTTPClientRequest(url: url)))?.status ?? -1 }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(upstream.peakSlowInFlight == 2, "at most 2 upstream connections at once: \(upstream.peakSlowInFlight)")
+        gateway.stop()
+    }
+
     @Test func malformedUpstreamResponsesAre502() async throws {
         let upstream = try await FaultUpstream()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
