@@ -211,7 +211,7 @@ private struct Builder {
     func limits(_ entry: YAMLReader.Entry, into limits: inout LimitsConfig) {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
             "max_header_bytes", "max_headers", "max_body_bytes", "header_timeout", "body_timeout", "idle_timeout",
-            "max_connections", "drain_timeout",
+            "send_timeout", "max_connections", "drain_timeout",
         ]) else { return }
         if let item = map["max_header_bytes"], let value = reader.size(item) {
             if value > 1 << 24 {
@@ -225,6 +225,7 @@ private struct Builder {
         if let item = map["header_timeout"], let value = reader.duration(item) { limits.headerTimeout = value }
         if let item = map["body_timeout"], let value = reader.duration(item) { limits.bodyTimeout = value }
         if let item = map["idle_timeout"], let value = reader.duration(item) { limits.idleTimeout = value }
+        if let item = map["send_timeout"], let value = reader.duration(item) { limits.sendTimeout = value }
         if let item = map["max_connections"], let value = reader.int(item, in: 1...10_000_000) {
             limits.maxConnections = value
         }

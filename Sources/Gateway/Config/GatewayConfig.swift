@@ -140,6 +140,8 @@ public struct LimitsConfig: Sendable, Equatable {
     public var headerTimeout: Duration = .seconds(10)
     public var bodyTimeout: Duration = .seconds(30)
     public var idleTimeout: Duration = .seconds(60)
+    /// Longest time a response write may make no progress (a client that stops reading) before the connection closes.
+    public var sendTimeout: Duration = .seconds(60)
     public var maxConnections: Int = 10000
     public var drainTimeout: Duration = .seconds(30)
 
@@ -154,6 +156,7 @@ public struct LimitsConfig: Sendable, Equatable {
         limits.headerTimeout = headerTimeout
         limits.bodyTimeout = bodyTimeout
         limits.idleTimeout = idleTimeout
+        limits.sendTimeout = sendTimeout
         limits.maxConnections = maxConnections
         // A client that leaves before its answer abandons the upstream call (nginx's `proxy_ignore_client_abort off`).
         limits.abandonsRequestsOnClientEOF = true

@@ -28,6 +28,7 @@ import Testing
         #expect(limits.headerTimeout == .seconds(10))
         #expect(limits.bodyTimeout == .seconds(30))
         #expect(limits.idleTimeout == .seconds(60))
+        #expect(limits.sendTimeout == .seconds(60))
         #expect(limits.maxConnections == 10000)
         #expect(limits.drainTimeout == .seconds(30))
         #expect(config.admin.listen.description == "127.0.0.1:9090")
@@ -65,6 +66,7 @@ import Testing
             header_timeout: 500ms
             body_timeout: 1m
             idle_timeout: 2s
+            send_timeout: 7s
             max_connections: 5
             drain_timeout: 1.5s
         admin:
@@ -128,6 +130,7 @@ import Testing
         #expect(config.server.limits.headerTimeout == .milliseconds(500))
         #expect(config.server.limits.bodyTimeout == .seconds(60))
         #expect(config.server.limits.drainTimeout == .milliseconds(1500))
+        #expect(config.server.limits.httpServerLimits.sendTimeout == .seconds(7))
         #expect(config.server.limits.httpServerLimits.maxConnections == 5)
         #expect(config.admin.listen == ListenAddress(host: "::1", port: 9999))
         #expect(config.logging.level == .debug && config.logging.format == .text && !config.logging.accessLog)

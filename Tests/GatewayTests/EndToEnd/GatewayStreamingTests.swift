@@ -54,4 +54,24 @@ import Glibc
         gateway.stop()
         await upstream.shutdown()
     }
+
+    /// SLOW-03 with `send_timeout`: a client that stops reading a long response is cut off once the response has made
+    /// no progress for that long (like nginx's `send_timeout`, between two writes; not a minimum rate), and the
+    /// upstream read stops with it.
+    @Test func aClientThatStopsReadingIsClosedAtTheSendTimeout() async throws {
+        let upstream = try await ConformanceUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port)
+            .replacingOccurrences(of: "threads: 1", with: "threads: 1\n  limits: { send_timeout: 1s }"))
+        let client = try RawClient(port: gateway.port)
+        client.send("GET /up/big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
+        _ = client.read(until: { $0.contains("\r\n\r\n") }, timeout: 5)
+        // Not reading: the socket buffers fill, the gateway's writes stop making progress.
+        try await Task.sleep(for: .milliseconds(3000))
+        let rest = client.readAll(timeout: 3)
+        #expect(rest.closed, "closed by the gateway while the client was not reading")
+        #expect(rest.bytes.count < 32 << 20)
+        #expect(upstream.producedBytes < 32 << 20, "the upstream was not read through: \(upstream.producedBytes)")
+        gateway.stop()
+        await upstream.shutdown()
+    }
 }
