@@ -30,7 +30,7 @@ final class GatewayHandler: HTTPServerHandler {
         let routed = snapshot.routes.route(request.head)
         guard case .matched(let route, _, _) = routed, !route.config.coalesce,
               snapshot.providers[route.upstream.name]?.answersInstantly == true else { return nil }
-        var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs)
+        var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs, started: started)
         switch prepare(&exchange, routed: routed) {
         case .answer(let response):
             return finish(&exchange, response: response, started: started)
@@ -47,7 +47,7 @@ final class GatewayHandler: HTTPServerHandler {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
         let started = ContinuousClock.now
-        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs)
+        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: started)
         let response = await respond(&exchange)
         if _Concurrency.Task<Never, Never>.isCancelled {
             if request.bodyTimedOut {
@@ -81,10 +81,16 @@ final class GatewayHandler: HTTPServerHandler {
         let snapshot: GatewaySnapshot
         let requestID: String
         var record: AccessRecord
+        /// When the request reached the handler.
+        let started: ContinuousClock.Instant
+        /// Set when the response body is relayed: the access-log line waits for the body's end.
+        var relayLog: RelayedResponseLog?
 
-        init(request: HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator) {
+        init(request: HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
+             started: ContinuousClock.Instant) {
             self.request = request
             self.snapshot = snapshot
+            self.started = started
             let head = request.head
             requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
             record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
@@ -265,8 +271,9 @@ final class GatewayHandler: HTTPServerHandler {
             }
             let head = HTTPResponseHead(status: response.statusCode, headers: headers)
             if let streamed = response.streamedBody {
-                exchange.record.bytesOut = streamed.headers.first(name: "Content-Length").flatMap { Int($0) } ?? 0
-                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed)))
+                let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started)
+                exchange.relayLog = log
+                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, log: log)))
             }
             return HTTPServerResponse(head: head, body: .bytes(Array(response.data)))
         case .failure(let error):
@@ -283,7 +290,11 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.status = loggedStatus ?? response.head.status
         if case .bytes(let body) = response.body { exchange.record.bytesOut = body.count }
         exchange.record.duration = ContinuousClock.now - started
-        exchange.snapshot.telemetry.record(exchange.record)
+        if let relayLog = exchange.relayLog {
+            relayLog.arm(exchange.record)
+        } else {
+            exchange.snapshot.telemetry.record(exchange.record)
+        }
         return response
     }
 

@@ -11,28 +11,40 @@ enum StreamedBodyRelay {
     /// How long a body may be and still be collected instead of relayed (one relay buffer's worth).
     static let collectLimit = 256 * 1024
 
-    static func relay(_ upstream: HTTPClientStreamingResponse) -> ByteStream {
+    /// - Parameter log: told how the body ended and how many bytes were relayed.
+    static func relay(_ upstream: HTTPClientStreamingResponse, log: RelayedResponseLog? = nil) -> ByteStream {
         let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let output = ByteStream(onDemand: { signal.yield() }, onRelease: { signal.finish() })
         let client = WeakStream(output)
         Task {
             var demandSignals = demand.makeAsyncIterator()
+            var relayed = 0
             do {
                 while let chunk = try await upstream.body.next() {
                     // No strong reference to the client's stream may be held across the wait for demand: the
                     // server dropping it is what ends that wait.
-                    guard let accepted = client.offer(chunk) else { return upstream.cancel() }
+                    guard let accepted = client.offer(chunk) else {
+                        log?.end(bytes: relayed, cut: clientGone)
+                        return upstream.cancel()
+                    }
+                    relayed += chunk.count
                     if !accepted, await demandSignals.next() == nil {
+                        log?.end(bytes: relayed, cut: clientGone)
                         return upstream.cancel()
                     }
                 }
                 client.stream?.finish()
+                log?.end(bytes: relayed, cut: nil)
             } catch {
                 client.stream?.fail(error)
+                log?.end(bytes: relayed, cut: "upstream body cut: \((error as? HTTPClientError)?.description ?? "\(type(of: error))")")
             }
         }
         return output
     }
+
+    /// Why a relayed body stopped when the client went away first (closed, reset, or cut at the send timeout).
+    static let clientGone = "client gone during the body"
 }
 
 /// The client's response stream, held weakly so that the server dropping it is what tells the relay to stop.

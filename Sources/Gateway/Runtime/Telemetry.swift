@@ -4,7 +4,7 @@ import Prometheus
 import Synchronization
 
 /// What the access log and the metrics learn about one request.
-struct AccessRecord {
+struct AccessRecord: Sendable {
     var requestID: String
     var method: String
     var path: String

@@ -30,8 +30,10 @@ import Glibc
             #expect(lines.last == String(expected), "the whole body (\(flag)): \(curl.stdout)")
         }
         gateway.stop()
-        let logged = gateway.accessLog.compactMap { $0["bytes_out"] as? Int }
-        #expect(logged == [expected, expected, expected, expected], "bytes_out from Content-Length: \(logged)")
+        let records = gateway.accessLog
+        let logged = records.compactMap { $0["bytes_out"] as? Int }
+        #expect(logged == [expected, expected, expected, expected], "bytes_out as relayed, logged at the body's end: \(logged)")
+        #expect(records.allSatisfy { $0["upstream_error"] == nil || $0["upstream_error"] is NSNull })
         await upstream.shutdown()
     }
 
@@ -52,6 +54,10 @@ import Glibc
         let next = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/up/small"])
         #expect(next.stdout == "200")
         gateway.stop()
+        // The cut response is logged as cut, with the bytes actually relayed (not the 1 GiB it declared).
+        let record = try #require(gateway.accessLog.first { ($0["path"] as? String)?.hasPrefix("/up/big") == true })
+        #expect(record["upstream_error"] as? String == "client gone during the body", "\(record)")
+        #expect((record["bytes_out"] as? Int ?? .max) < 64 << 20)
         await upstream.shutdown()
     }
 
