@@ -59,6 +59,17 @@ public struct HTTPClientRequest: Sendable {
         self.body = body
     }
 
+    /// Creates a request for an origin already known (no URL to split, no `Host` value to build).
+    /// - Parameter target: origin-form path and optional query, starting with `/`.
+    public init(method: HTTPMethod = .get, origin: HTTPOrigin, target: String, headers: HTTPHeaders = HTTPHeaders(),
+                body: Body = .none) {
+        self.method = method
+        self.origin = origin
+        self.target = target.isEmpty ? "/" : target
+        self.headers = headers
+        self.body = body
+    }
+
     /// Creates a request from an absolute `http`/`https` URL string.
     /// - Throws: ``HTTPClientError/invalidURL(_:)`` when the URL is not an absolute http(s) URL with a host.
     public init(method: HTTPMethod = .get, url: String, headers: HTTPHeaders = HTTPHeaders(), body: Body = .none) throws {

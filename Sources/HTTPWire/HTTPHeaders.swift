@@ -69,6 +69,23 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         }
     }
 
+    /// Appends `other`'s fields, in order, keeping every existing field.
+    @inlinable
+    public mutating func append(contentsOf other: HTTPHeaders) {
+        fields.append(contentsOf: other.fields)
+    }
+
+    /// Removes every field whose name `other` has (ignoring ASCII case), then appends `other`'s fields in order:
+    /// `other` replaces what it names, repeated fields included, and leaves the rest alone.
+    public mutating func replaceOrAdd(_ other: HTTPHeaders) {
+        if fields.isEmpty {
+            fields = other.fields
+            return
+        }
+        fields.removeAll { field in other.fields.contains { $0.name.equalsIgnoringASCIICase(field.name) } }
+        fields.append(contentsOf: other.fields)
+    }
+
     /// Removes every field named `name`.
     @inlinable
     public mutating func remove(name: String) {

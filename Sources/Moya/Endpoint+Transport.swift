@@ -5,9 +5,13 @@ import HTTPWire
 extension Endpoint {
     /// The `TransportRequest` that `urlRequest()` describes, for tasks that need no encoding (`requestPlain`,
     /// `requestData`); nil for the others. Header fields are sent in name order, as `Session` sends a `URLRequest`'s.
-    /// - Parameter omittedHeader: a field left out (any case), e.g. one that only marks the endpoint's identity.
+    /// - Parameters:
+    ///   - omittedHeader: a field left out (any case), e.g. one that only marks the endpoint's identity.
+    ///   - knownOrigin: an origin most endpoints of the caller go to, and its URL prefix (`origin.description`): a URL
+    ///     that starts with it and then `/` is split without parsing it again.
     /// - Returns: `.failure(.requestMapping)` for a URL the transport cannot send to.
-    package func transportRequest(omittingHeader omittedHeader: String? = nil) -> Result<TransportRequest, MoyaError>? {
+    package func transportRequest(omittingHeader omittedHeader: String? = nil,
+                                  knownOrigin: (prefix: String, origin: HTTPOrigin)? = nil) -> Result<TransportRequest, MoyaError>? {
         let body: HTTPClientRequest.Body
         switch task {
         case .requestPlain: body = .none
@@ -22,11 +26,23 @@ extension Endpoint {
                 headers.add(name: name, value: value)
             }
         }
+        let method = HTTPMethod(rawValue: method.rawValue)
+        if let knownOrigin, let target = Self.target(of: url, after: knownOrigin.prefix) {
+            return .success(TransportRequest(http: HTTPClientRequest(method: method, origin: knownOrigin.origin, target: target,
+                                                                     headers: headers, body: body)))
+        }
         do {
-            return .success(TransportRequest(http: try HTTPClientRequest(method: HTTPMethod(rawValue: method.rawValue), url: url,
-                                                                        headers: headers, body: body)))
+            return .success(TransportRequest(http: try HTTPClientRequest(method: method, url: url, headers: headers, body: body)))
         } catch {
             return .failure(.requestMapping(url))
         }
+    }
+
+    /// The origin-form target of `url` when it is `prefix` followed by `/` and no fragment; nil otherwise.
+    private static func target(of url: String, after prefix: String) -> String? {
+        guard url.utf8.starts(with: prefix.utf8) else { return nil }
+        let rest = url.utf8.dropFirst(prefix.utf8.count)
+        guard rest.first == UInt8(ascii: "/"), !rest.contains(UInt8(ascii: "#")) else { return nil }
+        return String(Substring(rest))
     }
 }

@@ -41,6 +41,17 @@ import Testing
         #expect(HTTPRequestHead(method: .get, target: "/", version: .http1_0, headers: ["Connection": "Keep-Alive"]).wantsKeepAlive)
     }
 
+    @Test func replacingWithOtherHeadersReplacesEveryFieldTheyNameAndKeepsTheirRepeats() {
+        var headers = HTTPHeaders([("Accept", "x"), ("X-A", "1"), ("accept", "y"), ("Via", "old")])
+        headers.replaceOrAdd(HTTPHeaders([("ACCEPT", "a"), ("Accept", "b"), ("Via", "new")]))
+        #expect(headers.map { "\($0.name): \($0.value)" } == ["X-A: 1", "ACCEPT: a", "Accept: b", "Via: new"])
+        var empty = HTTPHeaders()
+        empty.replaceOrAdd(["X-B": "2"])
+        #expect(empty == ["X-B": "2"])
+        empty.append(contentsOf: ["X-B": "3"])
+        #expect(empty["x-b"] == ["2", "3"])
+    }
+
     @Test func caseInsensitiveComparisonIsASCIIOnly() {
         #expect("Content-Length".equalsIgnoringASCIICase("content-length"))
         #expect(!"a-b".equalsIgnoringASCIICase("a\rb"))

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTPClient
 import Testing
 @testable import Moya
 
@@ -23,6 +24,26 @@ struct GitIssue: Codable, Equatable {
         #expect(request.httpMethod == "GET")
         #expect(request.httpBody == nil)
         #expect(request.allHTTPHeaderFields?["Title"] == "Dominar")
+    }
+
+    @Test func transportRequestSplitsAURLOnAKnownOriginAndParsesOthers() throws {
+        let origin = HTTPOrigin(scheme: "https", host: "api.github.com", port: 443)
+        let known = (prefix: origin.description, origin: origin)
+        let split = try #require(endpoint(.requestPlain, url: "https://api.github.com/zen?x=1").transportRequest(knownOrigin: known)).get()
+        #expect(split.http.origin == origin && split.http.target == "/zen?x=1")
+        #expect(split.http.headers.first(name: "Title") == "Dominar")
+        // Not the known origin followed by a path: parsed as any URL (another port, a longer host, a fragment).
+        for url in ["https://api.github.com:8443/zen", "https://api.github.com.evil/zen", "https://api.github.com/zen#top",
+                    "http://api.github.com/zen"] {
+            let parsed = try #require(endpoint(.requestPlain, url: url).transportRequest(knownOrigin: known)).get()
+            let expected = try HTTPClientRequest(url: url)
+            #expect(parsed.http.origin == expected.origin && parsed.http.target == expected.target, "\(url)")
+        }
+        let broken = endpoint(.requestPlain, url: "ftp://api.github.com/zen").transportRequest(knownOrigin: known)
+        guard case .failure(.requestMapping)? = broken else {
+            Issue.record("expected a mapping failure, got \(String(describing: broken))")
+            return
+        }
     }
 
     @Test func requestData() throws {

@@ -5,9 +5,9 @@ import FoundationNetworking
 import HTTPWire
 import Moya
 
-/// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`) of a coalescible request to the outgoing request.
-/// Runs in `prepare`, after the in-flight check, so those headers never split a coalesced flight. (Requests that are
-/// not shared carry them in their endpoint.) Also applies the route's timeout, and hands a relayed client body
+/// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`, and for a request that is not shared every
+/// forwarded header) to the outgoing request. Runs in `prepare`, after the in-flight check, so those headers never split
+/// a coalesced flight, and a request sent alone gets its headers as one list, without a dictionary. Also applies the route's timeout, and hands a relayed client body
 /// (``UpstreamRequestBody``) to the upstream request, and marks the target as sent (``GatewayTarget/wasSent``): only
 /// the target of a flight's shared call gets here.
 struct ForwardingHeadersPlugin: TransportPlugin {
@@ -31,7 +31,7 @@ struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: inout TransportRequest, target: TargetType) {
         guard let gateway = GatewayTarget.unwrapped(target) else { return }
         gateway.markSent()
-        for (name, value) in gateway.perRequestHeaders { request.http.headers.replaceOrAdd(name: name, value: value) }
+        if !gateway.perRequestHeaders.isEmpty { request.http.headers.replaceOrAdd(gateway.perRequestHeaders) }
         if let timeout = gateway.timeout {
             request.timeout = timeout
             request.deadline = gateway.deadline

@@ -127,7 +127,7 @@ final class GatewayHandler: HTTPServerHandler {
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(body: [UInt8], streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
                     forwardsHeaders: Bool = true) -> GatewayTarget {
-            let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(key: key) : ([:], [])
+            let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(key: key) : ([:], HTTPWire.HTTPHeaders())
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
@@ -135,22 +135,15 @@ final class GatewayHandler: HTTPServerHandler {
                 timeout: route.config.timeout, retries: route.config.retries)
         }
 
-        /// The headers sent upstream: those that take part in a flight's identity, and this caller's own.
-        private func upstreamHeaders(key: CoalescingKey?) -> (stable: [String: String], perRequest: [(String, String)]) {
+        /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
+        /// them when the call is not shared).
+        private func upstreamHeaders(key: CoalescingKey?) -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
             let head = request.head
-            var (stable, perRequest) = ProxyHeaders.upstreamHeaders(
-                from: head.headers, apiKeyHeader: apiKeyHeader, upstream: route.upstream,
-                varyHeaders: route.config.coalesceVary, coalescing: key != nil)
             let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
                                                      isTLS: request.isTLS, requestID: requestID, version: head.version)
-            if key == nil {
-                // Nothing to share: the per-caller headers go into the endpoint, set in bulk with the others (adding
-                // them one by one to the `URLRequest` in a plugin costs more).
-                ProxyHeaders.mergeForwarding(forwarding, into: &stable, configured: route.upstream.headers)
-            } else {
-                perRequest += forwarding
-            }
-            return (stable, perRequest)
+            return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, upstream: route.upstream,
+                                                varyHeaders: route.config.coalesceVary, coalescing: key != nil,
+                                                forwarding: forwarding)
         }
     }
 

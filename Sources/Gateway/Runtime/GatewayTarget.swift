@@ -21,11 +21,12 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     /// The client's body when it is relayed as it arrives rather than collected into `body` (sent by
     /// ``ForwardingHeadersPlugin`` on the transport lane only).
     let streamedBody: UpstreamRequestBody?
-    /// Headers that take part in the coalescing identity (forwarded upstream).
+    /// Headers that take part in the coalescing identity (forwarded upstream): the endpoint's. Empty when the call
+    /// is not shared.
     let stableHeaders: [String: String]
-    /// Headers specific to this caller (request id, forwarding headers); added by ``ForwardingHeadersPlugin`` so they
-    /// do not split a coalesced flight.
-    let perRequestHeaders: [(String, String)]
+    /// Headers specific to this caller (request id, forwarding headers, and every forwarded header when the call is
+    /// not shared); added by ``ForwardingHeadersPlugin`` so they do not split a coalesced flight.
+    let perRequestHeaders: HTTPWire.HTTPHeaders
     /// The coalescing key when this request may share an upstream call; `nil` sends it alone.
     let flightKey: String?
     /// The route's whole-request timeout, if any.
@@ -41,7 +42,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     private let sent = Atomic<Bool>(false)
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
-         streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: [(String, String)], flightKey: String?, timeout: Duration?,
+         streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?,
          retries: RouteConfig.Retries?) {
         self.provider = provider
         self.origin = origin
@@ -60,7 +61,12 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     var baseURL: URL { URL(string: origin) ?? URL(fileURLWithPath: "/") }
     var path: String { "" }
     var task: Moya.Task { body.isEmpty ? .requestPlain : .requestData(body) }
-    var headers: [String: String]? { stableHeaders }
+    /// Every header the target sends (the endpoint carries only ``stableHeaders``; see ``perRequestHeaders``).
+    var headers: [String: String]? {
+        var all = stableHeaders
+        ProxyHeaders.merge(perRequestHeaders, into: &all)
+        return all
+    }
     var sampleData: Data { Data(provider.upstream.stub?.body ?? []) }
 
     var validationType: ValidationType {

@@ -9,85 +9,101 @@ enum ProxyHeaders {
     /// Headers that select the response or identify the caller: they stay in the coalescing identity.
     static let identity: Set<String> = ["authorization", "cookie"]
 
-    /// Splits the client's headers into those forwarded as part of the flight identity and those specific to this
-    /// caller. Hop-by-hop fields (and names the client lists in `Connection`), the API-key header and gateway-owned fields
-    /// are removed; the client's `Authorization` is dropped when the upstream injects credentials.
+    /// The headers sent upstream for one caller. Hop-by-hop fields (and names the client lists in `Connection`), the
+    /// API-key header and gateway-owned fields are removed; the client's `Authorization` is dropped when the upstream
+    /// injects credentials; a field the upstream configures replaces the client's of that name; `forwarding` (see
+    /// ``forwarding(client:peer:isTLS:requestID:version:)``) replaces a configured field of its name. Repeated fields
+    /// stay separate, except `Cookie`, joined into one (HTTP/1.1 allows one; HTTP/2 clients split it).
+    ///
+    /// - Parameter coalescing: whether the request may share an upstream call. Then the fields that select the
+    ///   response (`Authorization`, `Cookie`, the route's `coalesce_vary` headers and the configured headers) are
+    ///   `stable`, the endpoint's headers that a flight's identity includes, and the others are `perRequest`, added
+    ///   to the one request that is sent. Otherwise every field is `perRequest` (no dictionary to build, hash and
+    ///   sort): the client's in their order, then the configured ones, then `forwarding`.
     static func upstreamHeaders(from client: HTTPHeaders, apiKeyHeader: String?, upstream: UpstreamConfig,
-                                varyHeaders: [String], coalescing: Bool)
-        -> (stable: [String: String], perRequest: [(String, String)]) {
+                                varyHeaders: [String], coalescing: Bool, forwarding: HTTPHeaders)
+        -> (stable: [String: String], perRequest: HTTPHeaders) {
         let listed = connectionListed(in: client)
         let dropAuthorization = upstream.accessToken != nil || upstream.credentials != nil
+        let configured = upstream.headers
         var stable: [String: String] = [:]
-        // Room for the forwarding headers merged in afterwards, so the dictionary is not regrown per request.
-        stable.reserveCapacity(client.count + upstream.headers.count + 6)
-        var perRequest: [(String, String)] = []
+        var perRequest = HTTPHeaders()
+        perRequest.reserveCapacity(client.count + configured.count + forwarding.count)
         let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
-        var seen: [String: Int] = [:]
+        var cookie: String?
+        var cookieRepeated = false
         for field in client {
             let name = field.name
             if isListed(name, in: gatewayOwned) || isListed(name, in: hopByHop) || isListed(name, in: listed)
-                || apiKeyHeader?.equalsIgnoringASCIICase(name) == true || (dropAuthorization && name.equalsIgnoringASCIICase("authorization")) {
+                || apiKeyHeader?.equalsIgnoringASCIICase(name) == true
+                || (dropAuthorization && name.equalsIgnoringASCIICase("authorization"))
+                || (!configured.isEmpty && configured.contains(name: name)) {
                 continue
             }
-            if coalescing, case let lower = name.lowercased(), !identity.contains(lower), !vary.contains(lower) {
-                if let index = seen[lower] {
-                    perRequest[index].1 += ", " + field.value
+            if coalescing {
+                let lower = name.lowercased()
+                if identity.contains(lower) || vary.contains(lower) {
+                    let separator = lower == "cookie" ? "; " : ", "
+                    stable[name] = stable[name].map { $0 + separator + field.value } ?? field.value
                 } else {
-                    seen[lower] = perRequest.count
-                    perRequest.append((field.name, field.value))
+                    perRequest.add(name: name, value: field.value)
                 }
                 continue
             }
-            let separator = name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
-            if let existing = stable[field.name] {
-                stable[field.name] = existing + separator + field.value
-            } else {
-                stable[field.name] = field.value
+            if name.equalsIgnoringASCIICase("cookie") {
+                if let first = cookie {
+                    cookie = first + "; " + field.value
+                    cookieRepeated = true
+                    continue
+                }
+                cookie = field.value
+            }
+            perRequest.add(name: name, value: field.value)
+        }
+        if cookieRepeated, let cookie { perRequest.replaceOrAdd(name: "Cookie", value: cookie) }
+        if coalescing {
+            for field in configured { stable[field.name] = field.value }
+        } else {
+            for field in configured where forwarding.isEmpty || !forwarding.contains(name: field.name) {
+                perRequest.add(name: field.name, value: field.value)
             }
         }
-        for field in upstream.headers { stable[field.name] = field.value }
+        perRequest.append(contentsOf: forwarding)
         return (stable, perRequest)
     }
 
-    /// Sets `fields` in `headers`, replacing any field of the same name (compared case-insensitively).
-    static func merge(_ fields: [(String, String)], into headers: inout [String: String]) {
-        headers.reserveCapacity(headers.count + fields.count)
-        for (name, value) in fields {
-            if headers[name] == nil, let existing = headers.keys.first(where: { $0.equalsIgnoringASCIICase(name) }) {
-                headers[existing] = nil
-            }
-            headers[name] = value
+    /// Sets `fields` in `headers` (a `URLRequest`'s), replacing the fields of their names (compared
+    /// case-insensitively); repeated names in `fields` are joined (`; ` for `Cookie`, `, ` otherwise).
+    static func merge(_ fields: HTTPHeaders, into headers: inout [String: String]) {
+        if !headers.isEmpty {
+            headers = headers.filter { name, _ in !fields.contains(name: name) }
         }
-    }
-
-    /// `merge` for the forwarding headers of one caller into the headers built by ``upstreamHeaders(from:apiKeyHeader:upstream:varyHeaders:coalescing:)``:
-    /// the client's fields of those names were dropped there (they are gateway-owned), so only the upstream's
-    /// configured headers can hold one in another spelling, and only they are searched.
-    static func mergeForwarding(_ fields: [(String, String)], into headers: inout [String: String], configured: HTTPHeaders) {
-        for (name, value) in fields {
-            if !configured.isEmpty, headers[name] == nil,
-               let other = configured.first(where: { $0.name.equalsIgnoringASCIICase(name) }) {
-                headers[other.name] = nil
+        headers.reserveCapacity(headers.count + fields.count)
+        for field in fields {
+            if let existing = headers[field.name] {
+                let separator = field.name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
+                headers[field.name] = existing + separator + field.value
+            } else {
+                headers[field.name] = field.value
             }
-            headers[name] = value
         }
     }
 
     /// The forwarding headers for one caller.
     static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
-        -> [(String, String)] {
-        var result: [(String, String)] = []
+        -> HTTPHeaders {
+        var result = HTTPHeaders()
         result.reserveCapacity(5)
-        result.append(("X-Request-Id", requestID))
+        result.add(name: "X-Request-Id", value: requestID)
         let previous = client["X-Forwarded-For"].joined(separator: ", ")
         if let peer {
-            result.append(("X-Forwarded-For", previous.isEmpty ? peer : previous + ", " + peer))
+            result.add(name: "X-Forwarded-For", value: previous.isEmpty ? peer : previous + ", " + peer)
         } else if !previous.isEmpty {
-            result.append(("X-Forwarded-For", previous))
+            result.add(name: "X-Forwarded-For", value: previous)
         }
-        result.append(("X-Forwarded-Proto", isTLS ? "https" : "http"))
-        if let host = client.first(name: "Host") { result.append(("X-Forwarded-Host", host)) }
-        result.append(("Via", version.major >= 2 ? "2 moya-gateway" : "1.1 moya-gateway"))
+        result.add(name: "X-Forwarded-Proto", value: isTLS ? "https" : "http")
+        if let host = client.first(name: "Host") { result.add(name: "X-Forwarded-Host", value: host) }
+        result.add(name: "Via", value: version.major >= 2 ? "2 moya-gateway" : "1.1 moya-gateway")
         return result
     }
 

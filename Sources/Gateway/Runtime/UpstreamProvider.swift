@@ -56,6 +56,11 @@ final class UpstreamProvider: Sendable {
             self.client = client
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
         }
+        // The upstream's origin, split once: a target's URL starts with it, so requests skip parsing it again.
+        let knownOrigin = upstream.baseURL.map { base -> (prefix: String, origin: HTTPOrigin) in
+            let origin = HTTPOrigin(scheme: base.scheme.lowercased(), host: base.host, port: base.port)
+            return (origin.description, origin)
+        }
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)
@@ -95,7 +100,7 @@ final class UpstreamProvider: Sendable {
             plugins: plugins,
             trackInflights: true,
             transportMapping: { endpoint in
-                endpoint.transportRequest(omittingHeader: UpstreamProvider.flightHeader)
+                endpoint.transportRequest(omittingHeader: UpstreamProvider.flightHeader, knownOrigin: knownOrigin)
             })
     }
 

@@ -2,25 +2,57 @@ import HTTPWire
 import Testing
 @testable import Gateway
 
-/// How the forwarding headers join the headers built for an upstream.
+/// The headers built for an upstream from the client's, the upstream's configured headers and the forwarding headers.
 @Suite struct ProxyHeadersTests {
-    private let forwarding = [("X-Request-Id", "r1"), ("Via", "1.1 moya-gateway"), ("X-Forwarded-Proto", "http")]
+    private let forwarding: HTTPHeaders = ["X-Request-Id": "r1", "Via": "1.1 moya-gateway", "X-Forwarded-Proto": "http"]
 
-    @Test func forwardingHeadersAreAddedWhenNothingCollides() {
-        var headers = ["Accept": "application/json"]
-        ProxyHeaders.mergeForwarding(forwarding, into: &headers, configured: HTTPHeaders())
-        #expect(headers == ["Accept": "application/json", "X-Request-Id": "r1", "Via": "1.1 moya-gateway",
-                            "X-Forwarded-Proto": "http"])
+    private func upstream(configured: HTTPHeaders = HTTPHeaders(), injectsToken: Bool = false) -> UpstreamConfig {
+        var upstream = UpstreamConfig(name: "api", baseURL: UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8080, basePath: ""))
+        upstream.headers = configured
+        if injectsToken { upstream.accessToken = .init(type: .bearer, token: Secret("t0ken")) }
+        return upstream
     }
 
-    @Test func aConfiguredHeaderOfTheSameNameInAnotherSpellingIsReplaced() {
-        let configured: HTTPHeaders = ["via": "custom", "x-forwarded-proto": "https", "X-Team": "a"]
-        var headers = ["Accept": "*/*", "via": "custom", "x-forwarded-proto": "https", "X-Team": "a"]
-        ProxyHeaders.mergeForwarding(forwarding, into: &headers, configured: configured)
-        #expect(headers == ["Accept": "*/*", "X-Team": "a", "X-Request-Id": "r1", "Via": "1.1 moya-gateway",
-                            "X-Forwarded-Proto": "http"], "one field per name, the gateway's value, as merge(_:into:) does")
-        var merged = ["Accept": "*/*", "via": "custom", "x-forwarded-proto": "https", "X-Team": "a"]
-        ProxyHeaders.merge(forwarding, into: &merged)
-        #expect(merged == headers)
+    private func pairs(_ headers: HTTPHeaders) -> [String] { headers.map { "\($0.name): \($0.value)" } }
+
+    @Test func aCallSentAloneGetsEveryHeaderInOneListInTheClientsOrder() {
+        let client = HTTPHeaders([("Host", "gw"), ("Accept", "a/b"), ("Connection", "keep-alive, X-Hop"), ("X-Hop", "1"),
+                                   ("X-Api-Key", "k"), ("Authorization", "Bearer c"), ("Accept", "c/d"),
+                                   ("X-Request-Id", "spoof"), ("Cookie", "a=1"), ("cookie", "b=2"), ("TE", "trailers")])
+        let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: "x-api-key", upstream: upstream(injectsToken: true), varyHeaders: [],
+            coalescing: false, forwarding: forwarding)
+        #expect(stable.isEmpty, "nothing goes through the endpoint's dictionary")
+        #expect(pairs(perRequest) == ["Accept: a/b", "Accept: c/d", "Cookie: a=1; b=2",
+                                      "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"],
+                "hop-by-hop, listed, API-key, gateway-owned and replaced Authorization fields dropped; cookies joined")
+    }
+
+    @Test func configuredHeadersReplaceTheClientsAndForwardingHeadersReplaceConfiguredOnes() {
+        let configured: HTTPHeaders = ["x-team": "gateway", "via": "custom", "X-Static": "s"]
+        let client = HTTPHeaders([("X-Team", "client"), ("Accept", "*/*")])
+        let (_, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: nil, upstream: upstream(configured: configured), varyHeaders: [],
+            coalescing: false, forwarding: forwarding)
+        #expect(pairs(perRequest) == ["Accept: */*", "x-team: gateway", "X-Static: s",
+                                      "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+    }
+
+    @Test func aCoalescibleCallKeepsItsIdentityInTheEndpointAndTheRestPerCaller() {
+        let configured: HTTPHeaders = ["X-Static": "s"]
+        let client = HTTPHeaders([("Authorization", "Bearer c"), ("Accept-Language", "fr"), ("Accept", "a"),
+                                   ("Cookie", "a=1"), ("Cookie", "b=2"), ("X-Static", "client")])
+        let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: nil, upstream: upstream(configured: configured), varyHeaders: ["accept-language"],
+            coalescing: true, forwarding: forwarding)
+        #expect(stable == ["Authorization": "Bearer c", "Accept-Language": "fr", "Cookie": "a=1; b=2", "X-Static": "s"])
+        #expect(pairs(perRequest) == ["Accept: a", "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+    }
+
+    @Test func mergingIntoARequestsFieldsReplacesNamesInAnySpellingAndJoinsRepeats() {
+        var fields = ["via": "custom", "X-Team": "a", "accept": "x"]
+        ProxyHeaders.merge(HTTPHeaders([("Via", "1.1 moya-gateway"), ("Accept", "a"), ("Accept", "b"), ("Cookie", "a=1"), ("Cookie", "b=2")]),
+                           into: &fields)
+        #expect(fields == ["X-Team": "a", "Via": "1.1 moya-gateway", "Accept": "a, b", "Cookie": "a=1; b=2"])
     }
 }
