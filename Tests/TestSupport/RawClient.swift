@@ -49,6 +49,13 @@ public final class RawClient {
         }
     }
 
+    /// Makes closing (at deinit) reset the connection (`SO_LINGER` 0): the peer sees the client gone at once,
+    /// whatever it still had to send.
+    public func resetOnClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+    }
+
     /// Half-closes the sending side.
     public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 
