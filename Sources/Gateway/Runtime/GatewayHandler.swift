@@ -141,7 +141,8 @@ final class GatewayHandler: HTTPServerHandler {
             let head = request.head
             let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
                                                      isTLS: request.isTLS, requestID: requestID, version: head.version)
-            return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, upstream: route.upstream,
+            return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
+                                                dropAuthorization: upstream.injectsCredentials,
                                                 varyHeaders: route.config.coalesceVary, coalescing: key != nil,
                                                 forwarding: forwarding)
         }
@@ -171,7 +172,6 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.route = route.name
         exchange.record.upstream = route.upstream.name
         exchange.record.upstreamPath = upstreamPath
-        exchange.record.stubbed = route.upstream.isStub
 
         var clientName: String?
         let apiKeys = exchange.snapshot.config.clients?.apiKeys
@@ -187,6 +187,7 @@ final class GatewayHandler: HTTPServerHandler {
         guard let upstream = exchange.snapshot.providers[route.upstream.name] else {
             return .answer(errorResponse(.badGateway, requestID: requestID))
         }
+        exchange.record.stubbed = upstream.isStub
         return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
                           apiKeyHeader: apiKeys?.header, request: exchange.request, requestID: requestID))
     }

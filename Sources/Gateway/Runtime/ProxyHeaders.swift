@@ -10,8 +10,8 @@ enum ProxyHeaders {
     static let identity: Set<String> = ["authorization", "cookie"]
 
     /// The headers sent upstream for one caller. Hop-by-hop fields (and names the client lists in `Connection`), the
-    /// API-key header and gateway-owned fields are removed; the client's `Authorization` is dropped when the upstream
-    /// injects credentials; a field the upstream configures replaces the client's of that name; `forwarding` (see
+    /// API-key header and gateway-owned fields are removed; the client's `Authorization` is dropped when
+    /// `dropAuthorization` (the upstream injects credentials); a field the upstream configures (`configured`) replaces the client's of that name; `forwarding` (see
     /// ``forwarding(client:peer:isTLS:requestID:version:)``) replaces a configured field of its name. Repeated fields
     /// stay separate, except `Cookie`, joined into one (HTTP/1.1 allows one; HTTP/2 clients split it).
     ///
@@ -20,12 +20,10 @@ enum ProxyHeaders {
     ///   `stable`, the endpoint's headers that a flight's identity includes, and the others are `perRequest`, added
     ///   to the one request that is sent. Otherwise every field is `perRequest` (no dictionary to build, hash and
     ///   sort): the client's in their order, then the configured ones, then `forwarding`.
-    static func upstreamHeaders(from client: HTTPHeaders, apiKeyHeader: String?, upstream: UpstreamConfig,
-                                varyHeaders: [String], coalescing: Bool, forwarding: HTTPHeaders)
+    static func upstreamHeaders(from client: HTTPHeaders, apiKeyHeader: String?, configured: HTTPHeaders,
+                                dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPHeaders)
         -> (stable: [String: String], perRequest: HTTPHeaders) {
         let listed = connectionListed(in: client)
-        let dropAuthorization = upstream.accessToken != nil || upstream.credentials != nil
-        let configured = upstream.headers
         var stable: [String: String] = [:]
         var perRequest = HTTPHeaders()
         perRequest.reserveCapacity(client.count + configured.count + forwarding.count)

@@ -22,6 +22,11 @@ final class UpstreamProvider: Sendable {
     let logsExchanges: Bool
     /// Whether this is a stub with neither a delay nor a latency distribution: its answers need no waiting.
     let answersInstantly: Bool
+    /// Whether the upstream is a stub (never contacted over the network).
+    let isStub: Bool
+    /// Whether the upstream injects its own credentials (an access token or a login): the client's `Authorization`
+    /// is not forwarded.
+    let injectsCredentials: Bool
 
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only).
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil) {
@@ -29,6 +34,8 @@ final class UpstreamProvider: Sendable {
         self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         self.logsExchanges = exchangeLogger != nil
         self.answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
+        self.isStub = upstream.isStub
+        self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil
         var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
@@ -56,11 +63,11 @@ final class UpstreamProvider: Sendable {
             self.client = client
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
         }
-        // The upstream's origin, split once: a target's URL starts with it, so requests skip parsing it again.
-        let knownOrigin = upstream.baseURL.map { base -> (prefix: String, origin: HTTPOrigin) in
-            let origin = HTTPOrigin(scheme: base.scheme.lowercased(), host: base.host, port: base.port)
-            return (origin.description, origin)
-        }
+        // The upstream's origin (a stub's too), split once: a target's URL starts with it, so requests skip parsing
+        // it again.
+        let splitOrigin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
+            ?? HTTPOrigin(scheme: "http", host: "stub.invalid", port: 80)
+        let knownOrigin = (prefix: splitOrigin.description, origin: splitOrigin)
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)

@@ -6,13 +6,6 @@ import Testing
 @Suite struct ProxyHeadersTests {
     private let forwarding: HTTPHeaders = ["X-Request-Id": "r1", "Via": "1.1 moya-gateway", "X-Forwarded-Proto": "http"]
 
-    private func upstream(configured: HTTPHeaders = HTTPHeaders(), injectsToken: Bool = false) -> UpstreamConfig {
-        var upstream = UpstreamConfig(name: "api", baseURL: UpstreamURL(scheme: "http", host: "127.0.0.1", port: 8080, basePath: ""))
-        upstream.headers = configured
-        if injectsToken { upstream.accessToken = .init(type: .bearer, token: Secret("t0ken")) }
-        return upstream
-    }
-
     private func pairs(_ headers: HTTPHeaders) -> [String] { headers.map { "\($0.name): \($0.value)" } }
 
     @Test func aCallSentAloneGetsEveryHeaderInOneListInTheClientsOrder() {
@@ -20,7 +13,7 @@ import Testing
                                    ("X-Api-Key", "k"), ("Authorization", "Bearer c"), ("Accept", "c/d"),
                                    ("X-Request-Id", "spoof"), ("Cookie", "a=1"), ("cookie", "b=2"), ("TE", "trailers")])
         let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
-            from: client, apiKeyHeader: "x-api-key", upstream: upstream(injectsToken: true), varyHeaders: [],
+            from: client, apiKeyHeader: "x-api-key", configured: HTTPHeaders(), dropAuthorization: true, varyHeaders: [],
             coalescing: false, forwarding: forwarding)
         #expect(stable.isEmpty, "nothing goes through the endpoint's dictionary")
         #expect(pairs(perRequest) == ["Accept: a/b", "Accept: c/d", "Cookie: a=1; b=2",
@@ -32,7 +25,7 @@ import Testing
         let configured: HTTPHeaders = ["x-team": "gateway", "via": "custom", "X-Static": "s"]
         let client = HTTPHeaders([("X-Team", "client"), ("Accept", "*/*")])
         let (_, perRequest) = ProxyHeaders.upstreamHeaders(
-            from: client, apiKeyHeader: nil, upstream: upstream(configured: configured), varyHeaders: [],
+            from: client, apiKeyHeader: nil, configured: configured, dropAuthorization: false, varyHeaders: [],
             coalescing: false, forwarding: forwarding)
         #expect(pairs(perRequest) == ["Accept: */*", "x-team: gateway", "X-Static: s",
                                       "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
@@ -43,7 +36,7 @@ import Testing
         let client = HTTPHeaders([("Authorization", "Bearer c"), ("Accept-Language", "fr"), ("Accept", "a"),
                                    ("Cookie", "a=1"), ("Cookie", "b=2"), ("X-Static", "client")])
         let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
-            from: client, apiKeyHeader: nil, upstream: upstream(configured: configured), varyHeaders: ["accept-language"],
+            from: client, apiKeyHeader: nil, configured: configured, dropAuthorization: false, varyHeaders: ["accept-language"],
             coalescing: true, forwarding: forwarding)
         #expect(stable == ["Authorization": "Bearer c", "Accept-Language": "fr", "Cookie": "a=1; b=2", "X-Static": "s"])
         #expect(pairs(perRequest) == ["Accept: a", "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
