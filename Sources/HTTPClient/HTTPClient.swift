@@ -226,7 +226,7 @@ public final class HTTPClient: Sendable {
         // lock. Past this point only the loop touches it.
         let exchange = UncheckedSendable(HTTPClientExchange(
             request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
-            configuration: configuration, loop: loop, deadline: deadlineNanos))
+            configuration: configuration, loop: loop, deadline: deadlineNanos, client: self))
         let tlsBox = UncheckedSendable(tls)
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in

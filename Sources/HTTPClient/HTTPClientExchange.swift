@@ -83,10 +83,17 @@ final class HTTPClientExchange {
     /// Whether a stream body has been pulled from: it cannot be sent again.
     @exclusivity(unchecked) private var streamConsumed = false
 
+    /// The client that sent the exchange, kept alive while the exchange is under way and, for a streamed response,
+    /// while its body is (``HTTPClientStreamingResponse`` holds it too): a client released meanwhile closes its
+    /// connections, busy ones included, when it goes.
+    private let client: AnyObject?
+
     /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
     /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
     init(request: HTTPClientRequest, head: HTTPRequestHead, body: [UInt8], streamedBody: StreamedRequestBody?,
-         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?) {
+         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?,
+         client: AnyObject? = nil) {
+        self.client = client
         self.request = request
         self.head = head
         self.body = body
@@ -211,7 +218,7 @@ final class HTTPClientExchange {
         bodyStream = stream
         let firstByte = Duration.nanoseconds(Int64(clamping: (firstByteAt == 0 ? EventLoop.now() : firstByteAt) &- startedAt))
         let timings = HTTPClientTimings(connect: connectDuration, firstByte: firstByte, total: firstByte)
-        let response = HTTPClientStreamingResponse(head: head, body: stream, timings: timings) {
+        let response = HTTPClientStreamingResponse(head: head, body: stream, timings: timings, client: client) {
             loop.execute {
                 let exchange = owner.value
                 guard exchange.bodyStream != nil else { return }

@@ -127,4 +127,27 @@ private struct BigBody: HTTPServerHandler {
         }
         await server.shutdown(timeout: .seconds(1))
     }
+
+    /// A caller that lets go of its client while it reads a streamed body (the gateway's reload drops the old
+    /// configuration's client) still gets the whole body: the response keeps the client, and so its connection.
+    @Test func releasingTheClientDoesNotCutAStreamedBody() async throws {
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+                                group: try EventLoopGroup(threads: 1), handler: BigBody(chunks: 256, produced: AtomicCounter()))
+        try await server.start()
+        for mode in [HTTPClient.Configuration.HTTP2Mode.never, .always] {
+            var configuration = HTTPClient.Configuration()
+            configuration.http2 = mode
+            var client: HTTPClient? = HTTPClient(configuration: configuration)
+            weak let released = client
+            let url = "http://127.0.0.1:\(server.localAddresses[0].port)/big"
+            let response = try await #require(client).execute(streaming: HTTPClientRequest(url: url))
+            client = nil
+            var count = 0
+            for try await chunk in response.body { count += chunk.count }
+            #expect(count == 256 * BigBody.chunk, "\(mode)")
+            #expect(released != nil, "the response still holds its client")
+            _ = response
+        }
+        await server.shutdown(timeout: .seconds(1))
+    }
 }
