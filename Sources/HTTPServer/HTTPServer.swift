@@ -78,6 +78,14 @@ public final class HTTPServer: Sendable {
         self.contexts = contexts
     }
 
+    /// Replaces the limits (a configuration reload): timeouts and counts apply to open connections from their next
+    /// check, sizes of the request head to connections opened from now on.
+    public func update(limits: HTTPServerLimits) {
+        for context in contexts {
+            context.value.loop.execute { context.value.limits = limits }
+        }
+    }
+
     /// A server released without ``shutdown(timeout:)`` closes its listeners and connections on their loops.
     deinit {
         for context in contexts {

@@ -6,7 +6,9 @@ import Synchronization
 final class HTTPServerLoopContext {
     let loop: EventLoop
     let handler: any HTTPServerHandler
-    let limits: HTTPServerLimits
+    /// Replaced by ``HTTPServer/update(limits:)`` (on this loop): connections read it when they check a limit, and a
+    /// new connection's parser takes the sizes current when it opens.
+    var limits: HTTPServerLimits
     let handshakeTimeout: Duration
     /// Whether HTTP/2 is served (ALPN `h2` on TLS, prior knowledge on cleartext).
     let http2: Bool

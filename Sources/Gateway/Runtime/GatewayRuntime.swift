@@ -14,6 +14,8 @@ public final class GatewayRuntime: Sendable {
     private let adminServer: HTTPServer
     private let admin: AdminHandler
     private let startedConfig: GatewayConfig
+    /// The logging settings a reload changes (level, format, access log, redaction).
+    private let logSettings: LogSettings
     /// The main listeners' request handler, for in-process benchmarks (`GatewayBench`).
     package let handler: HTTPServerHandler
     private let gatewayHandler: GatewayHandler
@@ -23,17 +25,15 @@ public final class GatewayRuntime: Sendable {
         let group = try EventLoopGroup(threads: config.server.threads)
         self.group = group
         let sink = LogSink(destination: config.logging.output.sinkDestination)
-        let redactor = HeaderRedactor(names: config.logging.redactHeaders)
-        let logger = Logger(label: "moya-gateway") { _ in
-            JSONLogHandler(sink: sink, level: config.logging.level, json: config.logging.format == .json, redactor: redactor)
-        }
+        let logSettings = LogSettings(config.logging)
+        self.logSettings = logSettings
+        let logger = Logger(label: "moya-gateway") { _ in JSONLogHandler(sink: sink, settings: logSettings) }
         self.logger = logger
         let registry = PrometheusCollectorRegistry()
-        telemetry = Telemetry(registry: registry, sink: sink, logging: config.logging)
+        telemetry = Telemetry(registry: registry, sink: sink, settings: logSettings)
         state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         startedConfig = config
-        var limits = config.server.limits.httpServerLimits
-        limits.maxConnections = config.server.limits.maxConnections
+        let limits = Self.serverLimits(config)
         let listen = try config.server.listen.map(Self.socketAddress)
         let tlsListen = try (config.server.tls?.listen ?? []).map(Self.socketAddress)
         let tls = config.server.tls.map {
@@ -45,12 +45,33 @@ public final class GatewayRuntime: Sendable {
         self.gatewayHandler = gatewayHandler
         handler = gatewayHandler
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
-                                                 compression: compression),
+                                                 http2: config.server.http2, compression: compression),
                             group: group, handler: handler)
         let mainServer = server
         admin = AdminHandler(registry: registry) { mainServer.openConnections }
         adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)]),
                                  group: group, handler: admin)
+    }
+
+    /// The HTTP server's limits for `config`.
+    private static func serverLimits(_ config: GatewayConfig) -> HTTPServerLimits {
+        var limits = config.server.limits.httpServerLimits
+        limits.maxConnections = config.server.limits.maxConnections
+        return limits
+    }
+
+    /// The settings a reload cannot apply (they shape the listeners, the loops or the log's output), changed between
+    /// `started` and `new`.
+    static func keysNeedingRestart(from started: GatewayConfig, to new: GatewayConfig) -> [String] {
+        var keys: [String] = []
+        if new.server.listen != started.server.listen { keys.append("server.listen") }
+        if new.server.tls != started.server.tls { keys.append("server.tls") }
+        if new.server.threads != started.server.threads { keys.append("server.threads") }
+        if new.server.http2 != started.server.http2 { keys.append("server.http2") }
+        if new.server.compression != started.server.compression { keys.append("server.compression") }
+        if new.admin.listen != started.admin.listen { keys.append("admin.listen") }
+        if new.logging.output != started.logging.output { keys.append("logging.output") }
+        return keys
     }
 
     private static func socketAddress(_ address: ListenAddress) throws -> SocketAddress {
@@ -79,10 +100,13 @@ public final class GatewayRuntime: Sendable {
     /// Swaps in a new configuration (routes, upstreams, plugins) atomically; listeners and TLS files change only with a
     /// restart, which is logged as a warning.
     public func reload(with config: GatewayConfig) {
-        if config.server.listen != startedConfig.server.listen || config.server.tls != startedConfig.server.tls
-            || config.admin.listen != startedConfig.admin.listen {
-            logger.warning("reload: listener and TLS changes take effect only after a restart")
+        let needRestart = Self.keysNeedingRestart(from: startedConfig, to: config)
+        if !needRestart.isEmpty {
+            logger.warning("reload: these settings take effect only after a restart", metadata: [
+                "keys": .array(needRestart.map { .string($0) })])
         }
+        logSettings.update(config.logging)
+        server.update(limits: Self.serverLimits(config))
         state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         telemetry.reloaded(successfully: true)
         logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])

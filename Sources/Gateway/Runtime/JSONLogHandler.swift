@@ -2,19 +2,22 @@ import Foundation
 import Logging
 
 /// A swift-log handler writing one JSON object per line (`ts`, `level`, `msg`, metadata) to a ``LogSink``, or plain
-/// text when the configuration says `format: text`. Values of metadata keys named like secrets are redacted.
+/// text when the configuration says `format: text`. Values of metadata keys named like secrets are redacted. The
+/// level, format and redacted names come from shared ``LogSettings``, so a reload changes them for every logger.
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level
+    /// The settings' level, unless this logger was given its own.
+    public var logLevel: Logger.Level {
+        get { levelOverride ?? settings.level }
+        set { levelOverride = newValue }
+    }
+    private var levelOverride: Logger.Level?
     private let sink: LogSink
-    private let json: Bool
-    private let redactor: HeaderRedactor
+    private let settings: LogSettings
 
-    public init(sink: LogSink, level: Logger.Level, json: Bool = true, redactor: HeaderRedactor = HeaderRedactor()) {
+    public init(sink: LogSink, settings: LogSettings) {
         self.sink = sink
-        self.logLevel = level
-        self.json = json
-        self.redactor = redactor
+        self.settings = settings
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -26,7 +29,8 @@ public struct JSONLogHandler: LogHandler {
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { $1 } }
         let timestamp = JSONLogHandler.timestamp()
-        if json {
+        let redactor = settings.redactor
+        if settings.json {
             var line = "{\"ts\":\"\(timestamp)\",\"level\":\"\(event.level.rawValue)\",\"msg\":\(JSONLogHandler.quote(event.message.description))"
             for key in fields.keys.sorted() {
                 line += ",\(JSONLogHandler.quote(key)):\(JSONLogHandler.encode(fields[key]!, key: key, redactor: redactor))"

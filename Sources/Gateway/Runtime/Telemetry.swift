@@ -37,8 +37,8 @@ struct AccessRecord: Sendable {
 public final class Telemetry: Sendable {
     public let registry: PrometheusCollectorRegistry
     let sink: LogSink
-    let accessLog: Bool
-    let json: Bool
+    /// Whether the access log is written, and as JSON or text (reloadable).
+    let settings: LogSettings
     /// The per-route metric handles, made on a route's (and status's) first request: looking them up in the
     /// registry by label costs string work and a lock per request.
     private let metrics: Mutex<MetricHandles> = Mutex(MetricHandles())
@@ -46,11 +46,10 @@ public final class Telemetry: Sendable {
                                               .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
                                               .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)]
 
-    public init(registry: PrometheusCollectorRegistry, sink: LogSink, logging: LoggingConfig) {
+    public init(registry: PrometheusCollectorRegistry, sink: LogSink, settings: LogSettings) {
         self.registry = registry
         self.sink = sink
-        self.accessLog = logging.accessLog
-        self.json = logging.format == .json
+        self.settings = settings
         registry.makeGauge(descriptor: Metric.lastReloadSuccessful).set(to: 1.0)
     }
 
@@ -72,8 +71,8 @@ public final class Telemetry: Sendable {
         if record.coalesced != "no" {
             registry.makeCounter(descriptor: Metric.coalesced, labels: [("route", route), ("role", record.coalesced)]).increment()
         }
-        guard accessLog else { return }
-        sink.write(json ? jsonLine(record) : textLine(record))
+        guard settings.accessLog else { return }
+        sink.write(settings.json ? jsonLine(record) : textLine(record))
     }
 
     /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which

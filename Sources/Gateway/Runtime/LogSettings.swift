@@ -1,0 +1,36 @@
+import Logging
+import Synchronization
+
+/// The logging settings a reload can change while the gateway runs: the level, the format, whether the access log is
+/// written, and the names redacted. The gateway's logger and its access log read them for every line, so a reload
+/// (``update(_:)``) applies them to the very next one. (The output is opened once: changing it needs a restart.)
+public final class LogSettings: Sendable {
+    private let levelIndex: Atomic<Int>
+    private let jsonFormat: Atomic<Bool>
+    private let accessLogOn: Atomic<Bool>
+    private let redactorBox: Mutex<HeaderRedactor>
+
+    public init(_ logging: LoggingConfig) {
+        levelIndex = Atomic(Self.index(of: logging.level))
+        jsonFormat = Atomic(logging.format == .json)
+        accessLogOn = Atomic(logging.accessLog)
+        redactorBox = Mutex(HeaderRedactor(names: logging.redactHeaders))
+    }
+
+    /// Takes a reloaded configuration's settings.
+    public func update(_ logging: LoggingConfig) {
+        redactorBox.withLock { $0 = HeaderRedactor(names: logging.redactHeaders) }
+        jsonFormat.store(logging.format == .json, ordering: .relaxed)
+        accessLogOn.store(logging.accessLog, ordering: .relaxed)
+        levelIndex.store(Self.index(of: logging.level), ordering: .relaxed)
+    }
+
+    public var level: Logger.Level { Logger.Level.allCases[levelIndex.load(ordering: .relaxed)] }
+    public var json: Bool { jsonFormat.load(ordering: .relaxed) }
+    public var accessLog: Bool { accessLogOn.load(ordering: .relaxed) }
+    public var redactor: HeaderRedactor { redactorBox.withLock { $0 } }
+
+    private static func index(of level: Logger.Level) -> Int {
+        Logger.Level.allCases.firstIndex(of: level) ?? 0
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HTTPClient
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a reload (SIGHUP) changes besides routes and upstreams: the logging settings and the server's limits apply to
+/// the next request; settings that shape the listeners, loops or log output are named in a warning. And
+/// `server.http2: false` turns HTTP/2 off.
+@Suite(.serialized) struct GatewayReloadSettingsTests {
+    static func config(logging: String, limits: String = "", threads: Int = 1) -> String {
+        """
+        server:
+          listen: ["127.0.0.1:PORT"]
+          threads: \(threads)
+        \(limits.isEmpty ? "" : "  limits: { \(limits) }")
+        admin:
+          listen: "127.0.0.1:ADMIN"
+        logging: { \(logging) }
+        upstreams:
+          stubbed: { stub: { status: 200, body: "ok" } }
+        routes:
+          - { name: stub, match: { path: /stub }, upstream: stubbed }
+        """
+    }
+
+    /// Rewrites the config, sends SIGHUP and waits for the reload's log line (the `count`-th one).
+    static func reload(_ gateway: GatewayProcess, to config: String, count: Int) async throws {
+        try gateway.rewriteConfig(config)
+        gateway.signal(SIGHUP)
+        for _ in 0..<100 {
+            let output = gateway.stdout
+            // The line is JSON (`"msg":"reloaded"`) or text (`notice reloaded routes=…`), as the logging then says.
+            let logged = output.components(separatedBy: "\"reloaded\"").count + output.components(separatedBy: "reloaded routes").count - 2
+            if logged >= count { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw GatewayTestError("no reload logged: \(gateway.stdout)")
+    }
+
+    @Test func aReloadAppliesTheLoggingSettingsToTheNextRequest() async throws {
+        let gateway = try await GatewayProcess(config: Self.config(logging: "access_log: true"))
+        let client = HTTPClient()
+        _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stub?n=1"))
+        try await Self.reload(gateway, to: Self.config(logging: "access_log: false"), count: 1)
+        _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stub?n=2"))
+        try await Self.reload(gateway, to: Self.config(logging: "access_log: true, format: text"), count: 2)
+        _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stub?n=3"))
+        gateway.stop()
+        let output = gateway.stdout
+        #expect(output.contains("\"path\":\"/stub?n=1\""), "JSON access line before the reloads: \(output)")
+        #expect(!output.contains("/stub?n=2"), "no access line once access_log is off: \(output)")
+        let textLine = output.split(separator: "\n").first { $0.contains("/stub?n=3") }
+        #expect(textLine.map { !$0.hasPrefix("{") } == true, "a text access line after format: text: \(output)")
+    }
+
+    @Test func aReloadAppliesTheServersLimitsAndNamesWhatNeedsARestart() async throws {
+        let gateway = try await GatewayProcess(config: Self.config(logging: "access_log: false"))
+        let manyHeaders = (0..<12).map { "X-H\($0): v\r\n" }.joined()
+        func status() throws -> String {
+            let client = try RawClient(port: gateway.port)
+            client.send("GET /stub HTTP/1.1\r\nHost: t\r\n\(manyHeaders)Connection: close\r\n\r\n")
+            return String(client.read(until: { $0.contains("\r\n") }, timeout: 5).prefix(12))
+        }
+        #expect(try status() == "HTTP/1.1 200")
+        try await Self.reload(gateway, to: Self.config(logging: "access_log: false", limits: "max_headers: 8", threads: 2),
+                              count: 1)
+        #expect(try status() == "HTTP/1.1 431", "a new connection meets the reloaded max_headers")
+        gateway.stop()
+        let warning = gateway.stdout.split(separator: "\n").first { $0.contains("only after a restart") }
+        #expect(warning?.contains("server.threads") == true, "the warning names server.threads: \(gateway.stdout)")
+        #expect(warning?.contains("server.listen") == false)
+    }
+
+    @Test func http2CanBeTurnedOff() async throws {
+        let config = Self.config(logging: "access_log: false").replacingOccurrences(of: "threads: 1", with: "threads: 1\n  http2: false")
+        let gateway = try await GatewayProcess(config: config)
+        let h2 = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version}",
+                                                "--max-time", "5", "\(gateway.url)/stub"])
+        #expect(h2.stdout != "2", "no HTTP/2 with server.http2: false: \(h2.stdout) \(h2.stderr)")
+        let h1 = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "\(gateway.url)/stub"])
+        #expect(h1.stdout == "200 1.1")
+        gateway.stop()
+    }
+}
