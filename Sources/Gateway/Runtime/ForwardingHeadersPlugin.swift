@@ -6,10 +6,10 @@ import HTTPWire
 import Moya
 
 /// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`, and for a request that is not shared every
-/// forwarded header) to the outgoing request. Runs in `prepare`, after the in-flight check, so those headers never split
-/// a coalesced flight, and a request sent alone gets its headers as one list, without a dictionary. Also applies the route's timeout, and hands a relayed client body
-/// (``UpstreamRequestBody``) to the upstream request, and marks the target as sent (``GatewayTarget/wasSent``): only
-/// the target of a flight's shared call gets here.
+/// forwarded header) to the outgoing request. Runs in `prepare`, after the in-flight check, so those headers never
+/// split a coalesced flight, and a request sent alone gets its headers as one list, without a dictionary. Also applies
+/// the route's timeout, hands a relayed client body (``UpstreamRequestBody``) to the upstream request, and marks the
+/// target as sent (``GatewayTarget/wasSent``): only the target of a flight's shared call gets here.
 struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
         guard let gateway = GatewayTarget.unwrapped(target) else { return request }

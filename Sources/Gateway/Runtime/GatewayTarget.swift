@@ -42,8 +42,8 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     private let sent = Atomic<Bool>(false)
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
-         streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?,
-         retries: RouteConfig.Retries?) {
+         streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: HTTPWire.HTTPHeaders,
+         flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?) {
         self.provider = provider
         self.origin = origin
         self.upstreamTarget = upstreamTarget

@@ -44,7 +44,8 @@ struct GatewayNothingLostTests {
         var description: String {
             let keys = ["scenario", "proto", "outcomes", "ok", "retryable", "retryable_kinds", "LOST", "DUP", "MISROUTED",
                         "TRUNC", "LOG_MISSING", "LOG_EXTRA", "DROPPED", "GET_UNEXPLAINED", "exit_code", "exit_after_signal_s",
-                        "failed", "dir"]
+                        "followers", "shared_gets", "shared_get_upstream_hits", "STALE_SHARE", "idle_closes",
+                        "idle_closes_with_request_unread", "not_ok_by_method", "failed", "dir"]
             var subset: [String: Any] = [:]
             for key in keys { if let value = fields[key] { subset[key] = value } }
             let data = (try? JSONSerialization.data(withJSONObject: subset, options: [.sortedKeys])) ?? Data()
@@ -191,5 +192,75 @@ struct GatewayNothingLostTests {
         Self.expectNothingLost(summary)
         let unexplained = summary.int("GET_UNEXPLAINED")
         #expect(unexplained == 0, "GET_UNEXPLAINED = \(String(describing: unexplained)): \(summary.examples("GET_UNEXPLAINED")) \(summary)")
+    }
+
+    /// A `coalesce: true` route's evidence: followers got their flight's answer (the leader's echo for the very same
+    /// URL and identity, asked before the answer was sent), so the upstream saw fewer GETs than were sent.
+    static func expectCoalesced(_ summary: Summary, sourceLocation: SourceLocation = #_sourceLocation) {
+        let followers = summary.int("followers") ?? 0
+        let gets = summary.int("shared_gets") ?? 0
+        let hits = summary.int("shared_get_upstream_hits") ?? Int.max
+        #expect(followers > 0 && hits < gets, "followers = \(followers), upstream hits \(hits) for \(gets) GETs: \(summary)",
+                sourceLocation: sourceLocation)
+        #expect(summary.int("STALE_SHARE") == 0, "STALE_SHARE: \(summary.examples("STALE_SHARE")) \(summary)",
+                sourceLocation: sourceLocation)
+    }
+
+    /// COAL-01, -03, -09 across a good reload (LIFE-03): GETs (two identities) and POSTs of every worker go to the
+    /// same URLs on a `coalesce: true` route. Every client gets its own answer or its flight's (same URL, same
+    /// `Authorization`, never a POST's, never one finished before it asked), nothing fails, nothing is lost.
+    @Test func coalescedRouteAcrossAReloadSharesOnlyWhatItMayAndLosesNothing() async throws {
+        let summary = try await Self.run("coal-reload", ["--event", "reload-good", "--proto", "mix", "--coalesce"])
+        Self.expectNothingLost(summary)
+        Self.expectCoalesced(summary)
+        #expect(summary.int("not_ok") == 0, "not_ok = \(String(describing: summary.int("not_ok"))): \(summary)")
+    }
+
+    /// LIFE-01/-06 on a coalesced route: SIGTERM with flights in progress; their followers get the answer too.
+    @Test func coalescedRouteDrainsItsFlightsOnSigterm() async throws {
+        let summary = try await Self.run("coal-term", ["--event", "term", "--proto", "mix", "--coalesce"])
+        Self.expectNothingLost(summary)
+        Self.expectCleanExit(summary)
+        Self.expectCoalesced(summary)
+    }
+
+    /// LIFE-05 on a coalesced route: a kill -9 of the upstream fails a flight's leader and followers alike with an
+    /// explicit error (GET_UNEXPLAINED counts followers too), and later flights work again.
+    @Test func coalescedRouteAcrossAnUpstreamRestartFailsOnlyWhatCouldNotSucceed() async throws {
+        let summary = try await Self.run("coal-life05", ["--event", "upstream-restart", "--proto", "mix", "--coalesce"])
+        Self.expectNothingLost(summary)
+        Self.expectCoalesced(summary)
+        #expect(summary.int("GET_UNEXPLAINED") == 0, "GET_UNEXPLAINED: \(summary.examples("GET_UNEXPLAINED")) \(summary)")
+    }
+
+    /// LIFE-05 with the upstream spoken to over h2c (`pool: { http2: always }`, one multiplexed connection per loop):
+    /// the kill -9 fails the streams in flight with explicit errors, the pool reconnects, no POST is received twice.
+    @Test func http2UpstreamRestartFailsOnlyWhatCouldNotSucceed() async throws {
+        let summary = try await Self.run("h2up-life05", ["--event", "upstream-restart", "--proto", "mix", "--upstream-h2"])
+        Self.expectNothingLost(summary)
+        #expect(summary.int("GET_UNEXPLAINED") == 0, "GET_UNEXPLAINED: \(summary.examples("GET_UNEXPLAINED")) \(summary)")
+    }
+
+    /// LIFE-03 with an h2c upstream: the old snapshot's client (and its multiplexed connections) must not cut the
+    /// streams in flight across the reload.
+    @Test func http2UpstreamAcrossAReloadLosesNothing() async throws {
+        let summary = try await Self.run("h2up-life03", ["--event", "reload-good", "--proto", "mix", "--upstream-h2",
+                                                         "--slow-readers", "1"])
+        Self.expectNothingLost(summary)
+        #expect(summary.int("not_ok") == 0, "not_ok = \(String(describing: summary.int("not_ok"))): \(summary)")
+    }
+
+    /// UP-10: the upstream closes keep-alive connections idle 0.3 s, and a request reaching it in the last 50 ms of
+    /// that is closed unread (a RST, as a request crossing the close on the wire); clients think 0.3 s +/- 15 %, so
+    /// the gateway reuses pooled connections right at the expiry. No GET fails (retried on a fresh connection, no
+    /// response byte having arrived); a POST may get 502, and the upstream never sees one twice.
+    @Test func up10KeepAliveExpiryAlignedWithReuseFailsNoGet() async throws {
+        let summary = try await Self.run("up10", ["--event", "none", "--proto", "h1", "--idle-close", "0.3",
+                                                  "--idle-race", "0.05", "--think", "0.3", "--think-spread", "0.15",
+                                                  "--delay", "0.05"])
+        Self.expectNothingLost(summary)
+        #expect(!summary.failed.contains("get_not_ok"), "a GET failed: \(summary)")
+        #expect(!summary.failed.contains("post_failed_only_502"), "a POST failed otherwise than 502: \(summary)")
+        #expect((summary.int("idle_closes_with_request_unread") ?? 0) > 0, "the race was exercised: \(summary)")
     }
 }

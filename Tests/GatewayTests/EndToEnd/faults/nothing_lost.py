@@ -101,12 +101,33 @@ FAULT_LOCK = threading.Lock()
 FAULT_COUNT = [0]
 
 
-def upstream_connection(sock, log, default_delay, faults=False):
+def auth_tag(value):
+    """What the upstream echoes of the Authorization it got (X-Echo-Auth), so a client can check the identity."""
+    return hashlib.sha256(value.encode()).hexdigest()[:12] if value else "-"
+
+
+def upstream_connection(sock, log, default_delay, faults=False, idle_close=0.0, idle_race=0.0):
     conn = h11.Connection(h11.SERVER)
     sock.settimeout(60)
     try:
+        first = True
         while True:
             request, body = None, bytearray()
+            if idle_close > 0 and not first and not conn.trailing_data[0]:
+                # UP-10: a keep-alive connection idle for idle_close seconds is closed (as nginx's keepalive_timeout
+                # does: a request arriving after the timer fired is not read; a close with unread bytes is a RST).
+                idle_from = time.monotonic()
+                readable, _, _ = select.select([sock], [], [], idle_close)
+                if not readable:
+                    log.write("idle", "-")
+                    return
+                if idle_race > 0 and time.monotonic() - idle_from >= idle_close - idle_race:
+                    # --idle-race: a request that arrived in the last idle_race seconds before the timer is taken as
+                    # having crossed the close on the wire: closed unread (a RST to the peer), never processed.
+                    log.write("idle", "-")
+                    log.write("idle_unread", "-")
+                    return
+            first = False
             while True:
                 event = conn.next_event()
                 if event is h11.NEED_DATA:
@@ -157,7 +178,8 @@ def upstream_connection(sock, log, default_delay, faults=False):
                 elif pick == 1:
                     payload = payload[:-10]
             out = conn.send(h11.Response(status_code=200, headers=[
-                ("Content-Type", "text/plain"), ("Content-Length", str(len(payload))), ("X-Echo-Id", rid)]))
+                ("Content-Type", "text/plain"), ("Content-Length", str(len(payload))), ("X-Echo-Id", rid),
+                ("X-Echo-Auth", auth_tag(headers.get("authorization", "")))]))
             out += conn.send(h11.Data(data=payload)) + conn.send(h11.EndOfMessage())
             try:
                 sock.sendall(out)
@@ -171,6 +193,113 @@ def upstream_connection(sock, log, default_delay, faults=False):
     except (OSError, h11.ProtocolError):
         return
     finally:
+        try:
+            sock.close()
+        except OSError:
+            pass
+
+
+def h2_upstream_connection(sock, log, default_delay, faults=False):
+    """The echo upstream over h2c with prior knowledge: every stream answered after its delay (a timer per stream, so
+    streams of one connection overlap), its body sent as the peer's windows allow. `sent` is logged once the last
+    DATA frame of the stream was written to the socket; `abort` when the peer reset the stream or closed the
+    connection before the answer was complete."""
+    import heapq
+
+    import h2.config
+    import h2.connection
+    import h2.events
+    import h2.exceptions
+    import h2.settings
+
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+    conn.local_settings = h2.settings.Settings(client=False, initial_values={
+        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000, h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
+    conn.initiate_connection()
+    conn.increment_flow_control_window(1 << 30)
+    streams = {}   # sid -> state
+    timers = []    # (due, sid)
+    sending = []   # sids whose answer is due, in order
+    try:
+        sock.sendall(conn.data_to_send())
+        while True:
+            now = time.monotonic()
+            while timers and timers[0][0] <= now:
+                _, sid = heapq.heappop(timers)
+                st = streams.get(sid)
+                if st is None:
+                    continue
+                rid = st["rid"]
+                payload = echo_body(rid, "GET" if st["method"] == "GET" else st["method"], st["path"], bytes(st["body"]),
+                                    st["size"])
+                st["payload"], st["offset"] = payload, 0
+                conn.send_headers(sid, [(":status", "200"), ("content-type", "text/plain"),
+                                        ("content-length", str(len(payload))), ("x-echo-id", rid),
+                                        ("x-echo-auth", auth_tag(st["auth"]))])
+                sending.append(sid)
+            done = []
+            for sid in list(sending):
+                st = streams[sid]
+                while st["offset"] < len(st["payload"]):
+                    window = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size)
+                    if window <= 0:
+                        break
+                    chunk = st["payload"][st["offset"]:st["offset"] + window]
+                    st["offset"] += len(chunk)
+                    conn.send_data(sid, chunk, end_stream=st["offset"] >= len(st["payload"]))
+                if st["offset"] >= len(st["payload"]):
+                    sending.remove(sid)
+                    done.append(sid)
+            out = conn.data_to_send()
+            if out:
+                sock.sendall(out)
+            for sid in done:
+                log.write("sent", streams.pop(sid)["rid"])
+            wait = 1.0 if not timers else max(0.0, timers[0][0] - time.monotonic())
+            readable, _, _ = select.select([sock], [], [], wait)
+            if not readable:
+                continue
+            data = sock.recv(1 << 20)
+            if not data:
+                break
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    headers = dict(event.headers)
+                    target = urllib.parse.urlsplit(headers.get(":path", "/"))
+                    query = dict(urllib.parse.parse_qsl(target.query))
+                    streams[event.stream_id] = {
+                        "rid": headers.get("x-request-id", "-"), "method": headers.get(":method", "GET"),
+                        "path": target.path, "size": int(query.get("size", "512")), "body": bytearray(),
+                        "auth": headers.get("authorization", ""),
+                        "delay": int(query["delay"]) / 1000.0 if "delay" in query else default_delay}
+                elif isinstance(event, h2.events.DataReceived):
+                    st = streams.get(event.stream_id)
+                    if st is not None:
+                        st["body"] += event.data
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    st = streams.get(event.stream_id)
+                    if st is not None:
+                        log.write("recv", st["rid"])
+                        st["received"] = True
+                        heapq.heappush(timers, (time.monotonic() + st["delay"], event.stream_id))
+                elif isinstance(event, h2.events.StreamReset):
+                    st = streams.pop(event.stream_id, None)
+                    if event.stream_id in sending:
+                        sending.remove(event.stream_id)
+                    if st is not None and st.get("received"):
+                        log.write("abort", st["rid"])
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    raise EOFError("goaway")
+            out = conn.data_to_send()
+            if out:
+                sock.sendall(out)
+    except (OSError, EOFError, h2.exceptions.ProtocolError):
+        pass
+    finally:
+        for st in streams.values():
+            if st.get("received"):
+                log.write("abort", st["rid"])
         try:
             sock.close()
         except OSError:
@@ -193,7 +322,13 @@ def run_upstream(args):
         except socket.timeout:
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=upstream_connection, args=(sock, log, args.delay, args.faults), daemon=True).start()
+        if args.h2:
+            threading.Thread(target=h2_upstream_connection, args=(sock, log, args.delay, args.faults),
+                             daemon=True).start()
+        else:
+            threading.Thread(target=upstream_connection,
+                             args=(sock, log, args.delay, args.faults, args.idle_close, args.idle_race),
+                             daemon=True).start()
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -289,14 +424,27 @@ class Run:
             self.records.append(record)
 
 
+IDENTITIES = ["Bearer nl-user-a", "Bearer nl-user-b"]
+
+
 def new_request(run, kind, worker, n, path_prefix="/echo"):
     rid = "nl-%s-%s%d-%d" % (run.tag, kind, worker, n)
     method = "GET" if n % 2 == 0 else "POST"
     size = 300000 if (method == "GET" and n % 10 == 4) else 512
     path = "%s/%s%d/%d?size=%d" % (path_prefix, kind, worker, n, size)
     body = ("%s:" % rid).encode() + b"p" * 200 if method == "POST" else b""
-    return {"id": rid, "kind": kind, "method": method, "path": path, "size": size, "body": body,
-            "outcome": None, "status": None, "bytes": 0, "reused": False, "close": False, "t0": run.now(), "t1": None}
+    record = {"id": rid, "kind": kind, "method": method, "path": path, "size": size, "body": body,
+              "outcome": None, "status": None, "bytes": 0, "reused": False, "close": False, "t0": run.now(),
+              "t1": None}
+    if run.args.coalesce and kind in ("k", "n", "h") and path_prefix == "/echo":
+        # One URL per time slot (half an upstream delay) and size, for GETs and POSTs of every worker alike: GETs of
+        # one identity in flight together share an upstream call; POSTs never may (COAL-03), nor two identities
+        # (COAL-01). The identity is the worker's (an h2 connection's streams share it).
+        slot = int(run.now() / max(run.args.delay / 2, 0.05))
+        record["path"] = "%s/shared/%d?size=%d" % (path_prefix, slot, size)
+        record["shared"] = True
+        record["auth"] = IDENTITIES[(worker // 2 + (kind == "h")) % 2]
+    return record
 
 
 def verify(record, status, headers, body):
@@ -307,6 +455,30 @@ def verify(record, status, headers, body):
         return
     first = body.split(b"\n", 1)[0].decode(errors="replace").split(" ")
     echoed = headers.get("x-echo-id")
+    if record.get("shared"):
+        # Identity: the upstream echoes a hash of the Authorization it got; it must be this caller's.
+        if headers.get("x-echo-auth") != auth_tag(record.get("auth", "")):
+            record["outcome"] = "MISROUTED"
+            record["got"] = "auth %s" % headers.get("x-echo-auth")
+            return
+        if record["method"] == "GET" and first[0] != record["id"] and first[0].startswith("nl-") and \
+                (echoed is None or echoed == first[0]):
+            # A follower: the shared answer carries the leader's id; it must be exactly the leader's echo for this
+            # very URL (classify checks that the leader asked for the same URL with the same identity, in time).
+            want_path = urllib.parse.urlsplit(record["path"]).path
+            expected = echo_body(first[0], "GET", want_path, b"", record["size"])
+            record["leader"] = first[0]
+            if len(first) != 3 or first[1] != "GET" or first[2] != want_path:
+                record["outcome"] = "MISROUTED"
+                record["got"] = " ".join(first)[:80]
+                return
+            record["seen_path"] = first[2]
+            if body != expected:
+                record["outcome"] = "TRUNC"
+                record["got_len"], record["want_len"] = len(body), len(expected)
+                return
+            record["outcome"] = "ok"
+            return
     if first[0] != record["id"] or (echoed is not None and echoed != record["id"]):
         record["outcome"] = "MISROUTED"
         record["got"] = first[0] if first[0] != record["id"] else echoed
@@ -325,6 +497,8 @@ def h1_exchange(run, sock, conn, record, timeout, rate=None):
     """One request on an open socket; returns True when the connection may be reused. `rate`: bytes per second the
     client reads at (a slow reader), else as fast as it can."""
     headers = [("Host", "nl.test"), ("X-Request-Id", record["id"])]
+    if record.get("auth"):
+        headers.append(("Authorization", record["auth"]))
     if record["kind"].startswith("n"):
         headers.append(("Connection", "close"))
     if record["method"] == "POST":
@@ -415,7 +589,8 @@ def h1_worker(run, worker, keepalive, port_fn, path_prefix="/echo", start_after=
         if keepalive and reusable:
             conn.start_next_cycle()
             # Think time: keep-alive connections are sometimes idle when the event hits.
-            time.sleep(random.uniform(0, 2 * run.args.think))
+            spread = run.args.think_spread
+            time.sleep(random.uniform(run.args.think * (1 - spread), run.args.think * (1 + spread)))
         else:
             sock.close()
             sock, conn = None, None
@@ -432,6 +607,8 @@ def open_h2_stream(run, sock, encoder, open_streams, record, worker, n, sid):
     record["reused"] = sid > 1
     headers = [(":method", record["method"]), (":scheme", "http"), (":authority", "nl.test"),
                (":path", record["path"]), ("x-request-id", record["id"])]
+    if record.get("auth"):
+        headers.append(("authorization", record["auth"]))
     frame = HeadersFrame(sid, data=encoder.encode(headers))
     frame.flags.add("END_HEADERS")
     if record["body"]:
@@ -676,9 +853,9 @@ logging:
   level: info
   access_log: true
 upstreams:
-  echo: {{ base_url: "http://127.0.0.1:{upstream}", timeout: {{ connect: 1s, response: 3s }} }}
+  echo: {{ base_url: "http://127.0.0.1:{upstream}", timeout: {{ connect: 1s, response: 3s }}{pool} }}
 routes:
-  - {{ name: echo, match: {{ path_prefix: /echo }}, upstream: echo }}
+  - {{ name: echo, match: {{ path_prefix: /echo }}, upstream: echo{route_extra} }}
 """
 
 GOOD_RELOAD = "  - { name: v2, match: { path_prefix: /v2 }, upstream: echo, rewrite: { strip_prefix: /v2, add_prefix: /via-v2 } }\n"
@@ -720,8 +897,11 @@ class Proxy:
         self.config = os.path.join(directory, "gateway.yaml" if args.proxy == "gateway" else "nginx.conf")
 
     def gateway_config(self, extra=""):
+        pool = ", pool: { http2: always }" if self.args.upstream_h2 else ""
+        route_extra = ", coalesce: true" if self.args.coalesce else ""
         return GATEWAY_CONFIG.format(port=self.port, admin=self.admin, upstream=self.upstream_port,
-                                     drain=self.args.drain, threads=self.args.threads) + extra
+                                     drain=self.args.drain, threads=self.args.threads, pool=pool,
+                                     route_extra=route_extra) + extra
 
     def write_config(self, text):
         temporary = self.config + ".tmp"
@@ -813,7 +993,10 @@ class Upstream:
         self.process = spawn([sys.executable, os.path.abspath(__file__), "upstream", "--port", str(self.port),
                               "--log", self.log, "--delay", str(self.args.delay),
                               "--lifetime", str(self.args.duration + 60)]
-                             + (["--faults"] if self.args.upstream_faults else []),
+                             + (["--faults"] if self.args.upstream_faults else [])
+                             + (["--h2"] if self.args.upstream_h2 else [])
+                             + (["--idle-close", str(self.args.idle_close), "--idle-race", str(self.args.idle_race)]
+                                if self.args.idle_close else []),
                              subprocess.DEVNULL, open(self.err, "ab"))
         return wait_port(self.port, time.monotonic() + 10, self.process)
 
@@ -823,6 +1006,7 @@ class Upstream:
         self.process.wait(timeout=5)
 
     def events(self):
+        self.idle_closes = self.idle_unread = 0
         recv, sent, abort, starts = collections.defaultdict(list), collections.defaultdict(list), \
             collections.defaultdict(list), []
         try:
@@ -832,6 +1016,10 @@ class Upstream:
                     if len(parts) == 3 and parts[0] == "start":
                         starts.append((int(parts[1]), float(parts[2])))
                     elif len(parts) == 4:
+                        if parts[0] == "idle":
+                            self.idle_closes += 1
+                        elif parts[0] == "idle_unread":
+                            self.idle_unread += 1
                         target = {"recv": recv, "sent": sent, "abort": abort}.get(parts[0])
                         if target is not None:
                             target[parts[1]].append((float(parts[2]), int(parts[3])))
@@ -883,6 +1071,20 @@ def classify(run, records, upstream, access, info):
         outcomes[outcome] += 1
         seen = rid in recv
         finished = rid in sent
+        if outcome == "ok" and r.get("leader") and r["leader"] != rid:
+            # A coalesced follower: its leader must be a request of this run for the same URL and identity that the
+            # upstream received, and the follower must have asked before the shared answer was sent (no caching).
+            leader = by_id.get(r["leader"])
+            if leader is None or leader["path"] != r["path"] or leader.get("auth") != r.get("auth") or \
+                    leader["method"] != "GET" or r["leader"] not in recv:
+                outcome = r["outcome"] = "MISROUTED"
+                r["got"] = r["leader"]
+            else:
+                counts["followers"] += 1
+                first_sent = min((t for t, _ in sent.get(r["leader"], [])), default=None)
+                if first_sent is not None and r["t0"] > first_sent - base + 0.2:
+                    counts["STALE_SHARE"] += 1
+                    example("STALE_SHARE", r, leader_sent=round(first_sent - base, 3))
         if outcome == "ok":
             counts["ok"] += 1
             if access_count[rid] == 0:
@@ -965,6 +1167,16 @@ def classify(run, records, upstream, access, info):
         "LOST": counts["LOST"], "DUP": dup, "MISROUTED": counts["MISROUTED"], "TRUNC": counts["TRUNC"],
         "LOG_MISSING": counts["LOG_MISSING"], "LOG_EXTRA": log_extra, "DROPPED": counts["DROPPED"],
         "GET_UNEXPLAINED": get_unexplained, "retried_get": retried_get,
+        "followers": counts["followers"], "STALE_SHARE": counts["STALE_SHARE"],
+        "shared_gets": sum(1 for r in records if r.get("shared") and r["method"] == "GET"),
+        "shared_get_upstream_hits": sum(1 for r in records if r.get("shared") and r["method"] == "GET"
+                                        and r["id"] in recv),
+        "shared_posts": sum(1 for r in records if r.get("shared") and r["method"] == "POST"),
+        "shared_post_upstream_hits": sum(1 for r in records if r.get("shared") and r["method"] == "POST"
+                                         and r["id"] in recv),
+        "idle_closes": upstream.idle_closes, "idle_closes_with_request_unread": upstream.idle_unread,
+        "not_ok_by_method": dict(collections.Counter("%s %s" % (r["method"], r["outcome"]) for r in records
+                                                     if r["outcome"] != "ok" and r["kind"] != "p")),
         "gateway_errors_upstream_unseen": dict(gateway_errors),
         "upstream_unfinished_error": counts["upstream_unfinished_error"],
         "upstream_died_mid_body": counts["upstream_died_mid_body"],
@@ -1097,7 +1309,8 @@ def run_harness(args):
 
     main_records = [r for r in records if r["kind"] != "p"]
     summary = {"scenario": args.event, "proxy": args.proxy, "proto": args.proto, "workers": args.workers,
-               "duration": args.duration, "delay": args.delay, "dir": directory}
+               "duration": args.duration, "delay": args.delay, "dir": directory, "threads": args.threads,
+               "coalesce": args.coalesce, "upstream_h2": args.upstream_h2, "idle_close": args.idle_close}
     summary.update(classify(run, records, upstream, access, info))
     summary["event_t"] = info["event_t"]
     if "upstream_down_s" in info:
@@ -1152,6 +1365,20 @@ def run_harness(args):
             criteria["reload_error_logged"] = "unknown upstream 'missing'" in text
     if args.event == "upstream-restart":
         criteria["GET_UNEXPLAINED"] = summary["GET_UNEXPLAINED"] == 0
+    if args.coalesce:
+        # COAL: followers answered with their flight's answer (fewer upstream calls than GETs), no stale share; a
+        # POST is never shared (each one the upstream sees is its own, checked as MISROUTED/DUP above).
+        criteria["STALE_SHARE"] = summary["STALE_SHARE"] == 0
+        criteria["coalesced"] = summary["followers"] > 0 and \
+            summary["shared_get_upstream_hits"] < summary["shared_gets"]
+    if args.idle_close:
+        # UP-10: a GET never fails over an upstream's idle close (retried on a fresh connection before any response
+        # byte); a POST may fail (502) but the upstream never sees it twice (DUP above).
+        criteria["get_not_ok"] = not any(r["method"] == "GET" and r["outcome"] != "ok" for r in main_records)
+        summary["post_not_ok"] = sum(1 for r in main_records if r["method"] == "POST" and r["outcome"] != "ok")
+        if args.event == "none":
+            criteria["post_failed_only_502"] = all(r["outcome"] in ("ok", "http_502") for r in main_records
+                                                   if r["method"] == "POST")
     if args.event == "kill" or args.proxy != "gateway":
         summary["report_only"] = True
     summary["criteria"] = criteria
@@ -1177,6 +1404,12 @@ def main():
     up.add_argument("--delay", type=float, default=0.5)
     up.add_argument("--lifetime", type=float, default=120)
     up.add_argument("--faults", action="store_true", help="answer some ids wrongly (classifier self-check)")
+    up.add_argument("--h2", action="store_true", help="speak h2c (prior knowledge) instead of HTTP/1.1")
+    up.add_argument("--idle-close", type=float, default=0.0,
+                    help="HTTP/1.1: close a keep-alive connection idle this long (s); 0 = never")
+    up.add_argument("--idle-race", type=float, default=0.0,
+                    help="with --idle-close: a request arriving in the last this-many seconds of the idle time is "
+                         "closed unread (the keep-alive race made likely)")
     r = sub.add_parser("run")
     r.add_argument("--proxy", choices=["gateway", "nginx"], default="gateway")
     r.add_argument("--gateway", help="path to the moya-gateway binary")
@@ -1191,6 +1424,18 @@ def main():
                         "every 20 ms (a distant peer): some land above the final last-stream-id")
     r.add_argument("--duration", type=float, default=5.0)
     r.add_argument("--think", type=float, default=0.1, help="mean idle time between keep-alive requests (s)")
+    r.add_argument("--think-spread", type=float, default=1.0,
+                   help="think time uniform in think * (1 -/+ spread); 1 = from 0 to twice --think")
+    r.add_argument("--coalesce", action="store_true",
+                   help="the route has coalesce: true; GETs and POSTs of all workers go to shared URLs (one per "
+                        "half upstream delay and size) with one of two identities (Authorization)")
+    r.add_argument("--upstream-h2", action="store_true",
+                   help="the echo upstream speaks h2c and the gateway's upstream has pool: { http2: always }")
+    r.add_argument("--idle-close", type=float, default=0.0,
+                   help="UP-10: the echo upstream closes keep-alive connections idle this long (s)")
+    r.add_argument("--idle-race", type=float, default=0.0,
+                   help="UP-10: with --idle-close, a request reaching the upstream in the last this-many seconds of "
+                        "the idle time is closed unread (a RST), as one crossing the close on the wire would be")
     r.add_argument("--slow-readers", type=int, default=0,
                    help="clients reading a 12 MiB relayed body slowly (a relay in flight across the event)")
     r.add_argument("--event-at", type=float, default=2.0)
