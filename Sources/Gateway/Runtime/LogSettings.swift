@@ -25,12 +25,15 @@ public final class LogSettings: Sendable {
         levelIndex.store(Self.index(of: logging.level), ordering: .relaxed)
     }
 
-    public var level: Logger.Level { Logger.Level.allCases[levelIndex.load(ordering: .relaxed)] }
+    public var level: Logger.Level { Self.levels[levelIndex.load(ordering: .relaxed)] }
     public var json: Bool { jsonFormat.load(ordering: .relaxed) }
     public var accessLog: Bool { accessLogOn.load(ordering: .relaxed) }
     public var redactor: HeaderRedactor { redactorBox.withLock { $0 } }
 
+    /// The levels in order, made once (`allCases` builds its array on every use, and the level is read per line).
+    private static let levels = Logger.Level.allCases
+
     private static func index(of level: Logger.Level) -> Int {
-        Logger.Level.allCases.firstIndex(of: level) ?? 0
+        levels.firstIndex(of: level) ?? 0
     }
 }
