@@ -27,6 +27,13 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
     package var transportHeaders: HTTPWire.HTTPHeaders? { head.transport?.headers }
 
+    /// The body as the transport collected it, the same bytes as `data`; `nil` unless the response came over the
+    /// network. For the gateway, which writes the body out as an array (no second copy).
+    package var transportBody: [UInt8]? {
+        guard let transport = head.transport, transport.body.count == data.count else { return nil }
+        return transport.body
+    }
+
     /// How long the exchange took to connect and to receive its first byte; `nil` unless it came over the network.
     package var timings: HTTPClientTimings? { head.transport?.timings }
 

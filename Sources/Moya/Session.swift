@@ -199,11 +199,11 @@ public final class Session: Sendable {
                           streamingBodiesAbove threshold: Int?, url: ResponseURL) async throws -> (TransportResponse, Data) {
         guard let threshold else {
             let response = try await client.execute(request, deadline: deadline, progress: progress)
-            return (TransportResponse(response, url: url), Data(response.body))
+            return (TransportResponse(response, url: url), Data(sharing: response.body))
         }
         switch try await client.execute(request, streamingBodiesLongerThan: threshold, deadline: deadline, progress: progress) {
         case .collected(let response):
-            return (TransportResponse(response, url: url), Data(response.body))
+            return (TransportResponse(response, url: url), Data(sharing: response.body))
         case .streamed(let response):
             return (TransportResponse(streaming: response, url: url), Data())
         }
@@ -241,5 +241,18 @@ extension Array where Element == String {
             let quality = 1.0 - (Double(index) * 0.1)
             return "\(encoding);q=\(quality)"
         }.joined(separator: ", ")
+    }
+}
+
+extension Data {
+    /// A `Data` over the array's own storage (kept alive by the `Data`): the transport's body becomes `Response.data`
+    /// without a copy, and stays one buffer for callers that read it as an array (`Response.transportBody`).
+    init(sharing bytes: [UInt8]) {
+        guard bytes.count > 16, let base = bytes.withUnsafeBufferPointer({ $0.baseAddress }) else {
+            self.init(bytes)
+            return
+        }
+        self.init(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
+                  deallocator: .custom { _, _ in withExtendedLifetime(bytes) {} })
     }
 }

@@ -15,21 +15,28 @@ struct TransportResponse: @unchecked Sendable {
     let timings: HTTPClientTimings
     let url: ResponseURL
     let streamed: HTTPClientStreamingResponse?
+    /// The collected body as the client delivered it (empty for a streamed one): the same bytes as the `Response`'s
+    /// `data`, for a caller that wants them as an array without copying them again.
+    let body: [UInt8]
 
     init(_ response: HTTPClientResponse, url: ResponseURL) {
-        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil)
+        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil,
+                  body: response.body)
     }
 
     init(streaming response: HTTPClientStreamingResponse, url: ResponseURL) {
-        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: response)
+        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: response,
+                  body: [])
     }
 
-    private init(status: Int, headers: HTTPWire.HTTPHeaders, timings: HTTPClientTimings, url: ResponseURL, streamed: HTTPClientStreamingResponse?) {
+    private init(status: Int, headers: HTTPWire.HTTPHeaders, timings: HTTPClientTimings, url: ResponseURL,
+                 streamed: HTTPClientStreamingResponse?, body: [UInt8]) {
         self.status = status
         self.headers = headers
         self.timings = timings
         self.url = url
         self.streamed = streamed
+        self.body = body
     }
 
     /// The `HTTPURLResponse` Moya users see; repeated header fields are joined with `, `.

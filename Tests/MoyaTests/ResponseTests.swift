@@ -10,6 +10,22 @@ import Testing
         Response(statusCode: status, data: Data(json.utf8))
     }
 
+    @Test func dataSharingAnArrayHoldsItsBytesAfterTheArrayIsGone() {
+        var data: Data
+        do {
+            let bytes = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+            data = Data(sharing: bytes)
+        }
+        #expect(data.count == 4096 && data.first == 0 && data[4095] == UInt8(truncatingIfNeeded: 4095 &* 7))
+        data[0] = 9
+        #expect(data[0] == 9, "mutating copies: the array's storage is never written through")
+        #expect(Data(sharing: [1, 2, 3]) == Data([1, 2, 3]) && Data(sharing: []).isEmpty)
+    }
+
+    @Test func responsesMadeByCallersHaveNoTransportBody() {
+        #expect(response("{}").transportBody == nil)
+    }
+
     struct User: Decodable, Equatable { let login: String; let id: Int }
     struct OptionalIssue: Decodable, Equatable { let title: String?; let createdAt: String? }
 

@@ -29,6 +29,7 @@ import HTTPWire
             #expect(log.values == ["prepare:a", "prepare:b", "willSend:a", "willSend:b", "didReceive:a", "didReceive:b",
                                    "process:a", "process:b"])
             let echo = try response.map(Echo.self)
+            #expect(response.transportBody.map { Data($0) } == response.data, "the transport's body is the data, as an array")
             #expect(echo.headers["x-added"] == "1" && echo.headers["x-target"] == "yes")
             #expect(echo.headers["authorization"] == "Bearer t0ken")
             #expect(echo.headers["x-session"] == "s", "the session's headers are sent too")
