@@ -269,7 +269,8 @@ final class GatewayHandler: HTTPServerHandler {
                 exchange.relayLog = log
                 return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, log: log)))
             }
-            return HTTPServerResponse(head: head, body: .bytes(response.transportBody ?? Array(response.data)))
+            let body = response.transportBody ?? call.upstream.stubBody(matching: response.data) ?? Array(response.data)
+            return HTTPServerResponse(head: head, body: .bytes(body))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
             exchange.record.upstreamError = GatewayErrorMapping.reason(for: error)

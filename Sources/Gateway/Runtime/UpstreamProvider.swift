@@ -16,6 +16,8 @@ final class UpstreamProvider: Sendable {
     private let latency: StubLatencySampler?
     /// A stub upstream's response headers, as configured (answers from the stub carry no transport head).
     let stubHeaders: HTTPWire.HTTPHeaders?
+    /// A stub upstream's body, as an array made once (its answers carry it as `Data`).
+    private let stubBody: [UInt8]?
     /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
     let origin: String
     /// Whether upstream exchanges are logged (the gateway's log is at `debug`).
@@ -73,6 +75,7 @@ final class UpstreamProvider: Sendable {
         let samples = stub.map(StubSamples.init)
         self.latency = sampler
         self.stubHeaders = stub.map { stub in HTTPWire.HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
+        self.stubBody = stub?.body
         // One closure for every endpoint of this upstream, rather than one made per request.
         let sampleResponse: Endpoint.SampleResponseClosure = {
             UpstreamProvider.sampleResponse(stub: samples, sampler: sampler)
@@ -109,6 +112,19 @@ final class UpstreamProvider: Sendable {
             transportMapping: { endpoint in
                 endpoint.transportRequest(omittingHeader: UpstreamProvider.flightHeader, knownOrigin: knownOrigin)
             })
+    }
+
+    /// The stub's body as an array when `data` holds exactly its bytes (a stubbed answer), so that it is not copied
+    /// out of the `Data` for every answer; nil otherwise.
+    func stubBody(matching data: Data) -> [UInt8]? {
+        guard let stubBody, !stubBody.isEmpty, stubBody.count == data.count else { return nil }
+        let same = data.withUnsafeBytes { bytes in
+            stubBody.withUnsafeBytes { own in
+                guard let ownBase = own.baseAddress, let base = bytes.baseAddress else { return false }
+                return memcmp(ownBase, base, bytes.count) == 0
+            }
+        }
+        return same ? stubBody : nil
     }
 
     /// The header that carries a coalescing key into the endpoint (its identity); removed before sending.
