@@ -45,7 +45,8 @@ struct GatewayNothingLostTests {
             let keys = ["scenario", "proto", "outcomes", "ok", "retryable", "retryable_kinds", "LOST", "DUP", "MISROUTED",
                         "TRUNC", "LOG_MISSING", "LOG_EXTRA", "DROPPED", "GET_UNEXPLAINED", "exit_code", "exit_after_signal_s",
                         "followers", "shared_gets", "shared_get_upstream_hits", "STALE_SHARE", "idle_closes",
-                        "idle_closes_with_request_unread", "not_ok_by_method", "failed", "dir"]
+                        "idle_closes_with_request_unread", "upstream_goaways", "upstream_ignored_above_goaway",
+                        "not_ok_by_method", "failed", "dir"]
             var subset: [String: Any] = [:]
             for key in keys { if let value = fields[key] { subset[key] = value } }
             let data = (try? JSONSerialization.data(withJSONObject: subset, options: [.sortedKeys])) ?? Data()
@@ -262,5 +263,16 @@ struct GatewayNothingLostTests {
         #expect(!summary.failed.contains("get_not_ok"), "a GET failed: \(summary)")
         #expect(!summary.failed.contains("post_failed_only_502"), "a POST failed otherwise than 502: \(summary)")
         #expect((summary.int("idle_closes_with_request_unread") ?? 0) > 0, "the race was exercised: \(summary)")
+    }
+
+    /// A graceful h2c upstream shutdown: every upstream connection gets GOAWAY (NO_ERROR) whose last-stream-id lags
+    /// 100 ms behind the streams arriving (a GOAWAY crossing new streams on the wire); the upstream answers the streams
+    /// up to it and never processes those above. Those were not processed, so the gateway retries them on a new
+    /// connection whatever their method (RFC 9113 §8.7): no request fails, none is received twice.
+    @Test func http2UpstreamGoAwayFailsNothing() async throws {
+        let summary = try await Self.run("h2up-goaway", ["--event", "upstream-goaway", "--proto", "mix", "--upstream-h2"])
+        Self.expectNothingLost(summary)
+        #expect(summary.int("not_ok") == 0, "not_ok = \(String(describing: summary.int("not_ok"))): \(summary)")
+        #expect((summary.int("upstream_goaways") ?? 0) > 0, "the upstream sent GOAWAY: \(summary)")
     }
 }

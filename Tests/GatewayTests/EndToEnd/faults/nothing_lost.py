@@ -20,6 +20,9 @@ Run with Debian's /usr/bin/python3 (it needs h11, hpack and hyperframe from pyth
         reload-good     a valid new config (a second route, /v2) then SIGHUP (LIFE-03)
         reload-bad      an invalid config then SIGHUP (LIFE-04)
         upstream-restart  kill -9 of the echo upstream, restarted on the same port --down seconds later (LIFE-05)
+        upstream-goaway   (with --upstream-h2) the h2c upstream sends GOAWAY NO_ERROR on every connection, 100 ms
+                        after fixing its last-stream-id, answers the streams up to it and closes; streams above it are
+                        never processed (they must be retried: no request may fail)
         kill            kill -9 of the proxy itself (the at-most-once boundary: reported, never failed)
         none            no event
       The load: --workers requests in flight, half on HTTP/1.1 (keep-alive connections with --think idle time between
@@ -29,6 +32,18 @@ Run with Debian's /usr/bin/python3 (it needs h11, hpack and hyperframe from pyth
       notice (LIFE-06's streams above the last-stream-id); --slow-readers N adds clients reading a 12 MiB relayed
       body at 4 MiB/s across the event; --upstream-faults makes the upstream misroute and silently truncate some
       answers (a self-check of the classifier); --proxy nginx runs the same load against nginx (calibration).
+      --threads N sets the gateway's server.threads (default 2: several loops, SO_REUSEPORT listeners).
+      --coalesce gives the route `coalesce: true` and sends every worker's GETs and POSTs to shared URLs (one per half
+      upstream delay and size) with one of two identities (Authorization, echoed by the upstream as a hash in
+      X-Echo-Auth): a GET may then carry its flight leader's id, accepted only when the leader is a request of this
+      run for the same URL and identity that the upstream received, asked no later than 0.2 s after the leader's
+      answer was sent (else MISROUTED, or STALE_SHARE); POSTs must get their own answer (COAL-03).
+      --upstream-h2 makes the echo upstream speak h2c (the `h2` library; a timer per stream, bodies under flow
+      control) and gives the gateway's upstream `pool: { http2: always }`.
+      --idle-close T [--idle-race W] (UP-10): the upstream closes keep-alive connections idle T seconds, and a
+      request arriving in the last W seconds of that is closed unread (a RST: the request crossed the close);
+      with --think T --think-spread S clients reuse connections right at the expiry. No GET may fail; a POST may
+      get 502, never be received twice.
 
 Classification of each request id (client outcome + upstream log + access log):
   ok          2xx whose body is exactly the echo of its own id, method, request body and size
@@ -199,11 +214,17 @@ def upstream_connection(sock, log, default_delay, faults=False, idle_close=0.0, 
             pass
 
 
-def h2_upstream_connection(sock, log, default_delay, faults=False):
+GOAWAY = {"at": None}  # set by SIGUSR1 in the h2c upstream: a graceful shutdown of every connection open then
+
+
+def h2_upstream_connection(sock, log, default_delay, faults=False, goaway_lag=0.0):
     """The echo upstream over h2c with prior knowledge: every stream answered after its delay (a timer per stream, so
     streams of one connection overlap), its body sent as the peer's windows allow. `sent` is logged once the last
     DATA frame of the stream was written to the socket; `abort` when the peer reset the stream or closed the
-    connection before the answer was complete."""
+    connection before the answer was complete. After SIGUSR1 (the `upstream-goaway` event) a connection open then
+    sends GOAWAY (NO_ERROR) whose last-stream-id is the highest stream it had received when the signal came, goaway_lag
+    seconds later (a GOAWAY crossing new streams on the wire): it answers the streams up to that id, never processes
+    those above it (logged `ignored ID`; RFC 9113 §8.7: not processed, safe to retry for any method), then closes."""
     import heapq
 
     import h2.config
@@ -220,6 +241,10 @@ def h2_upstream_connection(sock, log, default_delay, faults=False):
     streams = {}   # sid -> state
     timers = []    # (due, sid)
     sending = []   # sids whose answer is due, in order
+    accepted_at = time.monotonic()
+    max_received = 0
+    last_id = None     # the GOAWAY's last-stream-id, once decided
+    goaway_sent = False
     try:
         sock.sendall(conn.data_to_send())
         while True:
@@ -255,7 +280,20 @@ def h2_upstream_connection(sock, log, default_delay, faults=False):
                 sock.sendall(out)
             for sid in done:
                 log.write("sent", streams.pop(sid)["rid"])
+            signalled = GOAWAY["at"]
+            if signalled is not None and accepted_at < signalled:
+                if last_id is None:
+                    last_id = max_received
+                if not goaway_sent and time.monotonic() >= signalled + goaway_lag:
+                    from hyperframe.frame import GoAwayFrame
+                    sock.sendall(conn.data_to_send() + GoAwayFrame(0, last_stream_id=last_id, error_code=0).serialize())
+                    goaway_sent = True
+                    log.write("goaway", str(last_id))
+                if goaway_sent and not any(sid <= last_id for sid in streams):
+                    break
             wait = 1.0 if not timers else max(0.0, timers[0][0] - time.monotonic())
+            if signalled is not None and accepted_at < signalled:
+                wait = min(wait, 0.01)
             readable, _, _ = select.select([sock], [], [], wait)
             if not readable:
                 continue
@@ -279,7 +317,11 @@ def h2_upstream_connection(sock, log, default_delay, faults=False):
                     conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                 elif isinstance(event, h2.events.StreamEnded):
                     st = streams.get(event.stream_id)
+                    if st is not None and last_id is not None and event.stream_id > last_id:
+                        log.write("ignored", st["rid"])  # above the GOAWAY's last-stream-id: never processed
+                        continue
                     if st is not None:
+                        max_received = max(max_received, event.stream_id)
                         log.write("recv", st["rid"])
                         st["received"] = True
                         heapq.heappush(timers, (time.monotonic() + st["delay"], event.stream_id))
@@ -308,6 +350,9 @@ def h2_upstream_connection(sock, log, default_delay, faults=False):
 
 def run_upstream(args):
     log = UpstreamLog(args.log)
+    signal.signal(signal.SIGUSR1, lambda *_: GOAWAY.__setitem__("at", time.monotonic()))
+    # A parent may have handed its signal mask down (a test runner blocking signals for its own handling).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((LOOPBACK, args.port))
@@ -323,7 +368,7 @@ def run_upstream(args):
             continue
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if args.h2:
-            threading.Thread(target=h2_upstream_connection, args=(sock, log, args.delay, args.faults),
+            threading.Thread(target=h2_upstream_connection, args=(sock, log, args.delay, args.faults, args.goaway_lag),
                              daemon=True).start()
         else:
             threading.Thread(target=upstream_connection,
@@ -1006,7 +1051,8 @@ class Upstream:
         self.process.wait(timeout=5)
 
     def events(self):
-        self.idle_closes = self.idle_unread = 0
+        self.idle_closes = self.idle_unread = self.goaways = 0
+        self.ignored = set()
         recv, sent, abort, starts = collections.defaultdict(list), collections.defaultdict(list), \
             collections.defaultdict(list), []
         try:
@@ -1020,6 +1066,10 @@ class Upstream:
                             self.idle_closes += 1
                         elif parts[0] == "idle_unread":
                             self.idle_unread += 1
+                        elif parts[0] == "ignored":
+                            self.ignored.add(parts[1])
+                        elif parts[0] == "goaway":
+                            self.goaways += 1
                         target = {"recv": recv, "sent": sent, "abort": abort}.get(parts[0])
                         if target is not None:
                             target[parts[1]].append((float(parts[2]), int(parts[3])))
@@ -1175,6 +1225,9 @@ def classify(run, records, upstream, access, info):
         "shared_post_upstream_hits": sum(1 for r in records if r.get("shared") and r["method"] == "POST"
                                          and r["id"] in recv),
         "idle_closes": upstream.idle_closes, "idle_closes_with_request_unread": upstream.idle_unread,
+        "upstream_goaways": upstream.goaways, "upstream_ignored_above_goaway": len(upstream.ignored),
+        "ignored_above_goaway_then_failed": sum(1 for r in records if r["id"] in upstream.ignored
+                                                and r["outcome"] != "ok"),
         "not_ok_by_method": dict(collections.Counter("%s %s" % (r["method"], r["outcome"]) for r in records
                                                      if r["outcome"] != "ok" and r["kind"] != "p")),
         "gateway_errors_upstream_unseen": dict(gateway_errors),
@@ -1270,6 +1323,8 @@ def run_harness(args):
     elif args.event == "reload-bad":
         proxy.write_config(proxy.gateway_config(BAD_RELOAD))
         proxy.process.send_signal(signal.SIGHUP)
+    elif args.event == "upstream-goaway":
+        upstream.process.send_signal(signal.SIGUSR1)
     elif args.event == "upstream-restart":
         t_kill = run.now()
         upstream.kill9()
@@ -1365,6 +1420,11 @@ def run_harness(args):
             criteria["reload_error_logged"] = "unknown upstream 'missing'" in text
     if args.event == "upstream-restart":
         criteria["GET_UNEXPLAINED"] = summary["GET_UNEXPLAINED"] == 0
+    if args.event == "upstream-goaway":
+        # A graceful upstream shutdown (GOAWAY NO_ERROR): every stream above its last-stream-id was not processed and
+        # may be retried whatever its method (RFC 9113 §8.7), and the ones below it are answered: no request fails.
+        criteria["not_ok"] = summary["not_ok"] == 0
+        criteria["goaway_sent"] = summary["upstream_goaways"] > 0
     if args.coalesce:
         # COAL: followers answered with their flight's answer (fewer upstream calls than GETs), no stale share; a
         # POST is never shared (each one the upstream sees is its own, checked as MISROUTED/DUP above).
@@ -1405,6 +1465,8 @@ def main():
     up.add_argument("--lifetime", type=float, default=120)
     up.add_argument("--faults", action="store_true", help="answer some ids wrongly (classifier self-check)")
     up.add_argument("--h2", action="store_true", help="speak h2c (prior knowledge) instead of HTTP/1.1")
+    up.add_argument("--goaway-lag", type=float, default=0.1,
+                    help="h2c: after SIGUSR1, send the GOAWAY this long after deciding its last-stream-id")
     up.add_argument("--idle-close", type=float, default=0.0,
                     help="HTTP/1.1: close a keep-alive connection idle this long (s); 0 = never")
     up.add_argument("--idle-race", type=float, default=0.0,
@@ -1415,7 +1477,8 @@ def main():
     r.add_argument("--gateway", help="path to the moya-gateway binary")
     r.add_argument("--nginx", default="/usr/sbin/nginx")
     r.add_argument("--event", required=True,
-                   choices=["term", "quit", "reload-good", "reload-bad", "upstream-restart", "kill", "none"])
+                   choices=["term", "quit", "reload-good", "reload-bad", "upstream-restart", "upstream-goaway", "kill",
+                            "none"])
     r.add_argument("--proto", choices=["h1", "h2", "mix"], default="h1")
     r.add_argument("--workers", type=int, default=20, help="requests in flight (h1 workers + h2 streams)")
     r.add_argument("--streams", type=int, default=5, help="concurrent streams per h2 connection")
