@@ -13,6 +13,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     @exclusivity(unchecked) private(set) var reusable = true
     @exclusivity(unchecked) private(set) var exchangesServed = 0
     @exclusivity(unchecked) var idleSince = EventLoop.now()
+    /// How long (ns) the connection may sit idle and still be reused: the server's `Keep-Alive: timeout=` less a
+    /// margin, so that a request is not sent just as the server closes the connection (a POST lost that way cannot be
+    /// retried). Unlimited when the server says nothing.
+    @exclusivity(unchecked) private var reuseLimit: UInt64 = .max
     let openedAt = EventLoop.now()
     private var connectTimer: LoopTimer?
     /// The response-head deadline's timer: one per connection, armed lazily. When it fires it checks the exchange at
@@ -221,6 +225,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             case .head(let head, _):
                 exchange.responseHead = head
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
+                if let keepAlive = head.headers.first(name: "Keep-Alive"),
+                   let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
+                    reuseLimit = limit.nanoseconds
+                }
                 exchange.chooseDelivery(for: head)
                 // A refusal (or a close) before the whole body went out: the server does not want the rest
                 // (RFC 9112 §9.5). A success may read on, so the body keeps going until the response ends.
@@ -318,8 +326,11 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         connection.close()
     }
 
-    /// Closes the connection if it has been idle past `timeout`.
+    /// Closes the connection if it has been idle past `timeout` (or past the server's own limit, see `reuseLimit`).
     func expireIfIdle(now: UInt64, timeout: Duration) {
-        if exchange == nil && isActive && now &- idleSince > timeout.nanoseconds { connection.close() }
+        if exchange == nil && isActive && now &- idleSince > min(timeout.nanoseconds, reuseLimit) { connection.close() }
     }
+
+    /// Whether the connection has been idle short enough to be reused now (see `reuseLimit`).
+    func mayBeReused(now: UInt64) -> Bool { now &- idleSince < reuseLimit }
 }

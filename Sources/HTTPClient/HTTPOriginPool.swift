@@ -82,6 +82,11 @@ final class HTTPOriginPool {
         if !exchange.requiresFreshConnection {
             while let connection = idle.popLast() {
                 if connection.connection.isClosed { continue }
+                guard connection.mayBeReused(now: loop.roundTime) else {
+                    // About to be closed by the server (its `Keep-Alive: timeout=`): not worth the race.
+                    connection.connection.close()
+                    continue
+                }
                 connection.start(exchange)
                 return
             }

@@ -1,0 +1,81 @@
+import Foundation
+import HTTPClient
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Python `http.server` that, like Node.js, closes a connection idle for 1 s and says so (`Keep-Alive: timeout=1`);
+/// it answers with the method it saw.
+private final class AdvertisingServer {
+    static let script = """
+        import http.server, sys
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            timeout = 1
+            def answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                if n: self.rfile.read(n)
+                body = self.command.encode()
+                self.send_response(200)
+                self.send_header("Keep-Alive", "timeout=1, max=100")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            do_GET = do_POST = answer
+            def log_message(self, *args): pass
+        http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+        """
+    let process = Process()
+    let port: Int
+
+    init() async throws {
+        port = try freeLoopbackPort()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec /usr/bin/python3 -c \"$0\" \"$1\" >/dev/null 2>&1", Self.script, String(port)]
+        try process.run()
+        for _ in 0..<100 {
+            if let probe = try? RawClient(port: port) {
+                _ = probe
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw HTTPClientError.connectFailed(reason: "the Python server did not start")
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// A server that says how long it keeps an idle connection (`Keep-Alive: timeout=`) is not sent a request on a
+/// connection about to reach that limit: such a request can cross the server's close on the wire, and a POST lost
+/// that way cannot be retried (reliability.md UP-10).
+@Suite(.serialized) struct HTTPClientKeepAliveTests {
+    @Test func aConnectionNearTheServersKeepAliveTimeoutIsNotReused() async throws {
+        let server = try await AdvertisingServer()
+        let client = HTTPClient()
+        let url = "http://127.0.0.1:\(server.port)/"
+        let first = try await client.execute(HTTPClientRequest(url: url))
+        #expect(first.timings.connect != nil)
+        try await Task.sleep(for: .milliseconds(100))
+        let soon = try await client.execute(HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
+        #expect(soon.timings.connect == nil, "idle 0.1 s of the server's 1 s: reused")
+        try await Task.sleep(for: .milliseconds(700))
+        let late = try await client.execute(HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
+        #expect(late.status == 200 && late.body == Array("POST".utf8))
+        #expect(late.timings.connect != nil, "idle 0.7 s of the server's 1 s (reuse limit 0.5 s): a new connection")
+    }
+
+    @Test func theAdvertisedTimeoutLessAMarginBoundsReuse() {
+        #expect(HTTPClient.keepAliveReuseLimit("timeout=5, max=1000") == .seconds(4))
+        #expect(HTTPClient.keepAliveReuseLimit("max=3,  Timeout = 2") == .seconds(1))
+        #expect(HTTPClient.keepAliveReuseLimit("timeout=1") == .milliseconds(500))
+        #expect(HTTPClient.keepAliveReuseLimit("timeout=0") == .zero)
+        #expect(HTTPClient.keepAliveReuseLimit("max=5") == nil)
+        #expect(HTTPClient.keepAliveReuseLimit("timeout=soon") == nil)
+    }
+}
