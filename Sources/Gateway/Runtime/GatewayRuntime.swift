@@ -97,8 +97,8 @@ public final class GatewayRuntime: Sendable {
     public var localAddresses: [SocketAddress] { server.localAddresses }
     public var adminAddresses: [SocketAddress] { adminServer.localAddresses }
 
-    /// Swaps in a new configuration (routes, upstreams, plugins) atomically; listeners and TLS files change only with a
-    /// restart, which is logged as a warning.
+    /// Swaps in a new configuration (routes, upstreams, plugins) atomically and applies its logging settings and server
+    /// limits; the settings in ``keysNeedingRestart(from:to:)`` change only with a restart, which is logged as a warning.
     public func reload(with config: GatewayConfig) {
         let needRestart = Self.keysNeedingRestart(from: startedConfig, to: config)
         if !needRestart.isEmpty {
