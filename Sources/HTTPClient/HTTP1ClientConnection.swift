@@ -13,10 +13,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     @exclusivity(unchecked) private(set) var reusable = true
     @exclusivity(unchecked) private(set) var exchangesServed = 0
     @exclusivity(unchecked) var idleSince = EventLoop.now()
-    /// How long (ns) the connection may sit idle and still be reused: the server's `Keep-Alive: timeout=` less a
-    /// margin, so that a request is not sent just as the server closes the connection (a POST lost that way cannot be
-    /// retried). Unlimited when the server says nothing.
-    @exclusivity(unchecked) private var reuseLimit: UInt64 = .max
+    /// How long (ns) the connection may sit idle and still be reused: the client's idle timeout, or the server's
+    /// `Keep-Alive: timeout=` less a margin when that is shorter, so that a request is not sent just as the server
+    /// closes the connection (a POST lost that way cannot be retried).
+    @exclusivity(unchecked) private var reuseLimit: UInt64
     let openedAt = EventLoop.now()
     private var connectTimer: LoopTimer?
     /// The response-head deadline's timer: one per connection, armed lazily. When it fires it checks the exchange at
@@ -33,10 +33,12 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
     static let writeHighWater = 256 * 1024
 
-    init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ResponseParser.Limits, connectTimeout: Duration) {
+    init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ResponseParser.Limits, connectTimeout: Duration,
+         idleTimeout: Duration) {
         self.connection = connection
         self.pool = pool
         self.parser = HTTP1ResponseParser(limits: limits)
+        self.reuseLimit = idleTimeout.nanoseconds
         connectTimer = connection.loop.schedule(after: connectTimeout) { [weak self] in
             guard let self, !self.isActive else { return }
             self.failAndClose(.connectTimeout)
@@ -227,7 +229,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
                 if let keepAlive = head.headers.first(name: "Keep-Alive"),
                    let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
-                    reuseLimit = limit.nanoseconds
+                    reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
                 exchange.chooseDelivery(for: head)
                 // A refusal (or a close) before the whole body went out: the server does not want the rest
@@ -326,9 +328,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         connection.close()
     }
 
-    /// Closes the connection if it has been idle past `timeout` (or past the server's own limit, see `reuseLimit`).
-    func expireIfIdle(now: UInt64, timeout: Duration) {
-        if exchange == nil && isActive && now &- idleSince > min(timeout.nanoseconds, reuseLimit) { connection.close() }
+    /// Closes the connection if it has been idle past the client's idle timeout or the server's own limit (see
+    /// `reuseLimit`).
+    func expireIfIdle(now: UInt64) {
+        if exchange == nil && isActive && now &- idleSince > reuseLimit { connection.close() }
     }
 
     /// Whether the connection has been idle short enough to be reused now (see `reuseLimit`).

@@ -39,7 +39,9 @@ public final class HTTPClient: Sendable {
         /// longer. The default, 10 s, equals the default ``connectTimeout``: waiting for a connection is bounded
         /// like opening one.
         public var maxWaitTime: Duration? = .seconds(10)
-        /// How long an idle pooled connection is kept.
+        /// How long an idle pooled connection is kept and may be reused. Keep it below the server's own keep-alive
+        /// timeout when the server does not announce it (`Keep-Alive: timeout=N` is honoured by itself): a request
+        /// sent on a connection the server is closing fails, and only an idempotent one is retried.
         public var idleTimeout: Duration = .seconds(60)
         /// Largest response head accepted.
         public var maxResponseHeaderBytes: Int = 64 * 1024

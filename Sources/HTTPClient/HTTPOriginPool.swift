@@ -83,7 +83,8 @@ final class HTTPOriginPool {
             while let connection = idle.popLast() {
                 if connection.connection.isClosed { continue }
                 guard connection.mayBeReused(now: loop.roundTime) else {
-                    // About to be closed by the server (its `Keep-Alive: timeout=`): not worth the race.
+                    // Idle past the client's limit, or about to be closed by the server (its `Keep-Alive: timeout=`):
+                    // not worth the race.
                     connection.connection.close()
                     continue
                 }
@@ -143,7 +144,8 @@ final class HTTPOriginPool {
                 limits: HTTP1ResponseParser.Limits(maxHeaderBytes: configuration.maxResponseHeaderBytes,
                                                    maxHeaders: configuration.maxResponseHeaders,
                                                    maxBodyBytes: configuration.maxResponseBodyBytes),
-                connectTimeout: min(configuration.connectTimeout, remaining(exchange)))
+                connectTimeout: min(configuration.connectTimeout, remaining(exchange)),
+                idleTimeout: configuration.idleTimeout)
             connection.delegate = client
             all[ObjectIdentifier(client)] = client
             opened = client
@@ -310,7 +312,7 @@ final class HTTPOriginPool {
     /// The loop's sweep: closes connections idle too long and fails exchanges that waited too long for one.
     func sweep(now: UInt64) {
         expireWaiting(now: now)
-        for connection in idle { connection.expireIfIdle(now: now, timeout: configuration.idleTimeout) }
+        for connection in idle { connection.expireIfIdle(now: now) }
         for connection in Array(http2Connections.values) {
             connection.expireWaiting(now: now)
             connection.expireIfIdle(now: now, timeout: configuration.idleTimeout)

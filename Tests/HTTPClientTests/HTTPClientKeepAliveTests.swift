@@ -6,8 +6,8 @@ import Testing
 import Glibc
 #endif
 
-/// A Python `http.server` that, like Node.js, closes a connection idle for 1 s and says so (`Keep-Alive: timeout=1`);
-/// it answers with the method it saw.
+/// A Python `http.server` that closes a connection idle for 1 s and, like Node.js, says so (`Keep-Alive: timeout=1`),
+/// or, like nginx and Go, does not (`announces: false`); it answers with the method it saw.
 private final class AdvertisingServer {
     static let script = """
         import http.server, sys
@@ -19,7 +19,7 @@ private final class AdvertisingServer {
                 if n: self.rfile.read(n)
                 body = self.command.encode()
                 self.send_response(200)
-                self.send_header("Keep-Alive", "timeout=1, max=100")
+                if sys.argv[2] == "1": self.send_header("Keep-Alive", "timeout=1, max=100")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -30,10 +30,11 @@ private final class AdvertisingServer {
     let process = Process()
     let port: Int
 
-    init() async throws {
+    init(announces: Bool = true) async throws {
         port = try freeLoopbackPort()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec /usr/bin/python3 -c \"$0\" \"$1\" >/dev/null 2>&1", Self.script, String(port)]
+        process.arguments = ["-c", "exec /usr/bin/python3 -c \"$0\" \"$1\" \"$2\" >/dev/null 2>&1", Self.script, String(port),
+                             announces ? "1" : "0"]
         try process.run()
         for _ in 0..<100 {
             if let probe = try? RawClient(port: port) {
@@ -68,6 +69,25 @@ private final class AdvertisingServer {
         let late = try await client.execute(HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
         #expect(late.status == 200 && late.body == Array("POST".utf8))
         #expect(late.timings.connect != nil, "idle 0.7 s of the server's 1 s (reuse limit 0.5 s): a new connection")
+    }
+
+    /// A server that keeps its limit to itself (nginx, Go) is met by the client's own `idleTimeout` set below it: an
+    /// idle connection is not reused past it, whether or not the loop's sweep has closed it yet.
+    @Test func theClientsIdleTimeoutBoundsReuseWhenTheServerSaysNothing() async throws {
+        let server = try await AdvertisingServer(announces: false)
+        var configuration = HTTPClient.Configuration()
+        configuration.idleTimeout = .milliseconds(500)
+        let client = HTTPClient(configuration: configuration)
+        let url = "http://127.0.0.1:\(server.port)/"
+        let first = try await client.execute(HTTPClientRequest(url: url))
+        #expect(first.timings.connect != nil)
+        try await Task.sleep(for: .milliseconds(100))
+        let soon = try await client.execute(HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
+        #expect(soon.timings.connect == nil, "idle 0.1 s of the client's 0.5 s: reused")
+        try await Task.sleep(for: .milliseconds(700))
+        let late = try await client.execute(HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
+        #expect(late.status == 200 && late.body == Array("POST".utf8))
+        #expect(late.timings.connect != nil, "idle 0.7 s, past the client's 0.5 s: a new connection")
     }
 
     @Test func theAdvertisedTimeoutLessAMarginBoundsReuse() {

@@ -317,6 +317,8 @@ public struct UpstreamConfig: Sendable, Equatable {
         /// How long a request may wait for a connection (or an HTTP/2 stream) when the pool is at its limit before it
         /// fails with 503. Default 10 s.
         public var maxWait: Duration = .seconds(10)
+        /// How long an idle connection to the upstream is kept for reuse. Default 60 s.
+        public var idleTimeout: Duration = .seconds(60)
 
         public init() {}
     }

@@ -59,6 +59,7 @@ final class UpstreamProvider: Sendable {
             // `pool.max_connections` is per upstream, not per event loop.
             configuration.maxConnectionsPerOriginTotal = upstream.pool.maxConnections
             configuration.maxWaitTime = upstream.pool.maxWait
+            configuration.idleTimeout = upstream.pool.idleTimeout
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
             let client = HTTPClient(configuration: configuration, group: group)

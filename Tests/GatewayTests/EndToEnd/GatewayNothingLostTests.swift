@@ -265,6 +265,17 @@ struct GatewayNothingLostTests {
         #expect((summary.int("idle_closes_with_request_unread") ?? 0) > 0, "the race was exercised: \(summary)")
     }
 
+    /// UP-10 with the gateway's `pool.idle_timeout` (0.2 s) below the upstream's undeclared 0.3 s: no pooled
+    /// connection is reused near the upstream's close, so not even a POST fails.
+    @Test func up10PoolIdleTimeoutBelowTheUpstreamsFailsNothing() async throws {
+        let summary = try await Self.run("up10-idle", ["--event", "none", "--proto", "h1", "--idle-close", "0.3",
+                                                       "--idle-race", "0.05", "--think", "0.3", "--think-spread", "0.15",
+                                                       "--delay", "0.05", "--pool-idle-timeout", "0.2"])
+        Self.expectNothingLost(summary)
+        #expect(summary.int("post_not_ok") == 0, "a POST failed: \(summary)")
+        #expect(!summary.failed.contains("get_not_ok"), "a GET failed: \(summary)")
+    }
+
     /// A graceful h2c upstream shutdown: every upstream connection gets GOAWAY (NO_ERROR) whose last-stream-id lags
     /// 100 ms behind the streams arriving (a GOAWAY crossing new streams on the wire); the upstream answers the streams
     /// up to it and never processes those above. Those were not processed, so the gateway retries them on a new

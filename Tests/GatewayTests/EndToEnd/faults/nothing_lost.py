@@ -942,7 +942,9 @@ class Proxy:
         self.config = os.path.join(directory, "gateway.yaml" if args.proxy == "gateway" else "nginx.conf")
 
     def gateway_config(self, extra=""):
-        pool = ", pool: { http2: always }" if self.args.upstream_h2 else ""
+        settings = (["http2: always"] if self.args.upstream_h2 else []) + \
+            ([f"idle_timeout: {int(self.args.pool_idle_timeout * 1000)}ms"] if self.args.pool_idle_timeout else [])
+        pool = ", pool: { " + ", ".join(settings) + " }" if settings else ""
         route_extra = ", coalesce: true" if self.args.coalesce else ""
         return GATEWAY_CONFIG.format(port=self.port, admin=self.admin, upstream=self.upstream_port,
                                      drain=self.args.drain, threads=self.args.threads, pool=pool,
@@ -1439,6 +1441,9 @@ def run_harness(args):
         if args.event == "none":
             criteria["post_failed_only_502"] = all(r["outcome"] in ("ok", "http_502") for r in main_records
                                                    if r["method"] == "POST")
+        if args.pool_idle_timeout and args.pool_idle_timeout < args.idle_close:
+            # The gateway's pool.idle_timeout below the upstream's: no connection is reused near its close.
+            criteria["post_not_ok"] = summary["post_not_ok"] == 0
     if args.event == "kill" or args.proxy != "gateway":
         summary["report_only"] = True
     summary["criteria"] = criteria
@@ -1499,6 +1504,8 @@ def main():
     r.add_argument("--idle-race", type=float, default=0.0,
                    help="UP-10: with --idle-close, a request reaching the upstream in the last this-many seconds of "
                         "the idle time is closed unread (a RST), as one crossing the close on the wire would be")
+    r.add_argument("--pool-idle-timeout", type=float, default=0.0,
+                   help="the gateway's upstream has pool: { idle_timeout: this many seconds }")
     r.add_argument("--slow-readers", type=int, default=0,
                    help="clients reading a 12 MiB relayed body slowly (a relay in flight across the event)")
     r.add_argument("--event-at", type=float, default=2.0)
