@@ -360,6 +360,7 @@ private struct Builder {
     func upstream(_ entry: YAMLReader.Entry) -> UpstreamConfig? {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
             "base_url", "headers", "timeout", "pool", "tls", "access_token", "credentials", "validation", "stub",
+            "circuit_breaker",
         ]) else { return nil }
         var upstream = UpstreamConfig(name: entry.key)
         var ok = true
@@ -409,6 +410,18 @@ private struct Builder {
             if let credentials = credentials(item) { upstream.credentials = credentials } else { ok = false }
             if map.has("access_token") {
                 reader.report(line: item.keyLine, item.path, "use either access_token or credentials, not both")
+            }
+        }
+        if let item = map["circuit_breaker"] {
+            if map.has("stub") {
+                reader.report(line: item.keyLine, item.path, "a stub upstream has no circuit to break (use it with base_url)")
+            } else if let breaker = reader.mapping(item.value, item.path, allowed: ["failures", "open_for"]) {
+                var config = CircuitBreakerConfig()
+                if let failures = breaker["failures"], let value = reader.int(failures, in: 1...1_000_000) {
+                    config.failures = value
+                }
+                if let openFor = breaker["open_for"], let value = reader.duration(openFor) { config.openFor = value }
+                upstream.circuitBreaker = config
             }
         }
         if let item = map["validation"], let value = reader.scalar(item.value, item.path) {

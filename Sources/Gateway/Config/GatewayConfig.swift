@@ -385,6 +385,8 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var validation: Validation = .none
     /// When set, the upstream is never contacted over the network.
     public var stub: StubConfig?
+    /// When set, calls are refused for a while after too many failed in a row.
+    public var circuitBreaker: CircuitBreakerConfig?
 
     public init(name: String, baseURL: UpstreamURL? = nil) {
         self.name = name
@@ -392,6 +394,16 @@ public struct UpstreamConfig: Sendable, Equatable {
     }
 
     public var isStub: Bool { stub != nil }
+}
+
+/// `circuit_breaker`: stop calling an upstream that keeps failing, and answer 503 at once instead.
+public struct CircuitBreakerConfig: Sendable, Equatable {
+    /// Failed calls in a row (no answer, or 502, 503 or 504) that open the circuit. Default 5.
+    public var failures: Int = 5
+    /// How long an open circuit refuses calls before it lets one trial call through. Default 10 s.
+    public var openFor: Duration = .seconds(10)
+
+    public init() {}
 }
 
 /// A stubbed upstream's canned response (Moya's `StubBehavior` and sample data).

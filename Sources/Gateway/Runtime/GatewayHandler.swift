@@ -222,6 +222,18 @@ final class GatewayHandler: HTTPServerHandler {
         }
         let target = call.target(body: body, streamedBody: streamedBody, key: key)
 
+        var isTrial = false
+        if let breaker = upstream.breaker {
+            switch breaker.admit(now: EventLoop.now()) {
+            case .allowed(let trial):
+                isTrial = trial
+            case .refused(let wait):
+                exchange.record.upstreamError = "circuit open"
+                exchange.snapshot.telemetry.circuitRefused(upstream: call.route.upstream.name)
+                return errorResponse(.serviceUnavailable, requestID: requestID,
+                                     extra: ["Retry-After": UpstreamCircuit.retryAfter(wait)])
+            }
+        }
         let result: Result<Moya.Response, MoyaError>
         if key != nil {
             result = await upstream.provider.request(MultiTarget(target))
@@ -233,6 +245,13 @@ final class GatewayHandler: HTTPServerHandler {
                                                                   streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
         exchange.record.retries = target.retryCount.value
+        // A coalesced follower's answer is its leader's call: counted once.
+        if let breaker = upstream.breaker, key == nil || target.wasSent || isTrial {
+            let outcome = UpstreamCircuit.outcome(of: result, cancelled: _Concurrency.Task<Never, Never>.isCancelled
+                                                  || streamedBody?.exceededLimit == true)
+            UpstreamCircuit.report(breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
+                                   upstream: call.route.upstream.name, breaker: breaker, snapshot: exchange.snapshot)
+        }
         if let streamedBody {
             exchange.record.bytesIn = streamedBody.bytesRelayed
             if case .failure = result, streamedBody.exceededLimit {

@@ -107,7 +107,8 @@ public final class GatewayRuntime: Sendable {
         }
         logSettings.update(config.logging)
         server.update(limits: Self.serverLimits(config))
-        state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
+        state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger,
+                                            previous: state.current))
         telemetry.reloaded(successfully: true)
         logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
     }

@@ -13,7 +13,9 @@ final class GatewaySnapshot: Sendable {
     /// The gateway's log (upstream exchanges at `debug`, see ``UpstreamExchangeLogging``; per-request warnings).
     let logger: Logger
 
-    init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger) {
+    /// `previous`: the snapshot this one replaces; an upstream whose address and circuit breaker settings did not
+    /// change keeps its circuit (a reload during an outage does not let a fresh burst of calls through).
+    init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger, previous: GatewaySnapshot? = nil) {
         self.config = config
         self.logger = logger
         self.routes = RouteTable(config: config)
@@ -22,7 +24,14 @@ final class GatewaySnapshot: Sendable {
             let exchangeLogger = UpstreamExchangeLogging.plugin(
                 logger: logger, upstream: upstream.name, redactHeaders: config.logging.redactHeaders,
                 apiKeyHeader: config.clients?.apiKeys?.header)
-            providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger)
+            let breaker = upstream.circuitBreaker.map { settings in
+                previous?.providers[upstream.name].flatMap { old in
+                    old.upstream.baseURL == upstream.baseURL && old.upstream.circuitBreaker == settings ? old.breaker : nil
+                } ?? CircuitBreaker(failureThreshold: settings.failures, openFor: settings.openFor)
+            }
+            providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger,
+                                                        breaker: breaker)
+            if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
         self.providers = providers
         self.telemetry = telemetry

@@ -86,6 +86,16 @@ public final class Telemetry: Sendable {
         registry.makeCounter(descriptor: Metric.upstreamErrors, labels: [("upstream", upstream), ("error", code.rawValue)]).increment()
     }
 
+    /// Exports whether `upstream`'s circuit is open (1: calls are refused) or closed (0).
+    func circuit(upstream: String, isOpen: Bool) {
+        registry.makeGauge(descriptor: Metric.circuitOpen, labels: [("upstream", upstream)]).set(to: isOpen ? 1.0 : 0.0)
+    }
+
+    /// Counts a call refused because its upstream's circuit is open.
+    func circuitRefused(upstream: String) {
+        registry.makeCounter(descriptor: Metric.circuitRefused, labels: [("upstream", upstream)]).increment()
+    }
+
     /// The access log's JSON line, appended into one reserved string (no intermediate concatenations).
     private func jsonLine(_ record: AccessRecord) -> String {
         func append(_ value: String?, to line: inout String) {
@@ -183,6 +193,10 @@ enum Metric {
                                                     helpText: "Configuration reloads (SIGHUP), by result (success or failure)") }
     static var lastReloadSuccessful: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "config_last_reload_successful",
                                                            unitName: "", helpText: "1 when the last reload was taken (or none was tried), 0 when it was rejected") }
+    static var circuitOpen: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "upstream_circuit_open",
+                                                  unitName: "", helpText: "1 while the upstream's circuit is open (calls refused), else 0") }
+    static var circuitRefused: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "upstream_circuit_refused", unitName: "total",
+                                                     helpText: "Calls answered 503 without contacting the upstream because its circuit was open") }
     static var openConnections: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "open", unitName: "connections",
                                                       helpText: "Client connections open now") }
 }

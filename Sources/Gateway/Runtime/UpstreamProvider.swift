@@ -30,9 +30,14 @@ final class UpstreamProvider: Sendable {
     /// is not forwarded.
     let injectsCredentials: Bool
 
+    /// The upstream's circuit (`circuit_breaker`), if it has one.
+    let breaker: CircuitBreaker?
+
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only).
-    init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil) {
+    init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
+         breaker: CircuitBreaker? = nil) {
         self.upstream = upstream
+        self.breaker = breaker
         self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         self.logsExchanges = exchangeLogger != nil
         self.answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false

@@ -200,6 +200,33 @@ import Testing
         ])
     }
 
+    @Test func circuitBreakerSettings() throws {
+        let loaded = try config("""
+            upstreams:
+              users: { base_url: "http://127.0.0.1:1", circuit_breaker: { failures: 3, open_for: 2s } }
+              plain: { base_url: "http://127.0.0.1:1", circuit_breaker: {} }
+              none: { base_url: "http://127.0.0.1:1" }
+            routes:
+              - { name: r, match: { path: /x }, upstream: users }
+            """)
+        #expect(loaded.upstream(named: "users")?.circuitBreaker?.failures == 3)
+        #expect(loaded.upstream(named: "users")?.circuitBreaker?.openFor == .seconds(2))
+        #expect(loaded.upstream(named: "plain")?.circuitBreaker == CircuitBreakerConfig())
+        #expect(loaded.upstream(named: "none")?.circuitBreaker == nil)
+        #expect(problems("""
+            upstreams:
+              a: { base_url: "http://127.0.0.1:1", circuit_breaker: { failures: 0, open_for: 0s, after: 1 } }
+              s: { stub: { status: 200 }, circuit_breaker: { failures: 2 } }
+            routes:
+              - { name: r, match: { path: /x }, upstream: a }
+            """) == [
+            "conf/gw.yaml:2: upstreams.a.circuit_breaker.after: unknown key (expected one of: failures, open_for)",
+            "conf/gw.yaml:2: upstreams.a.circuit_breaker.failures: must be between 1 and 1000000",
+            "conf/gw.yaml:2: upstreams.a.circuit_breaker.open_for: must be greater than 0",
+            "conf/gw.yaml:3: upstreams.s.circuit_breaker: a stub upstream has no circuit to break (use it with base_url)",
+        ])
+    }
+
     @Test func missingTopLevelKeys() {
         #expect(problems("") == ["conf/gw.yaml:1: upstreams: required key is missing",
                                  "conf/gw.yaml:1: routes: required key is missing"])
