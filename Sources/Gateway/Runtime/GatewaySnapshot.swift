@@ -35,11 +35,13 @@ final class GatewaySnapshot: Sendable {
         }
         self.providers = providers
         self.telemetry = telemetry
-        hasInstantStubs = providers.values.contains { $0.answersInstantly }
+        hasInstantStubs = routes.routes.contains { route in
+            !route.config.coalesce && providers[route.upstream.name]?.answersInstantly == true
+        }
     }
 
-    /// Whether some upstream is a stub without latency (answered from the event loop, see
-    /// `GatewayHandler.respondImmediately(to:)`).
+    /// Whether some route can be answered by a stub without latency from the event loop (see
+    /// `GatewayHandler.respondImmediately(to:)`); when none can, requests are not routed for it first.
     let hasInstantStubs: Bool
 }
 
