@@ -180,6 +180,70 @@ public final class HTTPClient: Sendable {
     ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
         try Task.checkCancellation()
+        // Only what may wait is done here; the rest is synchronous (`prepare`), which keeps this async frame small:
+        // each local an async function holds costs a task allocation.
+        var file: OffLoopFile?
+        if case .file(let path) = request.body {
+            do {
+                file = try await OffLoopFile.open(path)
+            } catch {
+                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
+            }
+        }
+        var addresses = resolutions.knownAddresses(host: request.host, port: request.port)
+        if addresses == nil {
+            do {
+                addresses = try await resolutions.addresses(host: request.host, port: request.port)
+            } catch {
+                throw HTTPClientError.nameResolutionFailed(host: request.host)
+            }
+        }
+        let start = try prepare(request, deadline: deadline, progress: progress, file: file, addresses: addresses ?? [])
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                start.begin(delivering: delivery(continuation))
+            }
+        } onCancel: {
+            start.cancel()
+        }
+    }
+
+    /// An exchange ready to go to its origin's pool on its loop.
+    private struct PreparedExchange: @unchecked Sendable {
+        // Made before it is shared: the cancellation handler reaches it directly, with no box to allocate and lock.
+        // Past `begin` only the loop touches it.
+        let exchange: HTTPClientExchange
+        let client: HTTPClient
+        let loop: EventLoop
+        let loopPools: LoopPools
+        let tls: TLSContext?
+        let addresses: [SocketAddress]
+
+        /// Hands the exchange to the pool; called on the loop (a task preferring it) it starts at once, with no
+        /// closure to allocate.
+        func begin(delivering delivery: HTTPClientExchange.Delivery) {
+            if loop.inEventLoop { submit(delivery) } else { loop.execute { submit(delivery) } }
+        }
+
+        private func submit(_ delivery: HTTPClientExchange.Delivery) {
+            guard exchange.begin(delivering: delivery) else { return }
+            if Task.isCancelled {
+                exchange.fail(.cancelled)
+                return
+            }
+            let pool = HTTPClient.pool(for: exchange.request.origin, in: loopPools, loop: loop,
+                                       configuration: client.configuration, tls: tls, budgets: client.budgets)
+            pool.submit(exchange, addresses: addresses)
+        }
+
+        func cancel() {
+            loop.execute { self.exchange.cancel() }
+        }
+    }
+
+    /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
+    private func prepare(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
+                         file: OffLoopFile?, addresses: [SocketAddress]) throws -> PreparedExchange {
         let body: [UInt8]
         let streamedBody: StreamedRequestBody?
         switch request.body {
@@ -189,26 +253,16 @@ public final class HTTPClient: Sendable {
         case .bytes(let bytes):
             body = bytes
             streamedBody = nil
-        case .file(let path):
+        case .file:
             body = []
-            do {
-                streamedBody = .file(try await OffLoopFile.open(path))
-            } catch {
-                throw HTTPClientError.requestBodyFailed(reason: "\(error)")
-            }
+            streamedBody = file.map { .file($0) }
         case .stream(let stream, let length):
             if let length, length < 0 { throw HTTPClientError.requestBodyFailed(reason: "negative length \(length)") }
             body = []
             streamedBody = .stream(stream, length: length)
         }
-        let head = makeHead(for: request, bodyLength: streamedBody.map { $0.length } ?? Int64(body.count))
-        let addresses: [SocketAddress]
-        do {
-            addresses = try await resolutions.addresses(host: request.host, port: request.port)
-        } catch {
-            throw HTTPClientError.nameResolutionFailed(host: request.host)
-        }
         guard !addresses.isEmpty else { throw HTTPClientError.nameResolutionFailed(host: request.host) }
+        let head = makeHead(for: request, bodyLength: streamedBody.map { $0.length } ?? Int64(body.count))
         let tls = request.origin.isTLS ? try clientTLSContext() : nil
         let loopIndex: Int
         if let current = group.loops.firstIndex(where: { $0.inEventLoop }) {
@@ -218,36 +272,15 @@ public final class HTTPClient: Sendable {
             loopIndex = group.loops.firstIndex { $0 === next } ?? 0
         }
         let loop = group.loops[loopIndex]
-        let loopPools = pools[loopIndex]
         let deadlineNanos = deadline.map { instant -> UInt64 in
             let remaining = ContinuousClock.now.duration(to: instant)
             return EventLoop.now() &+ remaining.nanoseconds
         }
-        let configuration = configuration
-        // Made here, before it is shared: the cancellation handler reaches it directly, with no box to allocate and
-        // lock. Past this point only the loop touches it.
-        let exchange = UncheckedSendable(HTTPClientExchange(
+        let exchange = HTTPClientExchange(
             request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
-            configuration: configuration, loop: loop, deadline: deadlineNanos, client: self))
-        let tlsBox = UncheckedSendable(tls)
-        return try await withTaskCancellationHandler {
-            try await withUnsafeThrowingContinuation { continuation in
-                @Sendable func start() {
-                    guard exchange.value.begin(delivering: delivery(continuation)) else { return }
-                    if Task.isCancelled {
-                        exchange.value.fail(.cancelled)
-                        return
-                    }
-                    let pool = Self.pool(for: request.origin, in: loopPools.value, loop: loop,
-                                         configuration: configuration, tls: tlsBox.value, budgets: budgets)
-                    pool.submit(exchange.value, addresses: addresses)
-                }
-                // Called on the loop (a task preferring it), the exchange starts at once, with no closure to allocate.
-                if loop.inEventLoop { start() } else { loop.execute(start) }
-            }
-        } onCancel: {
-            loop.execute { exchange.value.cancel() }
-        }
+            configuration: configuration, loop: loop, deadline: deadlineNanos, client: self)
+        return PreparedExchange(exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
+                                addresses: addresses)
     }
 
     private static func pool(for origin: HTTPOrigin, in pools: LoopPools, loop: EventLoop,

@@ -30,8 +30,9 @@ final class HostResolutionCache: Sendable {
         self.resolver = resolver
     }
 
-    /// The addresses of `host:port`, from the cache while fresh, else from the resolver.
-    func addresses(host: String, port: Int) async throws -> [SocketAddress] {
+    /// The addresses of `host:port` when they are known without the resolver: a numeric host, or a fresh cache entry.
+    /// Synchronous, so the usual request costs no async call.
+    func knownAddresses(host: String, port: Int) -> [SocketAddress]? {
         if let last = lastNumeric.withLock({ $0 }), last.key.host == host, last.key.port == port { return last.addresses }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if let numeric = SocketAddress(numericHost: bare, port: port) {
@@ -39,10 +40,19 @@ final class HostResolutionCache: Sendable {
             lastNumeric.withLock { $0 = (Key(host: host, port: port), addresses) }
             return addresses
         }
+        guard ttl > .zero else { return nil }
+        if let cached = entries.withLock({ $0[Key(host: host, port: port)] }), cached.expires > ContinuousClock.now {
+            return cached.addresses
+        }
+        return nil
+    }
+
+    /// The addresses of `host:port`, from the cache while fresh, else from the resolver.
+    func addresses(host: String, port: Int) async throws -> [SocketAddress] {
+        if let known = knownAddresses(host: host, port: port) { return known }
         guard ttl > .zero else { return try await resolver(host, port) }
         let key = Key(host: host, port: port)
         let now = ContinuousClock.now
-        if let cached = entries.withLock({ $0[key] }), cached.expires > now { return cached.addresses }
         let addresses = try await resolver(host, port)
         guard !addresses.isEmpty else { return addresses }
         entries.withLock { entries in
