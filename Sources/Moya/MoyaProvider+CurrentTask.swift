@@ -34,13 +34,21 @@ extension MoyaProvider {
     /// plugins' `process`.
     func unprocessedResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
                            streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
-        let stubBehavior = stubClosure(target)
-        if let lane = transportLane, let mapped = lane.mapping(endpoint) {
-            return await transportResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
-                                         mapped: mapped, lane: lane, streamingBodiesAbove: streamingBodiesAbove)
+        switch transportStep(target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove) {
+        case .finished(let result):
+            return result
+        case .stub(let source, let behavior):
+            return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: behavior,
+                                    requestSource: source)
+        case .send(let outgoing, let requestType):
+            let result = await sendWithRetries(outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
+                                               retriers: retriers, progress: HTTPClientProgress())
+            plugins.forEach { $0.didReceive(result, target: pluginTarget) }
+            return result
+        case .urlRequest(let stubBehavior):
+            return await urlRequestResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                                          streamingBodiesAbove: streamingBodiesAbove)
         }
-        return await urlRequestResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
-                                      streamingBodiesAbove: streamingBodiesAbove)
     }
 
     private func urlRequestResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
@@ -74,28 +82,35 @@ extension MoyaProvider {
         return result
     }
 
-    /// The same pipeline on a `TransportRequest`: plugins prepare it as a `TransportPlugin`, and see a `URLRequest`
-    /// only if they ask for one.
-    private func transportResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
-                                 mapped: Result<TransportRequest, MoyaError>, lane: TransportLane,
-                                 streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
+    /// What a request comes to before anything waits, on the transport lane: plugins prepare a `TransportRequest`
+    /// (as `TransportPlugin`s) and see a `URLRequest` only if they ask for one.
+    private enum TransportStep {
+        /// The endpoint failed to map, or the task is cancelled.
+        case finished(Result<Moya.Response, MoyaError>)
+        /// Prepared, and stubbed.
+        case stub(URLRequestSource, Moya.StubBehavior)
+        /// Prepared, to be sent.
+        case send(TransportOutgoing, RequestTypeWrapper)
+        /// No transport lane for this endpoint: the `URLRequest` pipeline.
+        case urlRequest(Moya.StubBehavior)
+    }
+
+    /// The synchronous part of ``unprocessedResult(_:pluginTarget:endpoint:streamingBodiesAbove:)`` (kept out of the
+    /// async function, whose every local costs a task allocation).
+    private func transportStep(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
+                               streamingBodiesAbove: Int?) -> TransportStep {
+        let stubBehavior = stubClosure(target)
+        guard let lane = transportLane, let mapped = lane.mapping(endpoint) else { return .urlRequest(stubBehavior) }
         var request: TransportRequest
         switch mapped {
         case .success(let built): request = built
-        case .failure(let error): return .failure(error)
+        case .failure(let error): return .finished(.failure(error))
         }
-        if AsyncTask.isCancelled { return cancelledResult(pluginTarget) }
+        if AsyncTask.isCancelled { return .finished(cancelledResult(pluginTarget)) }
 
         let (source, requestType) = prepare(&request, lane: lane, pluginTarget: pluginTarget)
-        guard case .never = stubBehavior else {
-            return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
-                                    requestSource: source)
-        }
-        let outgoing = TransportOutgoing(request, source: source, streamingBodiesAbove: streamingBodiesAbove)
-        let result = await sendWithRetries(outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
-                                           retriers: retriers, progress: HTTPClientProgress())
-        plugins.forEach { $0.didReceive(result, target: pluginTarget) }
-        return result
+        guard case .never = stubBehavior else { return .stub(source, stubBehavior) }
+        return .send(TransportOutgoing(request, source: source, streamingBodiesAbove: streamingBodiesAbove), requestType)
     }
 
     /// Runs the plugins' transport `prepare` on `request`, then their `willSend`.

@@ -184,14 +184,24 @@ public final class Session: Sendable {
     /// followed. `streamingBodiesAbove` as in `send(_:upload:progress:streamingBodiesAbove:)`.
     func send(_ request: TransportRequest, progress: HTTPClientProgress,
               streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
+        let (clientRequest, deadline) = clientRequest(for: request)
+        return try await exchange(clientRequest, deadline: deadline, progress: progress,
+                                  streamingBodiesAbove: threshold, url: .transport(request.http.origin, request.http.target))
+    }
+
+    /// The client's request for `request` (plus the session's headers it does not set) and its deadline: the
+    /// synchronous part of ``send(_:progress:streamingBodiesAbove:)``, kept out of the async function, whose every
+    /// local costs a task allocation.
+    private func clientRequest(for request: TransportRequest) -> (HTTPClientRequest, ContinuousClock.Instant?) {
         var clientRequest = request.http
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !clientRequest.headers.contains(name: name) {
-            clientRequest.headers.add(name: name, value: value)
+        if !headers.isEmpty {
+            for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !clientRequest.headers.contains(name: name) {
+                clientRequest.headers.add(name: name, value: value)
+            }
         }
         var deadline = request.timeout.map { ContinuousClock.now + $0 }
         if let overall = request.deadline { deadline = min(deadline ?? overall, overall) }
-        return try await exchange(clientRequest, deadline: deadline, progress: progress,
-                                  streamingBodiesAbove: threshold, url: .transport(request.http.origin, request.http.target))
+        return (clientRequest, deadline)
     }
 
     /// One exchange with the client: the body collected, or (with a threshold) streamed when it is longer.

@@ -46,21 +46,25 @@ final class GatewayHandler: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
-        let started = ContinuousClock.now
-        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: started)
-        let response = await respond(&exchange)
+        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: ContinuousClock.now)
+        return finishHandled(&exchange, response: await respond(&exchange))
+    }
+
+    /// Completes a request `handle` answered (synchronous, so the async function holds fewer locals: each costs a
+    /// task allocation).
+    private func finishHandled(_ exchange: inout Exchange, response: HTTPServerResponse) -> HTTPServerResponse {
         if _Concurrency.Task<Never, Never>.isCancelled {
-            if request.bodyTimedOut {
+            if exchange.request.bodyTimedOut {
                 // The server answered 408 itself: the client stopped sending its body.
                 exchange.record.upstreamError = "client body timeout"
-                return finish(&exchange, response: response, started: started, loggedStatus: 408)
+                return finish(&exchange, response: response, started: exchange.started, loggedStatus: 408)
             }
             // The server cancels a handler whose connection closed or outlived the drain timeout: the answer reaches
             // nobody. Logged and counted as 499 (nginx's "client closed request"), not as the 502 built for it.
             exchange.record.upstreamError = exchange.record.upstreamError ?? "cancelled"
-            return finish(&exchange, response: response, started: started, loggedStatus: Self.abandonedStatus)
+            return finish(&exchange, response: response, started: exchange.started, loggedStatus: Self.abandonedStatus)
         }
-        return finish(&exchange, response: response, started: started)
+        return finish(&exchange, response: response, started: exchange.started)
     }
 
     /// The status logged for a request whose answer could not be delivered (see `handle`).
