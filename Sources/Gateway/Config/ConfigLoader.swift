@@ -383,12 +383,15 @@ private struct Builder {
                 upstream.timeout.response = value
             }
         }
-        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: ["max_connections", "http2", "max_wait", "idle_timeout"]) {
+        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: ["max_connections", "http2", "max_wait", "max_waiting", "idle_timeout"]) {
             if let max = pool["max_connections"], let value = reader.int(max, in: 1...100_000) {
                 upstream.pool.maxConnections = value
             }
             if let wait = pool["max_wait"], let value = reader.duration(wait) { upstream.pool.maxWait = value }
             if let idle = pool["idle_timeout"], let value = reader.duration(idle) { upstream.pool.idleTimeout = value }
+            if let waiting = pool["max_waiting"], let value = reader.int(waiting, in: 0...1_000_000) {
+                upstream.pool.maxWaiting = value
+            }
             if let mode = pool["http2"], let value = reader.scalar(mode.value, mode.path) {
                 if let parsed = UpstreamConfig.HTTP2Mode(rawValue: value.text) {
                     upstream.pool.http2 = parsed

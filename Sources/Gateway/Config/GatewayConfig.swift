@@ -319,6 +319,9 @@ public struct UpstreamConfig: Sendable, Equatable {
         public var maxWait: Duration = .seconds(10)
         /// How long an idle connection to the upstream is kept for reuse. Default 60 s.
         public var idleTimeout: Duration = .seconds(60)
+        /// Most requests waiting for a connection (or an HTTP/2 stream) per thread; more get 503 at once. Default
+        /// 1024; 0 queues none.
+        public var maxWaiting: Int = 1024
 
         public init() {}
     }

@@ -65,6 +65,7 @@ final class UpstreamProvider: Sendable {
             configuration.maxConnectionsPerOriginTotal = upstream.pool.maxConnections
             configuration.maxWaitTime = upstream.pool.maxWait
             configuration.idleTimeout = upstream.pool.idleTimeout
+            configuration.maxWaitingRequestsPerOrigin = upstream.pool.maxWaiting
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
             let client = HTTPClient(configuration: configuration, group: group)

@@ -86,7 +86,7 @@ import Testing
             base_url: http://127.0.0.1:18080/v1
             headers: { X-From: moya-gateway }
             timeout: { connect: 1s, response: 5s }
-            pool: { max_connections: 64, http2: always, max_wait: 2s, idle_timeout: 4s }
+            pool: { max_connections: 64, http2: always, max_wait: 2s, idle_timeout: 4s, max_waiting: 0 }
             tls: { verify: false, ca_file: certs/ca.pem }
             access_token: { type: custom, scheme: Token, token: "${USERS_TOKEN}" }
             validation: success_and_redirect
@@ -143,7 +143,7 @@ import Testing
         #expect(users.headers.first(name: "x-from") == "moya-gateway")
         #expect(users.timeout.connect == .seconds(1) && users.timeout.response == .seconds(5))
         #expect(users.pool.maxConnections == 64 && users.pool.http2 == .always && users.pool.maxWait == .seconds(2))
-        #expect(users.pool.idleTimeout == .seconds(4))
+        #expect(users.pool.idleTimeout == .seconds(4) && users.pool.maxWaiting == 0)
         #expect(!users.tls.verify && users.tls.caFile == "conf/certs/ca.pem")
         #expect(users.accessToken?.authorizationValue == "Token ut")
         #expect(users.validation == .successAndRedirect)

@@ -218,6 +218,36 @@ import Glibc
         gateway.stop()
     }
 
+    /// `pool.max_waiting`: past that many requests waiting for the pool (per thread), the next is answered 503 at
+    /// once instead of queueing; the ones queued get the connection in turn.
+    @Test func aFullWaitQueueAnswers503AtOnce() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              narrow:
+                base_url: http://127.0.0.1:\(upstream.port)
+                pool: { max_connections: 1, max_waiting: 1 }
+            routes:
+              - { name: narrow, match: { path_prefix: / }, upstream: narrow }
+            """)
+        let client = HTTPClient()
+        let url = gateway.url
+        async let holding = client.execute(HTTPClientRequest(url: "\(url)/slow?ms=800"))
+        try await Task.sleep(for: .milliseconds(200))
+        async let queued = client.execute(HTTPClientRequest(url: "\(url)/slow?ms=10"))
+        try await Task.sleep(for: .milliseconds(200))
+        let started = ContinuousClock.now
+        let refused = try await client.execute(HTTPClientRequest(url: "\(url)/fast"))
+        #expect(refused.status == 503 && Self.text(refused).contains("\"error\":\"service_unavailable\""))
+        #expect(ContinuousClock.now - started < .milliseconds(300), "refused at once, not after the wait")
+        #expect(try await holding.status == 200)
+        #expect(try await queued.status == 200, "the queued request got the connection in turn")
+        #expect(upstream.requests.map { String($0.head.path) } == ["/slow", "/slow"])
+        gateway.stop()
+        #expect(gateway.accessLog.contains { $0["upstream_error"] as? String == "connection pool exhausted" })
+    }
+
     @Test func apiKeysGate401And403AndAreNeverForwarded() async throws {
         let upstream = try await RecordingUpstream.start()
         let config = """
