@@ -33,6 +33,10 @@ final class GatewaySnapshot: Sendable {
                                                         breaker: breaker)
             if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
+        // A circuit that no longer exists (its upstream or its `circuit_breaker` removed) is not left reading open.
+        for (name, old) in previous?.providers ?? [:] where old.breaker != nil && providers[name]?.breaker == nil {
+            telemetry.circuit(upstream: name, isOpen: false)
+        }
         self.providers = providers
         self.telemetry = telemetry
         hasInstantStubs = routes.routes.contains { route in

@@ -128,5 +128,17 @@ import Glibc
         #expect(try await Self.get(client, "\(gateway.url)/a").status == 502)
         #expect(try await Self.get(client, "\(gateway.url)/a").status == 502)
         #expect(try await Self.get(client, "\(gateway.url)/a").status == 503)
+        #expect(try await Self.metrics(gateway).contains("moya_gateway_upstream_circuit_open{upstream=\"flaky\"} 1"))
+
+        // No circuit_breaker any more: calls go out again, and the gauge does not stay at 1.
+        try await Self.reload(gateway, """
+            \(GatewayProcess.listeners)
+            upstreams:
+              flaky: { base_url: "http://127.0.0.1:\(otherPort)" }
+            routes:
+              - { name: all, match: { path_prefix: / }, upstream: flaky }
+            """)
+        #expect(try await Self.get(client, "\(gateway.url)/a").status == 502)
+        #expect(try await Self.metrics(gateway).contains("moya_gateway_upstream_circuit_open{upstream=\"flaky\"} 0"))
     }
 }
