@@ -193,17 +193,23 @@ import Glibc
         #expect(gateway.accessLog.filter { $0["status"] as? Int == 504 }.count == 2)
     }
 
-    @Test func aFullPoolAnswers503AfterMaxWait() async throws {
+    /// A recording upstream behind a gateway whose one route goes to it with `pool: { POOL }`.
+    static func narrowPool(_ pool: String) async throws -> (RecordingUpstream, GatewayProcess) {
         let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: """
             \(GatewayProcess.listeners)
             upstreams:
               narrow:
                 base_url: http://127.0.0.1:\(upstream.port)
-                pool: { max_connections: 1, max_wait: 300ms }
+                pool: { \(pool) }
             routes:
               - { name: narrow, match: { path_prefix: / }, upstream: narrow }
             """)
+        return (upstream, gateway)
+    }
+
+    @Test func aFullPoolAnswers503AfterMaxWait() async throws {
+        let (upstream, gateway) = try await Self.narrowPool("max_connections: 1, max_wait: 300ms")
         let client = HTTPClient()
         let url = gateway.url
         async let slow = client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"))
@@ -216,21 +222,13 @@ import Glibc
         #expect(elapsed >= .milliseconds(250) && elapsed < .milliseconds(1500), "max_wait, not the slow call: \(elapsed)")
         #expect(try await slow.status == 200, "the call holding the connection completes")
         gateway.stop()
+        withExtendedLifetime(upstream) {}
     }
 
     /// `pool.max_waiting`: past that many requests waiting for the pool (per thread), the next is answered 503 at
     /// once instead of queueing; the ones queued get the connection in turn.
     @Test func aFullWaitQueueAnswers503AtOnce() async throws {
-        let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              narrow:
-                base_url: http://127.0.0.1:\(upstream.port)
-                pool: { max_connections: 1, max_waiting: 1 }
-            routes:
-              - { name: narrow, match: { path_prefix: / }, upstream: narrow }
-            """)
+        let (upstream, gateway) = try await Self.narrowPool("max_connections: 1, max_waiting: 1")
         let client = HTTPClient()
         let url = gateway.url
         async let holding = client.execute(HTTPClientRequest(url: "\(url)/slow?ms=800"))
