@@ -36,11 +36,21 @@ public enum ErrorBody {
 
     /// The body as bytes.
     public static func bytes(_ code: GatewayErrorCode, requestID: String) -> [UInt8] {
-        Array(json(code, requestID: requestID).utf8)
+        let id = escape(requestID).utf8
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(40 + code.rawValue.utf8.count + id.count)
+        bytes.append(contentsOf: #"{"error":""#.utf8)
+        bytes.append(contentsOf: code.rawValue.utf8)
+        bytes.append(contentsOf: #"","request_id":""#.utf8)
+        bytes.append(contentsOf: id)
+        bytes.append(contentsOf: #""}"#.utf8)
+        return bytes
     }
 
     /// JSON string escaping (RFC 8259): quotes, backslash, controls as `\uXXXX` or short forms; U+2028/2029 escaped too.
+    /// Text with nothing to escape (request ids, most log fields) is returned as it is, without a copy.
     public static func escape(_ text: String) -> String {
+        guard text.utf8.contains(where: mayNeedEscaping) else { return text }
         var output = ""
         output.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -62,5 +72,10 @@ public enum ErrorBody {
             }
         }
         return output
+    }
+
+    /// Whether a UTF-8 byte may belong to something `escape` rewrites (0xE2 leads U+2028 and U+2029).
+    private static func mayNeedEscaping(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F || byte == 0xE2
     }
 }
