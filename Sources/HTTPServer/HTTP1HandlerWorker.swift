@@ -38,10 +38,11 @@ final class HTTP1HandlerWorker {
     /// Whether the worker waits for a request (``run(_:)`` may be called).
     var isWaiting: Bool { waiting != nil }
 
-    /// Starts a worker on `loop` with `first` as its first request. `complete` receives each answer on the loop
-    /// thread, in a job of its own; the worker already waits for the next request then.
+    /// Starts a worker on `loop` with `first` as its first request. `complete` receives each answer, compressed by
+    /// `compressor` when the server compresses, on the loop thread, in a job of its own; the worker already waits
+    /// for the next request then.
     static func start(
-        first: Job, handler: any HTTPServerHandler, loop: EventLoop,
+        first: Job, handler: any HTTPServerHandler, compressor: ResponseCompressor?, loop: EventLoop,
         complete: @escaping (HTTP1ServerConnection.Slot, HTTPServerResponse) -> Void
     ) -> HTTP1HandlerWorker {
         let worker = HTTP1HandlerWorker(complete: complete)
@@ -49,7 +50,7 @@ final class HTTP1HandlerWorker {
         worker.task = Task(executorPreference: loop) {
             var next: Job? = first
             while let job = next {
-                let response = await handler.handle(job.request)
+                let response = compressor.applied(to: await handler.handle(job.request), for: job.request)
                 next = await withUnsafeContinuation { (continuation: Waiter) in
                     loop.executeSoonOrNow {
                         shared.value.wait(with: continuation, answering: job.slot, with: response, on: loop)

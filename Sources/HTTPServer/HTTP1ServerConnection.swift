@@ -185,7 +185,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let request = HTTPServerRequest(head: head, bodyStream: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
-        let immediate = context.handler.respondImmediately(to: request)
+        let immediate = context.immediateResponse(to: request)
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
             var keepAlive = keepAlive
@@ -247,7 +247,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             context.handlerWorkers += 1
             let owner = UncheckedSendable(self)
             let first = HTTP1HandlerWorker.Job(request: request, slot: slot)
-            let started = HTTP1HandlerWorker.start(first: first, handler: handler, loop: connection.loop) {
+            let started = HTTP1HandlerWorker.start(first: first, handler: handler, compressor: context.compressor,
+                                                   loop: connection.loop) {
                 owner.value.complete($0, with: $1)
             }
             worker = started
@@ -256,8 +257,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         let owner = UncheckedSendable((self, slot))
         let loop = connection.loop
+        let compressor = context.compressor
         slot.task = Task(executorPreference: loop) {
-            let response = await handler.handle(request)
+            let response = compressor.applied(to: await handler.handle(request), for: request)
             loop.executeSoonOrNow {
                 let (connection, slot) = owner.value
                 connection.complete(slot, with: response)

@@ -317,8 +317,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     private func dispatch(_ request: HTTPServerRequest, stream: Stream) {
         let handler = context.handler
+        let compressor = context.compressor
         let owner = UncheckedSendable((self, stream))
-        if let response = handler.respondImmediately(to: request) {
+        if let response = context.immediateResponse(to: request) {
             guard let body = startResponse(stream, with: response) else { return }
             run(stream) {
                 let (server, stream) = owner.value
@@ -328,7 +329,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             return
         }
         run(stream) {
-            let response = await handler.handle(request)
+            let response = compressor.applied(to: await handler.handle(request), for: request)
             // Back on the loop (the task prefers it as executor).
             let (server, stream) = owner.value
             await server.respond(stream, with: response)

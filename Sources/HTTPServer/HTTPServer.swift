@@ -53,7 +53,6 @@ public final class HTTPServer: Sendable {
 
     public let configuration: Configuration
     public let group: EventLoopGroup
-    private let handler: any HTTPServerHandler
     private let contexts: [UncheckedSendable<HTTPServerLoopContext>]
     private let openConnectionCount: AtomicCounter
     private let bound = Mutex<(cleartext: [SocketAddress], tls: [SocketAddress])>(([], []))
@@ -61,17 +60,14 @@ public final class HTTPServer: Sendable {
     public init(configuration: Configuration, group: EventLoopGroup, handler: any HTTPServerHandler) {
         self.configuration = configuration
         self.group = group
-        let handler: any HTTPServerHandler = configuration.compression.map {
-            CompressingHandler(inner: handler, policy: $0)
-        } ?? handler
-        self.handler = handler
+        let compressor = configuration.compression.map(ResponseCompressor.init(policy:))
         let openConnectionCount = AtomicCounter()
         self.openConnectionCount = openConnectionCount
         var contexts: [UncheckedSendable<HTTPServerLoopContext>] = []
         let handshakeTimeout = configuration.tls?.handshakeTimeout ?? .seconds(10)
         for loop in group.loops {
             contexts.append(UncheckedSendable(HTTPServerLoopContext(
-                loop: loop, handler: handler, limits: configuration.limits, handshakeTimeout: handshakeTimeout,
+                loop: loop, handler: handler, compressor: compressor, limits: configuration.limits, handshakeTimeout: handshakeTimeout,
                 http2: configuration.http2, http2Settings: configuration.http2Settings,
                 openConnections: openConnectionCount)))
         }

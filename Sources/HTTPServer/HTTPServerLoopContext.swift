@@ -6,6 +6,8 @@ import Synchronization
 final class HTTPServerLoopContext {
     let loop: EventLoop
     let handler: any HTTPServerHandler
+    /// Applied to every answer of `handler` (``HTTPServer/Configuration/compression``); nil without compression.
+    let compressor: ResponseCompressor?
     /// Replaced by ``HTTPServer/update(limits:)`` (on this loop): connections read it when they check a limit, and a
     /// new connection's parser takes the sizes current when it opens.
     var limits: HTTPServerLimits
@@ -30,16 +32,22 @@ final class HTTPServerLoopContext {
     private var draining = false
     private var drainedWaiters: [@Sendable () -> Void] = []
 
-    init(loop: EventLoop, handler: any HTTPServerHandler, limits: HTTPServerLimits, handshakeTimeout: Duration,
+    init(loop: EventLoop, handler: any HTTPServerHandler, compressor: ResponseCompressor? = nil, limits: HTTPServerLimits, handshakeTimeout: Duration,
          http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(), openConnections: AtomicCounter) {
         self.loop = loop
         self.dateCache = HTTPDateCache(loop: loop)
         self.handler = handler
+        self.compressor = compressor
         self.limits = limits
         self.handshakeTimeout = handshakeTimeout
         self.http2 = http2
         self.http2Settings = http2Settings
         self.openConnections = openConnections
+    }
+
+    /// The handler's immediate answer to `request` (``HTTPServerHandler/respondImmediately(to:)``), as it is sent.
+    func immediateResponse(to request: HTTPServerRequest) -> HTTPServerResponse? {
+        handler.respondImmediately(to: request).map { compressor.applied(to: $0, for: request) }
     }
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.

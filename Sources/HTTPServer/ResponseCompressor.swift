@@ -1,7 +1,8 @@
 import HTTPWire
 
-/// Wraps a handler and compresses its responses as ``HTTPServer/Configuration/compression`` says, so every handler
-/// (HTTP/1.1 and HTTP/2) gets gzip/deflate by configuration.
+/// Compresses a handler's responses as ``HTTPServer/Configuration/compression`` says, so every handler (HTTP/1.1 and
+/// HTTP/2) gets gzip/deflate by configuration. The connections apply it, synchronously, to each answer as it comes
+/// back from the handler: a wrapping handler would add an async frame and a task switch to every request.
 ///
 /// - A whole body (`.bytes`) is compressed at once when it is at least `minimumBytes` long; the connection then sends
 ///   the compressed length as `Content-Length`.
@@ -10,29 +11,18 @@ import HTTPWire
 /// - The head gets `Content-Encoding`, `Vary: Accept-Encoding` (merged into an existing `Vary`), loses
 ///   `Content-Length` and has a strong `ETag` weakened, as nginx does (``CompressionPolicy/apply(_:to:)``).
 /// - A response that was eligible but not compressed because of the client's `Accept-Encoding` still gets `Vary`.
-struct CompressingHandler: HTTPServerHandler {
-    let inner: any HTTPServerHandler
+struct ResponseCompressor: Sendable {
     let policy: CompressionPolicy
     /// Reused zlib streams for whole bodies, one pool per offered coding.
     let pools: [ContentCoding: DeflaterPool]
 
-    init(inner: any HTTPServerHandler, policy: CompressionPolicy) {
-        self.inner = inner
+    init(policy: CompressionPolicy) {
         self.policy = policy
         var pools: [ContentCoding: DeflaterPool] = [:]
         for coding in policy.codings where coding == .gzip || coding == .deflate {
             pools[coding] = DeflaterPool(coding: coding, level: policy.level)
         }
         self.pools = pools
-    }
-
-    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-        let response = await inner.handle(request)
-        return compress(response, for: request)
-    }
-
-    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
-        inner.respondImmediately(to: request).map { compress($0, for: request) }
     }
 
     /// The response as it should be sent to `request`.
@@ -61,5 +51,13 @@ struct CompressingHandler: HTTPServerHandler {
                 return HTTPServerResponse(head: head, body: .stream(compressed))
             }
         }
+    }
+}
+
+extension Optional where Wrapped == ResponseCompressor {
+    /// `response` as it is sent to `request`: compressed as the server's compressor decides, or as it is without one.
+    func applied(to response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+        guard let compressor = self else { return response }
+        return compressor.compress(response, for: request)
     }
 }
