@@ -10,6 +10,7 @@ public final class ByteStream: AsyncSequence, Sendable {
         var chunks: [[UInt8]] = []
         var head = 0
         var buffered = 0
+        var received = 0
         var finished = false
         var failure: (any Error)?
         var waiter: CheckedContinuation<[UInt8]?, any Error>?
@@ -53,6 +54,7 @@ public final class ByteStream: AsyncSequence, Sendable {
         guard !chunk.isEmpty else { return true }
         let (waiter, keepGoing) = state.withLock { state -> (CheckedContinuation<[UInt8]?, any Error>?, Bool) in
             guard !state.finished else { return (nil, true) }
+            state.received += chunk.count
             if let waiter = state.waiter {
                 state.waiter = nil
                 return (waiter, true)
@@ -89,6 +91,9 @@ public final class ByteStream: AsyncSequence, Sendable {
 
     /// Whether the producer has finished (normally or not).
     public var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// The bytes the producer has added so far, taken or not (a body cut short: how much of it arrived).
+    public var receivedByteCount: Int { state.withLock { $0.received } }
 
     /// The error the producer ended the stream with, if it failed.
     public var failure: (any Error)? { state.withLock { $0.failure } }

@@ -218,8 +218,11 @@ final class GatewayHandler: HTTPServerHandler {
             do {
                 body = try await request.body.collect(upTo: maxBodyBytes)
             } catch ByteStreamError.tooLarge {
+                exchange.record.bytesIn = request.body.receivedByteCount
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             } catch {
+                // Cut short (the client closed or stalled): the log says how much of the body arrived.
+                exchange.record.bytesIn = request.body.receivedByteCount
                 return errorResponse(.badRequest, requestID: requestID)
             }
             exchange.record.bytesIn = body.count

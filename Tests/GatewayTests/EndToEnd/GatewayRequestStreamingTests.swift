@@ -36,7 +36,8 @@ import Glibc
     }
 
     /// SLOW-02: a client that stops sending its body gets 408 at the body timeout (its request already went upstream
-    /// as it arrived), the upstream request is aborted, never completed, and the access log says 408.
+    /// as it arrived), the upstream request is aborted, never completed, and the access log says 408 with the bytes
+    /// that arrived. A short body (collected, not relayed) that stalls is logged the same way.
     @Test func aStalledBodyIsAnswered408AndItsUpstreamRequestAborted() async throws {
         let upstream = try await UploadUpstream.start()
         let config = Self.config(upstreamPort: upstream.port)
@@ -44,6 +45,8 @@ import Glibc
         let gateway = try await GatewayProcess(config: config)
         let client = try RawClient(port: gateway.port)
         client.send("POST /up/slow HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n\r\n" + String(repeating: "a", count: 100))
+        let shortClient = try RawClient(port: gateway.port)
+        shortClient.send("POST /up/short HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "b", count: 60))
         let started = ContinuousClock.now
         let reply = client.readAll(timeout: 5)
         let text = String(decoding: reply.bytes, as: UTF8.self)
@@ -51,9 +54,15 @@ import Glibc
         #expect(reply.closed)
         #expect(ContinuousClock.now - started < .seconds(4))
         #expect(upstream.uploads.isEmpty, "the upstream never saw the body end")
+        let shortText = String(decoding: shortClient.readAll(timeout: 5).bytes, as: UTF8.self)
+        #expect(shortText.hasPrefix("HTTP/1.1 408"), "\(shortText)")
         gateway.stop()
         let record = try #require(gateway.accessLog.first { $0["path"] as? String == "/up/slow" })
         #expect(record["status"] as? Int == 408)
+        #expect(record["bytes_in"] as? Int == 100, "\(record)")
+        let short = try #require(gateway.accessLog.first { $0["path"] as? String == "/up/short" })
+        #expect(short["status"] as? Int == 408)
+        #expect(short["bytes_in"] as? Int == 60, "\(short)")
     }
 
     @Test func longBodiesArriveIntactWithTheirFramingOverHTTP1AndHTTP2() async throws {
