@@ -661,6 +661,7 @@ private struct Builder {
             let path = "\(entry.path)[\(index)]"
             guard let map = reader.mapping(node, path, allowed: [
                 "name", "match", "upstream", "rewrite", "coalesce", "coalesce_vary", "clients", "timeout", "retries",
+                "rate_limit",
             ]) else { continue }
             let nameEntry = reader.requireKey(map, "name")
             let name = nameEntry.flatMap { reader.string($0) }
@@ -696,6 +697,7 @@ private struct Builder {
             route.clients = options.clients
             route.timeout = options.timeout
             route.retries = options.retries
+            route.rateLimit = options.rateLimit
             if let shadowing = Builder.shadowingRoute(route, matchesSeen) {
                 reader.report(line: matchEntry.map { reader.line(of: $0.value, fallback: map.line) } ?? map.line,
                               "\(path).match",
@@ -743,6 +745,7 @@ private struct Builder {
         var clients: [String]?
         var timeout: Duration?
         var retries: RouteConfig.Retries?
+        var rateLimit: RateLimitConfig?
     }
 
     func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?) -> RouteOptions? {
@@ -799,7 +802,34 @@ private struct Builder {
         if let item = map["retries"] {
             if let retries = retries(item) { options.retries = retries } else { ok = false }
         }
+        if let item = map["rate_limit"] {
+            if let limit = rateLimit(item) { options.rateLimit = limit } else { ok = false }
+        }
         return ok ? options : nil
+    }
+
+    func rateLimit(_ entry: YAMLReader.Entry) -> RateLimitConfig? {
+        guard let map = reader.mapping(entry.value, entry.path, allowed: ["requests", "per", "burst", "by"]) else {
+            return nil
+        }
+        let requests = reader.requireKey(map, "requests").flatMap { reader.int($0, in: 1...1_000_000_000) }
+        var limit = RateLimitConfig(requests: requests ?? 1)
+        var ok = requests != nil
+        if let item = map["per"] {
+            if let value = reader.duration(item) { limit.per = value } else { ok = false }
+        }
+        if let item = map["burst"] {
+            if let value = reader.int(item, in: 1...1_000_000_000) { limit.burst = value } else { ok = false }
+        }
+        if let item = map["by"], let value = reader.scalar(item.value, item.path) {
+            if let scope = RateLimitConfig.Scope(rawValue: value.text) {
+                limit.by = scope
+            } else {
+                reader.report(line: value.line, item.path, "invalid value \(value.shown) (caller or route)")
+                ok = false
+            }
+        }
+        return ok ? limit : nil
     }
 
     func retries(_ entry: YAMLReader.Entry) -> RouteConfig.Retries? {

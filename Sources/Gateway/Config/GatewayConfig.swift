@@ -409,6 +409,33 @@ public struct CircuitBreakerConfig: Sendable, Equatable {
     public init() {}
 }
 
+/// `routes[].rate_limit`: how often a caller may call a route; past it the gateway answers 429 with `Retry-After`.
+public struct RateLimitConfig: Sendable, Equatable {
+    /// Who shares a budget.
+    public enum Scope: String, Sendable, Equatable {
+        /// Each caller its own: the API-key client when `clients.api_keys` is set, else the peer address.
+        case caller
+        /// One budget for the whole route, whoever calls.
+        case route
+    }
+
+    /// Calls allowed per `per`, once the burst is spent.
+    public var requests: Int
+    /// Default 1 s.
+    public var per: Duration = .seconds(1)
+    /// Calls allowed at once by a caller that has not called for a while. Default `requests`.
+    public var burst: Int
+    /// Default `caller`.
+    public var by: Scope = .caller
+
+    public init(requests: Int, per: Duration = .seconds(1), burst: Int? = nil, by: Scope = .caller) {
+        self.requests = requests
+        self.per = per
+        self.burst = burst ?? requests
+        self.by = by
+    }
+}
+
 /// A stubbed upstream's canned response (Moya's `StubBehavior` and sample data).
 public struct StubConfig: Sendable, Equatable {
     /// Default 200.
@@ -505,6 +532,7 @@ public struct RouteConfig: Sendable, Equatable {
     /// The whole request's deadline, retries included.
     public var timeout: Duration?
     public var retries: Retries?
+    public var rateLimit: RateLimitConfig?
 
     public init(name: String, match: Match, upstream: String) {
         self.name = name

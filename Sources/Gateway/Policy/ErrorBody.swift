@@ -6,6 +6,7 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable {
     case forbidden
     case badRequest = "bad_request"
     case payloadTooLarge = "payload_too_large"
+    case tooManyRequests = "too_many_requests"
     case badGateway = "bad_gateway"
     case serviceUnavailable = "service_unavailable"
     case gatewayTimeout = "gateway_timeout"
@@ -18,6 +19,7 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable {
         case .forbidden: return 403
         case .badRequest: return 400
         case .payloadTooLarge: return 413
+        case .tooManyRequests: return 429
         case .badGateway: return 502
         case .serviceUnavailable: return 503
         case .gatewayTimeout: return 504

@@ -152,7 +152,8 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
-    /// Routing (unless `routed` is given), then the caller's identity (API keys) and the route's allowed clients.
+    /// Routing (unless `routed` is given), then the caller's identity (API keys), the route's allowed clients and its
+    /// rate limit.
     private func prepare(_ exchange: inout Exchange, routed: RouteResult? = nil) -> Decision {
         let head = exchange.request.head
         let requestID = exchange.requestID
@@ -187,6 +188,14 @@ final class GatewayHandler: HTTPServerHandler {
         }
         if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
             return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
+        }
+        if let limit = route.config.rateLimit, let limiter = exchange.snapshot.rateLimiters[route.name] {
+            let caller = limit.by == .route ? "" : clientName ?? exchange.request.remoteAddress?.host ?? ""
+            if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
+                exchange.record.upstreamError = "rate limited"
+                exchange.snapshot.telemetry.rateLimited(route: route.name)
+                return .answer(errorResponse(.tooManyRequests, requestID: requestID, extra: ["Retry-After": RetryAfter.value(wait)]))
+            }
         }
         guard let upstream = exchange.snapshot.providers[route.upstream.name] else {
             return .answer(errorResponse(.badGateway, requestID: requestID))
@@ -238,7 +247,7 @@ final class GatewayHandler: HTTPServerHandler {
                 exchange.record.upstreamError = "circuit open"
                 exchange.snapshot.telemetry.circuitRefused(upstream: call.route.upstream.name)
                 return errorResponse(.serviceUnavailable, requestID: requestID,
-                                     extra: ["Retry-After": UpstreamCircuit.retryAfter(wait)])
+                                     extra: ["Retry-After": RetryAfter.value(wait)])
             }
         }
         let result: Result<Moya.Response, MoyaError>

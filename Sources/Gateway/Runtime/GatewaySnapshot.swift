@@ -9,12 +9,15 @@ final class GatewaySnapshot: Sendable {
     let config: GatewayConfig
     let routes: RouteTable
     let providers: [String: UpstreamProvider]
+    /// The rate limiters of the routes that set `rate_limit`, by route name.
+    let rateLimiters: [String: RateLimiter]
     let telemetry: Telemetry
     /// The gateway's log (upstream exchanges at `debug`, see ``UpstreamExchangeLogging``; per-request warnings).
     let logger: Logger
 
     /// `previous`: the snapshot this one replaces; an upstream whose address and circuit breaker settings did not
-    /// change keeps its circuit (a reload during an outage does not let a fresh burst of calls through).
+    /// change keeps its circuit (a reload during an outage does not let a fresh burst of calls through), and a route
+    /// whose rate limit did not change keeps its callers' budgets.
     init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger, previous: GatewaySnapshot? = nil) {
         self.config = config
         self.logger = logger
@@ -38,6 +41,14 @@ final class GatewaySnapshot: Sendable {
             telemetry.circuit(upstream: name, isOpen: false)
         }
         self.providers = providers
+        var rateLimiters: [String: RateLimiter] = [:]
+        for route in config.routes {
+            guard let limit = route.rateLimit else { continue }
+            let kept = previous?.config.routes.first { $0.name == route.name }?.rateLimit == limit
+                ? previous?.rateLimiters[route.name] : nil
+            rateLimiters[route.name] = kept ?? RateLimiter(requests: limit.requests, per: limit.per, burst: limit.burst)
+        }
+        self.rateLimiters = rateLimiters
         self.telemetry = telemetry
         hasInstantStubs = routes.routes.contains { route in
             !route.config.coalesce && providers[route.upstream.name]?.answersInstantly == true

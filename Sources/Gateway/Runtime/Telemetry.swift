@@ -91,6 +91,11 @@ public final class Telemetry: Sendable {
         registry.makeGauge(descriptor: Metric.circuitOpen, labels: [("upstream", upstream)]).set(to: isOpen ? 1.0 : 0.0)
     }
 
+    /// Counts a call answered 429 by `route`'s rate limit.
+    func rateLimited(route: String) {
+        registry.makeCounter(descriptor: Metric.rateLimited, labels: [("route", route)]).increment()
+    }
+
     /// Counts a call refused because its upstream's circuit is open.
     func circuitRefused(upstream: String) {
         registry.makeCounter(descriptor: Metric.circuitRefused, labels: [("upstream", upstream)]).increment()
@@ -197,6 +202,8 @@ enum Metric {
                                                   unitName: "", helpText: "1 while the upstream's circuit is open (calls refused), else 0") }
     static var circuitRefused: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "upstream_circuit_refused", unitName: "total",
                                                      helpText: "Calls answered 503 without contacting the upstream because its circuit was open") }
+    static var rateLimited: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "rate_limited", unitName: "total",
+                                                  helpText: "Calls answered 429 by a route's rate limit, by route") }
     static var openConnections: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "open", unitName: "connections",
                                                       helpText: "Client connections open now") }
 }

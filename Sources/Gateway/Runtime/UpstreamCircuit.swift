@@ -24,12 +24,6 @@ enum UpstreamCircuit {
     /// 502, 503 and 504 from the upstream: it (or what is behind it) cannot answer.
     static func isFailureStatus(_ status: Int) -> Bool { (502...504).contains(status) }
 
-    /// `Retry-After` for a refused call: the seconds until the circuit lets a trial call through, rounded up, at least 1.
-    static func retryAfter(_ wait: Duration) -> String {
-        let (seconds, attoseconds) = wait.components
-        return String(max(1, seconds + (attoseconds > 0 ? 1 : 0)))
-    }
-
     /// Logs and exports a change of `upstream`'s circuit.
     static func report(_ transition: CircuitBreaker.Transition, upstream: String, breaker: CircuitBreaker,
                        snapshot: GatewaySnapshot) {

@@ -227,6 +227,36 @@ import Testing
         ])
     }
 
+    @Test func rateLimitSettings() throws {
+        let loaded = try config("""
+            upstreams:
+              up: { stub: { status: 200 } }
+            routes:
+              - { name: full, match: { path: /a }, upstream: up, rate_limit: { requests: 50, per: 10s, burst: 5, by: route } }
+              - { name: short, match: { path: /b }, upstream: up, rate_limit: { requests: 20 } }
+              - { name: none, match: { path: /c }, upstream: up }
+            """)
+        #expect(loaded.routes[0].rateLimit == RateLimitConfig(requests: 50, per: .seconds(10), burst: 5, by: .route))
+        #expect(loaded.routes[1].rateLimit == RateLimitConfig(requests: 20, per: .seconds(1), burst: 20, by: .caller))
+        #expect(loaded.routes[2].rateLimit == nil)
+        #expect(problems("""
+            upstreams:
+              up: { stub: { status: 200 } }
+            routes:
+              - { name: a, match: { path: /a }, upstream: up, rate_limit: { requests: 0, per: 0s, burst: 0, by: ip, every: 1 } }
+              - { name: b, match: { path: /b }, upstream: up, rate_limit: { per: 1s } }
+              - { name: c, match: { path: /c }, upstream: up, rate_limit: 10 }
+            """) == [
+            "conf/gw.yaml:4: routes[0].rate_limit.every: unknown key (expected one of: requests, per, burst, by)",
+            "conf/gw.yaml:4: routes[0].rate_limit.requests: must be between 1 and 1000000000",
+            "conf/gw.yaml:4: routes[0].rate_limit.per: must be greater than 0",
+            "conf/gw.yaml:4: routes[0].rate_limit.burst: must be between 1 and 1000000000",
+            "conf/gw.yaml:4: routes[0].rate_limit.by: invalid value 'ip' (caller or route)",
+            "conf/gw.yaml:5: routes[1].rate_limit.requests: required key is missing",
+            "conf/gw.yaml:6: routes[2].rate_limit: expected a mapping, got a scalar",
+        ])
+    }
+
     @Test func missingTopLevelKeys() {
         #expect(problems("") == ["conf/gw.yaml:1: upstreams: required key is missing",
                                  "conf/gw.yaml:1: routes: required key is missing"])

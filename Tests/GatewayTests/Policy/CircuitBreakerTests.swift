@@ -50,11 +50,4 @@ import Testing
         #expect(breaker.record(.failure, trial: false, now: Self.second) == .none)
         #expect(breaker.admit(now: 5 * Self.second) == .refused(retryAfter: .seconds(5)))
     }
-
-    @Test func retryAfterIsWholeSecondsRoundedUp() {
-        #expect(UpstreamCircuit.retryAfter(.milliseconds(1)) == "1")
-        #expect(UpstreamCircuit.retryAfter(.zero) == "1")
-        #expect(UpstreamCircuit.retryAfter(.seconds(7)) == "7")
-        #expect(UpstreamCircuit.retryAfter(.milliseconds(7001)) == "8")
-    }
 }

@@ -125,8 +125,18 @@ import Testing
         #expect(ErrorBody.escape("plain-id-0123") == "plain-id-0123")
         #expect(ErrorBody.bytes(.forbidden, requestID: "q\"1") == Array(ErrorBody.json(.forbidden, requestID: "q\"1").utf8))
         #expect(GatewayErrorCode.allCases.map(\.rawValue) == ["not_found", "method_not_allowed", "unauthorized",
-            "forbidden", "bad_request", "payload_too_large", "bad_gateway", "service_unavailable", "gateway_timeout"])
-        #expect(GatewayErrorCode.allCases.map(\.status) == [404, 405, 401, 403, 400, 413, 502, 503, 504])
+            "forbidden", "bad_request", "payload_too_large", "too_many_requests", "bad_gateway", "service_unavailable",
+            "gateway_timeout"])
+        #expect(GatewayErrorCode.allCases.map(\.status) == [404, 405, 401, 403, 400, 413, 429, 502, 503, 504])
+    }
+}
+
+@Suite struct RetryAfterTests {
+    @Test func wholeSecondsRoundedUpAtLeastOne() {
+        #expect(RetryAfter.value(.milliseconds(1)) == "1")
+        #expect(RetryAfter.value(.zero) == "1")
+        #expect(RetryAfter.value(.seconds(7)) == "7")
+        #expect(RetryAfter.value(.milliseconds(7001)) == "8")
     }
 }
 

@@ -1,0 +1,96 @@
+import Foundation
+import HTTPClient
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `routes[].rate_limit` through the real binary: past its budget a caller gets 429 with `Retry-After` and the call
+/// never reaches the upstream; callers are told apart by API key or by address, or share the route's budget; instant
+/// stubs are limited too; and a reload keeps the budgets of a limit it did not change.
+@Suite(.serialized) struct GatewayRateLimitTests {
+    static func get(_ client: HTTPClient, _ url: String, key: String? = nil) async throws -> HTTPClientResponse {
+        var request = try HTTPClientRequest(url: url)
+        if let key { request.headers.add(name: "X-Api-Key", value: key) }
+        return try await client.execute(request)
+    }
+
+    @Test func callersWithAPIKeysHaveTheirOwnBudgetsOrShareTheRoutes() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            clients: { api_keys: { header: X-Api-Key, keys: { billing: "key-billing", web: "key-web" } } }
+            upstreams:
+              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+            routes:
+              - { name: per-caller, match: { path_prefix: /caller }, upstream: up, rate_limit: { requests: 2, per: 10s } }
+              - { name: shared, match: { path_prefix: /shared }, upstream: up, rate_limit: { requests: 1, per: 10s, by: route } }
+            """)
+        let client = HTTPClient()
+        for _ in 0..<2 {
+            #expect(try await Self.get(client, "\(gateway.url)/caller/a", key: "key-billing").status == 200)
+        }
+        let refused = try await Self.get(client, "\(gateway.url)/caller/a", key: "key-billing")
+        #expect(refused.status == 429)
+        #expect(String(decoding: refused.body, as: UTF8.self).contains("\"error\":\"too_many_requests\""))
+        #expect(refused.headers.first(name: "Retry-After") == "5", "one call every 5 s once the burst of 2 is spent")
+        #expect(refused.headers.first(name: "X-Request-Id") != nil)
+        #expect(try await Self.get(client, "\(gateway.url)/caller/a", key: "key-web").status == 200, "web has its own budget")
+        #expect(try await Self.get(client, "\(gateway.url)/caller/a").status == 401, "no key: 401 before any budget")
+        #expect(upstream.requests.count == 3, "a refused call never reaches the upstream")
+
+        #expect(try await Self.get(client, "\(gateway.url)/shared/a", key: "key-billing").status == 200)
+        let shared = try await Self.get(client, "\(gateway.url)/shared/a", key: "key-web")
+        #expect(shared.status == 429 && shared.headers.first(name: "Retry-After") == "10", "one budget for the route")
+        #expect(upstream.requests.count == 4)
+
+        let metrics = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        #expect(text.contains("moya_gateway_rate_limited_total{route=\"per-caller\"} 1"), "\(text)")
+        #expect(text.contains("moya_gateway_rate_limited_total{route=\"shared\"} 1"), "\(text)")
+        gateway.stop()
+        let limited = gateway.accessLog.filter { $0["status"] as? Int == 429 }
+        #expect(limited.count == 2)
+        #expect(limited.allSatisfy { $0["upstream_error"] as? String == "rate limited" }, "\(limited)")
+    }
+
+    @Test func withoutKeysCallersAreToldApartByAddressAndAReloadKeepsUnchangedBudgets() async throws {
+        let upstream = try await RecordingUpstream.start()
+        func config(stubLimit: String) -> String {
+            """
+            \(GatewayProcess.listeners)
+            upstreams:
+              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+              canned: { stub: { status: 200, body: "ok" } }
+            routes:
+              - { name: proxied, match: { path_prefix: /up }, upstream: up, rate_limit: { requests: 1, per: 1m } }
+              - { name: stubbed, match: { path_prefix: /stub }, upstream: canned, rate_limit: \(stubLimit) }
+            """
+        }
+        let gateway = try await GatewayProcess(config: config(stubLimit: "{ requests: 1, per: 1m }"))
+        func status(_ path: String, from source: String = "127.0.0.1") throws -> String {
+            try ProcessRunner.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source,
+                                           "\(gateway.url)\(path)"]).stdout
+        }
+        #expect(try status("/up/a") == "200")
+        #expect(try status("/up/a") == "429")
+        #expect(try status("/up/a", from: "127.0.0.2") == "200", "another address, another budget")
+        #expect(upstream.requests.count == 2)
+        // A stub that answers at once is limited as well.
+        #expect(try status("/stub") == "200")
+        #expect(try status("/stub") == "429")
+
+        // The proxied route's limit is unchanged: its budgets survive the reload; the stub's changed: a fresh budget.
+        try gateway.rewriteConfig(config(stubLimit: "{ requests: 2, per: 1m }"))
+        let reloads = gateway.stdout.components(separatedBy: "\"reloaded\"").count
+        gateway.signal(SIGHUP)
+        for _ in 0..<100 where gateway.stdout.components(separatedBy: "\"reloaded\"").count == reloads {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(gateway.stdout.components(separatedBy: "\"reloaded\"").count > reloads, "reloaded")
+        #expect(try status("/up/a") == "429")
+        #expect(try status("/stub") == "200")
+        #expect(upstream.requests.count == 2)
+    }
+}
