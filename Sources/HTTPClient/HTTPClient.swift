@@ -117,7 +117,13 @@ public final class HTTPClient: Sendable {
     }
 
     /// Creates a client on `group`'s loops, or on a private loop when `group` is nil.
-    public init(configuration: Configuration = Configuration(), group: EventLoopGroup? = nil) {
+    public convenience init(configuration: Configuration = Configuration(), group: EventLoopGroup? = nil) {
+        self.init(configuration: configuration, group: group,
+                  resolver: { try await OffLoop.resolve(host: $0, port: $1) })
+    }
+
+    /// A client whose host names resolve with `resolver` (tests: a name with several addresses).
+    init(configuration: Configuration, group: EventLoopGroup?, resolver: @escaping HostResolutionCache.Resolver) {
         self.configuration = configuration
         if let group {
             self.group = group
@@ -128,7 +134,7 @@ public final class HTTPClient: Sendable {
             ownsGroup = true
         }
         tlsContext = Mutex(nil)
-        resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL)
+        resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL, resolver: resolver)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
         budgets = HTTPOriginBudgets(limit: configuration.maxConnectionsPerOriginTotal)
     }

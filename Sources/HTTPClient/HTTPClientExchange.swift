@@ -49,6 +49,8 @@ final class HTTPClientExchange {
     @exclusivity(unchecked) var responseStarted = false
     @exclusivity(unchecked) var connectDuration: Duration?
     @exclusivity(unchecked) var firstByteAt: UInt64 = 0
+    /// Addresses of the origin that refused a connection for this exchange (see `HTTPOriginPool.connectionClosed`).
+    @exclusivity(unchecked) var refusedAddresses = 0
     /// Set once the exchange has been retried on a fresh connection.
     @exclusivity(unchecked) var retried = false
     /// Times the exchange was moved to another HTTP/2 connection because the server did not process it (GOAWAY,

@@ -30,6 +30,9 @@ final class HTTPOriginPool {
     private var waiting: [HTTPClientExchange] = []
     @exclusivity(unchecked) private var waitingHead = 0
     private var addresses: [SocketAddress] = []
+    /// Which of `addresses` new connections go to: the first one, until it refuses a connection; then the next (see
+    /// ``connectionClosed(_:failing:with:reused:)``).
+    @exclusivity(unchecked) private var addressIndex = 0
     private var learned: OriginProtocol
     /// The HTTP/2 connection new exchanges go to.
     @exclusivity(unchecked) private var http2: HTTP2ClientConnection?
@@ -60,7 +63,12 @@ final class HTTPOriginPool {
             exchange.fail(.shutDown)
             return
         }
-        if !addresses.isEmpty { self.addresses = addresses }
+        if !addresses.isEmpty && addresses != self.addresses {
+            // A fresh resolution: keep going to the address in use if it is still listed.
+            let current = currentAddress
+            self.addresses = addresses
+            addressIndex = current.flatMap { addresses.firstIndex(of: $0) } ?? 0
+        }
         if let http2 {
             http2.enqueue(exchange)
             return
@@ -128,7 +136,7 @@ final class HTTPOriginPool {
     /// Opens an HTTP/1.1 connection for `exchange`, or keeps it waiting when the client-wide budget has no place (the
     /// exchange keeps its place and its wait time when it was waiting already).
     private func open(for exchange: HTTPClientExchange, wasWaiting: Bool = false) {
-        guard let address = addresses.first else {
+        guard let address = currentAddress else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
         }
@@ -162,8 +170,11 @@ final class HTTPOriginPool {
         }
     }
 
+    /// The address new connections go to.
+    private var currentAddress: SocketAddress? { addresses.isEmpty ? nil : addresses[addressIndex % addresses.count] }
+
     private func openHTTP2(for exchange: HTTPClientExchange) {
-        guard let address = addresses.first else {
+        guard let address = currentAddress else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
         }
@@ -284,7 +295,8 @@ final class HTTPOriginPool {
 
     /// A connection closed; its unfinished exchange is retried once on a fresh connection when that is safe (idempotent,
     /// the connection had been reused, no response byte arrived, and the body can be sent again: not a stream that was
-    /// already pulled from), else failed.
+    /// already pulled from), else failed. A connection refused (or unreachable) sent nothing: when the name resolved to
+    /// more addresses, the exchange goes to the next one, whatever its method, and so do new connections from then on.
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
         if all.removeValue(forKey: ObjectIdentifier(connection)) != nil { budget?.release() }
@@ -294,7 +306,11 @@ final class HTTPOriginPool {
             learned = .unknown
         }
         if let exchange, !exchange.isFinished {
-            if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
+            if case .connectFailed = error, !connection.isActive, exchange.refusedAddresses + 1 < addresses.count {
+                exchange.refusedAddresses += 1
+                if connection.connection.remoteAddress == currentAddress { addressIndex = (addressIndex + 1) % addresses.count }
+                submit(exchange, addresses: [])
+            } else if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
                exchange.canResend, case .connectionClosed = error {
                 exchange.retried = true
                 exchange.requiresFreshConnection = true
