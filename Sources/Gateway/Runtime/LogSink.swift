@@ -4,9 +4,10 @@ import Synchronization
 /// Where log lines go: a dedicated writer thread drains a bounded queue, so a slow or full output never blocks a
 /// request. Lines beyond the bound are dropped and counted.
 ///
-/// The writer wakes ``batchDelay`` after the first line of a batch, not for every line: under load one wake-up and
-/// one `write` carry a few hundred access-log lines, where waking it per line cost the event loop a context switch
-/// and two system calls per request.
+/// A line logged when the writer has not written for ``batchDelay`` is written at once; otherwise the writer wakes
+/// ``batchDelay`` after its last write, for all the lines since. Under load one wake-up and one `write` then carry a
+/// few hundred access-log lines, where waking it per line cost the event loop a context switch and two system calls
+/// per request; a quiet gateway's lines still appear at once.
 public final class LogSink: Sendable {
     public enum Destination: Sendable {
         case stdout
@@ -15,12 +16,12 @@ public final class LogSink: Sendable {
     }
 
     private let queue = DispatchQueue(label: "moya-gateway.log-writer")
-    private let pending = Mutex<(lines: [String], scheduled: Bool)>(([], false))
+    private let pending = Mutex<(lines: [String], scheduled: Bool, lastWrite: UInt64)>(([], false, 0))
     private let handle: FileHandle
     private let capacity: Int
     private let droppedCount = Mutex(0)
-    /// How long a line may wait for the lines after it before the writer writes them all.
-    static let batchDelay: DispatchTimeInterval = .milliseconds(10)
+    /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.
+    static let batchDelay: UInt64 = 10_000_000
 
     public init(destination: Destination, capacity: Int = 65_536) {
         switch destination {
@@ -42,25 +43,37 @@ public final class LogSink: Sendable {
 
     /// Queues one line (a newline is added).
     public func write(_ line: String) {
-        let schedule = pending.withLock { state -> Bool in
+        let now = DispatchTime.now().uptimeNanoseconds
+        let wait = pending.withLock { state -> UInt64? in
             guard state.lines.count < capacity else {
                 droppedCount.withLock { $0 += 1 }
-                return false
+                return nil
             }
             state.lines.append(line)
-            if state.scheduled { return false }
+            if state.scheduled { return nil }
             state.scheduled = true
-            return true
+            let sinceWrite = now &- state.lastWrite
+            return sinceWrite >= Self.batchDelay ? 0 : Self.batchDelay - sinceWrite
         }
-        if schedule { queue.asyncAfter(deadline: .now() + Self.batchDelay) { [self] in drain() } }
+        guard let wait else { return }
+        if wait == 0 {
+            queue.async { [self] in drain() }
+        } else {
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait))) { [self] in drain() }
+        }
     }
 
     private func drain() {
         while true {
+            let now = DispatchTime.now().uptimeNanoseconds
             let lines = pending.withLock { state -> [String] in
                 let lines = state.lines
                 state.lines.removeAll(keepingCapacity: true)
-                if lines.isEmpty { state.scheduled = false }
+                if lines.isEmpty {
+                    state.scheduled = false
+                } else {
+                    state.lastWrite = now
+                }
                 return lines
             }
             if lines.isEmpty { return }

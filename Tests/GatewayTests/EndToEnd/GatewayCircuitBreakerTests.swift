@@ -71,7 +71,7 @@ import Glibc
         let open = try await Self.metrics(gateway)
         #expect(open.contains("moya_gateway_upstream_circuit_open{upstream=\"flaky\"} 1"), "\(open)")
         #expect(open.contains("moya_gateway_upstream_circuit_refused_total{upstream=\"flaky\"} 1"), "\(open)")
-        let line = gateway.accessLog.last { $0["path"] as? String == "/status/200" }
+        let line = await gateway.accessLog(atLeast: 4).last { $0["path"] as? String == "/status/200" }
         #expect(line?["status"] as? Int == 503 && line?["upstream_error"] as? String == "circuit open")
 
         // After open_for, one trial call: it fails, so the circuit stays open.
@@ -99,7 +99,7 @@ import Glibc
         #expect(try await Self.get(client, "\(gateway.url)/b").status == 502)
         let refused = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/c", body: .bytes([1, 2])))
         #expect(refused.status == 503 && refused.headers.first(name: "Retry-After").flatMap { Int($0) }.map { $0 > 25 } == true)
-        let reasons = gateway.accessLog.compactMap { $0["upstream_error"] as? String }
+        let reasons = await gateway.accessLog(atLeast: 3).compactMap { $0["upstream_error"] as? String }
         #expect(reasons.count == 3 && reasons.last == "circuit open", "\(reasons)")
     }
 

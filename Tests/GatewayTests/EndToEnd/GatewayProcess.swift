@@ -91,6 +91,17 @@ final class GatewayProcess {
         }.filter { $0["msg"] as? String == "access" }
     }
 
+    /// The access-log lines once there are at least `count` of them, waiting up to 2 s for the log writer (it writes
+    /// in batches); fewer if they do not come.
+    func accessLog(atLeast count: Int) async -> [[String: Any]] {
+        for _ in 0..<100 {
+            let lines = accessLog
+            if lines.count >= count { return lines }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return accessLog
+    }
+
     var url: String { "http://127.0.0.1:\(port)" }
 
     deinit { stop(timeout: 2) }
