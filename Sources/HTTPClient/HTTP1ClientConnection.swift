@@ -41,7 +41,9 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.reuseLimit = idleTimeout.nanoseconds
         connectTimer = connection.loop.schedule(after: connectTimeout) { [weak self] in
             guard let self, !self.isActive else { return }
-            self.failAndClose(.connectTimeout)
+            // Through the close, so the pool may pass the exchange on to the name's next address.
+            self.reusable = false
+            self.connection.close(error: HTTPClientError.connectTimeout)
         }
     }
 
@@ -306,6 +308,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         if !isActive {
             if let tlsError = error as? TLSError {
                 reason = .tlsFailed(reason: tlsError.reason)
+            } else if let clientError = error as? HTTPClientError {
+                reason = clientError
             } else {
                 reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
             }

@@ -55,8 +55,8 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         if let connectTimeout {
             connectTimer = connection.loop.schedule(after: connectTimeout) { [weak self] in
                 guard let self, !self.isActive else { return }
-                self.failEverything(.connectTimeout)
-                self.connection.close()
+                // Through the close, so the pool may pass the exchanges on to the name's next address.
+                self.connection.close(error: HTTPClientError.connectTimeout)
             }
         }
     }
@@ -281,11 +281,14 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             let reason: HTTPClientError
             if let tlsError = error as? TLSError {
                 reason = .tlsFailed(reason: tlsError.reason)
+            } else if let clientError = error as? HTTPClientError {
+                reason = clientError
             } else {
                 reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
             }
-            failEverything(reason)
-            pool.http2ConnectionClosed(self)
+            let unsent = Array(streams.values) + takeQueued()
+            streams.removeAll()
+            pool.http2ConnectFailed(self, exchanges: unsent, error: reason)
             return
         }
         let failed = streams

@@ -49,8 +49,8 @@ final class HTTPClientExchange {
     @exclusivity(unchecked) var responseStarted = false
     @exclusivity(unchecked) var connectDuration: Duration?
     @exclusivity(unchecked) var firstByteAt: UInt64 = 0
-    /// Addresses of the origin that refused a connection for this exchange (see `HTTPOriginPool.connectionClosed`).
-    @exclusivity(unchecked) var refusedAddresses = 0
+    /// Addresses of the origin that could not be connected to for this exchange (see `HTTPOriginPool.failsOver`).
+    @exclusivity(unchecked) var failedAddresses = 0
     /// Set once the exchange has been retried on a fresh connection.
     @exclusivity(unchecked) var retried = false
     /// Times the exchange was moved to another HTTP/2 connection because the server did not process it (GOAWAY,

@@ -295,8 +295,9 @@ final class HTTPOriginPool {
 
     /// A connection closed; its unfinished exchange is retried once on a fresh connection when that is safe (idempotent,
     /// the connection had been reused, no response byte arrived, and the body can be sent again: not a stream that was
-    /// already pulled from), else failed. A connection refused (or unreachable) sent nothing: when the name resolved to
-    /// more addresses, the exchange goes to the next one, whatever its method, and so do new connections from then on.
+    /// already pulled from), else failed. A connection that could not be made (refused, unreachable, timed out) sent
+    /// nothing: when the name resolved to more addresses, the exchange goes to the next one, whatever its method, and so
+    /// do new connections from then on.
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
         if all.removeValue(forKey: ObjectIdentifier(connection)) != nil { budget?.release() }
@@ -306,9 +307,7 @@ final class HTTPOriginPool {
             learned = .unknown
         }
         if let exchange, !exchange.isFinished {
-            if case .connectFailed = error, !connection.isActive, exchange.refusedAddresses + 1 < addresses.count {
-                exchange.refusedAddresses += 1
-                if connection.connection.remoteAddress == currentAddress { addressIndex = (addressIndex + 1) % addresses.count }
+            if !connection.isActive, failsOver(exchange, from: connection.connection.remoteAddress, after: error) {
                 submit(exchange, addresses: [])
             } else if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
                exchange.canResend, case .connectionClosed = error {
@@ -323,6 +322,33 @@ final class HTTPOriginPool {
         guard learned != .probing, all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() else { return }
         if learned == .unknown { learned = .probing }
         open(for: next, wasWaiting: true)
+    }
+
+    /// Whether `exchange`, which a connection to `address` never sent because connecting failed with `error` (refused,
+    /// unreachable or timed out), goes on to the name's next address; new connections then go there too. Not when every
+    /// address has failed it already, nor once its deadline has passed.
+    private func failsOver(_ exchange: HTTPClientExchange, from address: SocketAddress?, after error: HTTPClientError) -> Bool {
+        switch error {
+        case .connectFailed, .connectTimeout: break
+        default: return false
+        }
+        guard exchange.failedAddresses + 1 < addresses.count, remaining(exchange) > .zero else { return false }
+        exchange.failedAddresses += 1
+        if address == currentAddress { addressIndex = (addressIndex + 1) % addresses.count }
+        return true
+    }
+
+    /// The HTTP/2 `connection` closed before it was established: each of its exchanges (none was sent) goes on to the
+    /// name's next address when ``failsOver(_:from:after:)`` allows, else fails with `error`.
+    func http2ConnectFailed(_ connection: HTTP2ClientConnection, exchanges: [HTTPClientExchange], error: HTTPClientError) {
+        http2ConnectionClosed(connection)
+        for exchange in exchanges where !exchange.isFinished {
+            if failsOver(exchange, from: connection.connection.remoteAddress, after: error) {
+                submit(exchange, addresses: [])
+            } else {
+                exchange.fail(error)
+            }
+        }
     }
 
     /// The loop's sweep: closes connections idle too long and fails exchanges that waited too long for one.

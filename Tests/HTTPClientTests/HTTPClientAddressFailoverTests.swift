@@ -6,8 +6,9 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// A host name with several addresses: a refused connection sends nothing, so the exchange (a POST too) goes on to the
-/// next address; only when every address refuses does it fail.
+/// A host name with several addresses: a connection that could not be made (refused, or no answer within the connect
+/// timeout) sent nothing, so the exchange (a POST too) goes on to the next address, over HTTP/1.1 and HTTP/2 alike;
+/// only when every address fails does it fail.
 @Suite(.serialized) struct HTTPClientAddressFailoverTests {
     /// Counts requests and answers with the body's size and the `Host` it was sent to.
     private final class CountingHandler: HTTPServerHandler {
@@ -46,6 +47,76 @@ import Testing
         }
         #expect(handler.requests.load(ordering: .relaxed) == 3)
         #expect(resolutions.load(ordering: .relaxed) == 1)
+        client.shutdown()
+        await server.shutdown(timeout: .seconds(1))
+    }
+
+    @Test func anAddressThatNeverAnswersPassesTheExchangeOnAtTheConnectTimeout() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        let handler = CountingHandler()
+        let server = HTTPServer(configuration: .init(listen: [Self.address(0)]), group: group, handler: handler)
+        try await server.start()
+        let live = server.localAddresses[0].port
+        let silent = try UnansweredListener()
+        var configuration = HTTPClient.Configuration()
+        configuration.connectTimeout = .milliseconds(300)
+        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in
+            [Self.address(silent.port), Self.address(live)]
+        }
+        let request = try HTTPClientRequest(method: .post, url: "http://multi.internal:\(live)/upload",
+                                            body: .bytes(Array("payload".utf8)))
+        let response = try await client.execute(request)
+        #expect(response.status == 200)
+        #expect(String(decoding: response.body, as: UTF8.self) == "got 7 for multi.internal:\(live)")
+        #expect(handler.requests.load(ordering: .relaxed) == 1)
+        client.shutdown()
+        await server.shutdown(timeout: .seconds(1))
+    }
+
+    @Test func whenEveryAddressTimesOutTheExchangeFailsWithTheTimeout() async throws {
+        let first = try UnansweredListener()
+        let second = try UnansweredListener()
+        var configuration = HTTPClient.Configuration()
+        configuration.connectTimeout = .milliseconds(200)
+        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in
+            [Self.address(first.port), Self.address(second.port)]
+        }
+        await #expect(throws: HTTPClientError.connectTimeout) {
+            _ = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(first.port)/"))
+        }
+        client.shutdown()
+    }
+
+    @Test func anHTTP2OnlyPoolFailsOverToo() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        let handler = CountingHandler()
+        let server = HTTPServer(configuration: .init(listen: [Self.address(0)], http2: true), group: group, handler: handler)
+        try await server.start()
+        let live = server.localAddresses[0].port
+        let dead = try freeLoopbackPort()
+        let silent = try UnansweredListener()
+        var configuration = HTTPClient.Configuration()
+        configuration.http2 = .always
+        configuration.connectTimeout = .milliseconds(300)
+        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in
+            [Self.address(dead), Self.address(silent.port), Self.address(live)]
+        }
+        // Several at once: they all wait on the first connection, and all move on with it.
+        try await withThrowingTaskGroup(of: String.self) { requests in
+            for index in 0..<3 {
+                requests.addTask {
+                    let request = try HTTPClientRequest(method: .post, url: "http://multi.internal:\(live)/\(index)",
+                                                        body: .bytes(Array(repeating: 0x61, count: index + 1)))
+                    let response = try await client.execute(request)
+                    #expect(response.head.version == .http2)
+                    return String(decoding: response.body, as: UTF8.self)
+                }
+            }
+            var bodies: [String] = []
+            for try await body in requests { bodies.append(body) }
+            #expect(bodies.sorted() == (1...3).map { "got \($0) for multi.internal:\(live)" })
+        }
+        #expect(handler.requests.load(ordering: .relaxed) == 3)
         client.shutdown()
         await server.shutdown(timeout: .seconds(1))
     }
