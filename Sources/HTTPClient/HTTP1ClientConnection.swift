@@ -133,7 +133,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             armResponseTimer(for: exchange)
             return
         }
-        failAndClose(.responseTimeout)
+        failAndClose(exchange.responseStarted ? .responseBodyTimeout : .responseTimeout)
     }
 
     // MARK: Streamed request bodies

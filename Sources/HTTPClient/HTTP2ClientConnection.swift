@@ -171,7 +171,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             }
             return
         }
-        abandon(streamID, exchange, with: .responseTimeout)
+        abandon(streamID, exchange, with: exchange.responseStarted ? .responseBodyTimeout : .responseTimeout)
     }
 
     /// Queues a streamed body's chunk or end on its stream; the next chunk is pulled now, or on `.windowAvailable`

@@ -163,7 +163,7 @@ public final class HTTPClient: Sendable {
     /// Sends `request` and returns as soon as the response head arrived; the body follows as a back-pressured stream
     /// (see ``HTTPClientStreamingResponse``). `deadline` and the response timeout still apply to the body: past the
     /// deadline, or a response timeout without body bytes while the reader keeps up, the stream fails with
-    /// ``HTTPClientError/responseTimeout``. Not retried once the head arrived; decompression is not applied.
+    /// ``HTTPClientError/responseBodyTimeout``. Not retried once the head arrived; decompression is not applied.
     /// - Throws: ``HTTPClientError``, before the head; errors after it end the body stream.
     public func execute(streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientStreamingResponse {

@@ -8,8 +8,12 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case connectFailed(reason: String)
     /// The connection was not established within the connect timeout.
     case connectTimeout
-    /// The response head did not arrive within the response timeout, or the request's deadline passed.
+    /// No byte of the response arrived within the response timeout, or before the request's deadline.
     case responseTimeout
+    /// Part of the response arrived (its head, or over HTTP/1.1 possibly only part of it), then nothing more for the
+    /// response timeout, or the request's deadline passed before the response was complete. Unlike
+    /// ``responseTimeout``, the server may have acted on the request: it is not a failure to retry blindly.
+    case responseBodyTimeout
     /// The TLS handshake or certificate verification failed.
     case tlsFailed(reason: String)
     /// The upstream sent bytes that are not a valid HTTP response (status line, framing, headers, size limits).
@@ -41,6 +45,7 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .connectFailed(let reason): return "connect failed: \(reason)"
         case .connectTimeout: return "connect timed out"
         case .responseTimeout: return "response timed out"
+        case .responseBodyTimeout: return "response body timed out"
         case .tlsFailed(let reason): return "TLS failed: \(reason)"
         case .malformedResponse(let reason): return "malformed response: \(reason)"
         case .connectionClosed(let started): return started ? "connection closed mid-response" : "connection closed before a response"

@@ -66,7 +66,7 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         defer { Task { await server.shutdown(timeout: .milliseconds(100)) } }
         let client = client(http2: http2) { $0.responseTimeout = .milliseconds(300) }
         let started = ContinuousClock.now
-        await #expect(throws: HTTPClientError.responseTimeout) {
+        await #expect(throws: HTTPClientError.responseBodyTimeout) {
             _ = try await client.execute(HTTPClientRequest(url: "\(base)/stall"))
         }
         let waited = ContinuousClock.now - started
@@ -89,7 +89,7 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         defer { Task { await server.shutdown(timeout: .milliseconds(100)) } }
         let client = client(http2: http2) { $0.responseTimeout = nil }
         let started = ContinuousClock.now
-        await #expect(throws: HTTPClientError.responseTimeout) {
+        await #expect(throws: HTTPClientError.responseBodyTimeout) {
             _ = try await client.execute(HTTPClientRequest(url: "\(base)/trickle?ms=100&n=30"),
                                          deadline: .now + .milliseconds(400))
         }
@@ -104,7 +104,7 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         let response = try await client.execute(streaming: HTTPClientRequest(url: "\(base)/stall"))
         #expect(response.head.status == 200)
         var received: [UInt8] = []
-        await #expect(throws: HTTPClientError.responseTimeout) {
+        await #expect(throws: HTTPClientError.responseBodyTimeout) {
             for try await chunk in response.body { received += chunk }
         }
         #expect(received == Array("0123456789".utf8))
@@ -147,6 +147,6 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         let (count, error) = await reader.value
         watchdog.cancel()
         #expect(count == 64 * 64 * 1024)
-        #expect(error == .responseTimeout, "the response timeout holds again once the reader has caught up")
+        #expect(error == .responseBodyTimeout, "the response timeout holds again once the reader has caught up")
     }
 }

@@ -362,7 +362,7 @@ enum GatewayErrorMapping {
     static func code(forUnderlying error: any Error) -> GatewayErrorCode {
         if let client = error as? HTTPClientError {
             switch client {
-            case .connectTimeout, .responseTimeout: return .gatewayTimeout
+            case .connectTimeout, .responseTimeout, .responseBodyTimeout: return .gatewayTimeout
             // No connection to the upstream could be had in time: the gateway's own capacity, the request never
             // left (so 503, safe to retry, rather than 504, which says the upstream was too slow to answer).
             case .poolExhausted, .poolWaitTimeout, .shutDown: return .serviceUnavailable

@@ -6,7 +6,8 @@ import HTTPClient
 import Moya
 
 /// Applies a route's `retries`: idempotent methods only, and only when no response byte arrived (connect failures,
-/// connections closed before a response, timeouts before the head) or the upstream answered one of the configured
+/// connections closed before a response, response timeouts before any byte; never ``HTTPClientError/responseBodyTimeout``)
+/// or the upstream answered one of the configured
 /// statuses. `attempts` counts the first try; `backoff` pauses between attempts. No attempt starts that the route's
 /// deadline would not leave time for (the last answer stands).
 struct RouteRetryPlugin: TransportRetrier, TransportPlugin {

@@ -87,6 +87,35 @@ import Glibc
         gateway.stop()
     }
 
+    /// Retries only when no response byte arrived: an upstream that sends nothing within the response timeout is tried
+    /// again, one that sent part of its answer and then stalled is not (it may have acted on the request), though both
+    /// are 504s.
+    @Test func aRetryNeverFollowsAPartialAnswer() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 300ms } }
+            routes:
+              - { name: faulty, match: { path_prefix: / }, upstream: faulty, retries: { attempts: 3 } }
+            """)
+        let client = HTTPClient()
+        let partial = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stall-small-retried"))
+        #expect(partial.status == 504)
+        let silent = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/hang"))
+        #expect(silent.status == 504)
+        let hits = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstream.port)/hits"))
+        let counts = try JSONSerialization.jsonObject(with: Data(hits.body)) as? [String: Int]
+        #expect(counts?["/stall-small-retried"] == 1, "part of the answer arrived: not retried (\(Self.text(hits)))")
+        #expect(counts?["/hang"] == 3, "nothing arrived: the first try and two retries (\(Self.text(hits)))")
+        gateway.stop()
+        let retries = Dictionary(gateway.accessLog.compactMap { line in
+            (line["path"] as? String).map { ($0, line["retries"] as? Int ?? -1) }
+        }, uniquingKeysWith: { first, _ in first })
+        #expect(retries["/stall-small-retried"] == 0)
+        #expect(retries["/hang"] == 2)
+    }
+
     /// A client that closes its connection before the answer abandons the request: the upstream call is aborted
     /// (nginx's 499), not run to completion for nobody, and the access log says 499.
     @Test func aClientThatLeavesAbortsItsUpstreamCall() async throws {

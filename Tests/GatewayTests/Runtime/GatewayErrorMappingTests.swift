@@ -11,6 +11,7 @@ import Testing
             (.poolExhausted, .serviceUnavailable),
             (.shutDown, .serviceUnavailable),
             (.responseTimeout, .gatewayTimeout),
+            (.responseBodyTimeout, .gatewayTimeout),
             (.connectTimeout, .gatewayTimeout),
             (.requestBodyFailed(reason: "x"), .badGateway),
             (.connectionClosed(responseStarted: false), .badGateway),
