@@ -46,13 +46,21 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
                              identity: identityHash(clientName: clientName, headers: requestHeaders))
     }
 
-    /// The URL with its `&`-separated query parameters sorted by bytes (stable for equal parameters).
+    /// The URL with its `&`-separated query parameters sorted by name (the bytes before `=`); parameters of the same
+    /// name keep their order, which an API may give meaning to (`sort=name&sort=date`).
     public static func sortedQuery(_ url: String) -> String {
         guard let mark = url.firstIndex(of: "?") else { return url }
         let query = url[url.index(after: mark)...]
-        let parameters = query.split(separator: "&", omittingEmptySubsequences: true)
-        let sorted = parameters.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
-        return String(url[...mark]) + sorted.joined(separator: "&")
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: true).enumerated().map { index, parameter in
+            (name: Array(parameter.utf8.prefix { $0 != UInt8(ascii: "=") }), index: index, parameter: parameter)
+        }
+        let sorted = parameters.sorted { left, right in
+            left.name == right.name ? left.index < right.index : left.name.lexicographicallyPrecedes(right.name)
+        }
+        if sorted.indices.allSatisfy({ sorted[$0].index == $0 }) && !query.contains("&&") && !query.hasPrefix("&") && !query.hasSuffix("&") {
+            return url
+        }
+        return String(url[...mark]) + sorted.map(\.parameter).joined(separator: "&")
     }
 
     /// FNV-1a 128 over `client`, `Authorization` values and `Cookie` values (tagged, length-prefixed).

@@ -127,13 +127,19 @@ final class GatewayHandler: HTTPServerHandler {
                                       requestHeaders: request.head.headers, clientName: clientName)
         }
 
+        /// The path and query sent upstream: a shared call's query has its parameters sorted, as in its key, so that
+        /// requests that differ only in parameter order share it and send the same request however they arrived.
+        func sentPath(key: CoalescingKey?) -> String {
+            key == nil ? upstreamPath : CoalescingKey.sortedQuery(upstreamPath)
+        }
+
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(body: [UInt8], streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
                     forwardsHeaders: Bool = true) -> GatewayTarget {
             let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(key: key) : ([:], HTTPWire.HTTPHeaders())
             return GatewayTarget(
-                provider: upstream, origin: upstream.origin, upstreamTarget: upstreamPath, method: request.head.method,
+                provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key), method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries)
@@ -217,6 +223,7 @@ final class GatewayHandler: HTTPServerHandler {
         let requestID = exchange.requestID
         let upstream = call.upstream
         let key = call.coalescingKey
+        if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: exchange.snapshot.config.server.limits.maxBodyBytes)
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).

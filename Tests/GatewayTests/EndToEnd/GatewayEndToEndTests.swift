@@ -129,6 +129,69 @@ import Glibc
         #expect(roles.contains("leader") && roles.contains("follower"))
     }
 
+    /// The rest of the coalescing key, end to end: parameter order does not matter (the shared call sends them
+    /// sorted), HEAD coalesces like GET, a `coalesce_vary` header splits flights, and so does each API-key client.
+    @Test func coalescingKeySortsTheQueryAndSplitsByVaryHeadersAndAPIKeyClients() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            clients: { api_keys: { header: X-Api-Key, keys: { alice: "${ALICE_KEY}", bob: "${BOB_KEY}" } } }
+            upstreams:
+              up: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 200 } }
+            routes:
+              - { name: shared, match: { path_prefix: /shared }, upstream: up, coalesce: true, coalesce_vary: [Accept] }
+            """, environment: ["ALICE_KEY": "alice-secret", "BOB_KEY": "bob-secret"])
+        var configuration = HTTPClient.Configuration()
+        configuration.maxConnectionsPerOrigin = 200
+        let client = HTTPClient(configuration: configuration)
+        let base = gateway.url
+        func burst(_ count: Int, method: HTTPMethod = .get, query: @escaping @Sendable (Int) -> String,
+                   headers: @escaping @Sendable (Int) -> [(String, String)]) async -> [Int] {
+            await withTaskGroup(of: Int.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        let request = try? HTTPClientRequest(method: method, url: "\(base)/shared/slow?\(query(index))",
+                                                             headers: HTTPHeaders(headers(index)))
+                        return (try? await client.execute(request!))?.status ?? -1
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        let alice = [("X-Api-Key", "alice-secret")]
+        _ = await burst(60, query: { "warm=\($0)&ms=1" }, headers: { _ in alice })
+        upstream.reset()
+
+        var statuses = await burst(40, query: { $0 % 2 == 0 ? "ms=300&a=1&b=2" : "b=2&ms=300&a=1" }, headers: { _ in alice })
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(upstream.requests.count == 1, "parameter order does not split a flight, got \(upstream.requests.count)")
+        #expect(upstream.requests.first?.head.target == "/shared/slow?a=1&b=2&ms=300", "the shared call sends them sorted")
+        upstream.reset()
+
+        statuses = await burst(40, method: .head, query: { _ in "ms=300&k=head" }, headers: { _ in alice })
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(upstream.requests.count == 1, "HEAD coalesces, got \(upstream.requests.count)")
+        upstream.reset()
+
+        statuses = await burst(40, query: { _ in "ms=300&k=vary" }) { index in
+            alice + [("Accept", index % 2 == 0 ? "application/json" : "text/plain")]
+        }
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(upstream.requests.count == 2, "two Accept values → 2 hits, got \(upstream.requests.count)")
+        upstream.reset()
+
+        statuses = await burst(40, query: { _ in "ms=300&k=clients" }) { index in
+            [("X-Api-Key", index % 2 == 0 ? "alice-secret" : "bob-secret")]
+        }
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(upstream.requests.count == 2, "two API-key clients → 2 hits, got \(upstream.requests.count)")
+        #expect(upstream.requests.allSatisfy { !$0.head.headers.contains(name: "X-Api-Key") }, "the key is never forwarded")
+        gateway.stop()
+        let sorted = gateway.accessLog.filter { ($0["path"] as? String)?.contains("a=1") == true }
+        #expect(sorted.count == 40)
+        #expect(sorted.allSatisfy { $0["upstream_path"] as? String == "/shared/slow?a=1&b=2&ms=300" })
+    }
+
     @Test func stubsAnswerWithTheirDelayWithoutTheNetwork() async throws {
         let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()

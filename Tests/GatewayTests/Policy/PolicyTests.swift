@@ -20,6 +20,9 @@ import Testing
         #expect(key(url: "http://u:1/v1/x?a=1") != key(url: "http://u:1/v1/x?a=2"))
         #expect(key(url: "http://u:1/v1/x") != key(url: "http://u:1/v1/y"))
         #expect(CoalescingKey.sortedQuery("/x?c=3&a=1&b=2") == "/x?a=1&b=2&c=3")
+        #expect(CoalescingKey.sortedQuery("/x?sort=name&a=1&sort=date") == "/x?a=1&sort=name&sort=date",
+                "parameters of one name keep their order")
+        #expect(key(url: "http://u:1/v1/x?a=2&a=1") != key(url: "http://u:1/v1/x?a=1&a=2"))
     }
 
     @Test func varyHeadersSplitKeys() {
