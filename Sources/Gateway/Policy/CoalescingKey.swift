@@ -57,9 +57,8 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
         let sorted = parameters.sorted { left, right in
             left.name == right.name ? left.index < right.index : left.name.lexicographicallyPrecedes(right.name)
         }
-        if sorted.indices.allSatisfy({ sorted[$0].index == $0 }) && !query.contains("&&") && !query.hasPrefix("&") && !query.hasSuffix("&") {
-            return url
-        }
+        let hasEmptyParameters = query.contains("&&") || query.hasPrefix("&") || query.hasSuffix("&")
+        if !hasEmptyParameters && sorted.indices.allSatisfy({ sorted[$0].index == $0 }) { return url }
         return String(url[...mark]) + sorted.map(\.parameter).joined(separator: "&")
     }
 
