@@ -27,6 +27,9 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
     package var transportHeaders: HTTPWire.HTTPHeaders? { head.transport?.headers }
 
+    /// The HTTP version the response arrived in; `nil` for stubs and responses made by callers.
+    package var transportVersion: HTTPVersion? { head.transport?.version }
+
     /// The body as the transport collected it, the same bytes as `data`; `nil` unless the response came over the
     /// network. For the gateway, which writes the body out as an array (no second copy).
     package var transportBody: [UInt8]? {

@@ -6,11 +6,12 @@ import HTTPClient
 import HTTPWire
 import Synchronization
 
-/// A response head as the transport received it: status, header fields, timings and the request URL. Converting it
+/// A response head as the transport received it: status, version, header fields, timings and the request URL. Converting it
 /// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`). A streamed response also
 /// holds the exchange whose body is still arriving (dropping it aborts that body).
 struct TransportResponse: @unchecked Sendable {
     let status: Int
+    let version: HTTPVersion
     let headers: HTTPWire.HTTPHeaders
     let timings: HTTPClientTimings
     let url: ResponseURL
@@ -20,18 +21,19 @@ struct TransportResponse: @unchecked Sendable {
     let body: [UInt8]
 
     init(_ response: HTTPClientResponse, url: ResponseURL) {
-        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: nil,
-                  body: response.body)
+        self.init(status: response.status, version: response.head.version, headers: response.headers,
+                  timings: response.timings, url: url, streamed: nil, body: response.body)
     }
 
     init(streaming response: HTTPClientStreamingResponse, url: ResponseURL) {
-        self.init(status: response.status, headers: response.headers, timings: response.timings, url: url, streamed: response,
-                  body: [])
+        self.init(status: response.status, version: response.head.version, headers: response.headers,
+                  timings: response.timings, url: url, streamed: response, body: [])
     }
 
-    private init(status: Int, headers: HTTPWire.HTTPHeaders, timings: HTTPClientTimings, url: ResponseURL,
-                 streamed: HTTPClientStreamingResponse?, body: [UInt8]) {
+    private init(status: Int, version: HTTPVersion, headers: HTTPWire.HTTPHeaders, timings: HTTPClientTimings,
+                 url: ResponseURL, streamed: HTTPClientStreamingResponse?, body: [UInt8]) {
         self.status = status
+        self.version = version
         self.headers = headers
         self.timings = timings
         self.url = url

@@ -294,7 +294,8 @@ final class GatewayHandler: HTTPServerHandler {
         case .success(let response):
             let headers: HTTPWire.HTTPHeaders
             if let transport = response.transportHeaders {
-                headers = ProxyHeaders.downstream(from: transport, requestID: requestID)
+                headers = ProxyHeaders.downstream(from: transport, received: response.transportVersion ?? .http1_1,
+                                                  requestID: requestID)
             } else if let stubHeaders = call.upstream.stubHeaders {
                 headers = ProxyHeaders.downstream(from: stubHeaders, requestID: requestID)
             } else {

@@ -2,7 +2,8 @@ import HTTPWire
 
 /// Builds the headers sent upstream and returned to the client.
 enum ProxyHeaders {
-    /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For`, appended to).
+    /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For` and `Via`, appended
+    /// to).
     static let gatewayOwned = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
                                "x-forwarded-proto", "x-forwarded-host", "via", "forwarded"]
 
@@ -101,8 +102,20 @@ enum ProxyHeaders {
         }
         result.add(name: "X-Forwarded-Proto", value: isTLS ? "https" : "http")
         if let host = client.first(name: "Host") { result.add(name: "X-Forwarded-Host", value: host) }
-        result.add(name: "Via", value: version.major >= 2 ? "2 moya-gateway" : "1.1 moya-gateway")
+        let previousVia = client["Via"].joined(separator: ", ")
+        result.add(name: "Via", value: previousVia.isEmpty ? via(version) : previousVia + ", " + via(version))
         return result
+    }
+
+    /// This hop's `Via` entry for a message received in `version` (RFC 9110 §7.6.3): `1.1 moya-gateway`,
+    /// `2 moya-gateway`.
+    static func via(_ version: HTTPVersion) -> String {
+        switch (version.major, version.minor) {
+        case (1, 1): return "1.1 moya-gateway"
+        case (2, _): return "2 moya-gateway"
+        case (1, 0): return "1.0 moya-gateway"
+        default: return version.minor == 0 ? "\(version.major) moya-gateway" : "\(version.major).\(version.minor) moya-gateway"
+        }
     }
 
     /// The standard hop-by-hop names.
@@ -132,8 +145,9 @@ enum ProxyHeaders {
     private static let droppedDownstream = HopByHop.standard + ["Content-Length", "X-Request-Id"]
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
-    /// `Connection`) removed, `Via` and the request id added. One pass, in the upstream's order.
-    static func downstream(from upstream: HTTPHeaders, requestID: String) -> HTTPHeaders {
+    /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
+    /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
+    static func downstream(from upstream: HTTPHeaders, received version: HTTPVersion = .http1_1, requestID: String) -> HTTPHeaders {
         let listed = connectionListed(in: upstream)
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count + 2)
@@ -141,7 +155,7 @@ enum ProxyHeaders {
             if isListed(field.name, in: droppedDownstream) || isListed(field.name, in: listed) { continue }
             headers.add(name: field.name, value: field.value)
         }
-        headers.add(name: "Via", value: "1.1 moya-gateway")
+        headers.add(name: "Via", value: via(version))
         headers.add(name: "X-Request-Id", value: requestID)
         return headers
     }

@@ -85,6 +85,36 @@ import Glibc
         #expect(line["request_id"] as? String == "req-123")
     }
 
+    /// Both directions of the proxy's header rules: a client cannot strip the injected token by listing
+    /// `Authorization` in `Connection`; `Via` is appended to, in the client's protocol; a generated request id goes
+    /// upstream and back. (The response direction: `GatewayUpstreamFaultTests`, whose upstream writes raw heads.)
+    @Test func headerRulesHoldInBothDirections() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
+                                               environment: ["API_TOKEN": "UPSTREAM_CANARY_7"])
+        let client = HTTPClient()
+        let echoed = try await client.execute(HTTPClientRequest(
+            url: "\(gateway.url)/api/echo",
+            headers: ["Authorization": "Bearer CLIENT", "Connection": "Authorization, X-Hop", "X-Hop": "1",
+                      "Via": "1.0 edge"]))
+        #expect(echoed.status == 200)
+        let generatedID = try #require(echoed.headers.first(name: "X-Request-Id"))
+        #expect(!generatedID.isEmpty)
+        let received = try #require(upstream.requests.last)
+        #expect(received.head.headers["Authorization"] == ["Bearer UPSTREAM_CANARY_7"], "the injected token survives `Connection`")
+        #expect(!received.head.headers.contains(name: "X-Hop"))
+        #expect(received.head.headers["Via"] == ["1.0 edge, 1.1 moya-gateway"])
+        #expect(received.head.headers["X-Request-Id"] == [generatedID], "the generated id goes upstream too")
+
+        // An HTTP/2 client (h2c with prior knowledge): `Via` says so upstream.
+        var h2 = HTTPClient.Configuration()
+        h2.http2 = .always
+        let h2Response = try await HTTPClient(configuration: h2).execute(HTTPClientRequest(url: "\(gateway.url)/api/echo"))
+        #expect(h2Response.head.version == .http2)
+        #expect(upstream.requests.last?.head.headers["Via"] == ["2 moya-gateway"])
+        gateway.stop()
+    }
+
     @Test func coalescesConcurrentIdenticalGetsButNeverAcrossIdentitiesOrForPost() async throws {
         let upstream = try await RecordingUpstream.start()
         #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening after start")

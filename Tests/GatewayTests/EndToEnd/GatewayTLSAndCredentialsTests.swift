@@ -84,6 +84,7 @@ import Testing
         let directory = ProcessRunner.temporaryDirectory("gateway-tls-listener")
         let files = try ProcessRunner.makeCertificates(in: directory)
         let tlsPort = try freeLoopbackPort()
+        let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: """
             server:
               listen: ["127.0.0.1:PORT"]
@@ -97,8 +98,10 @@ import Testing
             upstreams:
               stubbed:
                 stub: { status: 200, headers: { Content-Type: application/json }, body: '{"ok":true}' }
+              echo: { base_url: "http://127.0.0.1:\(upstream.port)" }
             routes:
               - { name: stubbed, match: { path: /hello }, upstream: stubbed }
+              - { name: echo, match: { path: /echo }, upstream: echo }
             """)
         var configuration = HTTPClient.Configuration()
         configuration.tls = TLSClientConfiguration(caFile: files.ca)
@@ -114,8 +117,17 @@ import Testing
         let http1 = try ProcessRunner.run("curl", ["-sS", "--http1.1", "--cacert", files.ca, "-o", "/dev/null",
                                                    "-w", "%{http_version} %{http_code}", "https://localhost:\(tlsPort)/hello"])
         #expect(http1.stdout == "1.1 200")
+
+        // Proxied over TLS and HTTP/2: the upstream learns the scheme, and `Via` names the client's protocol.
+        let proxied = try ProcessRunner.run("curl", ["-sS", "--http2", "--cacert", files.ca, "-o", "/dev/null",
+                                                     "-w", "%{http_version} %{http_code}", "https://localhost:\(tlsPort)/echo"])
+        #expect(proxied.stdout == "2 200")
+        let received = try #require(upstream.requests.last)
+        #expect(received.head.headers.first(name: "X-Forwarded-Proto") == "https")
+        #expect(received.head.headers.first(name: "X-Forwarded-Host") == "localhost:\(tlsPort)")
+        #expect(received.head.headers.first(name: "Via") == "2 moya-gateway")
         gateway.stop()
-        #expect(gateway.accessLog.count == 3, "one access-log line per request over TLS")
+        #expect(gateway.accessLog.count == 4, "one access-log line per request over TLS")
     }
 
     @Test func aRouteTimeoutIsTheWholeRequestsDeadline() async throws {

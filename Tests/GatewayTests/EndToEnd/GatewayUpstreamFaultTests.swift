@@ -87,6 +87,22 @@ import Glibc
         gateway.stop()
     }
 
+    /// The response direction of the hop-by-hop rules: the fields the upstream names in `Connection`, `Keep-Alive` and
+    /// `Connection` itself stay behind; the gateway's `Via` follows the upstream's own, in the upstream's protocol.
+    @Test func theUpstreamsHopByHopFieldsStayBehind() async throws {
+        let upstream = try await FaultUpstream()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let response = try await HTTPClient().execute(HTTPClientRequest(url: "\(gateway.url)/hop"))
+        #expect(response.status == 200)
+        #expect(Self.text(response) == "ok")
+        for hop in ["X-Up-Hop", "Keep-Alive"] {
+            #expect(!response.headers.contains(name: hop), "\(hop) is hop-by-hop: never returned")
+        }
+        #expect(!response.headers.containsToken("X-Up-Hop", name: "Connection"))
+        #expect(response.headers["Via"].joined(separator: ", ") == "1.0 upstream-cache, 1.1 moya-gateway")
+        gateway.stop()
+    }
+
     /// Retries only when no response byte arrived: an upstream that sends nothing within the response timeout is tried
     /// again, one that sent part of its answer and then stalled is not (it may have acted on the request), though both
     /// are 504s.

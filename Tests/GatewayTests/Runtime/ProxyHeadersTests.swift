@@ -48,4 +48,16 @@ import Testing
                            into: &fields)
         #expect(fields == ["X-Team": "a", "Via": "1.1 moya-gateway", "Accept": "a, b", "Cookie": "a=1; b=2"])
     }
+
+    @Test func viaNamesTheProtocolEachMessageArrivedIn() {
+        #expect(ProxyHeaders.via(.http1_1) == "1.1 moya-gateway")
+        #expect(ProxyHeaders.via(.http1_0) == "1.0 moya-gateway")
+        #expect(ProxyHeaders.via(.http2) == "2 moya-gateway")
+        let upstream: HTTPHeaders = ["Via": "1.1 cache", "Content-Length": "2"]
+        let returned = ProxyHeaders.downstream(from: upstream, received: .http2, requestID: "r")
+        #expect(returned["Via"] == ["1.1 cache", "2 moya-gateway"], "after the upstream's own, in the upstream's protocol")
+        let forwarded = ProxyHeaders.forwarding(client: ["Via": "1.0 edge", "Host": "h"], peer: "10.0.0.1", isTLS: false,
+                                                requestID: "r", version: .http2)
+        #expect(forwarded["Via"] == ["1.0 edge, 2 moya-gateway"])
+    }
 }

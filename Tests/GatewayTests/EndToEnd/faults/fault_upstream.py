@@ -24,6 +24,8 @@ RAW = {
     "/http09": b"just a body\r\n",
     "/switch": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
     "/huge-header": b"HTTP/1.1 200 OK\r\nX-Big: " + b"x" * 100000 + b"\r\nContent-Length: 2\r\n\r\nok",
+    "/hop": b"HTTP/1.1 200 OK\r\nConnection: X-Up-Hop\r\nX-Up-Hop: 1\r\nKeep-Alive: timeout=30\r\nVia: 1.0 upstream-cache\r\n"
+            b"Content-Length: 2\r\n\r\nok",
     "/gzip-corrupt": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 10\r\n\r\n0123456789",
 }
 CLOSE_AFTER = {"/http09", "/switch"}
