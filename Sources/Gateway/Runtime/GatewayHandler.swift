@@ -291,6 +291,12 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.upstreamFirstByte = timings?.firstByte
         let requestID = exchange.requestID
         switch result {
+        case .success(let response) where response.statusCode == 401 && call.upstream.injectsCredentials:
+            // The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
+            // gateway's configuration, and a challenge the client could not answer.
+            exchange.record.upstreamError = "upstream refused the gateway's credentials (401)"
+            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: .badGateway)
+            return errorResponse(.badGateway, requestID: requestID)
         case .success(let response):
             let headers: HTTPWire.HTTPHeaders
             if let transport = response.transportHeaders {

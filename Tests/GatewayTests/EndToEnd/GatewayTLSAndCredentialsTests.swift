@@ -22,9 +22,17 @@ import Testing
               preemptive:
                 base_url: http://127.0.0.1:\(upstream.port)
                 credentials: { user: svc, password: "${SVC_PASSWORD}", preemptive: true }
+              misconfigured:
+                base_url: http://127.0.0.1:\(upstream.port)
+                credentials: { user: svc, password: WRONG_CANARY }
+              bearer:
+                base_url: http://127.0.0.1:\(upstream.port)
+                access_token: { type: bearer, token: TOKEN_CANARY }
             routes:
               - { name: challenged, match: { path_prefix: /c }, upstream: challenged }
               - { name: preemptive, match: { path_prefix: /p }, upstream: preemptive }
+              - { name: misconfigured, match: { path_prefix: /m }, upstream: misconfigured }
+              - { name: bearer, match: { path_prefix: /b }, upstream: bearer }
             """, environment: ["SVC_PASSWORD": "PASSWORD_CANARY"])
         let client = HTTPClient()
 
@@ -42,10 +50,24 @@ import Testing
         #expect(preemptive.status == 200)
         #expect(upstream.authorizations == [upstream.expectedAuthorization], "Basic sent up front: no challenge round trip")
 
+        // Credentials the upstream refuses even after the retry, and a refused token: the client cannot answer a
+        // challenge to the gateway's credentials, so it gets a 502 and never the challenge.
+        var refusals: [HTTPClientResponse] = []
+        for path in ["/m/data", "/b/data"] {
+            let refused = try await client.execute(HTTPClientRequest(url: "\(gateway.url)\(path)"))
+            #expect(refused.status == 502, "\(path)")
+            #expect(refused.headers.first(name: "WWW-Authenticate") == nil, "\(path)")
+            #expect(String(decoding: refused.body, as: UTF8.self).hasPrefix("{\"error\":\"bad_gateway\""), "\(path)")
+            refusals.append(refused)
+        }
+
         gateway.stop()
         let logs = gateway.stdout + gateway.stderr
-        let body = String(decoding: challenged.body + preemptive.body, as: UTF8.self)
-        for canary in ["PASSWORD_CANARY", "CLIENT_CANARY", upstream.expectedAuthorization] {
+        let body = String(decoding: challenged.body + preemptive.body + refusals.flatMap(\.body), as: UTF8.self)
+        let refusedLines = gateway.accessLog.filter { ($0["path"] as? String)?.hasSuffix("/data") == true && $0["status"] as? Int == 502 }
+        #expect(refusedLines.count == 2)
+        #expect(refusedLines.allSatisfy { ($0["upstream_error"] as? String)?.contains("credentials") == true })
+        for canary in ["PASSWORD_CANARY", "CLIENT_CANARY", "WRONG_CANARY", "TOKEN_CANARY", upstream.expectedAuthorization] {
             #expect(!logs.contains(canary), "\(canary) leaked into logs")
             #expect(!body.contains(canary), "\(canary) leaked into a response")
         }
