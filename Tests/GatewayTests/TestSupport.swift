@@ -4,7 +4,8 @@ import Foundation
 /// A loader over an in-memory file system.
 func memoryLoader(_ files: [String: String] = [:]) -> ConfigLoader {
     ConfigLoader(readFile: { path in files[path].map { Array($0.utf8) } },
-                 fileExists: { path in files[path] != nil }, checkServerCertificate: { _, _ in nil })
+                 fileExists: { path in files[path] != nil }, checkServerCertificate: { _, _ in nil },
+                 logOutputProblem: { path in path.hasPrefix("/unwritable/") ? "no such directory" : nil })
 }
 
 func load(_ text: String, env: [String: String] = [:], files: [String: String] = [:],

@@ -18,13 +18,33 @@ public struct ConfigLoader: Sendable {
     /// Why the server certificate and private key at these paths cannot be served (they do not match, the certificate
     /// has expired or is not valid yet, a file is not PEM), or nil when they can.
     public var checkServerCertificate: @Sendable (_ certificate: String, _ privateKey: String) -> String?
+    /// Why log lines could not be appended to the file at this path (`logging.output`), or nil when they can.
+    public var logOutputProblem: @Sendable (String) -> String?
 
     public init(readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
                 fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk,
-                checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader.serverCertificateProblemOnDisk) {
+                checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader.serverCertificateProblemOnDisk,
+                logOutputProblem: @escaping @Sendable (String) -> String? = ConfigLoader.logOutputProblemOnDisk) {
         self.readFile = readFile
         self.fileExists = fileExists
         self.checkServerCertificate = checkServerCertificate
+        self.logOutputProblem = logOutputProblem
+    }
+
+    /// An existing file must be writable and not a directory; a new one needs a writable directory to be made in.
+    /// Nothing is created or changed.
+    public static let logOutputProblemOnDisk: @Sendable (String) -> String? = { path in
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { return "is a directory" }
+            return FileManager.default.isWritableFile(atPath: path) ? nil : "file not writable"
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        let parent = directory.isEmpty ? "." : directory
+        guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return "no such directory"
+        }
+        return FileManager.default.isWritableFile(atPath: parent) ? nil : "directory not writable"
     }
 
     /// Builds the TLS context `serve` would build from the files; its error, if any.
@@ -167,7 +187,7 @@ private struct Builder {
         for (index, item) in items.enumerated() {
             guard let address = ListenAddress.parse(item.text) else {
                 reader.report(line: item.line, "\(entry.path)[\(index)]",
-                              "invalid listen address \(item.shown) (use host:port or [v6addr]:port)")
+                              "invalid listen address \(item.shown) (use IP:port, localhost:port or [IPv6]:port)")
                 continue
             }
             result.append(address)
@@ -259,7 +279,7 @@ private struct Builder {
                 admin.listen = address
             } else {
                 reader.report(line: value.line, item.path,
-                              "invalid listen address \(value.shown) (use host:port or [v6addr]:port)")
+                              "invalid listen address \(value.shown) (use IP:port, localhost:port or [IPv6]:port)")
             }
         }
         return admin
@@ -286,11 +306,18 @@ private struct Builder {
             }
         }
         if let item = map["access_log"], let value = reader.bool(item) { logging.accessLog = value }
-        if let item = map["output"], let value = reader.string(item) {
-            switch value {
+        if let item = map["output"], let value = reader.scalar(item.value, item.path) {
+            switch value.text {
+            case "": reader.report(line: value.line, item.path, "must not be empty")
             case "stdout": logging.output = .stdout
             case "stderr": logging.output = .stderr
-            default: logging.output = .file(resolve(value))
+            default:
+                let path = resolve(value.text)
+                if let problem = loader.logOutputProblem(path) {
+                    reader.report(line: value.line, item.path, value.fromEnvironment ? problem : "\(problem): \(path)")
+                } else {
+                    logging.output = .file(path)
+                }
             }
         }
         if let item = map["redact_headers"], let values = reader.list(item) {

@@ -1,6 +1,7 @@
 import HTTPServer
 import HTTPWire
 import Logging
+import NetCore
 
 /// The whole gateway configuration file (`Configuration/gateway.yaml`), validated and with defaults applied.
 ///
@@ -67,7 +68,8 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// `host:port`, with brackets around IPv6 hosts.
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    /// Parses `host:port` or `[v6]:port`; `nil` when malformed (port must be 0...65535; 0 = any free port).
+    /// Parses `host:port` or `[v6]:port`; `nil` when malformed (port must be 0...65535; 0 = any free port) or when the
+    /// host is neither a numeric address nor `localhost` (listeners bind without name resolution).
     public static func parse(_ text: String) -> ListenAddress? {
         var host: Substring
         var portText: Substring
@@ -89,6 +91,7 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         }
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
               let port = Int(portText), port <= 65535 else { return nil }
+        guard host == "localhost" || SocketAddress(numericHost: String(host), port: port) != nil else { return nil }
         return ListenAddress(host: String(host), port: port)
     }
 }

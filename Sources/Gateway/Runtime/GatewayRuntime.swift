@@ -24,7 +24,7 @@ public final class GatewayRuntime: Sendable {
     public init(config: GatewayConfig) throws {
         let group = try EventLoopGroup(threads: config.server.threads)
         self.group = group
-        let sink = LogSink(destination: config.logging.output.sinkDestination)
+        let sink = try LogSink(destination: config.logging.output.sinkDestination)
         let logSettings = LogSettings(config.logging)
         self.logSettings = logSettings
         let logger = Logger(label: "moya-gateway") { _ in JSONLogHandler(sink: sink, settings: logSettings) }

@@ -23,19 +23,26 @@ public final class LogSink: Sendable {
     /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.
     static let batchDelay: UInt64 = 10_000_000
 
-    public init(destination: Destination, capacity: Int = 65_536) {
+    /// - Throws: ``OpenError`` when a file destination cannot be opened for appending.
+    public init(destination: Destination, capacity: Int = 65_536) throws(OpenError) {
         switch destination {
         case .stdout: handle = FileHandle.standardOutput
         case .stderr: handle = FileHandle.standardError
         case .file(let path):
             if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-            let file = FileHandle(forWritingAtPath: path) ?? FileHandle.standardOutput
+            guard let file = FileHandle(forWritingAtPath: path) else { throw OpenError(path: path) }
             // Appends to a regular file; a pipe, FIFO or terminal (`/dev/stdout` in a container) cannot seek, and
             // needs not (the deprecated `seekToEndOfFile()` traps there).
             _ = try? file.seekToEnd()
             handle = file
         }
         self.capacity = capacity
+    }
+
+    /// A log file that could not be opened for appending.
+    public struct OpenError: Error, CustomStringConvertible {
+        public let path: String
+        public var description: String { "logging.output: cannot open \(path) for appending" }
     }
 
     /// Lines dropped because the writer could not keep up.

@@ -330,14 +330,22 @@ import Testing
         #expect(ListenAddress.parse("127.0.0.1:8080") == ListenAddress(host: "127.0.0.1", port: 8080))
         #expect(ListenAddress.parse("[::1]:8080") == ListenAddress(host: "::1", port: 8080))
         #expect(ListenAddress.parse("localhost:0")?.port == 0)
-        for bad in ["127.0.0.1", ":80", "::1:80", "[::1]", "[::1]80", "host:65536", "host:-1", "host:http", "a b:1", ""] {
+        for bad in ["127.0.0.1", "gateway.internal:8080", "999.1.1.1:80", ":80", "::1:80", "[::1]", "[::1]80", "host:65536", "host:-1", "host:http", "a b:1", ""] {
             #expect(ListenAddress.parse(bad) == nil, "\(bad)")
         }
         let lines = problems("server: { listen: [\"127.0.0.1:8080\", \"nope\"] }\nadmin: { listen: \"x\" }\nupstreams: {}\nroutes: []\n")
         #expect(lines == [
-            "conf/gw.yaml:1: server.listen[1]: invalid listen address 'nope' (use host:port or [v6addr]:port)",
-            "conf/gw.yaml:2: admin.listen: invalid listen address 'x' (use host:port or [v6addr]:port)",
+            "conf/gw.yaml:1: server.listen[1]: invalid listen address 'nope' (use IP:port, localhost:port or [IPv6]:port)",
+            "conf/gw.yaml:2: admin.listen: invalid listen address 'x' (use IP:port, localhost:port or [IPv6]:port)",
         ])
+    }
+
+    @Test func aLogFileThatCannotBeWrittenIsAProblem() {
+        let lines = problems("logging: { output: /unwritable/gw.log }\nupstreams: {}\nroutes: []\n")
+        #expect(lines == ["conf/gw.yaml:1: logging.output: no such directory: /unwritable/gw.log"])
+        #expect(ConfigLoader.logOutputProblemOnDisk("/nonexistent-moya-dir/gw.log") == "no such directory")
+        #expect(ConfigLoader.logOutputProblemOnDisk("/tmp") == "is a directory")
+        #expect(ConfigLoader.logOutputProblemOnDisk(FileManager.default.temporaryDirectory.path + "/moya-new.log") == nil)
     }
 
     @Test func baseURLChecks() {

@@ -41,7 +41,7 @@ import Glibc
 
     @Test func flushingIntoAnOutputNobodyReadsGivesUpAtItsTimeout() throws {
         let pipe = try UnreadPipe()
-        let sink = LogSink(destination: .file(pipe.path))
+        let sink = try LogSink(destination: .file(pipe.path))
         let line = String(repeating: "x", count: 1_000)
         for _ in 0..<200 { sink.write(line) }          // ~200 KB: more than the pipe holds
         let started = ContinuousClock.now
@@ -60,7 +60,7 @@ import Glibc
     @Test func flushWritesEveryQueuedLine() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("logsink-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let sink = LogSink(destination: .file(path))
+        let sink = try LogSink(destination: .file(path))
         for index in 0..<500 { sink.write("line \(index)") }
         #expect(sink.flush())
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
