@@ -19,11 +19,8 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// `FILE:LINE: key.path: reason`, or `FILE:LINE:COLUMN: reason` for a YAML syntax error.
-    public var description: String {
-        if let column { return "\(file):\(line):\(column): \(reason)" }
-        return "\(file):\(line): \(keyPath): \(reason)"
-    }
+    /// `FILE:LINE: key.path: reason`, always (a YAML syntax error's key path is `(yaml)`; its column is in the reason).
+    public var description: String { "\(file):\(line): \(keyPath): \(reason)" }
 }
 
 /// Every problem found in a configuration file, in file order.

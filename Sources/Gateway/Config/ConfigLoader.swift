@@ -115,7 +115,7 @@ public struct ConfigLoader: Sendable {
 
     static func syntaxProblem(_ error: Error, file: String) -> ConfigProblem {
         func make(_ mark: Mark, _ problem: String, _ context: YamlError.Context?) -> ConfigProblem {
-            var reason = "YAML syntax error: \(problem)"
+            var reason = "YAML syntax error at column \(max(1, mark.column)): \(problem)"
             if let context { reason += " (\(context.text) at line \(context.mark.line))" }
             return ConfigProblem(file: file, line: max(1, mark.line), column: max(1, mark.column), keyPath: "(yaml)",
                                  reason: reason)

@@ -116,6 +116,13 @@ import Testing
             "\(file.path):6: routes[0].upstream: unknown upstream 'missing' (not defined under upstreams)",
             "\(file.path):7: routes[0].timeout: must be greater than 0",
         ])
+
+        // A YAML syntax error keeps the `FILE:LINE: key.path: reason` form, with `(yaml)` for the key path.
+        try "upstreams:\n  a: [1, 2\nroutes: []\n".write(to: file, atomically: true, encoding: .utf8)
+        let syntax = try Self.run(["check", "--config", file.path])
+        #expect(syntax.status == 1)
+        #expect(syntax.stderr.hasPrefix("\(file.path):3: (yaml): YAML syntax error at column "), "\(syntax.stderr)")
+        #expect(syntax.stderr.split(separator: "\n").count == 1)
     }
 
     /// What `serve` could not start with is a `check` error too: a listener host name (listeners bind without
