@@ -68,11 +68,25 @@ public final class Telemetry: Sendable {
         }
         requests.increment()
         histogram.record(record.duration)
+        // The upstream's own time, once per network call (a follower's timings are its leader's).
+        if let firstByte = record.upstreamFirstByte, let upstream = record.upstream, record.coalesced != "follower" {
+            upstreamHistogram(upstream).record(firstByte)
+        }
         if record.coalesced != "no" {
             registry.makeCounter(descriptor: Metric.coalesced, labels: [("route", route), ("role", record.coalesced)]).increment()
         }
         guard settings.accessLog else { return }
         sink.write(settings.json ? jsonLine(record) : textLine(record))
+    }
+
+    private func upstreamHistogram(_ upstream: String) -> DurationHistogram {
+        metrics.withLock { cache in
+            if let existing = cache.upstreamFirstByte[upstream] { return existing }
+            let histogram = registry.makeDurationHistogram(descriptor: Metric.upstreamFirstByte, labels: [("upstream", upstream)],
+                                                           buckets: Telemetry.buckets)
+            cache.upstreamFirstByte[upstream] = histogram
+            return histogram
+        }
     }
 
     /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which
@@ -182,6 +196,7 @@ struct RequestMetricKey: Hashable {
 struct MetricHandles {
     var requests: [RequestMetricKey: Counter] = [:]
     var durations: [String: DurationHistogram] = [:]
+    var upstreamFirstByte: [String: DurationHistogram] = [:]
 }
 
 /// The gateway's metric names (`moya_gateway_*`).
@@ -190,6 +205,10 @@ enum Metric {
                                                helpText: "Requests answered, by route and status") }
     static var duration: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "request_duration", unitName: "seconds",
                                                helpText: "Time from request head to response, by route") }
+    static var upstreamFirstByte: MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "moya_gateway", metricName: "upstream_first_byte", unitName: "seconds",
+                             helpText: "Time from sending a request upstream to its first response byte, by upstream")
+    }
     static var coalesced: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "coalesced_requests", unitName: "total",
                                                 helpText: "Requests that shared an upstream call, by role (leader or follower)") }
     static var upstreamErrors: MetricNameDescriptor { MetricNameDescriptor(namespace: "moya_gateway", metricName: "upstream_errors", unitName: "total",

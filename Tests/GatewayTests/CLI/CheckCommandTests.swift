@@ -1,4 +1,5 @@
 import Foundation
+import Gateway
 import TestSupport
 import Testing
 
@@ -36,6 +37,13 @@ import Testing
         #expect(result.stderr.isEmpty)
         let viaEnv = try Self.run(["check"], environment: ["MOYA_GATEWAY_CONFIG": "Configuration/gateway.yaml"])
         #expect(viaEnv.status == 0)
+    }
+
+    @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
+    func versionPrintsTheVersion() throws {
+        let result = try Self.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout == GatewayVersion.current + "\n")
     }
 
     /// A broken config reported into a closed stderr (`2>&-`) still ends with status 1, not a trap.

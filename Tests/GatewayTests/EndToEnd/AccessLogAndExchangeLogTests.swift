@@ -7,7 +7,7 @@ import Testing
 /// The access log's upstream timing and retry fields, and Moya's network logger bridged into the gateway's log, with
 /// the real binary against a real upstream over loopback.
 @Suite(.serialized) struct AccessLogAndExchangeLogTests {
-    static func config(upstreamPort: Int, level: String = "info") -> String {
+    static func config(upstreamPort: Int, level: String = "info", logging: String = "") -> String {
         """
         server:
           listen: ["127.0.0.1:PORT"]
@@ -18,6 +18,7 @@ import Testing
         logging:
           level: \(level)
           access_log: true
+          \(logging)
         upstreams:
           api:
             base_url: http://127.0.0.1:\(upstreamPort)/v1
@@ -76,17 +77,20 @@ import Testing
 
     @Test func debugLevelLogsUpstreamExchangesThroughMoyasNetworkLoggerWithSecretsRedacted() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, level: "debug"),
-                                               environment: ["API_TOKEN": "UPSTREAM_TOKEN_CANARY"])
+        let gateway = try await GatewayProcess(
+            config: Self.config(upstreamPort: upstream.port, level: "debug",
+                                logging: "redact_headers: [Authorization, Cookie, Set-Cookie, X-Tenant-Secret]"),
+            environment: ["API_TOKEN": "UPSTREAM_TOKEN_CANARY"])
         let client = HTTPClient()
         let response = try await client.execute(HTTPClientRequest(
             url: "\(gateway.url)/api/users?token=QUERY_CANARY&page=2",
             headers: ["Cookie": "s=COOKIE_CANARY", "X-Auth-Token": "AUTH_TOKEN_CANARY", "Proxy-Authorization": "Basic PROXY_CANARY",
-                      "X-Request-Id": "debug-1"]))
+                      "X-Request-Id": "debug-1", "X-Tenant-Secret": "TENANT_CANARY"]))
         #expect(response.status == 200)
         let received = try #require(upstream.requests.last)
         #expect(received.head.headers.first(name: "Authorization") == "Bearer UPSTREAM_TOKEN_CANARY", "the token is sent")
         #expect(received.head.headers.first(name: "X-Auth-Token") == "AUTH_TOKEN_CANARY", "redaction is for logs only")
+        #expect(received.head.headers.first(name: "X-Tenant-Secret") == "TENANT_CANARY")
         let stub = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
         #expect(stub.status == 200)
         #expect(stub.headers.first(name: "Set-Cookie") == "sid=SETCOOKIE_CANARY")
@@ -101,10 +105,29 @@ import Testing
         #expect(entries.contains { $0.hasPrefix("Request: ") && $0.contains("/v1/users?token=[REDACTED]&page=2") })
         #expect(entries.contains { $0.hasPrefix("Request Headers: ") && $0.contains("[REDACTED]") && $0.contains("X-Request-Id") })
         #expect(entries.contains { $0.hasPrefix("Response: ") && $0.contains("Set-Cookie") }, "the stub's response is logged")
+        #expect(entries.contains { $0.contains("X-Tenant-Secret") }, "a name added to redact_headers is logged, its value is not")
         for canary in ["UPSTREAM_TOKEN_CANARY", "QUERY_CANARY", "COOKIE_CANARY", "AUTH_TOKEN_CANARY", "PROXY_CANARY",
-                       "SETCOOKIE_CANARY"] {
+                       "SETCOOKIE_CANARY", "TENANT_CANARY"] {
             #expect(!logs.contains(canary), "\(canary) leaked into the log")
         }
+    }
+
+    /// `logging.output: PATH`: the lines go to the file (appended to), not to stdout.
+    @Test func logLinesGoToTheConfiguredFile() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let directory = ProcessRunner.temporaryDirectory("gateway-log-output")
+        let path = directory + "/gateway.log"
+        try "earlier line\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, logging: "output: \(path)"),
+                                               environment: ["API_TOKEN": "t"])
+        let response = try await HTTPClient().execute(HTTPClientRequest(url: "\(gateway.url)/api/users",
+                                                                       headers: ["X-Request-Id": "to-file"]))
+        #expect(response.status == 200)
+        #expect(gateway.stop() == 0)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.first == "earlier line", "appended, not truncated")
+        #expect(lines.contains { $0.contains("\"msg\":\"access\"") && $0.contains("\"request_id\":\"to-file\"") })
+        #expect(!gateway.stdout.contains("to-file"))
     }
 
     @Test func infoLevelLogsNoUpstreamExchanges() async throws {
