@@ -164,7 +164,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         headStartedAt = 0
         let expect = head.headers.first(name: "Expect")
         if let expect, !expect.equalsIgnoringASCIICase("100-continue") {
-            reject(status: 417)
+            reject(status: 417, head: head)
             return
         }
         let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
@@ -267,12 +267,17 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
-    /// Answers a request that cannot be served (parse error, bad expectation, timeout) and closes after it.
-    private func reject(status: Int) {
+    /// Answers a request that cannot be served (parse error, bad expectation, timeout) with the handler's answer to
+    /// the rejection, and closes after it.
+    private func reject(status: Int, head: HTTPRequestHead? = nil) {
         acceptingRequests = false
         connection.pauseReading()
         let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
-        slot.response = Self.errorResponse(status: status)
+        var response = context.handler.rejected(HTTPServerRejection(status: status, head: head,
+                                                                    remoteAddress: connection.remoteAddress,
+                                                                    isTLS: connection.isTLS))
+        response.head.status = status
+        slot.response = response
         slots.append(slot)
         writeReadyResponses()
     }
@@ -295,8 +300,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     private static func errorResponse(status: Int) -> HTTPServerResponse {
-        HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"],
-                           body: Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8))
+        HTTPServerRejection(status: status).defaultResponse
     }
 
     private func complete(_ slot: Slot, with response: HTTPServerResponse) {

@@ -243,7 +243,12 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let declaredLength = head.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if let declaredLength, declaredLength > context.limits.maxBodyBytes {
             stream.discardBody = true
-            respondDirectly(stream, status: 413)
+            let rejection = HTTPServerRejection(status: 413, head: head, remoteAddress: connection.remoteAddress,
+                                                isTLS: connection.isTLS)
+            var response = context.handler.rejected(rejection)
+            response.head.status = rejection.status
+            respondDirectly(stream, with: response)
+            if !endStream { try? session.stopRequestAfterResponse(streamID: streamID) }
             return
         }
         let body: ByteStream
@@ -285,7 +290,12 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                 stream.bodyBytes += Int64(bytes.count)
                 if stream.bodyBytes > context.limits.maxBodyBytes {
                     end(stream)
-                    try? session.resetStream(streamID: streamID, errorCode: .cancel)
+                    if stream.responded {
+                        // It has its answer (a 413): stop the upload without losing the answer (RFC 9113 §8.1).
+                        try? session.stopRequestAfterResponse(streamID: streamID)
+                    } else {
+                        try? session.resetStream(streamID: streamID, errorCode: .cancel)
+                    }
                 }
             }
             return
@@ -361,12 +371,21 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     /// Answers a request the server refuses itself (413) with a JSON error.
     private func respondDirectly(_ stream: Stream, status: Int) {
+        respondDirectly(stream, with: HTTPServerRejection(status: status).defaultResponse)
+    }
+
+    /// Answers with `response`, a body of bytes (a rejection's answer), whatever the handler is doing.
+    private func respondDirectly(_ stream: Stream, with response: HTTPServerResponse) {
         stream.responded = true
-        let body = Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8)
-        let head = HTTPResponseHead(status: status, version: .http2, headers: [
-            "content-type": "application/json", "content-length": String(body.count),
-            "date": context.dateCache.current,
-        ])
+        let body: [UInt8]
+        if case .bytes(let bytes) = response.body { body = bytes } else { body = [] }
+        var headers = HTTPHeaders()
+        for field in response.head.headers where !field.name.equalsIgnoringASCIICase("content-length") {
+            headers.add(name: field.name.lowercased(), value: field.value)
+        }
+        headers.add(name: "content-length", value: String(body.count))
+        headers.add(name: "date", value: context.dateCache.current)
+        let head = HTTPResponseHead(status: response.head.status, version: .http2, headers: headers)
         do {
             try session.sendResponse(streamID: stream.id, head: head, endStream: false)
             try session.sendBody(streamID: stream.id, bytes: body, endStream: true)

@@ -84,10 +84,16 @@ public protocol HTTPServerHandler: Sendable {
     /// ``handle(_:)`` in a task. A request answered here costs no task: worth it for answers known up front (health
     /// checks, fixed bodies). Must not block.
     func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse?
+
+    /// The answer to a request the server refuses before the handler sees it (see ``HTTPServerRejection``), for a
+    /// handler that shapes its own errors or logs them. Called on the loop thread; must not block. The status and
+    /// the connection's fate stay the server's. The default is ``HTTPServerRejection/defaultResponse``.
+    func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse
 }
 
 extension HTTPServerHandler {
     public func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? { nil }
+    public func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse { rejection.defaultResponse }
 }
 
 /// Adapts a closure to ``HTTPServerHandler``.

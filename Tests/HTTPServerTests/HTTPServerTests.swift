@@ -116,6 +116,36 @@ import Testing
         }
     }
 
+    /// A handler that answers rejections itself: its body and headers go out with the server's status, over HTTP/1.1
+    /// (the head was not read) and HTTP/2 (a declared body over the limit: the answer arrives whole, then the upload is
+    /// stopped with NO_ERROR).
+    @Test func aHandlerShapesTheAnswersToRejectedRequests() async throws {
+        struct Shaping: HTTPServerHandler {
+            func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse { HTTPServerResponse(status: 200, body: []) }
+            func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse {
+                let target = rejection.head?.target ?? "-"
+                return HTTPServerResponse(status: 599, headers: ["X-Rejected": "yes"],
+                                          body: Array("refused \(rejection.status) \(target)".utf8))
+            }
+        }
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = 100
+        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
+                                group: try EventLoopGroup(threads: 1), handler: Shaping())
+        try await server.start()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let port = server.localAddresses[0].port
+        let client = try RawClient(port: port)
+        client.send("GET / HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n")
+        let reply = String(decoding: client.readAll().bytes, as: UTF8.self)
+        #expect(reply.hasPrefix("HTTP/1.1 400 "), "the status stays the server's: \(reply)")
+        #expect(reply.contains("X-Rejected: yes"))
+        #expect(reply.hasSuffix("refused 400 -"))
+        let h2 = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "--data-binary", String(repeating: "x", count: 4096),
+                                                "-w", " %{http_code} %{http_version}", "http://127.0.0.1:\(port)/upload"])
+        #expect(h2.stdout == "refused 413 /upload 413 2", "\(h2.stdout) \(h2.stderr)")
+    }
+
     @Test func aBodyThatFailsMidWayGetsOneResponseOnly() async throws {
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = 100

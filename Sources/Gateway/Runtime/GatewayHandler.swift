@@ -43,6 +43,23 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
+    /// A request the server refused before routing (malformed, over a limit, too slow, an unmet expectation): the
+    /// gateway's JSON error with a request id (`payload_too_large` for 413, else `bad_request`; the status stays the
+    /// server's), and an access-log line like any other request's (`route` null, `-` where the head was not read).
+    func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse {
+        let head = rejection.head
+        let requestID = RequestID.take(from: head?.headers.first(name: "X-Request-Id"), generator: requestIDs)
+        var record = AccessRecord(requestID: requestID, method: head?.method.rawValue ?? "-", path: head?.target ?? "-",
+                                  bytesIn: 0)
+        record.status = rejection.status
+        record.upstreamError = "rejected: \(HTTPServerErrorCode.code(for: rejection.status))"
+        state.current.telemetry.record(record)
+        let code: GatewayErrorCode = rejection.status == 413 ? .payloadTooLarge : .badRequest
+        return HTTPServerResponse(status: rejection.status,
+                                  headers: ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID],
+                                  body: ErrorBody.bytes(code, requestID: requestID))
+    }
+
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }

@@ -53,6 +53,8 @@ public final class HTTP2Session {
         var locallyReset = false
         var remoteEnded = false
         var localEnded = false
+        /// Reset with NO_ERROR once the local side has ended (see ``HTTP2Session/stopRequestAfterResponse(streamID:)``).
+        var resetWhenLocalEnds = false
         var contentLength: Int?
         var bodyReceived = 0
         var unconsumed = 0
@@ -290,6 +292,21 @@ public final class HTTP2Session {
         localResetsPending.insert(streamID)
         let rc = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode.rawValue)
         guard rc == 0 else { throw HTTP2Error(nghttp2Code: rc) }
+    }
+
+    /// Server: asks the client to stop sending a request body it no longer needs, once this stream's response has been
+    /// sent in full: RST_STREAM with NO_ERROR after the response's END_STREAM (RFC 9113 §8.1), so that the reset
+    /// cannot overtake the response (a reset submitted at once would be sent before the response's DATA frames, and
+    /// the client would lose the answer).
+    public func stopRequestAfterResponse(streamID: Int32) throws(HTTP2Error) {
+        guard let stream = streams[streamID] else {
+            throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
+        }
+        if stream.localEnded {
+            try resetStream(streamID: streamID, errorCode: .noError)
+        } else {
+            stream.resetWhenLocalEnds = true
+        }
     }
 
     /// Starts or completes closing the connection.
@@ -634,7 +651,13 @@ public final class HTTP2Session {
         let streamID = frame.hd.stream_id
         switch UInt32(frame.hd.type) {
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            if frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 { streams[streamID]?.localEnded = true }
+            if frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let stream = streams[streamID] {
+                stream.localEnded = true
+                if stream.resetWhenLocalEnds {
+                    stream.resetWhenLocalEnds = false
+                    try? resetStream(streamID: streamID, errorCode: .noError)
+                }
+            }
         case NGHTTP2_RST_STREAM.rawValue:
             if localResetsPending.remove(streamID) == nil && role == .server {
                 peerInducedResets += 1

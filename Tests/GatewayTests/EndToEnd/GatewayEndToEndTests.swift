@@ -222,6 +222,41 @@ import Glibc
         #expect(sorted.allSatisfy { $0["upstream_path"] as? String == "/shared/slow?a=1&b=2&ms=300" })
     }
 
+    /// Requests the server refuses before routing get the gateway's error body too, with a request id (the client's
+    /// when its head was read), and an access-log line each.
+    @Test func requestsTheServerRefusesGetJSONErrorsWithRequestIDsAndAreLogged() async throws {
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1)
+            .replacingOccurrences(of: "limits: { drain_timeout: 5s }", with: "limits: { drain_timeout: 5s, max_body_bytes: 1KiB }"),
+                                               environment: ["API_TOKEN": "t"])
+        func exchange(_ raw: String) -> String {
+            guard let client = try? RawClient(port: gateway.port) else { return "" }
+            client.send(raw)
+            return String(decoding: client.readAll(timeout: 5).bytes, as: UTF8.self)
+        }
+        func body(_ reply: String) -> String { reply.components(separatedBy: "\r\n\r\n").last ?? "" }
+        let malformed = exchange("GET /open HTTP/1.1\r\nHost: t\r\nNo colon here\r\n\r\n")
+        #expect(malformed.hasPrefix("HTTP/1.1 400"), "\(malformed)")
+        #expect(body(malformed).hasPrefix("{\"error\":\"bad_request\",\"request_id\":\""), "\(malformed)")
+        #expect(malformed.contains("X-Request-Id: "))
+        let manyHeaders = (0..<120).map { "X-H\($0): v\r\n" }.joined()
+        let tooMany = exchange("GET /open HTTP/1.1\r\nHost: t\r\n\(manyHeaders)\r\n")
+        #expect(tooMany.hasPrefix("HTTP/1.1 431"), "\(tooMany)")
+        #expect(body(tooMany).hasPrefix("{\"error\":\"bad_request\",\"request_id\":\""))
+        let expectation = exchange("GET /open/x HTTP/1.1\r\nHost: t\r\nX-Request-Id: rej-417\r\nExpect: teapot\r\n\r\n")
+        #expect(expectation.hasPrefix("HTTP/1.1 417"), "\(expectation)")
+        #expect(body(expectation) == "{\"error\":\"bad_request\",\"request_id\":\"rej-417\"}")
+        let h2 = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-H", "X-Request-Id: rej-413",
+                                                "--data-binary", String(repeating: "x", count: 2048),
+                                                "-w", "\n%{http_code}", "\(gateway.url)/open/upload"])
+        #expect(h2.stdout == "{\"error\":\"payload_too_large\",\"request_id\":\"rej-413\"}\n413", "\(h2.stdout) \(h2.stderr)")
+        gateway.stop()
+        let lines = gateway.accessLog
+        #expect(lines.map { $0["status"] as? Int ?? 0 } == [400, 431, 417, 413], "\(lines)")
+        #expect(lines.allSatisfy { $0["route"] is NSNull && ($0["request_id"] as? String)?.isEmpty == false })
+        #expect(lines[2]["path"] as? String == "/open/x" && lines[2]["request_id"] as? String == "rej-417")
+        #expect(lines[0]["path"] as? String == "-", "the head was not read")
+    }
+
     @Test func stubsAnswerWithTheirDelayWithoutTheNetwork() async throws {
         let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
