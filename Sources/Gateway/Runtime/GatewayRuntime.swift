@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import HTTPWire
 import Logging
@@ -14,6 +15,8 @@ public final class GatewayRuntime: Sendable {
     private let adminServer: HTTPServer
     private let admin: AdminHandler
     private let startedConfig: GatewayConfig
+    /// A hash of the TLS certificate and key files' contents at start: a reload notices files replaced in place.
+    private let startedTLSFiles: UInt128?
     /// The logging settings a reload changes (level, format, access log, redaction).
     private let logSettings: LogSettings
     /// The main listeners' request handler, for in-process benchmarks (`GatewayBench`).
@@ -33,6 +36,7 @@ public final class GatewayRuntime: Sendable {
         telemetry = Telemetry(registry: registry, sink: sink, settings: logSettings)
         state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         startedConfig = config
+        startedTLSFiles = Self.tlsFilesFingerprint(config)
         let limits = Self.serverLimits(config)
         let listen = try config.server.listen.map(Self.socketAddress)
         let tlsListen = try (config.server.tls?.listen ?? []).map(Self.socketAddress)
@@ -74,6 +78,18 @@ public final class GatewayRuntime: Sendable {
         return keys
     }
 
+    /// FNV-1a 128 over the TLS certificate and key files' bytes (nil without TLS, or when they cannot be read).
+    static func tlsFilesFingerprint(_ config: GatewayConfig) -> UInt128? {
+        guard let tls = config.server.tls,
+              let certificate = FileManager.default.contents(atPath: tls.certificate),
+              let key = FileManager.default.contents(atPath: tls.privateKey) else { return nil }
+        var hasher = FNV1a128()
+        hasher.bytes(certificate)
+        hasher.byte(0)
+        hasher.bytes(key)
+        return hasher.value
+    }
+
     private static func socketAddress(_ address: ListenAddress) throws -> SocketAddress {
         guard let socket = SocketAddress(numericHost: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port) else {
             throw GatewayStartError("cannot listen on \(address): not a numeric IPv4/IPv6 address")
@@ -100,7 +116,10 @@ public final class GatewayRuntime: Sendable {
     /// Swaps in a new configuration (routes, upstreams, plugins) atomically and applies its logging settings and server
     /// limits; the settings in ``keysNeedingRestart(from:to:)`` change only with a restart, which is logged as a warning.
     public func reload(with config: GatewayConfig) {
-        let needRestart = Self.keysNeedingRestart(from: startedConfig, to: config)
+        var needRestart = Self.keysNeedingRestart(from: startedConfig, to: config)
+        if !needRestart.contains("server.tls"), Self.tlsFilesFingerprint(config) != startedTLSFiles {
+            needRestart.append("server.tls (the certificate or key file changed)")
+        }
         if !needRestart.isEmpty {
             logger.warning("reload: these settings take effect only after a restart", metadata: [
                 "keys": .array(needRestart.map { .string($0) })])

@@ -102,6 +102,41 @@ import Testing
         await upstream.shutdown()
     }
 
+    /// Certificate files replaced in place (a renewal) take effect only with a restart, like new paths: a reload says
+    /// so instead of staying silent.
+    @Test func aReloadAfterTheCertificateFilesChangedSaysARestartIsNeeded() async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-tls-renewal")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let tlsPort = try freeLoopbackPort()
+        let config = """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              stubbed: { stub: { status: 200, body: "ok" } }
+            routes:
+              - { name: stubbed, match: { path: /hello }, upstream: stubbed }
+            """
+        let gateway = try await GatewayProcess(config: config)
+        func awaitReloads(_ count: Int) async throws {
+            for _ in 0..<100 where gateway.stdout.components(separatedBy: "\"reloaded\"").count <= count {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        gateway.signal(SIGHUP)
+        try await awaitReloads(1)
+        _ = try ProcessRunner.makeCertificates(in: directory)
+        gateway.signal(SIGHUP)
+        try await awaitReloads(2)
+        gateway.stop()
+        let warnings = gateway.stdout.split(separator: "\n").filter { $0.contains("only after a restart") }
+        #expect(warnings.count == 1, "only the reload after the renewal warns: \(gateway.stdout)")
+        #expect(warnings.first?.contains("server.tls (the certificate or key file changed)") == true)
+    }
+
     @Test func theGatewayServesHTTPSWithALPN() async throws {
         let directory = ProcessRunner.temporaryDirectory("gateway-tls-listener")
         let files = try ProcessRunner.makeCertificates(in: directory)
