@@ -273,11 +273,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         acceptingRequests = false
         connection.pauseReading()
         let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
-        var response = context.handler.rejected(HTTPServerRejection(status: status, head: head,
-                                                                    remoteAddress: connection.remoteAddress,
-                                                                    isTLS: connection.isTLS))
-        response.head.status = status
-        slot.response = response
+        slot.response = HTTPServerRejection(status: status, head: head, remoteAddress: connection.remoteAddress,
+                                            isTLS: connection.isTLS).answer(from: context.handler)
         slots.append(slot)
         writeReadyResponses()
     }
@@ -295,13 +292,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         slot.keepAlive = false
         guard slot.response == nil else { return }
         cancelTask(of: slot)
-        slot.response = Self.errorResponse(status: status)
+        slot.response = HTTPServerRejection(status: status).defaultResponse
         writeReadyResponses()
     }
 
-    private static func errorResponse(status: Int) -> HTTPServerResponse {
-        HTTPServerRejection(status: status).defaultResponse
-    }
 
     private func complete(_ slot: Slot, with response: HTTPServerResponse) {
         // A slot already answered by the connection itself (a body that failed mid-way) keeps that answer.

@@ -245,9 +245,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             stream.discardBody = true
             let rejection = HTTPServerRejection(status: 413, head: head, remoteAddress: connection.remoteAddress,
                                                 isTLS: connection.isTLS)
-            var response = context.handler.rejected(rejection)
-            response.head.status = rejection.status
-            respondDirectly(stream, with: response)
+            respondDirectly(stream, with: rejection.answer(from: context.handler))
             if !endStream { try? session.stopRequestAfterResponse(streamID: streamID) }
             return
         }

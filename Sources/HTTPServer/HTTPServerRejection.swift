@@ -19,6 +19,13 @@ public struct HTTPServerRejection: Sendable {
         self.isTLS = isTLS
     }
 
+    /// `handler`'s answer to this rejection, with the server's status whatever the handler said.
+    func answer(from handler: any HTTPServerHandler) -> HTTPServerResponse {
+        var response = handler.rejected(self)
+        response.head.status = status
+        return response
+    }
+
     /// `{"error": CODE}` (``HTTPServerErrorCode``) as JSON: what a handler that does not answer rejections gets.
     public var defaultResponse: HTTPServerResponse {
         HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"],

@@ -54,10 +54,8 @@ final class GatewayHandler: HTTPServerHandler {
         record.status = rejection.status
         record.upstreamError = "rejected: \(HTTPServerErrorCode.code(for: rejection.status))"
         state.current.telemetry.record(record)
-        let code: GatewayErrorCode = rejection.status == 413 ? .payloadTooLarge : .badRequest
-        return HTTPServerResponse(status: rejection.status,
-                                  headers: ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID],
-                                  body: ErrorBody.bytes(code, requestID: requestID))
+        // The server keeps its own status (431, 414, ...); the body names the nearest of the gateway's codes.
+        return errorResponse(rejection.status == 413 ? .payloadTooLarge : .badRequest, requestID: requestID)
     }
 
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
@@ -147,7 +145,9 @@ final class GatewayHandler: HTTPServerHandler {
         /// The path and query sent upstream: a shared call's query has its parameters sorted, as in its key, so that
         /// requests that differ only in parameter order share it and send the same request however they arrived.
         func sentPath(key: CoalescingKey?) -> String {
-            key == nil ? upstreamPath : CoalescingKey.sortedQuery(upstreamPath)
+            // The key's URL is `origin + upstreamPath` with the query sorted: its path part, without sorting again.
+            guard let key, key.url.utf8.count > upstream.origin.utf8.count else { return upstreamPath }
+            return String(decoding: key.url.utf8.dropFirst(upstream.origin.utf8.count), as: UTF8.self)
         }
 
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for

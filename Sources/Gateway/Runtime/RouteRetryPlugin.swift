@@ -6,9 +6,9 @@ import HTTPClient
 import Moya
 
 /// Applies a route's `retries`: idempotent methods only, and only when no response byte arrived (connect failures,
-/// connections closed before a response, response timeouts before any byte; never ``HTTPClientError/responseBodyTimeout``)
-/// or the upstream answered one of the configured
-/// statuses. `attempts` counts the first try; `backoff` pauses between attempts. No attempt starts that the route's
+/// connections closed before a response, response timeouts before any byte; never
+/// ``HTTPClientError/responseBodyTimeout``) or the upstream answered one of the configured statuses. `attempts` counts
+/// the first try; `backoff` pauses between attempts. No attempt starts that the route's
 /// deadline would not leave time for (the last answer stands).
 struct RouteRetryPlugin: TransportRetrier, TransportPlugin {
     func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,

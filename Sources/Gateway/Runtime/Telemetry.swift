@@ -55,38 +55,37 @@ public final class Telemetry: Sendable {
 
     func record(_ record: AccessRecord) {
         let route = record.route ?? "none"
-        let (requests, histogram) = metrics.withLock { cache -> (Counter, DurationHistogram) in
+        // The upstream's own time, once per network call (a follower's timings are its leader's).
+        let upstream = record.upstreamFirstByte != nil && record.coalesced != "follower" ? record.upstream : nil
+        let (requests, histogram, upstreamHistogram) = metrics.withLock { cache -> (Counter, DurationHistogram, DurationHistogram?) in
             let key = RequestMetricKey(route: route, status: record.status)
-            if let existing = cache.requests[key], let histogram = cache.durations[route] { return (existing, histogram) }
-            let counter = cache.requests[key] ?? registry.makeCounter(
-                descriptor: Metric.requests, labels: [("route", route), ("status", String(record.status))])
-            let histogram = cache.durations[route] ?? registry.makeDurationHistogram(
-                descriptor: Metric.duration, labels: [("route", route)], buckets: Telemetry.buckets)
-            cache.requests[key] = counter
-            cache.durations[route] = histogram
-            return (counter, histogram)
+            let counter: Counter
+            let histogram: DurationHistogram
+            if let existing = cache.requests[key], let known = cache.durations[route] {
+                (counter, histogram) = (existing, known)
+            } else {
+                counter = cache.requests[key] ?? registry.makeCounter(
+                    descriptor: Metric.requests, labels: [("route", route), ("status", String(record.status))])
+                histogram = cache.durations[route] ?? registry.makeDurationHistogram(
+                    descriptor: Metric.duration, labels: [("route", route)], buckets: Telemetry.buckets)
+                cache.requests[key] = counter
+                cache.durations[route] = histogram
+            }
+            guard let upstream else { return (counter, histogram, nil) }
+            if let existing = cache.upstreamFirstByte[upstream] { return (counter, histogram, existing) }
+            let upstreamHistogram = registry.makeDurationHistogram(
+                descriptor: Metric.upstreamFirstByte, labels: [("upstream", upstream)], buckets: Telemetry.buckets)
+            cache.upstreamFirstByte[upstream] = upstreamHistogram
+            return (counter, histogram, upstreamHistogram)
         }
         requests.increment()
         histogram.record(record.duration)
-        // The upstream's own time, once per network call (a follower's timings are its leader's).
-        if let firstByte = record.upstreamFirstByte, let upstream = record.upstream, record.coalesced != "follower" {
-            upstreamHistogram(upstream).record(firstByte)
-        }
+        if let upstreamHistogram, let firstByte = record.upstreamFirstByte { upstreamHistogram.record(firstByte) }
         if record.coalesced != "no" {
             registry.makeCounter(descriptor: Metric.coalesced, labels: [("route", route), ("role", record.coalesced)]).increment()
         }
         guard settings.accessLog else { return }
         sink.write(settings.json ? jsonLine(record) : textLine(record))
-    }
-
-    private func upstreamHistogram(_ upstream: String) -> DurationHistogram {
-        metrics.withLock { cache in
-            if let existing = cache.upstreamFirstByte[upstream] { return existing }
-            let histogram = registry.makeDurationHistogram(descriptor: Metric.upstreamFirstByte, labels: [("upstream", upstream)],
-                                                           buckets: Telemetry.buckets)
-            cache.upstreamFirstByte[upstream] = histogram
-            return histogram
-        }
     }
 
     /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which

@@ -40,13 +40,14 @@ import Glibc
         }
     }
 
-    static func config(upstreamPort: Int) -> String {
+    /// Every path to the fault upstream; `route` adds keys to the route (`retries: ...`).
+    static func config(upstreamPort: Int, response: String = "1s", route: String = "") -> String {
         """
         \(GatewayProcess.listeners)
         upstreams:
-          faulty: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { connect: 1s, response: 1s } }
+          faulty: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { connect: 1s, response: \(response) } }
         routes:
-          - { name: faulty, match: { path_prefix: / }, upstream: faulty }
+          - { name: faulty, match: { path_prefix: / }, upstream: faulty\(route.isEmpty ? "" : ", " + route) }
         """
     }
 
@@ -108,13 +109,8 @@ import Glibc
     /// are 504s.
     @Test func aRetryNeverFollowsAPartialAnswer() async throws {
         let upstream = try await FaultUpstream()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 300ms } }
-            routes:
-              - { name: faulty, match: { path_prefix: / }, upstream: faulty, retries: { attempts: 3 } }
-            """)
+        let gateway = try await GatewayProcess(
+            config: Self.config(upstreamPort: upstream.port, response: "300ms", route: "retries: { attempts: 3 }"))
         let client = HTTPClient()
         let partial = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stall-small-retried"))
         #expect(partial.status == 504)
@@ -136,13 +132,7 @@ import Glibc
     /// (nginx's 499), not run to completion for nobody, and the access log says 499.
     @Test func aClientThatLeavesAbortsItsUpstreamCall() async throws {
         let upstream = try await FaultUpstream()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
-            routes:
-              - { name: faulty, match: { path_prefix: / }, upstream: faulty }
-            """)
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, response: "30s"))
         let client = HTTPClient()
         let leaver = try RawClient(port: gateway.port)
         leaver.send("GET /hang HTTP/1.1\r\nHost: t\r\n\r\n")
