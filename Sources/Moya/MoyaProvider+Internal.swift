@@ -205,7 +205,7 @@ extension MoyaProvider {
     /// pulling a body streamed from an async sequence (what it took is gone); before that (a connection that could not
     /// be opened) both can.
     func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, pluginTarget: TargetType,
-                                                   requestType: RequestTypeWrapper, retriers: [RequestRetrier],
+                                                   requestType: RequestTypeWrapper, retriers: [RetrierPlugin],
                                                    progress: HTTPClientProgress) async
         -> Result<Moya.Response, MoyaError> {
         var request = preparedRequest

@@ -110,8 +110,9 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
 
     let inflight = InflightRegistry()
 
-    /// The plugins that are `RequestRetrier`s, in order.
-    let retriers: [RequestRetrier]
+    /// The plugins that are `RequestRetrier`s, in order, each with its transport form looked up once (a protocol cast
+    /// per attempt is a conformance lookup).
+    let retriers: [RetrierPlugin]
 
     /// How `requestInCurrentTask` sends without `URLRequest`; nil sends as `request` does.
     package private(set) var transportLane: TransportLane?
@@ -133,7 +134,9 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         self.trackInflights = trackInflights
         self.callbackQueue = callbackQueue
         self.defaultCallbackQueue = DispatchQueue(label: "Moya.MoyaProvider<\(Target.self)>.callbackQueue")
-        self.retriers = plugins.compactMap { $0 as? RequestRetrier }
+        self.retriers = plugins.compactMap { plugin in
+            (plugin as? RequestRetrier).map { RetrierPlugin(retrier: $0, transport: $0 as? TransportRetrier) }
+        }
     }
 
     /// A provider whose `requestInCurrentTask` builds `TransportRequest`s with `transportMapping` instead of running

@@ -19,7 +19,7 @@ protocol OutgoingRequest {
     /// Sets `Authorization` (answering a challenge).
     mutating func authorize(_ value: String)
     /// What `retrier` decides about `result`.
-    func decision(of retrier: RequestRetrier, target: TargetType, result: Result<Moya.Response, MoyaError>,
+    func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
                   attempt: Int) async -> RetryDecision
     /// Goes on with the request a retrier returned.
     mutating func replace(with request: URLRequest, in session: Session)
@@ -75,9 +75,9 @@ struct URLRequestOutgoing: OutgoingRequest {
         request.setValue(value, forHTTPHeaderField: "Authorization")
     }
 
-    func decision(of retrier: RequestRetrier, target: TargetType, result: Result<Moya.Response, MoyaError>,
+    func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
                   attempt: Int) async -> RetryDecision {
-        await retrier.retry(request, for: target, dueTo: result, attempt: attempt)
+        await retrier.retrier.retry(request, for: target, dueTo: result, attempt: attempt)
     }
 
     mutating func replace(with request: URLRequest, in session: Session) {
@@ -126,13 +126,13 @@ struct TransportOutgoing: OutgoingRequest {
         source = URLRequestSource(transport: request)
     }
 
-    func decision(of retrier: RequestRetrier, target: TargetType, result: Result<Moya.Response, MoyaError>,
+    func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
                   attempt: Int) async -> RetryDecision {
-        if let transportRetrier = retrier as? TransportRetrier {
+        if let transportRetrier = retrier.transport {
             return await transportRetrier.retry(request, for: target, dueTo: result, attempt: attempt)
         }
         guard let urlRequest = source.request else { return .doNotRetry }
-        return await retrier.retry(urlRequest, for: target, dueTo: result, attempt: attempt)
+        return await retrier.retrier.retry(urlRequest, for: target, dueTo: result, attempt: attempt)
     }
 
     /// A `URLRequest` cannot carry a streamed body: when the retrier's request has no body of its own, the stream (not

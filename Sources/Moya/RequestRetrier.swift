@@ -39,3 +39,9 @@ extension Result where Success == Moya.Response, Failure == MoyaError {
         }
     }
 }
+
+/// A provider's `RequestRetrier` plugin, with its `TransportRetrier` form when it has one.
+struct RetrierPlugin {
+    let retrier: RequestRetrier
+    let transport: TransportRetrier?
+}
