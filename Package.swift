@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
@@ -39,6 +40,7 @@ let package = Package(
             "Moya", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Yams", package: "Yams"),
+            .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ], swiftSettings: runOnCallersExecutor),
         .executableTarget(name: "MoyaGatewayCLI", dependencies: [
@@ -70,7 +72,12 @@ let package = Package(
                     exclude: ["h2"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServer", "HTTPClient", "NetCore", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: [
+            "Gateway", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore", "TestSupport",
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ],
                     exclude: ["EndToEnd/faults"]),
     ]
 )

@@ -1,17 +1,16 @@
 import HTTPServer
 import HTTPWire
-import Prometheus
 import Synchronization
 
 /// The admin listener: `/healthz` (the process runs), `/readyz` (config loaded, listeners open, not draining) and
 /// `/metrics` (Prometheus text format).
 final class AdminHandler: HTTPServerHandler {
-    private let registry: PrometheusCollectorRegistry
+    private let telemetry: Telemetry
     private let readiness: Atomic<Bool>
     private let openConnections: @Sendable () -> Int
 
-    init(registry: PrometheusCollectorRegistry, openConnections: @escaping @Sendable () -> Int) {
-        self.registry = registry
+    init(telemetry: Telemetry, openConnections: @escaping @Sendable () -> Int) {
+        self.telemetry = telemetry
         self.readiness = Atomic(false)
         self.openConnections = openConnections
     }
@@ -40,9 +39,9 @@ final class AdminHandler: HTTPServerHandler {
             return HTTPServerResponse(status: ready ? 200 : 503, headers: ["Content-Type": "application/json"],
                                       body: Array((ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}").utf8))
         case "/metrics":
-            registry.makeGauge(descriptor: Metric.openConnections).set(Int64(openConnections()))
+            telemetry.openConnections(openConnections())
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                                      body: registry.emitToBuffer())
+                                      body: telemetry.registry.emitToBuffer())
         default:
             return HTTPServerResponse(status: 404, headers: ["Content-Type": "application/json"], body: Array("{\"error\":\"not_found\"}".utf8))
         }

@@ -52,7 +52,7 @@ public final class GatewayRuntime: Sendable {
                                                  http2: config.server.http2, compression: compression),
                             group: group, handler: handler)
         let mainServer = server
-        admin = AdminHandler(registry: registry) { mainServer.openConnections }
+        admin = AdminHandler(telemetry: telemetry) { mainServer.openConnections }
         adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)]),
                                  group: group, handler: admin)
     }

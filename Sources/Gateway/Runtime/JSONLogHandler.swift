@@ -26,6 +26,11 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        if let access = AccessLogLine.carried(by: event) {
+            // The access log's line: its fields at the top level, in a fixed order, without the logger's metadata.
+            sink.write(settings.json ? access.json() : access.text())
+            return
+        }
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { $1 } }
         let timestamp = JSONLogHandler.timestamp()

@@ -5,17 +5,17 @@ import Testing
 /// The access log's number and time formats, written without `String(format:)`.
 @Suite struct AccessLogFormatTests {
     @Test func millisecondsHaveThreeDecimalsRoundedToTheMicrosecond() {
-        #expect(Telemetry.milliseconds(nil) == "null")
-        #expect(Telemetry.milliseconds(.zero) == "0.000")
-        #expect(Telemetry.milliseconds(.nanoseconds(400)) == "0.000")
-        #expect(Telemetry.milliseconds(.nanoseconds(500)) == "0.001")
-        #expect(Telemetry.milliseconds(.microseconds(12)) == "0.012")
-        #expect(Telemetry.milliseconds(.microseconds(1_234)) == "1.234")
-        #expect(Telemetry.milliseconds(.seconds(2.5)) == "2500.000")
-        #expect(Telemetry.milliseconds(.microseconds(-1_500)) == "-1.500")
+        #expect(AccessLogLine.milliseconds(nil) == "null")
+        #expect(AccessLogLine.milliseconds(.zero) == "0.000")
+        #expect(AccessLogLine.milliseconds(.nanoseconds(400)) == "0.000")
+        #expect(AccessLogLine.milliseconds(.nanoseconds(500)) == "0.001")
+        #expect(AccessLogLine.milliseconds(.microseconds(12)) == "0.012")
+        #expect(AccessLogLine.milliseconds(.microseconds(1_234)) == "1.234")
+        #expect(AccessLogLine.milliseconds(.seconds(2.5)) == "2500.000")
+        #expect(AccessLogLine.milliseconds(.microseconds(-1_500)) == "-1.500")
         for micros in [0, 7, 99, 100, 999, 1_000, 123_456, 86_400_000_000] {
             let expected = String(format: "%.3f", Double(micros) / 1000)
-            #expect(Telemetry.milliseconds(.microseconds(micros)) == expected)
+            #expect(AccessLogLine.milliseconds(.microseconds(micros)) == expected)
         }
     }
 

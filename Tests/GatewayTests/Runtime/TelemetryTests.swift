@@ -1,0 +1,123 @@
+import CoreMetrics
+import Foundation
+import Logging
+import Prometheus
+import Testing
+@testable import Gateway
+
+/// The gateway's telemetry: metrics made through swift-metrics into the Prometheus registry `/metrics` renders, and the
+/// access log written through swift-log.
+@Suite struct TelemetryTests {
+    /// A telemetry whose log lines go to a file the test reads.
+    private struct Harness {
+        let telemetry: Telemetry
+        let sink: LogSink
+        let path: String
+
+        init(_ logging: LoggingConfig) throws {
+            path = FileManager.default.temporaryDirectory.appendingPathComponent("telemetry-\(UUID().uuidString).log").path
+            sink = try LogSink(destination: .file(path))
+            telemetry = Telemetry(registry: PrometheusCollectorRegistry(), sink: sink, settings: LogSettings(logging))
+        }
+
+        func lines() throws -> [String] {
+            #expect(sink.flush(timeout: .seconds(5)))
+            return try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+
+        var metrics: String { telemetry.registry.emitToString() }
+    }
+
+    private static func record(status: Int = 200, error: String? = nil) -> AccessRecord {
+        var record = AccessRecord(requestID: "req-1", method: "GET", path: "/users/1?token=s3cr3t", bytesIn: 3)
+        record.route = "users"
+        record.upstream = "users-api"
+        record.upstreamPath = "/v1/users/1?token=s3cr3t"
+        record.status = status
+        record.bytesOut = 42
+        record.duration = .milliseconds(12)
+        record.upstreamFirstByte = .milliseconds(7)
+        record.retries = 1
+        record.upstreamError = error
+        return record
+    }
+
+    @Test func requestMetricsGoThroughSwiftMetricsWithTheirHelpAndBuckets() throws {
+        let harness = try Harness(LoggingConfig())
+        harness.telemetry.record(Self.record())
+        harness.telemetry.record(Self.record())
+        harness.telemetry.record(Self.record(status: 502))
+        let text = harness.metrics
+        #expect(text.contains("# HELP moya_gateway_requests_total Requests answered, by route and status"))
+        #expect(text.contains("# TYPE moya_gateway_requests_total counter"))
+        #expect(text.contains(#"moya_gateway_requests_total{route="users",status="200"} 2"#))
+        #expect(text.contains(#"moya_gateway_requests_total{route="users",status="502"} 1"#))
+        // 12 ms lands in the 25 ms bucket and not the 10 ms one; the first byte (7 ms) in the 10 ms one.
+        #expect(text.contains(#"moya_gateway_request_duration_seconds_bucket{route="users",le="0.01"} 0"#))
+        #expect(text.contains(#"moya_gateway_request_duration_seconds_bucket{route="users",le="0.025"} 3"#))
+        #expect(text.contains(#"moya_gateway_upstream_first_byte_seconds_bucket{upstream="users-api",le="0.01"} 3"#))
+        #expect(text.contains("# HELP moya_gateway_config_last_reload_successful 1 when the last reload was taken"))
+    }
+
+    @Test func anyCounterMadeWithTheFactoryIsExported() throws {
+        let harness = try Harness(LoggingConfig())
+        let factory = harness.telemetry.metricsFactory
+        CoreMetrics.Counter(label: Metric.rateLimited, dimensions: [("route", "r")], factory: factory).increment(by: 3)
+        Meter(label: Metric.openConnections, factory: factory).set(5)
+        CoreMetrics.Timer(label: "custom_seconds", factory: factory).recordMilliseconds(2)
+        let text = harness.metrics
+        #expect(text.contains(#"moya_gateway_rate_limited_total{route="r"} 3"#))
+        #expect(text.contains("moya_gateway_open_connections 5"))
+        #expect(text.contains(#"custom_seconds_bucket{le="0.005"} 1"#))
+    }
+
+    @Test func theAccessLogIsASwiftLogEventWrittenWhateverTheLevel() throws {
+        var logging = LoggingConfig()
+        logging.level = .error
+        let harness = try Harness(logging)
+        harness.telemetry.record(Self.record(error: "connect refused"))
+        let lines = try harness.lines()
+        try #require(lines.count == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(object["msg"] as? String == "access")
+        #expect(object["level"] as? String == "info")
+        #expect(object["request_id"] as? String == "req-1")
+        #expect(object["status"] as? Int == 200)
+        #expect(object["retries"] as? Int == 1)
+        #expect(object["upstream_error"] as? String == "connect refused")
+        #expect(!lines[0].contains("s3cr3t"), "secret query parameters are redacted")
+    }
+
+    @Test func theTextAccessLineCarriesEveryField() throws {
+        var logging = LoggingConfig()
+        logging.format = .text
+        let harness = try Harness(logging)
+        harness.telemetry.record(Self.record(error: "response timeout"))
+        let line = try #require(try harness.lines().first)
+        for field in ["access req-1 GET /users/1?token=", "route=users", "upstream=users-api", "upstream_path=/v1/users/1?token=",
+                      "status=200", "bytes_in=3", "bytes_out=42", "duration_ms=12.000", "upstream_connect_ms=null",
+                      "upstream_ttfb_ms=7.000", "coalesced=no", "stubbed=false", "retries=1", #"upstream_error="response timeout""#] {
+            #expect(line.contains(field), "\(field) in \(line)")
+        }
+        #expect(!line.contains("s3cr3t"))
+    }
+
+    @Test func anAccessLineReachesAnotherSwiftLogHandlerAsText() {
+        let line = AccessLogLine(record: Self.record())
+        let event = LogEvent(level: .info, message: "access", metadata: line.metadata, source: "Gateway",
+                             file: #fileID, function: #function, line: #line)
+        #expect(AccessLogLine.carried(by: event) != nil)
+        guard case .stringConvertible(let value)? = line.metadata[AccessLogLine.metadataKey] else {
+            Issue.record("the line travels as a string-convertible value")
+            return
+        }
+        #expect(value.description.contains("route=users"))
+    }
+
+    @Test func durationsBecomeWholeNanosecondsClamped() {
+        #expect(Duration.milliseconds(12).clampedNanoseconds == 12_000_000)
+        #expect(Duration.nanoseconds(-5).clampedNanoseconds == -5)
+        #expect(Duration.seconds(Int64.max).clampedNanoseconds == .max)
+        #expect(Duration.seconds(Int64.min).clampedNanoseconds == .min)
+    }
+}
