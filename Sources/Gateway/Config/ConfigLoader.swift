@@ -197,7 +197,7 @@ private struct Builder {
 
     func server(_ entry: YAMLReader.Entry) -> ServerConfig? {
         guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["listen", "threads", "http2", "tls", "compression", "limits"])
+                                       allowed: ["listen", "threads", "http2", "tls", "compression", "limits", "trusted_proxies"])
         else { return nil }
         var server = ServerConfig()
         if let item = map["listen"], let value = listenList(item) { server.listen = value }
@@ -225,7 +225,23 @@ private struct Builder {
             }
         }
         if let item = map["limits"] { limits(item, into: &server.limits) }
+        if let item = map["trusted_proxies"], let value = trustedProxies(item) { server.trustedProxies = value }
         return server
+    }
+
+    /// `server.trusted_proxies`: addresses and CIDR blocks.
+    func trustedProxies(_ entry: YAMLReader.Entry) -> [IPBlock]? {
+        guard let items = reader.list(entry, allowSingle: true) else { return nil }
+        var blocks: [IPBlock] = []
+        for (index, item) in items.enumerated() {
+            guard let block = IPBlock(parsing: item.text) else {
+                reader.report(line: item.line, "\(entry.path)[\(index)]",
+                              "invalid address or CIDR block \(item.shown) (use 10.0.0.0/8, 192.0.2.10 or 2001:db8::/32)")
+                continue
+            }
+            blocks.append(block)
+        }
+        return blocks.count == items.count ? blocks : nil
     }
 
     func limits(_ entry: YAMLReader.Entry, into limits: inout LimitsConfig) {

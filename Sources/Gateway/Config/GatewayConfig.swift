@@ -109,6 +109,9 @@ public struct ServerConfig: Sendable, Equatable {
     public var tls: ServerTLSConfig?
     public var compression = CompressionConfig()
     public var limits = LimitsConfig()
+    /// Peers whose `X-Forwarded-For` names the client, for the rate limit (load balancers in front of the gateway).
+    /// Default none.
+    public var trustedProxies: [IPBlock] = []
 
     public init() {}
 }

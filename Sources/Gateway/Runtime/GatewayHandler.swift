@@ -213,7 +213,7 @@ final class GatewayHandler: HTTPServerHandler {
             return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
         }
         if let limit = route.config.rateLimit, let limiter = exchange.snapshot.rateLimiters[route.name] {
-            let caller = limit.by == .route ? "" : clientName ?? exchange.request.remoteAddress?.host ?? ""
+            let caller = limit.by == .route ? "" : clientName ?? callerAddress(exchange)
             if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
                 exchange.record.upstreamError = "rate limited"
                 exchange.snapshot.telemetry.rateLimited(route: route.name)
@@ -226,6 +226,15 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.stubbed = upstream.isStub
         return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
                           apiKeyHeader: apiKeys?.header, request: exchange.request, requestID: requestID))
+    }
+
+    /// The rate limit's caller when there is no API key: the client's address (see ``ClientAddress``), an IPv6 one
+    /// by its /64.
+    private func callerAddress(_ exchange: Exchange) -> String {
+        let trusted = exchange.snapshot.config.server.trustedProxies
+        let peer = exchange.request.remoteAddress?.host
+        let forwardedFor = trusted.isEmpty ? [] : exchange.request.head.headers["X-Forwarded-For"]
+        return ClientAddress.resolve(peer: peer, forwardedFor: forwardedFor, trusted: trusted).map(ClientAddress.rateLimitKey) ?? ""
     }
 
     private func respond(_ exchange: inout Exchange) async -> HTTPServerResponse {

@@ -188,7 +188,7 @@ import Testing
             timeout: -1s
         """
         #expect(problems(text) == [
-            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, tls, compression, limits)",
+            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, tls, compression, limits, trusted_proxies)",
             "conf/gw.yaml:4: server.http2: expected true or false, got 'maybe'",
             "conf/gw.yaml:6: server.limits.max_body_bytes: must be greater than 0",
             "conf/gw.yaml:7: server.limits.header_timeout: must be greater than 0",
@@ -337,6 +337,24 @@ import Testing
             "conf/gw.yaml:1: server.listen[1]: invalid listen address 'nope' (use IP:port, localhost:port or [IPv6]:port)",
             "conf/gw.yaml:2: admin.listen: invalid listen address 'x' (use IP:port, localhost:port or [IPv6]:port)",
         ])
+    }
+
+    @Test func trustedProxiesAreAddressesOrCIDRBlocks() throws {
+        let lines = problems("""
+            server:
+              trusted_proxies: ["10.0.0.0/8", "192.0.2.10", "2001:db8::/32", "lb.internal", "10.0.0.0/33", "::/129", "1.2.3.4/x"]
+            upstreams: {}
+            routes: []
+
+            """)
+        let hint = "(use 10.0.0.0/8, 192.0.2.10 or 2001:db8::/32)"
+        #expect(lines == [
+            "conf/gw.yaml:2: server.trusted_proxies[3]: invalid address or CIDR block 'lb.internal' \(hint)",
+            "conf/gw.yaml:2: server.trusted_proxies[4]: invalid address or CIDR block '10.0.0.0/33' \(hint)",
+            "conf/gw.yaml:2: server.trusted_proxies[5]: invalid address or CIDR block '::/129' \(hint)",
+            "conf/gw.yaml:2: server.trusted_proxies[6]: invalid address or CIDR block '1.2.3.4/x' \(hint)",
+        ])
+        #expect(problems("server: { trusted_proxies: 127.0.0.1 }\nupstreams: {}\nroutes: []\n").isEmpty, "one address alone")
     }
 
     @Test func aLogFileThatCannotBeWrittenIsAProblem() {

@@ -93,4 +93,41 @@ import Glibc
         #expect(try status("/stub") == "200")
         #expect(upstream.requests.count == 2)
     }
+
+    /// Behind a load balancer listed in `server.trusted_proxies`, each client it forwards for has its own budget (read
+    /// from `X-Forwarded-For`); a peer that is not listed cannot pick its budget by writing the header.
+    @Test func behindATrustedProxyCallersAreToldApartByXForwardedFor() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              trusted_proxies: ["127.0.0.1"]
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+            routes:
+              - { name: limited, match: { path_prefix: /up }, upstream: up, rate_limit: { requests: 1, per: 1m } }
+            """)
+        func status(from source: String, forwardedFor: String? = nil) throws -> String {
+            var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source]
+            if let forwardedFor { arguments += ["-H", "X-Forwarded-For: \(forwardedFor)"] }
+            return try ProcessRunner.run("curl", arguments + ["\(gateway.url)/up/a"]).stdout
+        }
+        // Through the trusted balancer (127.0.0.1): one budget per forwarded client, whatever it claimed on the left.
+        #expect(try status(from: "127.0.0.1", forwardedFor: "198.51.100.7") == "200")
+        #expect(try status(from: "127.0.0.1", forwardedFor: "198.51.100.7") == "429")
+        #expect(try status(from: "127.0.0.1", forwardedFor: "203.0.113.1, 198.51.100.7") == "429", "a spoofed left entry changes nothing")
+        #expect(try status(from: "127.0.0.1", forwardedFor: "198.51.100.8") == "200", "another client, another budget")
+        // An IPv6 client is limited by its /64.
+        #expect(try status(from: "127.0.0.1", forwardedFor: "2001:db8:0:1::a") == "200")
+        #expect(try status(from: "127.0.0.1", forwardedFor: "2001:db8:0:1::b") == "429", "same /64, same budget")
+        // A peer that is not trusted is limited by its own address, whatever header it sends.
+        #expect(try status(from: "127.0.0.2", forwardedFor: "198.51.100.20") == "200")
+        #expect(try status(from: "127.0.0.2", forwardedFor: "198.51.100.21") == "429")
+        #expect(upstream.requests.count == 4)
+        // The header still goes upstream with the peer appended (the limit reads it, it does not rewrite it).
+        #expect(upstream.requests.first?.head.headers.first(name: "X-Forwarded-For") == "198.51.100.7, 127.0.0.1")
+    }
 }

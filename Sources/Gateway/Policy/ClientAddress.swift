@@ -1,0 +1,105 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HTTPWire
+
+/// A numeric IPv4 or IPv6 address as its bytes (an IPv4-mapped IPv6 address is its IPv4 address).
+public struct IPAddress: Hashable, Sendable {
+    /// 4 bytes (IPv4) or 16 (IPv6), network order.
+    public let bytes: [UInt8]
+
+    /// Parses a numeric address (`192.0.2.1`, `2001:db8::1`, `::ffff:192.0.2.1`); no brackets, ports or zone ids.
+    public init?(_ text: some StringProtocol) {
+        let text = String(text)
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            bytes = withUnsafeBytes(of: &v4) { Array($0) }
+        } else if inet_pton(AF_INET6, text, &v6) == 1 {
+            let all = withUnsafeBytes(of: &v6) { Array($0) }
+            let mappedPrefix: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]
+            bytes = all.starts(with: mappedPrefix) ? Array(all[12...]) : all
+        } else {
+            return nil
+        }
+    }
+
+    var isIPv4: Bool { bytes.count == 4 }
+}
+
+/// An address block in CIDR notation (`10.0.0.0/8`, `2001:db8::/32`), or one address (`192.0.2.1`: a /32 or /128).
+public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
+    public let address: IPAddress
+    public let prefixLength: Int
+
+    /// Parses `ADDRESS` or `ADDRESS/PREFIX`; nil for anything else (a prefix longer than the address, a host name).
+    public init?(parsing text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let address = IPAddress(parts[0]) else { return nil }
+        // Written as IPv6, an IPv4-mapped block keeps its IPv4 meaning: `::ffff:10.0.0.0/104` is `10.0.0.0/8`.
+        let writtenBits = parts[0].contains(":") ? 128 : 32
+        var prefix = address.bytes.count * 8
+        if parts.count == 2 {
+            guard parts[1].allSatisfy({ ("0"..."9").contains($0) }), let length = Int(parts[1]), (0...writtenBits).contains(length) else { return nil }
+            prefix = length - (writtenBits - address.bytes.count * 8)
+            guard prefix >= 0 else { return nil }
+        }
+        self.address = address
+        self.prefixLength = prefix
+    }
+
+    /// Whether `candidate` is in this block (an IPv4 address is never in an IPv6 block, nor the other way round).
+    public func contains(_ candidate: IPAddress) -> Bool {
+        guard candidate.bytes.count == address.bytes.count else { return false }
+        var remaining = prefixLength
+        for (own, other) in zip(address.bytes, candidate.bytes) where remaining > 0 {
+            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
+            if own & mask != other & mask { return false }
+            remaining -= 8
+        }
+        return true
+    }
+
+    public var description: String {
+        let family = address.isIPv4 ? AF_INET : AF_INET6
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        var bytes = address.bytes
+        _ = inet_ntop(family, &bytes, &text, socklen_t(text.count))
+        return "\(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))/\(prefixLength)"
+    }
+}
+
+/// Who a call comes from, for the rate limit: the TCP peer, or, when the peer is one of `server.trusted_proxies`
+/// (a load balancer in front of the gateway), the client it forwarded for, read from `X-Forwarded-For` from the right
+/// past every trusted address (nginx's `real_ip_recursive on`).
+enum ClientAddress {
+    /// The client's address. Without trusted proxies, or from an untrusted peer, the peer's. Otherwise the rightmost
+    /// `X-Forwarded-For` address that is not trusted; the leftmost when all are; the last one read when an entry is not
+    /// an address (what a trusted proxy did not write cannot be trusted further).
+    static func resolve(peer: String?, forwardedFor: [String], trusted: [IPBlock]) -> String? {
+        guard !trusted.isEmpty, let peer, let peerAddress = IPAddress(peer),
+              trusted.contains(where: { $0.contains(peerAddress) }) else { return peer }
+        var client = peer
+        for value in forwardedFor.reversed() {
+            for element in value.split(separator: ",").reversed() {
+                let text = element.trimmingHTTPWhitespace()
+                guard let address = IPAddress(text) else { return client }
+                client = String(text)
+                if !trusted.contains(where: { $0.contains(address) }) { return client }
+            }
+        }
+        return client
+    }
+
+    /// The rate limit's key for an address: an IPv4 address itself, an IPv6 address its /64 (one host or site is
+    /// handed a whole /64 and can take a new address from it for every call).
+    static func rateLimitKey(_ address: String) -> String {
+        guard let parsed = IPAddress(address) else { return address }
+        guard !parsed.isIPv4 else { return address }
+        var bytes = parsed.bytes
+        for index in 8..<16 { bytes[index] = 0 }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        _ = inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count))
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/64"
+    }
+}
