@@ -9,6 +9,8 @@ public struct IPAddress: Hashable, Sendable {
     public let bytes: [UInt8]
 
     /// Parses a numeric address (`192.0.2.1`, `2001:db8::1`, `::ffff:192.0.2.1`); no brackets, ports or zone ids.
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
     public init?(_ text: some StringProtocol) {
         let text = String(text)
         var v4 = in_addr()
@@ -25,6 +27,14 @@ public struct IPAddress: Hashable, Sendable {
     }
 
     var isIPv4: Bool { bytes.count == 4 }
+
+    /// The address as `inet_ntop` writes it (`192.0.2.1`, `2001:db8::1`).
+    var text: String {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        var bytes = bytes
+        _ = inet_ntop(isIPv4 ? AF_INET : AF_INET6, &bytes, &text, socklen_t(text.count))
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
 }
 
 /// An address block in CIDR notation (`10.0.0.0/8`, `2001:db8::/32`), or one address (`192.0.2.1`: a /32 or /128).
@@ -33,6 +43,11 @@ public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
     public let prefixLength: Int
 
     /// Parses `ADDRESS` or `ADDRESS/PREFIX`; nil for anything else (a prefix longer than the address, a host name).
+    init(address: IPAddress, prefixLength: Int) {
+        self.address = address
+        self.prefixLength = prefixLength
+    }
+
     public init?(parsing text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = IPAddress(parts[0]) else { return nil }
@@ -60,13 +75,7 @@ public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
         return true
     }
 
-    public var description: String {
-        let family = address.isIPv4 ? AF_INET : AF_INET6
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        var bytes = address.bytes
-        _ = inet_ntop(family, &bytes, &text, socklen_t(text.count))
-        return "\(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))/\(prefixLength)"
-    }
+    public var description: String { "\(address.text)/\(prefixLength)" }
 }
 
 /// Who a call comes from, for the rate limit: the TCP peer, or, when the peer is one of `server.trusted_proxies`
@@ -94,12 +103,8 @@ enum ClientAddress {
     /// The rate limit's key for an address: an IPv4 address itself, an IPv6 address its /64 (one host or site is
     /// handed a whole /64 and can take a new address from it for every call).
     static func rateLimitKey(_ address: String) -> String {
-        guard let parsed = IPAddress(address) else { return address }
-        guard !parsed.isIPv4 else { return address }
-        var bytes = parsed.bytes
-        for index in 8..<16 { bytes[index] = 0 }
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        _ = inet_ntop(AF_INET6, &bytes, &text, socklen_t(text.count))
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/64"
+        guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address), !parsed.isIPv4 else { return address }
+        let block = IPBlock(address: IPAddress(bytes: Array(parsed.bytes[..<8]) + [UInt8](repeating: 0, count: 8)), prefixLength: 64)
+        return block.description
     }
 }

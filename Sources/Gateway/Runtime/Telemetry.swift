@@ -1,6 +1,7 @@
 import Foundation
 import CoreMetrics
 import Logging
+import NetCore
 import Prometheus
 import Synchronization
 
@@ -88,8 +89,8 @@ public final class Telemetry: Sendable {
             return (counter, timer, upstreamTimer)
         }
         requests.increment()
-        timer.recordNanoseconds(record.duration.clampedNanoseconds)
-        if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(firstByte.clampedNanoseconds) }
+        timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
+        if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
         if record.coalesced != "no" {
             CoreMetrics.Counter(label: Metric.coalesced, dimensions: [("route", route), ("role", record.coalesced)],
                                 factory: factory).increment()
@@ -144,15 +145,4 @@ struct MetricHandles {
     var requests: [RequestMetricKey: CoreMetrics.Counter] = [:]
     var durations: [String: CoreMetrics.Timer] = [:]
     var upstreamFirstByte: [String: CoreMetrics.Timer] = [:]
-}
-
-extension Duration {
-    /// Whole nanoseconds, clamped to `Int64` (what a swift-metrics `Timer` records).
-    var clampedNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? .min : .max }
-        let (total, sumOverflow) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return sumOverflow ? (seconds < 0 ? .min : .max) : total
-    }
 }

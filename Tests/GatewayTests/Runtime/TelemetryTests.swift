@@ -113,11 +113,4 @@ import Testing
         }
         #expect(value.description.contains("route=users"))
     }
-
-    @Test func durationsBecomeWholeNanosecondsClamped() {
-        #expect(Duration.milliseconds(12).clampedNanoseconds == 12_000_000)
-        #expect(Duration.nanoseconds(-5).clampedNanoseconds == -5)
-        #expect(Duration.seconds(Int64.max).clampedNanoseconds == .max)
-        #expect(Duration.seconds(Int64.min).clampedNanoseconds == .min)
-    }
 }
