@@ -479,12 +479,15 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
-    /// The whole response is queued. A request body still arriving is no longer wanted: acknowledge and drop it.
+    /// The whole response is queued. A request body still arriving is no longer wanted: acknowledge and drop what
+    /// came, and ask the client to stop sending with RST_STREAM NO_ERROR once the response has ended (RFC 9113 §8.1;
+    /// a client such as curl otherwise waits to finish an upload nobody reads).
     private func responseComplete(_ stream: Stream) {
         guard let body = stream.body else { return }
         body.fail(ByteStreamError.aborted)
         stream.body = nil
         stream.discardBody = true
+        try? session.stopRequestAfterResponse(streamID: stream.id)
         if stream.pendingAck > 0 {
             session.consumed(streamID: stream.id, count: stream.pendingAck)
             stream.pendingAck = 0

@@ -15,6 +15,16 @@ import Testing
         try ProcessRunner.run("/usr/bin/python3", [probeScript, String(port)] + arguments, timeout: timeout)
     }
 
+    /// A handler that answers before the request body has all arrived: the client is asked to stop sending with
+    /// RST_STREAM NO_ERROR after the whole response (RFC 9113 §8.1), as nginx and httpd do, instead of being left to
+    /// upload a body nobody reads (curl before 8.11 then waits forever).
+    @Test func anAnswerBeforeTheWholeBodyStopsTheUploadWithNoError() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let result = try Self.probe(port, "early", "/hello")
+        #expect(result.stdout == "RESPONSE 200 hello\nRST 0\n", "\(result.stdout) \(result.stderr)")
+    }
+
     @Test func priorKnowledgeGetAndPostEcho() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }

@@ -12,6 +12,9 @@ Usage: h2probe.py PORT MODE [ARG]
   cancel ID       GET /cancel-probe?id=ID, RST_STREAM(CANCEL) after 50 ms, then polls /cancel-probe-result?id=ID on
                   the same connection; prints "RESULT <state> <elapsed ms>".
   sequence PATH N N GETs of PATH one after another on one connection; prints "BODY <body>" for each.
+  early PATH      a POST of PATH whose body (no length given) is still being sent when the answer comes: 16 KiB, then
+                  waits; prints "RESPONSE <status> <body>" and what ended the upload ("RST <code>", or "OPEN" when the
+                  server left the stream open for more body).
 Exit status 0 when the script ran to the end (the Swift test checks the printed results).
 """
 import socket
@@ -213,6 +216,29 @@ def sequence(port, path, count):
         print("BODY %s" % body)
 
 
+def early(port, path):
+    sock, conn = connect(port)
+    stream_id = conn.get_next_available_stream_id()
+    conn.send_headers(stream_id, request_headers(path, method="POST"), end_stream=False)
+    conn.send_data(stream_id, b"x" * 16384, end_stream=False)
+    sock.sendall(conn.data_to_send())
+
+    def reset(events):
+        return any(isinstance(e, h2.events.StreamReset) and e.stream_id == stream_id for e in events if not isinstance(e, str))
+
+    events = pump(sock, conn, reset, timeout=3.0)
+    status, body, ended = None, b"", "OPEN"
+    for event in events:
+        if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
+            status = dict(event.headers).get(":status")
+        elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
+            body += event.data
+        elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream_id:
+            ended = "RST %d" % event.error_code
+    print("RESPONSE %s %s" % (status, body.decode("utf-8", "replace")))
+    print(ended)
+
+
 def main():
     port, mode = int(sys.argv[1]), sys.argv[2]
     if mode == "malformed":
@@ -223,6 +249,8 @@ def main():
         refuse(port, sys.argv[3])
     elif mode == "cancel":
         cancel(port, sys.argv[3])
+    elif mode == "early":
+        early(port, sys.argv[3])
     elif mode == "sequence":
         sequence(port, sys.argv[3], int(sys.argv[4]))
     else:
