@@ -88,16 +88,20 @@ final class HTTP1HandlerWorker {
     }
 
     /// Takes the worker's continuation (from inside `withUnsafeContinuation`) and delivers `response` for `slot`. Both
-    /// happen in a later job, so the continuation is never resumed from inside that closure. A retired worker's
-    /// answer is dropped (its connection is closing, or its slot was answered with an error) and it ends.
+    /// happen in a later job, so the continuation is never resumed from inside that closure. A retired worker still
+    /// delivers its answer (the connection drops it when closing, or sends it for a request whose body failed) and
+    /// ends.
     private func wait(with continuation: Waiter, answering slot: HTTP1ServerConnection.Slot,
                       with response: HTTPServerResponse, on loop: EventLoop) {
+        let complete = self.complete
         guard !retired else {
-            loop.executeLocally { continuation.resume(returning: nil) }
+            loop.executeLocally {
+                complete(slot, response)
+                continuation.resume(returning: nil)
+            }
             return
         }
         waiting = continuation
-        let complete = self.complete
         loop.executeLocally { complete(slot, response) }
     }
 }

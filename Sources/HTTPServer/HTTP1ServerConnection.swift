@@ -14,6 +14,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         var response: HTTPServerResponse?
         var writing = false
         var task: Task<Void, Never>?
+        /// The status the server gave the request when its body failed (see ``HTTPServerRequest/bodyRejectionStatus``):
+        /// the handler's answer goes out with it, or the server's own once ``failedAnswerGrace`` has passed.
+        var failedStatus: Int?
+        /// When the body failed (loop time, nanoseconds).
+        var failedAt: UInt64 = 0
 
         init(isHead: Bool, version: HTTPVersion, keepAlive: Bool) {
             self.isHead = isHead
@@ -145,7 +150,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             case .error(let error):
                 if let body = currentBody {
                     currentBody = nil
-                    body.fail(error.status == 413 ? ByteStreamError.tooLarge : ByteStreamError.aborted)
+                    body.fail(error.status == 413 ? ByteStreamError.tooLarge : ByteStreamError.malformed)
                     failRequestMidBody(status: error.status)
                 } else if discardingBody {
                     // The body being dropped is malformed: its request has its answer; nothing more is read.
@@ -279,9 +284,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         writeReadyResponses()
     }
 
-    /// The body of the request being read turned out malformed or too long: that request gets the error instead of
-    /// its handler's answer (the handler is cancelled), unless its answer was already given; either way the
-    /// connection closes after it. One request never gets two responses.
+    /// The body of the request being read turned out malformed, too long or too slow: that request gets `status`
+    /// instead of its handler's status, unless its answer was already given; either way the connection closes after
+    /// it. Its handler is cancelled and its answer to the failed body (which it sees fail, see
+    /// ``HTTPServerRequest/bodyRejectionStatus``) is sent with `status`, so a handler that shapes its errors (request
+    /// ids, logging) answers this one too; a handler that has not answered within ``failedAnswerGrace`` gets the
+    /// server's ``HTTPServerRejection/defaultResponse``. One request never gets two responses.
     private func failRequestMidBody(status: Int) {
         acceptingRequests = false
         connection.pauseReading()
@@ -291,16 +299,34 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         slot.keepAlive = false
         guard slot.response == nil else { return }
+        slot.failedStatus = status
+        slot.failedAt = connection.loop.roundTime
+        guard slot.task != nil else { return answerFailedRequest(slot) }
         cancelTask(of: slot)
+    }
+
+    /// How long the server waits for a cancelled handler's answer to a request whose body failed.
+    static let failedAnswerGrace: Duration = .seconds(1)
+
+    /// Answers a request whose body failed with the server's own error, its handler not having answered.
+    private func answerFailedRequest(_ slot: Slot) {
+        guard slot.response == nil, let status = slot.failedStatus else { return }
         slot.response = HTTPServerRejection(status: status).defaultResponse
         writeReadyResponses()
     }
 
-
     private func complete(_ slot: Slot, with response: HTTPServerResponse) {
         // A slot already answered by the connection itself (a body that failed mid-way) keeps that answer.
         guard !connection.isClosed, slot.response == nil else { return }
-        slot.response = response
+        if let status = slot.failedStatus {
+            // The body failed: the handler's answer with the server's status, unless it would stream a body.
+            guard !response.body.isStream else { return answerFailedRequest(slot) }
+            var answer = response
+            answer.head.status = status
+            slot.response = answer
+        } else {
+            slot.response = response
+        }
         slot.task = nil
         writeReadyResponses()
     }
@@ -472,6 +498,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         if !active {
             if now &- createdAt > context.handshakeTimeout.nanoseconds { connection.close() }
             return
+        }
+        if let failed = slots.last, failed.failedStatus != nil, failed.response == nil,
+           now &- failed.failedAt > Self.failedAnswerGrace.nanoseconds {
+            answerFailedRequest(failed)
         }
         if connection.pendingWriteBytes > 0 {
             if now &- connection.lastWriteProgress > limits.sendTimeout.nanoseconds { connection.close() }

@@ -34,6 +34,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         var responded = false
         /// Reset or closed: nothing more is sent and the handler's result is dropped.
         var finished = false
+        /// The status the server gave the request when its body went over the limit: the handler's answer goes out
+        /// with it, or the server's own once ``HTTP1ServerConnection/failedAnswerGrace`` has passed.
+        var failedStatus: Int?
+        var failedAt: UInt64 = 0
         /// The response pump waiting for the peer's window; resumed with false when the stream ends.
         var windowWaiter: CheckedContinuation<Bool, Never>?
         /// Send-stall tracking: outbound bytes queued at the last sweep and since when they have not moved.
@@ -286,7 +290,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             if let stream = streams[streamID], !stream.finished {
                 // Dropped bytes still count: a client may not upload without end after its response.
                 stream.bodyBytes += Int64(bytes.count)
-                if stream.bodyBytes > context.limits.maxBodyBytes {
+                // A body over the limit waiting for its handler's answer keeps being dropped until it is sent.
+                if stream.bodyBytes > context.limits.maxBodyBytes && (stream.failedStatus == nil || stream.responded) {
                     end(stream)
                     if stream.responded {
                         // It has its answer (a 413): stop the upload without losing the answer (RFC 9113 §8.1).
@@ -309,7 +314,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             session.consumed(streamID: streamID, count: bytes.count + stream.pendingAck)
             stream.pendingAck = 0
             if !stream.responded {
-                respondDirectly(stream, status: 413)
+                // The cancelled handler's answer to its failed body goes out with 413 (see `startResponse`).
+                stream.failedStatus = 413
+                stream.failedAt = connection.loop.roundTime
             } else {
                 stream.finished = true
                 try? session.resetStream(streamID: streamID, errorCode: .cancel)
@@ -372,6 +379,12 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         respondDirectly(stream, with: HTTPServerRejection(status: status).defaultResponse)
     }
 
+    /// A request whose body failed, its handler not having answered in time: the server's own error.
+    private func answerFailedRequest(_ stream: Stream) {
+        guard let status = stream.failedStatus, !stream.responded, !stream.finished else { return }
+        respondDirectly(stream, status: status)
+    }
+
     /// Answers with `response`, a body of bytes (a rejection's answer), whatever the handler is doing.
     private func respondDirectly(_ stream: Stream, with response: HTTPServerResponse) {
         stream.responded = true
@@ -411,6 +424,17 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// when the response is complete (or could not be sent).
     private func startResponse(_ stream: Stream, with response: HTTPServerResponse) -> ByteStream? {
         guard !stream.finished, !stream.responded, !connection.isClosed else { return nil }
+        if stream.failedStatus != nil {
+            // The body failed: the handler's answer with the server's status, unless it would stream a body.
+            guard !response.body.isStream else {
+                answerFailedRequest(stream)
+                return nil
+            }
+            var answer = response
+            answer.head.status = stream.failedStatus ?? answer.head.status
+            stream.failedStatus = nil
+            return startResponse(stream, with: answer)
+        }
         stream.responded = true
         var head = response.head
         head.version = .http2
@@ -518,6 +542,11 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         }
         var changed = false
         for stream in Array(streams.values) where !stream.finished {
+            if stream.failedStatus != nil && !stream.responded && now &- stream.failedAt > HTTP1ServerConnection.failedAnswerGrace.nanoseconds {
+                answerFailedRequest(stream)
+                changed = true
+                continue
+            }
             // A body that stopped arriving although the window is open.
             if stream.body != nil && stream.pendingAck == 0 && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
                 end(stream)

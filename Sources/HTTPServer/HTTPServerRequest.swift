@@ -16,9 +16,17 @@ public struct HTTPServerRequest: Sendable {
     public var hasBody: Bool { bodyStream != nil }
     /// Whether the whole body has arrived (always true without one): reading ``body`` then does not wait.
     public var bodyIsFinished: Bool { bodyStream?.isFinished ?? true }
-    /// Whether the server gave up on the body because the client stopped sending it (the body timeout; the client
-    /// was answered 408 and the handler cancelled).
-    public var bodyTimedOut: Bool { (bodyStream?.failure as? ByteStreamError) == .timedOut }
+    /// The status the server answers a request whose body it gave up on, whatever its handler's status: 408 (the
+    /// body timeout), 413 (over the body limit) or 400 (malformed framing); nil while the body is fine or when the
+    /// client went away. The handler is cancelled then; the answer it still returns goes out with this status.
+    public var bodyRejectionStatus: Int? {
+        switch bodyStream?.failure as? ByteStreamError {
+        case .timedOut: return 408
+        case .tooLarge: return 413
+        case .malformed: return 400
+        case .aborted, nil: return nil
+        }
+    }
     /// The body's declared length, when the client sent `Content-Length`.
     public var declaredBodyLength: Int64?
     public var remoteAddress: SocketAddress?
@@ -78,6 +86,10 @@ public struct HTTPServerResponse: Sendable {
 
 /// Handles requests. Called on the connection's loop thread; the returned response is written in request order.
 public protocol HTTPServerHandler: Sendable {
+    /// The answer to `request`. When the server gives up on the request's body while this runs (see
+    /// ``HTTPServerRequest/bodyRejectionStatus``), the task is cancelled and the answer still returned is sent with
+    /// the server's status (a byte body; a streamed one is replaced by the server's own error), so a handler that
+    /// shapes its errors answers those requests too.
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse
 
     /// A response the handler can give at once, on the loop thread, without suspending; `nil` (the default) runs

@@ -185,4 +185,6 @@ public enum ByteStreamError: Error, Sendable, Hashable {
     case aborted
     /// The producer stopped sending for longer than allowed (the server's body timeout).
     case timedOut
+    /// The producer sent bytes that break the stream's framing (a malformed chunk of a request body).
+    case malformed
 }

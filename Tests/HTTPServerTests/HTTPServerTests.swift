@@ -169,9 +169,26 @@ import Testing
             let (bytes, closed) = client.readAll()
             let text = String(decoding: bytes, as: UTF8.self)
             #expect(text.hasPrefix("HTTP/1.1 \(status) "), "\(status): \(text)")
+            #expect(text.hasSuffix("echo failed \(status)"), "the cancelled handler's answer, with the server's status: \(text)")
             #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one response: \(text)")
             #expect(closed)
         }
+        // A handler that does not answer its cancelled request in time gets the server's own error instead.
+        let deaf = try RawClient(port: port)
+        let started = ContinuousClock.now
+        deaf.send("POST /deaf HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n")
+        let (deafBytes, deafClosed) = deaf.readAll(timeout: 5)
+        let deafText = String(decoding: deafBytes, as: UTF8.self)
+        #expect(deafText.hasPrefix("HTTP/1.1 400 "), "\(deafText)")
+        #expect(deafText.hasSuffix("{\"error\":\"bad_request\"}"), "\(deafText)")
+        #expect(ContinuousClock.now - started < .milliseconds(2800), "before the handler's own answer")
+        #expect(deafClosed)
+        // HTTP/2: a body of unknown length goes over the limit while the handler reads it.
+        let upload = ProcessRunner.temporaryDirectory("midbody") + "/body"
+        try Data(repeating: 0x61, count: 4096).write(to: URL(fileURLWithPath: upload))
+        let h2 = try ProcessRunner.run("sh", ["-c", "curl -sS --http2-prior-knowledge -w ' %{http_code}' -T - "
+                                              + "http://127.0.0.1:\(port)/echo <\(upload)"])
+        #expect(h2.stdout == "echo failed 413 413", "\(h2.stdout) \(h2.stderr)")
         // A handler that answered before reading the body keeps its answer; the connection then closes.
         let client = try RawClient(port: port)
         client.send("POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n")
@@ -282,6 +299,7 @@ import Testing
         slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
         let (bytes, closed) = slow.readAll(timeout: 3)
         #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "), "\(String(decoding: bytes, as: UTF8.self))")
+        #expect(String(decoding: bytes, as: UTF8.self).hasSuffix("echo failed 408"))
         #expect(closed)
     }
 

@@ -51,8 +51,15 @@ struct TestRoutes: HTTPServerHandler {
                 let body = try await request.body.collect(upTo: 1 << 20)
                 return HTTPServerResponse(status: 200, body: body)
             } catch {
-                return HTTPServerResponse(status: 400, body: [])
+                // Sent with the server's status when the server gave up on the body.
+                return HTTPServerResponse(status: 400, body: Array("echo failed \(request.bodyRejectionStatus ?? 0)".utf8))
             }
+        case "/deaf":
+            // Ignores its body and its cancellation for 3 s.
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 3) { done.resume() }
+            }
+            return HTTPServerResponse(status: 200, body: Array("deaf".utf8))
         case "/target":
             return HTTPServerResponse(status: 200, body: Array(request.head.target.utf8))
         case "/slow":

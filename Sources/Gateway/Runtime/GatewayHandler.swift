@@ -69,10 +69,14 @@ final class GatewayHandler: HTTPServerHandler {
     /// task allocation).
     private func finishHandled(_ exchange: inout Exchange, response: HTTPServerResponse) -> HTTPServerResponse {
         if _Concurrency.Task<Never, Never>.isCancelled {
-            if exchange.request.bodyTimedOut {
-                // The server answered 408 itself: the client stopped sending its body.
-                exchange.record.upstreamError = "client body timeout"
-                return finish(&exchange, response: response, started: exchange.started, loggedStatus: 408)
+            if let status = exchange.request.bodyRejectionStatus {
+                // The server gave up on the body (too slow, over the limit, malformed framing) and sends this
+                // answer with its own status: the error body and log line say so, like a refusal before routing.
+                exchange.record.upstreamError = status == 408 ? "client body timeout" : "rejected: \(HTTPServerErrorCode.code(for: status))"
+                exchange.relayLog = nil
+                return finish(&exchange, response: errorResponse(status == 413 ? .payloadTooLarge : .badRequest,
+                                                                 requestID: exchange.requestID),
+                              started: exchange.started, loggedStatus: status)
             }
             // The server cancels a handler whose connection closed or outlived the drain timeout: the answer reaches
             // nobody. Logged and counted as 499 (nginx's "client closed request"), not as the 502 built for it.

@@ -44,13 +44,16 @@ import Glibc
             .replacingOccurrences(of: "limits: { max_body_bytes: 512MiB }", with: "limits: { max_body_bytes: 512MiB, body_timeout: 1s }")
         let gateway = try await GatewayProcess(config: config)
         let client = try RawClient(port: gateway.port)
-        client.send("POST /up/slow HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n\r\n" + String(repeating: "a", count: 100))
+        client.send("POST /up/slow HTTP/1.1\r\nHost: t\r\nX-Request-Id: slow-1\r\nContent-Length: 1048576\r\n\r\n"
+                    + String(repeating: "a", count: 100))
         let shortClient = try RawClient(port: gateway.port)
         shortClient.send("POST /up/short HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "b", count: 60))
         let started = ContinuousClock.now
         let reply = client.readAll(timeout: 5)
         let text = String(decoding: reply.bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 408"), "\(text)")
+        #expect(text.contains("X-Request-Id: slow-1\r\n"), "\(text)")
+        #expect(text.hasSuffix("{\"error\":\"bad_request\",\"request_id\":\"slow-1\"}"), "the gateway's error body: \(text)")
         #expect(reply.closed)
         #expect(ContinuousClock.now - started < .seconds(4))
         #expect(upstream.uploads.isEmpty, "the upstream never saw the body end")
@@ -59,6 +62,7 @@ import Glibc
         gateway.stop()
         let record = try #require(gateway.accessLog.first { $0["path"] as? String == "/up/slow" })
         #expect(record["status"] as? Int == 408)
+        #expect(record["request_id"] as? String == "slow-1")
         #expect(record["bytes_in"] as? Int == 100, "\(record)")
         let short = try #require(gateway.accessLog.first { $0["path"] as? String == "/up/short" })
         #expect(short["status"] as? Int == 408)
@@ -165,19 +169,40 @@ import Glibc
         await upstream.shutdown()
     }
 
-    @Test func anOpenEndedBodyPastTheLimitGets413() async throws {
+    /// A body the server gives up on while it is relayed upstream (over the limit, or its chunk framing broken) gets
+    /// the gateway's JSON error with the request id, in the body, the `X-Request-Id` header and one access-log line.
+    /// (HTTP/2 takes the same path through the handler: `HTTPServerTests` covers its server side.)
+    @Test func anOpenEndedBodyPastTheLimitOrMalformedGetsTheGatewaysErrorWithItsRequestID() async throws {
         let upstream = try await UploadUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, maxBody: "1MiB"))
         let client = try RawClient(port: gateway.port)
-        client.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        client.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nX-Request-Id: big-1\r\nTransfer-Encoding: chunked\r\n\r\n")
         let chunk = [UInt8](repeating: UInt8(ascii: "c"), count: 64 * 1024)
         for _ in 0..<20 {
             client.send(Array("10000\r\n".utf8) + chunk + Array("\r\n".utf8))
         }
         let response = client.read(until: { $0.contains("\r\n\r\n") && $0.contains("}") }, timeout: 10)
         #expect(response.hasPrefix("HTTP/1.1 413"), "\(response)")
+        #expect(response.contains("X-Request-Id: big-1\r\n"), "\(response)")
+        #expect(response.hasSuffix("{\"error\":\"payload_too_large\",\"request_id\":\"big-1\"}"), "\(response)")
         #expect(!upstream.uploads.contains { $0.bytes > 1 << 20 }, "nothing past the limit reached the upstream")
+
+        let broken = try RawClient(port: gateway.port)
+        broken.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nX-Request-Id: bad-1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "4\r\nabcd\r\nzz\r\n")
+        let brokenReply = broken.readAll(timeout: 5)
+        let brokenText = String(decoding: brokenReply.bytes, as: UTF8.self)
+        #expect(brokenText.hasPrefix("HTTP/1.1 400"), "\(brokenText)")
+        #expect(brokenText.hasSuffix("{\"error\":\"bad_request\",\"request_id\":\"bad-1\"}"), "\(brokenText)")
+        #expect(brokenReply.closed)
+
         gateway.stop()
+        let statuses = Dictionary(gateway.accessLog.compactMap { line in
+            (line["request_id"] as? String).map { ($0, line["status"] as? Int ?? 0) }
+        }, uniquingKeysWith: { first, _ in first })
+        #expect(statuses["big-1"] == 413 && statuses["bad-1"] == 400, "\(statuses)")
+        #expect(gateway.accessLog.filter { ["big-1", "bad-1"].contains($0["request_id"] as? String ?? "") }.count == 2,
+                "one line each")
         await upstream.shutdown()
     }
 
