@@ -32,8 +32,9 @@ final class GatewaySnapshot: Sendable {
                     old.upstream.baseURL == upstream.baseURL && old.upstream.circuitBreaker == settings ? old.breaker : nil
                 } ?? CircuitBreaker(failureThreshold: settings.failures, openFor: settings.openFor)
             }
+            let retries = config.routes.contains { $0.upstream == upstream.name && $0.retries != nil }
             providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger,
-                                                        breaker: breaker)
+                                                        breaker: breaker, retries: retries)
             if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
         // A circuit that no longer exists (its upstream or its `circuit_breaker` removed) is not left reading open.

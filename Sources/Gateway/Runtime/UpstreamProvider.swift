@@ -33,9 +33,10 @@ final class UpstreamProvider: Sendable {
     /// The upstream's circuit (`circuit_breaker`), if it has one.
     let breaker: CircuitBreaker?
 
-    /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only).
+    /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only). `retries`: whether
+    /// some route to this upstream has `retries` (without, no retrier is asked after every answer).
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
-         breaker: CircuitBreaker? = nil) {
+         breaker: CircuitBreaker? = nil, retries: Bool) {
         self.upstream = upstream
         self.breaker = breaker
         self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
@@ -43,7 +44,8 @@ final class UpstreamProvider: Sendable {
         self.answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
         self.isStub = upstream.isStub
         self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil
-        var plugins: [PluginType] = [ForwardingHeadersPlugin(), RouteRetryPlugin()]
+        var plugins: [PluginType] = [ForwardingHeadersPlugin()]
+        if retries { plugins.append(RouteRetryPlugin()) }
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
         }
