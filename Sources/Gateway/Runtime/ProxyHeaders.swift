@@ -33,7 +33,7 @@ enum ProxyHeaders {
         var cookieRepeated = false
         for field in client {
             let name = field.name
-            if isListed(name, in: gatewayOwned) || isListed(name, in: hopByHop) || isListed(name, in: listed)
+            if notForwarded.contains(name) || isListed(name, in: listed)
                 || apiKeyHeader?.equalsIgnoringASCIICase(name) == true
                 || (dropAuthorization && name.equalsIgnoringASCIICase("authorization"))
                 || (!configured.isEmpty && configured.contains(name: name)) {
@@ -118,8 +118,8 @@ enum ProxyHeaders {
         }
     }
 
-    /// The standard hop-by-hop names.
-    private static let hopByHop = HopByHop.standard
+    /// Client fields never forwarded as they are: the gateway's own and the standard hop-by-hop ones.
+    private static let notForwarded = HeaderNameSet(gatewayOwned + HopByHop.standard)
 
     /// Whether `name` is one of `names`, ignoring ASCII case (a few length checks for most names: cheaper than
     /// lower-casing the name and hashing it).
@@ -142,7 +142,7 @@ enum ProxyHeaders {
     }
 
     /// Response fields never returned to the client: hop-by-hop, framing and the request id (the gateway sets it).
-    private static let droppedDownstream = HopByHop.standard + ["Content-Length", "X-Request-Id"]
+    private static let droppedDownstream = HeaderNameSet(HopByHop.standard + ["Content-Length", "X-Request-Id"])
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
@@ -152,7 +152,7 @@ enum ProxyHeaders {
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count + 2)
         for field in upstream {
-            if isListed(field.name, in: droppedDownstream) || isListed(field.name, in: listed) { continue }
+            if droppedDownstream.contains(field.name) || isListed(field.name, in: listed) { continue }
             headers.add(name: field.name, value: field.value)
         }
         headers.add(name: "Via", value: via(version))
