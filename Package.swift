@@ -52,7 +52,7 @@ let package = Package(
         ]),
 
         // A hello-world server for benchmarks against nginx `return 200`.
-        .executableTarget(name: "HelloServer", dependencies: ["HTTPServer", "HTTPWire", "NetCore"]),
+        .executableTarget(name: "HelloServer", dependencies: ["HTTPClient", "HTTPServer", "HTTPWire", "NetCore"]),
         // Client benchmark (Benchmarks/run.sh): N keep-alive connections looping HTTPClient.execute for D seconds.
         .executableTarget(name: "ClientBench", dependencies: ["HTTPClient", "HTTPWire", "NetCore"],
                           path: "Benchmarks/ClientBench"),

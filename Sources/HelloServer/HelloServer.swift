@@ -1,12 +1,15 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HTTPClient
 import HTTPServer
 import HTTPWire
 import NetCore
 
 /// A minimal server for benchmarks: `hello-server [--port N] [--threads N]` answers every request with a 200 and a
-/// 13-byte body, the same work nginx does for `return 200 "Hello, World!"`.
+/// 13-byte body, the same work nginx does for `return 200 "Hello, World!"`. With `--proxy URL` it relays every
+/// request to `URL`'s origin instead, through `HTTPClient` and nothing else: the engine's own cost of proxying, the
+/// floor under what `Moya` and the gateway add (`Benchmarks/layers.sh`).
 @main
 struct HelloServer {
     struct Hello: HTTPServerHandler {
@@ -24,6 +27,36 @@ struct HelloServer {
         }
     }
 
+    /// Relays each request to one origin with the engine alone: no routing, plugins or logs, only the hop-by-hop
+    /// fields dropped both ways.
+    struct Relay: HTTPServerHandler {
+        let client: HTTPClient
+        let origin: HTTPOrigin
+
+        func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+            let outgoing = HTTPClientRequest(method: request.head.method, origin: origin, target: request.head.target,
+                                             headers: Self.endToEnd(request.head.headers, dropping: "Host"))
+            guard let response = try? await client.execute(outgoing) else {
+                return HTTPServerResponse(status: 502, body: [])
+            }
+            return HTTPServerResponse(status: response.status, headers: Self.endToEnd(response.headers), body: response.body)
+        }
+
+        private static func endToEnd(_ headers: HTTPHeaders, dropping extra: String = "") -> HTTPHeaders {
+            var kept = HTTPHeaders()
+            kept.reserveCapacity(headers.count)
+            for field in headers where !hopByHop.contains(where: field.name.equalsIgnoringASCIICase) &&
+                !field.name.equalsIgnoringASCIICase(extra) {
+                kept.add(name: field.name, value: field.value)
+            }
+            return kept
+        }
+
+        /// Dropped both ways; the body's framing is the server's and the client's own.
+        private static let hopByHop = ["Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length", "TE", "Trailer",
+                                       "Upgrade", "Proxy-Connection"]
+    }
+
     static func main() async throws {
         let arguments = CommandLine.arguments
         func value(_ flag: String, default fallback: Int) -> Int {
@@ -33,7 +66,21 @@ struct HelloServer {
         Socket.ignoreSIGPIPE()
         let group = try EventLoopGroup(threads: value("--threads", default: 1))
         let address = SocketAddress(numericHost: "127.0.0.1", port: value("--port", default: 8081))!
-        let server = HTTPServer(configuration: .init(listen: [address]), group: group, handler: Hello())
+        let handler: any HTTPServerHandler
+        if let index = arguments.firstIndex(of: "--proxy"), index + 1 < arguments.count {
+            guard let url = try? HTTPClientRequest(url: arguments[index + 1]),
+                  ["127.0.0.1", "::1", "localhost"].contains(url.host) else {
+                let message = Array("hello-server: --proxy takes a loopback http URL\n".utf8)
+                _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+                exit(2)
+            }
+            var configuration = HTTPClient.Configuration()
+            configuration.maxConnectionsPerOrigin = 64
+            handler = Relay(client: HTTPClient(configuration: configuration, group: group), origin: url.origin)
+        } else {
+            handler = Hello()
+        }
+        let server = HTTPServer(configuration: .init(listen: [address]), group: group, handler: handler)
         do {
             try await server.start()
         } catch {

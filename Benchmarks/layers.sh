@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Where a proxied request's CPU goes, layer by layer: user and system CPU per request of three proxies in front of the
+# harness's nginx upstream (GET /json, 300-byte JSON), each measured under the same wrk load, interleaved, REPS times:
+#   nginx     nginx `proxy_pass` with upstream keep-alive 64 (the harness's nginx-proxy.conf)
+#   engine    `hello-server --proxy`: our HTTP server and HTTPClient alone (no routing, Moya, plugins or logs)
+#   gateway   `moya-gateway` with one proxied route (threads 1, access log off, pool 64)
+# engine − nginx is the engine's gap; gateway − engine is what Moya and the gateway add on top of it.
+# Servers (upstream included) on CPU 1, wrk -t1 -c$CONNS on CPU 0; CPU from /proc/PID/stat of each process tree.
+#
+# Env: REPS=3 DURATION=5 CONNS=50 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers SHARED_BENCH=../shared/bench
+# Bounded: every wrk run has -d and runs under the harness's timeout; every process is stopped by PID on exit.
+set -euo pipefail
+ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
+SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
+[[ -f "$SHARED_BENCH/lib.sh" ]] || { echo "layers.sh: the shared harness is missing at $SHARED_BENCH" >&2; exit 1; }
+export RUN_DIR="${RUN_DIR:-/tmp/moyabench-layers}"
+# shellcheck source=/dev/null
+source "$SHARED_BENCH/lib.sh"
+
+REPS="${REPS:-3}"
+DURATION="${DURATION:-5}"
+CONNS="${CONNS:-50}"
+ENGINE_PORT=18210
+GATEWAY_PORT=18212
+GATEWAY_ADMIN=18213
+install_traps
+kill_stale
+require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$ENGINE_PORT" "$GATEWAY_PORT" "$GATEWAY_ADMIN"
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
+fi
+BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+
+mkdir -p "$RUN_DIR"
+cat >"$RUN_DIR/gateway.yaml" <<YAML
+server: { listen: ["$HOST:$GATEWAY_PORT"], threads: 1, http2: false }
+admin: { listen: "$HOST:$GATEWAY_ADMIN" }
+logging: { access_log: false }
+upstreams:
+  bench: { base_url: "http://$HOST:$UP_PORT", pool: { max_connections: 64 } }
+routes:
+  - { name: json, match: { path: /json }, upstream: bench }
+YAML
+
+start_upstream
+start_nginx_proxy
+spawn engine "${SRV[@]}" "$BIN/hello-server" --port "$ENGINE_PORT" --proxy "http://$HOST:$UP_PORT"
+wait_http "http://$HOST:$ENGINE_PORT/json"
+spawn gateway "${SRV[@]}" "$BIN/moya-gateway" serve --config "$RUN_DIR/gateway.yaml"
+wait_http "http://$HOST:$GATEWAY_ADMIN/readyz"
+
+declare -A PORT=([nginx]=$NGX_PORT [engine]=$ENGINE_PORT [gateway]=$GATEWAY_PORT)
+TARGETS=(nginx engine gateway)
+
+# User and system clock ticks of a process and its descendants (nginx's worker is its master's child).
+ticks() {
+    local pid total_user=0 total_system=0 user system
+    for pid in "$1" $(_descendants "$1" | cut -d: -f1); do
+        read -r user system < <(_stat "$pid" | awk '{print $12, $13}') || continue
+        total_user=$((total_user + user)); total_system=$((total_system + system))
+    done
+    echo "$total_user $total_system"
+}
+
+HZ=$(getconf CLK_TCK)
+OUT="$RUN_DIR/results.txt"
+: >"$OUT"
+for target in "${TARGETS[@]}"; do   # warm-up: pools filled, caches hot
+    client wrk -t1 -c"$CONNS" -d1s "http://$HOST:${PORT[$target]}/json" >/dev/null
+done
+for rep in $(seq 1 "$REPS"); do
+    for target in "${TARGETS[@]}"; do
+        pid=$(pid_of "$target")
+        read -r user0 system0 < <(ticks "$pid")
+        client wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://$HOST:${PORT[$target]}/json" >"$RUN_DIR/wrk.txt"
+        read -r user1 system1 < <(ticks "$pid")
+        requests=$(awk '/requests in/ {print $1}' "$RUN_DIR/wrk.txt")
+        rate=$(awk '/Requests\/sec/ {print $2}' "$RUN_DIR/wrk.txt")
+        errors=$(awk '/Non-2xx|Socket errors/' "$RUN_DIR/wrk.txt")
+        [[ -z "$errors" ]] || log "$target rep $rep: $errors"
+        awk -v t="$target" -v r="$requests" -v rate="$rate" -v u=$((user1 - user0)) -v s=$((system1 - system0)) \
+            -v hz="$HZ" 'BEGIN { printf "%s %s %.2f %.2f\n", t, rate, u * 1e6 / hz / r, s * 1e6 / hz / r }' >>"$OUT"
+        log "rep $rep $(tail -n 1 "$OUT")"
+    done
+done
+
+"$PY" - "$OUT" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    target, rate, user, system = line.split()
+    rows.setdefault(target, []).append((float(rate), float(user), float(system)))
+def median(target, column):
+    return statistics.median(row[column] for row in rows[target])
+def spread(target, column):
+    values = [row[column] for row in rows[target]]
+    return f"{min(values):.1f}–{max(values):.1f}" if column else f"{min(values):,.0f}–{max(values):,.0f}"
+print("| proxy | req/s (median, min–max) | user µs/req | system µs/req | user vs nginx |")
+print("|---|---:|---:|---:|---:|")
+for target in ("nginx", "engine", "gateway"):
+    print(f"| {target} | {median(target, 0):,.0f} ({spread(target, 0)}) | {median(target, 1):.1f} ({spread(target, 1)}) "
+          f"| {median(target, 2):.1f} ({spread(target, 2)}) | {median(target, 1) / median('nginx', 1):.1f}× |")
+print()
+print(f"engine − nginx: {median('engine', 1) - median('nginx', 1):.1f} µs user; "
+      f"gateway − engine (Moya and the gateway): {median('gateway', 1) - median('engine', 1):.1f} µs user")
+PY
