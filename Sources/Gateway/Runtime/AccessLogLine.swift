@@ -60,6 +60,10 @@ struct AccessLogLine: CustomStringConvertible, Sendable {
         line += record.stubbed ? "true" : "false"
         line += ",\"retries\":"
         line += String(record.retries)
+        line += ",\"client_ip\":"
+        append(record.clientAddress, to: &line)
+        line += ",\"client\":"
+        append(record.client, to: &line)
         if let error = record.upstreamError {
             line += ",\"upstream_error\":"
             JSONLogHandler.appendQuoted(error, to: &line)
@@ -92,6 +96,7 @@ struct AccessLogLine: CustomStringConvertible, Sendable {
         line += " upstream_connect_ms=\(AccessLogLine.milliseconds(record.upstreamConnect))"
         line += " upstream_ttfb_ms=\(AccessLogLine.milliseconds(record.upstreamFirstByte))"
         line += " coalesced=\(record.coalesced) stubbed=\(record.stubbed) retries=\(record.retries)"
+        line += " client_ip=\(record.clientAddress ?? "-") client=\(record.client.map(JSONLogHandler.quote) ?? "-")"
         if let error = record.upstreamError { line += " upstream_error=\(JSONLogHandler.quote(error))" }
         return line
     }

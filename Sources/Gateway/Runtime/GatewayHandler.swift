@@ -53,6 +53,8 @@ final class GatewayHandler: HTTPServerHandler {
                                   bytesIn: 0)
         record.status = rejection.status
         record.upstreamError = "rejected: \(HTTPServerErrorCode.code(for: rejection.status))"
+        record.clientAddress = Self.clientAddress(peer: rejection.remoteAddress?.host, headers: head?.headers,
+                                                  trusted: state.current.config.server.trustedProxies)
         state.current.telemetry.record(record)
         // The server keeps its own status (431, 414, ...); the body names the nearest of the gateway's codes.
         return errorResponse(rejection.status == 413 ? .payloadTooLarge : .badRequest, requestID: requestID)
@@ -118,6 +120,8 @@ final class GatewayHandler: HTTPServerHandler {
             requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
             record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
                                   bytesIn: Int(request.declaredBodyLength ?? 0))
+            record.clientAddress = GatewayHandler.clientAddress(peer: request.remoteAddress?.host, headers: head.headers,
+                                                                trusted: snapshot.config.server.trustedProxies)
         }
     }
 
@@ -136,6 +140,7 @@ final class GatewayHandler: HTTPServerHandler {
         let apiKeyHeader: String?
         let request: HTTPServerRequest
         let requestID: String
+        let clientAddress: String?
 
         /// The coalescing key, when this call may share an upstream call.
         var coalescingKey: CoalescingKey? {
@@ -171,7 +176,8 @@ final class GatewayHandler: HTTPServerHandler {
         private func upstreamHeaders(key: CoalescingKey?) -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
             let head = request.head
             let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
-                                                     isTLS: request.isTLS, requestID: requestID, version: head.version)
+                                                     clientAddress: clientAddress, isTLS: request.isTLS,
+                                                     requestID: requestID, version: head.version)
             return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
                                                 dropAuthorization: upstream.injectsCredentials,
                                                 varyHeaders: route.config.coalesceVary, coalescing: key != nil,
@@ -212,6 +218,7 @@ final class GatewayHandler: HTTPServerHandler {
                 return .answer(errorResponse(.unauthorized, requestID: requestID))
             }
             clientName = client.name
+            exchange.record.client = client.name
         }
         if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
             return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
@@ -229,16 +236,19 @@ final class GatewayHandler: HTTPServerHandler {
         }
         exchange.record.stubbed = upstream.isStub
         return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
-                          apiKeyHeader: apiKeys?.header, request: exchange.request, requestID: requestID))
+                          apiKeyHeader: apiKeys?.header, request: exchange.request, requestID: requestID,
+                          clientAddress: exchange.record.clientAddress))
     }
 
     /// The rate limit's caller when there is no API key: the client's address (see ``ClientAddress``), an IPv6 one
     /// by its /64.
     private func callerAddress(_ exchange: Exchange) -> String {
-        let trusted = exchange.snapshot.config.server.trustedProxies
-        let peer = exchange.request.remoteAddress?.host
-        let forwardedFor = trusted.isEmpty ? [] : exchange.request.head.headers["X-Forwarded-For"]
-        return ClientAddress.resolve(peer: peer, forwardedFor: forwardedFor, trusted: trusted).map(ClientAddress.rateLimitKey) ?? ""
+        exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? ""
+    }
+
+    /// The caller's address (see ``ClientAddress``): `X-Forwarded-For` is read only behind trusted proxies.
+    static func clientAddress(peer: String?, headers: HTTPWire.HTTPHeaders?, trusted: [IPBlock]) -> String? {
+        ClientAddress.resolve(peer: peer, forwardedFor: trusted.isEmpty ? [] : headers?["X-Forwarded-For"] ?? [], trusted: trusted)
     }
 
     private func respond(_ exchange: inout Exchange) async -> HTTPServerResponse {

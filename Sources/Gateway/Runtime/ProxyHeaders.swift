@@ -5,7 +5,7 @@ enum ProxyHeaders {
     /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For` and `Via`, appended
     /// to).
     static let gatewayOwned = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
-                               "x-forwarded-proto", "x-forwarded-host", "via", "forwarded"]
+                               "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "via", "forwarded"]
 
     /// Headers that select the response or identify the caller: they stay in the coalescing identity.
     static let identity: Set<String> = ["authorization", "cookie"]
@@ -13,7 +13,7 @@ enum ProxyHeaders {
     /// The headers sent upstream for one caller. Hop-by-hop fields (and names the client lists in `Connection`), the
     /// API-key header and gateway-owned fields are removed; the client's `Authorization` is dropped when
     /// `dropAuthorization` (the upstream injects credentials); a field the upstream configures (`configured`) replaces the client's of that name; `forwarding` (see
-    /// ``forwarding(client:peer:isTLS:requestID:version:)``) replaces a configured field of its name. Repeated fields
+    /// ``forwarding(client:peer:clientAddress:isTLS:requestID:version:)``) replaces a configured field of its name. Repeated fields
     /// stay separate, except `Cookie`, joined into one (HTTP/1.1 allows one; HTTP/2 clients split it).
     ///
     /// - Parameter coalescing: whether the request may share an upstream call. Then the fields that select the
@@ -88,11 +88,12 @@ enum ProxyHeaders {
         }
     }
 
-    /// The forwarding headers for one caller.
-    static func forwarding(client: HTTPHeaders, peer: String?, isTLS: Bool, requestID: String, version: HTTPVersion)
-        -> HTTPHeaders {
+    /// The forwarding headers for one caller. `clientAddress` (the peer, or behind trusted proxies the client they
+    /// forwarded for) is sent as `X-Real-IP`, replacing any the client sent.
+    static func forwarding(client: HTTPHeaders, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
+                           version: HTTPVersion) -> HTTPHeaders {
         var result = HTTPHeaders()
-        result.reserveCapacity(5)
+        result.reserveCapacity(6)
         result.add(name: "X-Request-Id", value: requestID)
         let previous = client["X-Forwarded-For"].joined(separator: ", ")
         if let peer {
@@ -100,6 +101,7 @@ enum ProxyHeaders {
         } else if !previous.isEmpty {
             result.add(name: "X-Forwarded-For", value: previous)
         }
+        if let clientAddress { result.add(name: "X-Real-IP", value: clientAddress) }
         result.add(name: "X-Forwarded-Proto", value: isTLS ? "https" : "http")
         if let host = client.first(name: "Host") { result.add(name: "X-Forwarded-Host", value: host) }
         let previousVia = client["Via"].joined(separator: ", ")

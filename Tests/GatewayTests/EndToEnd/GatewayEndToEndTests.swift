@@ -220,6 +220,10 @@ import Glibc
         let sorted = gateway.accessLog.filter { ($0["path"] as? String)?.contains("a=1") == true }
         #expect(sorted.count == 40)
         #expect(sorted.allSatisfy { $0["upstream_path"] as? String == "/shared/slow?a=1&b=2&ms=300" })
+        let clients = gateway.accessLog.filter { ($0["path"] as? String)?.contains("k=clients") == true }
+        #expect(Set(clients.compactMap { $0["client"] as? String }) == ["alice", "bob"], "the client's name, never its key")
+        #expect(clients.count == 40 && clients.allSatisfy { $0["client_ip"] as? String == "127.0.0.1" })
+        #expect(!gateway.stdout.contains("alice-secret") && !gateway.stdout.contains("bob-secret"))
     }
 
     /// Requests the server refuses before routing get the gateway's error body too, with a request id (the client's
@@ -256,6 +260,7 @@ import Glibc
         let lines = gateway.accessLog
         #expect(lines.map { $0["status"] as? Int ?? 0 } == [400, 431, 417, 413], "\(lines)")
         #expect(lines.allSatisfy { $0["route"] is NSNull && ($0["request_id"] as? String)?.isEmpty == false })
+        #expect(lines.allSatisfy { $0["client_ip"] as? String == "127.0.0.1" }, "refused callers are logged by address")
         #expect(lines[2]["path"] as? String == "/open/x" && lines[2]["request_id"] as? String == "rej-417")
         #expect(lines[0]["path"] as? String == "-", "the head was not read")
     }

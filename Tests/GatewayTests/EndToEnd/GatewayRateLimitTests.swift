@@ -111,7 +111,8 @@ import Glibc
               - { name: limited, match: { path_prefix: /up }, upstream: up, rate_limit: { requests: 1, per: 1m } }
             """)
         func status(from source: String, forwardedFor: String? = nil) throws -> String {
-            var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source]
+            var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source,
+                             "-H", "X-Real-IP: 192.0.2.66"]
             if let forwardedFor { arguments += ["-H", "X-Forwarded-For: \(forwardedFor)"] }
             return try ProcessRunner.run("curl", arguments + ["\(gateway.url)/up/a"]).stdout
         }
@@ -129,5 +130,13 @@ import Glibc
         #expect(upstream.requests.count == 4)
         // The header still goes upstream with the peer appended (the limit reads it, it does not rewrite it).
         #expect(upstream.requests.first?.head.headers.first(name: "X-Forwarded-For") == "198.51.100.7, 127.0.0.1")
+        // X-Real-IP and the access log's client_ip are the address the limit used; the client's own X-Real-IP is not
+        // forwarded.
+        #expect(upstream.requests.map { $0.head.headers["X-Real-IP"] }
+                == [["198.51.100.7"], ["198.51.100.8"], ["2001:db8:0:1::a"], ["127.0.0.2"]])
+        gateway.stop()
+        #expect(gateway.accessLog.compactMap { $0["client_ip"] as? String }
+                == ["198.51.100.7", "198.51.100.7", "198.51.100.7", "198.51.100.8", "2001:db8:0:1::a", "2001:db8:0:1::b",
+                    "127.0.0.2", "127.0.0.2"])
     }
 }

@@ -56,8 +56,22 @@ import Testing
         let upstream: HTTPHeaders = ["Via": "1.1 cache", "Content-Length": "2"]
         let returned = ProxyHeaders.downstream(from: upstream, received: .http2, requestID: "r")
         #expect(returned["Via"] == ["1.1 cache", "2 moya-gateway"], "after the upstream's own, in the upstream's protocol")
-        let forwarded = ProxyHeaders.forwarding(client: ["Via": "1.0 edge", "Host": "h"], peer: "10.0.0.1", isTLS: false,
-                                                requestID: "r", version: .http2)
+        let forwarded = ProxyHeaders.forwarding(client: ["Via": "1.0 edge", "Host": "h"], peer: "10.0.0.1",
+                                                clientAddress: "10.0.0.1", isTLS: false, requestID: "r", version: .http2)
         #expect(forwarded["Via"] == ["1.0 edge, 2 moya-gateway"])
+    }
+
+    @Test func theClientsOwnRealIPIsReplacedByTheAddressTheGatewayResolved() {
+        let client: HTTPHeaders = ["X-Real-IP": "1.2.3.4", "x-real-ip": "5.6.7.8", "Host": "h"]
+        let forwarding = ProxyHeaders.forwarding(client: client, peer: "10.0.0.1", clientAddress: "203.0.113.9",
+                                                 isTLS: true, requestID: "r", version: .http1_1)
+        #expect(forwarding["X-Real-IP"] == ["203.0.113.9"])
+        let (_, perRequest) = ProxyHeaders.upstreamHeaders(from: client, apiKeyHeader: nil, configured: [:],
+                                                           dropAuthorization: false, varyHeaders: [], coalescing: false,
+                                                           forwarding: forwarding)
+        #expect(perRequest["X-Real-IP"] == ["203.0.113.9"], "none of the client's values is forwarded: \(perRequest)")
+        let unknown = ProxyHeaders.forwarding(client: client, peer: nil, clientAddress: nil, isTLS: false, requestID: "r",
+                                              version: .http1_1)
+        #expect(unknown["X-Real-IP"].isEmpty, "no address, no field")
     }
 }
