@@ -44,6 +44,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// send the body, so an answer given before the body was read closes the connection instead of dropping a body
     /// that might be the next request (the "0.CL" desync).
     @exclusivity(unchecked) private var bodyAwaitsContinue = false
+    /// A request was refused or its body failed: the client may still be sending, so the close lingers (see
+    /// ``Connection/closeAfterFlush(lingering:)``).
+    @exclusivity(unchecked) private var refusedInput = false
     @exclusivity(unchecked) private var processingPaused = false
     @exclusivity(unchecked) private var acceptingRequests = true
     @exclusivity(unchecked) private var peerFinished = false
@@ -156,7 +159,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                     // The body being dropped is malformed: its request has its answer; nothing more is read.
                     discardingBody = false
                     acceptingRequests = false
-                    connection.closeAfterFlush()
+                    connection.closeAfterFlush(lingering: context.limits.lingeringClose)
                 } else {
                     reject(status: error.status)
                 }
@@ -276,6 +279,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// the rejection, and closes after it.
     private func reject(status: Int, head: HTTPRequestHead? = nil) {
         acceptingRequests = false
+        refusedInput = true
         connection.pauseReading()
         let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
         slot.response = HTTPServerRejection(status: status, head: head, remoteAddress: connection.remoteAddress,
@@ -292,9 +296,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// server's ``HTTPServerRejection/defaultResponse``. One request never gets two responses.
     private func failRequestMidBody(status: Int) {
         acceptingRequests = false
+        refusedInput = true
         connection.pauseReading()
         guard let slot = slots.last else {
-            connection.closeAfterFlush()
+            connection.closeAfterFlush(lingering: context.limits.lingeringClose)
             return
         }
         slot.keepAlive = false
@@ -372,12 +377,15 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     private func finishConnection() {
         acceptingRequests = false
+        // Unread input (a body still arriving or being dropped, a refused request's rest) must not turn the close into
+        // a reset that could destroy the answer on its way: the close lingers.
+        let peerMaySend = !peerFinished && (refusedInput || currentBody != nil || discardingBody)
         currentBody?.fail(ByteStreamError.aborted)
         currentBody = nil
         for slot in slots { slot.task?.cancel() }
         slots.removeAll()
         retireWorker()
-        connection.closeAfterFlush()
+        connection.closeAfterFlush(lingering: peerMaySend ? context.limits.lingeringClose : nil)
     }
 
     /// Cancels the handler answering `slot`. When that is the worker, it is retired: a cancelled task cannot run the

@@ -1,3 +1,5 @@
+import NetCore
+
 /// Limits and timeouts the HTTP server enforces on every connection.
 public struct HTTPServerLimits: Sendable {
     /// Longest request line accepted; longer gets 414.
@@ -28,6 +30,10 @@ public struct HTTPServerLimits: Sendable {
     /// HTTP/1.1 allows a client that half-closes after sending. An HTTP/1 response already being written is finished
     /// either way, and a request whose body the EOF cut short is still answered (its handler sees the body fail).
     public var abandonsRequestsOnClientEOF: Bool = false
+    /// How a connection closed with its client possibly still sending (a refused request, a body that failed or was
+    /// being dropped) keeps reading and dropping input after its last answer, so that closing with unread bytes does
+    /// not reset the connection under the answer (see ``NetCore/Connection/closeAfterFlush(lingering:)``).
+    public var lingeringClose = LingeringClose()
 
     public init() {}
 }

@@ -55,6 +55,14 @@ public final class Connection: EventLoopHandler {
     @exclusivity(unchecked) private var hangupSeen = false
     @exclusivity(unchecked) private var writable = true
     @exclusivity(unchecked) private var closeAfterWrites = false
+    /// Set by `closeAfterFlush(lingering:)`: once the queue is sent, half-close and linger this way instead of closing.
+    private var lingerAfterWrites: LingeringClose?
+    /// While lingering (see ``closeAfterFlush(lingering:)``): when it ends at the latest, in ``EventLoop/now()``
+    /// nanoseconds; 0 when not lingering.
+    @exclusivity(unchecked) private var lingeringUntil: UInt64 = 0
+    /// Whether the peer sent anything since the last lingering check.
+    @exclusivity(unchecked) private var lingeringReadSome = false
+    private var lingeringTimer: LoopTimer?
     /// Whether the loop will flush this connection before it next waits.
     @exclusivity(unchecked) private var flushScheduled = false
     /// A write failed because the peer is gone: nothing more is written, and the connection closes with this error
@@ -69,8 +77,8 @@ public final class Connection: EventLoopHandler {
     /// Whether this connection speaks TLS.
     public var isTLS: Bool { tls != nil }
     /// Whether the connection is closed, or closing after a failed write (what the peer sent before may still be
-    /// delivered; nothing more is written).
-    public var isClosed: Bool { closed || writeFailure != nil }
+    /// delivered; nothing more is written), or lingering before it closes.
+    public var isClosed: Bool { closed || writeFailure != nil || lingeringUntil != 0 }
     /// The ALPN protocol agreed in the TLS handshake.
     public var negotiatedProtocol: String? { tls?.negotiatedProtocol }
     /// The peer's certificate once the TLS handshake is done (the server's; or the client's under mutual TLS).
@@ -186,7 +194,9 @@ public final class Connection: EventLoopHandler {
                 // skip the read that would only return EAGAIN (one read per request instead of two).
                 if count < scratch.count && !hangupSeen { readPending = false }
                 let bytes = UnsafeRawBufferPointer(start: scratch.baseAddress, count: count)
-                if let tls {
+                if lingeringUntil != 0 {
+                    lingeringReadSome = true
+                } else if let tls {
                     tlsReceived(bytes, tls)
                 } else {
                     delegate?.connection(self, didRead: bytes)
@@ -208,6 +218,10 @@ public final class Connection: EventLoopHandler {
     private func peerFinished() {
         guard !readEOF else { return }
         readEOF = true
+        if lingeringUntil != 0 {
+            close()
+            return
+        }
         if !active {
             close(error: SystemError("read", errno: ECONNRESET))
             return
@@ -262,7 +276,7 @@ public final class Connection: EventLoopHandler {
 
     /// Queues `bytes` and writes as much as the socket takes now.
     public func write(_ bytes: [UInt8]) {
-        guard !closed, writeFailure == nil, !bytes.isEmpty else { return }
+        guard !closed, writeFailure == nil, lingeringUntil == 0, !bytes.isEmpty else { return }
         if let tls {
             guard active else {
                 plaintextBeforeHandshake.append(bytes)
@@ -362,7 +376,7 @@ public final class Connection: EventLoopHandler {
 
     private func writesDrained() {
         if closeAfterWrites {
-            close()
+            closeOrLinger()
             return
         }
         delegate?.connectionDidDrainWrites(self)
@@ -401,16 +415,55 @@ public final class Connection: EventLoopHandler {
     // MARK: Closing
 
     /// Sends what is queued (and a TLS close_notify), then closes.
-    public func closeAfterFlush() {
-        guard !closed else { return }
+    ///
+    /// With `lingering`, for a server that answers before it has read everything its peer sends (a request body it
+    /// refused or stopped reading): closing a socket with unread bytes makes the kernel send a reset, which can destroy
+    /// the answer before the peer has read it, and fails the peer's upload with a broken pipe. So once the queue is
+    /// sent, the connection half-closes (the peer reads the end of the answer), then reads and drops whatever the peer
+    /// still sends until it closes its side, sends nothing for `lingering.idle`, or `lingering.limit` has passed
+    /// (nginx's lingering close). It counts as closed meanwhile (``isClosed``): nothing more is written or delivered.
+    public func closeAfterFlush(lingering: LingeringClose? = nil) {
+        guard !closed, lingeringUntil == 0 else { return }
+        if let lingering { lingerAfterWrites = lingering }
         if let tls, active {
             tls.shutdown()
             flushTLSOutput(tls)
         }
         if pendingWriteBytes == 0 {
-            close()
+            closeOrLinger()
         } else {
             closeAfterWrites = true
+        }
+    }
+
+    private func closeOrLinger() {
+        guard let lingering = lingerAfterWrites, !readEOF, writeFailure == nil, active else {
+            close()
+            return
+        }
+        closeAfterWrites = false
+        lingeringUntil = EventLoop.now() &+ lingering.limit.nanoseconds
+        guard Glibc.shutdown(fd, Int32(SHUT_WR)) == 0 else {
+            close()
+            return
+        }
+        scheduleLingeringCheck(every: lingering.idle)
+        // Bytes that arrived while reading was paused are read (and dropped) now, outside the caller's call.
+        readPaused = false
+        if readPending {
+            loop.executeLocally { [weak self] in self?.readAvailable() }
+        }
+    }
+
+    private func scheduleLingeringCheck(every idle: Duration) {
+        lingeringReadSome = false
+        lingeringTimer = loop.schedule(after: idle) { [weak self] in
+            guard let self, !self.closed else { return }
+            if !self.lingeringReadSome || EventLoop.now() >= self.lingeringUntil {
+                self.close()
+            } else {
+                self.scheduleLingeringCheck(every: idle)
+            }
         }
     }
 
@@ -425,6 +478,8 @@ public final class Connection: EventLoopHandler {
             guard !closed else { return }
         }
         closed = true
+        lingeringTimer?.cancel()
+        lingeringTimer = nil
         loop.deregister(fd: fd)
         Glibc.close(fd)
         fd = -1
