@@ -62,6 +62,8 @@ public final class Connection: EventLoopHandler {
     @exclusivity(unchecked) private var lingeringUntil: UInt64 = 0
     /// Whether the peer sent anything since the last lingering check.
     @exclusivity(unchecked) private var lingeringReadSome = false
+    /// How many more bytes a lingering connection drops before it closes.
+    @exclusivity(unchecked) private var lingeringBytesLeft = 0
     private var lingeringTimer: LoopTimer?
     /// Whether the loop will flush this connection before it next waits.
     @exclusivity(unchecked) private var flushScheduled = false
@@ -196,6 +198,8 @@ public final class Connection: EventLoopHandler {
                 let bytes = UnsafeRawBufferPointer(start: scratch.baseAddress, count: count)
                 if lingeringUntil != 0 {
                     lingeringReadSome = true
+                    lingeringBytesLeft -= count
+                    if lingeringBytesLeft <= 0 { close() }
                 } else if let tls {
                     tlsReceived(bytes, tls)
                 } else {
@@ -420,8 +424,9 @@ public final class Connection: EventLoopHandler {
     /// refused or stopped reading): closing a socket with unread bytes makes the kernel send a reset, which can destroy
     /// the answer before the peer has read it, and fails the peer's upload with a broken pipe. So once the queue is
     /// sent, the connection half-closes (the peer reads the end of the answer), then reads and drops whatever the peer
-    /// still sends until it closes its side, sends nothing for `lingering.idle`, or `lingering.limit` has passed
-    /// (nginx's lingering close). It counts as closed meanwhile (``isClosed``): nothing more is written or delivered.
+    /// still sends until it closes its side, sends nothing for `lingering.idle`, `lingering.limit` has passed, or
+    /// `lingering.maxBytes` were dropped (nginx's lingering close, with a byte bound). It counts as closed meanwhile
+    /// (``isClosed``): nothing more is written or delivered.
     public func closeAfterFlush(lingering: LingeringClose? = nil) {
         guard !closed, lingeringUntil == 0 else { return }
         if let lingering { lingerAfterWrites = lingering }
@@ -443,6 +448,7 @@ public final class Connection: EventLoopHandler {
         }
         closeAfterWrites = false
         lingeringUntil = EventLoop.now() &+ lingering.limit.nanoseconds
+        lingeringBytesLeft = lingering.maxBytes
         guard Glibc.shutdown(fd, Int32(SHUT_WR)) == 0 else {
             close()
             return

@@ -6,9 +6,13 @@ public struct LingeringClose: Sendable, Hashable {
     public var idle: Duration
     /// The connection closes this long after it started lingering, whatever its peer still sends.
     public var limit: Duration
+    /// The connection closes once it has dropped this many bytes: a peer that sends without end cannot keep the loop
+    /// reading for the whole `limit`.
+    public var maxBytes: Int
 
-    public init(idle: Duration = .seconds(5), limit: Duration = .seconds(30)) {
+    public init(idle: Duration = .seconds(5), limit: Duration = .seconds(30), maxBytes: Int = 64 << 20) {
         self.idle = idle
         self.limit = limit
+        self.maxBytes = maxBytes
     }
 }

@@ -78,6 +78,19 @@ import Glibc
         await server.shutdown(timeout: .seconds(1))
     }
 
+    @Test func lingeringEndsOnceItHasDroppedItsByteBound() async throws {
+        var limits = Self.limits()
+        limits.lingeringClose = LingeringClose(idle: .seconds(30), limit: .seconds(60), maxBytes: 1 << 20)
+        let (server, port) = try await startTestServer(limits: limits)
+        let client = try Self.client(port: port)
+        client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 8000000\r\n\r\n")
+        let (bytes, closed) = client.readAll(timeout: 3)
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 413") && closed)
+        let failure = Self.upload(32 << 20, on: client)
+        #expect(failure == EPIPE || failure == ECONNRESET, "past 1 MiB dropped the connection is closed: errno \(failure)")
+        await server.shutdown(timeout: .seconds(1))
+    }
+
     @Test func aClientThatClosesEndsTheLingeringAtOnce() async throws {
         var limits = Self.limits()
         limits.lingeringClose = LingeringClose(idle: .seconds(30), limit: .seconds(60))
