@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The last few field names and values too long for Swift's small-string form (more than 15 bytes), kept by a
 /// connection's parser and handed out again when the same bytes come in a later message: a `Date` in the same second,
 /// a `Content-Type: application/json`, a client's `User-Agent`. Each reuse saves an allocation and a copy per message.
@@ -28,7 +32,8 @@ struct HTTP1FieldInterner: Sendable {
     private static func matches(_ candidate: inout String, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard candidate.utf8.count == bytes.count else { return false }
         return candidate.withUTF8 { stored in
-            stored.elementsEqual(bytes)
+            guard let storedBase = stored.baseAddress, let base = bytes.baseAddress else { return stored.isEmpty }
+            return memcmp(storedBase, base, bytes.count) == 0
         }
     }
 }

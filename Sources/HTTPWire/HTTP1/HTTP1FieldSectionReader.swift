@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Reads a header section (field lines up to the empty line) out of an ``HTTP1ByteBuffer``, one complete line at a
 /// time, enforcing the byte and count limits even before a line is complete. Shared by both parsers.
 ///
@@ -32,59 +36,85 @@ struct HTTP1FieldSectionReader: Sendable {
 
     /// Consumes complete field lines from `buffer` until the empty line (`.complete`), a malformed line or a limit
     /// (`.error`), or the end of the buffered bytes (`.needMore`). `sizeStatus` is the status for limit errors.
+    ///
+    /// Every complete line in the buffer is read in one pass over its bytes, in one call into the buffer's storage.
     mutating func read(
         _ buffer: inout HTTP1ByteBuffer, maxBytes: Int, maxFields: Int, sizeStatus: Int
     ) -> Step {
+        // Moved out rather than copied, so the field list's storage stays uniquely referenced while fields are added
+        // (no copy on write).
+        var reader = HTTP1FieldSectionReader()
+        swap(&reader, &self)
+        defer { swap(&reader, &self) }
+        let (step, consumed) = buffer.withReadableBytes { bytes in
+            reader.readLines(bytes, maxBytes: maxBytes, maxFields: maxFields, sizeStatus: sizeStatus)
+        }
+        buffer.consume(consumed)
+        return step
+    }
+
+    /// The lines of ``read(_:maxBytes:maxFields:sizeStatus:)`` in `bytes`: its step, and how many bytes it consumed
+    /// (the lines it took; a line in error or incomplete is left in the buffer).
+    private mutating func readLines(
+        _ bytes: UnsafeRawBufferPointer, maxBytes: Int, maxFields: Int, sizeStatus: Int
+    ) -> (Step, consumed: Int) {
+        var lineStart = 0
         while true {
             let available = maxBytes - sectionBytes
-            var scanned = self.scanned
-            // Moved out rather than copied, so its storage stays uniquely referenced (no copy on write).
-            var interner = HTTP1FieldInterner()
-            swap(&interner, &self.interner)
-            let outcome: (line: Result<HTTP1Grammar.FieldLine, HTTP1ParseError>?, consumed: Int)? =
-                buffer.withReadableBytes { bytes in
-                    let tooLarge = HTTP1ParseError(status: sizeStatus, reason: "header section too large")
-                    guard let lfOffset = HTTP1Grammar.findLineFeed(bytes, scanned: &scanned) else {
-                        return bytes.count > available ? (.failure(tooLarge), 0) : nil
-                    }
-                    if lfOffset + 1 > available { return (.failure(tooLarge), 0) }
-                    guard let line = HTTP1Grammar.lineContent(bytes, lfOffset: lfOffset) else {
-                        return (.failure(.badRequest("header line not ended by CRLF, or bare CR")), 0)
-                    }
-                    if line.isEmpty { return (nil, lfOffset + 1) }
-                    return (HTTP1Grammar.parseFieldLine(line, interner: &interner), lfOffset + 1)
-                }
-            self.scanned = scanned
-            swap(&interner, &self.interner)
-            guard let outcome else { return .needMore }
-            switch outcome.line {
-            case .failure(let error)?:
-                return .error(error)
-            case nil:
-                buffer.consume(outcome.consumed)
-                return .complete
-            case .success(let field)?:
-                guard headers.count < maxFields else {
-                    return .error(HTTP1ParseError(status: sizeStatus, reason: "too many header fields"))
-                }
-                buffer.consume(outcome.consumed)
-                sectionBytes += outcome.consumed
-                switch field.kind {
-                case .other:
-                    break
-                case .host:
-                    hostValues.append(field.value)
-                case .contentLength:
-                    contentLengthValues.append(field.value)
-                case .transferEncoding:
-                    transferEncodingValues.append(field.value)
-                    if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
-                }
-                // Room for a typical section at once, instead of regrowing field by field.
-                if headers.isEmpty { headers.reserveCapacity(16) }
-                headers.add(name: field.name, value: field.value)
+            // A line arriving in many pieces is scanned once: `scanned` is how far into it the last call looked.
+            let searchStart = lineStart + scanned
+            var index = bytes.count
+            if searchStart < bytes.count, let base = bytes.baseAddress,
+               let found = memchr(base + searchStart, Int32(HTTP1Grammar.lf), bytes.count - searchStart) {
+                index = base.distance(to: UnsafeRawPointer(found))
             }
+            guard index < bytes.count else {
+                scanned = bytes.count - lineStart
+                return (scanned > available ? .error(tooLarge(sizeStatus)) : .needMore, lineStart)
+            }
+            scanned = 0
+            let lineLength = index + 1 - lineStart
+            if lineLength > available { return (.error(tooLarge(sizeStatus)), lineStart) }
+            // The line must end in CR LF. A CR elsewhere in it is refused by the field-line grammar (neither a token
+            // character nor a field-value byte).
+            guard index > lineStart, bytes[index - 1] == HTTP1Grammar.cr else {
+                return (.error(.badRequest("header line not ended by CRLF, or bare CR")), lineStart)
+            }
+            let line = UnsafeRawBufferPointer(rebasing: bytes[lineStart..<(index - 1)])
+            if line.isEmpty { return (.complete, index + 1) }
+            switch HTTP1Grammar.parseFieldLine(line, interner: &interner) {
+            case .failure(let error):
+                return (.error(error), lineStart)
+            case .success(let field):
+                guard headers.count < maxFields else {
+                    return (.error(HTTP1ParseError(status: sizeStatus, reason: "too many header fields")), lineStart)
+                }
+                sectionBytes += lineLength
+                add(field)
+            }
+            lineStart = index + 1
         }
+    }
+
+    private func tooLarge(_ status: Int) -> HTTP1ParseError {
+        HTTP1ParseError(status: status, reason: "header section too large")
+    }
+
+    private mutating func add(_ field: HTTP1Grammar.FieldLine) {
+        switch field.kind {
+        case .other:
+            break
+        case .host:
+            hostValues.append(field.value)
+        case .contentLength:
+            contentLengthValues.append(field.value)
+        case .transferEncoding:
+            transferEncodingValues.append(field.value)
+            if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
+        }
+        // Room for a typical section at once, instead of regrowing field by field.
+        if headers.isEmpty { headers.reserveCapacity(16) }
+        headers.add(name: field.name, value: field.value)
     }
 }
 
