@@ -424,14 +424,14 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// when the response is complete (or could not be sent).
     private func startResponse(_ stream: Stream, with response: HTTPServerResponse) -> ByteStream? {
         guard !stream.finished, !stream.responded, !connection.isClosed else { return nil }
-        if stream.failedStatus != nil {
+        if let status = stream.failedStatus {
             // The body failed: the handler's answer with the server's status, unless it would stream a body.
             guard !response.body.isStream else {
                 answerFailedRequest(stream)
                 return nil
             }
             var answer = response
-            answer.head.status = stream.failedStatus ?? answer.head.status
+            answer.head.status = status
             stream.failedStatus = nil
             return startResponse(stream, with: answer)
         }

@@ -109,8 +109,8 @@ public struct ServerConfig: Sendable, Equatable {
     public var tls: ServerTLSConfig?
     public var compression = CompressionConfig()
     public var limits = LimitsConfig()
-    /// Peers whose `X-Forwarded-For` names the client, for the rate limit (load balancers in front of the gateway).
-    /// Default none.
+    /// Peers whose `X-Forwarded-For` names the client (load balancers in front of the gateway), for the rate limit,
+    /// `X-Real-IP` and the access log's `client_ip`. Default none.
     public var trustedProxies: [IPBlock] = []
 
     public init() {}

@@ -100,6 +100,13 @@ enum ClientAddress {
         return client
     }
 
+    /// The client's address for a request from `peer` with `headers` (see ``resolve(peer:forwardedFor:trusted:)``):
+    /// `X-Forwarded-For` is not even read without trusted proxies.
+    static func of(peer: String?, headers: HTTPHeaders?, trusted: [IPBlock]) -> String? {
+        guard !trusted.isEmpty else { return peer }
+        return resolve(peer: peer, forwardedFor: headers?["X-Forwarded-For"] ?? [], trusted: trusted)
+    }
+
     /// The rate limit's key for an address: an IPv4 address itself, an IPv6 address its /64 (one host or site is
     /// handed a whole /64 and can take a new address from it for every call).
     static func rateLimitKey(_ address: String) -> String {

@@ -53,8 +53,8 @@ final class GatewayHandler: HTTPServerHandler {
                                   bytesIn: 0)
         record.status = rejection.status
         record.upstreamError = "rejected: \(HTTPServerErrorCode.code(for: rejection.status))"
-        record.clientAddress = Self.clientAddress(peer: rejection.remoteAddress?.host, headers: head?.headers,
-                                                  trusted: state.current.config.server.trustedProxies)
+        record.clientAddress = ClientAddress.of(peer: rejection.remoteAddress?.host, headers: head?.headers,
+                                                trusted: state.current.config.server.trustedProxies)
         state.current.telemetry.record(record)
         // The server keeps its own status (431, 414, ...); the body names the nearest of the gateway's codes.
         return errorResponse(rejection.status == 413 ? .payloadTooLarge : .badRequest, requestID: requestID)
@@ -120,8 +120,8 @@ final class GatewayHandler: HTTPServerHandler {
             requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
             record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
                                   bytesIn: Int(request.declaredBodyLength ?? 0))
-            record.clientAddress = GatewayHandler.clientAddress(peer: request.remoteAddress?.host, headers: head.headers,
-                                                                trusted: snapshot.config.server.trustedProxies)
+            record.clientAddress = ClientAddress.of(peer: request.remoteAddress?.host, headers: head.headers,
+                                                    trusted: snapshot.config.server.trustedProxies)
         }
     }
 
@@ -246,10 +246,6 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? ""
     }
 
-    /// The caller's address (see ``ClientAddress``): `X-Forwarded-For` is read only behind trusted proxies.
-    static func clientAddress(peer: String?, headers: HTTPWire.HTTPHeaders?, trusted: [IPBlock]) -> String? {
-        ClientAddress.resolve(peer: peer, forwardedFor: trusted.isEmpty ? [] : headers?["X-Forwarded-For"] ?? [], trusted: trusted)
-    }
 
     private func respond(_ exchange: inout Exchange) async -> HTTPServerResponse {
         let call: Call

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reads a header section (field lines up to the empty line) out of an ``HTTP1ByteBuffer``, one complete line at a
 /// time, enforcing the byte and count limits even before a line is complete. Shared by both parsers.
 ///
@@ -62,18 +58,12 @@ struct HTTP1FieldSectionReader: Sendable {
         while true {
             let available = maxBytes - sectionBytes
             // A line arriving in many pieces is scanned once: `scanned` is how far into it the last call looked.
-            let searchStart = lineStart + scanned
-            var index = bytes.count
-            if searchStart < bytes.count, let base = bytes.baseAddress,
-               let found = memchr(base + searchStart, Int32(HTTP1Grammar.lf), bytes.count - searchStart) {
-                index = base.distance(to: UnsafeRawPointer(found))
-            }
-            guard index < bytes.count else {
-                scanned = bytes.count - lineStart
+            guard let lfOffset = HTTP1Grammar.findLineFeed(UnsafeRawBufferPointer(rebasing: bytes[lineStart...]),
+                                                           scanned: &scanned) else {
                 return (scanned > available ? .error(tooLarge(sizeStatus)) : .needMore, lineStart)
             }
-            scanned = 0
-            let lineLength = index + 1 - lineStart
+            let index = lineStart + lfOffset
+            let lineLength = lfOffset + 1
             if lineLength > available { return (.error(tooLarge(sizeStatus)), lineStart) }
             // The line must end in CR LF. A CR elsewhere in it is refused by the field-line grammar (neither a token
             // character nor a field-value byte).

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Byte classes and small grammar rules of RFC 9110 / RFC 9112 shared by the HTTP/1 parsers and serializer.
 ///
 /// Everything here works on raw bytes, never traps, and allocates only for the final strings.
@@ -94,14 +98,11 @@ enum HTTP1Grammar {
     /// line arriving in many pieces is scanned once. Returns the LF's offset.
     @inline(__always)
     static func findLineFeed(_ bytes: UnsafeRawBufferPointer, scanned: inout Int) -> Int? {
-        var index = scanned
         let count = bytes.count
-        while index < count {
-            if bytes[index] == lf {
-                scanned = 0
-                return index
-            }
-            index += 1
+        if scanned < count, let base = bytes.baseAddress,
+           let found = memchr(base + scanned, Int32(lf), count - scanned) {
+            scanned = 0
+            return base.distance(to: UnsafeRawPointer(found))
         }
         scanned = count
         return nil
