@@ -52,7 +52,8 @@ public enum ErrorBody {
     /// JSON string escaping (RFC 8259): quotes, backslash, controls as `\uXXXX` or short forms; U+2028/2029 escaped too.
     /// Text with nothing to escape (request ids, most log fields) is returned as it is, without a copy.
     public static func escape(_ text: String) -> String {
-        guard text.utf8.contains(where: mayNeedEscaping) else { return text }
+        let mayNeed = text.utf8.withContiguousStorageIfAvailable { bytes in bytes.contains(where: mayNeedEscaping) }
+        guard mayNeed ?? text.utf8.contains(where: mayNeedEscaping) else { return text }
         var output = ""
         output.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

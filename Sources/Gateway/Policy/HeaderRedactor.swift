@@ -33,7 +33,8 @@ public struct HeaderRedactor: Sendable {
     /// A target or URL with the values of sensitive query parameters replaced (`?token=[REDACTED]&a=1`). The path and
     /// other parameters are unchanged. A parameter name is compared after percent-decoding.
     public static func redactQuery(in target: String) -> String {
-        guard let mark = target.firstIndex(of: "?") else { return target }
+        let hasQuery = target.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "?")) }
+        guard hasQuery ?? true, let mark = target.firstIndex(of: "?") else { return target }
         let query = target[target.index(after: mark)...]
         var fragment = ""
         var queryPart = query

@@ -20,72 +20,65 @@ struct AccessLogLine: CustomStringConvertible, Sendable {
         return value as? AccessLogLine
     }
 
-    /// The access log's JSON line, appended into one reserved string (no intermediate concatenations).
+    /// The access log's JSON line.
     func json() -> String {
+        String(decoding: jsonBytes(), as: UTF8.self)
+    }
+
+    /// The access log's JSON line as UTF-8, built in one reserved buffer (no intermediate strings).
+    func jsonBytes() -> [UInt8] {
         let record = self.record
-        func append(_ value: String?, to line: inout String) {
-            if let value { JSONLogHandler.appendQuoted(value, to: &line) } else { line += "null" }
-        }
-        var line = ""
-        line.reserveCapacity(384 + record.path.utf8.count + (record.upstreamPath?.utf8.count ?? 0))
-        line += "{\"ts\":\""
-        line += JSONLogHandler.timestamp()
-        line += "\",\"level\":\"info\",\"msg\":\"access\",\"request_id\":"
-        append(record.requestID, to: &line)
-        line += ",\"method\":"
-        append(record.method, to: &line)
-        line += ",\"path\":"
-        append(HeaderRedactor.redactQuery(in: record.path), to: &line)
-        line += ",\"route\":"
-        append(record.route, to: &line)
-        line += ",\"upstream\":"
-        append(record.upstream, to: &line)
-        line += ",\"upstream_path\":"
-        append(record.upstreamPath.map(HeaderRedactor.redactQuery(in:)), to: &line)
-        line += ",\"status\":"
-        line += String(record.status)
-        line += ",\"bytes_in\":"
-        line += String(record.bytesIn)
-        line += ",\"bytes_out\":"
-        line += String(record.bytesOut)
-        line += ",\"duration_ms\":"
-        line += AccessLogLine.milliseconds(record.duration)
-        line += ",\"upstream_connect_ms\":"
-        line += AccessLogLine.milliseconds(record.upstreamConnect)
-        line += ",\"upstream_ttfb_ms\":"
-        line += AccessLogLine.milliseconds(record.upstreamFirstByte)
-        line += ",\"coalesced\":\""
-        line += record.coalesced
-        line += "\",\"stubbed\":"
-        line += record.stubbed ? "true" : "false"
-        line += ",\"retries\":"
-        line += String(record.retries)
-        line += ",\"client_ip\":"
-        append(record.clientAddress, to: &line)
-        line += ",\"client\":"
-        append(record.client, to: &line)
+        var line = LogLineBuffer(capacity: 448 + record.path.utf8.count + (record.upstreamPath?.utf8.count ?? 0))
+        line.append("{\"ts\":\"")
+        line.appendTimestamp()
+        line.append("\",\"level\":\"info\",\"msg\":\"access\",\"request_id\":")
+        line.appendQuoted(record.requestID)
+        line.append(",\"method\":")
+        line.appendQuoted(record.method)
+        line.append(",\"path\":")
+        line.appendQuoted(HeaderRedactor.redactQuery(in: record.path))
+        line.append(",\"route\":")
+        line.appendQuotedOrNull(record.route)
+        line.append(",\"upstream\":")
+        line.appendQuotedOrNull(record.upstream)
+        line.append(",\"upstream_path\":")
+        line.appendQuotedOrNull(record.upstreamPath.map(HeaderRedactor.redactQuery(in:)))
+        line.append(",\"status\":")
+        line.appendDecimal(record.status)
+        line.append(",\"bytes_in\":")
+        line.appendDecimal(record.bytesIn)
+        line.append(",\"bytes_out\":")
+        line.appendDecimal(record.bytesOut)
+        line.append(",\"duration_ms\":")
+        line.appendMilliseconds(record.duration)
+        line.append(",\"upstream_connect_ms\":")
+        line.appendMilliseconds(record.upstreamConnect)
+        line.append(",\"upstream_ttfb_ms\":")
+        line.appendMilliseconds(record.upstreamFirstByte)
+        line.append(",\"coalesced\":")
+        line.appendQuoted(record.coalesced)
+        line.append(",\"stubbed\":")
+        line.append(record.stubbed ? "true" : "false")
+        line.append(",\"retries\":")
+        line.appendDecimal(record.retries)
+        line.append(",\"client_ip\":")
+        line.appendQuotedOrNull(record.clientAddress)
+        line.append(",\"client\":")
+        line.appendQuotedOrNull(record.client)
         if let error = record.upstreamError {
-            line += ",\"upstream_error\":"
-            JSONLogHandler.appendQuoted(error, to: &line)
+            line.append(",\"upstream_error\":")
+            line.appendQuoted(error)
         }
-        line += "}"
-        return line
+        line.append("}")
+        return line.bytes
     }
 
     /// Milliseconds with three decimals (rounded to the microsecond), or `null`; integer arithmetic, no
     /// `String(format:)`.
     static func milliseconds(_ duration: Duration?) -> String {
-        guard let duration else { return "null" }
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
-        let magnitude = nanoseconds.magnitude
-        let micros = (magnitude &+ 500) / 1000
-        let fraction = micros % 1000
-        var text = nanoseconds < 0 && micros > 0 ? "-" : ""
-        text += String(micros / 1000)
-        text += fraction < 10 ? ".00" : fraction < 100 ? ".0" : "."
-        text += String(fraction)
-        return text
+        var text = LogLineBuffer(capacity: 16)
+        text.appendMilliseconds(duration)
+        return String(decoding: text.bytes, as: UTF8.self)
     }
 
     func text() -> String {

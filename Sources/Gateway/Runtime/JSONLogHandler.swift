@@ -28,7 +28,11 @@ public struct JSONLogHandler: LogHandler {
     public func log(event: LogEvent) {
         if let access = AccessLogLine.carried(by: event) {
             // The access log's line: its fields at the top level, in a fixed order, without the logger's metadata.
-            sink.write(settings.json ? access.json() : access.text())
+            if settings.json {
+                access.jsonBytes().withUnsafeBufferPointer { sink.write(bytes: $0) }
+            } else {
+                sink.write(access.text())
+            }
             return
         }
         var fields = metadata
@@ -74,34 +78,10 @@ public struct JSONLogHandler: LogHandler {
         line += "\""
     }
 
-    /// Now in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ` (years clamped to 0…9999), written digit by digit.
+    /// Now in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ` (years clamped to 0…9999).
     static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let year = min(max(Int(parts.tm_year) + 1900, 0), 9999)
-        let millis = Int(now.tv_nsec / 1_000_000)
-        return String(unsafeUninitializedCapacity: 24) { buffer in
-            var count = 0
-            func put(_ value: Int, width: Int, then separator: UInt8) {
-                var digits = value
-                for position in stride(from: width - 1, through: 0, by: -1) {
-                    buffer[count + position] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: digits % 10)
-                    digits /= 10
-                }
-                buffer[count + width] = separator
-                count += width + 1
-            }
-            put(year, width: 4, then: UInt8(ascii: "-"))
-            put(Int(parts.tm_mon) + 1, width: 2, then: UInt8(ascii: "-"))
-            put(Int(parts.tm_mday), width: 2, then: UInt8(ascii: "T"))
-            put(Int(parts.tm_hour), width: 2, then: UInt8(ascii: ":"))
-            put(Int(parts.tm_min), width: 2, then: UInt8(ascii: ":"))
-            put(Int(parts.tm_sec), width: 2, then: UInt8(ascii: "."))
-            put(millis, width: 3, then: UInt8(ascii: "Z"))
-            return count
-        }
+        var text = LogLineBuffer(capacity: 24)
+        text.appendTimestamp()
+        return String(decoding: text.bytes, as: UTF8.self)
     }
 }

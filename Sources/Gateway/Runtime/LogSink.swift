@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// Where log lines go: a dedicated writer thread drains a bounded queue, so a slow or full output never blocks a
@@ -16,12 +19,25 @@ public final class LogSink: Sendable {
     }
 
     private let queue = DispatchQueue(label: "moya-gateway.log-writer")
-    private let pending = Mutex<(lines: [String], scheduled: Bool, lastWrite: UInt64)>(([], false, 0))
+    private let pending = Mutex(Pending())
     private let handle: FileHandle
     private let capacity: Int
-    private let droppedCount = Mutex(0)
     /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.
     static let batchDelay: UInt64 = 10_000_000
+    /// The largest buffer kept for reuse after a write: a burst's does not stay allocated.
+    static let retainedBufferBytes = 1 << 20
+
+    /// The lines waiting for the writer, as the bytes it writes (each line and its newline), so queueing a line is
+    /// one copy and a batch goes out in one `write` with no per-line allocation.
+    private struct Pending {
+        var bytes: [UInt8] = []
+        var lines = 0
+        var scheduled = false
+        var lastWrite: UInt64 = 0
+        var dropped = 0
+        /// The buffer the writer last emptied, kept for the next batch.
+        var spare: [UInt8] = []
+    }
 
     /// - Throws: ``OpenError`` when a file destination cannot be opened for appending.
     public init(destination: Destination, capacity: Int = 65_536) throws(OpenError) {
@@ -46,17 +62,25 @@ public final class LogSink: Sendable {
     }
 
     /// Lines dropped because the writer could not keep up.
-    public var dropped: Int { droppedCount.withLock { $0 } }
+    public var dropped: Int { pending.withLock { $0.dropped } }
 
     /// Queues one line (a newline is added).
     public func write(_ line: String) {
+        var line = line
+        line.withUTF8 { write(bytes: $0) }
+    }
+
+    /// Queues one line given as UTF-8 bytes (a newline is added).
+    public func write(bytes line: UnsafeBufferPointer<UInt8>) {
         let now = DispatchTime.now().uptimeNanoseconds
         let wait = pending.withLock { state -> UInt64? in
-            guard state.lines.count < capacity else {
-                droppedCount.withLock { $0 += 1 }
+            guard state.lines < capacity else {
+                state.dropped += 1
                 return nil
             }
-            state.lines.append(line)
+            state.bytes.append(contentsOf: line)
+            state.bytes.append(0x0A)
+            state.lines += 1
             if state.scheduled { return nil }
             state.scheduled = true
             let sinceWrite = now &- state.lastWrite
@@ -73,23 +97,47 @@ public final class LogSink: Sendable {
     private func drain() {
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
-            let lines = pending.withLock { state -> [String] in
-                let lines = state.lines
-                state.lines.removeAll(keepingCapacity: true)
-                if lines.isEmpty {
+            var (batch, lines) = pending.withLock { state -> ([UInt8], Int) in
+                let batch = (state.bytes, state.lines)
+                state.bytes = state.spare
+                state.spare = []
+                state.lines = 0
+                if batch.1 == 0 {
                     state.scheduled = false
                 } else {
                     state.lastWrite = now
                 }
-                return lines
+                return batch
             }
-            if lines.isEmpty { return }
-            var data = Data()
-            for line in lines {
-                data.append(contentsOf: line.utf8)
-                data.append(0x0A)
+            if lines == 0 {
+                pending.withLock { $0.spare = batch }
+                return
             }
-            do { try handle.write(contentsOf: data) } catch { droppedCount.withLock { $0 += lines.count } }
+            if !writeAll(batch) { pending.withLock { $0.dropped += lines } }
+            lines = 0
+            batch.removeAll(keepingCapacity: batch.capacity <= Self.retainedBufferBytes)
+            pending.withLock { state in
+                if state.spare.capacity < batch.capacity { state.spare = batch }
+            }
+        }
+    }
+
+    /// Writes `bytes` to the output, waiting while it is full; false when it fails.
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        let fd = handle.fileDescriptor
+        return bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return false
+                }
+            }
+            return true
         }
     }
 
