@@ -46,10 +46,7 @@ private final class AdvertisingServer {
         throw HTTPClientError.connectFailed(reason: "the Python server did not start")
     }
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    deinit { ProcessRunner.stop(process) }
 }
 
 /// A server that says how long it keeps an idle connection (`Keep-Alive: timeout=`) is not sent a request on a

@@ -75,10 +75,7 @@ import Glibc
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["\(directory)/server.py", String(port)]
         try process.run()
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        defer { ProcessRunner.stop(process) }
         for _ in 0..<100 {
             if (try? RawClient(port: port)) != nil { break }
             try await Task.sleep(for: .milliseconds(20))

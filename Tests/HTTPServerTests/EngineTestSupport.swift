@@ -136,9 +136,7 @@ final class HelloServerProcess {
     }
 
     func stop() {
-        guard process.isRunning else { return }
-        kill(pid, SIGKILL)
-        process.waitUntilExit()
+        ProcessRunner.stop(process)
     }
 
     deinit { stop() }

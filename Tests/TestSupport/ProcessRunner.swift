@@ -41,13 +41,51 @@ public enum ProcessRunner {
         DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
         group.enter()
         DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        let status = waitForExit(process, timeout: timeout)
         group.wait()
-        return Output(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        return Output(status: status, stdout: String(decoding: outData, as: UTF8.self),
                       stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Waits for `process` to exit, killing it after `timeout` seconds; its exit status (the signal's number when a
+    /// signal ended it, as `Process.terminationStatus` says).
+    ///
+    /// The child is reaped here with `waitpid` rather than left to Foundation alone: Foundation's `Process` sometimes
+    /// misses a child's exit (the child stays a zombie, `isRunning` stays true and `waitUntilExit()` spins forever),
+    /// which hung a whole test run.
+    public static func waitForExit(_ process: Process, timeout: Double) -> Int32 {
+        let pid = process.processIdentifier
+        guard pid > 0 else { return process.terminationStatus }
+        let deadline = Date().addingTimeInterval(timeout)
+        var killed = false
+        while true {
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                let signal = status & 0x7f
+                return signal == 0 ? (status >> 8) & 0xff : signal
+            }
+            if reaped < 0 && errno == ECHILD {
+                // Foundation reaped it first and knows how it ended.
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
+            if !killed && Date() >= deadline {
+                kill(pid, SIGKILL)
+                killed = true
+            }
+            usleep(5_000)
+        }
+    }
+
+    /// Sends `signal` to `process` and waits for it to exit (killing it after `timeout` seconds); its exit status as
+    /// ``waitForExit(_:timeout:)`` says.
+    @discardableResult
+    public static func stop(_ process: Process, signal: Int32 = SIGKILL, timeout: Double = 10) -> Int32 {
+        let pid = process.processIdentifier
+        guard pid > 0 else { return process.terminationStatus }
+        kill(pid, signal)
+        return waitForExit(process, timeout: timeout)
     }
 
     /// A fresh temporary directory.

@@ -76,7 +76,7 @@ struct GatewayNothingLostTests {
             try await Task.sleep(for: .milliseconds(500))
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
-        process.waitUntilExit()
+        let status = ProcessRunner.waitForExit(process, timeout: 5)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let output = (try? String(contentsOfFile: "\(directory)/harness.out", encoding: .utf8)) ?? ""
@@ -84,9 +84,9 @@ struct GatewayNothingLostTests {
         let line = output.split(separator: "\n").last.map(String.init) ?? ""
         let fields = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         guard let fields else {
-            throw GatewayTestError("\(name): no summary from the harness (status \(process.terminationStatus)): \(output) \(errors.suffix(2000))")
+            throw GatewayTestError("\(name): no summary from the harness (status \(status)): \(output) \(errors.suffix(2000))")
         }
-        return Summary(fields: fields, status: process.terminationStatus, seconds: seconds, directory: directory)
+        return Summary(fields: fields, status: status, seconds: seconds, directory: directory)
     }
 
     /// §4.3's criteria, each counter named in its own expectation with the harness's evidence.

@@ -12,6 +12,8 @@ import Glibc
 /// The real `moya-gateway serve` binary, started on a config written for the test, with its output captured.
 final class GatewayProcess {
     let process = Process()
+    /// How the process ended, once ``stop(timeout:)`` has reaped it.
+    private var stopStatus: Int32?
     let directory: String
     let port: Int
     let adminPort: Int
@@ -74,11 +76,10 @@ final class GatewayProcess {
     /// SIGTERM and wait for exit (bounded).
     @discardableResult
     func stop(timeout: Double = 10) -> Int32 {
-        if process.isRunning { signal(SIGTERM) }
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
-        return process.terminationStatus
+        if let status = stopStatus { return status }
+        let status = ProcessRunner.stop(process, signal: SIGTERM, timeout: timeout)
+        stopStatus = status
+        return status
     }
 
     var stdout: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

@@ -34,10 +34,7 @@ import Glibc
             throw GatewayTestError("the fault upstream did not start")
         }
 
-        deinit {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        deinit { ProcessRunner.stop(process) }
     }
 
     /// Every path to the fault upstream; `route` adds keys to the route (`retries: ...`).

@@ -33,9 +33,9 @@ import Testing
                 DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
                 let stdout = out.fileHandleForReading.readDataToEndOfFile()
                 let stderr = err.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
+                let status = ProcessRunner.waitForExit(process, timeout: timeout)
                 killer.cancel()
-                continuation.resume(returning: (process.terminationStatus, String(decoding: stdout, as: UTF8.self),
+                continuation.resume(returning: (status, String(decoding: stdout, as: UTF8.self),
                                                 String(decoding: stderr, as: UTF8.self)))
             }
         }
