@@ -6,8 +6,8 @@ import HTTPServer
 import HTTPWire
 import NetCore
 
-/// A minimal server for benchmarks: `hello-server [--port N] [--threads N]` answers every request with a 200 and a
-/// 13-byte body, the same work nginx does for `return 200 "Hello, World!"`. With `--proxy URL` it relays every
+/// A minimal server for benchmarks: `hello-server [--port N] [--threads N] [--no-io-uring]` answers every request with a
+/// 200 and a 13-byte body, the same work nginx does for `return 200 "Hello, World!"`. With `--proxy URL` it relays every
 /// request to `URL`'s origin instead, through `HTTPClient` and nothing else: the engine's own cost of proxying, the
 /// floor under what `Moya` and the gateway add (`Benchmarks/layers.sh`).
 @main
@@ -64,7 +64,8 @@ struct HelloServer {
             return Int(arguments[index + 1]) ?? fallback
         }
         Socket.ignoreSIGPIPE()
-        let group = try EventLoopGroup(threads: value("--threads", default: 1))
+        let group = try EventLoopGroup(threads: value("--threads", default: 1),
+                                       batchedSends: !arguments.contains("--no-io-uring"))
         let address = SocketAddress(numericHost: "127.0.0.1", port: value("--port", default: 8081))!
         let handler: any HTTPServerHandler
         if let index = arguments.firstIndex(of: "--proxy"), index + 1 < arguments.count {

@@ -324,6 +324,58 @@ public final class Connection: EventLoopHandler {
         flush()
     }
 
+    /// The first half of the loop's deferred flush when it sends for many connections in one system call (see
+    /// ``EventLoop``'s batched flush): describes up to `iovecs.count` queued buffers in `message`; false when there is
+    /// nothing this connection can send now. The buffers stay untouched until ``finishBatchedFlush(result:)``.
+    func prepareBatchedFlush(_ message: UnsafeMutablePointer<msghdr>, iovecs: UnsafeMutableBufferPointer<iovec>) -> Bool {
+        guard flushScheduled else { return false }
+        flushScheduled = false
+        guard writable, !closed, !connecting, writeFailure == nil, !writeQueue.isEmpty else { return false }
+        let count = min(writeQueue.count, iovecs.count)
+        for index in 0..<count {
+            // The queue's arrays are not touched until the send completes, within the loop's same call, so their
+            // storage stays where it is.
+            writeQueue[index].withUnsafeBytes { raw in
+                let skip = index == 0 ? writeOffset : 0
+                iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + skip),
+                                      iov_len: raw.count - skip)
+            }
+        }
+        message.pointee = msghdr()
+        message.pointee.msg_iov = iovecs.baseAddress
+        message.pointee.msg_iovlen = count
+        return true
+    }
+
+    /// The second half of a batched flush: `result` is what the send returned (bytes, or a negated `errno`). What is
+    /// left in the queue goes out as a plain flush would send it, as does everything when the batched send itself was
+    /// refused (`EINVAL`, `EOPNOTSUPP`: a kernel without it).
+    func finishBatchedFlush(result: Int32) {
+        guard !closed, writeFailure == nil else { return }
+        if result == -EINVAL || result == -EOPNOTSUPP {
+            flush()
+            return
+        }
+        if result >= 0 {
+            lastWriteProgress = loop.roundTime
+            consume(Int(result))
+            if writeQueue.isEmpty {
+                writesDrained()
+            } else {
+                flush()
+            }
+            return
+        }
+        let code = -result
+        if code == EAGAIN || code == EWOULDBLOCK {
+            writable = false
+        } else if code == EINTR {
+            flush()
+        } else {
+            writeFailed(SystemError("sendmsg", errno: code))
+        }
+    }
+
     private func enqueue(_ bytes: [UInt8]) {
         writeQueue.append(bytes)
         pendingWriteBytes += bytes.count

@@ -39,6 +39,9 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// The loop thread's id, written once before the loop runs.
     private let threadID = Atomic<UInt>(0)
     public let index: Int
+    /// Whether the loop started sending in batches through io_uring (false where io_uring is unavailable: an old
+    /// kernel, a container's seccomp profile, `kernel.io_uring_disabled`). It stops if the kernel refuses such a send.
+    public let sendsInBatches: Bool
     /// A read buffer shared by every connection of this loop (used only on the loop thread, only during a read).
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Plaintext buffer for TLS reads, likewise shared.
@@ -60,6 +63,8 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// Connections with bytes queued in this round, flushed before the loop waits (see `Connection.write`).
     @exclusivity(unchecked) private var pendingFlushes: [Connection] = []
     @exclusivity(unchecked) private var flushingNow: [Connection] = []
+    /// Sends a round's queued bytes for many connections in one system call, when io_uring is available.
+    @exclusivity(unchecked) private var batchSender: BatchSender?
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
     /// The monotonic time (``now()``) when the loop last woke from `epoll_wait`. Loop thread only.
     ///
@@ -70,8 +75,13 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     private var nextTickHandlerID = 0
 
     /// Creates a loop and starts its thread.
-    public init(index: Int = 0) throws {
+    ///
+    /// - Parameter batchedSends: send the writes of a round for all connections with one system call (io_uring) when
+    ///   the kernel allows it (see ``sendsInBatches``); otherwise, and when false, one `sendmsg` per connection.
+    public init(index: Int = 0, batchedSends: Bool = true) throws {
         self.index = index
+        batchSender = batchedSends ? BatchSender() : nil
+        sendsInBatches = batchSender != nil
         epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epollFD >= 0 else { throw SystemError.last("epoll_create1") }
         wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -237,8 +247,49 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     private func flushPending() {
         while !pendingFlushes.isEmpty {
             swap(&pendingFlushes, &flushingNow)
-            for connection in flushingNow { connection.flushDeferred() }
+            if let batchSender, flushingNow.count > 1 {
+                flushBatched(with: batchSender)
+            } else {
+                for connection in flushingNow { connection.flushDeferred() }
+            }
             flushingNow.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Sends for every connection in ``flushingNow`` with one system call (io_uring): a peer on this CPU (an upstream
+    /// beside the gateway) that the first send wakes then finds every request of the round waiting instead of being
+    /// woken, and switched to, once per send.
+    private func flushBatched(with sender: BatchSender) {
+        var start = 0
+        while start < flushingNow.count {
+            let end = min(flushingNow.count, start + sender.capacity)
+            var queued = 0
+            for index in start..<end {
+                let slot = index - start
+                let connection = flushingNow[index]
+                guard connection.prepareBatchedFlush(sender.messages + slot, iovecs: sender.iovecs(for: slot)) else { continue }
+                if sender.queue(fd: connection.fd, message: sender.messages + slot, tag: UInt64(index)) {
+                    queued += 1
+                } else {
+                    connection.finishBatchedFlush(result: -EINTR)
+                }
+            }
+            if queued > 0 {
+                guard sender.submit(), sender.waitForCompletions(queued) else {
+                    // The ring failed: it is not used again, and these connections are flushed one by one.
+                    batchSender = nil
+                    for index in start..<end { flushingNow[index].finishBatchedFlush(result: -EINTR) }
+                    return
+                }
+                var tag: UInt64 = 0
+                var result: Int32 = 0
+                while sender.takeCompletion(tag: &tag, result: &result) {
+                    // A kernel that cannot send this way says so for every send: the loop stops using the ring.
+                    if result == -EINVAL || result == -EOPNOTSUPP { batchSender = nil }
+                    flushingNow[Int(tag)].finishBatchedFlush(result: result)
+                }
+            }
+            start = end
         }
     }
 

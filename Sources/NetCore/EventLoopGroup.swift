@@ -8,11 +8,11 @@ public final class EventLoopGroup: Sendable {
     public let loops: [EventLoop]
     private let cursor = Atomic<Int>(0)
 
-    /// Starts `threads` loops; 0 means one per online core.
-    public init(threads: Int = 0) throws {
+    /// Starts `threads` loops; 0 means one per online core. `batchedSends`: see ``EventLoop/init(index:batchedSends:)``.
+    public init(threads: Int = 0, batchedSends: Bool = true) throws {
         let count = threads > 0 ? threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         var loops: [EventLoop] = []
-        for index in 0..<count { loops.append(try EventLoop(index: index)) }
+        for index in 0..<count { loops.append(try EventLoop(index: index, batchedSends: batchedSends)) }
         self.loops = loops
     }
 

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <signal.h>
+#include "cnetshims_uring.h"
 
 /* accept4 is declared only under _GNU_SOURCE, which the Glibc module is not built with. */
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);

@@ -197,12 +197,14 @@ private struct Builder {
 
     func server(_ entry: YAMLReader.Entry) -> ServerConfig? {
         guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["listen", "threads", "http2", "tls", "compression", "limits", "trusted_proxies"])
+                                       allowed: ["listen", "threads", "http2", "io_uring", "tls", "compression", "limits",
+                                                 "trusted_proxies"])
         else { return nil }
         var server = ServerConfig()
         if let item = map["listen"], let value = listenList(item) { server.listen = value }
         if let item = map["threads"], let value = reader.int(item, in: 0...4096) { server.threads = value }
         if let item = map["http2"], let value = reader.bool(item) { server.http2 = value }
+        if let item = map["io_uring"], let value = reader.bool(item) { server.ioUring = value }
         if let item = map["tls"],
            let tls = reader.mapping(item.value, item.path, allowed: ["listen", "certificate", "private_key"]) {
             let listen = reader.requireKey(tls, "listen").flatMap(listenList)

@@ -105,6 +105,9 @@ public struct ServerConfig: Sendable, Equatable {
     public var threads: Int = 0
     /// h2 via ALPN on TLS listeners, h2c prior knowledge on cleartext ones. Default true.
     public var http2: Bool = true
+    /// Each event loop sends the writes of a round, for all its connections, with one io_uring call when the kernel
+    /// allows it (falling back to one `sendmsg` each otherwise); false: always one `sendmsg` each. Default true.
+    public var ioUring: Bool = true
     /// Optional TLS listeners.
     public var tls: ServerTLSConfig?
     public var compression = CompressionConfig()

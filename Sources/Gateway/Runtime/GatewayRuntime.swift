@@ -25,7 +25,7 @@ public final class GatewayRuntime: Sendable {
 
     /// Builds the runtime for `config`; nothing is bound until ``start()``.
     public init(config: GatewayConfig) throws {
-        let group = try EventLoopGroup(threads: config.server.threads)
+        let group = try EventLoopGroup(threads: config.server.threads, batchedSends: config.server.ioUring)
         self.group = group
         let sink = try LogSink(destination: config.logging.output.sinkDestination)
         let logSettings = LogSettings(config.logging)
@@ -72,6 +72,7 @@ public final class GatewayRuntime: Sendable {
         if new.server.tls != started.server.tls { keys.append("server.tls") }
         if new.server.threads != started.server.threads { keys.append("server.threads") }
         if new.server.http2 != started.server.http2 { keys.append("server.http2") }
+        if new.server.ioUring != started.server.ioUring { keys.append("server.io_uring") }
         if new.server.compression != started.server.compression { keys.append("server.compression") }
         if new.admin.listen != started.admin.listen { keys.append("admin.listen") }
         if new.logging.output != started.logging.output { keys.append("logging.output") }
@@ -106,6 +107,7 @@ public final class GatewayRuntime: Sendable {
             "listen": .array(server.localAddresses.map { .string($0.description) }),
             "tls_listen": .array(server.tlsLocalAddresses.map { .string($0.description) }),
             "admin": .array(adminServer.localAddresses.map { .string($0.description) }),
+            "io_uring": .stringConvertible(group.loops.allSatisfy(\.sendsInBatches)),
         ])
     }
 

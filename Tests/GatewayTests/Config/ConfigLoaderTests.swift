@@ -19,6 +19,7 @@ import Testing
         #expect(config.server.listen == [ListenAddress(host: "127.0.0.1", port: 8080)])
         #expect(config.server.threads == 0)
         #expect(config.server.http2)
+        #expect(config.server.ioUring)
         #expect(config.server.tls == nil)
         #expect(config.server.compression.gzip && config.server.compression.minBytes == 1024)
         let limits = config.server.limits
@@ -54,6 +55,7 @@ import Testing
           listen: ["127.0.0.1:8080", "[::1]:8081"]
           threads: 4
           http2: false
+          io_uring: false
           tls:
             listen: ["127.0.0.1:8443"]
             certificate: certs/server.pem
@@ -120,7 +122,7 @@ import Testing
                      "conf/stubs/catalog.json": "{\"items\":[]}"]
         let config = try config(text, env: env, files: files)
         #expect(config.server.listen.map(\.description) == ["127.0.0.1:8080", "[::1]:8081"])
-        #expect(config.server.threads == 4 && !config.server.http2)
+        #expect(config.server.threads == 4 && !config.server.http2 && !config.server.ioUring)
         #expect(config.server.tls == ServerTLSConfig(listen: [ListenAddress(host: "127.0.0.1", port: 8443)],
                                                      certificate: "conf/certs/server.pem",
                                                      privateKey: "conf/certs/server.key"))
@@ -188,7 +190,7 @@ import Testing
             timeout: -1s
         """
         #expect(problems(text) == [
-            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, tls, compression, limits, trusted_proxies)",
+            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, io_uring, tls, compression, limits, trusted_proxies)",
             "conf/gw.yaml:4: server.http2: expected true or false, got 'maybe'",
             "conf/gw.yaml:6: server.limits.max_body_bytes: must be greater than 0",
             "conf/gw.yaml:7: server.limits.header_timeout: must be greater than 0",

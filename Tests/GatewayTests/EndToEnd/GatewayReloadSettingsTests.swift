@@ -8,7 +8,7 @@ import Glibc
 
 /// What a reload (SIGHUP) changes besides routes and upstreams: the logging settings and the server's limits apply to
 /// the next request; settings that shape the listeners, loops or log output are named in a warning. And
-/// `server.http2: false` turns HTTP/2 off.
+/// `server.http2: false` turns HTTP/2 off, and `server.io_uring: false` batched sends.
 @Suite(.serialized) struct GatewayReloadSettingsTests {
     static func config(logging: String, limits: String = "", threads: Int = 1) -> String {
         """
@@ -83,5 +83,23 @@ import Glibc
         let h1 = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "\(gateway.url)/stub"])
         #expect(h1.stdout == "200 1.1")
         gateway.stop()
+    }
+
+    /// `server.io_uring: false` sends with one `sendmsg` per connection; the start-up line says whether the loops send
+    /// in batches, and a reload that changes the key names it as needing a restart.
+    @Test func ioUringCanBeTurnedOffAndTheStartLineSaysWhetherItIsUsed() async throws {
+        let config = Self.config(logging: "access_log: false").replacingOccurrences(of: "threads: 1", with: "threads: 1\n  io_uring: false")
+        let gateway = try await GatewayProcess(config: config)
+        for _ in 0..<3 {
+            let h1 = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/stub"])
+            #expect(h1.stdout == "200")
+        }
+        try await Self.reload(gateway, to: Self.config(logging: "access_log: false"), count: 1)
+        gateway.stop()
+        let lines = gateway.stdout.split(separator: "\n")
+        let listening = lines.first { $0.contains("\"msg\":\"listening\"") }
+        #expect(listening?.contains("\"io_uring\":false") == true, "the start-up line says io_uring is off: \(gateway.stdout)")
+        let warning = lines.first { $0.contains("only after a restart") }
+        #expect(warning?.contains("server.io_uring") == true, "the warning names server.io_uring: \(gateway.stdout)")
     }
 }

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CNetShims
+
+/// One event loop's io_uring for sending many connections' queued bytes in one system call, with the message headers
+/// and `iovec`s those sends point at. Each send is non-blocking and completes within ``submit()``.
+///
+/// Loop thread only.
+final class BatchSender {
+    private let ring: OpaquePointer
+    /// Sends per submission.
+    let capacity: Int
+    /// `iovec`s per send.
+    static let iovecsPerSend = 8
+    let messages: UnsafeMutablePointer<msghdr>
+    private let iovecStorage: UnsafeMutablePointer<iovec>
+
+    /// A sender, or nil when io_uring is unavailable here.
+    init?(capacity: Int = 64) {
+        guard let ring = cns_uring_create(UInt32(capacity)) else { return nil }
+        self.ring = ring
+        self.capacity = Int(cns_uring_capacity(ring))
+        messages = .allocate(capacity: self.capacity)
+        iovecStorage = .allocate(capacity: self.capacity * Self.iovecsPerSend)
+    }
+
+    deinit {
+        cns_uring_destroy(ring)
+        messages.deallocate()
+        iovecStorage.deallocate()
+    }
+
+    /// The `iovec`s of send `slot`.
+    func iovecs(for slot: Int) -> UnsafeMutableBufferPointer<iovec> {
+        UnsafeMutableBufferPointer(start: iovecStorage + slot * Self.iovecsPerSend, count: Self.iovecsPerSend)
+    }
+
+    /// Queues `sendmsg(fd, message)`; false when the queue is full.
+    func queue(fd: Int32, message: UnsafeMutablePointer<msghdr>, tag: UInt64) -> Bool {
+        cns_uring_queue_sendmsg(ring, fd, message, tag) == 0
+    }
+
+    /// Submits the queued sends; false when the ring failed (nothing more may be queued on it).
+    func submit() -> Bool {
+        cns_uring_submit(ring) >= 0
+    }
+
+    /// Waits until `count` sends have completed (non-blocking sends complete during ``submit()``; this only guards the
+    /// memory they point at); false when the ring failed.
+    func waitForCompletions(_ count: Int) -> Bool {
+        cns_uring_wait(ring, UInt32(count)) >= 0
+    }
+
+    /// Takes one completed send: its tag and result (bytes sent, or a negated `errno`).
+    func takeCompletion(tag: inout UInt64, result: inout Int32) -> Bool {
+        cns_uring_take_completion(ring, &tag, &result) == 1
+    }
+}
