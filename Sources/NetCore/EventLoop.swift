@@ -235,12 +235,14 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// Has `connection` flushed before the loop next waits. Loop thread only.
     func flushBeforeWaiting(_ connection: Connection) {
         pendingFlushes.append(connection)
-        if pendingFlushes.count >= EventLoop.flushBatch { flushPending() }
+        if pendingFlushes.count >= (batchSender?.capacity ?? EventLoop.flushBatch) { flushPending() }
     }
 
-    /// Most connections whose writes wait for the end of a round: a peer is still woken about once per batch, and the
-    /// first answer of a busy round does not wait for the whole round (measured: 8 keeps the gateway's gain and
-    /// hello-server's pace against nginx; 1, sending at once, costs the gateway about 40 %).
+    /// Most connections whose writes wait for the end of a round when each is sent with its own `sendmsg`: a peer is
+    /// still woken about once per batch, and the first answer of a busy round does not wait for the whole round
+    /// (measured: 8 keeps the gateway's gain and hello-server's pace against nginx; 1, sending at once, costs the
+    /// gateway about 40 %). With batched sends a batch is what one io_uring call carries (64): measured against 8,
+    /// 5 % more proxied requests per second and lower p90/p99 latency at 10 and 50 connections.
     static let flushBatch = 8
 
     /// Sends what this round queued, connection after connection; arrays keep their storage.
