@@ -52,8 +52,14 @@ final class HTTP1HandlerWorker {
             while let job = next {
                 let response = compressor.applied(to: await handler.handle(job.request), for: job.request)
                 next = await withUnsafeContinuation { (continuation: Waiter) in
-                    loop.executeSoonOrNow {
+                    // The task prefers the loop, so it is there now; a handler that moved elsewhere is brought back.
+                    if loop.inEventLoop {
                         shared.value.wait(with: continuation, answering: job.slot, with: response, on: loop)
+                    } else {
+                        let answer = UncheckedSendable((job.slot, response))
+                        loop.execute {
+                            shared.value.wait(with: continuation, answering: answer.value.0, with: answer.value.1, on: loop)
+                        }
                     }
                 }
             }
@@ -102,6 +108,22 @@ final class HTTP1HandlerWorker {
             return
         }
         waiting = continuation
-        loop.executeLocally { complete(slot, response) }
+        if answer == nil {
+            // Held here rather than captured, so the job capturing only the worker costs no allocation.
+            answer = (slot, response)
+            loop.executeLocally(deliverAnswer)
+        } else {
+            loop.executeLocally { complete(slot, response) }
+        }
+    }
+
+    /// The answer ``wait(with:answering:with:on:)`` holds for its job.
+    private var answer: (HTTP1ServerConnection.Slot, HTTPServerResponse)?
+
+    /// Hands the held answer to the connection.
+    private func deliverAnswer() {
+        guard let (slot, response) = answer else { return }
+        answer = nil
+        complete(slot, response)
     }
 }
