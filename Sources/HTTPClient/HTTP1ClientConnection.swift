@@ -79,11 +79,11 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.exchange = exchange
         exchangesServed += 1
         // A streamed body is consumed as it arrives: the collected-body limit does not apply to it.
-        parser.expectResponse(to: exchange.head.method, bodyLimited: exchange.limitsCollectedBody)
+        parser.expectResponse(to: exchange.request.method, bodyLimited: exchange.limitsCollectedBody)
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
-            try HTTP1Serializer.writeRequestHead(exchange.head, into: &output)
+            try exchange.head.write(into: &output)
         } catch {
             self.exchange = nil
             exchange.fail(.invalidURL("request head cannot be serialized: \(error)"))

@@ -268,7 +268,7 @@ public final class HTTPClient: Sendable {
             streamedBody = .stream(stream, length: length)
         }
         guard !addresses.isEmpty else { throw HTTPClientError.nameResolutionFailed(host: request.host) }
-        let head = makeHead(for: request, bodyLength: streamedBody.map { $0.length } ?? Int64(body.count))
+        let head = UpstreamRequestHead(request: request, bodyLength: streamedBody.map { $0.length } ?? Int64(body.count))
         let tls = request.origin.isTLS ? try clientTLSContext() : nil
         let loopIndex: Int
         if let current = group.loops.firstIndex(where: { $0.inEventLoop }) {
@@ -321,32 +321,6 @@ public final class HTTPClient: Sendable {
                 throw HTTPClientError.tlsFailed(reason: error.reason)
             }
         }
-    }
-
-    /// The head sent upstream: the request's fields in one pass (its framing fields dropped), `Host` when it has
-    /// none, and the body's framing: `Content-Length` when there is a body or the method expects one,
-    /// `Transfer-Encoding: chunked` for a streamed body of unknown length (`bodyLength` nil).
-    private func makeHead(for request: HTTPClientRequest, bodyLength: Int64?) -> HTTPRequestHead {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headers.count + 2)
-        var hasHost = false
-        for field in request.headers {
-            let name = field.name
-            if name.equalsIgnoringASCIICase("Transfer-Encoding") || name.equalsIgnoringASCIICase("Content-Length") {
-                continue
-            }
-            if !hasHost && name.equalsIgnoringASCIICase("Host") { hasHost = true }
-            headers.add(name: name, value: field.value)
-        }
-        if !hasHost { headers.add(name: "Host", value: request.origin.hostHeader) }
-        if let bodyLength {
-            if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
-                headers.add(name: "Content-Length", value: String(bodyLength))
-            }
-        } else {
-            headers.add(name: "Transfer-Encoding", value: "chunked")
-        }
-        return HTTPRequestHead(method: request.method, target: request.target, version: .http1_1, headers: headers)
     }
 
     /// Closes every pooled connection and refuses new requests.

@@ -18,7 +18,8 @@ final class HTTPClientExchange {
     // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
     // `Connection`); the response head and body, mutated in place, keep them.
     let request: HTTPClientRequest
-    let head: HTTPRequestHead
+    /// The head the request goes with (its fields, `Host`, the body's framing).
+    let head: UpstreamRequestHead
     /// The body sent with the head in one write (empty for none).
     let body: [UInt8]
     /// A body sent as it is produced (stream or file), instead of `body`.
@@ -92,7 +93,7 @@ final class HTTPClientExchange {
 
     /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
     /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
-    init(request: HTTPClientRequest, head: HTTPRequestHead, body: [UInt8], streamedBody: StreamedRequestBody?,
+    init(request: HTTPClientRequest, head: UpstreamRequestHead, body: [UInt8], streamedBody: StreamedRequestBody?,
          progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?,
          client: AnyObject? = nil) {
         self.client = client

@@ -309,7 +309,7 @@ final class HTTPOriginPool {
         if let exchange, !exchange.isFinished {
             if !connection.isActive, failsOver(exchange, from: connection.connection.remoteAddress, after: error) {
                 submit(exchange, addresses: [])
-            } else if reused, !exchange.retried, !exchange.responseStarted, exchange.head.method.isIdempotent,
+            } else if reused, !exchange.retried, !exchange.responseStarted, exchange.request.method.isIdempotent,
                exchange.canResend, case .connectionClosed = error {
                 exchange.retried = true
                 exchange.requiresFreshConnection = true

@@ -8,9 +8,18 @@ public enum HTTP1Serializer {
     public static func writeRequestHead(
         _ head: HTTPRequestHead, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
-        let method = head.method.rawValue.utf8
+        try writeRequestLine(method: head.method, target: head.target, version: head.version, into: &buffer)
+        try writeHeaders(head.headers, into: &buffer)
+    }
+
+    /// Appends `method SP target SP version CRLF` only. Follow it with ``writeField(name:value:into:)`` per field and
+    /// ``writeEndOfHead(into:)``.
+    public static func writeRequestLine(
+        method: HTTPMethod, target: String, version: HTTPVersion, into buffer: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
+        let method = method.rawValue.utf8
         guard HTTP1Grammar.isToken(method) else { throw HTTP1SerializationError(reason: "method is not a token") }
-        let target = head.target.utf8
+        let target = target.utf8
         let visible = target.withContiguousStorageIfAvailable { bytes in
             !bytes.contains { $0 < 0x21 || $0 > 0x7E }
         } ?? !target.contains { $0 < 0x21 || $0 > 0x7E }
@@ -21,10 +30,9 @@ public enum HTTP1Serializer {
         buffer.append(HTTP1Grammar.sp)
         buffer.append(contentsOf: target)
         buffer.append(HTTP1Grammar.sp)
-        try writeVersion(head.version, into: &buffer)
+        try writeVersion(version, into: &buffer)
         buffer.append(HTTP1Grammar.cr)
         buffer.append(HTTP1Grammar.lf)
-        try writeHeaders(head.headers, into: &buffer)
     }
 
     /// Appends the status line, the header lines and the final CRLF.
