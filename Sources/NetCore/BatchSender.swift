@@ -52,6 +52,13 @@ final class BatchSender {
         cns_uring_wait(ring, UInt32(count)) >= 0
     }
 
+    /// Whether a send's `result` says the ring cannot send at all here (a kernel without `IORING_OP_SENDMSG`, or a
+    /// security policy refusing io_uring operations), rather than anything about the connection: the loop then stops
+    /// using the ring and sends as it would without one.
+    static func refusesSending(_ result: Int32) -> Bool {
+        result == -EINVAL || result == -EOPNOTSUPP || result == -EPERM || result == -EACCES
+    }
+
     /// Takes one completed send: its tag and result (bytes sent, or a negated `errno`).
     func takeCompletion(tag: inout UInt64, result: inout Int32) -> Bool {
         cns_uring_take_completion(ring, &tag, &result) == 1

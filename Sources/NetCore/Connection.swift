@@ -349,10 +349,10 @@ public final class Connection: EventLoopHandler {
 
     /// The second half of a batched flush: `result` is what the send returned (bytes, or a negated `errno`). What is
     /// left in the queue goes out as a plain flush would send it, as does everything when the batched send itself was
-    /// refused (`EINVAL`, `EOPNOTSUPP`: a kernel without it).
+    /// refused (see ``BatchSender/refusesSending(_:)``).
     func finishBatchedFlush(result: Int32) {
         guard !closed, writeFailure == nil else { return }
-        if result == -EINVAL || result == -EOPNOTSUPP {
+        if BatchSender.refusesSending(result) {
             flush()
             return
         }

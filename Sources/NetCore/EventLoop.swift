@@ -287,7 +287,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
                 var result: Int32 = 0
                 while sender.takeCompletion(tag: &tag, result: &result) {
                     // A kernel that cannot send this way says so for every send: the loop stops using the ring.
-                    if result == -EINVAL || result == -EOPNOTSUPP { batchSender = nil }
+                    if BatchSender.refusesSending(result) { batchSender = nil }
                     flushingNow[Int(tag)].finishBatchedFlush(result: result)
                 }
             }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import NetCore
+@testable import NetCore
 import Synchronization
 import Testing
 
@@ -88,5 +88,35 @@ import Testing
         }
         let closed = recorder.closes.withLock { $0[Int32(gone)] }
         #expect(closed != nil, "the connection whose peer had gone closed")
+    }
+
+    /// A send the kernel refuses as a whole (no `IORING_OP_SENDMSG`, or a policy refusing io_uring operations) is not
+    /// the connection's failure: its bytes go out with a plain `sendmsg`, and the connection stays open.
+    @Test(arguments: [EINVAL, EOPNOTSUPP, EPERM, EACCES])
+    func aRefusedBatchedSendFallsBackToAPlainSend(code: Int32) async throws {
+        #expect(BatchSender.refusesSending(-code))
+        let loop = try EventLoop(batchedSends: false)
+        defer { loop.shutdown() }
+        let pair = try Self.socketPair()
+        defer { close(pair.testEnd) }
+        let recorder = Recorder()
+        let bytes = Array("refused, then sent".utf8)
+        let open: Bool = await withCheckedContinuation { continuation in
+            loop.execute {
+                let connection = try! Connection(acceptedFD: pair.loopEnd, loop: loop, remoteAddress: nil, tls: nil)
+                connection.delegate = recorder
+                try! connection.start()
+                connection.write(bytes)
+                let message = UnsafeMutablePointer<msghdr>.allocate(capacity: 1)
+                let iovecs = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 4)
+                defer { message.deallocate(); iovecs.deallocate() }
+                #expect(connection.prepareBatchedFlush(message, iovecs: iovecs))
+                connection.finishBatchedFlush(result: -code)
+                continuation.resume(returning: !connection.isClosed)
+            }
+        }
+        #expect(open)
+        #expect(Self.readAll(pair.testEnd, count: bytes.count) == bytes)
+        #expect(recorder.closes.withLock { $0.isEmpty })
     }
 }
