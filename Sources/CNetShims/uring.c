@@ -111,9 +111,11 @@ int cns_uring_queue_sendmsg(struct cns_uring *ring, int fd, const struct msghdr 
     return 0;
 }
 
-int cns_uring_submit(struct cns_uring *ring) {
+int cns_uring_submit(struct cns_uring *ring, unsigned *consumed) {
     unsigned count = ring->queued;
+    *consumed = 0;
     if (count == 0) return 0;
+    unsigned head = __atomic_load_n(ring->sq_head, __ATOMIC_ACQUIRE);
     __atomic_store_n(ring->sq_tail, *ring->sq_tail + count, __ATOMIC_RELEASE);
     ring->queued = 0;
     /* A submission the kernel refuses stops the call there (without IORING_SETUP_SUBMIT_ALL): the rest are submitted
@@ -123,11 +125,17 @@ int cns_uring_submit(struct cns_uring *ring) {
         int submitted = (int)syscall(__NR_io_uring_enter, ring->fd, left, 0, 0, NULL, 0);
         if (submitted < 0) {
             if (errno == EINTR) continue;
-            return -errno;
+            int error = errno;
+            *consumed = __atomic_load_n(ring->sq_head, __ATOMIC_ACQUIRE) - head;
+            return -error;
         }
-        if (submitted == 0) return -EIO;
+        if (submitted == 0) {
+            *consumed = __atomic_load_n(ring->sq_head, __ATOMIC_ACQUIRE) - head;
+            return -EIO;
+        }
         left -= (unsigned)submitted;
     }
+    *consumed = count;
     return (int)count;
 }
 
@@ -140,6 +148,8 @@ int cns_uring_take_completion(struct cns_uring *ring, uint64_t *user_data, int32
     __atomic_store_n(ring->cq_head, head + 1, __ATOMIC_RELEASE);
     return 1;
 }
+
+int cns_uring_fd(const struct cns_uring *ring) { return ring->fd; }
 
 int cns_uring_wait(struct cns_uring *ring, unsigned count) {
     for (;;) {

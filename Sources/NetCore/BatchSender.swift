@@ -15,6 +15,9 @@ final class BatchSender {
     static let iovecsPerSend = 8
     let messages: UnsafeMutablePointer<msghdr>
     private let iovecStorage: UnsafeMutablePointer<iovec>
+    /// Per send slot of the batch at hand: whether it was queued, and whether its completion came back.
+    let queued: UnsafeMutableBufferPointer<Bool>
+    let sent: UnsafeMutableBufferPointer<Bool>
 
     /// A sender, or nil when io_uring is unavailable here.
     init?(capacity: Int = 64) {
@@ -23,12 +26,18 @@ final class BatchSender {
         self.capacity = Int(cns_uring_capacity(ring))
         messages = .allocate(capacity: self.capacity)
         iovecStorage = .allocate(capacity: self.capacity * Self.iovecsPerSend)
+        queued = .allocate(capacity: self.capacity)
+        queued.initialize(repeating: false)
+        sent = .allocate(capacity: self.capacity)
+        sent.initialize(repeating: false)
     }
 
     deinit {
         cns_uring_destroy(ring)
         messages.deallocate()
         iovecStorage.deallocate()
+        queued.deallocate()
+        sent.deallocate()
     }
 
     /// The `iovec`s of send `slot`.
@@ -41,9 +50,21 @@ final class BatchSender {
         cns_uring_queue_sendmsg(ring, fd, message, tag) == 0
     }
 
-    /// Submits the queued sends; false when the ring failed (nothing more may be queued on it).
-    func submit() -> Bool {
-        cns_uring_submit(ring) >= 0
+    /// Submits the queued sends: how many of them the kernel took (in the order queued), and whether it took them
+    /// all. When it did not, the ring failed and nothing more may be queued on it; the sends it did not take were
+    /// never seen by the kernel.
+    func submit() -> (consumed: Int, succeeded: Bool) {
+        var consumed: UInt32 = 0
+        let result = cns_uring_submit(ring, &consumed)
+        return (Int(consumed), result >= 0)
+    }
+
+    /// Makes the ring unusable, as a kernel refusing its calls would (for tests of the fallback).
+    func breakRing() {
+        let devNull = open("/dev/null", O_RDWR)
+        guard devNull >= 0 else { return }
+        dup2(devNull, cns_uring_fd(ring))
+        close(devNull)
     }
 
     /// Waits until `count` sends have completed (non-blocking sends complete during ``submit()``; this only guards the

@@ -63,6 +63,8 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// Connections with bytes queued in this round, flushed before the loop waits (see `Connection.write`).
     @exclusivity(unchecked) private var pendingFlushes: [Connection] = []
     @exclusivity(unchecked) private var flushingNow: [Connection] = []
+    /// Whether ``flushPending()`` is running.
+    @exclusivity(unchecked) private var flushing = false
     /// Sends a round's queued bytes for many connections in one system call, when io_uring is available.
     @exclusivity(unchecked) private var batchSender: BatchSender?
     private var tickHandlers: [(id: Int, body: (UInt64) -> Void)] = []
@@ -235,7 +237,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// Has `connection` flushed before the loop next waits. Loop thread only.
     func flushBeforeWaiting(_ connection: Connection) {
         pendingFlushes.append(connection)
-        if pendingFlushes.count >= (batchSender?.capacity ?? EventLoop.flushBatch) { flushPending() }
+        if pendingFlushes.count >= (batchSender?.capacity ?? EventLoop.flushBatch) && !flushing { flushPending() }
     }
 
     /// Most connections whose writes wait for the end of a round when each is sent with its own `sendmsg`: a peer is
@@ -247,6 +249,10 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
 
     /// Sends what this round queued, connection after connection; arrays keep their storage.
     private func flushPending() {
+        // Not entered again from a connection told its result (it may write again): what it queues waits for this
+        // loop's next turn, so one batch's scratch and completions are never mixed with another's.
+        flushing = true
+        defer { flushing = false }
         while !pendingFlushes.isEmpty {
             swap(&pendingFlushes, &flushingNow)
             if let batchSender, flushingNow.count > 1 {
@@ -262,37 +268,68 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// beside the gateway) that the first send wakes then finds every request of the round waiting instead of being
     /// woken, and switched to, once per send.
     private func flushBatched(with sender: BatchSender) {
+        let connections = flushingNow
         var start = 0
-        while start < flushingNow.count {
-            let end = min(flushingNow.count, start + sender.capacity)
+        while start < connections.count {
+            guard batchSender != nil else {
+                // The ring was given up on: the rest go one `sendmsg` each.
+                for index in start..<connections.count { connections[index].flushDeferred() }
+                return
+            }
+            let end = min(connections.count, start + sender.capacity)
             var queued = 0
             for index in start..<end {
                 let slot = index - start
-                let connection = flushingNow[index]
+                let connection = connections[index]
+                sender.queued[slot] = false
+                sender.sent[slot] = false
                 guard connection.prepareBatchedFlush(sender.messages + slot, iovecs: sender.iovecs(for: slot)) else { continue }
-                if sender.queue(fd: connection.fd, message: sender.messages + slot, tag: UInt64(index)) {
+                if sender.queue(fd: connection.fd, message: sender.messages + slot, tag: UInt64(slot)) {
+                    sender.queued[slot] = true
                     queued += 1
                 } else {
                     connection.finishBatchedFlush(result: -EINTR)
                 }
             }
-            if queued > 0 {
-                guard sender.submit(), sender.waitForCompletions(queued) else {
-                    // The ring failed: it is not used again, and these connections are flushed one by one.
-                    batchSender = nil
-                    for index in start..<end { flushingNow[index].finishBatchedFlush(result: -EINTR) }
-                    return
-                }
-                var tag: UInt64 = 0
-                var result: Int32 = 0
-                while sender.takeCompletion(tag: &tag, result: &result) {
-                    // A kernel that cannot send this way says so for every send: the loop stops using the ring.
-                    if BatchSender.refusesSending(result) { batchSender = nil }
-                    flushingNow[Int(tag)].finishBatchedFlush(result: result)
-                }
-            }
+            if queued > 0 { completeBatch(connections[start..<end], queued: queued, sender: sender) }
             start = end
         }
+    }
+
+    /// Submits the sends queued for `batch` (slot `n` is `batch`'s `n`th connection) and hands each connection its
+    /// result.
+    private func completeBatch(_ batch: ArraySlice<Connection>, queued: Int, sender: BatchSender) {
+        let (consumed, submitted) = sender.submit()
+        let allCompleted = submitted && sender.waitForCompletions(queued)
+        var tag: UInt64 = 0
+        var result: Int32 = 0
+        while sender.takeCompletion(tag: &tag, result: &result) {
+            let slot = Int(tag)
+            sender.sent[slot] = true
+            // A kernel that cannot send this way says so for every send: the loop stops using the ring.
+            if BatchSender.refusesSending(result) { batchSender = nil }
+            batch[batch.startIndex + slot].finishBatchedFlush(result: result)
+        }
+        guard !allCompleted else { return }
+        // The ring failed: it is not used again. Sends the kernel never took go out one `sendmsg` each; a send it took
+        // but did not report may or may not have left, so its connection cannot go on (sending again could repeat
+        // bytes): it closes.
+        batchSender = nil
+        var position = 0
+        for slot in 0..<batch.count where sender.queued[slot] {
+            defer { position += 1 }
+            if sender.sent[slot] { continue }
+            if position < consumed {
+                batch[batch.startIndex + slot].close(error: SystemError("io_uring", errno: EIO))
+            } else {
+                batch[batch.startIndex + slot].finishBatchedFlush(result: -EINTR)
+            }
+        }
+    }
+
+    /// Breaks this loop's io_uring, as a kernel refusing its calls would (for tests of the fallback). Loop thread only.
+    func breakBatchedSendsForTesting() {
+        batchSender?.breakRing()
     }
 
     // MARK: Running

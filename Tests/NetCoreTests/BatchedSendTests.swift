@@ -119,4 +119,60 @@ import Testing
         #expect(Self.readAll(pair.testEnd, count: bytes.count) == bytes)
         #expect(recorder.closes.withLock { $0.isEmpty })
     }
+
+    /// A ring that fails as a whole (here: its descriptor replaced, as a kernel refusing the calls would answer) is
+    /// given up on: the sends it never took go out one `sendmsg` each, in the same round and after it, and no
+    /// connection is lost.
+    @Test(.enabled(if: BatchSender() != nil, "io_uring is not available here"))
+    func aRingThatFailsIsGivenUpOnWithoutLosingAByte() async throws {
+        let loop = try EventLoop(batchedSends: true)
+        defer { loop.shutdown() }
+        #expect(loop.sendsInBatches)
+        let count = 10
+        let pairs = try (0..<count).map { _ in try Self.socketPair() }
+        let recorder = Recorder()
+        let open = OpenConnections()
+        let rounds = 2
+        for round in 0..<rounds {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                loop.execute {
+                    if round == 0 {
+                        loop.breakBatchedSendsForTesting()
+                    }
+                    for (index, pair) in pairs.enumerated() {
+                        let connection: Connection
+                        if round == 0 {
+                            connection = try! Connection(acceptedFD: pair.loopEnd, loop: loop,
+                                                         remoteAddress: SocketAddress(numericHost: "127.0.0.1", port: index),
+                                                         tls: nil)
+                            connection.delegate = recorder
+                            try! connection.start()
+                            open.byIndex[index] = connection
+                        } else {
+                            connection = open.byIndex[index]!
+                        }
+                        connection.write(Array("round \(round) connection \(index);".utf8))
+                    }
+                    continuation.resume()
+                }
+            }
+        }
+        for (index, pair) in pairs.enumerated() {
+            let expected = (0..<rounds).flatMap { Array("round \($0) connection \(index);".utf8) }
+            #expect(Self.readAll(pair.testEnd, count: expected.count) == expected, "connection \(index)")
+        }
+        #expect(recorder.closes.withLock { $0.isEmpty }, "no connection closed")
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                for connection in open.byIndex.values { connection.close() }
+                continuation.resume()
+            }
+        }
+        for pair in pairs { close(pair.testEnd) }
+    }
+
+    /// Connections a test keeps between jobs on its loop (touched on the loop thread only).
+    private final class OpenConnections: @unchecked Sendable {
+        var byIndex: [Int: Connection] = [:]
+    }
 }
