@@ -97,7 +97,7 @@ public final class LogSink: Sendable {
     private func drain() {
         while true {
             let now = DispatchTime.now().uptimeNanoseconds
-            var (batch, lines) = pending.withLock { state -> ([UInt8], Int) in
+            let (taken, lines) = pending.withLock { state -> ([UInt8], Int) in
                 let batch = (state.bytes, state.lines)
                 state.bytes = state.spare
                 state.spare = []
@@ -109,12 +109,12 @@ public final class LogSink: Sendable {
                 }
                 return batch
             }
+            var batch = taken
             if lines == 0 {
                 pending.withLock { $0.spare = batch }
                 return
             }
             if !writeAll(batch) { pending.withLock { $0.dropped += lines } }
-            lines = 0
             batch.removeAll(keepingCapacity: batch.capacity <= Self.retainedBufferBytes)
             pending.withLock { state in
                 if state.spare.capacity < batch.capacity { state.spare = batch }
