@@ -352,28 +352,7 @@ public final class Connection: EventLoopHandler {
     /// refused (see ``BatchSender/refusesSending(_:)``).
     func finishBatchedFlush(result: Int32) {
         guard !closed, writeFailure == nil else { return }
-        if BatchSender.refusesSending(result) {
-            flush()
-            return
-        }
-        if result >= 0 {
-            lastWriteProgress = loop.roundTime
-            consume(Int(result))
-            if writeQueue.isEmpty {
-                writesDrained()
-            } else {
-                flush()
-            }
-            return
-        }
-        let code = -result
-        if code == EAGAIN || code == EWOULDBLOCK {
-            writable = false
-        } else if code == EINTR {
-            flush()
-        } else {
-            writeFailed(SystemError("sendmsg", errno: code))
-        }
+        if BatchSender.refusesSending(result) || takeSendResult(Int(result)) { flush() }
     }
 
     private func enqueue(_ bytes: [UInt8]) {
@@ -393,20 +372,27 @@ public final class Connection: EventLoopHandler {
                 message.msg_iovlen = count
                 return Glibc.sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
             }
-            if written < 0 {
-                let code = errno
-                if code == EAGAIN || code == EWOULDBLOCK {
-                    writable = false
-                    return
-                }
-                if code == EINTR { continue }
-                writeFailed(SystemError("sendmsg", errno: code))
-                return
-            }
-            lastWriteProgress = loop.roundTime
-            consume(written)
+            guard takeSendResult(written < 0 ? -Int(errno) : written) else { return }
         }
         writesDrained()
+    }
+
+    /// Takes in what one send did (bytes sent, or a negated `errno`); false when nothing more can be sent now (the
+    /// socket is full, or the write failed).
+    private func takeSendResult(_ result: Int) -> Bool {
+        if result >= 0 {
+            lastWriteProgress = loop.roundTime
+            consume(result)
+            return true
+        }
+        let code = Int32(-result)
+        if code == EAGAIN || code == EWOULDBLOCK {
+            writable = false
+            return false
+        }
+        if code == EINTR { return true }
+        writeFailed(SystemError("sendmsg", errno: code))
+        return false
     }
 
     /// A write failed. When the peer reset or closed, what it sent before is still delivered (an early response

@@ -249,8 +249,9 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
 
     /// Sends what this round queued, connection after connection; arrays keep their storage.
     private func flushPending() {
-        // Not entered again from a connection told its result (it may write again): what it queues waits for this
-        // loop's next turn, so one batch's scratch and completions are never mixed with another's.
+        // Not entered again from a connection told its result (it may write again): what it queues waits until the
+        // batch at hand is done and is sent by this same loop, so one batch's scratch and completions are never mixed
+        // with another's.
         flushing = true
         defer { flushing = false }
         while !pendingFlushes.isEmpty {

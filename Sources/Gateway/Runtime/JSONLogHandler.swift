@@ -71,13 +71,6 @@ public struct JSONLogHandler: LogHandler {
     /// A JSON string literal.
     static func quote(_ text: String) -> String { "\"" + ErrorBody.escape(text) + "\"" }
 
-    /// Appends `text` as a JSON string literal.
-    static func appendQuoted(_ text: String, to line: inout String) {
-        line += "\""
-        line += ErrorBody.escape(text)
-        line += "\""
-    }
-
     /// Now in UTC as `YYYY-MM-DDTHH:MM:SS.mmmZ` (years clamped to 0…9999).
     static func timestamp() -> String {
         var text = LogLineBuffer(capacity: 24)
