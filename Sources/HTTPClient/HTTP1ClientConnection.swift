@@ -83,7 +83,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
-            try exchange.head.write(into: &output)
+            try exchange.writeHead(into: &output)
         } catch {
             self.exchange = nil
             exchange.fail(.invalidURL("request head cannot be serialized: \(error)"))

@@ -116,7 +116,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     private func start(_ exchange: HTTPClientExchange) {
-        let head = HTTP2RequestHead(exchange.head.head, scheme: pool.origin.scheme)
+        let head = HTTP2RequestHead(exchange.requestHead, scheme: pool.origin.scheme)
         let hasBody = !exchange.body.isEmpty
         let streamsBody = exchange.streamedBody != nil
         let streamID: Int32

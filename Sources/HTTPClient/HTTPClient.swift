@@ -268,7 +268,6 @@ public final class HTTPClient: Sendable {
             streamedBody = .stream(stream, length: length)
         }
         guard !addresses.isEmpty else { throw HTTPClientError.nameResolutionFailed(host: request.host) }
-        let head = UpstreamRequestHead(request: request, bodyLength: streamedBody.map { $0.length } ?? Int64(body.count))
         let tls = request.origin.isTLS ? try clientTLSContext() : nil
         let loopIndex: Int
         if let current = group.loops.firstIndex(where: { $0.inEventLoop }) {
@@ -283,7 +282,7 @@ public final class HTTPClient: Sendable {
             return EventLoop.now() &+ remaining.nanoseconds
         }
         let exchange = HTTPClientExchange(
-            request: request, head: head, body: body, streamedBody: streamedBody, progress: progress,
+            request: request, body: body, streamedBody: streamedBody, progress: progress,
             configuration: configuration, loop: loop, deadline: deadlineNanos, client: self)
         return PreparedExchange(exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
                                 addresses: addresses)

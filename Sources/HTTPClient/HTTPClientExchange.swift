@@ -18,14 +18,19 @@ final class HTTPClientExchange {
     // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
     // `Connection`); the response head and body, mutated in place, keep them.
     let request: HTTPClientRequest
-    /// The head the request goes with (its fields, `Host`, the body's framing).
-    let head: UpstreamRequestHead
+    /// The length of the body sent with the head (`body`'s, or the streamed body's); nil when it is streamed without
+    /// one (chunked).
+    let bodyLength: Int64?
     /// The body sent with the head in one write (empty for none).
     let body: [UInt8]
     /// A body sent as it is produced (stream or file), instead of `body`.
     let streamedBody: StreamedRequestBody?
     let progress: HTTPClientProgress
-    let configuration: HTTPClient.Configuration
+    /// The client's settings the exchange reads, copied one by one: a copy of the whole configuration costs a
+    /// reference count per string and array in it.
+    private let maxWaitTime: Duration?
+    private let responseTimeout: Duration?
+    private let decompression: HTTPClient.Configuration.Decompression?
     let loop: EventLoop
     let startedAt = EventLoop.now()
     let deadline: UInt64?
@@ -93,16 +98,18 @@ final class HTTPClientExchange {
 
     /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
     /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
-    init(request: HTTPClientRequest, head: UpstreamRequestHead, body: [UInt8], streamedBody: StreamedRequestBody?,
+    init(request: HTTPClientRequest, body: [UInt8], streamedBody: StreamedRequestBody?,
          progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?,
          client: AnyObject? = nil) {
         self.client = client
         self.request = request
-        self.head = head
+        self.bodyLength = streamedBody.map { $0.length } ?? Int64(body.count)
         self.body = body
         self.streamedBody = streamedBody
         self.progress = progress
-        self.configuration = configuration
+        self.maxWaitTime = configuration.maxWaitTime
+        self.responseTimeout = configuration.responseTimeout
+        self.decompression = configuration.decompression
         self.loop = loop
         self.deadline = deadline
         if let report = progress.upload, streamedBody != nil || !body.isEmpty {
@@ -259,7 +266,7 @@ final class HTTPClientExchange {
 
     /// The exchange starts waiting for a connection or an HTTP/2 stream.
     func startWaiting(now: UInt64) {
-        let limit = configuration.maxWaitTime.map { now.addingSaturated($0.nanoseconds) } ?? .max
+        let limit = maxWaitTime.map { now.addingSaturated($0.nanoseconds) } ?? .max
         waitExpiry = min(limit, deadline ?? .max)
     }
 
@@ -282,7 +289,7 @@ final class HTTPClientExchange {
     /// response timeout counts from now: the timer keeps coming back, and holds again once the reader catches up.
     func responseDue() -> UInt64? {
         var result = deadline
-        if let timeout = configuration.responseTimeout {
+        if let timeout = responseTimeout {
             let since = responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
             let candidate = since.addingSaturated(timeout.nanoseconds)
             result = min(result ?? candidate, candidate)
@@ -326,7 +333,7 @@ final class HTTPClientExchange {
     /// The whole response: the body decoded as configured, timings taken now.
     private func collectedResponse(head: HTTPResponseHead) -> Result<HTTPClientResponse, any Error> {
         var head = head
-        if let limits = configuration.decompression, request.method != .head,
+        if let limits = decompression, request.method != .head,
            let value = head.headers.first(name: "Content-Encoding"),
            case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
            coding == .gzip || coding == .deflate {
