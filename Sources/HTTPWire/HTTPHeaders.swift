@@ -98,6 +98,12 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.contains { $0.name.equalsIgnoringASCIICase(name) }
     }
 
+    /// Whether a field named `name` has a value for which `predicate` is true (the fields are not copied).
+    @inlinable
+    public func contains(name: String, where predicate: (String) -> Bool) -> Bool {
+        fields.contains { $0.name.equalsIgnoringASCIICase(name) && predicate($0.value) }
+    }
+
     /// The value of the first field named `name`.
     @inlinable
     public func first(name: String) -> String? {

@@ -131,15 +131,11 @@ enum ProxyHeaders {
 
     /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
     private static func connectionListed(in headers: HTTPHeaders) -> [String] {
-        var onlyStandard = true
-        for field in headers where field.name.equalsIgnoringASCIICase("Connection") {
-            // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
-            if !(field.value.equalsIgnoringASCIICase("keep-alive") || field.value.equalsIgnoringASCIICase("close")) {
-                onlyStandard = false
-                break
-            }
+        // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
+        let namesOthers = headers.contains(name: "Connection") { value in
+            !(value.equalsIgnoringASCIICase("keep-alive") || value.equalsIgnoringASCIICase("close"))
         }
-        if onlyStandard { return [] }
+        guard namesOthers else { return [] }
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
     }
 
