@@ -37,7 +37,7 @@ final class GatewayHandler: HTTPServerHandler {
         case .call(let call):
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
             // the task-based path then reports.
-            let target = call.target(body: [], forwardsHeaders: call.upstream.logsExchanges)
+            let target = call.target(for: exchange, body: [], forwardsHeaders: call.upstream.logsExchanges)
             guard let result = call.upstream.provider.requestImmediately(MultiTarget(target)) else { return nil }
             return finish(&exchange, response: response(for: result, call: call, exchange: &exchange), started: started)
         }
@@ -131,19 +131,17 @@ final class GatewayHandler: HTTPServerHandler {
         case call(Call)
     }
 
-    /// An upstream call, all but its body decided.
+    /// An upstream call, all but its body decided. The request, its id and the client's address are the exchange's
+    /// (not copied here: a copy of the request costs a reference count per field).
     private struct Call {
         let route: CompiledRoute
         let upstream: UpstreamProvider
         let upstreamPath: String
         let clientName: String?
         let apiKeyHeader: String?
-        let request: HTTPServerRequest
-        let requestID: String
-        let clientAddress: String?
 
         /// The coalescing key, when this call may share an upstream call.
-        var coalescingKey: CoalescingKey? {
+        func coalescingKey(for request: HTTPServerRequest) -> CoalescingKey? {
             let method = request.head.method
             guard route.config.coalesce && CoalescingKey.isCoalescible(method) else { return nil }
             return CoalescingKey.make(method: method, upstream: route.upstream.name,
@@ -161,11 +159,12 @@ final class GatewayHandler: HTTPServerHandler {
 
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
         /// a stub that answers at once and logs no exchange: nobody would see them).
-        func target(body: [UInt8], streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
-                    forwardsHeaders: Bool = true) -> GatewayTarget {
-            let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(key: key) : ([:], HTTPWire.HTTPHeaders())
+        func target(for exchange: Exchange, body: [UInt8], streamedBody: UpstreamRequestBody? = nil,
+                    key: CoalescingKey? = nil, forwardsHeaders: Bool = true) -> GatewayTarget {
+            let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(for: exchange, key: key) : ([:], HTTPWire.HTTPHeaders())
             return GatewayTarget(
-                provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key), method: request.head.method,
+                provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
+                method: exchange.request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries)
@@ -173,11 +172,13 @@ final class GatewayHandler: HTTPServerHandler {
 
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
         /// them when the call is not shared).
-        private func upstreamHeaders(key: CoalescingKey?) -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
+        private func upstreamHeaders(for exchange: Exchange, key: CoalescingKey?)
+            -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
+            let request = exchange.request
             let head = request.head
             let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
-                                                     clientAddress: clientAddress, isTLS: request.isTLS,
-                                                     requestID: requestID, version: head.version)
+                                                     clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
+                                                     requestID: exchange.requestID, version: head.version)
             return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
                                                 dropAuthorization: upstream.injectsCredentials,
                                                 varyHeaders: route.config.coalesceVary, coalescing: key != nil,
@@ -236,8 +237,7 @@ final class GatewayHandler: HTTPServerHandler {
         }
         exchange.record.stubbed = upstream.isStub
         return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
-                          apiKeyHeader: apiKeys?.header, request: exchange.request, requestID: requestID,
-                          clientAddress: exchange.record.clientAddress))
+                          apiKeyHeader: apiKeys?.header))
     }
 
     /// The rate limit's caller when there is no API key: the client's address (see ``ClientAddress``), an IPv6 one
@@ -255,31 +255,30 @@ final class GatewayHandler: HTTPServerHandler {
         case .call(let prepared):
             call = prepared
         }
-        let request = exchange.request
         let requestID = exchange.requestID
         let upstream = call.upstream
-        let key = call.coalescingKey
+        let key = call.coalescingKey(for: exchange.request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: exchange.snapshot.config.server.limits.maxBodyBytes)
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
-            ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
+            ? nil : UpstreamRequestBody.relaying(exchange.request, limit: maxBodyBytes)
         var body: [UInt8] = []
-        if streamedBody == nil && request.hasBody {
+        if streamedBody == nil && exchange.request.hasBody {
             do {
-                body = try await request.body.collect(upTo: maxBodyBytes)
+                body = try await exchange.request.body.collect(upTo: maxBodyBytes)
             } catch ByteStreamError.tooLarge {
-                exchange.record.bytesIn = request.body.receivedByteCount
+                exchange.record.bytesIn = exchange.request.body.receivedByteCount
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             } catch {
                 // Cut short (the client closed or stalled): the log says how much of the body arrived.
-                exchange.record.bytesIn = request.body.receivedByteCount
+                exchange.record.bytesIn = exchange.request.body.receivedByteCount
                 return errorResponse(.badRequest, requestID: requestID)
             }
             exchange.record.bytesIn = body.count
         }
-        let target = call.target(body: body, streamedBody: streamedBody, key: key)
+        let target = call.target(for: exchange, body: body, streamedBody: streamedBody, key: key)
 
         var isTrial = false
         if let breaker = upstream.breaker {
