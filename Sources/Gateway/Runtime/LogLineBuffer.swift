@@ -11,8 +11,13 @@ struct LogLineBuffer {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Appends a literal as it is.
+    mutating func append(_ literal: StaticString) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
     /// Appends `text` as it is.
-    mutating func append(_ text: String) {
+    mutating func append(text: String) {
         if text.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
             bytes.append(contentsOf: text.utf8)
         }
@@ -21,7 +26,7 @@ struct LogLineBuffer {
     /// Appends `text` as a JSON string literal; text with nothing to escape is copied as it is.
     mutating func appendQuoted(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
-        append(ErrorBody.escape(text))
+        append(text: ErrorBody.escape(text))
         bytes.append(UInt8(ascii: "\""))
     }
 
