@@ -1,29 +1,7 @@
-import Logging
-
-/// One request's access-log line, handed to swift-log as the metadata of an `access` event: the gateway's handler
-/// (``JSONLogHandler``) writes it as one flat JSON object (or one text line), with the fields in a fixed order; any
-/// other handler sees it as a text line.
-struct AccessLogLine: CustomStringConvertible, Sendable {
-    /// The metadata key the line travels under.
-    static let metadataKey = "access"
-
+/// One request's access-log line, written by the gateway's swift-log handler (``JSONLogHandler/write(_:)``) as one
+/// flat JSON object (or one text line), with the fields in a fixed order.
+struct AccessLogLine: Sendable {
     let record: AccessRecord
-
-    var description: String { text() }
-
-    /// The event's metadata: this line alone.
-    var metadata: Logger.Metadata { [Self.metadataKey: .stringConvertible(self)] }
-
-    /// The line an `access` event carries, if `event` is one.
-    static func carried(by event: LogEvent) -> AccessLogLine? {
-        guard case .stringConvertible(let value)? = event.metadata?[metadataKey] else { return nil }
-        return value as? AccessLogLine
-    }
-
-    /// The access log's JSON line.
-    func json() -> String {
-        String(decoding: jsonBytes(), as: UTF8.self)
-    }
 
     /// The access log's JSON line as UTF-8, built in one reserved buffer (no intermediate strings).
     func jsonBytes() -> [UInt8] {

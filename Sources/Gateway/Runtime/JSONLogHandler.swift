@@ -26,15 +26,6 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        if let access = AccessLogLine.carried(by: event) {
-            // The access log's line: its fields at the top level, in a fixed order, without the logger's metadata.
-            if settings.json {
-                access.jsonBytes().withUnsafeBufferPointer { sink.write(bytes: $0) }
-            } else {
-                sink.write(access.text())
-            }
-            return
-        }
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { $1 } }
         let timestamp = JSONLogHandler.timestamp()
@@ -48,6 +39,17 @@ public struct JSONLogHandler: LogHandler {
         } else {
             let rendered = fields.keys.sorted().map { "\($0)=\(redactor.shouldRedact(name: $0) ? HeaderRedactor.placeholder : "\(fields[$0]!)")" }
             sink.write("\(timestamp) \(event.level.rawValue) \(event.message) \(rendered.joined(separator: " "))")
+        }
+    }
+
+    /// Writes an access-log line: its fields at the top level, in a fixed order, without the logger's metadata, at
+    /// any level. ``Telemetry`` calls it directly rather than through a `Logger`, whose metadata dictionary, boxed
+    /// value and cast back cost about 0.5 µs of CPU per request.
+    func write(_ access: AccessLogLine) {
+        if settings.json {
+            access.jsonBytes().withUnsafeBufferPointer { sink.write(bytes: $0) }
+        } else {
+            sink.write(access.text())
         }
     }
 

@@ -1,6 +1,5 @@
 import Foundation
 import CoreMetrics
-import Logging
 import NetCore
 import Prometheus
 import Synchronization
@@ -48,8 +47,9 @@ public final class Telemetry: Sendable {
     let sink: LogSink
     /// Whether the access log is written, and as JSON or text (reloadable).
     let settings: LogSettings
-    /// The access log's logger. `logging.access_log` alone turns it on or off: `logging.level` does not hide it.
-    private let accessLogger: Logger
+    /// The access log's swift-log handler, called directly (see ``JSONLogHandler/write(_:)``). `logging.access_log`
+    /// alone turns the access log on or off: `logging.level` does not hide it.
+    private let accessHandler: JSONLogHandler
     /// The per-route metric handles, made on a route's (and status's) first request: making them again costs string
     /// work and a registry lock per request.
     private let metrics: Mutex<MetricHandles> = Mutex(MetricHandles())
@@ -59,9 +59,7 @@ public final class Telemetry: Sendable {
         self.metricsFactory = GatewayMetricsFactory(registry: registry)
         self.sink = sink
         self.settings = settings
-        var accessLogger = Logger(label: "moya-gateway.access") { _ in JSONLogHandler(sink: sink, settings: settings) }
-        accessLogger.logLevel = .trace
-        self.accessLogger = accessLogger
+        self.accessHandler = JSONLogHandler(sink: sink, settings: settings)
         Meter(label: Metric.lastReloadSuccessful, factory: metricsFactory).set(1.0)
     }
 
@@ -100,8 +98,7 @@ public final class Telemetry: Sendable {
                                 factory: factory).increment()
         }
         guard settings.accessLog else { return }
-        let line = AccessLogLine(record: record)
-        accessLogger.info("access", metadata: line.metadata)
+        accessHandler.write(AccessLogLine(record: record))
     }
 
     /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which
