@@ -40,9 +40,17 @@ extension Endpoint {
 
     /// The origin-form target of `url` when it is `prefix` followed by `/` and no fragment; nil otherwise.
     private static func target(of url: String, after prefix: String) -> String? {
-        guard url.utf8.starts(with: prefix.utf8) else { return nil }
-        let rest = url.utf8.dropFirst(prefix.utf8.count)
-        guard rest.first == UInt8(ascii: "/"), !rest.contains(UInt8(ascii: "#")) else { return nil }
-        return String(Substring(rest))
+        // `withUTF8` makes either string contiguous first if it is not (bridged), so one path covers every string.
+        var url = url
+        var prefix = prefix
+        return url.withUTF8 { url in
+            prefix.withUTF8 { prefix -> String? in
+                guard url.count > prefix.count, let urlStart = url.baseAddress, let prefixStart = prefix.baseAddress,
+                      memcmp(urlStart, prefixStart, prefix.count) == 0 else { return nil }
+                let rest = UnsafeBufferPointer(rebasing: url[prefix.count...])
+                guard rest[0] == UInt8(ascii: "/"), !rest.contains(UInt8(ascii: "#")) else { return nil }
+                return String(decoding: rest, as: UTF8.self)
+            }
+        }
     }
 }
