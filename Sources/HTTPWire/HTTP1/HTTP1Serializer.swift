@@ -86,7 +86,9 @@ public enum HTTP1Serializer {
         name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]
     ) -> Bool {
         guard HTTP1Grammar.isToken(name) else { return false }
-        for byte in value where !HTTP1Grammar.isFieldValueByte(byte) { return false }
+        if let base = value.baseAddress, !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count) {
+            return false
+        }
         buffer.reserveCapacity(buffer.count + name.count + value.count + 4)
         buffer.append(contentsOf: name)
         buffer.append(HTTP1Grammar.colon)
