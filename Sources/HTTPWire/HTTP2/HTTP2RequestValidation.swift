@@ -2,8 +2,34 @@
 /// (so the result does not depend on what a given libnghttp2 version enforces), and the HTTP/2 → HTTP/1.1
 /// conversion.
 enum HTTP2Validation {
-    /// Connection-specific fields forbidden in HTTP/2 (RFC 9113 §8.2.2).
-    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+    /// Whether the lower-case field name `name` is a connection-specific field, forbidden in HTTP/2 (RFC 9113 §8.2.2):
+    /// `connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`. By length, then by comparison:
+    /// no hashing per field.
+    static func isConnectionSpecific(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 7: return name == "upgrade"
+        case 10: return name == "connection" || name == "keep-alive"
+        case 16: return name == "proxy-connection"
+        case 17: return name == "transfer-encoding"
+        default: return false
+        }
+    }
+
+    /// `name` with its ASCII letters lower-cased, and the same string when it has none in upper case (the rule in
+    /// HTTP/2, and usual in HTTP/1.1): field names are ASCII tokens, so other bytes are left as they are for the
+    /// name's validation to refuse. Unlike `lowercased()`, no Unicode case mapping and no new string for most names.
+    static func lowercasedName(_ name: String) -> String {
+        let utf8 = name.utf8
+        guard utf8.contains(where: { $0 &- 0x41 < 26 }) else { return name }
+        return String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            var index = 0
+            for byte in utf8 {
+                buffer[index] = byte &- 0x41 < 26 ? byte | 0x20 : byte
+                index += 1
+            }
+            return index
+        }
+    }
 
     /// `tchar` from RFC 9110 §5.6.2.
     static func isTokenByte(_ byte: UInt8) -> Bool {
@@ -99,7 +125,7 @@ enum HTTP2Validation {
             // A valid name has no uppercase letters: it is its own lowercased form.
             guard isValidName(name.utf8) else { return .failure(.init("invalid field name")) }
             guard isValidValue(value.utf8) else { return .failure(.init("invalid value in \(name)")) }
-            if connectionSpecific.contains(name) { return .failure(.init("connection-specific field \(name)")) }
+            if isConnectionSpecific(name) { return .failure(.init("connection-specific field \(name)")) }
             if name == "te" && !value.equalsIgnoringASCIICase("trailers") {
                 return .failure(.init("te other than trailers"))
             }
@@ -143,7 +169,7 @@ enum HTTP2Validation {
         var headers = HTTPHeaders()
         for (name, value) in fields {
             guard isValidName(name.utf8), isValidValue(value.utf8) else { return nil }
-            if connectionSpecific.contains(name) || name == "te" { return nil }
+            if isConnectionSpecific(name) || name == "te" { return nil }
             headers.add(name: name, value: value)
         }
         return headers
@@ -197,8 +223,8 @@ extension HTTP2RequestHead {
             guard HTTP2Validation.isValidValue(field.value.utf8) || field.value.isEmpty else {
                 throw RequestError("invalid field value")
             }
-            let lower = field.name.lowercased()
-            if lower == "host" || lower == "te" || HTTP2Validation.connectionSpecific.contains(lower) { continue }
+            let lower = HTTP2Validation.lowercasedName(field.name)
+            if lower == "host" || lower == "te" || HTTP2Validation.isConnectionSpecific(lower) { continue }
             if lower == "cookie" {
                 cookies.append(field.value)
                 if !cookieInserted {

@@ -424,8 +424,8 @@ public final class HTTP2Session {
             ? Set(headers.tokens(name: "connection").map { $0.lowercased() }) : []
         out.reserveCapacity(out.count + headers.count)
         for field in headers {
-            let name = field.name.lowercased()
-            if HTTP2Validation.connectionSpecific.contains(name) || nominated.contains(name) { continue }
+            let name = HTTP2Validation.lowercasedName(field.name)
+            if HTTP2Validation.isConnectionSpecific(name) || (!nominated.isEmpty && nominated.contains(name)) { continue }
             if name == "host" && isRequest { continue }
             if name == "te" && !(isRequest && field.value.equalsIgnoringASCIICase("trailers")) { continue }
             guard isSafe(name: name, value: field.value, pseudo: false) else { continue }
@@ -628,7 +628,7 @@ public final class HTTP2Session {
                 continue
             }
             guard HTTP2Validation.isValidName(name.utf8), HTTP2Validation.isValidValue(value.utf8) || value.isEmpty,
-                  !HTTP2Validation.connectionSpecific.contains(name) else {
+                  !HTTP2Validation.isConnectionSpecific(name) else {
                 reject(stream, code: .protocolError)
                 return
             }

@@ -74,4 +74,24 @@ import Testing
         #expect(h2.scheme == "http")
         #expect(!h2.headers.contains(name: "host"))
     }
+
+    /// Field names are lower-cased byte by byte for ASCII letters only; a name already in lower case comes back as is.
+    @Test func namesAreLowerCasedAsASCII() {
+        #expect(HTTP2Validation.lowercasedName("Content-Type") == "content-type")
+        #expect(HTTP2Validation.lowercasedName("x-request-id") == "x-request-id")
+        #expect(HTTP2Validation.lowercasedName("X-A-LONG-HEADER-NAME-PAST-FIFTEEN") == "x-a-long-header-name-past-fifteen")
+        #expect(HTTP2Validation.lowercasedName("@[`{AZaz09") == "@[`{azaz09", "only A-Z change")
+        #expect(HTTP2Validation.lowercasedName("É-X") == "É-x", "non-ASCII bytes stay for validation to refuse")
+        #expect(!HTTP2Validation.isValidName(HTTP2Validation.lowercasedName("É-X").utf8))
+        #expect(HTTP2Validation.lowercasedName("") == "")
+    }
+
+    @Test func connectionSpecificFieldsAreKnownByName() {
+        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
+            #expect(HTTP2Validation.isConnectionSpecific(name), "\(name)")
+        }
+        for name in ["te", "host", "connections", "keep-alivE", "upgrades", "x-connection", "", "content-type"] {
+            #expect(!HTTP2Validation.isConnectionSpecific(name), "\(name)")
+        }
+    }
 }
