@@ -277,13 +277,12 @@ public final class HTTPClient: Sendable {
             loopIndex = group.loops.firstIndex { $0 === next } ?? 0
         }
         let loop = group.loops[loopIndex]
-        let deadlineNanos = deadline.map { instant -> UInt64 in
-            let remaining = ContinuousClock.now.duration(to: instant)
-            return EventLoop.now() &+ remaining.nanoseconds
-        }
+        // One reading of the loop's clock serves as the exchange's start and as the base of its deadline.
+        let now = EventLoop.now()
+        let deadlineNanos = deadline.map { instant in now &+ ContinuousClock.now.duration(to: instant).nanoseconds }
         let exchange = HTTPClientExchange(
             request: request, body: body, streamedBody: streamedBody, progress: progress,
-            configuration: configuration, loop: loop, deadline: deadlineNanos, client: self)
+            configuration: configuration, loop: loop, startedAt: now, deadline: deadlineNanos, client: self)
         return PreparedExchange(exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
                                 addresses: addresses)
     }

@@ -32,7 +32,8 @@ final class HTTPClientExchange {
     private let responseTimeout: Duration?
     private let decompression: HTTPClient.Configuration.Decompression?
     let loop: EventLoop
-    let startedAt = EventLoop.now()
+    /// When the exchange was made (``EventLoop/now()``): its timings count from here.
+    let startedAt: UInt64
     let deadline: UInt64?
     @exclusivity(unchecked) private var delivery: Delivery?
     /// Streamed delivery: the body handed to the caller, until it ends.
@@ -99,8 +100,8 @@ final class HTTPClientExchange {
     /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
     /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
     init(request: HTTPClientRequest, body: [UInt8], streamedBody: StreamedRequestBody?,
-         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop, deadline: UInt64?,
-         client: AnyObject? = nil) {
+         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop,
+         startedAt: UInt64, deadline: UInt64?, client: AnyObject? = nil) {
         self.client = client
         self.request = request
         self.bodyLength = streamedBody.map { $0.length } ?? Int64(body.count)
@@ -111,6 +112,7 @@ final class HTTPClientExchange {
         self.responseTimeout = configuration.responseTimeout
         self.decompression = configuration.decompression
         self.loop = loop
+        self.startedAt = startedAt
         self.deadline = deadline
         if let report = progress.upload, streamedBody != nil || !body.isEmpty {
             upload = UploadProgress(callback: report, total: streamedBody.map { $0.length } ?? Int64(body.count))
