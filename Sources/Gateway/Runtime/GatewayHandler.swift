@@ -337,8 +337,9 @@ final class GatewayHandler: HTTPServerHandler {
             if let transport = response.transportHeaders {
                 headers = ProxyHeaders.downstream(from: transport, received: response.transportVersion ?? .http1_1,
                                                   requestID: requestID)
-            } else if let stubHeaders = call.upstream.stubHeaders {
-                headers = ProxyHeaders.downstream(from: stubHeaders, requestID: requestID)
+            } else if var stubHeaders = call.upstream.stubResponseHeaders {
+                stubHeaders.add(name: "X-Request-Id", value: requestID)
+                headers = stubHeaders
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
             }

@@ -146,6 +146,13 @@ enum ProxyHeaders {
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
     /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
     static func downstream(from upstream: HTTPHeaders, received version: HTTPVersion = .http1_1, requestID: String) -> HTTPHeaders {
+        var headers = downstream(from: upstream, received: version)
+        headers.add(name: "X-Request-Id", value: requestID)
+        return headers
+    }
+
+    /// The same without the request id, which goes last: a stub's, made once per upstream.
+    static func downstream(from upstream: HTTPHeaders, received version: HTTPVersion = .http1_1) -> HTTPHeaders {
         let listed = connectionListed(in: upstream)
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count + 2)
@@ -154,7 +161,6 @@ enum ProxyHeaders {
             headers.add(name: field.name, value: field.value)
         }
         headers.add(name: "Via", value: via(version))
-        headers.add(name: "X-Request-Id", value: requestID)
         return headers
     }
 

@@ -14,8 +14,9 @@ final class UpstreamProvider: Sendable {
     let provider: MoyaProvider<MultiTarget>
     let client: HTTPClient?
     private let latency: StubLatencySampler?
-    /// A stub upstream's response headers, as configured (answers from the stub carry no transport head).
-    let stubHeaders: HTTPWire.HTTPHeaders?
+    /// A stub upstream's response headers as the client gets them, all but the request id (see
+    /// ``ProxyHeaders/downstream(from:received:)``): made once, since answers from the stub carry no transport head.
+    let stubResponseHeaders: HTTPWire.HTTPHeaders?
     /// A stub upstream's body, as an array made once (its answers carry it as `Data`).
     private let stubBody: [UInt8]?
     /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
@@ -83,7 +84,9 @@ final class UpstreamProvider: Sendable {
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)
         self.latency = sampler
-        self.stubHeaders = stub.map { stub in HTTPWire.HTTPHeaders(stub.headers.map { ($0.name, $0.value) }) }
+        self.stubResponseHeaders = stub.map { stub in
+            ProxyHeaders.downstream(from: HTTPWire.HTTPHeaders(stub.headers.map { ($0.name, $0.value) }))
+        }
         self.stubBody = stub?.body
         // One closure for every endpoint of this upstream, rather than one made per request.
         let sampleResponse: Endpoint.SampleResponseClosure = {
