@@ -115,7 +115,7 @@ final class HTTPClientExchange {
         self.startedAt = startedAt
         self.deadline = deadline
         if let report = progress.upload, streamedBody != nil || !body.isEmpty {
-            upload = UploadProgress(callback: report, total: streamedBody.map { $0.length } ?? Int64(body.count))
+            upload = UploadProgress(callback: report, total: bodyLength)
         }
     }
 

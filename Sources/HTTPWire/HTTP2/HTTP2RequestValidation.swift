@@ -20,11 +20,11 @@ enum HTTP2Validation {
     /// name's validation to refuse. Unlike `lowercased()`, no Unicode case mapping and no new string for most names.
     static func lowercasedName(_ name: String) -> String {
         let utf8 = name.utf8
-        guard utf8.contains(where: { $0 &- 0x41 < 26 }) else { return name }
+        guard utf8.contains(where: { HTTP1Grammar.lowercased($0) != $0 }) else { return name }
         return String(unsafeUninitializedCapacity: utf8.count) { buffer in
             var index = 0
             for byte in utf8 {
-                buffer[index] = byte &- 0x41 < 26 ? byte | 0x20 : byte
+                buffer[index] = HTTP1Grammar.lowercased(byte)
                 index += 1
             }
             return index
