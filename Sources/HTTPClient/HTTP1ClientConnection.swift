@@ -8,7 +8,11 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     let connection: Connection
     unowned let pool: HTTPOriginPool
     @exclusivity(unchecked) private var parser: HTTP1ResponseParser
-    @exclusivity(unchecked) private(set) var exchange: HTTPClientExchange?
+    /// The exchange under way. The exchange points back here while it runs (``HTTPClientExchange/http1Connection``):
+    /// that reference is dropped as soon as this one is, which breaks the cycle.
+    @exclusivity(unchecked) private(set) var exchange: HTTPClientExchange? {
+        didSet { if let oldValue, oldValue !== exchange { oldValue.http1Connection = nil } }
+    }
     @exclusivity(unchecked) private(set) var isActive = false
     @exclusivity(unchecked) private(set) var reusable = true
     @exclusivity(unchecked) private(set) var exchangesServed = 0
@@ -39,8 +43,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.pool = pool
         self.parser = HTTP1ResponseParser(limits: limits)
         self.reuseLimit = idleTimeout.nanoseconds
-        connectTimer = connection.loop.schedule(after: connectTimeout) { [weak self] in
-            guard let self, !self.isActive else { return }
+        // The timers hold the connection strongly: it cancels them once active and when it closes, which drops the
+        // closures. A weak capture would give the connection a side table, slowing each retain and release of it.
+        connectTimer = connection.loop.schedule(after: connectTimeout) { [self] in
+            guard !isActive else { return }
             // Through the close, so the pool may pass the exchange on to the name's next address.
             self.reusable = false
             self.connection.close(error: HTTPClientError.connectTimeout)
@@ -119,9 +125,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         if responseTimer != nil && responseTimerDue <= due { return }
         responseTimer?.cancel()
         responseTimerDue = due
-        responseTimer = connection.loop.schedule(atNanoseconds: due) { [weak self] in
-            self?.responseTimerFired()
-        }
+        responseTimer = connection.loop.schedule(atNanoseconds: due) { [self] in responseTimerFired() }
     }
 
     /// The response timer fired: the exchange at hand, if its response is not complete, times out, or waits on when
