@@ -42,7 +42,8 @@ final class UpstreamProvider: Sendable {
         self.breaker = breaker
         self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
         self.logsExchanges = exchangeLogger != nil
-        self.answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
+        let answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
+        self.answersInstantly = answersInstantly
         self.isStub = upstream.isStub
         self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil
         var plugins: [PluginType] = [ForwardingHeadersPlugin()]
@@ -94,7 +95,7 @@ final class UpstreamProvider: Sendable {
         }
         provider = MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
-                guard let target = multi.target as? GatewayTarget else { return MoyaProvider.defaultEndpointMapping(for: multi) }
+                guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
                 return Endpoint(url: target.urlString, sampleResponseClosure: sampleResponse,
@@ -114,7 +115,9 @@ final class UpstreamProvider: Sendable {
                 }
             },
             stubClosure: { _ in
-                guard stub != nil, let sampler else { return .never }
+                // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
+                guard let sampler else { return .never }
+                if answersInstantly { return .immediate }
                 let delay = sampler.nextDelay()
                 return delay <= 0 ? .immediate : .delayed(seconds: delay)
             },
@@ -149,8 +152,9 @@ final class UpstreamProvider: Sendable {
 }
 
 /// A stub upstream's two answers, built once: `HTTPURLResponse` creation (URL parsing, header dictionaries) is too
-/// costly to repeat per request. Their URL is the stub's, not the request's.
-private struct StubSamples: @unchecked Sendable {
+/// costly to repeat per request. Their URL is the stub's, not the request's. A class, so that the closure answering
+/// each request holds one reference rather than copying both answers.
+private final class StubSamples: @unchecked Sendable {
     let normal: EndpointSampleResponse
     let failing: EndpointSampleResponse
 
