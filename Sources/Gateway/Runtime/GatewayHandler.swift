@@ -29,7 +29,7 @@ final class GatewayHandler: HTTPServerHandler {
         let started = ContinuousClock.now
         let routed = snapshot.routes.route(request.head)
         guard case .matched(let route, _, _) = routed, !route.config.coalesce,
-              snapshot.providers[route.upstream.name]?.answersInstantly == true else { return nil }
+              snapshot.runtime(of: route)?.provider?.answersInstantly == true else { return nil }
         var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs, started: started)
         switch prepare(&exchange, routed: routed) {
         case .answer(let response):
@@ -208,9 +208,11 @@ final class GatewayHandler: HTTPServerHandler {
             route = matched
             upstreamPath = path
         }
+        let runtime = exchange.snapshot.runtime(of: route)
         exchange.record.route = route.name
         exchange.record.upstream = route.upstream.name
         exchange.record.upstreamPath = upstreamPath
+        exchange.record.routeMetrics = runtime?.metrics
 
         var clientName: String?
         let apiKeys = exchange.snapshot.config.clients?.apiKeys
@@ -224,7 +226,7 @@ final class GatewayHandler: HTTPServerHandler {
         if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
             return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
         }
-        if let limit = route.config.rateLimit, let limiter = exchange.snapshot.rateLimiters[route.name] {
+        if let limit = route.config.rateLimit, let limiter = runtime?.rateLimiter {
             let caller = limit.by == .route ? "" : clientName ?? callerAddress(exchange)
             if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
                 exchange.record.upstreamError = "rate limited"
@@ -232,7 +234,7 @@ final class GatewayHandler: HTTPServerHandler {
                 return .answer(errorResponse(.tooManyRequests, requestID: requestID, extra: ["Retry-After": RetryAfter.value(wait)]))
             }
         }
-        guard let upstream = exchange.snapshot.providers[route.upstream.name] else {
+        guard let upstream = runtime?.provider else {
             return .answer(errorResponse(.badGateway, requestID: requestID))
         }
         exchange.record.stubbed = upstream.isStub

@@ -51,14 +51,36 @@ final class GatewaySnapshot: Sendable {
         }
         self.rateLimiters = rateLimiters
         self.telemetry = telemetry
+        var routeRuntimes = [RouteRuntime?](repeating: nil, count: config.routes.count)
+        for route in routes.routes where routeRuntimes.indices.contains(route.declarationIndex) {
+            routeRuntimes[route.declarationIndex] = RouteRuntime(
+                provider: providers[route.upstream.name], rateLimiter: rateLimiters[route.name],
+                metrics: telemetry.routeMetrics(route: route.name, upstream: route.upstream.name))
+        }
+        self.routeRuntimes = routeRuntimes
         hasInstantStubs = routes.routes.contains { route in
             !route.config.coalesce && providers[route.upstream.name]?.answersInstantly == true
         }
     }
 
+    /// What a routed request needs of its route, by its position in the file (see ``runtime(of:)``).
+    private let routeRuntimes: [RouteRuntime?]
+
+    /// What a request routed to `route` (one of ``routes``) needs of it, found without a lookup by name.
+    func runtime(of route: CompiledRoute) -> RouteRuntime? {
+        routeRuntimes.indices.contains(route.declarationIndex) ? routeRuntimes[route.declarationIndex] : nil
+    }
+
     /// Whether some route can be answered by a stub without latency from the event loop (see
     /// `GatewayHandler.respondImmediately(to:)`); when none can, requests are not routed for it first.
     let hasInstantStubs: Bool
+}
+
+/// One route's share of a snapshot: its upstream's provider, its rate limiter and its metric handles.
+struct RouteRuntime: Sendable {
+    let provider: UpstreamProvider?
+    let rateLimiter: RateLimiter?
+    let metrics: RouteMetrics
 }
 
 /// The current snapshot, swapped atomically on reload.

@@ -29,6 +29,8 @@ struct AccessRecord: Sendable {
     var clientAddress: String?
     /// The API client's name, when the caller presented a known key (never the key).
     var client: String?
+    /// The routed request's metric handles (`nil` before routing: those are counted under route `none`).
+    var routeMetrics: RouteMetrics?
 
     init(requestID: String, method: String, path: String, bytesIn: Int) {
         self.requestID = requestID
@@ -50,8 +52,8 @@ public final class Telemetry: Sendable {
     /// The access log's swift-log handler, called directly (see ``JSONLogHandler/write(_:)``). `logging.access_log`
     /// alone turns the access log on or off: `logging.level` does not hide it.
     private let accessHandler: JSONLogHandler
-    /// The per-route metric handles, made on a route's (and status's) first request: making them again costs string
-    /// work and a registry lock per request.
+    /// The metric handles of requests without a route (see ``AccessRecord/routeMetrics``), made on first use:
+    /// making them again costs string work and a registry lock per request.
     private let metrics: Mutex<MetricHandles> = Mutex(MetricHandles())
 
     public init(registry: PrometheusCollectorRegistry, sink: LogSink, settings: LogSettings) {
@@ -68,16 +70,32 @@ public final class Telemetry: Sendable {
         let route = record.route ?? "none"
         // The upstream's own time, once per network call (a follower's timings are its leader's).
         let upstream = record.upstreamFirstByte != nil && record.coalesced != "follower" ? record.upstream : nil
+        let (requests, timer, upstreamTimer) = record.routeMetrics?.handles(status: record.status, upstreamTimed: upstream != nil)
+            ?? cachedHandles(route: route, status: record.status, upstream: upstream)
+        requests.increment()
+        timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
+        if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
+        if record.coalesced != "no" {
+            CoreMetrics.Counter(label: Metric.coalesced, dimensions: [("route", route), ("role", record.coalesced)],
+                                factory: metricsFactory).increment()
+        }
+        guard settings.accessLog else { return }
+        accessHandler.write(AccessLogLine(record: record))
+    }
+
+    /// The handles for a request without ``AccessRecord/routeMetrics`` (one refused before routing), from the cache.
+    private func cachedHandles(route: String, status: Int, upstream: String?)
+        -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?) {
         let factory = metricsFactory
-        let (requests, timer, upstreamTimer) = metrics.withLock { cache -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?) in
-            let key = RequestMetricKey(route: route, status: record.status)
+        return metrics.withLock { cache in
+            let key = RequestMetricKey(route: route, status: status)
             let counter: CoreMetrics.Counter
             let timer: CoreMetrics.Timer
             if let existing = cache.requests[key], let known = cache.durations[route] {
                 (counter, timer) = (existing, known)
             } else {
                 counter = cache.requests[key] ?? CoreMetrics.Counter(
-                    label: Metric.requests, dimensions: [("route", route), ("status", String(record.status))], factory: factory)
+                    label: Metric.requests, dimensions: [("route", route), ("status", String(status))], factory: factory)
                 timer = cache.durations[route] ?? CoreMetrics.Timer(label: Metric.duration, dimensions: [("route", route)],
                                                                     factory: factory)
                 cache.requests[key] = counter
@@ -90,15 +108,11 @@ public final class Telemetry: Sendable {
             cache.upstreamFirstByte[upstream] = upstreamTimer
             return (counter, timer, upstreamTimer)
         }
-        requests.increment()
-        timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
-        if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
-        if record.coalesced != "no" {
-            CoreMetrics.Counter(label: Metric.coalesced, dimensions: [("route", route), ("role", record.coalesced)],
-                                factory: factory).increment()
-        }
-        guard settings.accessLog else { return }
-        accessHandler.write(AccessLogLine(record: record))
+    }
+
+    /// Metric handles for a routed request of `route` (to `upstream`); see ``RouteMetrics``.
+    func routeMetrics(route: String, upstream: String) -> RouteMetrics {
+        RouteMetrics(route: route, upstream: upstream, factory: metricsFactory)
     }
 
     /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which

@@ -61,6 +61,28 @@ import Testing
         #expect(text.contains("# HELP moya_gateway_config_last_reload_successful 1 when the last reload was taken"))
     }
 
+    @Test func aRoutedRequestCountsThroughItsRoutesHandlesAndAReloadsHandlesCountOn() throws {
+        let harness = try Harness(LoggingConfig())
+        var record = Self.record()
+        record.routeMetrics = harness.telemetry.routeMetrics(route: "users", upstream: "users-api")
+        harness.telemetry.record(record)
+        record.status = 404
+        harness.telemetry.record(record)
+        // A follower's timings are its leader's: no first-byte sample of its own.
+        record.coalesced = "follower"
+        harness.telemetry.record(record)
+        // After a reload the snapshot has new handles for the same route: the same metrics go on counting.
+        record = Self.record()
+        record.routeMetrics = harness.telemetry.routeMetrics(route: "users", upstream: "users-api")
+        harness.telemetry.record(record)
+        let text = harness.metrics
+        #expect(text.contains(#"moya_gateway_requests_total{route="users",status="200"} 2"#))
+        #expect(text.contains(#"moya_gateway_requests_total{route="users",status="404"} 2"#))
+        #expect(text.contains(#"moya_gateway_request_duration_seconds_count{route="users"} 4"#))
+        #expect(text.contains(#"moya_gateway_upstream_first_byte_seconds_count{upstream="users-api"} 3"#))
+        #expect(text.contains(#"moya_gateway_coalesced_requests_total{route="users",role="follower"} 1"#))
+    }
+
     @Test func anyCounterMadeWithTheFactoryIsExported() throws {
         let harness = try Harness(LoggingConfig())
         let factory = harness.telemetry.metricsFactory
