@@ -19,7 +19,7 @@ extension Endpoint {
         default: return nil
         }
         var headers = HTTPWire.HTTPHeaders()
-        if let fields = httpHeaderFields {
+        if let fields = httpHeaderFields, !fields.isEmpty {
             headers.reserveCapacity(fields.count + 2)
             for (name, value) in fields.sorted(by: { $0.key < $1.key })
             where omittedHeader.map({ !name.equalsIgnoringASCIICase($0) }) ?? true {
