@@ -23,11 +23,17 @@ struct HTTP1FieldSectionReader: Sendable {
 
     init() {}
 
-    /// Readies the reader for the next message's section; the strings it may reuse are kept.
+    /// Readies the reader for the next message's section; the strings it may reuse are kept. Resets every stored
+    /// property but ``interner`` in place (a fresh reader assigned over this one cost a copy of the interner and a
+    /// release of every field).
     mutating func reset() {
-        let interner = self.interner
-        self = HTTP1FieldSectionReader()
-        self.interner = interner
+        headers = HTTPHeaders()
+        hostValues = FramingFieldValues()
+        contentLengthValues = FramingFieldValues()
+        transferEncodingValues = FramingFieldValues()
+        transferEncodingHadTrailingWhitespace = false
+        sectionBytes = 0
+        scanned = 0
     }
 
     /// Consumes complete field lines from `buffer` until the empty line (`.complete`), a malformed line or a limit
@@ -37,13 +43,8 @@ struct HTTP1FieldSectionReader: Sendable {
     mutating func read(
         _ buffer: inout HTTP1ByteBuffer, maxBytes: Int, maxFields: Int, sizeStatus: Int
     ) -> Step {
-        // Moved out rather than copied, so the field list's storage stays uniquely referenced while fields are added
-        // (no copy on write).
-        var reader = HTTP1FieldSectionReader()
-        swap(&reader, &self)
-        defer { swap(&reader, &self) }
         let (step, consumed) = buffer.withReadableBytes { bytes in
-            reader.readLines(bytes, maxBytes: maxBytes, maxFields: maxFields, sizeStatus: sizeStatus)
+            readLines(bytes, maxBytes: maxBytes, maxFields: maxFields, sizeStatus: sizeStatus)
         }
         buffer.consume(consumed)
         return step
