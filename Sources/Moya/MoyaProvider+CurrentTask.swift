@@ -102,7 +102,8 @@ extension MoyaProvider {
         let stubBehavior = stubClosure(target)
         guard let lane = transportLane, let mapped = lane.mapping(endpoint) else { return .urlRequest(stubBehavior) }
         var request: TransportRequest
-        switch mapped {
+        // Consumed, so that the plugins change the only copy of the request (no copy on write).
+        switch consume mapped {
         case .success(let built): request = built
         case .failure(let error): return .finished(.failure(error))
         }
@@ -135,7 +136,7 @@ extension MoyaProvider {
         guard let mapped = lane.mapping(endpoint) else { return nil }
         let pluginTarget: TargetType = target
         let result: Result<Moya.Response, MoyaError>
-        switch mapped {
+        switch consume mapped {
         case .success(var request):
             let (source, _) = prepare(&request, lane: lane, pluginTarget: pluginTarget)
             result = stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins, requestSource: source)
