@@ -52,6 +52,12 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
         fields.append(Field(name: name, value: value))
     }
 
+    /// Appends a field as it is (one taken from another list keeps its strings, without copying them again).
+    @inlinable
+    public mutating func add(_ field: __owned Field) {
+        fields.append(field)
+    }
+
     /// Replaces every field named `name` with one field holding `value`, at the position of the first.
     public mutating func replaceOrAdd(name: String, value: String) {
         if let first = fields.firstIndex(where: { $0.name.equalsIgnoringASCIICase(name) }) {

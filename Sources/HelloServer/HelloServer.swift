@@ -47,7 +47,7 @@ struct HelloServer {
             kept.reserveCapacity(headers.count)
             for field in headers where !hopByHop.contains(where: field.name.equalsIgnoringASCIICase) &&
                 !field.name.equalsIgnoringASCIICase(extra) {
-                kept.add(name: field.name, value: field.value)
+                kept.add(field)
             }
             return kept
         }

@@ -45,7 +45,7 @@ enum ProxyHeaders {
                     let separator = lower == "cookie" ? "; " : ", "
                     stable[name] = stable[name].map { $0 + separator + field.value } ?? field.value
                 } else {
-                    perRequest.add(name: name, value: field.value)
+                    perRequest.add(field)
                 }
                 continue
             }
@@ -57,14 +57,14 @@ enum ProxyHeaders {
                 }
                 cookie = field.value
             }
-            perRequest.add(name: name, value: field.value)
+            perRequest.add(field)
         }
         if cookieRepeated, let cookie { perRequest.replaceOrAdd(name: "Cookie", value: cookie) }
         if coalescing {
             for field in configured { stable[field.name] = field.value }
         } else {
             for field in configured where forwarding.isEmpty || !forwarding.contains(name: field.name) {
-                perRequest.add(name: field.name, value: field.value)
+                perRequest.add(field)
             }
         }
         perRequest.append(contentsOf: forwarding)
@@ -158,7 +158,7 @@ enum ProxyHeaders {
         headers.reserveCapacity(upstream.count + 2)
         for field in upstream {
             if droppedDownstream.contains(field.name) || isListed(field.name, in: listed) { continue }
-            headers.add(name: field.name, value: field.value)
+            headers.add(field)
         }
         headers.add(name: "Via", value: via(version))
         return headers

@@ -234,7 +234,7 @@ extension HTTP2RequestHead {
                 }
                 continue
             }
-            out.add(name: field.name, value: field.value)
+            out.add(field)
         }
         if cookieInserted {
             out.replaceOrAdd(name: "cookie", value: cookies.joined(separator: "; "))
