@@ -10,6 +10,15 @@ import Testing
         #expect(headers.count == 3)
     }
 
+    @Test func aFieldTakenFromAnotherListIsAppendedAsItIs() {
+        let source: HTTPHeaders = ["Server": "nginx", "Date": "Fri, 27 Nov 2026 13:07:45 GMT"]
+        var copy = HTTPHeaders()
+        for field in source where field.name != "Server" { copy.add(field) }
+        copy.add(HTTPHeaders.Field(name: "Via", value: "1.1 moya-gateway"))
+        #expect(Array(copy) == [HTTPHeaders.Field(name: "Date", value: "Fri, 27 Nov 2026 13:07:45 GMT"),
+                                HTTPHeaders.Field(name: "Via", value: "1.1 moya-gateway")])
+    }
+
     @Test func replaceOrAddCollapsesRepeats() {
         var headers: HTTPHeaders = ["X-A": "1", "B": "b", "x-a": "2"]
         headers.replaceOrAdd(name: "X-a", value: "3")
