@@ -91,7 +91,7 @@ struct HTTP1FieldSectionReader: Sendable {
         HTTP1ParseError(status: status, reason: "header section too large")
     }
 
-    private mutating func add(_ field: HTTP1Grammar.FieldLine) {
+    private mutating func add(_ field: consuming HTTP1Grammar.FieldLine) {
         switch field.kind {
         case .other:
             break
@@ -105,7 +105,8 @@ struct HTTP1FieldSectionReader: Sendable {
         }
         // Room for a typical section at once, instead of regrowing field by field.
         if headers.isEmpty { headers.reserveCapacity(16) }
-        headers.add(name: field.name, value: field.value)
+        // The line's own strings go into the list (the framing values above are the only copies).
+        headers.add(HTTPHeaders.Field(name: field.name, value: field.value))
     }
 }
 
