@@ -26,8 +26,14 @@ enum ProxyHeaders {
         -> (stable: [String: String], perRequest: HTTPHeaders) {
         let listed = connectionListed(in: client)
         var stable: [String: String] = [:]
+        // Made on the first field kept: a request whose fields are all dropped (a client sending only `Host`) sends
+        // the forwarding list itself.
         var perRequest = HTTPHeaders()
-        perRequest.reserveCapacity(client.count + configured.count + forwarding.count)
+        let capacity = client.count + configured.count + forwarding.count
+        func keep(_ field: HTTPHeaders.Field) {
+            if perRequest.isEmpty { perRequest.reserveCapacity(capacity) }
+            perRequest.add(field)
+        }
         let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
         var cookie: String?
         var cookieRepeated = false
@@ -45,7 +51,7 @@ enum ProxyHeaders {
                     let separator = lower == "cookie" ? "; " : ", "
                     stable[name] = stable[name].map { $0 + separator + field.value } ?? field.value
                 } else {
-                    perRequest.add(field)
+                    keep(field)
                 }
                 continue
             }
@@ -57,16 +63,17 @@ enum ProxyHeaders {
                 }
                 cookie = field.value
             }
-            perRequest.add(field)
+            keep(field)
         }
         if cookieRepeated, let cookie { perRequest.replaceOrAdd(name: "Cookie", value: cookie) }
         if coalescing {
             for field in configured { stable[field.name] = field.value }
         } else {
             for field in configured where forwarding.isEmpty || !forwarding.contains(name: field.name) {
-                perRequest.add(field)
+                keep(field)
             }
         }
+        if perRequest.isEmpty { return (stable, forwarding) }
         perRequest.append(contentsOf: forwarding)
         return (stable, perRequest)
     }

@@ -21,6 +21,15 @@ import Testing
                 "hop-by-hop, listed, API-key, gateway-owned and replaced Authorization fields dropped; cookies joined")
     }
 
+    @Test func aClientWhoseFieldsAreAllDroppedSendsTheForwardingFieldsAlone() {
+        let client = HTTPHeaders([("Host", "gw"), ("Connection", "keep-alive"), ("X-Request-Id", "spoof")])
+        let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: nil, configured: HTTPHeaders(), dropAuthorization: false, varyHeaders: [],
+            coalescing: false, forwarding: forwarding)
+        #expect(stable.isEmpty)
+        #expect(pairs(perRequest) == ["X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+    }
+
     @Test func configuredHeadersReplaceTheClientsAndForwardingHeadersReplaceConfiguredOnes() {
         let configured: HTTPHeaders = ["x-team": "gateway", "via": "custom", "X-Static": "s"]
         let client = HTTPHeaders([("X-Team", "client"), ("Accept", "*/*")])
