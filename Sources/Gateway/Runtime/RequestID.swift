@@ -1,6 +1,10 @@
 import Synchronization
 
-/// Makes request ids: the client's `X-Request-Id` when it is a short safe token, else a new random 128-bit hex id.
+/// Makes request ids: the client's `X-Request-Id` when it is a short safe token, else a new random id of 15 URL-safe
+/// characters (90 random bits).
+///
+/// Fifteen bytes is the most Swift keeps inline in a `String`: the id, copied into the access record, the forwarded
+/// and returned headers and error bodies, costs no allocation and no reference counting.
 enum RequestID {
     static func take(from value: String?, generator: RequestIDGenerator) -> String {
         if let value, !value.isEmpty, value.utf8.count <= 128,
@@ -10,21 +14,22 @@ enum RequestID {
         return generate(generator.next())
     }
 
-    static func generate(_ bits: (UInt64, UInt64)) -> String {
-        String(unsafeUninitializedCapacity: 32) { buffer in
-            hex(bits.0, into: buffer, at: 0)
-            hex(bits.1, into: buffer, at: 16)
-            return 32
-        }
-    }
+    /// The length of a generated id.
+    static let length = 15
 
-    /// Sixteen lower-case hex digits of `value`, zero-padded.
-    private static func hex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
-        let digits: StaticString = "0123456789abcdef"
-        for index in 0..<16 {
-            let nibble = Int((value >> UInt64(60 - 4 * index)) & 0xf)
-            buffer[offset + index] = digits.utf8Start[nibble]
+    /// An id from 90 of `bits`' 128 bits, six per character: the high 48 of the first word, then the high 42 of the
+    /// second.
+    static func generate(_ bits: (UInt64, UInt64)) -> String {
+        let alphabet: StaticString = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+        var characters: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &characters) { buffer in
+            for index in 0..<length {
+                let word = index < 8 ? bits.0 : bits.1
+                let sixBits = Int((word >> UInt64(58 - 6 * (index % 8))) & 0x3f)
+                buffer[index] = alphabet.utf8Start[sixBits]
+            }
         }
+        return withUnsafeBytes(of: &characters) { String(decoding: $0.prefix(length), as: UTF8.self) }
     }
 }
 
