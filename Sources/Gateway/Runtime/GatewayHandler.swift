@@ -304,7 +304,7 @@ final class GatewayHandler: HTTPServerHandler {
             result = await upstream.provider.requestInCurrentTask(MultiTarget(target),
                                                                   streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
-        exchange.record.retries = target.retryCount.value
+        exchange.record.retries = target.retryCount
         // A coalesced follower's answer is its leader's call: counted once.
         if let breaker = upstream.breaker, key == nil || target.wasSent || isTrial {
             let outcome = UpstreamCircuit.outcome(of: result, cancelled: _Concurrency.Task<Never, Never>.isCancelled

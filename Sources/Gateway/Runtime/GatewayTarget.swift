@@ -35,8 +35,9 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let deadline: ContinuousClock.Instant?
     /// The route's retry policy, if any (see ``RouteRetryPlugin``).
     let retries: RouteConfig.Retries?
-    /// Counts the retries ``RouteRetryPlugin`` decided for this request (for the access log).
-    let retryCount = RetryCount()
+    /// The retries ``RouteRetryPlugin`` decided for this request (for the access log); held inline, not in an object
+    /// of its own.
+    private let retriesDecided = Atomic<Int>(0)
     /// Set when this target's own request is prepared for sending (``ForwardingHeadersPlugin``): a coalesced caller
     /// whose target was never sent was answered with another caller's response (a follower).
     private let sent = Atomic<Bool>(false)
@@ -89,6 +90,12 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     /// The full upstream URL.
     var urlString: String { origin + upstreamTarget }
 
+    /// How many times the request was sent again.
+    var retryCount: Int { retriesDecided.load(ordering: .relaxed) }
+
+    /// Counts a retry ``RouteRetryPlugin`` decided.
+    func countRetry() { retriesDecided.add(1, ordering: .relaxed) }
+
     /// Records that the request built from this target is being sent (see ``wasSent``).
     func markSent() { sent.store(true, ordering: .relaxed) }
 
@@ -124,13 +131,4 @@ extension GatewayTarget {
         guard Opened.self == GatewayTarget.self else { return nil }
         return withUnsafePointer(to: target) { UnsafeRawPointer($0).load(as: GatewayTarget.self) }
     }
-}
-
-/// How many times a request was sent again; shared between the handler and ``RouteRetryPlugin``.
-final class RetryCount: Sendable {
-    private let count = Atomic<Int>(0)
-
-    var value: Int { count.load(ordering: .relaxed) }
-
-    func increment() { count.add(1, ordering: .relaxed) }
 }

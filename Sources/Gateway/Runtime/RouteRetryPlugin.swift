@@ -28,7 +28,7 @@ struct RouteRetryPlugin: TransportRetrier, TransportPlugin {
               gateway.method.isIdempotent else { return .doNotRetry }
         if let deadline = gateway.deadline, ContinuousClock.now + (retries.backoff ?? .zero) >= deadline { return .doNotRetry }
         let decision = Self.decision(retries: retries, result: result)
-        if case .retry = decision { gateway.retryCount.increment() }
+        if case .retry = decision { gateway.countRetry() }
         return decision
     }
 
