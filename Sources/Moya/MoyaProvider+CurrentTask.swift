@@ -63,7 +63,7 @@ extension MoyaProvider {
         guard case .never = stubBehavior else {
             let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
             return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
-                                    requestSource: URLRequestSource(prepared))
+                                    requestSource: RequestTypeWrapper(request: prepared))
         }
         var plan: TransferPlan
         do {
@@ -87,9 +87,9 @@ extension MoyaProvider {
     private enum TransportStep {
         /// The endpoint failed to map, or the task is cancelled.
         case finished(Result<Moya.Response, MoyaError>)
-        /// Prepared, and stubbed.
-        case stub(URLRequestSource, Moya.StubBehavior)
-        /// Prepared, to be sent.
+        /// Prepared, and stubbed; the wrapper the plugins saw is the response's request source.
+        case stub(RequestTypeWrapper, Moya.StubBehavior)
+        /// Prepared, to be sent (the outgoing request's source is the wrapper the plugins saw).
         case send(TransportOutgoing, RequestTypeWrapper)
         /// No transport lane for this endpoint: the `URLRequest` pipeline.
         case urlRequest(Moya.StubBehavior)
@@ -109,19 +109,18 @@ extension MoyaProvider {
         }
         if AsyncTask.isCancelled { return .finished(cancelledResult(pluginTarget)) }
 
-        let (source, requestType) = prepare(&request, lane: lane, pluginTarget: pluginTarget)
-        guard case .never = stubBehavior else { return .stub(source, stubBehavior) }
-        return .send(TransportOutgoing(request, source: source, streamingBodiesAbove: streamingBodiesAbove), requestType)
+        let requestType = prepare(&request, lane: lane, pluginTarget: pluginTarget)
+        guard case .never = stubBehavior else { return .stub(requestType, stubBehavior) }
+        return .send(TransportOutgoing(request, source: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
     }
 
-    /// Runs the plugins' transport `prepare` on `request`, then their `willSend`.
+    /// Runs the plugins' transport `prepare` on `request`, then their `willSend`; returns the wrapper they saw.
     private func prepare(_ request: inout TransportRequest, lane: TransportLane, pluginTarget: TargetType)
-        -> (URLRequestSource, RequestTypeWrapper) {
+        -> RequestTypeWrapper {
         for plugin in lane.plugins { plugin.prepare(&request, target: pluginTarget) }
-        let source = URLRequestSource(transport: request)
-        let requestType = RequestTypeWrapper(source: source, sessionHeaders: session.headers)
+        let requestType = RequestTypeWrapper(transport: request, sessionHeaders: session.headers)
         plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
-        return (source, requestType)
+        return requestType
     }
 
     /// The result of a request stubbed `.immediate` on the transport lane, computed synchronously: the pipeline of
@@ -138,8 +137,9 @@ extension MoyaProvider {
         let result: Result<Moya.Response, MoyaError>
         switch consume mapped {
         case .success(var request):
-            let (source, _) = prepare(&request, lane: lane, pluginTarget: pluginTarget)
-            result = stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins, requestSource: source)
+            let requestType = prepare(&request, lane: lane, pluginTarget: pluginTarget)
+            result = stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins,
+                                requestSource: requestType)
         case .failure(let error):
             result = .failure(error)
         }
@@ -148,7 +148,7 @@ extension MoyaProvider {
 
     /// A stub's result, after its delay (cancelling the task during the delay cancels the request).
     private func stubResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, behavior: Moya.StubBehavior,
-                            requestSource: URLRequestSource) async -> Result<Moya.Response, MoyaError> {
+                            requestSource: RequestTypeWrapper) async -> Result<Moya.Response, MoyaError> {
         if case .delayed(let seconds) = behavior {
             do {
                 try await AsyncTask.sleep(nanoseconds: UInt64(min(max(seconds, 0), 3600) * 1_000_000_000))

@@ -86,12 +86,12 @@ public extension MoyaProvider {
 
     /// The stubbed result (the sample response, validated), after the plugins' `didReceive`.
     func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
-        stubResult(target, pluginTarget: target, endpoint: endpoint, plugins: plugins, requestSource: URLRequestSource(request))
+        stubResult(target, pluginTarget: target, endpoint: endpoint, plugins: plugins, requestSource: RequestTypeWrapper(request: request))
     }
 
     /// `pluginTarget`: `target` as the plugins get it (see `requestInCurrentTask`).
     internal func stubResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, plugins: [PluginType],
-                             requestSource: URLRequestSource) -> Result<Moya.Response, MoyaError> {
+                             requestSource: RequestTypeWrapper) -> Result<Moya.Response, MoyaError> {
         let result: Result<Moya.Response, MoyaError>
         switch endpoint.sampleResponseClosure() {
         case .networkResponse(let statusCode, let data):

@@ -45,7 +45,7 @@ struct URLRequestOutgoing: OutgoingRequest {
         } catch {
             return .failure(TransportErrors.moyaError(for: error))
         }
-        let source = URLRequestSource(request)
+        let source = RequestTypeWrapper(request: request)
         guard let destination = plan.destination else {
             return .success(Moya.Response(transport: head, data: data, requestSource: source))
         }
@@ -88,12 +88,12 @@ struct URLRequestOutgoing: OutgoingRequest {
 /// A `TransportRequest` sent straight to the session's client; its `URLRequest` is made only if someone reads it.
 struct TransportOutgoing: OutgoingRequest {
     var request: TransportRequest
-    var source: URLRequestSource
+    var source: RequestTypeWrapper
     let streamingBodiesAbove: Int?
     /// The streamed body, if the body is a stream: it knows whether an attempt has pulled from it.
     private let bodyPulled: TrackedBodyStream?
 
-    init(_ request: TransportRequest, source: URLRequestSource, streamingBodiesAbove: Int?) {
+    init(_ request: TransportRequest, source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
         self.request = request
         self.source = source
         self.streamingBodiesAbove = streamingBodiesAbove
@@ -123,7 +123,7 @@ struct TransportOutgoing: OutgoingRequest {
 
     mutating func authorize(_ value: String) {
         request.http.headers.replaceOrAdd(name: "Authorization", value: value)
-        source = URLRequestSource(transport: request)
+        source = RequestTypeWrapper(transport: request)
     }
 
     func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
@@ -145,7 +145,7 @@ struct TransportOutgoing: OutgoingRequest {
         var replacement = TransportRequest(http: http, timeout: TransportErrors.timeout(of: request))
         replacement.deadline = self.request.deadline
         self.request = replacement
-        source = URLRequestSource(request)
+        source = RequestTypeWrapper(request: request)
     }
 }
 

@@ -62,24 +62,41 @@ public protocol RequestType {
 
 /// The `RequestType` handed to plugins: the prepared request, the session headers, and the credential a plugin
 /// supplied for an authentication challenge.
+///
+/// It is also where a response finds its `request`: one the request closure built, or one made on first use from the
+/// `TransportRequest` that was sent (most callers never ask, and building it costs URL parsing and header work). One
+/// object serves both, so a request costs one allocation for them.
 public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
-    private let storedCredential = Mutex<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
+    private enum State {
+        case made(URLRequest?)
+        case pending(TransportRequest)
+    }
 
-    private let source: URLRequestSource
+    /// An inline lock: the request is read from any thread (plugins, response consumers).
+    private let state: Mutex<UncheckedSendable<State>>
+    private let storedCredential = Mutex<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
     public let sessionHeaders: [String: String]
 
-    public var request: URLRequest? { source.request }
+    public var request: URLRequest? {
+        let current = state.withLock { state in
+            if case .pending(let transport) = state.value { state = UncheckedSendable(.made(URLRequest(transport: transport))) }
+            return state
+        }
+        guard case .made(let request) = current.value else { return nil }
+        return request
+    }
 
     /// The credential set with `authenticate`, if any.
     public var credential: URLCredential? { storedCredential.withLock { $0 }.value }
 
-    convenience init(request: URLRequest?, sessionHeaders: [String: String]) {
-        self.init(source: URLRequestSource(request), sessionHeaders: sessionHeaders)
+    init(request: URLRequest?, sessionHeaders: [String: String] = [:]) {
+        state = Mutex(UncheckedSendable(.made(request)))
+        self.sessionHeaders = sessionHeaders
     }
 
-    /// A wrapper whose `request` is made on first use.
-    init(source: URLRequestSource, sessionHeaders: [String: String]) {
-        self.source = source
+    /// A wrapper whose `request` is made from `transport` on first use.
+    init(transport: consuming TransportRequest, sessionHeaders: [String: String] = [:]) {
+        state = Mutex(UncheckedSendable(.pending(transport)))
         self.sessionHeaders = sessionHeaders
     }
 

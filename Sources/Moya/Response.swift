@@ -46,14 +46,14 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     package var streamedBody: HTTPClientStreamingResponse? { head.transport?.streamed }
 
     private let head: ResponseHead
-    private let requestSource: URLRequestSource
+    private let requestSource: RequestTypeWrapper
 
     public convenience init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
-        self.init(statusCode: statusCode, data: data, requestSource: URLRequestSource(request), response: response)
+        self.init(statusCode: statusCode, data: data, requestSource: RequestTypeWrapper(request: request), response: response)
     }
 
     /// A response whose `request` is made on first use.
-    init(statusCode: Int, data: Data, requestSource: URLRequestSource, response: HTTPURLResponse?) {
+    init(statusCode: Int, data: Data, requestSource: RequestTypeWrapper, response: HTTPURLResponse?) {
         self.statusCode = statusCode
         self.data = data
         self.requestSource = requestSource
@@ -62,7 +62,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
 
     /// A response received by the transport; its `HTTPURLResponse` (and `request`, when it came from a
     /// `TransportRequest`) is made lazily.
-    init(transport: TransportResponse, data: Data, requestSource: URLRequestSource) {
+    init(transport: TransportResponse, data: Data, requestSource: RequestTypeWrapper) {
         self.statusCode = transport.status
         self.data = data
         self.requestSource = requestSource

@@ -137,7 +137,7 @@ import HTTPWire
             }
             let http = try HTTPClientRequest(method: .post, url: "http://127.0.0.1:1/post", body: .stream(body, length: 13))
             let request = TransportRequest(http: http)
-            var outgoing = TransportOutgoing(request, source: URLRequestSource(transport: request), streamingBodiesAbove: nil)
+            var outgoing = TransportOutgoing(request, source: RequestTypeWrapper(transport: request), streamingBodiesAbove: nil)
             let refused = await outgoing.exchange(in: session, progress: HTTPClientProgress())
             #expect((try? refused.get()) == nil, "nothing listens on port 1")
             #expect(outgoing.canBeSentAgain, "the connection failed before any chunk was pulled")
