@@ -9,9 +9,12 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     unowned let pool: HTTPOriginPool
     @exclusivity(unchecked) private var parser: HTTP1ResponseParser
     /// The exchange under way. The exchange points back here while it runs (``HTTPClientExchange/http1Connection``):
-    /// that reference is dropped as soon as this one is, which breaks the cycle.
+    /// that reference is dropped as soon as this one is, which breaks the cycle (unless the exchange already moved on
+    /// to another connection).
     @exclusivity(unchecked) private(set) var exchange: HTTPClientExchange? {
-        didSet { if let oldValue, oldValue !== exchange { oldValue.http1Connection = nil } }
+        didSet {
+            if let oldValue, oldValue !== exchange, oldValue.http1Connection === self { oldValue.http1Connection = nil }
+        }
     }
     @exclusivity(unchecked) private(set) var isActive = false
     @exclusivity(unchecked) private(set) var reusable = true

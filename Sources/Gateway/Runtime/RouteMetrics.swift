@@ -12,7 +12,8 @@ final class RouteMetrics: Sendable {
     private let handles = Mutex(Handles())
 
     private struct Handles {
-        /// A route answers with a handful of statuses: a list searched in order beats hashing.
+        /// A route answers with a handful of statuses: a list searched in order beats hashing (and an upstream that
+        /// sends every status can make it no longer than the thousand three-digit codes).
         var requests: [(status: Int, counter: CoreMetrics.Counter)] = []
         var duration: CoreMetrics.Timer?
         var upstreamFirstByte: CoreMetrics.Timer?

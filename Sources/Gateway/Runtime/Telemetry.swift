@@ -70,7 +70,8 @@ public final class Telemetry: Sendable {
         let route = record.route ?? "none"
         // The upstream's own time, once per network call (a follower's timings are its leader's).
         let upstream = record.upstreamFirstByte != nil && record.coalesced != "follower" ? record.upstream : nil
-        let (requests, timer, upstreamTimer) = record.routeMetrics?.handles(status: record.status, upstreamTimed: upstream != nil)
+        let (requests, timer, upstreamTimer) =
+            record.routeMetrics?.handles(status: record.status, upstreamTimed: upstream != nil)
             ?? cachedHandles(route: route, status: record.status, upstream: upstream)
         requests.increment()
         timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
