@@ -27,7 +27,7 @@ extension Endpoint {
             }
         }
         let method = HTTPMethod(rawValue: method.rawValue)
-        if let knownOrigin, let target = Self.target(of: url, after: knownOrigin.prefix) {
+        if let knownOrigin, let target = target(after: knownOrigin.prefix) {
             return .success(TransportRequest(http: HTTPClientRequest(method: method, origin: knownOrigin.origin, target: target,
                                                                      headers: headers, body: body)))
         }
@@ -35,6 +35,19 @@ extension Endpoint {
             return .success(TransportRequest(http: try HTTPClientRequest(method: method, url: url, headers: headers, body: body)))
         } catch {
             return .failure(.requestMapping(url))
+        }
+    }
+
+    /// The origin-form target of the URL when the URL is `prefix` followed by `/` and no fragment; nil otherwise.
+    private func target(after prefix: String) -> String? {
+        switch location {
+        case .url(let url):
+            return Self.target(of: url, after: prefix)
+        case .split(let origin, let target):
+            guard origin == prefix, target.utf8.first == UInt8(ascii: "/"), !target.utf8.contains(UInt8(ascii: "#")) else {
+                return Self.target(of: origin + target, after: prefix)
+            }
+            return target
         }
     }
 

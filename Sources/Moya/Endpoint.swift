@@ -24,7 +24,11 @@ open class Endpoint {
     public typealias SampleResponseClosure = () -> EndpointSampleResponse
 
     /// A string representation of the URL for the request.
-    public let url: String
+    public var url: String { location.url }
+
+    /// Where the request goes: the URL as given, or an origin and a target kept apart until the whole URL is asked
+    /// for (a transport that knows the origin sends the target as it is, and no URL string is built).
+    let location: Location
 
     /// A closure responsible for returning an `EndpointSampleResponse`.
     public let sampleResponseClosure: SampleResponseClosure
@@ -43,8 +47,24 @@ open class Endpoint {
                 method: Moya.Method,
                 task: Task,
                 httpHeaderFields: [String: String]?) {
+        self.location = .url(url)
+        self.sampleResponseClosure = sampleResponseClosure
+        self.method = method
+        self.task = task
+        self.httpHeaderFields = httpHeaderFields
+    }
 
-        self.url = url
+    /// An endpoint for `target` (origin form: a path and an optional query) at `origin` (`scheme://host[:port]`): its
+    /// `url` is the two joined, made only when read.
+    package convenience init(origin: String, target: String, sampleResponseClosure: @escaping SampleResponseClosure,
+                             method: Moya.Method, task: Task, httpHeaderFields: [String: String]?) {
+        self.init(location: .split(origin: origin, target: target), sampleResponseClosure: sampleResponseClosure,
+                  method: method, task: task, httpHeaderFields: httpHeaderFields)
+    }
+
+    init(location: Location, sampleResponseClosure: @escaping SampleResponseClosure, method: Moya.Method, task: Task,
+         httpHeaderFields: [String: String]?) {
+        self.location = location
         self.sampleResponseClosure = sampleResponseClosure
         self.method = method
         self.task = task
@@ -53,12 +73,14 @@ open class Endpoint {
 
     /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with added HTTP header fields.
     open func adding(newHTTPHeaderFields: [String: String]) -> Endpoint {
-        Endpoint(url: url, sampleResponseClosure: sampleResponseClosure, method: method, task: task, httpHeaderFields: add(httpHeaderFields: newHTTPHeaderFields))
+        Endpoint(location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
+                 httpHeaderFields: add(httpHeaderFields: newHTTPHeaderFields))
     }
 
     /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with replaced `task` parameter.
     open func replacing(task: Task) -> Endpoint {
-        Endpoint(url: url, sampleResponseClosure: sampleResponseClosure, method: method, task: task, httpHeaderFields: httpHeaderFields)
+        Endpoint(location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
+                 httpHeaderFields: httpHeaderFields)
     }
 
     fileprivate func add(httpHeaderFields headers: [String: String]?) -> [String: String]? {
@@ -71,6 +93,21 @@ open class Endpoint {
             newHTTPHeaderFields[key] = value
         }
         return newHTTPHeaderFields
+    }
+}
+
+extension Endpoint {
+    /// An endpoint's URL: a whole string, or an origin and an origin-form target.
+    enum Location {
+        case url(String)
+        case split(origin: String, target: String)
+
+        var url: String {
+            switch self {
+            case .url(let url): return url
+            case .split(let origin, let target): return origin + target
+            }
+        }
     }
 }
 

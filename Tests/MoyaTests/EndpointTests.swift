@@ -46,6 +46,30 @@ struct GitIssue: Codable, Equatable {
         }
     }
 
+    @Test func anEndpointKeptAsOriginAndTargetActsAsItsWholeURL() throws {
+        func split(_ origin: String, _ target: String) -> Endpoint {
+            Endpoint(origin: origin, target: target, sampleResponseClosure: { .networkResponse(200, Data()) }, method: .get,
+                     task: .requestPlain, httpHeaderFields: ["Title": "Dominar"])
+        }
+        let endpoint = split("https://api.github.com", "/zen?x=1")
+        #expect(endpoint.url == "https://api.github.com/zen?x=1")
+        #expect(endpoint == self.endpoint(.requestPlain, url: "https://api.github.com/zen?x=1"))
+        #expect(endpoint.adding(newHTTPHeaderFields: ["A": "b"]).url == endpoint.url)
+        #expect(endpoint.replacing(task: .requestData(Data([1]))).url == endpoint.url)
+        #expect(try endpoint.urlRequest().url?.absoluteString == "https://api.github.com/zen?x=1")
+        let origin = HTTPOrigin(scheme: "https", host: "api.github.com", port: 443)
+        let known = (prefix: origin.description, origin: origin)
+        let sent = try #require(endpoint.transportRequest(knownOrigin: known)).get()
+        #expect(sent.http.origin == origin && sent.http.target == "/zen?x=1")
+        // Another origin, or a target that is not origin form, goes through the whole URL as any endpoint's does.
+        for (origin, target) in [("https://api.github.com:8443", "/zen"), ("https://api.github.com", "/zen#top"),
+                                 ("https://api.github", ".com/zen")] {
+            let parsed = try #require(split(origin, target).transportRequest(knownOrigin: known)).get()
+            let expected = try HTTPClientRequest(url: origin + target)
+            #expect(parsed.http.origin == expected.origin && parsed.http.target == expected.target, "\(origin + target)")
+        }
+    }
+
     @Test func requestData() throws {
         let request = try endpoint(.requestData(Data("test data".utf8)), method: .post).urlRequest()
         #expect(request.httpBody?.utf8String == "test data")

@@ -87,9 +87,6 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
         }
     }
 
-    /// The full upstream URL.
-    var urlString: String { origin + upstreamTarget }
-
     /// How many times the request was sent again.
     var retryCount: Int { retriesDecided.load(ordering: .relaxed) }
 

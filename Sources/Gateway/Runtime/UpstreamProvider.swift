@@ -98,7 +98,7 @@ final class UpstreamProvider: Sendable {
                 guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
-                return Endpoint(url: target.urlString, sampleResponseClosure: sampleResponse,
+                return Endpoint(origin: target.origin, target: target.upstreamTarget, sampleResponseClosure: sampleResponse,
                                 method: target.method, task: target.task, httpHeaderFields: headers)
             },
             requestClosure: { endpoint, done in
