@@ -98,8 +98,10 @@ final class UpstreamProvider: Sendable {
                 guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
-                return Endpoint(origin: target.origin, target: target.upstreamTarget, sampleResponseClosure: sampleResponse,
-                                method: target.method, task: target.task, httpHeaderFields: headers)
+                // Origin and target kept apart: the transport lane sends the target without a URL string to split.
+                return Endpoint(origin: target.origin, target: target.upstreamTarget,
+                                sampleResponseClosure: sampleResponse, method: target.method, task: target.task,
+                                httpHeaderFields: headers)
             },
             requestClosure: { endpoint, done in
                 do {
