@@ -52,9 +52,9 @@ public final class Telemetry: Sendable {
     /// The access log's swift-log handler, called directly (see ``JSONLogHandler/write(_:)``). `logging.access_log`
     /// alone turns the access log on or off: `logging.level` does not hide it.
     private let accessHandler: JSONLogHandler
-    /// The metric handles of requests without a route (see ``AccessRecord/routeMetrics``), made on first use:
-    /// making them again costs string work and a registry lock per request.
-    private let metrics: Mutex<MetricHandles> = Mutex(MetricHandles())
+    /// The metric handles of requests that carry none (see ``AccessRecord/routeMetrics``: those refused before
+    /// routing), by route and upstream name, made on first use.
+    private let unroutedMetrics = Mutex<[UnroutedMetricKey: RouteMetrics]>([:])
 
     public init(registry: PrometheusCollectorRegistry, sink: LogSink, settings: LogSettings) {
         self.registry = registry
@@ -84,31 +84,17 @@ public final class Telemetry: Sendable {
         accessHandler.write(AccessLogLine(record: record))
     }
 
-    /// The handles for a request without ``AccessRecord/routeMetrics`` (one refused before routing), from the cache.
+    /// The handles for a request without ``AccessRecord/routeMetrics``, from the cache.
     private func cachedHandles(route: String, status: Int, upstream: String?)
         -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?) {
-        let factory = metricsFactory
-        return metrics.withLock { cache in
-            let key = RequestMetricKey(route: route, status: status)
-            let counter: CoreMetrics.Counter
-            let timer: CoreMetrics.Timer
-            if let existing = cache.requests[key], let known = cache.durations[route] {
-                (counter, timer) = (existing, known)
-            } else {
-                counter = cache.requests[key] ?? CoreMetrics.Counter(
-                    label: Metric.requests, dimensions: [("route", route), ("status", String(status))], factory: factory)
-                timer = cache.durations[route] ?? CoreMetrics.Timer(label: Metric.duration, dimensions: [("route", route)],
-                                                                    factory: factory)
-                cache.requests[key] = counter
-                cache.durations[route] = timer
-            }
-            guard let upstream else { return (counter, timer, nil) }
-            if let existing = cache.upstreamFirstByte[upstream] { return (counter, timer, existing) }
-            let upstreamTimer = CoreMetrics.Timer(label: Metric.upstreamFirstByte, dimensions: [("upstream", upstream)],
-                                                  factory: factory)
-            cache.upstreamFirstByte[upstream] = upstreamTimer
-            return (counter, timer, upstreamTimer)
+        let metrics = unroutedMetrics.withLock { cache in
+            let key = UnroutedMetricKey(route: route, upstream: upstream ?? "")
+            if let known = cache[key] { return known }
+            let made = routeMetrics(route: route, upstream: upstream ?? "")
+            cache[key] = made
+            return made
         }
+        return metrics.handles(status: status, upstreamTimed: upstream != nil)
     }
 
     /// Metric handles for a routed request of `route` (to `upstream`); see ``RouteMetrics``.
@@ -150,15 +136,8 @@ public final class Telemetry: Sendable {
     }
 }
 
-/// A request counter's labels.
-struct RequestMetricKey: Hashable {
+/// The route and upstream of requests without their own metric handles.
+struct UnroutedMetricKey: Hashable {
     let route: String
-    let status: Int
-}
-
-/// The cached metric handles of a `Telemetry`.
-struct MetricHandles {
-    var requests: [RequestMetricKey: CoreMetrics.Counter] = [:]
-    var durations: [String: CoreMetrics.Timer] = [:]
-    var upstreamFirstByte: [String: CoreMetrics.Timer] = [:]
+    let upstream: String
 }

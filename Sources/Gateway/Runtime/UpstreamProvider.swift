@@ -19,7 +19,8 @@ final class UpstreamProvider: Sendable {
     let stubResponseHeaders: HTTPWire.HTTPHeaders?
     /// A stub upstream's body, as an array made once (its answers carry it as `Data`).
     private let stubBody: [UInt8]?
-    /// The origin requests go to (`http://stub.invalid` for a stub), computed once.
+    /// The origin requests go to (`http://stub.invalid` for a stub), computed once. The same string is the transport
+    /// lane's known origin, so an endpoint made with it is recognised by one comparison (see `Endpoint(origin:target:…)`).
     let origin: String
     /// Whether upstream exchanges are logged (the gateway's log is at `debug`).
     let logsExchanges: Bool
@@ -40,7 +41,10 @@ final class UpstreamProvider: Sendable {
          breaker: CircuitBreaker? = nil, retries: Bool) {
         self.upstream = upstream
         self.breaker = breaker
-        self.origin = upstream.baseURL?.origin ?? "http://stub.invalid"
+        // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
+        let splitOrigin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
+            ?? HTTPOrigin(scheme: "http", host: "stub.invalid", port: 80)
+        self.origin = splitOrigin.description
         self.logsExchanges = exchangeLogger != nil
         let answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
         self.answersInstantly = answersInstantly
@@ -76,11 +80,7 @@ final class UpstreamProvider: Sendable {
             self.client = client
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
         }
-        // The upstream's origin (a stub's too), split once: a target's URL starts with it, so requests skip parsing
-        // it again.
-        let splitOrigin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
-            ?? HTTPOrigin(scheme: "http", host: "stub.invalid", port: 80)
-        let knownOrigin = (prefix: splitOrigin.description, origin: splitOrigin)
+        let knownOrigin = (prefix: origin, origin: splitOrigin)
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)
