@@ -182,7 +182,7 @@ public final class HTTPClient: Sendable {
 
     private func run<Result: Sendable>(
         _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
-        delivery: @escaping @Sendable (UnsafeContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
+        delivery: @Sendable (UnsafeContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
     ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
         try Task.checkCancellation()
@@ -195,6 +195,7 @@ public final class HTTPClient: Sendable {
             } catch {
                 throw HTTPClientError.requestBodyFailed(reason: "\(error)")
             }
+            try Task.checkCancellation()
         }
         var addresses = resolutions.knownAddresses(host: request.host, port: request.port)
         if addresses == nil {
@@ -203,6 +204,9 @@ public final class HTTPClient: Sendable {
             } catch {
                 throw HTTPClientError.nameResolutionFailed(host: request.host)
             }
+            // Cancelled while the name was resolved: nothing is sent (past this point the cancellation handler
+            // cancels the exchange).
+            try Task.checkCancellation()
         }
         let start = try prepare(request, deadline: deadline, progress: progress, file: file, addresses: addresses ?? [])
         return try await withTaskCancellationHandler {
@@ -233,10 +237,6 @@ public final class HTTPClient: Sendable {
 
         private func submit(_ delivery: HTTPClientExchange.Delivery) {
             guard exchange.begin(delivering: delivery) else { return }
-            if Task.isCancelled {
-                exchange.fail(.cancelled)
-                return
-            }
             let pool = HTTPClient.pool(for: exchange.request.origin, in: loopPools, loop: loop,
                                        configuration: client.configuration, tls: tls, budgets: client.budgets)
             pool.submit(exchange, addresses: addresses)

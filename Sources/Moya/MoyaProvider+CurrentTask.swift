@@ -82,19 +82,6 @@ extension MoyaProvider {
         return result
     }
 
-    /// What a request comes to before anything waits, on the transport lane: plugins prepare a `TransportRequest`
-    /// (as `TransportPlugin`s) and see a `URLRequest` only if they ask for one.
-    private enum TransportStep {
-        /// The endpoint failed to map, or the task is cancelled.
-        case finished(Result<Moya.Response, MoyaError>)
-        /// Prepared, and stubbed; the wrapper the plugins saw is the response's request source.
-        case stub(RequestTypeWrapper, Moya.StubBehavior)
-        /// Prepared, to be sent (the outgoing request's source is the wrapper the plugins saw).
-        case send(TransportOutgoing, RequestTypeWrapper)
-        /// No transport lane for this endpoint: the `URLRequest` pipeline.
-        case urlRequest(Moya.StubBehavior)
-    }
-
     /// The synchronous part of ``unprocessedResult(_:pluginTarget:endpoint:streamingBodiesAbove:)`` (kept out of the
     /// async function, whose every local costs a task allocation).
     private func transportStep(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
@@ -172,4 +159,18 @@ extension MoyaProvider {
         requestClosure(endpoint) { pending.deliver($0) }
         return await pending.value()
     }
+}
+
+/// What a request comes to before anything waits, on the transport lane: plugins prepare a `TransportRequest`
+/// (as `TransportPlugin`s) and see a `URLRequest` only if they ask for one. Not nested in the generic provider, whose
+/// nested types get their metadata instantiated on every use.
+private enum TransportStep {
+    /// The endpoint failed to map, or the task is cancelled.
+    case finished(Result<Moya.Response, MoyaError>)
+    /// Prepared, and stubbed; the wrapper the plugins saw is the response's request source.
+    case stub(RequestTypeWrapper, Moya.StubBehavior)
+    /// Prepared, to be sent (the outgoing request's source is the wrapper the plugins saw).
+    case send(TransportOutgoing, RequestTypeWrapper)
+    /// No transport lane for this endpoint: the `URLRequest` pipeline.
+    case urlRequest(Moya.StubBehavior)
 }
