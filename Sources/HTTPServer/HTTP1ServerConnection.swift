@@ -135,7 +135,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func processInput() {
         while !processingPaused && acceptingRequests && !connection.isClosed {
             guard let event = parser.next() else { break }
-            switch event {
+            // Consumed, so that a head moves into its request instead of being copied.
+            switch consume event {
             case .head(let head, let framing):
                 startRequest(head, framing: framing)
             case .body(let bytes):
@@ -167,7 +168,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
-    private func startRequest(_ head: HTTPRequestHead, framing: HTTP1BodyFraming) {
+    private func startRequest(_ head: consuming HTTPRequestHead, framing: HTTP1BodyFraming) {
         requestsStarted += 1
         headStartedAt = 0
         let expect = head.headers.first(name: "Expect")
@@ -176,6 +177,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
+        let version = head.version
+        let isHead = head.method == .head
         let declaredLength: Int64?
         let body: ByteStream?
         switch framing {
@@ -190,18 +193,18 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             declaredLength = nil
             body = makeBodyStream()
         }
-        let request = HTTPServerRequest(head: head, bodyStream: body, declaredBodyLength: declaredLength,
+        let request = HTTPServerRequest(head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
         let immediate = context.immediateResponse(to: request)
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
             var keepAlive = keepAlive
-            writeHeadAndBytes(immediate, version: head.version, isHead: head.method == .head, keepAlive: &keepAlive)
+            writeHeadAndBytes(immediate, version: version, isHead: isHead, keepAlive: &keepAlive)
             if !keepAlive { finishConnection() }
             return
         }
-        let slot = Slot(isHead: head.method == .head, version: head.version, keepAlive: keepAlive)
+        let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive)
         slots.append(slot)
         bodyAwaitsContinue = false
         if let body {
@@ -209,7 +212,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             bodySlot = slot
             lastBodyProgress = connection.loop.roundTime
             if expect != nil {  // `100-continue`: any other expectation was refused above
-                if head.version >= .http1_1, slots.count == 1 {
+                if version >= .http1_1, slots.count == 1 {
                     connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                 } else {
                     bodyAwaitsContinue = true

@@ -148,12 +148,14 @@ public struct HTTP1RequestParser: Sendable {
             return (Self.parseRequestLine(line), lfOffset + 1)
         }
         self.scanned = scanned
-        guard let outcome else { return nil }
-        switch outcome.result {
-        case .failure(let error):
+        // Consumed, so that the parsed strings move into the parser rather than being copied and then released.
+        switch consume outcome {
+        case nil:
+            return nil
+        case (.failure(let error), _)?:
             return fail(error)
-        case .success(let parsed):
-            buffer.consume(outcome.consumed)
+        case (.success(let parsed), let consumed)?:
+            buffer.consume(consumed)
             method = parsed.method
             target = parsed.target
             version = parsed.version
