@@ -7,11 +7,11 @@ extension Endpoint {
     /// `requestData`); nil for the others. Header fields are sent in name order, as `Session` sends a `URLRequest`'s.
     /// - Parameters:
     ///   - omittedHeader: a field left out (any case), e.g. one that only marks the endpoint's identity.
-    ///   - knownOrigin: an origin most endpoints of the caller go to, and its URL prefix (`origin.description`): a URL
-    ///     that starts with it and then `/` is split without parsing it again.
+    ///   - knownOrigin: an origin most endpoints of the caller go to: a URL that starts with its prefix and then `/`
+    ///     is split without parsing it again.
     /// - Returns: `.failure(.requestMapping)` for a URL the transport cannot send to.
     package func transportRequest(omittingHeader omittedHeader: String? = nil,
-                                  knownOrigin: (prefix: String, origin: HTTPOrigin)? = nil) -> Result<TransportRequest, MoyaError>? {
+                                  knownOrigin: KnownOrigin? = nil) -> Result<TransportRequest, MoyaError>? {
         let body: HTTPClientRequest.Body
         switch task {
         case .requestPlain: body = .none
@@ -65,5 +65,19 @@ extension Endpoint {
                 return String(decoding: rest, as: UTF8.self)
             }
         }
+    }
+}
+
+/// An origin most of a caller's endpoints go to, and its URL prefix (`origin.description`); see
+/// ``Endpoint/transportRequest(omittingHeader:knownOrigin:)``. A class, so that handing it over costs one reference
+/// count rather than one per string.
+package final class KnownOrigin: Sendable {
+    /// The origin as a URL prefix, `scheme://host[:port]`.
+    package let prefix: String
+    package let origin: HTTPOrigin
+
+    package init(_ origin: HTTPOrigin) {
+        self.origin = origin
+        prefix = origin.description
     }
 }

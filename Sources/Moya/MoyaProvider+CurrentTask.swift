@@ -96,15 +96,22 @@ extension MoyaProvider {
         }
         if AsyncTask.isCancelled { return .finished(cancelledResult(pluginTarget)) }
 
-        let requestType = prepare(&request, lane: lane, pluginTarget: pluginTarget)
-        guard case .never = stubBehavior else { return .stub(requestType, stubBehavior) }
+        prepare(&request, lane: lane, pluginTarget: pluginTarget)
+        guard case .never = stubBehavior else {
+            return .stub(announce(consume request, pluginTarget: pluginTarget), stubBehavior)
+        }
+        let requestType = announce(request, pluginTarget: pluginTarget)
         return .send(TransportOutgoing(request, source: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
     }
 
-    /// Runs the plugins' transport `prepare` on `request`, then their `willSend`; returns the wrapper they saw.
-    private func prepare(_ request: inout TransportRequest, lane: TransportLane, pluginTarget: TargetType)
-        -> RequestTypeWrapper {
+    /// Runs the plugins' transport `prepare` on `request`.
+    private func prepare(_ request: inout TransportRequest, lane: TransportLane, pluginTarget: TargetType) {
         for plugin in lane.plugins { plugin.prepare(&request, target: pluginTarget) }
+    }
+
+    /// The wrapper the plugins see for `request`, after their `willSend`. A request that is not sent (a stub's) is
+    /// handed over rather than copied.
+    private func announce(_ request: consuming TransportRequest, pluginTarget: TargetType) -> RequestTypeWrapper {
         let requestType = RequestTypeWrapper(transport: request, sessionHeaders: session.headers)
         plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
         return requestType
@@ -124,7 +131,8 @@ extension MoyaProvider {
         let result: Result<Moya.Response, MoyaError>
         switch consume mapped {
         case .success(var request):
-            let requestType = prepare(&request, lane: lane, pluginTarget: pluginTarget)
+            prepare(&request, lane: lane, pluginTarget: pluginTarget)
+            let requestType = announce(consume request, pluginTarget: pluginTarget)
             result = stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins,
                                 requestSource: requestType)
         case .failure(let error):

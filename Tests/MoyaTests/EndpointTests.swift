@@ -28,7 +28,7 @@ struct GitIssue: Codable, Equatable {
 
     @Test func transportRequestSplitsAURLOnAKnownOriginAndParsesOthers() throws {
         let origin = HTTPOrigin(scheme: "https", host: "api.github.com", port: 443)
-        let known = (prefix: origin.description, origin: origin)
+        let known = KnownOrigin(origin)
         let split = try #require(endpoint(.requestPlain, url: "https://api.github.com/zen?x=1").transportRequest(knownOrigin: known)).get()
         #expect(split.http.origin == origin && split.http.target == "/zen?x=1")
         #expect(split.http.headers.first(name: "Title") == "Dominar")
@@ -58,7 +58,7 @@ struct GitIssue: Codable, Equatable {
         #expect(endpoint.replacing(task: .requestData(Data([1]))).url == endpoint.url)
         #expect(try endpoint.urlRequest().url?.absoluteString == "https://api.github.com/zen?x=1")
         let origin = HTTPOrigin(scheme: "https", host: "api.github.com", port: 443)
-        let known = (prefix: origin.description, origin: origin)
+        let known = KnownOrigin(origin)
         let sent = try #require(endpoint.transportRequest(knownOrigin: known)).get()
         #expect(sent.http.origin == origin && sent.http.target == "/zen?x=1")
         // Another origin, or a target that is not origin form, goes through the whole URL as any endpoint's does.

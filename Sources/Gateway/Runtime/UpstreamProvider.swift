@@ -44,7 +44,8 @@ final class UpstreamProvider: Sendable {
         // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
         let splitOrigin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
             ?? HTTPOrigin(scheme: "http", host: "stub.invalid", port: 80)
-        self.origin = splitOrigin.description
+        let knownOrigin = KnownOrigin(splitOrigin)
+        self.origin = knownOrigin.prefix
         self.logsExchanges = exchangeLogger != nil
         let answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
         self.answersInstantly = answersInstantly
@@ -80,7 +81,6 @@ final class UpstreamProvider: Sendable {
             self.client = client
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
         }
-        let knownOrigin = (prefix: origin, origin: splitOrigin)
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)
