@@ -21,31 +21,38 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
 
     /// The HTTPURLResponse object. For responses that came over the network it is built on first use from the
     /// transport's response head (building it costs header dictionary and case work most callers never need).
-    public var response: HTTPURLResponse? { head.response }
+    public var response: HTTPURLResponse? {
+        guard let head else { return givenResponse }
+        return head.response
+    }
 
     /// The response head as the transport received it (field order and repetition kept); `nil` for stubs and
     /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
-    package var transportHeaders: HTTPWire.HTTPHeaders? { head.transport?.headers }
+    package var transportHeaders: HTTPWire.HTTPHeaders? { head?.transport.headers }
 
     /// The HTTP version the response arrived in; `nil` for stubs and responses made by callers.
-    package var transportVersion: HTTPVersion? { head.transport?.version }
+    package var transportVersion: HTTPVersion? { head?.transport.version }
 
     /// The body as the transport collected it, the same bytes as `data`; `nil` unless the response came over the
     /// network. For the gateway, which writes the body out as an array (no second copy).
     package var transportBody: [UInt8]? {
-        guard let transport = head.transport, transport.body.count == data.count else { return nil }
-        return transport.body
+        guard let head, head.transport.body.count == data.count else { return nil }
+        return head.transport.body
     }
 
     /// How long the exchange took to connect and to receive its first byte; `nil` unless it came over the network.
-    package var timings: HTTPClientTimings? { head.transport?.timings }
+    package var timings: HTTPClientTimings? { head?.transport.timings }
 
     /// For a response whose body was streamed (see `MoyaProvider.requestInCurrentTask(_:streamingBodiesAbove:)`): the
     /// exchange, whose `body` delivers the bytes as they arrive; `data` is empty then. Dropping every reference to it
     /// before the body ended aborts the exchange.
-    package var streamedBody: HTTPClientStreamingResponse? { head.transport?.streamed }
+    package var streamedBody: HTTPClientStreamingResponse? { head?.transport.streamed }
 
-    private let head: ResponseHead
+    /// The transport's head, for a response that came over the network; nil otherwise (stubs and responses made by
+    /// callers then need no object of their own for their head).
+    private let head: ResponseHead?
+    /// The `HTTPURLResponse` the response was made with, when it did not come over the network.
+    private let givenResponse: HTTPURLResponse?
     private let requestSource: RequestTypeWrapper
 
     public convenience init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
@@ -57,7 +64,8 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
         self.statusCode = statusCode
         self.data = data
         self.requestSource = requestSource
-        self.head = ResponseHead(response: response)
+        self.head = nil
+        self.givenResponse = response
     }
 
     /// A response received by the transport; its `HTTPURLResponse` (and `request`, when it came from a
@@ -67,6 +75,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
         self.data = data
         self.requestSource = requestSource
         self.head = ResponseHead(transport: transport)
+        self.givenResponse = nil
     }
 
     /// A text description of the `Response`.

@@ -71,17 +71,12 @@ enum ResponseURL: @unchecked Sendable {
     }
 }
 
-/// The head of a `Response`: either an `HTTPURLResponse` given by the caller, or a transport response whose
-/// `HTTPURLResponse` is built once, on first use, under a lock.
+/// The head of a `Response` that came over the network: the transport's response, whose `HTTPURLResponse` is built
+/// once, on first use, under a lock.
 final class ResponseHead: @unchecked Sendable {
-    let transport: TransportResponse?
-    /// The `HTTPURLResponse`, once made (or given); an inline lock, as a response is read from any thread.
+    let transport: TransportResponse
+    /// The `HTTPURLResponse`, once made; an inline lock, as a response is read from any thread.
     private let made: Mutex<UncheckedSendable<HTTPURLResponse?>?>
-
-    init(response: HTTPURLResponse?) {
-        self.transport = nil
-        self.made = Mutex(UncheckedSendable(response))
-    }
 
     init(transport: TransportResponse) {
         self.transport = transport
@@ -90,7 +85,7 @@ final class ResponseHead: @unchecked Sendable {
 
     var response: HTTPURLResponse? {
         made.withLock { made in
-            if made == nil { made = UncheckedSendable(transport?.makeHTTPURLResponse()) }
+            if made == nil { made = UncheckedSendable(transport.makeHTTPURLResponse()) }
             return made
         }?.value
     }
