@@ -95,13 +95,7 @@ public struct AcceptEncoding: Sendable, Hashable {
     }
 
     static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
+        HTTP1Grammar.isTokenChar(byte)
     }
 
     /// The quality (0...1000) the field gives `coding`: its own entry (the highest if repeated), else the `*`

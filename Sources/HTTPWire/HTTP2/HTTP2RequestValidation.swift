@@ -33,24 +33,55 @@ enum HTTP2Validation {
 
     /// `tchar` from RFC 9110 §5.6.2.
     static func isTokenByte(_ byte: UInt8) -> Bool {
-        AcceptEncoding.isTokenByte(byte)
+        HTTP1Grammar.isTokenChar(byte)
+    }
+
+    /// Whether `test` holds for every byte: over contiguous bytes (any native string's) when there are, which the
+    /// generic `allSatisfy` over a `String.UTF8View` is not.
+    @inline(__always)
+    static func allBytes(_ bytes: some Collection<UInt8>, _ test: (UInt8) -> Bool) -> Bool {
+        if let result = bytes.withContiguousStorageIfAvailable({ buffer -> Bool in
+            for byte in buffer where !test(byte) { return false }
+            return true
+        }) {
+            return result
+        }
+        return bytes.allSatisfy(test)
+    }
+
+    /// A `tchar` other than an upper-case letter (a bit per byte, as ``HTTP1Grammar/isTokenChar(_:)``).
+    @inline(__always)
+    static func isLowercaseTokenByte(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (UInt64(0x03ff_6cfa_0000_0000) >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (UInt64(0x57ff_ffff_c000_0000) >> UInt64(byte &- 64)) & 1 == 1 }
+        return false
+    }
+
+    /// A byte of a `:authority` or `host` value: a letter, a digit or one of `-._~!$&'()*+,;=:[]%`.
+    @inline(__always)
+    static func isAuthorityByte(_ byte: UInt8) -> Bool {
+        if byte < 64 { return (UInt64(0x2fff_7ff2_0000_0000) >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (UInt64(0x47ff_fffe_afff_fffe) >> UInt64(byte &- 64)) & 1 == 1 }
+        return false
     }
 
     /// A field name as HTTP/2 allows it: a non-empty token without uppercase letters.
     static func isValidName(_ name: some Collection<UInt8>) -> Bool {
-        !name.isEmpty && name.allSatisfy { isTokenByte($0) && !($0 >= 0x41 && $0 <= 0x5a) }
+        !name.isEmpty && allBytes(name, isLowercaseTokenByte)
     }
 
     /// A field value without NUL, CR or LF, and without leading or trailing space or tab (RFC 9113 §8.2.1).
     static func isValidValue(_ value: some Collection<UInt8>) -> Bool {
-        if value.contains(where: { $0 == 0 || $0 == 0x0a || $0 == 0x0d || ($0 < 0x20 && $0 != 0x09) || $0 == 0x7f }) {
-            return false
-        }
-        if let first = value.first, first == 0x20 || first == 0x09 { return false }
-        var last: UInt8?
-        for byte in value { last = byte }
-        if let last, last == 0x20 || last == 0x09 { return false }
-        return true
+        value.withContiguousStorageIfAvailable(isValidValue(bytes:))
+            ?? Array(value).withUnsafeBufferPointer(isValidValue(bytes:))
+    }
+
+    /// ``isValidValue(_:)`` over contiguous bytes: the bytes HTTP/1.1 allows in a value too (tested a word at a time),
+    /// then the ends.
+    private static func isValidValue(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress, let first = bytes.first, let last = bytes.last else { return true }
+        guard HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: bytes.count) else { return false }
+        return first != 0x20 && first != 0x09 && last != 0x20 && last != 0x09
     }
 
     /// A `:path` value: visible ASCII or obs-text, no space or control characters, starting with `/`
@@ -59,22 +90,13 @@ enum HTTP2Validation {
         guard let first = path.first else { return false }
         if first == UInt8(ascii: "*") && path.count == 1 { return method == .options }
         guard first == UInt8(ascii: "/") else { return false }
-        return path.allSatisfy { $0 > 0x20 && $0 != 0x7f }
+        return allBytes(path) { $0 > 0x20 && $0 != 0x7f }
     }
 
     /// A `:authority` or `host` value: host and optional port, no userinfo, no whitespace or delimiters that could
     /// change the meaning of an HTTP/1.1 request.
     static func isValidAuthority(_ value: some Collection<UInt8>) -> Bool {
-        guard !value.isEmpty else { return false }
-        return value.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return true
-            default:
-                return "-._~!$&'()*+,;=:[]%".utf8.contains(byte)
-            }
-        }
+        !value.isEmpty && allBytes(value, isAuthorityByte)
     }
 
     static func isValidScheme(_ value: some Collection<UInt8>) -> Bool {

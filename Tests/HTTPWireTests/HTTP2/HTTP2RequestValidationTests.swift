@@ -66,6 +66,37 @@ import Testing
         #expect(!HTTP2Validation.isValidName(Array("".utf8)))
     }
 
+    /// The bit-per-byte classes agree with their definitions for every byte value, and the checks built on them
+    /// give the same answers over contiguous bytes (a native string) and over a collection that is not.
+    @Test func byteClassesMatchTheirDefinitions() {
+        let letters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        let token = letters.union("!#$%&'*+-.^_`|~".utf8)
+        let authority = letters.union("-._~!$&'()*+,;=:[]%".utf8)
+        for value in 0...255 {
+            let byte = UInt8(value)
+            #expect(HTTP2Validation.isTokenByte(byte) == token.contains(byte), "byte \(value)")
+            #expect(HTTP2Validation.isLowercaseTokenByte(byte) == (token.contains(byte) && !(0x41...0x5a).contains(byte)),
+                    "byte \(value)")
+            #expect(HTTP2Validation.isAuthorityByte(byte) == authority.contains(byte), "byte \(value)")
+            let allowedInValue = byte == 0x09 || (byte >= 0x20 && byte != 0x7f)
+            let inside: [UInt8] = [0x61, byte, 0x62]
+            #expect(HTTP2Validation.isValidValue(inside) == allowedInValue, "byte \(value)")
+            #expect(HTTP2Validation.isValidValue(inside.lazy.map { $0 }) == allowedInValue, "byte \(value)")
+        }
+        // Long values cross the word-at-a-time test: a bad byte anywhere, and spaces only at the ends, are refused.
+        let long = String(repeating: "abcdefgh", count: 5)
+        #expect(HTTP2Validation.isValidValue(long.utf8))
+        #expect(!HTTP2Validation.isValidValue((long + "\r" + long).utf8))
+        #expect(!HTTP2Validation.isValidValue((" " + long).utf8))
+        #expect(!HTTP2Validation.isValidValue((long + "\t").utf8))
+        #expect(HTTP2Validation.isValidValue((long + " " + long).utf8))
+        #expect(HTTP2Validation.isValidValue("".utf8))
+        #expect(HTTP2Validation.isValidAuthority("[::1]:8443".utf8))
+        #expect(!HTTP2Validation.isValidAuthority("user@host".utf8))
+        #expect(!HTTP2Validation.isValidName("content-Type".utf8))
+        #expect(HTTP2Validation.isValidName("x-request-id".utf8.lazy.map { $0 }))
+    }
+
     @Test func http1RequestConvertsBack() {
         let h1 = HTTPRequestHead(method: .get, target: "/p", headers: ["Host": "x.test", "Accept": "a"])
         let h2 = HTTP2RequestHead(h1, scheme: "http")
