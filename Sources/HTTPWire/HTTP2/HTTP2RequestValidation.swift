@@ -2,15 +2,15 @@
 /// (so the result does not depend on what a given libnghttp2 version enforces), and the HTTP/2 → HTTP/1.1
 /// conversion.
 enum HTTP2Validation {
-    /// Whether the lower-case field name `name` is a connection-specific field, forbidden in HTTP/2 (RFC 9113 §8.2.2):
-    /// `connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`. By length, then by comparison:
-    /// no hashing per field.
+    /// Whether the field name `name` (in any case) is a connection-specific field, forbidden in HTTP/2 (RFC 9113
+    /// §8.2.2): `connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`. By length, then by
+    /// comparison: no hashing per field.
     static func isConnectionSpecific(_ name: String) -> Bool {
         switch name.utf8.count {
-        case 7: return name == "upgrade"
-        case 10: return name == "connection" || name == "keep-alive"
-        case 16: return name == "proxy-connection"
-        case 17: return name == "transfer-encoding"
+        case 7: return name.equalsIgnoringASCIICase("upgrade")
+        case 10: return name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("keep-alive")
+        case 16: return name.equalsIgnoringASCIICase("proxy-connection")
+        case 17: return name.equalsIgnoringASCIICase("transfer-encoding")
         default: return false
         }
     }

@@ -394,7 +394,7 @@ public final class HTTP2Session {
         } else if authority == nil {
             throw HTTP2Error(kind: .invalidState, message: "CONNECT needs an authority")
         }
-        for (name, value) in fields where !HTTP2Session.isSafe(name: name, value: value, pseudo: true) {
+        for (name, value) in fields where !HTTP2Session.isSafePseudoHeader(name: name, value: value) {
             throw HTTP2Error(kind: .invalidState, message: "invalid pseudo-header \(name)")
         }
         HTTP2Session.appendOutboundFields(head.headers, isRequest: true, to: &fields)
@@ -417,27 +417,33 @@ public final class HTTP2Session {
 
     // MARK: - Header helpers
 
-    /// Appends the fields of `headers` that are safe to send to `out`: names lowercased, connection-specific and
-    /// invalid fields dropped.
+    /// Appends the fields of `headers` that are safe to send to `out`: connection-specific and invalid fields dropped.
+    /// Names keep their case here; ``withNVArray(_:_:)`` lower-cases them as it copies them out, so that no lower-cased
+    /// string is made per field.
     static func appendOutboundFields(_ headers: HTTPHeaders, isRequest: Bool, to out: inout [(String, String)]) {
         let nominated: Set<String> = headers.contains(name: "connection")
             ? Set(headers.tokens(name: "connection").map { $0.lowercased() }) : []
         out.reserveCapacity(out.count + headers.count)
         for field in headers {
-            let name = HTTP2Validation.lowercasedName(field.name)
-            if HTTP2Validation.isConnectionSpecific(name) || (!nominated.isEmpty && nominated.contains(name)) { continue }
-            if name == "host" && isRequest { continue }
-            if name == "te" && !(isRequest && field.value.equalsIgnoringASCIICase("trailers")) { continue }
-            guard isSafe(name: name, value: field.value, pseudo: false) else { continue }
+            let name = field.name
+            if HTTP2Validation.isConnectionSpecific(name) { continue }
+            if !nominated.isEmpty && nominated.contains(HTTP2Validation.lowercasedName(name)) { continue }
+            if isRequest && name.equalsIgnoringASCIICase("host") { continue }
+            if name.equalsIgnoringASCIICase("te") && !(isRequest && field.value.equalsIgnoringASCIICase("trailers")) { continue }
+            guard !name.isEmpty, HTTP2Validation.allBytes(name.utf8, HTTP2Validation.isTokenByte), isSafe(value: field.value)
+            else { continue }
             out.append((name, field.value))
         }
     }
 
-    static func isSafe(name: String, value: String, pseudo: Bool) -> Bool {
-        guard pseudo ? HTTP2Validation.isValidName(name.utf8.dropFirst()) : HTTP2Validation.isValidName(name.utf8) else {
-            return false
-        }
-        return !value.utf8.contains { $0 == 0 || $0 == 0x0a || $0 == 0x0d }
+    /// Whether a pseudo-header (`:name`) may be sent as it is.
+    static func isSafePseudoHeader(name: String, value: String) -> Bool {
+        HTTP2Validation.isValidName(name.utf8.dropFirst()) && isSafe(value: value)
+    }
+
+    /// A value without NUL, CR or LF (other controls are the peer's to refuse).
+    private static func isSafe(value: String) -> Bool {
+        HTTP2Validation.allBytes(value.utf8) { $0 != 0 && $0 != 0x0a && $0 != 0x0d }
     }
 
     /// Calls `body` with an `nghttp2_nv` array for `fields`; the pointers live only during the call (nghttp2 copies).
@@ -451,10 +457,17 @@ public final class HTTP2Session {
             storage.append(contentsOf: name.utf8)
             let valueStart = storage.count
             storage.append(contentsOf: value.utf8)
-            let sensitive = name == "authorization" || name == "proxy-authorization"
+            let sensitive = name.equalsIgnoringASCIICase("authorization") || name.equalsIgnoringASCIICase("proxy-authorization")
             ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, sensitive))
         }
         storage.append(0)
+        // HTTP/2 field names are lower case (RFC 9113 §8.2.1): lower-cased here, in the copy (pseudo-header names
+        // already are).
+        storage.withUnsafeMutableBufferPointer { buffer in
+            for range in ranges {
+                for index in range.0..<(range.0 + range.1) { buffer[index] = HTTP1Grammar.lowercased(buffer[index]) }
+            }
+        }
         return storage.withUnsafeMutableBufferPointer { buffer in
             let base = buffer.baseAddress!
             let nva = ranges.map { range in

@@ -118,10 +118,12 @@ import Testing
     }
 
     @Test func connectionSpecificFieldsAreKnownByName() {
-        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
+        // In any case: outbound names are checked before they are lower-cased.
+        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "keep-alivE",
+                     "Connection", "Transfer-Encoding", "UPGRADE"] {
             #expect(HTTP2Validation.isConnectionSpecific(name), "\(name)")
         }
-        for name in ["te", "host", "connections", "keep-alivE", "upgrades", "x-connection", "", "content-type"] {
+        for name in ["te", "host", "connections", "upgrades", "x-connection", "", "content-type", "Keep-Alive-X"] {
             #expect(!HTTP2Validation.isConnectionSpecific(name), "\(name)")
         }
     }
