@@ -452,7 +452,8 @@ extension Duration {
     /// The duration in whole nanoseconds, clamped to zero and `UInt64.max`.
     public var nanoseconds: UInt64 {
         let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
+        // A negative duration of less than a second has whole seconds 0 and negative attoseconds.
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
         let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return UInt64.max }
         return whole &+ UInt64(attoseconds / 1_000_000_000)

@@ -127,6 +127,23 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         #expect(ContinuousClock.now - shortStart < .milliseconds(250))
     }
 
+    /// A deadline that passed before the request was prepared (a retry that starts late, a busy loop) times the request
+    /// out; it must never trap, whatever the fraction of a second it is late by.
+    @Test func aDeadlineAlreadyPastTimesOutWithoutTrapping() async throws {
+        let (server, port) = try await startEchoServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = HTTPClient()
+        for late in [Duration.milliseconds(1), .milliseconds(300), .milliseconds(999), .seconds(2)] {
+            let started = ContinuousClock.now
+            await #expect(throws: HTTPClientError.responseTimeout, "late by \(late)") {
+                _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=2000"),
+                                             deadline: .now - late)
+            }
+            #expect(ContinuousClock.now - started < .milliseconds(1500))
+        }
+        #expect(try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/hello")).status == 200)
+    }
+
     @Test func cancellingTheTaskCancelsTheRequest() async throws {
         let (server, port) = try await startEchoServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }

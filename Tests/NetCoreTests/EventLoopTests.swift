@@ -3,6 +3,20 @@ import Synchronization
 import Testing
 
 @Suite struct EventLoopTests {
+    /// Whole nanoseconds of a duration, clamped: a negative one of any size is zero (one of less than a second has
+    /// zero whole seconds and negative attoseconds), a huge one `UInt64.max`.
+    @Test func durationNanosecondsClampNegativeAndHugeDurations() {
+        #expect(Duration.milliseconds(1500).nanoseconds == 1_500_000_000)
+        #expect(Duration.nanoseconds(7).nanoseconds == 7)
+        #expect(Duration.zero.nanoseconds == 0)
+        #expect(Duration.milliseconds(-300).nanoseconds == 0)
+        #expect(Duration.nanoseconds(-1).nanoseconds == 0)
+        #expect(Duration.milliseconds(-1500).nanoseconds == 0)
+        #expect(Duration.seconds(Int64.max).nanoseconds == UInt64.max)
+        let now = ContinuousClock.now
+        #expect(now.duration(to: now - .milliseconds(250)).nanoseconds == 0)
+    }
+
     @Test func executeRunsOnTheLoopThread() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
