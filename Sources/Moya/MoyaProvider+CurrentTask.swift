@@ -146,7 +146,9 @@ extension MoyaProvider {
                             requestSource: RequestTypeWrapper) async -> Result<Moya.Response, MoyaError> {
         if case .delayed(let seconds) = behavior {
             do {
-                try await AsyncTask.sleep(nanoseconds: UInt64(min(max(seconds, 0), 3600) * 1_000_000_000))
+                // Bounded to an hour; NaN (which `min`/`max` pass through) waits not at all rather than trapping.
+                let bounded = seconds.isNaN ? 0 : min(max(seconds, 0), 3600)
+                try await AsyncTask.sleep(nanoseconds: UInt64(bounded * 1_000_000_000))
             } catch {
                 return cancelledResult(pluginTarget)
             }

@@ -27,6 +27,15 @@ import Testing
         #expect(try await provider.request(.zen).get().data == GitHub.zen.sampleData)
     }
 
+    /// A delay that is not a number, or negative, answers at once through every entry point instead of trapping.
+    @Test func aDelayThatIsNotANumberAnswersAtOnce() async throws {
+        for seconds: Double in [.nan, -1, -Double.infinity] {
+            let provider = MoyaProvider<GitHub>(stubClosure: MoyaProvider.delayedStub(seconds))
+            #expect(try await provider.request(.zen).get().data == GitHub.zen.sampleData, "\(seconds)")
+            #expect(try await provider.requestInCurrentTask(.zen).get().data == GitHub.zen.sampleData, "\(seconds)")
+        }
+    }
+
     @Test func taskCancellationCancelsTheRequest() async {
         let provider = MoyaProvider<GitHub>(stubClosure: MoyaProvider.delayedStub(10))
         let start = Date()

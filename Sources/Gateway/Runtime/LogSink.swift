@@ -146,7 +146,9 @@ public final class LogSink: Sendable {
     @discardableResult
     public func flush(timeout: Duration = .seconds(2)) -> Bool {
         let (seconds, attoseconds) = timeout.components
-        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        // Capped (at some 31 years) before multiplying, so that no timeout can overflow.
+        let nanoseconds = min(seconds, 1_000_000_000) * 1_000_000_000 + attoseconds / 1_000_000_000
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
         repeat {
             let written = DispatchSemaphore(value: 0)
             queue.async { [self] in

@@ -66,5 +66,9 @@ import Glibc
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 500)
         #expect(lines.last == "line 499")
+        // Any timeout, however long, is taken as it is (no overflow working out the deadline).
+        sink.write("line 500")
+        #expect(sink.flush(timeout: .seconds(Int64.max)))
+        #expect(sink.flush(timeout: .seconds(-1)))
     }
 }
