@@ -107,8 +107,7 @@ extension GatewayTarget {
     /// Compares the dynamic types instead of casting with `as?`: both types are exact (a final class, a struct), and
     /// a dynamic cast out of an existential cost more than the rest of a stubbed request's plugin step.
     static func unwrapped(_ target: TargetType) -> GatewayTarget? {
-        guard let inMulti = multiTarget(target) else { return gatewayTarget(target) }
-        return inMulti
+        gatewayTarget(asOrIn: target)
     }
 
     /// The gateway target inside `multi`, if it holds one.
@@ -116,26 +115,23 @@ extension GatewayTarget {
         withUnsafePointer(to: multi) { gatewayTarget(inMultiTargetAt: UnsafeRawPointer($0)) }
     }
 
-    /// The gateway target inside `target` when its dynamic type is `MultiTarget` (opened from the existential: the
-    /// check compares metatypes); nil otherwise, or when the `MultiTarget` holds another target.
-    private static func multiTarget<Opened: TargetType>(_ target: Opened) -> GatewayTarget?? {
+    /// `target` itself when its dynamic type is `GatewayTarget`, the one inside it when it is a `MultiTarget` holding
+    /// one (opened from the existential: the checks compare metatypes).
+    private static func gatewayTarget<Opened: TargetType>(asOrIn target: Opened) -> GatewayTarget? {
+        if Opened.self == GatewayTarget.self {
+            return withUnsafePointer(to: target) { UnsafeRawPointer($0).load(as: GatewayTarget.self) }
+        }
         guard Opened.self == MultiTarget.self else { return nil }
-        return withUnsafePointer(to: target) { .some(gatewayTarget(inMultiTargetAt: UnsafeRawPointer($0))) }
+        return withUnsafePointer(to: target) { gatewayTarget(inMultiTargetAt: UnsafeRawPointer($0)) }
     }
 
     /// The gateway target in the `MultiTarget` at `pointer`, read in place: taking its `target` out copies the
     /// existential (a retain and a value-witness call) twice per plugin hook. `MultiTarget` has a single case, so its
     /// layout is its payload's, an `any TargetType` container: three words of inline value, then the dynamic type's
     /// metadata (Swift's stable existential layout); a class instance is the first of those words.
-    static func gatewayTarget(inMultiTargetAt pointer: UnsafeRawPointer) -> GatewayTarget? {
+    private static func gatewayTarget(inMultiTargetAt pointer: UnsafeRawPointer) -> GatewayTarget? {
         let type = pointer.load(fromByteOffset: 3 * MemoryLayout<UnsafeRawPointer>.size, as: Any.Type.self)
         guard type == GatewayTarget.self else { return nil }
         return pointer.load(as: GatewayTarget.self)
-    }
-
-    /// `target` when its dynamic type is `GatewayTarget`.
-    private static func gatewayTarget<Opened: TargetType>(_ target: Opened) -> GatewayTarget? {
-        guard Opened.self == GatewayTarget.self else { return nil }
-        return withUnsafePointer(to: target) { UnsafeRawPointer($0).load(as: GatewayTarget.self) }
     }
 }

@@ -15,8 +15,15 @@ enum HTTP1Grammar {
     /// `tchar` (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
     @inline(__always)
     static func isTokenChar(_ byte: UInt8) -> Bool {
-        if byte < 64 { return (UInt64(0x03ff_6cfa_0000_0000) >> UInt64(byte)) & 1 == 1 }
-        if byte < 128 { return (UInt64(0x57ff_ffff_c7ff_fffe) >> UInt64(byte &- 64)) & 1 == 1 }
+        isInClass(byte, low: 0x03ff_6cfa_0000_0000, high: 0x57ff_ffff_c7ff_fffe)
+    }
+
+    /// Whether `byte` is in an ASCII class given as a bit per byte: `low` for bytes 0–63, `high` for 64–127. No byte
+    /// from 128 up is.
+    @inline(__always)
+    static func isInClass(_ byte: UInt8, low: UInt64, high: UInt64) -> Bool {
+        if byte < 64 { return (low >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (high >> UInt64(byte &- 64)) & 1 == 1 }
         return false
     }
 

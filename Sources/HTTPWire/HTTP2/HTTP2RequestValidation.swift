@@ -49,20 +49,16 @@ enum HTTP2Validation {
         return bytes.allSatisfy(test)
     }
 
-    /// A `tchar` other than an upper-case letter (a bit per byte, as ``HTTP1Grammar/isTokenChar(_:)``).
+    /// A `tchar` other than an upper-case letter (``HTTP1Grammar/isTokenChar(_:)``'s class without `A`–`Z`).
     @inline(__always)
     static func isLowercaseTokenByte(_ byte: UInt8) -> Bool {
-        if byte < 64 { return (UInt64(0x03ff_6cfa_0000_0000) >> UInt64(byte)) & 1 == 1 }
-        if byte < 128 { return (UInt64(0x57ff_ffff_c000_0000) >> UInt64(byte &- 64)) & 1 == 1 }
-        return false
+        HTTP1Grammar.isInClass(byte, low: 0x03ff_6cfa_0000_0000, high: 0x57ff_ffff_c000_0000)
     }
 
     /// A byte of a `:authority` or `host` value: a letter, a digit or one of `-._~!$&'()*+,;=:[]%`.
     @inline(__always)
     static func isAuthorityByte(_ byte: UInt8) -> Bool {
-        if byte < 64 { return (UInt64(0x2fff_7ff2_0000_0000) >> UInt64(byte)) & 1 == 1 }
-        if byte < 128 { return (UInt64(0x47ff_fffe_afff_fffe) >> UInt64(byte &- 64)) & 1 == 1 }
-        return false
+        HTTP1Grammar.isInClass(byte, low: 0x2fff_7ff2_0000_0000, high: 0x47ff_fffe_afff_fffe)
     }
 
     /// A field name as HTTP/2 allows it: a non-empty token without uppercase letters.
