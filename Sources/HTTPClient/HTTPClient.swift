@@ -153,35 +153,42 @@ public final class HTTPClient: Sendable {
     /// Sends `request` and collects the whole response.
     /// - Parameters:
     ///   - deadline: when the whole exchange must be done, retries included.
+    ///   - timeout: how long the whole exchange may take from now (measured on the client's own clock, which costs no
+    ///     extra reading of it); with a `deadline` too, the earlier of the two applies.
     ///   - progress: upload and download progress callbacks.
     /// - Throws: ``HTTPClientError``; ``HTTPClientError/cancelled`` when the calling task is cancelled.
-    public func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
+    public func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponse {
-        try await run(request, deadline: deadline, progress: progress) { .collected($0) }
+        try await run(request, deadline: deadline, timeout: timeout, progress: progress) { .collected($0) }
     }
 
     /// Sends `request` and returns as soon as the response head arrived; the body follows as a back-pressured stream
     /// (see ``HTTPClientStreamingResponse``). `deadline` and the response timeout still apply to the body: past the
     /// deadline, or a response timeout without body bytes while the reader keeps up, the stream fails with
     /// ``HTTPClientError/responseBodyTimeout``. Not retried once the head arrived; decompression is not applied.
+    /// `timeout` as in ``execute(_:deadline:timeout:progress:)``.
     /// - Throws: ``HTTPClientError``, before the head; errors after it end the body stream.
     public func execute(streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
+                        timeout: Duration? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientStreamingResponse {
-        try await run(request, deadline: deadline, progress: progress) { .streamed($0) }
+        try await run(request, deadline: deadline, timeout: timeout, progress: progress) { .streamed($0) }
     }
 
     /// Sends `request` and collects the response when its head declares a body of at most `threshold` bytes (or none);
     /// otherwise returns at the head with the body as a back-pressured stream, as `execute(streaming:)` does. One
     /// exchange for both, so a caller relaying bodies of any size pays for a stream only when it needs one. The
     /// collected case is decoded as configured; the streamed one is not. The collected-body limit does not apply.
+    /// `timeout` as in ``execute(_:deadline:timeout:progress:)``.
     public func execute(_ request: HTTPClientRequest, streamingBodiesLongerThan threshold: Int,
-                        deadline: ContinuousClock.Instant? = nil,
+                        deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
                         progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponseOrStream {
-        try await run(request, deadline: deadline, progress: progress) { .collectedOrStreamed(threshold: threshold, $0) }
+        try await run(request, deadline: deadline, timeout: timeout, progress: progress) {
+            .collectedOrStreamed(threshold: threshold, $0)
+        }
     }
 
     private func run<Result: Sendable>(
-        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?, progress: HTTPClientProgress,
         delivery: @Sendable (UnsafeContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
     ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
@@ -208,7 +215,8 @@ public final class HTTPClient: Sendable {
             // cancels the exchange).
             try Task.checkCancellation()
         }
-        let start = try prepare(request, deadline: deadline, progress: progress, file: file, addresses: addresses ?? [])
+        let start = try prepare(request, deadline: deadline, timeout: timeout, progress: progress, file: file,
+                                addresses: addresses ?? [])
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 start.begin(delivering: delivery(continuation))
@@ -248,8 +256,8 @@ public final class HTTPClient: Sendable {
     }
 
     /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
-    private func prepare(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
-                         file: OffLoopFile?, addresses: [SocketAddress]) throws -> PreparedExchange {
+    private func prepare(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+                         progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress]) throws -> PreparedExchange {
         let body: [UInt8]
         let streamedBody: StreamedRequestBody?
         switch request.body {
@@ -277,9 +285,14 @@ public final class HTTPClient: Sendable {
             loopIndex = group.loops.firstIndex { $0 === next } ?? 0
         }
         let loop = group.loops[loopIndex]
-        // One reading of the loop's clock serves as the exchange's start and as the base of its deadline.
+        // One reading of the loop's clock serves as the exchange's start and as the base of its deadline (the caller's
+        // clock is read only for a deadline given as an instant).
         let now = EventLoop.now()
-        let deadlineNanos = deadline.map { instant in now &+ ContinuousClock.now.duration(to: instant).nanoseconds }
+        var deadlineNanos = deadline.map { instant in now.addingSaturated(ContinuousClock.now.duration(to: instant).nanoseconds) }
+        if let timeout {
+            let bound = now.addingSaturated(timeout.nanoseconds)
+            deadlineNanos = min(deadlineNanos ?? bound, bound)
+        }
         let exchange = HTTPClientExchange(
             request: request, body: body, streamedBody: streamedBody, progress: progress,
             configuration: configuration, loop: loop, startedAt: now, deadline: deadlineNanos, client: self)

@@ -168,8 +168,9 @@ public final class Session: Sendable {
         let deadline = TransportErrors.timeout(of: request).map { ContinuousClock.now + $0 }
         var hop = RedirectHop(request: request, upload: upload)
         while true {
-            let (transport, body) = try await exchange(try hop.clientRequest(in: self), deadline: deadline, progress: progress,
-                                                       streamingBodiesAbove: threshold, url: .url(hop.request.url))
+            let (transport, body) = try await exchange(try hop.clientRequest(in: self), deadline: deadline, timeout: nil,
+                                                       progress: progress, streamingBodiesAbove: threshold,
+                                                       url: .url(hop.request.url))
             // Only a redirect status needs the HTTPURLResponse here (for `Redirector.modify`).
             guard RedirectHop.followedStatuses.contains(transport.status), let httpResponse = transport.makeHTTPURLResponse(),
                   let next = try redirectHandler.nextHop(after: httpResponse, location: transport.headers.first(name: "Location"),
@@ -184,34 +185,35 @@ public final class Session: Sendable {
     /// followed. `streamingBodiesAbove` as in `send(_:upload:progress:streamingBodiesAbove:)`.
     func send(_ request: TransportRequest, progress: HTTPClientProgress,
               streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
-        let (clientRequest, deadline) = clientRequest(for: request)
-        return try await exchange(clientRequest, deadline: deadline, progress: progress,
-                                  streamingBodiesAbove: threshold, url: .transport(request.http.origin, request.http.target))
+        return try await exchange(clientRequest(for: request), deadline: request.deadline, timeout: request.timeout,
+                                  progress: progress, streamingBodiesAbove: threshold,
+                                  url: .transport(request.http.origin, request.http.target))
     }
 
-    /// The client's request for `request` (plus the session's headers it does not set) and its deadline: the
-    /// synchronous part of ``send(_:progress:streamingBodiesAbove:)``, kept out of the async function, whose every
-    /// local costs a task allocation.
-    private func clientRequest(for request: TransportRequest) -> (HTTPClientRequest, ContinuousClock.Instant?) {
+    /// The client's request for `request` (plus the session's headers it does not set): the synchronous part of
+    /// ``send(_:progress:streamingBodiesAbove:)``, kept out of the async function, whose every local costs a task
+    /// allocation. The request's `timeout` and `deadline` go to the client as they are: it bounds the exchange by the
+    /// earlier of the two on its own clock.
+    private func clientRequest(for request: TransportRequest) -> HTTPClientRequest {
         var clientRequest = request.http
         if !headers.isEmpty {
             for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !clientRequest.headers.contains(name: name) {
                 clientRequest.headers.add(name: name, value: value)
             }
         }
-        var deadline = request.timeout.map { ContinuousClock.now + $0 }
-        if let overall = request.deadline { deadline = min(deadline ?? overall, overall) }
-        return (clientRequest, deadline)
+        return clientRequest
     }
 
     /// One exchange with the client: the body collected, or (with a threshold) streamed when it is longer.
-    private func exchange(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, progress: HTTPClientProgress,
-                          streamingBodiesAbove threshold: Int?, url: ResponseURL) async throws -> (TransportResponse, Data) {
+    private func exchange(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+                          progress: HTTPClientProgress, streamingBodiesAbove threshold: Int?,
+                          url: ResponseURL) async throws -> (TransportResponse, Data) {
         guard let threshold else {
-            let response = try await client.execute(request, deadline: deadline, progress: progress)
+            let response = try await client.execute(request, deadline: deadline, timeout: timeout, progress: progress)
             return (TransportResponse(response, url: url), Data(sharing: response.body))
         }
-        switch try await client.execute(request, streamingBodiesLongerThan: threshold, deadline: deadline, progress: progress) {
+        switch try await client.execute(request, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
+                                        progress: progress) {
         case .collected(let response):
             return (TransportResponse(response, url: url), Data(sharing: response.body))
         case .streamed(let response):

@@ -125,6 +125,20 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
                                          deadline: .now + .milliseconds(60))
         }
         #expect(ContinuousClock.now - shortStart < .milliseconds(250))
+
+        // A timeout bounds the exchange as a deadline that far ahead would; with both, the earlier applies.
+        let bounds: [(deadlineIn: Duration?, timeout: Duration)] = [
+            (nil, .milliseconds(60)), (.seconds(30), .milliseconds(60)), (.milliseconds(60), .seconds(30)),
+        ]
+        for bound in bounds {
+            let started = ContinuousClock.now
+            await #expect(throws: HTTPClientError.responseTimeout) {
+                _ = try await client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"),
+                                             deadline: bound.deadlineIn.map { started + $0 }, timeout: bound.timeout)
+            }
+            #expect(ContinuousClock.now - started < .milliseconds(250))
+        }
+        #expect(try await client.execute(HTTPClientRequest(url: "\(url)/hello"), timeout: .seconds(5)).status == 200)
     }
 
     /// A deadline that passed before the request was prepared (a retry that starts late, a busy loop) times the request
