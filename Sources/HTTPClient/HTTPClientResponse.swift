@@ -1,6 +1,6 @@
 import HTTPWire
 
-/// A complete response from ``HTTPClient/execute(_:deadline:progress:)``, body collected in memory.
+/// A complete response from ``HTTPClient/execute(_:deadline:timeout:progress:)``, body collected in memory.
 public struct HTTPClientResponse: Sendable {
     public var head: HTTPResponseHead
     public var body: [UInt8]

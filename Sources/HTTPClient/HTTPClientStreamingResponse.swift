@@ -1,7 +1,7 @@
 import HTTPWire
 import NetCore
 
-/// A response from ``HTTPClient/execute(streaming:deadline:progress:)``: the head as soon as it arrived, and the body
+/// A response from ``HTTPClient/execute(streaming:deadline:timeout:progress:)``: the head as soon as it arrived, and the body
 /// as a back-pressured ``ByteStream`` of the bytes as they come (no decompression, no size cap).
 ///
 /// Read `body` to the end (or until it throws) to give the connection back. While the body is not read, the client
@@ -38,7 +38,7 @@ public final class HTTPClientStreamingResponse: Sendable {
     deinit { abort() }
 }
 
-/// What ``HTTPClient/execute(_:streamingBodiesLongerThan:deadline:progress:)`` returns: the whole response, or its head
+/// What ``HTTPClient/execute(_:streamingBodiesLongerThan:deadline:timeout:progress:)`` returns: the whole response, or its head
 /// with the body still arriving.
 public enum HTTPClientResponseOrStream: Sendable {
     case collected(HTTPClientResponse)
