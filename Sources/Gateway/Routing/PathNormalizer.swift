@@ -57,6 +57,7 @@ public enum PathNormalizer {
     /// `%`, no empty or dot segments) and whose query is valid. `nil` sends the target through the full normaliser,
     /// which gives the same result for these targets.
     static func plainTarget(_ target: String) -> NormalizedTarget? {
+        let original = target
         var target = target
         return target.withUTF8 { bytes -> NormalizedTarget? in
             var previous = UInt8(ascii: "/")
@@ -69,8 +70,9 @@ public enum PathNormalizer {
                 previous = byte
                 index += 1
             }
+            // Without a query the path is the target itself: shared, not copied into a new string.
+            guard index < bytes.count else { return NormalizedTarget(path: original, query: nil) }
             let path = String(decoding: UnsafeBufferPointer(rebasing: bytes[..<index]), as: UTF8.self)
-            guard index < bytes.count else { return NormalizedTarget(path: path, query: nil) }
             let queryBytes = UnsafeBufferPointer(rebasing: bytes[(index + 1)...])
             guard validateQuery(queryBytes) == nil else { return nil }
             return NormalizedTarget(path: path, query: String(decoding: queryBytes, as: UTF8.self))
