@@ -61,7 +61,7 @@ public struct AcceptEncoding: Sendable, Hashable {
         let parts = element.split(separator: ";", omittingEmptySubsequences: false)
         guard let first = parts.first else { return nil }
         let coding = first.trimmingHTTPWhitespace().lowercased()
-        guard !coding.isEmpty, coding == "*" || isToken(coding) else { return nil }
+        guard !coding.isEmpty, coding == "*" || HTTP1Grammar.isToken(coding.utf8) else { return nil }
         var quality = 1000
         for parameter in parts.dropFirst() {
             let trimmed = parameter.trimmingHTTPWhitespace()
@@ -90,13 +90,6 @@ public struct AcceptEncoding: Sendable, Hashable {
         return result <= 1000 ? result : nil
     }
 
-    static func isToken(_ text: String) -> Bool {
-        text.utf8.allSatisfy(isTokenByte)
-    }
-
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        HTTP1Grammar.isTokenChar(byte)
-    }
 
     /// The quality (0...1000) the field gives `coding`: its own entry (the highest if repeated), else the `*`
     /// entry, else 1000 for identity (always acceptable unless excluded) and 0 for anything else.

@@ -81,10 +81,21 @@ enum HTTP1Grammar {
     }
 
     /// Whether every byte is a `tchar` and there is at least one.
-    static func isToken<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
-        guard !bytes.isEmpty else { return false }
-        for byte in bytes where !isTokenChar(byte) { return false }
-        return true
+    static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
+        !bytes.isEmpty && allBytes(bytes, isTokenChar)
+    }
+
+    /// Whether `test` holds for every byte: over contiguous bytes (any native string's) when there are, which the
+    /// generic `allSatisfy` over a `String.UTF8View` is not.
+    @inline(__always)
+    static func allBytes(_ bytes: some Collection<UInt8>, _ test: (UInt8) -> Bool) -> Bool {
+        if let result = bytes.withContiguousStorageIfAvailable({ buffer -> Bool in
+            for byte in buffer where !test(byte) { return false }
+            return true
+        }) {
+            return result
+        }
+        return bytes.allSatisfy(test)
     }
 
     /// Whether `bytes` equals the lowercase ASCII `lower`, ignoring ASCII case.

@@ -31,24 +31,6 @@ enum HTTP2Validation {
         }
     }
 
-    /// `tchar` from RFC 9110 §5.6.2.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        HTTP1Grammar.isTokenChar(byte)
-    }
-
-    /// Whether `test` holds for every byte: over contiguous bytes (any native string's) when there are, which the
-    /// generic `allSatisfy` over a `String.UTF8View` is not.
-    @inline(__always)
-    static func allBytes(_ bytes: some Collection<UInt8>, _ test: (UInt8) -> Bool) -> Bool {
-        if let result = bytes.withContiguousStorageIfAvailable({ buffer -> Bool in
-            for byte in buffer where !test(byte) { return false }
-            return true
-        }) {
-            return result
-        }
-        return bytes.allSatisfy(test)
-    }
-
     /// A `tchar` other than an upper-case letter (``HTTP1Grammar/isTokenChar(_:)``'s class without `A`–`Z`).
     @inline(__always)
     static func isLowercaseTokenByte(_ byte: UInt8) -> Bool {
@@ -63,7 +45,7 @@ enum HTTP2Validation {
 
     /// A field name as HTTP/2 allows it: a non-empty token without uppercase letters.
     static func isValidName(_ name: some Collection<UInt8>) -> Bool {
-        !name.isEmpty && allBytes(name, isLowercaseTokenByte)
+        !name.isEmpty && HTTP1Grammar.allBytes(name, isLowercaseTokenByte)
     }
 
     /// A field value without NUL, CR or LF, and without leading or trailing space or tab (RFC 9113 §8.2.1).
@@ -86,13 +68,13 @@ enum HTTP2Validation {
         guard let first = path.first else { return false }
         if first == UInt8(ascii: "*") && path.count == 1 { return method == .options }
         guard first == UInt8(ascii: "/") else { return false }
-        return allBytes(path) { $0 > 0x20 && $0 != 0x7f }
+        return HTTP1Grammar.allBytes(path) { $0 > 0x20 && $0 != 0x7f }
     }
 
     /// A `:authority` or `host` value: host and optional port, no userinfo, no whitespace or delimiters that could
     /// change the meaning of an HTTP/1.1 request.
     static func isValidAuthority(_ value: some Collection<UInt8>) -> Bool {
-        !value.isEmpty && allBytes(value, isAuthorityByte)
+        !value.isEmpty && HTTP1Grammar.allBytes(value, isAuthorityByte)
     }
 
     static func isValidScheme(_ value: some Collection<UInt8>) -> Bool {
@@ -151,7 +133,7 @@ enum HTTP2Validation {
             if name == "content-length" { contentLengths.append(value) }
             headers.add(name: name, value: value)
         }
-        guard let method, !method.isEmpty, method.utf8.allSatisfy(isTokenByte) else {
+        guard let method, HTTP1Grammar.isToken(method.utf8) else {
             return .failure(.init("missing or invalid :method"))
         }
         let httpMethod = HTTPMethod(method)
@@ -177,7 +159,7 @@ enum HTTP2Validation {
         guard let scheme, isValidScheme(scheme.utf8) else { return .failure(.init("missing or invalid :scheme")) }
         guard let path, isValidPath(path.utf8, method: httpMethod) else { return .failure(.init("missing or invalid :path")) }
         guard authority != nil || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
-        if let proto, !(proto.utf8.allSatisfy(isTokenByte) && !proto.isEmpty) { return .failure(.init("invalid :protocol")) }
+        if let proto, !HTTP1Grammar.isToken(proto.utf8) { return .failure(.init("invalid :protocol")) }
         return .success(HTTP2RequestHead(method: httpMethod, scheme: scheme, authority: authority,
                                          path: path, extendedProtocol: proto, headers: headers))
     }
@@ -211,7 +193,7 @@ extension HTTP2RequestHead {
     /// - Every name, value, the method, target and host are checked again, so a head built by hand cannot inject
     ///   a line into the HTTP/1.1 request: any CR, LF, NUL, space in the target, or invalid name throws.
     public func toHTTP1Request() throws(RequestError) -> HTTPRequestHead {
-        guard !method.rawValue.isEmpty, method.rawValue.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
+        guard HTTP1Grammar.isToken(method.rawValue.utf8) else {
             throw RequestError("invalid method")
         }
         let hostFields = headers["host"]
@@ -235,7 +217,7 @@ extension HTTP2RequestHead {
         var cookies: [String] = []
         var cookieInserted = false
         for field in headers {
-            guard !field.name.isEmpty, field.name.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
+            guard HTTP1Grammar.isToken(field.name.utf8) else {
                 throw RequestError("invalid field name")
             }
             guard HTTP2Validation.isValidValue(field.value.utf8) || field.value.isEmpty else {

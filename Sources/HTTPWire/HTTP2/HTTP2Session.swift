@@ -380,7 +380,7 @@ public final class HTTP2Session {
             if let proto = head.extendedProtocol { fields.append((":protocol", proto)) }
         }
         // Never emit a request a peer would find malformed (or that could smuggle a second request downstream).
-        guard !head.method.rawValue.isEmpty, head.method.rawValue.utf8.allSatisfy(HTTP2Validation.isTokenByte) else {
+        guard HTTP1Grammar.isToken(head.method.rawValue.utf8) else {
             throw HTTP2Error(kind: .invalidState, message: "invalid method")
         }
         if let authority, !HTTP2Validation.isValidAuthority(authority.utf8) {
@@ -430,8 +430,7 @@ public final class HTTP2Session {
             if !nominated.isEmpty && nominated.contains(HTTP2Validation.lowercasedName(name)) { continue }
             if isRequest && name.equalsIgnoringASCIICase("host") { continue }
             if name.equalsIgnoringASCIICase("te") && !(isRequest && field.value.equalsIgnoringASCIICase("trailers")) { continue }
-            guard !name.isEmpty, HTTP2Validation.allBytes(name.utf8, HTTP2Validation.isTokenByte), isSafe(value: field.value)
-            else { continue }
+            guard HTTP1Grammar.isToken(name.utf8), isSafe(value: field.value) else { continue }
             out.append((name, field.value))
         }
     }
@@ -443,7 +442,7 @@ public final class HTTP2Session {
 
     /// A value without NUL, CR or LF (other controls are the peer's to refuse).
     private static func isSafe(value: String) -> Bool {
-        HTTP2Validation.allBytes(value.utf8) { $0 != 0 && $0 != 0x0a && $0 != 0x0d }
+        HTTP1Grammar.allBytes(value.utf8) { $0 != 0 && $0 != 0x0a && $0 != 0x0d }
     }
 
     /// Calls `body` with an `nghttp2_nv` array for `fields`; the pointers live only during the call (nghttp2 copies).

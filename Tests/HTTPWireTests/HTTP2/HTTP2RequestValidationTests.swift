@@ -74,7 +74,7 @@ import Testing
         let authority = letters.union("-._~!$&'()*+,;=:[]%".utf8)
         for value in 0...255 {
             let byte = UInt8(value)
-            #expect(HTTP2Validation.isTokenByte(byte) == token.contains(byte), "byte \(value)")
+            #expect(HTTP1Grammar.isTokenChar(byte) == token.contains(byte), "byte \(value)")
             #expect(HTTP2Validation.isLowercaseTokenByte(byte) == (token.contains(byte) && !(0x41...0x5a).contains(byte)),
                     "byte \(value)")
             #expect(HTTP2Validation.isAuthorityByte(byte) == authority.contains(byte), "byte \(value)")
