@@ -5,9 +5,14 @@
 #   engine    `hello-server --proxy`: our HTTP server and HTTPClient alone (no routing, Moya, plugins or logs)
 #   gateway   `moya-gateway` with one proxied route (threads 1, access log off, pool 64)
 # engine − nginx is the engine's gap; gateway − engine is what Moya and the gateway add on top of it.
-# Servers (upstream included) on CPU 1, wrk -t1 -c$CONNS on CPU 0; CPU from /proc/PID/stat of each process tree.
+# Servers (upstream included) on CPU 1, wrk -t1 -c$CONNS on CPU 0; CPU from /proc/PID/stat of each process tree, and
+# CPU 1's busy time per request from /proc/stat.
+# ALONE=1 moves the nginx upstream to CPU 0 beside wrk, so that each proxy has CPU 1 to itself and CPU 1's busy time
+# per request is that proxy's whole cost, whoever the kernel bills it to. Use it for CPU per request: with the
+# upstream on the same CPU, /proc/PID/stat bills part of moya-gateway's time to the upstream (Benchmarks/README.md,
+# session 20).
 #
-# Env: REPS=3 DURATION=5 CONNS=50 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers SHARED_BENCH=../shared/bench
+# Env: REPS=3 DURATION=5 CONNS=50 ALONE=0 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers SHARED_BENCH=../shared/bench
 # Bounded: every wrk run has -d and runs under the harness's timeout; every process is stopped by PID on exit.
 set -euo pipefail
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
@@ -20,6 +25,7 @@ source "$SHARED_BENCH/lib.sh"
 REPS="${REPS:-3}"
 DURATION="${DURATION:-5}"
 CONNS="${CONNS:-50}"
+ALONE="${ALONE:-0}"
 ENGINE_PORT=18210
 GATEWAY_PORT=18212
 GATEWAY_ADMIN=18213
@@ -42,7 +48,14 @@ routes:
   - { name: json, match: { path: /json }, upstream: bench }
 YAML
 
-start_upstream
+if [[ "$ALONE" == 1 ]]; then
+    PROXY_PINNING=("${SRV[@]}")
+    SRV=("${CLI[@]}")
+    start_upstream
+    SRV=("${PROXY_PINNING[@]}")
+else
+    start_upstream
+fi
 start_nginx_proxy
 spawn engine "${SRV[@]}" "$BIN/hello-server" --port "$ENGINE_PORT" --proxy "http://$HOST:$UP_PORT"
 wait_http "http://$HOST:$ENGINE_PORT/json"
@@ -62,6 +75,11 @@ ticks() {
     echo "$total_user $total_system"
 }
 
+# Busy clock ticks of the servers' CPU: user, nice, system, irq, softirq and steal from /proc/stat.
+cpu_busy() {
+    awk -v cpu="cpu$SERVER_CPU" '$1 == cpu { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
 HZ=$(getconf CLK_TCK)
 OUT="$RUN_DIR/results.txt"
 : >"$OUT"
@@ -72,35 +90,44 @@ for rep in $(seq 1 "$REPS"); do
     for target in "${TARGETS[@]}"; do
         pid=$(pid_of "$target")
         read -r user0 system0 < <(ticks "$pid")
+        busy0=$(cpu_busy)
         client wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://$HOST:${PORT[$target]}/json" >"$RUN_DIR/wrk.txt"
+        busy1=$(cpu_busy)
         read -r user1 system1 < <(ticks "$pid")
         requests=$(awk '/requests in/ {print $1}' "$RUN_DIR/wrk.txt")
         rate=$(awk '/Requests\/sec/ {print $2}' "$RUN_DIR/wrk.txt")
         errors=$(awk '/Non-2xx|Socket errors/' "$RUN_DIR/wrk.txt")
         [[ -z "$errors" ]] || log "$target rep $rep: $errors"
         awk -v t="$target" -v r="$requests" -v rate="$rate" -v u=$((user1 - user0)) -v s=$((system1 - system0)) \
-            -v hz="$HZ" 'BEGIN { printf "%s %s %.2f %.2f\n", t, rate, u * 1e6 / hz / r, s * 1e6 / hz / r }' >>"$OUT"
+            -v b=$((busy1 - busy0)) -v hz="$HZ" \
+            'BEGIN { printf "%s %s %.2f %.2f %.2f\n", t, rate, u * 1e6 / hz / r, s * 1e6 / hz / r, b * 1e6 / hz / r }' >>"$OUT"
         log "rep $rep $(tail -n 1 "$OUT")"
     done
 done
 
-"$PY" - "$OUT" <<'PY'
+"$PY" - "$OUT" "$ALONE" "$SERVER_CPU" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    target, rate, user, system = line.split()
-    rows.setdefault(target, []).append((float(rate), float(user), float(system)))
+    target, *values = line.split()
+    rows.setdefault(target, []).append(tuple(map(float, values)))
 def median(target, column):
     return statistics.median(row[column] for row in rows[target])
 def spread(target, column):
     values = [row[column] for row in rows[target]]
     return f"{min(values):.1f}–{max(values):.1f}" if column else f"{min(values):,.0f}–{max(values):,.0f}"
-print("| proxy | req/s (median, min–max) | user µs/req | system µs/req | user vs nginx |")
-print("|---|---:|---:|---:|---:|")
+alone = sys.argv[2] == "1"
+busy = f"CPU {sys.argv[3]} busy µs/req" + (" (the proxy alone)" if alone else " (proxy and upstream)")
+print(f"| proxy | req/s (median, min–max) | user µs/req | system µs/req | user vs nginx | {busy} | busy vs nginx |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for target in ("nginx", "engine", "gateway"):
     print(f"| {target} | {median(target, 0):,.0f} ({spread(target, 0)}) | {median(target, 1):.1f} ({spread(target, 1)}) "
-          f"| {median(target, 2):.1f} ({spread(target, 2)}) | {median(target, 1) / median('nginx', 1):.1f}× |")
+          f"| {median(target, 2):.1f} ({spread(target, 2)}) | {median(target, 1) / median('nginx', 1):.1f}× "
+          f"| {median(target, 3):.1f} ({spread(target, 3)}) | {median(target, 3) / median('nginx', 3):.2f}× |")
 print()
 print(f"engine − nginx: {median('engine', 1) - median('nginx', 1):.1f} µs user; "
       f"gateway − engine (Moya and the gateway): {median('gateway', 1) - median('engine', 1):.1f} µs user")
+if alone:
+    print(f"CPU {sys.argv[3]} busy: engine − nginx {median('engine', 3) - median('nginx', 3):.1f} µs; "
+          f"gateway − engine {median('gateway', 3) - median('engine', 3):.1f} µs")
 PY
