@@ -14,11 +14,13 @@
 #
 # Servers on CPU $SERVER_CPU, h2load on CPU $CLIENT_CPU (PIN=1); REPS interleaved repetitions after a discarded warm-up;
 # medians. CPU µs per request of the proxy's process tree (gateway or nginx TLS) and of the upstream, from
-# /proc/PID/stat ticks before/after each run. TLS: self-signed ECDSA P-256 certificate made with the openssl CLI in
+# /proc/PID/stat ticks before/after each run. ALONE=1 moves the upstream to CPU $CLIENT_CPU beside h2load, so that
+# each proxy has CPU $SERVER_CPU to itself: with the upstream beside it, /proc/PID/stat bills part of the gateway's
+# time to the upstream (Benchmarks/README.md, session 20), so use ALONE=1 for CPU per request. TLS: self-signed ECDSA P-256 certificate made with the openssl CLI in
 # the run directory; the gateway config is generated there too. All traffic on 127.0.0.1; every process is started
 # with lib.sh's spawn and stopped by PID on EXIT; every h2load run is bounded (-n, `timeout -k 5 $CLIENT_TIMEOUT`).
 #
-# Env: REPS=3 NREQ=10000 CASES="h2-c10-m10 h1-c100-m1" KEEPALIVES="64 256" GW_POOL=64 SKIP_BUILD=0
+# Env: REPS=3 ALONE=0 NREQ=10000 CASES="h2-c10-m10 h1-c100-m1" KEEPALIVES="64 256" GW_POOL=64 SKIP_BUILD=0
 #      RUN_DIR=/tmp/moyabench-h2 GW_TLS_PORT=18453 QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1
 # Output: progress on stderr, a markdown table on stdout (also $RUN_DIR/results/h2/summary.md); raw h2load output
 # and .cpu sidecars under $RUN_DIR/results/h2/.
@@ -89,7 +91,14 @@ YAML
 "$GW_BIN" check --config "$RUN_DIR/gateway-h2.yaml" >&2 || die "generated gateway config is invalid"
 
 require_free_ports "$UP_PORT" "$TLS_H2_PORT" "$TLS_H1_PORT" "$GW_TLS_PORT" "$((GW_TLS_PORT + 2))" "$GW_ADMIN_PORT"
-start_nginx upstream nginx-upstream.conf "http://$HOST:$UP_PORT/json"
+if [[ "${ALONE:-0}" == 1 ]]; then
+    PROXY_PINNING=("${SRV[@]}")
+    SRV=("${CLI[@]}")
+    start_nginx upstream nginx-upstream.conf "http://$HOST:$UP_PORT/json"
+    SRV=("${PROXY_PINNING[@]}")
+else
+    start_nginx upstream nginx-upstream.conf "http://$HOST:$UP_PORT/json"
+fi
 UP_PID=$(pid_of upstream)
 spawn gateway "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/gateway-h2.yaml"
 wait_http "http://$HOST:$GW_ADMIN_PORT/readyz"
