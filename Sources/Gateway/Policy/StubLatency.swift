@@ -43,13 +43,13 @@ public struct StubLatency: Sendable {
         case .fixed(let value):
             return max(.zero, value)
         case .uniform(let low, let high):
-            let lo = StubLatency.seconds(low)
-            let hi = StubLatency.seconds(high)
+            let lo = low.seconds
+            let hi = high.seconds
             return StubLatency.duration(lo + (hi - lo) * unit())
         case .normal(let mean, let stddev, let low, let high):
-            var value = StubLatency.seconds(mean) + StubLatency.seconds(stddev) * standardNormal()
-            if let low { value = max(value, StubLatency.seconds(low)) }
-            if let high { value = min(value, StubLatency.seconds(high)) }
+            var value = mean.seconds + stddev.seconds * standardNormal()
+            if let low { value = max(value, low.seconds) }
+            if let high { value = min(value, high.seconds) }
             return StubLatency.duration(value)
         }
     }
@@ -71,11 +71,6 @@ public struct StubLatency: Sendable {
         let angle = 2.0 * Double.pi * u2
         spareNormal = radius * sin(angle)
         return radius * cos(angle)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) * 1e-18
     }
 
     /// Seconds → duration, clamped to 0 ... 1 day (NaN → 0).

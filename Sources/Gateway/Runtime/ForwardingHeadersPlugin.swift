@@ -23,7 +23,7 @@ struct ForwardingHeadersPlugin: TransportPlugin {
             request.allHTTPHeaderFields = fields
         }
         if let timeout = gateway.timeout {
-            request.timeoutInterval = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+            request.timeoutInterval = timeout.seconds
         }
         return request
     }

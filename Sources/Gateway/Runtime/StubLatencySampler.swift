@@ -22,8 +22,3 @@ final class StubLatencySampler: Sendable {
         return state.withLock { Double(($0.errors.next() >> 11)) / 9_007_199_254_740_992.0 } < errorRate
     }
 }
-
-extension Duration {
-    /// The duration in seconds as a `Double`.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

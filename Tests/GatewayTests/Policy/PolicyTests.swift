@@ -144,7 +144,7 @@ import Testing
 }
 
 @Suite struct StubLatencyTests {
-    static func milliseconds(_ duration: Duration) -> Double { StubLatency.seconds(duration) * 1000 }
+    static func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
 
     func stats(_ config: StubLatencyConfig, seed: UInt64 = 1, count: Int = 10_000) -> (mean: Double, sd: Double, min: Double, max: Double) {
         var sampler = StubLatency(config, seed: seed)
