@@ -8,13 +8,18 @@
 #   4. h2.sh       moya-gateway over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256 -> $RUN_DIR/h2
 #   5. gzip.sh     gzip cost per request and per KiB vs nginx gzip level 1                    -> $RUN_DIR/gzip
 #   6. coalesce.sh 100 concurrent identical GETs through a coalescing route vs the upstream delay -> $RUN_DIR/coalesce
+#   7. layers.sh   ALONE=1: nginx proxy_pass, the engine and moya-gateway each alone on CPU 1 (upstream on CPU 0): the
+#                  CPU per proxied request from CPU 1's busy time                               -> $RUN_DIR/layers
+#
+# The proxied rows of gateway.sh bill CPU per process while the upstream shares CPU 1, which bills part of the gateway's
+# time to the upstream (Benchmarks/README.md, session 20): the CPU ratio to quote for proxying is layers.sh's.
 #
 # Every script keeps its own pinning (servers on CPU 1, load on CPU 0), bounds and cleanup; this one only sets their
 # durations, collects their raw files and prints the table. Each measurement's own tables are in its log
 # ($RUN_DIR/logs/*.out).
 #
 # Env: DURATION=5 (s, wrk/ClientBench runs)  NREQ=10000 (h2load requests per run, ≤ 1000 per connection)  REPS=3
-#      ONLY="run gateway h2 gzip coalesce" (subset)  SKIP_BUILD=0  RUN_DIR=/tmp/moyabench-table
+#      ONLY="run gateway h2 gzip coalesce layers" (subset)  SKIP_BUILD=0  RUN_DIR=/tmp/moyabench-table
 # A quick run (a few minutes): DURATION=2 NREQ=5000 REPS=1 Benchmarks/table.sh
 set -euo pipefail
 
@@ -23,7 +28,7 @@ HERE="$ROOT/Benchmarks"
 DURATION="${DURATION:-5}"
 NREQ="${NREQ:-10000}"
 REPS="${REPS:-3}"
-ONLY="${ONLY:-run gateway h2 gzip coalesce}"
+ONLY="${ONLY:-run gateway h2 gzip coalesce layers}"
 RUN_DIR="${RUN_DIR:-/tmp/moyabench-table}"
 PY=/usr/bin/python3
 mkdir -p "$RUN_DIR/logs"
@@ -53,6 +58,7 @@ has gateway && step gateway env REPS="$REPS" DURATION="${DURATION}s" RUN_DIR="$R
 has h2 && step h2 env SKIP_BUILD=1 REPS="$REPS" NREQ="$NREQ" RUN_DIR="$RUN_DIR/h2" "$HERE/h2.sh"
 has gzip && step gzip env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/gzip" "$HERE/gzip.sh"
 has coalesce && step coalesce env SKIP_BUILD=1 REPS="$REPS" RUN_DIR="$RUN_DIR/coalesce" "$HERE/coalesce.sh"
+has layers && step layers env SKIP_BUILD=1 ALONE=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/layers" "$HERE/layers.sh"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
@@ -131,7 +137,8 @@ if os.path.exists(tsv):
     for conns in ("50", "1"):
         g, n, s, d = (t.get(("pinned", conns, x)) for x in ("gw-proxy", "nginx", "gw-stub", "direct"))
         if g and n:
-            rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream", "moya-gateway", "nginx proxy_pass",
+            rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream (CPU billed per process, upstream beside it)",
+                         "moya-gateway", "nginx proxy_pass",
                          f"{num(g[0])} req/s, {num(g[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
                          ratio(g[0], n[0]), ratio(g[1], n[1])))
         if s and d:
@@ -140,6 +147,21 @@ if os.path.exists(tsv):
                          ratio(s[0], d[0]), ratio(s[1], d[2])))
     for key in sorted(k for k in t if "coalesc" in k[2]):
         rows.append((f"coalescing ({key[2]}, -c{key[1]})", key[2], "-", f"{num(t[key][0])} req/s", "-", "-", "-"))
+
+# layers.sh ALONE=1 (results.txt: target req/s user system busy): each proxy alone on CPU 1
+layers = f"{run}/layers/results.txt"
+if os.path.exists(layers):
+    by = {}
+    for line in open(layers):
+        target, *values = line.split()
+        by.setdefault(target, []).append([float(v) for v in values])
+    g, n = by.get("gateway"), by.get("nginx")
+    if g and n:
+        gr, nr = med([v[0] for v in g]), med([v[0] for v in n])
+        gb, nb = med([v[3] for v in g]), med([v[3] for v in n])
+        rows.append(("proxy, wrk -c50, each proxy alone on CPU 1 (CPU 1 busy time per request)", "moya-gateway",
+                     "nginx proxy_pass", f"{num(gr)} req/s, {num(gb, 1)} µs", f"{num(nr)} req/s, {num(nb, 1)} µs",
+                     ratio(gr, nr), ratio(gb, nb)))
 
 # h2.sh and gzip.sh: their RATIO lines and tables
 def ratio_lines(name):
