@@ -17,8 +17,9 @@
 # /proc/PID/stat ticks before/after each run. ALONE=1 moves the upstream to CPU $CLIENT_CPU beside h2load, so that
 # each proxy has CPU $SERVER_CPU to itself: with the upstream beside it, /proc/PID/stat bills part of the gateway's
 # time to the upstream (Benchmarks/README.md, session 20), so use ALONE=1 for CPU per request. TLS: self-signed ECDSA
-# P-256 certificate made with the openssl CLI in the run directory; the gateway config is generated there too. All traffic on 127.0.0.1; every process is started
-# with lib.sh's spawn and stopped by PID on EXIT; every h2load run is bounded (-n, `timeout -k 5 $CLIENT_TIMEOUT`).
+# P-256 certificate made with the openssl CLI in the run directory; the gateway config is generated there too. All
+# traffic on 127.0.0.1; every process is started with lib.sh's spawn and stopped by PID on EXIT; every h2load run is
+# bounded (-n, `timeout -k 5 $CLIENT_TIMEOUT`).
 #
 # Env: REPS=3 ALONE=0 NREQ=10000 CASES="h2-c10-m10 h1-c100-m1" KEEPALIVES="64 256" GW_POOL=64 SKIP_BUILD=0
 #      RUN_DIR=/tmp/moyabench-h2 GW_TLS_PORT=18453 QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1

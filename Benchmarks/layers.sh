@@ -100,7 +100,8 @@ for rep in $(seq 1 "$REPS"); do
         [[ -z "$errors" ]] || log "$target rep $rep: $errors"
         awk -v t="$target" -v r="$requests" -v rate="$rate" -v u=$((user1 - user0)) -v s=$((system1 - system0)) \
             -v b=$((busy1 - busy0)) -v hz="$HZ" \
-            'BEGIN { printf "%s %s %.2f %.2f %.2f\n", t, rate, u * 1e6 / hz / r, s * 1e6 / hz / r, b * 1e6 / hz / r }' >>"$OUT"
+            'BEGIN { printf "%s %s %.2f %.2f %.2f\n", t, rate, u * 1e6 / hz / r, s * 1e6 / hz / r, b * 1e6 / hz / r }' \
+            >>"$OUT"
         log "rep $rep $(tail -n 1 "$OUT")"
     done
 done

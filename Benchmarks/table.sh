@@ -58,7 +58,8 @@ has gateway && step gateway env REPS="$REPS" DURATION="${DURATION}s" RUN_DIR="$R
 has h2 && step h2 env SKIP_BUILD=1 REPS="$REPS" NREQ="$NREQ" RUN_DIR="$RUN_DIR/h2" "$HERE/h2.sh"
 has gzip && step gzip env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/gzip" "$HERE/gzip.sh"
 has coalesce && step coalesce env SKIP_BUILD=1 REPS="$REPS" RUN_DIR="$RUN_DIR/coalesce" "$HERE/coalesce.sh"
-has layers && step layers env SKIP_BUILD=1 ALONE=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/layers" "$HERE/layers.sh"
+has layers && step layers env SKIP_BUILD=1 ALONE=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/layers" \
+    "$HERE/layers.sh"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
