@@ -27,11 +27,11 @@ final class HTTP1HandlerWorker {
     private var retired = false
     private var idleSweeps = 0
     /// Receives each answer, on the loop thread.
-    private let complete: (HTTP1ServerConnection.Slot, HTTPServerResponse) -> Void
+    private let complete: (HTTP1ServerConnection.Slot, consuming HTTPServerResponse) -> Void
     /// Sweeps (about 250 ms apart) a worker may wait before it ends.
     static let idleSweepLimit = 4
 
-    private init(complete: @escaping (HTTP1ServerConnection.Slot, HTTPServerResponse) -> Void) {
+    private init(complete: @escaping (HTTP1ServerConnection.Slot, consuming HTTPServerResponse) -> Void) {
         self.complete = complete
     }
 
@@ -43,7 +43,7 @@ final class HTTP1HandlerWorker {
     /// for the next request then.
     static func start(
         first: Job, handler: any HTTPServerHandler, compressor: ResponseCompressor?, loop: EventLoop,
-        complete: @escaping (HTTP1ServerConnection.Slot, HTTPServerResponse) -> Void
+        complete: @escaping (HTTP1ServerConnection.Slot, consuming HTTPServerResponse) -> Void
     ) -> HTTP1HandlerWorker {
         let worker = HTTP1HandlerWorker(complete: complete)
         let shared = UncheckedSendable(worker)
@@ -122,8 +122,7 @@ final class HTTP1HandlerWorker {
 
     /// Hands the held answer to the connection.
     private func deliverAnswer() {
-        guard let (slot, response) = answer else { return }
-        answer = nil
+        guard let (slot, response) = answer.take() else { return }
         complete(slot, response)
     }
 }

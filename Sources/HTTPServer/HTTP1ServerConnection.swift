@@ -323,7 +323,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         writeReadyResponses()
     }
 
-    private func complete(_ slot: Slot, with response: HTTPServerResponse) {
+    private func complete(_ slot: Slot, with response: consuming HTTPServerResponse) {
         // A slot already answered by the connection itself (a body that failed mid-way) keeps that answer.
         guard !connection.isClosed, slot.response == nil else { return }
         if let status = slot.failedStatus {

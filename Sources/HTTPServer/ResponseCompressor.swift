@@ -26,7 +26,7 @@ struct ResponseCompressor: Sendable {
     }
 
     /// The response as it should be sent to `request`.
-    func compress(_ response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+    func compress(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
         if case .none = response.body { return response }
         if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
         var head = response.head
@@ -56,7 +56,7 @@ struct ResponseCompressor: Sendable {
 
 extension Optional where Wrapped == ResponseCompressor {
     /// `response` as it is sent to `request`: compressed as the server's compressor decides, or as it is without one.
-    func applied(to response: HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+    func applied(to response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
         guard let compressor = self else { return response }
         return compressor.compress(response, for: request)
     }

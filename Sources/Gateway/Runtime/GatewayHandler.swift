@@ -69,7 +69,8 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// Completes a request `handle` answered (synchronous, so the async function holds fewer locals: each costs a
     /// task allocation).
-    private func finishHandled(_ exchange: inout Exchange, response: HTTPServerResponse) -> HTTPServerResponse {
+    private func finishHandled(_ exchange: inout Exchange,
+                               response: consuming HTTPServerResponse) -> HTTPServerResponse {
         if _Concurrency.Task<Never, Never>.isCancelled {
             if let status = exchange.request.bodyRejectionStatus {
                 // The server gave up on the body (too slow, over the limit, malformed framing) and sends this
@@ -189,15 +190,15 @@ final class GatewayHandler: HTTPServerHandler {
     /// Routing (unless `routed` is given), then the caller's identity (API keys), the route's allowed clients and its
     /// rate limit.
     private func prepare(_ exchange: inout Exchange, routed: RouteResult? = nil) -> Decision {
-        let head = exchange.request.head
         let requestID = exchange.requestID
-        if head.method == .trace || head.method == .connect {
+        let method = exchange.request.head.method
+        if method == .trace || method == .connect {
             return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
                                          extra: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]))
         }
         let route: CompiledRoute
         let upstreamPath: String
-        switch routed ?? exchange.snapshot.routes.route(head) {
+        switch routed ?? exchange.snapshot.routes.route(exchange.request.head) {
         case .notFound:
             return .answer(errorResponse(.notFound, requestID: requestID))
         case .methodNotAllowed(let allow):
@@ -217,7 +218,8 @@ final class GatewayHandler: HTTPServerHandler {
         var clientName: String?
         let apiKeys = exchange.snapshot.config.clients?.apiKeys
         if let apiKeys {
-            guard let key = head.headers.first(name: apiKeys.header), let client = apiKeys.client(forKey: key) else {
+            guard let key = exchange.request.head.headers.first(name: apiKeys.header),
+                  let client = apiKeys.client(forKey: key) else {
                 return .answer(errorResponse(.unauthorized, requestID: requestID))
             }
             clientName = client.name
@@ -367,8 +369,8 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
     /// Completes the access-log record and the metrics for `response`.
-    private func finish(_ exchange: inout Exchange, response: HTTPServerResponse, started: ContinuousClock.Instant,
-                        loggedStatus: Int? = nil) -> HTTPServerResponse {
+    private func finish(_ exchange: inout Exchange, response: consuming HTTPServerResponse,
+                        started: ContinuousClock.Instant, loggedStatus: Int? = nil) -> HTTPServerResponse {
         exchange.record.status = loggedStatus ?? response.head.status
         if case .bytes(let body) = response.body { exchange.record.bytesOut = body.count }
         exchange.record.duration = ContinuousClock.now - started
