@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import NetCore
 import Synchronization
 
 /// Where log lines go: a dedicated writer thread drains a bounded queue, so a slow or full output never blocks a
@@ -145,10 +146,8 @@ public final class LogSink: Sendable {
     /// must not keep the process from exiting. Returns whether everything was written.
     @discardableResult
     public func flush(timeout: Duration = .seconds(2)) -> Bool {
-        let (seconds, attoseconds) = timeout.components
-        // Capped (at some 31 years) before multiplying, so that no timeout can overflow.
-        let nanoseconds = min(seconds, 1_000_000_000) * 1_000_000_000 + attoseconds / 1_000_000_000
-        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: nanoseconds))
+        // `Duration.nanoseconds` clamps (a negative timeout is 0), so no timeout can overflow here.
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: timeout.nanoseconds))
         repeat {
             let written = DispatchSemaphore(value: 0)
             queue.async { [self] in

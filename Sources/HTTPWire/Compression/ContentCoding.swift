@@ -90,7 +90,6 @@ public struct AcceptEncoding: Sendable, Hashable {
         return result <= 1000 ? result : nil
     }
 
-
     /// The quality (0...1000) the field gives `coding`: its own entry (the highest if repeated), else the `*`
     /// entry, else 1000 for identity (always acceptable unless excluded) and 0 for anything else.
     public func quality(of coding: ContentCoding) -> Int {

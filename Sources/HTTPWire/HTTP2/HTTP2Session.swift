@@ -460,15 +460,13 @@ public final class HTTP2Session {
             ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, sensitive))
         }
         storage.append(0)
-        // HTTP/2 field names are lower case (RFC 9113 §8.2.1): lower-cased here, in the copy (pseudo-header names
-        // already are).
-        storage.withUnsafeMutableBufferPointer { buffer in
-            for range in ranges {
-                for index in range.0..<(range.0 + range.1) { buffer[index] = HTTP1Grammar.lowercased(buffer[index]) }
-            }
-        }
         return storage.withUnsafeMutableBufferPointer { buffer in
             let base = buffer.baseAddress!
+            // HTTP/2 field names are lower case (RFC 9113 §8.2.1): lower-cased here, in the copy (pseudo-header names
+            // already are).
+            for range in ranges {
+                for index in range.0..<(range.0 + range.1) { base[index] = HTTP1Grammar.lowercased(base[index]) }
+            }
             let nva = ranges.map { range in
                 nghttp2_nv(name: base + range.0, value: base + range.2, namelen: range.1, valuelen: range.3,
                            flags: UInt8(range.4 ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
