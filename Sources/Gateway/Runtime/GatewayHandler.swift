@@ -408,10 +408,23 @@ enum GatewayErrorMapping {
         if case .underlying(let underlying, _) = error {
             if let client = underlying as? HTTPClientError { return client.description }
             if let moya = underlying as? MoyaError { return reason(for: moya) }
+            let nsError = underlying as NSError
+            if nsError.domain == NSURLErrorDomain { return urlErrorReason(code: nsError.code) }
             return String(describing: type(of: underlying))
         }
         if case .statusCode(let response) = error { return "status \(response.statusCode) failed validation" }
         return error.errorDescription ?? "\(error)"
+    }
+
+    /// What Moya's `NSURLErrorDomain` errors mean, in the access log's words (a cancelled call is the client's leaving
+    /// or the drain, not an upstream fault).
+    private static func urlErrorReason(code: Int) -> String {
+        switch code {
+        case NSURLErrorCancelled: return "cancelled"
+        case NSURLErrorTimedOut: return "timed out"
+        case NSURLErrorHTTPTooManyRedirects: return "too many redirects"
+        default: return "URL error \(code)"
+        }
     }
 
     static func code(forUnderlying error: any Error) -> GatewayErrorCode {

@@ -495,6 +495,7 @@ import Glibc
         #expect(ContinuousClock.now - started < .seconds(4), "exit at the 1 s drain timeout, not after the 10 s request")
         let record = try #require(gateway.accessLog.first { ($0["path"] as? String)?.hasPrefix("/open/slow") == true })
         #expect(record["status"] as? Int == 499)
+        #expect(record["upstream_error"] as? String == "cancelled")
     }
 
     @Test func routeRetriesApplyToIdempotentRequestsOnly() async throws {

@@ -159,6 +159,7 @@ import Glibc
         gateway.stop()
         let record = try #require(gateway.accessLog.first { $0["path"] as? String == "/hang" })
         #expect(record["status"] as? Int == 499)
+        #expect(record["upstream_error"] as? String == "cancelled")
     }
 
     /// A client that stops reading a relayed body and leaves: the upstream connection is closed at once, not held
