@@ -3,10 +3,11 @@ import HTTPClient
 import TestSupport
 import Testing
 
-/// Bounded fuzzing of what the gateway reads from outside: the bytes clients send (`faults/wire_fuzz.py`) and its
-/// configuration files (`faults/config_fuzz.py`). Nothing may trap, since a trap is a denial of service for every client
-/// and a bad file must be refused with its place. Fixed seeds, so a failure replays; the scripts print the inputs that
-/// broke it. Longer campaigns: run the scripts by hand with more `--cases` and other seeds.
+/// Bounded fuzzing of what the gateway reads from outside: the bytes clients send (`faults/wire_fuzz.py`), the bytes
+/// upstreams answer (`faults/upstream_fuzz.py`) and its configuration files (`faults/config_fuzz.py`). Nothing may
+/// trap (a trap is a denial of service for every client) and a bad file must be refused with its place. The seeds are
+/// fixed (threads and timing still vary a run); the scripts keep the inputs that broke it. Longer campaigns: run the
+/// scripts by hand with more `--cases` and other seeds.
 @Suite(.serialized, .enabled(if: nothingLostHarnessAvailable(), "needs moya-gateway built and Debian's python3-h2"))
 struct GatewayFuzzTests {
     static let faults = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("faults")
@@ -33,7 +34,7 @@ struct GatewayFuzzTests {
               threads: 2
               http2: true
               compression: { gzip: true, min_bytes: 16 }
-              limits: { max_body_bytes: 64KiB, max_header_bytes: 8KiB, header_timeout: 2s, body_timeout: 2s, drain_timeout: 5s }
+              limits: { max_body_bytes: 64KiB, max_header_bytes: 8KiB, header_timeout: 2s, body_timeout: 2s }
               tls:
                 listen: ["127.0.0.1:\(tlsPort)"]
                 certificate: \(certificates.cert)
@@ -46,7 +47,12 @@ struct GatewayFuzzTests {
                 timeout: { response: 2s }
                 access_token: { token: fuzz-secret-token }
               stub: { stub: { status: 200, headers: { Content-Type: application/json }, body: '{"a":1}' } }
-              slow: { stub: { status: 200, body_bytes: 300KiB, latency: { distribution: uniform, min: 1ms, max: 20ms }, error_rate: 0.2 } }
+              slow:
+                stub:
+                  status: 200
+                  body_bytes: 300KiB
+                  error_rate: 0.2
+                  latency: { distribution: uniform, min: 1ms, max: 20ms }
             routes:
               - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
               - { name: stub, match: { path: /stub }, upstream: stub }
@@ -60,7 +66,8 @@ struct GatewayFuzzTests {
         ], timeout: 150)
         let summary = Self.summary(output)
         #expect(output.status == 0, "\(output.stdout) \(output.stderr.suffix(2000))")
-        #expect(summary["alive"] as? Bool == true, "crash inputs: \(summary["crash_inputs"] ?? "-"); \(gateway.stderr.suffix(2000))")
+        #expect(summary["alive"] as? Bool == true,
+                "crash inputs: \(summary["crash_inputs"] ?? "-"); \(gateway.stderr.suffix(2000))")
         let cases = summary["cases"] as? Int ?? 0
         #expect(cases >= 1000, "the run stopped early: \(summary)")
         #expect(summary["tls_cases"] as? Int ?? 0 >= cases / 10, "\(summary)")
@@ -80,6 +87,51 @@ struct GatewayFuzzTests {
         await upstream.server.shutdown(timeout: .seconds(1))
     }
 
+    /// 400 requests through the gateway to upstreams that answer with hostile bytes (`faults/upstream_fuzz.py`):
+    /// mutated HTTP/1.1 responses (broken status lines and fields, lying lengths, bad chunking, gzip bodies, 1xx
+    /// heads, cuts) and mutated h2c sessions, on plain, coalesced and validated routes. The gateway lives through all
+    /// of them, answers every request with a status line of its own (a 502 or 504 for what it cannot relay), never
+    /// leaks the upstream's token, and drains to exit 0.
+    @Test func hostileUpstreamsNeverStopTheGateway() async throws {
+        let h1Port = try freeLoopbackPort(), h2Port = try freeLoopbackPort()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 2
+              compression: { gzip: true, min_bytes: 16 }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              h1: { base_url: "http://127.0.0.1:\(h1Port)", timeout: { connect: 1s, response: 1s } }
+              h1valid:
+                base_url: "http://127.0.0.1:\(h1Port)"
+                timeout: { response: 1s }
+                validation: success
+                access_token: { token: upstream-fuzz-secret }
+              h2: { base_url: "http://127.0.0.1:\(h2Port)", timeout: { response: 1s }, pool: { http2: always } }
+            routes:
+              - { name: h1, match: { path_prefix: /h1/ }, upstream: h1, rewrite: { strip_prefix: /h1 } }
+              - { name: h1shared, match: { path_prefix: /h1shared }, upstream: h1, coalesce: true }
+              - { name: h1valid, match: { path_prefix: /h1valid }, upstream: h1valid }
+              - { name: h2, match: { path_prefix: /h2 }, upstream: h2 }
+            """)
+        let output = try ProcessRunner.run("/usr/bin/python3", [
+            Self.faults.appendingPathComponent("upstream_fuzz.py").path, "--h1-port", String(h1Port),
+            "--h2-port", String(h2Port), "--gateway-port", String(gateway.port),
+            "--pid", String(gateway.process.processIdentifier), "--cases", "400", "--deadline", "90", "--seed", "1",
+        ], timeout: 150)
+        let summary = Self.summary(output)
+        #expect(output.status == 0, "\(output.stdout) \(output.stderr.suffix(2000))")
+        #expect(summary["alive"] as? Bool == true, "\(gateway.stderr.suffix(2000))")
+        #expect(summary["cases"] as? Int == 400, "\(summary)")
+        #expect(summary["answered"] as? Int == 400, "every request gets an answer: \(summary)")
+        let statuses = summary["statuses"] as? [String: Int] ?? [:]
+        #expect(statuses["502", default: 0] > 0 && statuses["200", default: 0] > 0, "\(statuses)")
+        #expect(gateway.stop() == 0)
+        #expect(!gateway.stdout.contains("upstream-fuzz-secret") && !gateway.stderr.contains("upstream-fuzz-secret"))
+        #expect(!gateway.stderr.contains("Fatal error"))
+    }
+
     /// 400 mutated configuration files (the shipped ones, parsed and changed: values of the wrong type or out of
     /// range, keys dropped or unknown, list items duplicated; or changed as text) through `check`: each is accepted
     /// or refused with exit 1 and its first error naming `file:line`, never a crash or an unlocated error.
@@ -92,7 +144,8 @@ struct GatewayFuzzTests {
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Configuration")
         try FileManager.default.copyItem(atPath: configuration.appendingPathComponent("stubs").path,
                                          toPath: "\(directory)/stubs")
-        let seeds = try FileManager.default.contentsOfDirectory(atPath: configuration.appendingPathComponent("examples").path)
+        let examples = configuration.appendingPathComponent("examples").path
+        let seeds = try FileManager.default.contentsOfDirectory(atPath: examples)
             .filter { $0.hasSuffix(".yaml") }.map { configuration.appendingPathComponent("examples/\($0)").path }
             + [configuration.appendingPathComponent("gateway.yaml").path]
         var environment = ProcessInfo.processInfo.environment

@@ -29,7 +29,8 @@ def h1_seeds():
         seeds += [
             b"GET " + path + b" HTTP/1.1\r\nHost: a\r\nX-Request-Id: fuzz\r\nAccept-Encoding: gzip\r\n\r\n",
             b"POST " + path + b" HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
-            b"POST " + path + b" HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\n",
+            b"POST " + path + b" HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\n",
             b"GET " + path + b" HTTP/1.1\r\nHost: a\r\n\r\nGET /stub HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
             b"PUT " + path + b" HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
             b"GET " + path + b" HTTP/1.0\r\n\r\n",

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Mutational fuzzer for the gateway's HTTP client: an upstream that answers with hostile bytes.
+
+Two upstream listeners: HTTP/1.1 (responses built from seeds: Content-Length, chunked with extensions and trailers,
+close-delimited, 1xx before the answer, gzip-encoded, keep-alive or close; then mutated: bit flips, cuts, splices,
+huge and negative numbers, stray CR/LF and NUL) and h2c (a python3-h2 server whose output bytes are mutated, or whose
+frames are answered out of order, reset, or cut). A driver sends requests through the gateway (routes `/h1/...` and
+`/h2/...`, GET, HEAD and POST, small and large) and after every one checks that the gateway's process is alive and
+that its answer, if any, starts with an HTTP status line.
+
+Bounded: --cases requests in all (shared by --workers threads) and a --deadline in seconds. Traffic only to
+127.0.0.1. Start the gateway first with its upstreams at --h1-port and --h2-port (nothing listens there until this
+script does), then this script with the gateway's --gateway-port and --pid. Prints one JSON summary line:
+{"cases", "answered", "statuses", "malformed", "alive", "seconds"}.
+"""
+import argparse, gzip, json, random, socket, sys, threading, time
+
+import h2.config
+import h2.connection
+import h2.events
+
+INTERESTING = [b"0", b"-1", b"4294967296", b"99999999999999999999", b"\x00", b"\xff", b"\r", b"\n", b"\r\n", b":",
+               b" ", b"chunked", b"gzip", b"\x80\x80", b"\xff\xff\xff\xff", b"a" * 70000,
+               b"Transfer-Encoding: chunked\r\n", b"Content-Length: 3\r\n", b"HTTP/1.1 100 Continue\r\n\r\n"]
+
+
+def mutate(rnd, data):
+    data = bytearray(data)
+    for _ in range(rnd.randint(1, 5)):
+        if not data:
+            data += b"x"
+        i = rnd.randrange(len(data))
+        op = rnd.randint(0, 7)
+        if op == 0:
+            data[i] ^= 1 << rnd.randrange(8)
+        elif op == 1:
+            data[i] = rnd.randrange(256)
+        elif op == 2:
+            del data[i:i + rnd.randint(1, 16)]
+        elif op == 3:
+            data[i:i] = rnd.choice(INTERESTING)
+        elif op == 4:
+            j = rnd.randrange(len(data))
+            data[i:i] = data[j:j + rnd.randint(1, 64)]
+        elif op == 5:
+            data = data[:i]
+        elif op == 6:
+            k = i
+            while k < len(data) and 48 <= data[k] <= 57:
+                k += 1
+            data[i:k] = rnd.choice(INTERESTING[:4])
+        else:
+            data[i:i] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 9)))
+    return bytes(data)
+
+
+def h1_response(rnd):
+    body = rnd.choice([b"", b"ok", b'{"a":1}', b"z" * rnd.randint(100, 300000)])
+    head = b"HTTP/1.1 " + rnd.choice([b"200 OK", b"201 Created", b"204 No Content", b"304 Not Modified",
+                                       b"401 Unauthorized", b"502 Bad Gateway"]) + b"\r\n"
+    head += b"Server: fuzz\r\nX-Custom: v\r\n"
+    if rnd.random() < 0.2:
+        head = b"HTTP/1.1 100 Continue\r\n\r\n" + head
+    if rnd.random() < 0.25:
+        body = gzip.compress(body)
+        head += b"Content-Encoding: gzip\r\n"
+    framing = rnd.randint(0, 2)
+    if framing == 0:
+        return head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body, False
+    if framing == 1:
+        chunks = b""
+        position = 0
+        while position < len(body):
+            size = rnd.randint(1, 70000)
+            piece = body[position:position + size]
+            chunks += b"%x;ext=1\r\n" % len(piece) + piece + b"\r\n"
+            position += size
+        return head + b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\nTrailer-Field: t\r\n\r\n", False
+    return head + b"Connection: close\r\n\r\n" + body, True
+
+
+def read_request(sock):
+    """Reads one request head (and a Content-Length body); None at EOF."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            try:
+                length = int(line.split(b":", 1)[1])
+            except ValueError:
+                length = 0
+            while len(rest) < length:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                rest += chunk
+    return head
+
+
+def serve_h1(sock, seed):
+    rnd = random.Random(seed)
+    sock.settimeout(3)
+    try:
+        while read_request(sock) is not None:
+            response, closes = h1_response(rnd)
+            if rnd.random() < 0.7:
+                response = mutate(rnd, response)
+            position = 0
+            while position < len(response):
+                size = rnd.choice([len(response), 1, 13, 1000, 65536])
+                sock.sendall(response[position:position + size])
+                position += size
+            if closes or rnd.random() < 0.2:
+                break
+            if rnd.random() < 0.05:
+                time.sleep(rnd.random() * 0.5)
+    except (OSError, ValueError):
+        pass
+    finally:
+        sock.close()
+
+
+def serve_h2(sock, seed):
+    rnd = random.Random(seed)
+    sock.settimeout(3)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None,
+                                                                validate_inbound_headers=False))
+    conn.initiate_connection()
+    try:
+        sock.sendall(conn.data_to_send())
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            try:
+                events = conn.receive_data(data)
+            except Exception:
+                break
+            for event in events:
+                if isinstance(event, h2.events.RequestReceived):
+                    stream = event.stream_id
+                    body = rnd.choice([b"", b"ok", b"y" * rnd.randint(100, 200000)])
+                    headers = [(":status", rnd.choice(["200", "204", "404", "500", "100"])), ("server", "fuzz")]
+                    if rnd.random() < 0.3:
+                        headers.append(("content-length", str(len(body) + rnd.choice([0, 0, 1, -1]))))
+                    try:
+                        conn.send_headers(stream, headers, end_stream=not body)
+                        if body:
+                            window = conn.local_flow_control_window(stream)
+                            conn.send_data(stream, body[:max(0, min(window, 16384))], end_stream=len(body) <= 16384)
+                        if rnd.random() < 0.1:
+                            conn.reset_stream(stream)
+                    except Exception:
+                        pass
+            out = conn.data_to_send()
+            if out and rnd.random() < 0.5:
+                out = mutate(rnd, out)
+            sock.sendall(out)
+            if rnd.random() < 0.03:
+                break
+    except (OSError, ValueError):
+        pass
+    finally:
+        sock.close()
+
+
+def listen(port):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(256)
+    return server
+
+
+def accept_loop(server, handler, stop):
+    seed = 0
+    server.settimeout(0.2)
+    while not stop.is_set():
+        try:
+            sock, _ = server.accept()
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        seed += 1
+        threading.Thread(target=handler, args=(sock, seed * 7919 + server.getsockname()[1]), daemon=True).start()
+
+
+class Driver:
+    def __init__(self, args):
+        self.args = args
+        self.lock = threading.Lock()
+        self.next_case = self.cases = self.answered = 0
+        self.statuses = {}
+        self.dead = False
+        self.malformed = []
+        self.deadline = time.monotonic() + args.deadline
+
+    def alive(self):
+        try:
+            with open(f"/proc/{self.args.pid}/stat") as stat:
+                return stat.read().rsplit(") ", 1)[1][0] not in "ZX"
+        except (FileNotFoundError, IndexError):
+            return False
+
+    def take(self):
+        with self.lock:
+            if self.dead or self.next_case >= self.args.cases or time.monotonic() > self.deadline:
+                return False
+            self.next_case += 1
+            return True
+
+    def request(self, rnd):
+        prefix = rnd.choice(["/h1", "/h2", "/h1shared", "/h1valid"])
+        method = rnd.choice([b"GET", b"GET", b"HEAD", b"POST"])
+        body = b"" if method != b"POST" else b"p" * rnd.choice([3, 1000, 300000])
+        request = method + b" " + prefix.encode() + b"/x?i=%d HTTP/1.1\r\nHost: g\r\n" % rnd.randint(0, 3)
+        if rnd.random() < 0.3:
+            request += b"Accept-Encoding: gzip\r\n"
+        if body:
+            request += b"Content-Length: %d\r\n" % len(body)
+        request += b"Connection: close\r\n\r\n" + body
+        sock = socket.create_connection(("127.0.0.1", self.args.gateway_port), timeout=5)
+        sock.settimeout(4)
+        reply = b""
+        try:
+            sock.sendall(request)
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        except OSError:
+            pass
+        finally:
+            sock.close()
+        return reply
+
+    def worker(self, index):
+        rnd = random.Random(self.args.seed * 1000 + index)
+        while self.take():
+            try:
+                reply = self.request(rnd)
+            except OSError:
+                reply = b""
+            if reply.startswith(b"HTTP/1.1 "):
+                status = reply[9:12].decode("latin-1")
+            else:
+                status = "bad" if reply else "none"
+            with self.lock:
+                self.cases += 1
+                self.answered += bool(reply)
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+                if status == "bad" and len(self.malformed) < 3:
+                    self.malformed.append(reply[:80].decode("latin-1"))
+            if not self.alive():
+                with self.lock:
+                    self.dead = True
+
+    def run(self):
+        started = time.monotonic()
+        threads = [threading.Thread(target=self.worker, args=(i,)) for i in range(self.args.workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        print(json.dumps({"cases": self.cases, "answered": self.answered, "statuses": self.statuses,
+                          "malformed": self.malformed, "alive": self.alive(),
+                          "seconds": round(time.monotonic() - started, 1)}), flush=True)
+        return 0 if not self.dead and not self.malformed else 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--h1-port", type=int, required=True, help="the HTTP/1.1 upstream's port")
+    parser.add_argument("--h2-port", type=int, required=True, help="the h2c upstream's port")
+    parser.add_argument("--gateway-port", type=int, required=True, help="the gateway listener to drive requests to")
+    parser.add_argument("--pid", type=int, required=True, help="the gateway's process, checked after every request")
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--deadline", type=float, default=60)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    h1_server, h2_server = listen(args.h1_port), listen(args.h2_port)
+    stop = threading.Event()
+    for server, handler in ((h1_server, serve_h1), (h2_server, serve_h2)):
+        threading.Thread(target=accept_loop, args=(server, handler, stop), daemon=True).start()
+    status = Driver(args).run()
+    stop.set()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
