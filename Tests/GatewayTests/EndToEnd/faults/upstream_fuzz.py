@@ -11,7 +11,7 @@ that its answer, if any, starts with an HTTP status line.
 Bounded: --cases requests in all (shared by --workers threads) and a --deadline in seconds. Traffic only to
 127.0.0.1. Start the gateway first with its upstreams at --h1-port and --h2-port (nothing listens there until this
 script does), then this script with the gateway's --gateway-port and --pid. Prints one JSON summary line:
-{"cases", "answered", "statuses", "malformed", "alive", "seconds"}.
+{"cases", "answered", "statuses", "malformed", "alive", "harness_errors", "seconds"}.
 """
 import argparse, gzip, json, random, socket, sys, threading, time
 
@@ -198,6 +198,7 @@ class Driver:
         self.next_case = self.cases = self.answered = 0
         self.statuses = {}
         self.dead = False
+        self.harness_errors = []
         self.malformed = []
         self.deadline = time.monotonic() + args.deadline
 
@@ -262,17 +263,25 @@ class Driver:
                 with self.lock:
                     self.dead = True
 
+    def guarded(self, index):
+        """Runs a worker; an exception of the harness's own fails the run instead of ending its thread unseen."""
+        try:
+            self.worker(index)
+        except Exception as error:
+            with self.lock:
+                self.harness_errors.append(repr(error)[:200])
+
     def run(self):
         started = time.monotonic()
-        threads = [threading.Thread(target=self.worker, args=(i,)) for i in range(self.args.workers)]
+        threads = [threading.Thread(target=self.guarded, args=(i,)) for i in range(self.args.workers)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         print(json.dumps({"cases": self.cases, "answered": self.answered, "statuses": self.statuses,
-                          "malformed": self.malformed, "alive": self.alive(),
+                          "malformed": self.malformed, "alive": self.alive(), "harness_errors": self.harness_errors,
                           "seconds": round(time.monotonic() - started, 1)}), flush=True)
-        return 0 if not self.dead and not self.malformed else 1
+        return 0 if not self.dead and not self.malformed and not self.harness_errors else 1
 
 
 def main():

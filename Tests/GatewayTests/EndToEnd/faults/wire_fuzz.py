@@ -9,8 +9,8 @@ and reads the answer for a short while. After every case the gateway's process m
 of service for every client.
 
 Bounded: --cases in all (shared by --workers threads) and a --deadline in seconds, whichever comes first. Traffic only
-to 127.0.0.1. Prints one JSON summary line: {"cases", "tls_cases", "answered", "alive", "crash_inputs", "seconds"};
-on a crash the last input of every worker is written to --dir as crash-N.bin.
+to 127.0.0.1. Prints one JSON summary line: {"cases", "tls_cases", "answered", "alive", "crash_inputs",
+"harness_errors", "seconds"}; on a crash the last input of every worker is written to --dir as crash-N.bin.
 """
 import argparse, json, os, random, socket, ssl, sys, threading, time
 
@@ -58,7 +58,8 @@ def h2_seed(rnd):
     if rnd.random() < 0.3:
         conn.ping(b"12345678")
     if rnd.random() < 0.2:
-        conn.increment_flow_control_window(rnd.randint(1, 2 ** 31 - 1))
+        # Up to the largest window h2 lets a peer open (2^31 - 1 in all, from the initial 65,535).
+        conn.increment_flow_control_window(rnd.randint(1, 2 ** 31 - 1 - 65535))
     return conn.data_to_send()
 
 
@@ -115,6 +116,7 @@ class Fuzzer:
         self.next_case = 0
         self.cases = self.tls_cases = self.answered = 0
         self.dead = False
+        self.harness_errors = []
         self.last = {}
         self.deadline = time.monotonic() + args.deadline
 
@@ -184,9 +186,17 @@ class Fuzzer:
                 with self.lock:
                     self.dead = True
 
+    def guarded(self, index):
+        """Runs a worker; an exception of the harness's own fails the run instead of ending its thread unseen."""
+        try:
+            self.worker(index)
+        except Exception as error:
+            with self.lock:
+                self.harness_errors.append(repr(error)[:200])
+
     def run(self):
         started = time.monotonic()
-        threads = [threading.Thread(target=self.worker, args=(i,)) for i in range(self.args.workers)]
+        threads = [threading.Thread(target=self.guarded, args=(i,)) for i in range(self.args.workers)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -199,9 +209,9 @@ class Fuzzer:
                     out.write(data)
                 crash_inputs.append(path)
         print(json.dumps({"cases": self.cases, "tls_cases": self.tls_cases, "answered": self.answered,
-                          "alive": self.alive(), "crash_inputs": crash_inputs,
+                          "alive": self.alive(), "crash_inputs": crash_inputs, "harness_errors": self.harness_errors,
                           "seconds": round(time.monotonic() - started, 1)}))
-        return 0 if not self.dead else 1
+        return 0 if not self.dead and not self.harness_errors else 1
 
 
 def main():
