@@ -22,7 +22,7 @@ struct GatewayFuzzTests {
     /// negative numbers, stray CR/LF and NUL, mangled ClientHellos) at a gateway with every kind of route: proxied
     /// with a rewrite, instant and delayed stubs with injected errors, coalesced, gzip on. The process lives through
     /// all of them, every access-log line is whole JSON with no secret in it, and afterwards it still proxies and
-    /// drains to exit 0.
+    /// drains to exit 0. Every request that reached the upstream is one the gateway logged for it.
     @Test func hostileBytesNeverStopTheGateway() async throws {
         let upstream = try await RecordingUpstream.start()
         let directory = ProcessRunner.temporaryDirectory("gateway-wire-fuzz")
@@ -84,6 +84,20 @@ struct GatewayFuzzTests {
         #expect(unparsed.isEmpty, "lines that are not JSON: \(unparsed.prefix(3))")
         #expect(!gateway.stdout.contains("fuzz-secret-token") && !gateway.stderr.contains("fuzz-secret-token"))
         #expect(!gateway.stderr.contains("Fatal error"))
+
+        // Nothing smuggled: every request that reached the upstream is one the gateway routed there and logged (by
+        // request id), with a plain origin-form target, one Host and the injected token.
+        let logged = Set(gateway.accessLog.filter { $0["route"] as? String == "up" }
+            .compactMap { $0["request_id"] as? String })
+        let received = upstream.requests
+        #expect(received.count > 10, "some fuzzed requests were well-formed enough to be proxied")
+        for request in received {
+            let id = request.head.headers.first(name: "X-Request-Id")
+            #expect(id.map(logged.contains) == true, "an upstream request the gateway did not log: \(request.head)")
+            #expect(request.head.target.hasPrefix("/") && !request.head.target.contains(" "), "\(request.head.target)")
+            #expect(request.head.headers["Host"].count == 1, "\(request.head)")
+            #expect(request.head.headers.first(name: "Authorization") == "Bearer fuzz-secret-token")
+        }
         await upstream.server.shutdown(timeout: .seconds(1))
     }
 
