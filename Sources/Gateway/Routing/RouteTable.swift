@@ -153,6 +153,20 @@ public struct RouteTable: Sendable {
 
     /// Routes `method` + `target`; `host` is the `Host` header (or `:authority`), compared without port and case.
     public func route(method: HTTPMethod, host: String?, target: String) -> RouteResult {
+        resolve(method: method, host: host, target: target, building: true)
+    }
+
+    /// The route ``route(_:)`` sends `head` to, or nil when it answers with an error (404, 405 or 400); cheaper, as
+    /// it builds neither the upstream path nor the error's details. For deciding whether an answer is known at once.
+    public func matchedRoute(_ head: HTTPRequestHead) -> CompiledRoute? {
+        let host = matchesHosts ? head.headers.first(name: "Host") : nil
+        guard case .matched(let route, _, _) = resolve(method: head.method, host: host, target: head.target,
+                                                       building: false) else { return nil }
+        return route
+    }
+
+    /// Routing; without `building`, a match carries an empty upstream path and no parameters.
+    private func resolve(method: HTTPMethod, host: String?, target: String, building: Bool) -> RouteResult {
         if method == .connect { return .badRequest("CONNECT is not supported") }
         let normalized: NormalizedTarget
         switch PathNormalizer.normalize(target: target) {
@@ -179,13 +193,16 @@ public struct RouteTable: Sendable {
             guard let params else { return nil }
             pathMatched = true
             if route.allows(method) {
+                guard building else { return .matched(route, upstreamPath: "", pathParams: [:]) }
                 let rewritten = RouteTable.rewrite(normalized.path, route.config.rewrite)
                 let base = route.upstream.baseURL?.basePath ?? ""
                 var upstreamPath = RouteTable.join(base, rewritten)
                 if let query = normalized.query { upstreamPath += "?" + query }
                 return .matched(route, upstreamPath: upstreamPath, pathParams: params)
             }
-            for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
+            if building {
+                for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
+            }
             return nil
         }
         for position in exactRoutes[normalized.path] ?? [] {

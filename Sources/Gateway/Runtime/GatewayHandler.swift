@@ -21,15 +21,24 @@ final class GatewayHandler: HTTPServerHandler {
         self.state = state
     }
 
-    /// Answers a request for a stub upstream without latency from the event loop, with no task: the whole Moya
-    /// pipeline runs synchronously (see `MoyaProvider.requestImmediately`). Everything else is left to `handle`.
+    /// Answers at once, on the event loop and with no task, what needs no upstream: the gateway's own routing errors
+    /// (404, 405, 400: a client that half-closes after its request still gets them, and a scan of unknown paths
+    /// costs no task) and a stub upstream without latency, whose whole Moya pipeline runs synchronously (see
+    /// `MoyaProvider.requestImmediately`). Everything else is left to `handle`, which routes it again: in full when
+    /// the configuration has instant stubs, else after the cheaper ``RouteTable/matchedRoute(_:)``.
     func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
         let snapshot = state.current
-        guard snapshot.hasInstantStubs, request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished else { return nil }
-        let routed = snapshot.routes.route(request.head)
-        guard case .matched(let route, _, _) = routed, !route.config.coalesce,
-              snapshot.runtime(of: route)?.provider?.answersInstantly == true else { return nil }
-        // Read once routing has found an instant stub: a request left to `handle` costs no clock read here.
+        let routed: RouteResult
+        if snapshot.hasInstantStubs {
+            routed = snapshot.routes.route(request.head)
+            if case .matched(let route, _, _) = routed {
+                guard !route.config.coalesce, snapshot.runtime(of: route)?.provider?.answersInstantly == true,
+                      request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished else { return nil }
+            }
+        } else {
+            guard snapshot.routes.matchedRoute(request.head) == nil else { return nil }
+            routed = snapshot.routes.route(request.head)
+        }
         let started = ContinuousClock.now
         var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs, started: started)
         switch prepare(&exchange, routed: routed) {

@@ -72,7 +72,7 @@ final class GatewaySnapshot: Sendable {
     }
 
     /// Whether some route can be answered by a stub without latency from the event loop (see
-    /// `GatewayHandler.respondImmediately(to:)`); when none can, requests are not routed for it first.
+    /// `GatewayHandler.respondImmediately(to:)`); when none can, requests are only checked for a route there.
     let hasInstantStubs: Bool
 }
 

@@ -303,6 +303,43 @@ import Glibc
         gateway.stop()
     }
 
+    /// The gateway's own routing errors are answered at once, without a task: a client that half-closes after its
+    /// request (which abandons a proxied one, as nginx does) still gets its 404, 400 or 405, and a request pipelined
+    /// behind an erroneous one with a body is served too. With no instant stub in the configuration (this one has
+    /// none without latency) as well as with one.
+    @Test func routingErrorsReachAClientThatHalfCloses() async throws {
+        let upstream = try await RecordingUpstream.start()
+        for instantStub in ["", "  instant: { stub: { status: 200, body: hi } }"] {
+            let route = instantStub.isEmpty ? "" : "  - { name: instant, match: { path: /instant }, upstream: instant }"
+            let config = Self.proxyConfig(upstreamPort: upstream.port, extraRoutes: route, extraUpstreams: instantStub)
+            let gateway = try await GatewayProcess(config: config, environment: ["API_TOKEN": "t"])
+            func exchange(_ request: String) -> String {
+                guard let client = try? RawClient(port: gateway.port) else { return "" }
+                client.send(request)
+                client.shutdownWrite()
+                return String(decoding: client.readAll(timeout: 3).bytes, as: UTF8.self)
+            }
+            let notFound = exchange("GET /nowhere HTTP/1.1\r\nHost: g\r\nX-Request-Id: half-404\r\n\r\n")
+            #expect(notFound.hasPrefix("HTTP/1.1 404 ") && notFound.contains("\"request_id\":\"half-404\""),
+                    "\(notFound)")
+            let encodedSlash = exchange("GET /open/a%2Fb HTTP/1.1\r\nHost: g\r\n\r\n")
+            #expect(encodedSlash.hasPrefix("HTTP/1.1 400 "), "\(encodedSlash)")
+            let pipelined = exchange("DELETE /api/x HTTP/1.1\r\nHost: g\r\nContent-Length: 5\r\n\r\nhello"
+                                     + "GET /nowhere HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n")
+            #expect(pipelined.hasPrefix("HTTP/1.1 405 ") && pipelined.contains("Allow: GET, HEAD, POST"),
+                    "\(pipelined)")
+            #expect(pipelined.components(separatedBy: "HTTP/1.1 404 ").count == 2, "\(pipelined)")
+            if !instantStub.isEmpty {
+                #expect(exchange("GET /instant HTTP/1.1\r\nHost: g\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+            }
+            #expect(gateway.stop() == 0)
+            let statuses = gateway.accessLog.compactMap { $0["status"] as? Int }
+            #expect(statuses.filter { $0 == 404 }.count == 2 && statuses.contains(400) && statuses.contains(405),
+                    "\(statuses)")
+        }
+        #expect(upstream.requests.isEmpty, "nothing reached the upstream")
+    }
+
     /// An upstream that sends its head and then stops mid-body: the upstream's response timeout (the longest wait for
     /// the next bytes) or the route's deadline (the whole request, body included) ends it with a 504.
     @Test func anUpstreamThatStallsMidBodyIsCutByTheResponseTimeoutAndTheRouteDeadline() async throws {
