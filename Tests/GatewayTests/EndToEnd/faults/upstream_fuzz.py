@@ -19,39 +19,9 @@ import h2.config
 import h2.connection
 import h2.events
 
-INTERESTING = [b"0", b"-1", b"4294967296", b"99999999999999999999", b"\x00", b"\xff", b"\r", b"\n", b"\r\n", b":",
-               b" ", b"chunked", b"gzip", b"\x80\x80", b"\xff\xff\xff\xff", b"a" * 70000,
-               b"Transfer-Encoding: chunked\r\n", b"Content-Length: 3\r\n", b"HTTP/1.1 100 Continue\r\n\r\n"]
+from fuzzing import INTERESTING, BoundedRun, mutate
 
-
-def mutate(rnd, data):
-    data = bytearray(data)
-    for _ in range(rnd.randint(1, 5)):
-        if not data:
-            data += b"x"
-        i = rnd.randrange(len(data))
-        op = rnd.randint(0, 7)
-        if op == 0:
-            data[i] ^= 1 << rnd.randrange(8)
-        elif op == 1:
-            data[i] = rnd.randrange(256)
-        elif op == 2:
-            del data[i:i + rnd.randint(1, 16)]
-        elif op == 3:
-            data[i:i] = rnd.choice(INTERESTING)
-        elif op == 4:
-            j = rnd.randrange(len(data))
-            data[i:i] = data[j:j + rnd.randint(1, 64)]
-        elif op == 5:
-            data = data[:i]
-        elif op == 6:
-            k = i
-            while k < len(data) and 48 <= data[k] <= 57:
-                k += 1
-            data[i:k] = rnd.choice(INTERESTING[:4])
-        else:
-            data[i:i] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 9)))
-    return bytes(data)
+TOKENS = INTERESTING + [b"gzip", b"HTTP/1.1 100 Continue\r\n\r\n"]
 
 
 def h1_response(rnd):
@@ -109,7 +79,7 @@ def serve_h1(sock, seed):
         while read_request(sock) is not None:
             response, closes = h1_response(rnd)
             if rnd.random() < 0.7:
-                response = mutate(rnd, response)
+                response = mutate(rnd, response, TOKENS)
             position = 0
             while position < len(response):
                 size = rnd.choice([len(response), 1, 13, 1000, 65536])
@@ -159,7 +129,7 @@ def serve_h2(sock, seed):
                         pass
             out = conn.data_to_send()
             if out and rnd.random() < 0.5:
-                out = mutate(rnd, out)
+                out = mutate(rnd, out, TOKENS)
             sock.sendall(out)
             if rnd.random() < 0.03:
                 break
@@ -194,27 +164,10 @@ def accept_loop(server, handler, stop):
 class Driver:
     def __init__(self, args):
         self.args = args
-        self.lock = threading.Lock()
-        self.next_case = self.cases = self.answered = 0
+        self.bounds = BoundedRun(args.pid, args.cases, args.deadline, args.workers)
+        self.cases = self.answered = 0
         self.statuses = {}
-        self.dead = False
-        self.harness_errors = []
         self.malformed = []
-        self.deadline = time.monotonic() + args.deadline
-
-    def alive(self):
-        try:
-            with open(f"/proc/{self.args.pid}/stat") as stat:
-                return stat.read().rsplit(") ", 1)[1][0] not in "ZX"
-        except (FileNotFoundError, IndexError):
-            return False
-
-    def take(self):
-        with self.lock:
-            if self.dead or self.next_case >= self.args.cases or time.monotonic() > self.deadline:
-                return False
-            self.next_case += 1
-            return True
 
     def request(self, rnd):
         prefix = rnd.choice(["/h1", "/h2", "/h1shared", "/h1valid"])
@@ -244,7 +197,7 @@ class Driver:
 
     def worker(self, index):
         rnd = random.Random(self.args.seed * 1000 + index)
-        while self.take():
+        while self.bounds.take():
             try:
                 reply = self.request(rnd)
             except OSError:
@@ -253,35 +206,21 @@ class Driver:
                 status = reply[9:12].decode("latin-1")
             else:
                 status = "bad" if reply else "none"
-            with self.lock:
+            with self.bounds.lock:
                 self.cases += 1
                 self.answered += bool(reply)
                 self.statuses[status] = self.statuses.get(status, 0) + 1
                 if status == "bad" and len(self.malformed) < 3:
                     self.malformed.append(reply[:80].decode("latin-1"))
-            if not self.alive():
-                with self.lock:
-                    self.dead = True
-
-    def guarded(self, index):
-        """Runs a worker; an exception of the harness's own fails the run instead of ending its thread unseen."""
-        try:
-            self.worker(index)
-        except Exception as error:
-            with self.lock:
-                self.harness_errors.append(repr(error)[:200])
+            self.bounds.check()
 
     def run(self):
-        started = time.monotonic()
-        threads = [threading.Thread(target=self.guarded, args=(i,)) for i in range(self.args.workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        seconds = self.bounds.run(self.worker)
+        errors = self.bounds.harness_errors
         print(json.dumps({"cases": self.cases, "answered": self.answered, "statuses": self.statuses,
-                          "malformed": self.malformed, "alive": self.alive(), "harness_errors": self.harness_errors,
-                          "seconds": round(time.monotonic() - started, 1)}), flush=True)
-        return 0 if not self.dead and not self.malformed and not self.harness_errors else 1
+                          "malformed": self.malformed, "alive": self.bounds.alive(), "harness_errors": errors,
+                          "seconds": seconds}), flush=True)
+        return 0 if not self.bounds.dead and not self.malformed and not errors else 1
 
 
 def main():

@@ -12,14 +12,14 @@ Bounded: --cases in all (shared by --workers threads) and a --deadline in second
 to 127.0.0.1. Prints one JSON summary line: {"cases", "tls_cases", "answered", "alive", "crash_inputs",
 "harness_errors", "seconds"}; on a crash the last input of every worker is written to --dir as crash-N.bin.
 """
-import argparse, json, os, random, socket, ssl, sys, threading, time
+import argparse, json, os, random, socket, ssl, sys, time
 
 import h2.config
 import h2.connection
 
-INTERESTING = [b"0", b"-1", b"4294967296", b"99999999999999999999", b"\x00", b"\xff", b"\r", b"\n", b"\r\n", b":",
-               b" ", b"%", b"%00", b"%2f", b"%2e%2e", b"..", b"chunked", b"\x80\x80", b"\xff\xff\xff\xff",
-               b"\x7f\xff\xff\xff", b"a" * 70000, b"Transfer-Encoding: chunked\r\n", b"Content-Length: 3\r\n"]
+from fuzzing import INTERESTING, BoundedRun, mutate
+
+TOKENS = INTERESTING + [b"%", b"%00", b"%2f", b"%2e%2e", b".."]
 PATHS = ["/up/json", "/stub", "/slow", "/shared/1", "/up/../stub", "/%2e%2e/x", "/up/a%2Fb", "/nowhere"]
 
 
@@ -63,36 +63,6 @@ def h2_seed(rnd):
     return conn.data_to_send()
 
 
-def mutate(rnd, data):
-    data = bytearray(data)
-    for _ in range(rnd.randint(1, 6)):
-        if not data:
-            data += b"x"
-        i = rnd.randrange(len(data))
-        op = rnd.randint(0, 7)
-        if op == 0:
-            data[i] ^= 1 << rnd.randrange(8)
-        elif op == 1:
-            data[i] = rnd.randrange(256)
-        elif op == 2:
-            del data[i:i + rnd.randint(1, 16)]
-        elif op == 3:
-            data[i:i] = rnd.choice(INTERESTING)
-        elif op == 4:
-            j = rnd.randrange(len(data))
-            data[i:i] = data[j:j + rnd.randint(1, 64)]
-        elif op == 5:
-            data = data[:i]
-        elif op == 6:
-            k = i
-            while k < len(data) and 48 <= data[k] <= 57:
-                k += 1
-            data[i:k] = rnd.choice(INTERESTING[:6])
-        else:
-            data[i:i] = bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 9)))
-    return bytes(data)
-
-
 def client_hello(context):
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
     tls = context.wrap_bio(incoming, outgoing, server_hostname="localhost")
@@ -112,33 +82,15 @@ class Fuzzer:
         self.context.set_alpn_protocols(["h2", "http/1.1"])
         self.hello = client_hello(self.context)
         self.h1 = h1_seeds()
-        self.lock = threading.Lock()
-        self.next_case = 0
+        self.bounds = BoundedRun(args.pid, args.cases, args.deadline, args.workers)
         self.cases = self.tls_cases = self.answered = 0
-        self.dead = False
-        self.harness_errors = []
         self.last = {}
-        self.deadline = time.monotonic() + args.deadline
-
-    def alive(self):
-        try:
-            with open(f"/proc/{self.args.pid}/stat") as stat:
-                return stat.read().rsplit(") ", 1)[1][0] not in "ZX"
-        except (FileNotFoundError, IndexError):
-            return False
-
-    def take_case(self):
-        with self.lock:
-            if self.dead or self.next_case >= self.args.cases or time.monotonic() > self.deadline:
-                return None
-            self.next_case += 1
-            return self.next_case
 
     def send(self, rnd, data, tls):
         sock = socket.create_connection(("127.0.0.1", self.args.tls_port if tls else self.args.port), timeout=2)
         if tls:
             if rnd.random() < 0.3:
-                data = mutate(rnd, self.hello) + data
+                data = mutate(rnd, self.hello, TOKENS) + data
             else:
                 try:
                     sock = self.context.wrap_socket(sock, server_hostname="localhost")
@@ -169,49 +121,35 @@ class Fuzzer:
 
     def worker(self, index):
         rnd = random.Random(self.args.seed * 1000 + index)
-        while (case := self.take_case()) is not None:
+        while self.bounds.take():
             tls = self.args.tls_port is not None and rnd.random() < self.args.tls_share
-            data = mutate(rnd, rnd.choice(self.h1) if rnd.random() < 0.55 else h2_seed(rnd))
+            data = mutate(rnd, rnd.choice(self.h1) if rnd.random() < 0.55 else h2_seed(rnd), TOKENS)
             self.last[index] = data
             try:
                 answered = self.send(rnd, data, tls)
             except OSError:
                 answered = False
                 time.sleep(0.02)
-            with self.lock:
+            with self.bounds.lock:
                 self.cases += 1
                 self.tls_cases += tls
                 self.answered += answered
-            if not self.alive():
-                with self.lock:
-                    self.dead = True
-
-    def guarded(self, index):
-        """Runs a worker; an exception of the harness's own fails the run instead of ending its thread unseen."""
-        try:
-            self.worker(index)
-        except Exception as error:
-            with self.lock:
-                self.harness_errors.append(repr(error)[:200])
+            self.bounds.check()
 
     def run(self):
-        started = time.monotonic()
-        threads = [threading.Thread(target=self.guarded, args=(i,)) for i in range(self.args.workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        seconds = self.bounds.run(self.worker)
         crash_inputs = []
-        if self.dead:
+        if self.bounds.dead:
             for index, data in self.last.items():
                 path = os.path.join(self.args.dir, f"crash-{index}.bin")
                 with open(path, "wb") as out:
                     out.write(data)
                 crash_inputs.append(path)
+        errors = self.bounds.harness_errors
         print(json.dumps({"cases": self.cases, "tls_cases": self.tls_cases, "answered": self.answered,
-                          "alive": self.alive(), "crash_inputs": crash_inputs, "harness_errors": self.harness_errors,
-                          "seconds": round(time.monotonic() - started, 1)}))
-        return 0 if not self.dead and not self.harness_errors else 1
+                          "alive": self.bounds.alive(), "crash_inputs": crash_inputs, "harness_errors": errors,
+                          "seconds": seconds}))
+        return 0 if not self.bounds.dead and not errors else 1
 
 
 def main():
