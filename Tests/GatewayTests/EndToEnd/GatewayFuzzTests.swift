@@ -105,7 +105,8 @@ struct GatewayFuzzTests {
     /// mutated HTTP/1.1 responses (broken status lines and fields, lying lengths, bad chunking, gzip bodies, 1xx
     /// heads, cuts) and mutated h2c sessions, on plain, coalesced and validated routes. The gateway lives through all
     /// of them, answers every request with a status line of its own (a 502 or 504 for what it cannot relay), never
-    /// leaks the upstream's token, and drains to exit 0.
+    /// leaks the upstream's token, and drains to exit 0. The routes' 2 s deadline bounds an upstream that trickles a
+    /// body a byte at a time (the driver gives up after 4 s of silence).
     @Test func hostileUpstreamsNeverStopTheGateway() async throws {
         let h1Port = try freeLoopbackPort(), h2Port = try freeLoopbackPort()
         let gateway = try await GatewayProcess(config: """
@@ -124,10 +125,10 @@ struct GatewayFuzzTests {
                 access_token: { token: upstream-fuzz-secret }
               h2: { base_url: "http://127.0.0.1:\(h2Port)", timeout: { response: 1s }, pool: { http2: always } }
             routes:
-              - { name: h1, match: { path_prefix: /h1/ }, upstream: h1, rewrite: { strip_prefix: /h1 } }
-              - { name: h1shared, match: { path_prefix: /h1shared }, upstream: h1, coalesce: true }
-              - { name: h1valid, match: { path_prefix: /h1valid }, upstream: h1valid }
-              - { name: h2, match: { path_prefix: /h2 }, upstream: h2 }
+              - { name: h1, match: { path_prefix: /h1/ }, upstream: h1, rewrite: { strip_prefix: /h1 }, timeout: 2s }
+              - { name: h1shared, match: { path_prefix: /h1shared }, upstream: h1, coalesce: true, timeout: 2s }
+              - { name: h1valid, match: { path_prefix: /h1valid }, upstream: h1valid, timeout: 2s }
+              - { name: h2, match: { path_prefix: /h2 }, upstream: h2, timeout: 2s }
             """)
         let output = try ProcessRunner.run("/usr/bin/python3", [
             Self.faults.appendingPathComponent("upstream_fuzz.py").path, "--h1-port", String(h1Port),
