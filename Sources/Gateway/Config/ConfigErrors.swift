@@ -19,8 +19,32 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// `FILE:LINE: key.path: reason`, always (a YAML syntax error's key path is `(yaml)`; its column is in the reason).
-    public var description: String { "\(file):\(line): \(keyPath): \(reason)" }
+    /// `FILE:LINE: key.path: reason`, always (a YAML syntax error's key path is `(yaml)`; its column is in the reason),
+    /// on one line: control characters from the file (a quoted key or value may hold a newline or a tab) are escaped.
+    public var description: String {
+        ConfigProblem.escapingControls("\(file):\(line): \(keyPath): \(reason)")
+    }
+
+    /// `text` with its control characters written as `\n`, `\r`, `\t` or `\u{…}`.
+    static func escapingControls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var escaped = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": escaped.append(contentsOf: "\\n".unicodeScalars)
+            case "\r": escaped.append(contentsOf: "\\r".unicodeScalars)
+            case "\t": escaped.append(contentsOf: "\\t".unicodeScalars)
+            case _ where isControl(scalar):
+                escaped.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".unicodeScalars)
+            default: escaped.append(scalar)
+            }
+        }
+        return String(escaped)
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}"
+    }
 }
 
 /// Every problem found in a configuration file, in file order.

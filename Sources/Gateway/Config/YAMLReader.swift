@@ -7,8 +7,12 @@ struct ScalarValue {
     var fromEnvironment: Bool
     var line: Int
 
-    /// `'text'` for messages, or a neutral phrase when the value came from the environment.
-    var shown: String { fromEnvironment ? "a value from the environment" : "'\(text)'" }
+    /// `'text'` for messages (its first 80 characters, then `…`), or a neutral phrase when the value came from the
+    /// environment.
+    var shown: String {
+        if fromEnvironment { return "a value from the environment" }
+        return text.count > 80 ? "'\(text.prefix(80))…'" : "'\(text)'"
+    }
 }
 
 /// Walks a composed YAML tree, collecting every problem with its line and key path.

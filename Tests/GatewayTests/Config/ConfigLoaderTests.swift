@@ -202,6 +202,28 @@ import Testing
         ])
     }
 
+    /// One line per problem, whatever the file holds: a quoted key or value with a newline, a tab or another control
+    /// character is escaped, and a long value is cut short.
+    @Test func problemsStayOnOneLine() {
+        let long = String(repeating: "x", count: 200)
+        let text = """
+        logging:
+          level: "de\\nbug\\tx\\u0001"
+          "form\\nat": json
+          output: stdout
+          redact_headers: ["bad name \(long)"]
+        upstreams:
+          a: { base_url: "http://127.0.0.1:18080" }
+        routes:
+          - { name: r, match: { path: /x }, upstream: a }
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:2: logging.level: invalid level 'de\\nbug\\tx\\u{1}' (trace, debug, info, notice, warning, error or critical)",
+            "conf/gw.yaml:3: logging.form\\nat: unknown key (expected one of: level, format, access_log, output, redact_headers)",
+            "conf/gw.yaml:5: logging.redact_headers[0]: invalid header name 'bad name \(String(repeating: "x", count: 71))…'",
+        ])
+    }
+
     @Test func circuitBreakerSettings() throws {
         let loaded = try config("""
             upstreams:

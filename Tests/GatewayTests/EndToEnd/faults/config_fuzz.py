@@ -4,8 +4,8 @@
 Seeds are the given YAML files. Most cases mutate the parsed tree (a value replaced by one of another type or an
 out-of-range one, a key dropped, an unknown key added, a list item duplicated, a map turned into a list); the rest
 mutate the text (tokens inserted, lines duplicated, dropped or re-indented). Every file must be accepted (exit 0) or
-rejected with exit 1 and a first error line `FILE:LINE: ...`; an exit by signal (a trap), any other status, or an
-unlocated error is a defect.
+rejected with exit 1 and one `FILE:LINE: ...` line per problem; an exit by signal (a trap), any other status, or a
+line without its place (an unlocated error, or a message broken over lines) is a defect.
 
 Bounded: --cases files. Prints one JSON summary line: {"cases", "accepted", "rejected", "defects", "examples"}; the
 files of defects are kept in --dir.
@@ -16,9 +16,10 @@ import yaml
 
 SCALARS = [-1, 0, 1, 2 ** 63, 10 ** 30, 1.5, float("inf"), True, None, "", "x", "-5s", "0ms", "1e309", "16EiB",
            "999999PiB", "${MOYA_FUZZ_UNSET}", "${", "/..", "%2e%2e", "http://", "https://[::1", "ftp://h", "{id}",
-           "é", "\t", "a" * 300, [], {}, ["x"], {"unknown": 1}]
+           "é", "\t", "a\nb", "\u2028", "a" * 300, [], {}, ["x"], {"unknown": 1}]
 TOKENS = ["-1", "0", "1e309", "99999999999999999999", "1ms", "-5s", "1KiB", "16EiB", "${X}", "${", "{", "}", "[",
-          "]", ":", "- ", "&a", "*a", "!!binary", "~", "null", "\t", "'", '"', "/..", "%2e%2e", "{id}", "nan", ".inf"]
+          "]", ":", "- ", "&a", "*a", "!!binary", "~", "null", "\t", "'", '"', "/..", "%2e%2e", "{id}", "nan", ".inf",
+          '"a\\nb"', '"\\t"']
 
 
 def nodes(tree, path=()):
@@ -101,10 +102,11 @@ def main():
             out.write(text)
         result = subprocess.run([args.gateway, "check", "--config", path], capture_output=True, text=True,
                                 timeout=20, cwd=args.dir, env=env)
-        first = result.stderr.split("\n", 1)[0]
+        lines = [line for line in result.stderr.split("\n") if line]
+        first = lines[0] if lines else ""
         if result.returncode == 0:
             accepted += 1
-        elif result.returncode == 1 and located.match(first):
+        elif result.returncode == 1 and lines and all(located.match(line) for line in lines):
             rejected += 1
             if len(examples) < 5:
                 examples.append(first[:200])
