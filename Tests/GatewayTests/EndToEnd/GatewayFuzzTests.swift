@@ -103,12 +103,14 @@ struct GatewayFuzzTests {
 
     /// 400 requests through the gateway to upstreams that answer with hostile bytes (`faults/upstream_fuzz.py`):
     /// mutated HTTP/1.1 responses (broken status lines and fields, lying lengths, bad chunking, gzip bodies, 1xx
-    /// heads, cuts) and mutated h2c sessions, on plain, coalesced and validated routes. The gateway lives through all
-    /// of them, answers every request with a status line of its own (a 502 or 504 for what it cannot relay), never
-    /// leaks the upstream's token, and drains to exit 0. The routes' 2 s deadline bounds an upstream that trickles a
-    /// body a byte at a time (the driver gives up after 4 s of silence).
+    /// heads, cuts), mutated h2c sessions and hostile TLS servers (garbage handshakes, cut records, mutated answers
+    /// inside TLS), on plain, coalesced and validated routes. The gateway lives through all of them, answers every
+    /// request with a status line of its own (a 502 or 504 for what it cannot relay), never leaks the upstream's
+    /// token, and drains to exit 0. The routes' 2 s deadline bounds an upstream that trickles a body a byte at a time
+    /// (the driver gives up after 4 s of silence).
     @Test func hostileUpstreamsNeverStopTheGateway() async throws {
-        let h1Port = try freeLoopbackPort(), h2Port = try freeLoopbackPort()
+        let h1Port = try freeLoopbackPort(), h2Port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort()
+        let certificates = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("upstream-fuzz"))
         let gateway = try await GatewayProcess(config: """
             server:
               listen: ["127.0.0.1:PORT"]
@@ -124,15 +126,21 @@ struct GatewayFuzzTests {
                 validation: success
                 access_token: { token: upstream-fuzz-secret }
               h2: { base_url: "http://127.0.0.1:\(h2Port)", timeout: { response: 1s }, pool: { http2: always } }
+              tls:
+                base_url: "https://localhost:\(tlsPort)"
+                timeout: { connect: 1s, response: 1s }
+                tls: { ca_file: \(certificates.ca) }
             routes:
               - { name: h1, match: { path_prefix: /h1/ }, upstream: h1, rewrite: { strip_prefix: /h1 }, timeout: 2s }
               - { name: h1shared, match: { path_prefix: /h1shared }, upstream: h1, coalesce: true, timeout: 2s }
               - { name: h1valid, match: { path_prefix: /h1valid }, upstream: h1valid, timeout: 2s }
               - { name: h2, match: { path_prefix: /h2 }, upstream: h2, timeout: 2s }
+              - { name: tls, match: { path_prefix: /tls }, upstream: tls, timeout: 2s }
             """)
         let output = try ProcessRunner.run("/usr/bin/python3", [
             Self.faults.appendingPathComponent("upstream_fuzz.py").path, "--h1-port", String(h1Port),
-            "--h2-port", String(h2Port), "--gateway-port", String(gateway.port),
+            "--h2-port", String(h2Port), "--tls-port", String(tlsPort), "--cert", certificates.cert,
+            "--key", certificates.key, "--gateway-port", String(gateway.port),
             "--pid", String(gateway.process.processIdentifier), "--cases", "400", "--deadline", "90", "--seed", "1",
         ], timeout: 150)
         let summary = Self.summary(output)
@@ -143,6 +151,8 @@ struct GatewayFuzzTests {
         let statuses = summary["statuses"] as? [String: Int] ?? [:]
         #expect(statuses["502", default: 0] > 0 && statuses["200", default: 0] > 0, "\(statuses)")
         #expect(gateway.stop() == 0)
+        let tls = gateway.accessLog.filter { $0["route"] as? String == "tls" }.compactMap { $0["status"] as? Int }
+        #expect(tls.contains { $0 < 500 } && tls.contains(502), "answers over TLS and refused handshakes: \(tls)")
         #expect(!gateway.stdout.contains("upstream-fuzz-secret") && !gateway.stderr.contains("upstream-fuzz-secret"))
         #expect(!gateway.stderr.contains("Fatal error"))
     }

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Mutational fuzzer for the gateway's HTTP client: an upstream that answers with hostile bytes.
 
-Two upstream listeners: HTTP/1.1 (responses built from seeds: Content-Length, chunked with extensions and trailers,
+Upstream listeners: HTTP/1.1 (responses built from seeds: Content-Length, chunked with extensions and trailers,
 close-delimited, 1xx before the answer, gzip-encoded, keep-alive or close; then mutated: bit flips, cuts, splices,
-huge and negative numbers, stray CR/LF and NUL) and h2c (a python3-h2 server whose output bytes are mutated, or whose
-frames are answered out of order, reset, or cut). A driver sends requests through the gateway (routes `/h1/...` and
-`/h2/...`, GET, HEAD and POST, small and large) and after every one checks that the gateway's process is alive and
-that its answer, if any, starts with an HTTP status line.
+huge and negative numbers, stray CR/LF and NUL), h2c (a python3-h2 server whose output bytes are mutated, or whose
+frames are answered out of order, reset, or cut) and, with --tls-port, TLS (garbage or a cut record instead of a
+handshake, a close mid-handshake, or the HTTP/1.1 answers inside TLS, closed with or without close_notify). A driver
+sends requests through the gateway (routes `/h1/...`, `/h2/...` and `/tls/...`, GET, HEAD and POST, small and large)
+and after every one checks that the gateway's process is alive and that its answer, if any, starts with an HTTP
+status line.
 
 Bounded: --cases requests in all (shared by --workers threads) and a --deadline in seconds. Traffic only to
-127.0.0.1. Start the gateway first with its upstreams at --h1-port and --h2-port (nothing listens there until this
-script does), then this script with the gateway's --gateway-port and --pid. Prints one JSON summary line:
+127.0.0.1. Start the gateway first with its upstreams at --h1-port, --h2-port and --tls-port (nothing listens there
+until this script does), then this script with the gateway's --gateway-port and --pid. Prints one JSON summary line:
 {"cases", "answered", "statuses", "malformed", "alive", "harness_errors", "seconds"}.
 """
-import argparse, gzip, json, random, socket, sys, threading, time
+import argparse, gzip, json, random, socket, ssl, sys, threading, time
 
 import h2.config
 import h2.connection
@@ -139,6 +141,43 @@ def serve_h2(sock, seed):
         sock.close()
 
 
+def serve_tls(context):
+    """A TLS upstream: hostile handshakes, or `serve_h1`'s answers inside TLS."""
+    def serve(sock, seed):
+        rnd = random.Random(seed)
+        sock.settimeout(3)
+        mode = rnd.randint(0, 5)
+        try:
+            if mode < 3:
+                sock.recv(4096)
+                if mode == 0:
+                    sock.sendall(bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 3000))))
+                elif mode == 1:
+                    sock.sendall(b"\x16\x03\x03" + bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 200))))
+                sock.close()
+                return
+            tls = context.wrap_socket(sock, server_side=True)
+        except (OSError, ssl.SSLError, ValueError):
+            sock.close()
+            return
+        if mode == 4:
+            serve_h1(tls, seed)
+            return
+        try:
+            while read_request(tls) is not None:
+                response, closes = h1_response(rnd)
+                tls.sendall(mutate(rnd, response, TOKENS) if rnd.random() < 0.7 else response)
+                if closes or rnd.random() < 0.3:
+                    break
+            if mode == 5:
+                tls.unwrap()
+        except (OSError, ssl.SSLError, ValueError):
+            pass
+        finally:
+            sock.close()
+    return serve
+
+
 def listen(port):
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -170,7 +209,7 @@ class Driver:
         self.malformed = []
 
     def request(self, rnd):
-        prefix = rnd.choice(["/h1", "/h2", "/h1shared", "/h1valid"])
+        prefix = rnd.choice(["/h1", "/h2", "/h1shared", "/h1valid"] + (["/tls"] if self.args.tls_port else []))
         method = rnd.choice([b"GET", b"GET", b"HEAD", b"POST"])
         body = b"" if method != b"POST" else b"p" * rnd.choice([3, 1000, 300000])
         request = method + b" " + prefix.encode() + b"/x?i=%d HTTP/1.1\r\nHost: g\r\n" % rnd.randint(0, 3)
@@ -227,6 +266,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--h1-port", type=int, required=True, help="the HTTP/1.1 upstream's port")
     parser.add_argument("--h2-port", type=int, required=True, help="the h2c upstream's port")
+    parser.add_argument("--tls-port", type=int, help="a TLS upstream's port (with --cert and --key)")
+    parser.add_argument("--cert", help="the TLS upstream's certificate (PEM)")
+    parser.add_argument("--key", help="the TLS upstream's private key (PEM)")
     parser.add_argument("--gateway-port", type=int, required=True, help="the gateway listener to drive requests to")
     parser.add_argument("--pid", type=int, required=True, help="the gateway's process, checked after every request")
     parser.add_argument("--cases", type=int, default=500)
@@ -236,7 +278,12 @@ def main():
     args = parser.parse_args()
     h1_server, h2_server = listen(args.h1_port), listen(args.h2_port)
     stop = threading.Event()
-    for server, handler in ((h1_server, serve_h1), (h2_server, serve_h2)):
+    servers = [(h1_server, serve_h1), (h2_server, serve_h2)]
+    if args.tls_port:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.cert, args.key)
+        servers.append((listen(args.tls_port), serve_tls(context)))
+    for server, handler in servers:
         threading.Thread(target=accept_loop, args=(server, handler, stop), daemon=True).start()
     status = Driver(args).run()
     stop.set()
