@@ -157,7 +157,7 @@ public struct RouteTable: Sendable {
     }
 
     /// The route ``route(_:)`` sends `head` to, or nil when it answers with an error (404, 405 or 400); cheaper, as
-    /// it builds neither the upstream path nor the error's details. For deciding whether an answer is known at once.
+    /// it builds no upstream path and no `Allow` list. For deciding whether an answer is known at once.
     public func matchedRoute(_ head: HTTPRequestHead) -> CompiledRoute? {
         let host = matchesHosts ? head.headers.first(name: "Host") : nil
         guard case .matched(let route, _, _) = resolve(method: head.method, host: host, target: head.target,
