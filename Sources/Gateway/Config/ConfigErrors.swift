@@ -26,7 +26,7 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `text` with its control characters written as `\n`, `\r`, `\t` or `\u{…}`.
-    static func escapingControls(_ text: String) -> String {
+    private static func escapingControls(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
         var escaped = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {

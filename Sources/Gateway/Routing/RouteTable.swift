@@ -148,7 +148,7 @@ public struct RouteTable: Sendable {
 
     /// Routes a request head: its method, `Host` header and target.
     public func route(_ head: HTTPRequestHead) -> RouteResult {
-        route(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target)
+        resolve(head, building: true)
     }
 
     /// Routes `method` + `target`; `host` is the `Host` header (or `:authority`), compared without port and case.
@@ -159,10 +159,14 @@ public struct RouteTable: Sendable {
     /// The route ``route(_:)`` sends `head` to, or nil when it answers with an error (404, 405 or 400); cheaper, as
     /// it builds no upstream path and no `Allow` list. For deciding whether an answer is known at once.
     public func matchedRoute(_ head: HTTPRequestHead) -> CompiledRoute? {
-        let host = matchesHosts ? head.headers.first(name: "Host") : nil
-        guard case .matched(let route, _, _) = resolve(method: head.method, host: host, target: head.target,
-                                                       building: false) else { return nil }
+        guard case .matched(let route, _, _) = resolve(head, building: false) else { return nil }
         return route
+    }
+
+    /// Routing of a head by its method, `Host` header (read only when some route matches hosts) and target.
+    private func resolve(_ head: HTTPRequestHead, building: Bool) -> RouteResult {
+        resolve(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target,
+                building: building)
     }
 
     /// Routing; without `building`, a match carries an empty upstream path and no parameters.
