@@ -41,13 +41,14 @@ final class GatewayHandler: HTTPServerHandler {
         }
         let started = ContinuousClock.now
         var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs, started: started)
-        switch prepare(&exchange, routed: routed) {
+        switch prepare(&exchange, request: request, routed: routed) {
         case .answer(let response):
             return finish(&exchange, response: response, started: started)
         case .call(let call):
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
             // the task-based path then reports.
-            let target = call.target(for: exchange, body: [], forwardsHeaders: call.upstream.logsExchanges)
+            let target = call.target(for: exchange, request: request, body: [],
+                                     forwardsHeaders: call.upstream.logsExchanges)
             guard let result = call.upstream.provider.requestImmediately(MultiTarget(target)) else { return nil }
             return finish(&exchange, response: response(for: result, call: call, exchange: &exchange), started: started)
         }
@@ -74,15 +75,16 @@ final class GatewayHandler: HTTPServerHandler {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
         var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: ContinuousClock.now)
-        return finishHandled(&exchange, response: await respond(&exchange))
+        return finishHandled(&exchange, rejectionStatus: request.bodyRejectionStatus,
+                             response: await respond(&exchange, request: request))
     }
 
     /// Completes a request `handle` answered (synchronous, so the async function holds fewer locals: each costs a
-    /// task allocation).
-    private func finishHandled(_ exchange: inout Exchange,
+    /// task allocation). `rejectionStatus` is the request's ``HTTPServerRequest/bodyRejectionStatus``.
+    private func finishHandled(_ exchange: inout Exchange, rejectionStatus: @autoclosure () -> Int?,
                                response: consuming HTTPServerResponse) -> HTTPServerResponse {
         if _Concurrency.Task<Never, Never>.isCancelled {
-            if let status = exchange.request.bodyRejectionStatus {
+            if let status = rejectionStatus() {
                 // The server gave up on the body (too slow, over the limit, malformed framing) and sends this
                 // answer with its own status: the error body and log line say so, like a refusal before routing.
                 exchange.record.upstreamError = status == 408 ? "client body timeout" : "rejected: \(HTTPServerErrorCode.code(for: status))"
@@ -111,9 +113,9 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
-    /// One request as it goes through the handler: its snapshot, id and access-log record.
+    /// One request as it goes through the handler: its snapshot, id and access-log record. The request itself is
+    /// passed beside it, borrowed: a copy costs a reference count per field.
     private struct Exchange {
-        let request: HTTPServerRequest
         let snapshot: GatewaySnapshot
         let requestID: String
         var record: AccessRecord
@@ -122,9 +124,8 @@ final class GatewayHandler: HTTPServerHandler {
         /// Set when the response body is relayed: the access-log line waits for the body's end.
         var relayLog: RelayedResponseLog?
 
-        init(request: HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
+        init(request: borrowing HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
              started: ContinuousClock.Instant) {
-            self.request = request
             self.snapshot = snapshot
             self.started = started
             let head = request.head
@@ -142,8 +143,8 @@ final class GatewayHandler: HTTPServerHandler {
         case call(Call)
     }
 
-    /// An upstream call, all but its body decided. The request, its id and the client's address are the exchange's
-    /// (not copied here: a copy of the request costs a reference count per field).
+    /// An upstream call, all but its body decided. The request, its id and the client's address are passed in (not
+    /// copied here: a copy of the request costs a reference count per field).
     private struct Call {
         let route: CompiledRoute
         let upstream: UpstreamProvider
@@ -152,7 +153,7 @@ final class GatewayHandler: HTTPServerHandler {
         let apiKeyHeader: String?
 
         /// The coalescing key, when this call may share an upstream call.
-        func coalescingKey(for request: HTTPServerRequest) -> CoalescingKey? {
+        func coalescingKey(for request: borrowing HTTPServerRequest) -> CoalescingKey? {
             let method = request.head.method
             guard route.config.coalesce && CoalescingKey.isCoalescible(method) else { return nil }
             return CoalescingKey.make(method: method, upstream: route.upstream.name,
@@ -170,12 +171,14 @@ final class GatewayHandler: HTTPServerHandler {
 
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
         /// a stub that answers at once and logs no exchange: nobody would see them).
-        func target(for exchange: Exchange, body: [UInt8], streamedBody: UpstreamRequestBody? = nil,
-                    key: CoalescingKey? = nil, forwardsHeaders: Bool = true) -> GatewayTarget {
-            let (stable, perRequest) = forwardsHeaders ? upstreamHeaders(for: exchange, key: key) : ([:], HTTPWire.HTTPHeaders())
+        func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
+                    streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
+                    forwardsHeaders: Bool = true) -> GatewayTarget {
+            let (stable, perRequest) = forwardsHeaders
+                ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
-                method: exchange.request.head.method,
+                method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries)
@@ -183,9 +186,8 @@ final class GatewayHandler: HTTPServerHandler {
 
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
         /// them when the call is not shared).
-        private func upstreamHeaders(for exchange: Exchange, key: CoalescingKey?)
+        private func upstreamHeaders(for exchange: Exchange, request: borrowing HTTPServerRequest, key: CoalescingKey?)
             -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
-            let request = exchange.request
             let head = request.head
             let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
                                                      clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
@@ -199,16 +201,17 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// Routing (unless `routed` is given), then the caller's identity (API keys), the route's allowed clients and its
     /// rate limit.
-    private func prepare(_ exchange: inout Exchange, routed: RouteResult? = nil) -> Decision {
+    private func prepare(_ exchange: inout Exchange, request: borrowing HTTPServerRequest,
+                         routed: RouteResult? = nil) -> Decision {
         let requestID = exchange.requestID
-        let method = exchange.request.head.method
+        let method = request.head.method
         if method == .trace || method == .connect {
             return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
                                          extra: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]))
         }
         let route: CompiledRoute
         let upstreamPath: String
-        switch routed ?? exchange.snapshot.routes.route(exchange.request.head) {
+        switch routed ?? exchange.snapshot.routes.route(request.head) {
         case .notFound:
             return .answer(errorResponse(.notFound, requestID: requestID))
         case .methodNotAllowed(let allow):
@@ -228,7 +231,7 @@ final class GatewayHandler: HTTPServerHandler {
         var clientName: String?
         let apiKeys = exchange.snapshot.config.clients?.apiKeys
         if let apiKeys {
-            guard let key = exchange.request.head.headers.first(name: apiKeys.header),
+            guard let key = request.head.headers.first(name: apiKeys.header),
                   let client = apiKeys.client(forKey: key) else {
                 return .answer(errorResponse(.unauthorized, requestID: requestID))
             }
@@ -261,9 +264,9 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
 
-    private func respond(_ exchange: inout Exchange) async -> HTTPServerResponse {
+    private func respond(_ exchange: inout Exchange, request: HTTPServerRequest) async -> HTTPServerResponse {
         let call: Call
-        switch prepare(&exchange) {
+        switch prepare(&exchange, request: request) {
         case .answer(let response):
             return response
         case .call(let prepared):
@@ -271,28 +274,28 @@ final class GatewayHandler: HTTPServerHandler {
         }
         let requestID = exchange.requestID
         let upstream = call.upstream
-        let key = call.coalescingKey(for: exchange.request)
+        let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: exchange.snapshot.config.server.limits.maxBodyBytes)
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
-            ? nil : UpstreamRequestBody.relaying(exchange.request, limit: maxBodyBytes)
+            ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
-        if streamedBody == nil && exchange.request.hasBody {
+        if streamedBody == nil && request.hasBody {
             do {
-                body = try await exchange.request.body.collect(upTo: maxBodyBytes)
+                body = try await request.body.collect(upTo: maxBodyBytes)
             } catch ByteStreamError.tooLarge {
-                exchange.record.bytesIn = exchange.request.body.receivedByteCount
+                exchange.record.bytesIn = request.body.receivedByteCount
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             } catch {
                 // Cut short (the client closed or stalled): the log says how much of the body arrived.
-                exchange.record.bytesIn = exchange.request.body.receivedByteCount
+                exchange.record.bytesIn = request.body.receivedByteCount
                 return errorResponse(.badRequest, requestID: requestID)
             }
             exchange.record.bytesIn = body.count
         }
-        let target = call.target(for: exchange, body: body, streamedBody: streamedBody, key: key)
+        let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, key: key)
 
         var isTrial = false
         if let breaker = upstream.breaker {
