@@ -76,11 +76,18 @@ final class GatewaySnapshot: Sendable {
     let hasInstantStubs: Bool
 }
 
-/// One route's share of a snapshot: its upstream's provider, its rate limiter and its metric handles.
-struct RouteRuntime: Sendable {
+/// One route's share of a snapshot: its upstream's provider, its rate limiter and its metric handles. A class, so that
+/// a request takes it with one reference count rather than one per field.
+final class RouteRuntime: Sendable {
     let provider: UpstreamProvider?
     let rateLimiter: RateLimiter?
     let metrics: RouteMetrics
+
+    init(provider: UpstreamProvider?, rateLimiter: RateLimiter?, metrics: RouteMetrics) {
+        self.provider = provider
+        self.rateLimiter = rateLimiter
+        self.metrics = metrics
+    }
 }
 
 /// The current snapshot, swapped atomically on reload.
