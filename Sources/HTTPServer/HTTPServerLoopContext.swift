@@ -47,7 +47,9 @@ final class HTTPServerLoopContext {
 
     /// The handler's immediate answer to `request` (``HTTPServerHandler/respondImmediately(to:)``), as it is sent.
     func immediateResponse(to request: HTTPServerRequest) -> HTTPServerResponse? {
-        handler.respondImmediately(to: request).map { compressor.applied(to: $0, for: request) }
+        // Not `Optional.map`: its closure would capture, and so copy, the request.
+        guard let response = handler.respondImmediately(to: request) else { return nil }
+        return compressor.applied(to: response, for: request)
     }
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.
