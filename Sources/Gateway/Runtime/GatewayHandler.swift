@@ -75,16 +75,16 @@ final class GatewayHandler: HTTPServerHandler {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
         var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: ContinuousClock.now)
-        return finishHandled(&exchange, rejectionStatus: request.bodyRejectionStatus,
-                             response: await respond(&exchange, request: request))
+        let response = await respond(&exchange, request: request)
+        return finishHandled(&exchange, request: request, response: response)
     }
 
     /// Completes a request `handle` answered (synchronous, so the async function holds fewer locals: each costs a
-    /// task allocation). `rejectionStatus` is the request's ``HTTPServerRequest/bodyRejectionStatus``.
-    private func finishHandled(_ exchange: inout Exchange, rejectionStatus: @autoclosure () -> Int?,
+    /// task allocation).
+    private func finishHandled(_ exchange: inout Exchange, request: borrowing HTTPServerRequest,
                                response: consuming HTTPServerResponse) -> HTTPServerResponse {
         if _Concurrency.Task<Never, Never>.isCancelled {
-            if let status = rejectionStatus() {
+            if let status = request.bodyRejectionStatus {
                 // The server gave up on the body (too slow, over the limit, malformed framing) and sends this
                 // answer with its own status: the error body and log line say so, like a refusal before routing.
                 exchange.record.upstreamError = status == 408 ? "client body timeout" : "rejected: \(HTTPServerErrorCode.code(for: status))"
