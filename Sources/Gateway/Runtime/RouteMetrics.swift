@@ -1,10 +1,11 @@
 import CoreMetrics
 import Synchronization
 
-/// One route's metric handles: its requests by status, its duration, and its upstream's first-byte time. Each snapshot
-/// holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed request reaches them through its route,
-/// without hashing names. Handles are made on first use, so a route shows in `/metrics` once it has been called; the
-/// registry hands out the same metric for the same name and labels, so a reload's new handles count on.
+/// One route's metric handles: its requests by status, its duration, its upstream's first-byte time and its coalesced
+/// requests by role. Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed request
+/// reaches them through its route, without hashing names. Handles are made on first use, so a route shows in
+/// `/metrics` once it has been called; the registry hands out the same metric for the same name and labels, so a
+/// reload's new handles count on.
 final class RouteMetrics: Sendable {
     let route: String
     let upstream: String
@@ -17,6 +18,7 @@ final class RouteMetrics: Sendable {
         var requests: [(status: Int, counter: CoreMetrics.Counter)] = []
         var duration: CoreMetrics.Timer?
         var upstreamFirstByte: CoreMetrics.Timer?
+        var coalesced: [(role: String, counter: CoreMetrics.Counter)] = []
     }
 
     init(route: String, upstream: String, factory: GatewayMetricsFactory) {
@@ -44,6 +46,17 @@ final class RouteMetrics: Sendable {
                 label: Metric.upstreamFirstByte, dimensions: [("upstream", upstream)], factory: factory)
             handles.upstreamFirstByte = firstByte
             return (counter, duration, firstByte)
+        }
+    }
+
+    /// The counter of this route's coalesced requests in `role` (`leader` or `follower`).
+    func coalescedCounter(role: String) -> CoreMetrics.Counter {
+        handles.withLock { handles in
+            if let known = handles.coalesced.first(where: { $0.role == role }) { return known.counter }
+            let counter = CoreMetrics.Counter(label: Metric.coalesced, dimensions: [("route", route), ("role", role)],
+                                              factory: factory)
+            handles.coalesced.append((role, counter))
+            return counter
         }
     }
 }

@@ -77,8 +77,9 @@ public final class Telemetry: Sendable {
         timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
         if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
         if record.coalesced != "no" {
-            CoreMetrics.Counter(label: Metric.coalesced, dimensions: [("route", route), ("role", record.coalesced)],
-                                factory: metricsFactory).increment()
+            let counter = record.routeMetrics?.coalescedCounter(role: record.coalesced) ?? CoreMetrics.Counter(
+                label: Metric.coalesced, dimensions: [("route", route), ("role", record.coalesced)], factory: metricsFactory)
+            counter.increment()
         }
         guard settings.accessLog else { return }
         accessHandler.write(AccessLogLine(record: record))

@@ -75,12 +75,18 @@ import Testing
         record = Self.record()
         record.routeMetrics = harness.telemetry.routeMetrics(route: "users", upstream: "users-api")
         harness.telemetry.record(record)
+        // The coalesced counters too, by role, through the new handles.
+        record.coalesced = "follower"
+        harness.telemetry.record(record)
+        record.coalesced = "leader"
+        harness.telemetry.record(record)
         let text = harness.metrics
-        #expect(text.contains(#"moya_gateway_requests_total{route="users",status="200"} 2"#))
+        #expect(text.contains(#"moya_gateway_requests_total{route="users",status="200"} 4"#))
         #expect(text.contains(#"moya_gateway_requests_total{route="users",status="404"} 2"#))
-        #expect(text.contains(#"moya_gateway_request_duration_seconds_count{route="users"} 4"#))
-        #expect(text.contains(#"moya_gateway_upstream_first_byte_seconds_count{upstream="users-api"} 3"#))
-        #expect(text.contains(#"moya_gateway_coalesced_requests_total{route="users",role="follower"} 1"#))
+        #expect(text.contains(#"moya_gateway_request_duration_seconds_count{route="users"} 6"#))
+        #expect(text.contains(#"moya_gateway_upstream_first_byte_seconds_count{upstream="users-api"} 4"#))
+        #expect(text.contains(#"moya_gateway_coalesced_requests_total{route="users",role="follower"} 2"#))
+        #expect(text.contains(#"moya_gateway_coalesced_requests_total{route="users",role="leader"} 1"#))
     }
 
     @Test func anyCounterMadeWithTheFactoryIsExported() throws {
