@@ -245,7 +245,7 @@ final class GatewayHandler: HTTPServerHandler {
             let caller = limit.by == .route ? "" : clientName ?? callerAddress(exchange)
             if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
                 exchange.record.upstreamError = "rate limited"
-                exchange.snapshot.telemetry.rateLimited(route: route.name)
+                exchange.snapshot.telemetry.rateLimited(route: route.name, metrics: runtime?.metrics)
                 return .answer(errorResponse(.tooManyRequests, requestID: requestID, extra: ["Retry-After": RetryAfter.value(wait)]))
             }
         }
@@ -304,7 +304,8 @@ final class GatewayHandler: HTTPServerHandler {
                 isTrial = trial
             case .refused(let wait):
                 exchange.record.upstreamError = "circuit open"
-                exchange.snapshot.telemetry.circuitRefused(upstream: call.route.upstream.name)
+                exchange.snapshot.telemetry.circuitRefused(upstream: call.route.upstream.name,
+                                                             metrics: exchange.record.routeMetrics)
                 return errorResponse(.serviceUnavailable, requestID: requestID,
                                      extra: ["Retry-After": RetryAfter.value(wait)])
             }
@@ -347,7 +348,8 @@ final class GatewayHandler: HTTPServerHandler {
             // The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
             // gateway's configuration, and a challenge the client could not answer.
             exchange.record.upstreamError = "upstream refused the gateway's credentials (401)"
-            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: .badGateway)
+            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: .badGateway,
+                                                      metrics: exchange.record.routeMetrics)
             return errorResponse(.badGateway, requestID: requestID)
         case .success(let response):
             let headers: HTTPWire.HTTPHeaders
@@ -376,7 +378,8 @@ final class GatewayHandler: HTTPServerHandler {
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
             exchange.record.upstreamError = GatewayErrorMapping.reason(for: error)
-            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: code)
+            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: code,
+                                                      metrics: exchange.record.routeMetrics)
             return errorResponse(code, requestID: requestID)
         }
     }

@@ -1,8 +1,8 @@
 import CoreMetrics
 import Synchronization
 
-/// One route's metric handles: its requests by status, its duration, its upstream's first-byte time and its coalesced
-/// requests by role. Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed request
+/// One route's metric handles: its requests by status, its duration, its upstream's first-byte time and its other
+/// counters (``CountedEvent``). Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed request
 /// reaches them through its route, without hashing names. Handles are made on first use, so a route shows in
 /// `/metrics` once it has been called; the registry hands out the same metric for the same name and labels, so a
 /// reload's new handles count on.
@@ -18,7 +18,16 @@ final class RouteMetrics: Sendable {
         var requests: [(status: Int, counter: CoreMetrics.Counter)] = []
         var duration: CoreMetrics.Timer?
         var upstreamFirstByte: CoreMetrics.Timer?
-        var coalesced: [(role: String, counter: CoreMetrics.Counter)] = []
+        var counted: [(event: CountedEvent, counter: CoreMetrics.Counter)] = []
+    }
+
+    /// What else a request of this route may count: a coalesced request by role, a call refused by the route's rate
+    /// limit or by its upstream's open circuit, an upstream failure by the error the client got.
+    enum CountedEvent: Equatable, Sendable {
+        case coalesced(role: String)
+        case rateLimited
+        case circuitRefused
+        case upstreamError(GatewayErrorCode)
     }
 
     init(route: String, upstream: String, factory: GatewayMetricsFactory) {
@@ -49,14 +58,28 @@ final class RouteMetrics: Sendable {
         }
     }
 
-    /// The counter of this route's coalesced requests in `role` (`leader` or `follower`).
-    func coalescedCounter(role: String) -> CoreMetrics.Counter {
+    /// The counter of `event`: kept here, so that a flood of refusals or failures (or of coalesced requests) does
+    /// not look its metric up in the registry, labels rendered, for every request.
+    func counter(for event: CountedEvent) -> CoreMetrics.Counter {
         handles.withLock { handles in
-            if let known = handles.coalesced.first(where: { $0.role == role }) { return known.counter }
-            let counter = CoreMetrics.Counter(label: Metric.coalesced, dimensions: [("route", route), ("role", role)],
-                                              factory: factory)
-            handles.coalesced.append((role, counter))
+            if let known = handles.counted.first(where: { $0.event == event }) { return known.counter }
+            let counter = Self.makeCounter(for: event, route: route, upstream: upstream, factory: factory)
+            handles.counted.append((event, counter))
             return counter
         }
+    }
+
+    /// A new handle on `event`'s counter (the registry hands out the same metric for the same name and labels).
+    static func makeCounter(for event: CountedEvent, route: String, upstream: String,
+                            factory: GatewayMetricsFactory) -> CoreMetrics.Counter {
+        let (label, dimensions): (String, [(String, String)])
+        switch event {
+        case .coalesced(let role): (label, dimensions) = (Metric.coalesced, [("route", route), ("role", role)])
+        case .rateLimited: (label, dimensions) = (Metric.rateLimited, [("route", route)])
+        case .circuitRefused: (label, dimensions) = (Metric.circuitRefused, [("upstream", upstream)])
+        case .upstreamError(let code):
+            (label, dimensions) = (Metric.upstreamErrors, [("upstream", upstream), ("error", code.rawValue)])
+        }
+        return CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
     }
 }

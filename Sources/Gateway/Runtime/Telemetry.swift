@@ -77,9 +77,7 @@ public final class Telemetry: Sendable {
         timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
         if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
         if record.coalesced != "no" {
-            let counter = record.routeMetrics?.coalescedCounter(role: record.coalesced) ?? CoreMetrics.Counter(
-                label: Metric.coalesced, dimensions: [("route", route), ("role", record.coalesced)], factory: metricsFactory)
-            counter.increment()
+            count(.coalesced(role: record.coalesced), of: record.routeMetrics, route: route, upstream: "")
         }
         guard settings.accessLog else { return }
         accessHandler.write(AccessLogLine(record: record))
@@ -111,9 +109,9 @@ public final class Telemetry: Sendable {
         Meter(label: Metric.lastReloadSuccessful, factory: metricsFactory).set(successfully ? 1.0 : 0.0)
     }
 
-    func upstreamError(upstream: String, code: GatewayErrorCode) {
-        CoreMetrics.Counter(label: Metric.upstreamErrors, dimensions: [("upstream", upstream), ("error", code.rawValue)],
-                            factory: metricsFactory).increment()
+    /// Counts an upstream call of a route (with its handles, `metrics`) that failed with `code`.
+    func upstreamError(upstream: String, code: GatewayErrorCode, metrics: RouteMetrics?) {
+        count(.upstreamError(code), of: metrics, route: "", upstream: upstream)
     }
 
     /// Exports whether `upstream`'s circuit is open (1: calls are refused) or closed (0).
@@ -122,13 +120,20 @@ public final class Telemetry: Sendable {
     }
 
     /// Counts a call answered 429 by `route`'s rate limit.
-    func rateLimited(route: String) {
-        CoreMetrics.Counter(label: Metric.rateLimited, dimensions: [("route", route)], factory: metricsFactory).increment()
+    func rateLimited(route: String, metrics: RouteMetrics?) {
+        count(.rateLimited, of: metrics, route: route, upstream: "")
     }
 
     /// Counts a call refused because its upstream's circuit is open.
-    func circuitRefused(upstream: String) {
-        CoreMetrics.Counter(label: Metric.circuitRefused, dimensions: [("upstream", upstream)], factory: metricsFactory).increment()
+    func circuitRefused(upstream: String, metrics: RouteMetrics?) {
+        count(.circuitRefused, of: metrics, route: "", upstream: upstream)
+    }
+
+    /// Counts `event` through the route's handles, or (without them) through the registry.
+    private func count(_ event: RouteMetrics.CountedEvent, of metrics: RouteMetrics?, route: String, upstream: String) {
+        let counter = metrics?.counter(for: event)
+            ?? RouteMetrics.makeCounter(for: event, route: route, upstream: upstream, factory: metricsFactory)
+        counter.increment()
     }
 
     /// Exports how many client connections are open now.

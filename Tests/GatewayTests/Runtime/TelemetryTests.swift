@@ -89,6 +89,27 @@ import Testing
         #expect(text.contains(#"moya_gateway_coalesced_requests_total{route="users",role="leader"} 1"#))
     }
 
+    @Test func refusalsAndUpstreamErrorsCountThroughARoutesHandlesOrWithout() throws {
+        let harness = try Harness(LoggingConfig())
+        let telemetry = harness.telemetry
+        let metrics = telemetry.routeMetrics(route: "users", upstream: "users-api")
+        for _ in 0..<3 { telemetry.rateLimited(route: "users", metrics: metrics) }
+        telemetry.rateLimited(route: "users", metrics: nil)
+        telemetry.circuitRefused(upstream: "users-api", metrics: metrics)
+        telemetry.circuitRefused(upstream: "users-api", metrics: nil)
+        telemetry.upstreamError(upstream: "users-api", code: .gatewayTimeout, metrics: metrics)
+        telemetry.upstreamError(upstream: "users-api", code: .badGateway, metrics: metrics)
+        telemetry.upstreamError(upstream: "users-api", code: .badGateway, metrics: nil)
+        // A reload's new handles count on.
+        let reloaded = telemetry.routeMetrics(route: "users", upstream: "users-api")
+        telemetry.upstreamError(upstream: "users-api", code: .badGateway, metrics: reloaded)
+        let text = harness.metrics
+        #expect(text.contains(#"moya_gateway_rate_limited_total{route="users"} 4"#))
+        #expect(text.contains(#"moya_gateway_upstream_circuit_refused_total{upstream="users-api"} 2"#))
+        #expect(text.contains(#"moya_gateway_upstream_errors_total{upstream="users-api",error="gateway_timeout"} 1"#))
+        #expect(text.contains(#"moya_gateway_upstream_errors_total{upstream="users-api",error="bad_gateway"} 3"#))
+    }
+
     @Test func anyCounterMadeWithTheFactoryIsExported() throws {
         let harness = try Harness(LoggingConfig())
         let factory = harness.telemetry.metricsFactory
