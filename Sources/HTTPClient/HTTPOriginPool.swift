@@ -30,9 +30,10 @@ final class HTTPOriginPool {
     private var waiting: [HTTPClientExchange] = []
     @exclusivity(unchecked) private var waitingHead = 0
     private var addresses: [SocketAddress] = []
-    /// Which of `addresses` new connections go to: the first one, until it refuses a connection; then the next (see
-    /// ``connectionClosed(_:failing:with:reused:)``).
+    /// Which of `addresses` the next new connection goes to: they take turns (see ``nextAddress()``).
     @exclusivity(unchecked) private var addressIndex = 0
+    /// Until when (loop clock) each address whose connection could not be made is passed over.
+    private var failedUntil: [SocketAddress: UInt64] = [:]
     private var learned: OriginProtocol
     /// The HTTP/2 connection new exchanges go to.
     @exclusivity(unchecked) private var http2: HTTP2ClientConnection?
@@ -64,10 +65,11 @@ final class HTTPOriginPool {
             return
         }
         if !addresses.isEmpty && addresses != self.addresses {
-            // A fresh resolution: keep going to the address in use if it is still listed.
-            let current = currentAddress
+            // A fresh resolution: the turn goes on from where it was; failures of addresses no longer listed are
+            // forgotten.
             self.addresses = addresses
-            addressIndex = current.flatMap { addresses.firstIndex(of: $0) } ?? 0
+            addressIndex %= addresses.count
+            failedUntil = failedUntil.filter { addresses.contains($0.key) }
         }
         if let http2 {
             http2.enqueue(exchange)
@@ -136,7 +138,7 @@ final class HTTPOriginPool {
     /// Opens an HTTP/1.1 connection for `exchange`, or keeps it waiting when the client-wide budget has no place (the
     /// exchange keeps its place and its wait time when it was waiting already).
     private func open(for exchange: HTTPClientExchange, wasWaiting: Bool = false) {
-        guard let address = currentAddress else {
+        guard !addresses.isEmpty else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
         }
@@ -144,6 +146,7 @@ final class HTTPOriginPool {
             if wasWaiting { requeueFirst(exchange) } else { enqueueWaiting(exchange) }
             return
         }
+        let address = nextAddress()
         var opened: HTTP1ClientConnection?
         do {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
@@ -170,14 +173,33 @@ final class HTTPOriginPool {
         }
     }
 
-    /// The address new connections go to.
-    private var currentAddress: SocketAddress? { addresses.isEmpty ? nil : addresses[addressIndex % addresses.count] }
+    /// The address for a new connection (`addresses` must not be empty): the next in turn, so that connections, and
+    /// the requests on them, spread over all of a name's addresses as nginx spreads them over an upstream's servers;
+    /// an address whose connection failed lately is passed over while another one is left.
+    private func nextAddress() -> SocketAddress {
+        let count = addresses.count
+        if !failedUntil.isEmpty {
+            let now = loop.roundTime
+            failedUntil = failedUntil.filter { $0.value > now }
+            for step in 0..<count {
+                let index = (addressIndex + step) % count
+                if failedUntil[addresses[index]] == nil {
+                    addressIndex = (index + 1) % count
+                    return addresses[index]
+                }
+            }
+        }
+        let address = addresses[addressIndex % count]
+        addressIndex = (addressIndex + 1) % count
+        return address
+    }
 
     private func openHTTP2(for exchange: HTTPClientExchange) {
-        guard let address = currentAddress else {
+        guard !addresses.isEmpty else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
         }
+        let address = nextAddress()
         do {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
             let client = try HTTP2ClientConnection(
@@ -296,8 +318,8 @@ final class HTTPOriginPool {
     /// A connection closed; its unfinished exchange is retried once on a fresh connection when that is safe (idempotent,
     /// the connection had been reused, no response byte arrived, and the body can be sent again: not a stream that was
     /// already pulled from), else failed. A connection that could not be made (refused, unreachable, timed out) sent
-    /// nothing: when the name resolved to more addresses, the exchange goes to the next one, whatever its method, and so
-    /// do new connections from then on.
+    /// nothing: when the name resolved to more addresses, the exchange goes to another one, whatever its method, and
+    /// new connections pass the failed address over for ``HTTPClient/Configuration/failedAddressPause``.
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
         if all.removeValue(forKey: ObjectIdentifier(connection)) != nil { budget?.release() }
@@ -325,16 +347,19 @@ final class HTTPOriginPool {
     }
 
     /// Whether `exchange`, which a connection to `address` never sent because connecting failed with `error` (refused,
-    /// unreachable or timed out), goes on to the name's next address; new connections then go there too. Not when every
-    /// address has failed it already, nor once its deadline has passed.
+    /// unreachable or timed out), goes on to another of the name's addresses; new connections pass `address` over for
+    /// a while (see ``nextAddress()``). Not when every address has failed it already, nor once its deadline has passed.
     private func failsOver(_ exchange: HTTPClientExchange, from address: SocketAddress?, after error: HTTPClientError) -> Bool {
         switch error {
         case .connectFailed, .connectTimeout: break
         default: return false
         }
+        guard addresses.count > 1 else { return false }
+        if let address {
+            failedUntil[address] = loop.roundTime.addingSaturated(configuration.failedAddressPause.nanoseconds)
+        }
         guard exchange.failedAddresses + 1 < addresses.count, remaining(exchange) > .zero else { return false }
         exchange.failedAddresses += 1
-        if address == currentAddress { addressIndex = (addressIndex + 1) % addresses.count }
         return true
     }
 

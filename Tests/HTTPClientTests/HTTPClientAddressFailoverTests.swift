@@ -6,16 +6,20 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// A host name with several addresses: a connection that could not be made (refused, or no answer within the connect
-/// timeout) sent nothing, so the exchange (a POST too) goes on to the next address, over HTTP/1.1 and HTTP/2 alike;
-/// only when every address fails does it fail.
+/// A host name with several addresses: new connections take them in turn; a connection that could not be made
+/// (refused, or no answer within the connect timeout) sent nothing, so the exchange (a POST too) goes on to another
+/// address, over HTTP/1.1 and HTTP/2 alike, and the failed address is passed over for a while; only when every address
+/// fails does the exchange fail.
 @Suite(.serialized) struct HTTPClientAddressFailoverTests {
-    /// Counts requests and answers with the body's size and the `Host` it was sent to.
+    /// Counts requests and answers with the body's size and the `Host` it was sent to, after `delay`.
     private final class CountingHandler: HTTPServerHandler {
         let requests = Atomic<Int>(0)
+        let delay: Duration
+        init(delay: Duration = .zero) { self.delay = delay }
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
             let body = (try? await request.body.collect(upTo: 1 << 20)) ?? []
             requests.add(1, ordering: .relaxed)
+            if delay > .zero { try? await Task.sleep(for: delay) }
             return HTTPServerResponse(status: 200, body: Array("got \(body.count) for \(request.head.headers.first(name: "Host") ?? "")".utf8))
         }
     }
@@ -47,6 +51,66 @@ import Testing
         }
         #expect(handler.requests.load(ordering: .relaxed) == 3)
         #expect(resolutions.load(ordering: .relaxed) == 1)
+        client.shutdown()
+        await server.shutdown(timeout: .seconds(1))
+    }
+
+    @Test func newConnectionsTakeTheAddressesInTurn() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        // Slow answers: every request is still in flight when the next one needs a connection.
+        let handlers = [CountingHandler(delay: .milliseconds(200)), CountingHandler(delay: .milliseconds(200))]
+        var servers: [HTTPServer] = []
+        for handler in handlers {
+            let server = HTTPServer(configuration: .init(listen: [Self.address(0)]), group: group, handler: handler)
+            try await server.start()
+            servers.append(server)
+        }
+        let ports = servers.map { $0.localAddresses[0].port }
+        let client = HTTPClient(configuration: HTTPClient.Configuration(), group: nil) { _, _ in
+            ports.map(Self.address)
+        }
+        // Eight at once need eight connections: four to each address, and the requests on them alike.
+        try await withThrowingTaskGroup(of: Int.self) { requests in
+            for index in 0..<8 {
+                requests.addTask {
+                    let response = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(ports[0])/\(index)"))
+                    return response.status
+                }
+            }
+            for try await status in requests { #expect(status == 200) }
+        }
+        #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [4, 4])
+        client.shutdown()
+        for server in servers { await server.shutdown(timeout: .seconds(1)) }
+    }
+
+    @Test func anAddressThatFailedIsPassedOverForThePause() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        let handler = CountingHandler(delay: .milliseconds(100))
+        let server = HTTPServer(configuration: .init(listen: [Self.address(0)]), group: group, handler: handler)
+        try await server.start()
+        let live = server.localAddresses[0].port
+        let silent = try UnansweredListener()
+        var configuration = HTTPClient.Configuration()
+        configuration.connectTimeout = .seconds(3)
+        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in
+            [Self.address(silent.port), Self.address(live)]
+        }
+        // The first request waits out the connect timeout at the silent address and moves on. The six new
+        // connections opened next all go to the live address: none waits for the timeout again.
+        let first = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(live)/first"))
+        #expect(first.status == 200)
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Int.self) { requests in
+            for index in 0..<6 {
+                requests.addTask {
+                    try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(live)/\(index)")).status
+                }
+            }
+            for try await status in requests { #expect(status == 200) }
+        }
+        #expect(handler.requests.load(ordering: .relaxed) == 7)
+        #expect(ContinuousClock.now - started < .seconds(2), "a request went to the silent address again")
         client.shutdown()
         await server.shutdown(timeout: .seconds(1))
     }
