@@ -89,24 +89,44 @@ final class HTTPOriginPool {
         case .http1:
             break
         }
-        if !exchange.requiresFreshConnection {
-            while let connection = idle.popLast() {
-                if connection.connection.isClosed { continue }
-                guard connection.mayBeReused(now: loop.roundTime) else {
-                    // Idle past the client's limit, or about to be closed by the server (its `Keep-Alive: timeout=`):
-                    // not worth the race.
-                    connection.connection.close()
-                    continue
-                }
-                connection.start(exchange)
-                return
-            }
+        // With several addresses each request takes the next one in turn, on an idle connection to it or a new one
+        // (nginx's round robin); with one, the most recently idle connection.
+        let address = addresses.count > 1 ? nextAddress() : nil
+        let full = all.count >= configuration.maxConnectionsPerOrigin
+        if !exchange.requiresFreshConnection, let connection = takeIdle(to: address, orAny: full) {
+            connection.start(exchange)
+            return
         }
-        if all.count < configuration.maxConnectionsPerOrigin {
-            open(for: exchange)
+        if !full {
+            open(for: exchange, to: address)
             return
         }
         enqueueWaiting(exchange)
+    }
+
+    /// An idle connection that may be reused: the most recently idle one, or with `address` the most recently idle
+    /// one to that address (to another only when `orAny`). Closed ones, and ones idle past the client's limit or about
+    /// to be closed by the server (its `Keep-Alive: timeout=`: not worth the race), are dropped on the way.
+    private func takeIdle(to address: SocketAddress?, orAny: Bool) -> HTTP1ClientConnection? {
+        var index = idle.count - 1
+        var other: Int?
+        let now = loop.roundTime
+        while index >= 0 {
+            let connection = idle[index]
+            if connection.connection.isClosed || !connection.mayBeReused(now: now) {
+                idle.remove(at: index)
+                if !connection.connection.isClosed { connection.connection.close() }
+                // `other`, when set, lies above `index` and moved down with the removal.
+                other = other.map { $0 - 1 }
+                index -= 1
+                continue
+            }
+            if address == nil || connection.connection.remoteAddress == address { return idle.remove(at: index) }
+            if other == nil { other = index }
+            index -= 1
+        }
+        guard orAny, let other else { return nil }
+        return idle.remove(at: other)
     }
 
     /// Submits an exchange that is already on this pool's loop again (moved off an HTTP/2 connection).
@@ -135,9 +155,10 @@ final class HTTPOriginPool {
         exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
     }
 
-    /// Opens an HTTP/1.1 connection for `exchange`, or keeps it waiting when the client-wide budget has no place (the
-    /// exchange keeps its place and its wait time when it was waiting already).
-    private func open(for exchange: HTTPClientExchange, wasWaiting: Bool = false) {
+    /// Opens an HTTP/1.1 connection for `exchange` (to `chosen`, else to the next address in turn), or keeps it
+    /// waiting when the client-wide budget has no place (the exchange keeps its place and its wait time when it was
+    /// waiting already).
+    private func open(for exchange: HTTPClientExchange, wasWaiting: Bool = false, to chosen: SocketAddress? = nil) {
         guard !addresses.isEmpty else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
@@ -146,7 +167,7 @@ final class HTTPOriginPool {
             if wasWaiting { requeueFirst(exchange) } else { enqueueWaiting(exchange) }
             return
         }
-        let address = nextAddress()
+        let address = chosen ?? nextAddress()
         var opened: HTTP1ClientConnection?
         do {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)

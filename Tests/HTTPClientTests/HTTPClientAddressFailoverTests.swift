@@ -84,6 +84,31 @@ import Testing
         for server in servers { await server.shutdown(timeout: .seconds(1)) }
     }
 
+    @Test func requestsOneAfterAnotherTakeTheAddressesInTurnOnKeptConnections() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        let handlers = [CountingHandler(), CountingHandler()]
+        var servers: [HTTPServer] = []
+        for handler in handlers {
+            let server = HTTPServer(configuration: .init(listen: [Self.address(0)]), group: group, handler: handler)
+            try await server.start()
+            servers.append(server)
+        }
+        let ports = servers.map { $0.localAddresses[0].port }
+        let client = HTTPClient(configuration: HTTPClient.Configuration(), group: nil) { _, _ in
+            ports.map(Self.address)
+        }
+        for round in 0..<6 {
+            let response = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(ports[0])/\(round)"))
+            #expect(response.status == 200)
+            #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
+                    "round \(round)")
+        }
+        // One kept connection to each address served them all.
+        #expect(servers.map(\.openConnections) == [1, 1])
+        client.shutdown()
+        for server in servers { await server.shutdown(timeout: .seconds(1)) }
+    }
+
     @Test func anAddressThatFailedIsPassedOverForThePause() async throws {
         let group = try EventLoopGroup(threads: 1)
         let handler = CountingHandler(delay: .milliseconds(100))
