@@ -404,8 +404,8 @@ private struct Builder {
 
     func upstream(_ entry: YAMLReader.Entry) -> UpstreamConfig? {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "base_url", "headers", "timeout", "pool", "tls", "access_token", "credentials", "validation", "stub",
-            "circuit_breaker",
+            "base_url", "servers", "headers", "timeout", "pool", "tls", "access_token", "credentials", "validation",
+            "stub", "circuit_breaker",
         ]) else { return nil }
         var upstream = UpstreamConfig(name: entry.key)
         var ok = true
@@ -418,6 +418,15 @@ private struct Builder {
             reader.report(line: map.line, YAMLReader.join(entry.path, "base_url"),
                           "required key is missing (or configure a stub)")
             ok = false
+        }
+        if let item = map["servers"] {
+            if map.has("stub") {
+                reader.report(line: item.keyLine, item.path, "a stub upstream has no servers (use them with base_url)")
+            } else if let servers = serverList(item) {
+                upstream.servers = servers
+            } else {
+                ok = false
+            }
         }
         if let item = map["headers"] {
             if let headers = headers(item) { upstream.headers = headers } else { ok = false }
@@ -481,6 +490,25 @@ private struct Builder {
             }
         }
         return ok ? upstream : nil
+    }
+
+    /// `upstreams.NAME.servers`: numeric `host:port` addresses (or `localhost:port`), at least one, port not 0.
+    func serverList(_ entry: YAMLReader.Entry) -> [ListenAddress]? {
+        guard let items = reader.list(entry, allowSingle: true) else { return nil }
+        if items.isEmpty {
+            reader.report(line: reader.line(of: entry.value), entry.path, "must list at least one address")
+            return nil
+        }
+        var result: [ListenAddress] = []
+        for (index, item) in items.enumerated() {
+            guard let address = ListenAddress.parse(item.text), address.port != 0 else {
+                reader.report(line: item.line, "\(entry.path)[\(index)]",
+                              "invalid server address \(item.shown) (use IP:port, localhost:port or [IPv6]:port)")
+                continue
+            }
+            result.append(address)
+        }
+        return result.count == items.count ? result : nil
     }
 
     func baseURL(_ entry: YAMLReader.Entry) -> UpstreamURL? {

@@ -68,6 +68,11 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// `host:port`, with brackets around IPv6 hosts.
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// The socket address (`localhost` is 127.0.0.1).
+    public var socketAddress: SocketAddress? {
+        SocketAddress(numericHost: host == "localhost" ? "127.0.0.1" : host, port: port)
+    }
+
     /// Parses `host:port` or `[v6]:port`; `nil` when malformed (port must be 0...65535; 0 = any free port) or when the
     /// host is neither a numeric address nor `localhost` (listeners bind without name resolution).
     public static func parse(_ text: String) -> ListenAddress? {
@@ -386,6 +391,9 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var name: String
     /// Absent only for stub upstreams.
     public var baseURL: UpstreamURL?
+    /// `servers`: the addresses connections go to, in turn, instead of the base URL's host (which is still sent in
+    /// `Host` and as the TLS server name); nil resolves the host.
+    public var servers: [ListenAddress]?
     /// Added to every request to this upstream.
     public var headers = HTTPHeaders()
     public var timeout = Timeout()

@@ -251,6 +251,38 @@ import Testing
         ])
     }
 
+    @Test func upstreamServers() throws {
+        let loaded = try config("""
+            upstreams:
+              users: { base_url: "http://users.internal:8080/v1", servers: ["10.0.0.1:8080", "[::1]:9000", "localhost:81"] }
+              one: { base_url: "http://127.0.0.1:1", servers: "10.0.0.2:80" }
+              none: { base_url: "http://127.0.0.1:1" }
+            routes:
+              - { name: r, match: { path: /x }, upstream: users }
+            """)
+        #expect(loaded.upstream(named: "users")?.servers == [ListenAddress(host: "10.0.0.1", port: 8080),
+                                                               ListenAddress(host: "::1", port: 9000),
+                                                               ListenAddress(host: "localhost", port: 81)])
+        #expect(loaded.upstream(named: "users")?.servers?.map(\.socketAddress?.description)
+                == ["10.0.0.1:8080", "[::1]:9000", "127.0.0.1:81"])
+        #expect(loaded.upstream(named: "one")?.servers == [ListenAddress(host: "10.0.0.2", port: 80)])
+        #expect(loaded.upstream(named: "none")?.servers == nil)
+        #expect(problems("""
+            upstreams:
+              a: { base_url: "http://127.0.0.1:1", servers: ["users.internal:80", "10.0.0.1:0", "10.0.0.1"] }
+              b: { base_url: "http://127.0.0.1:1", servers: [] }
+              s: { stub: { status: 200 }, servers: ["10.0.0.1:80"] }
+            routes:
+              - { name: r, match: { path: /x }, upstream: a }
+            """) == [
+            "conf/gw.yaml:2: upstreams.a.servers[0]: invalid server address 'users.internal:80' (use IP:port, localhost:port or [IPv6]:port)",
+            "conf/gw.yaml:2: upstreams.a.servers[1]: invalid server address '10.0.0.1:0' (use IP:port, localhost:port or [IPv6]:port)",
+            "conf/gw.yaml:2: upstreams.a.servers[2]: invalid server address '10.0.0.1' (use IP:port, localhost:port or [IPv6]:port)",
+            "conf/gw.yaml:3: upstreams.b.servers: must list at least one address",
+            "conf/gw.yaml:4: upstreams.s.servers: a stub upstream has no servers (use them with base_url)",
+        ])
+    }
+
     @Test func rateLimitSettings() throws {
         let loaded = try config("""
             upstreams:
