@@ -26,6 +26,18 @@ import Testing
 
     private static func address(_ port: Int) -> SocketAddress { SocketAddress(numericHost: "127.0.0.1", port: port)! }
 
+    /// Started servers, one per handler, on one loop.
+    private static func servers(for handlers: [CountingHandler]) async throws -> [HTTPServer] {
+        let group = try EventLoopGroup(threads: 1)
+        var servers: [HTTPServer] = []
+        for handler in handlers {
+            let server = HTTPServer(configuration: .init(listen: [address(0)]), group: group, handler: handler)
+            try await server.start()
+            servers.append(server)
+        }
+        return servers
+    }
+
     @Test func aRefusedAddressPassesTheExchangeToTheNextOne() async throws {
         let group = try EventLoopGroup(threads: 1)
         let handler = CountingHandler()
@@ -56,15 +68,9 @@ import Testing
     }
 
     @Test func newConnectionsTakeTheAddressesInTurn() async throws {
-        let group = try EventLoopGroup(threads: 1)
         // Slow answers: every request is still in flight when the next one needs a connection.
         let handlers = [CountingHandler(delay: .milliseconds(200)), CountingHandler(delay: .milliseconds(200))]
-        var servers: [HTTPServer] = []
-        for handler in handlers {
-            let server = HTTPServer(configuration: .init(listen: [Self.address(0)]), group: group, handler: handler)
-            try await server.start()
-            servers.append(server)
-        }
+        let servers = try await Self.servers(for: handlers)
         let ports = servers.map { $0.localAddresses[0].port }
         let client = HTTPClient(configuration: HTTPClient.Configuration(), group: nil) { _, _ in
             ports.map(Self.address)
@@ -85,14 +91,8 @@ import Testing
     }
 
     @Test func requestsOneAfterAnotherTakeTheAddressesInTurnOnKeptConnections() async throws {
-        let group = try EventLoopGroup(threads: 1)
         let handlers = [CountingHandler(), CountingHandler()]
-        var servers: [HTTPServer] = []
-        for handler in handlers {
-            let server = HTTPServer(configuration: .init(listen: [Self.address(0)]), group: group, handler: handler)
-            try await server.start()
-            servers.append(server)
-        }
+        let servers = try await Self.servers(for: handlers)
         let ports = servers.map { $0.localAddresses[0].port }
         let client = HTTPClient(configuration: HTTPClient.Configuration(), group: nil) { _, _ in
             ports.map(Self.address)

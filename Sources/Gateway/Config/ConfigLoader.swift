@@ -178,6 +178,12 @@ private struct Builder {
     // MARK: server
 
     func listenList(_ entry: YAMLReader.Entry) -> [ListenAddress]? {
+        addressList(entry, kind: "listen", allowsAnyPort: true)
+    }
+
+    /// A list of at least one `host:port` (numeric host or `localhost`; a single string is accepted). `kind` names
+    /// the addresses in messages; port 0 (any free port) only when `allowsAnyPort`.
+    func addressList(_ entry: YAMLReader.Entry, kind: String, allowsAnyPort: Bool) -> [ListenAddress]? {
         guard let items = reader.list(entry, allowSingle: true) else { return nil }
         if items.isEmpty {
             reader.report(line: reader.line(of: entry.value), entry.path, "must list at least one address")
@@ -185,9 +191,9 @@ private struct Builder {
         }
         var result: [ListenAddress] = []
         for (index, item) in items.enumerated() {
-            guard let address = ListenAddress.parse(item.text) else {
+            guard let address = ListenAddress.parse(item.text), allowsAnyPort || address.port != 0 else {
                 reader.report(line: item.line, "\(entry.path)[\(index)]",
-                              "invalid listen address \(item.shown) (use IP:port, localhost:port or [IPv6]:port)")
+                              "invalid \(kind) address \(item.shown) (use IP:port, localhost:port or [IPv6]:port)")
                 continue
             }
             result.append(address)
@@ -422,7 +428,7 @@ private struct Builder {
         if let item = map["servers"] {
             if map.has("stub") {
                 reader.report(line: item.keyLine, item.path, "a stub upstream has no servers (use them with base_url)")
-            } else if let servers = serverList(item) {
+            } else if let servers = addressList(item, kind: "server", allowsAnyPort: false) {
                 upstream.servers = servers
             } else {
                 ok = false
@@ -490,25 +496,6 @@ private struct Builder {
             }
         }
         return ok ? upstream : nil
-    }
-
-    /// `upstreams.NAME.servers`: numeric `host:port` addresses (or `localhost:port`), at least one, port not 0.
-    func serverList(_ entry: YAMLReader.Entry) -> [ListenAddress]? {
-        guard let items = reader.list(entry, allowSingle: true) else { return nil }
-        if items.isEmpty {
-            reader.report(line: reader.line(of: entry.value), entry.path, "must list at least one address")
-            return nil
-        }
-        var result: [ListenAddress] = []
-        for (index, item) in items.enumerated() {
-            guard let address = ListenAddress.parse(item.text), address.port != 0 else {
-                reader.report(line: item.line, "\(entry.path)[\(index)]",
-                              "invalid server address \(item.shown) (use IP:port, localhost:port or [IPv6]:port)")
-                continue
-            }
-            result.append(address)
-        }
-        return result.count == items.count ? result : nil
     }
 
     func baseURL(_ entry: YAMLReader.Entry) -> UpstreamURL? {
