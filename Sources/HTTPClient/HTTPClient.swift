@@ -62,9 +62,9 @@ public final class HTTPClient: Sendable {
         /// or did not answer within ``connectTimeout`` is passed over for this long (while another is left), as
         /// nginx's `fail_timeout` does.
         public var failedAddressPause: Duration = .seconds(10)
-        /// When set (not empty), every connection goes to these addresses, in turn as a name's addresses do, whatever
-        /// the request's host, which is still sent in `Host` and as the TLS server name: a fixed set of servers for
-        /// one origin, as an nginx `upstream` block lists them. Nothing is resolved then.
+        /// When set and not empty, every connection goes to these addresses, in turn as a name's addresses do,
+        /// whatever the request's host, which is still sent in `Host` and as the TLS server name: a fixed set of
+        /// servers for one origin, as an nginx `upstream` block lists them. Nothing is resolved then.
         public var addresses: [SocketAddress]?
         /// Whether to speak HTTP/2 to origins (see ``HTTP2Mode``); `.auto` by default.
         public var http2: HTTP2Mode = .auto
@@ -212,7 +212,8 @@ public final class HTTPClient: Sendable {
             }
             try Task.checkCancellation()
         }
-        var addresses = configuration.addresses ?? resolutions.knownAddresses(host: request.host, port: request.port)
+        var addresses = configuration.addresses.flatMap { $0.isEmpty ? nil : $0 }
+            ?? resolutions.knownAddresses(host: request.host, port: request.port)
         if addresses == nil {
             do {
                 addresses = try await resolutions.addresses(host: request.host, port: request.port)

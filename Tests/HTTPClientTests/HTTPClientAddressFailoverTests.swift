@@ -79,8 +79,8 @@ import Testing
         try await withThrowingTaskGroup(of: Int.self) { requests in
             for index in 0..<8 {
                 requests.addTask {
-                    let response = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(ports[0])/\(index)"))
-                    return response.status
+                    let url = "http://multi.internal:\(ports[0])/\(index)"
+                    return try await client.execute(try HTTPClientRequest(url: url)).status
                 }
             }
             for try await status in requests { #expect(status == 200) }
@@ -98,7 +98,8 @@ import Testing
             ports.map(Self.address)
         }
         for round in 0..<6 {
-            let response = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(ports[0])/\(round)"))
+            let url = "http://multi.internal:\(ports[0])/\(round)"
+            let response = try await client.execute(try HTTPClientRequest(url: url))
             #expect(response.status == 200)
             #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
                     "round \(round)")
@@ -129,7 +130,8 @@ import Testing
         try await withThrowingTaskGroup(of: Int.self) { requests in
             for index in 0..<6 {
                 requests.addTask {
-                    try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(live)/\(index)")).status
+                    let url = "http://multi.internal:\(live)/\(index)"
+                    return try await client.execute(try HTTPClientRequest(url: url)).status
                 }
             }
             for try await status in requests { #expect(status == 200) }

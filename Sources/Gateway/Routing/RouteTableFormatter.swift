@@ -18,7 +18,8 @@ public enum RouteTableFormatter {
             if let timeout = config.timeout { flags.append("timeout \(timeout.configDescription)") }
             if let retries = config.retries { flags.append("attempts \(retries.attempts)") }
             let servers = route.upstream.servers.map { " via " + $0.map(\.description).joined(separator: ",") } ?? ""
-            let upstream = route.upstream.baseURL.map { "\(route.upstream.name) (\($0)\(servers))" } ?? route.upstream.name
+            let upstream = route.upstream.baseURL.map { "\(route.upstream.name) (\($0)\(servers))" }
+                ?? route.upstream.name
             return [
                 String(position + 1), config.name, route.matchDescription, config.match.host ?? "*",
                 route.allowedMethods?.joined(separator: ",") ?? "*", upstream,

@@ -2,8 +2,8 @@ import CoreMetrics
 import Synchronization
 
 /// One route's metric handles: its requests by status, its duration, its upstream's first-byte time and its other
-/// counters (``CountedEvent``). Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed request
-/// reaches them through its route, without hashing names. Handles are made on first use, so a route shows in
+/// counters (``CountedEvent``). Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed
+/// request reaches them through its route, without hashing names. Handles are made on first use, so a route shows in
 /// `/metrics` once it has been called; the registry hands out the same metric for the same name and labels, so a
 /// reload's new handles count on.
 final class RouteMetrics: Sendable {

@@ -254,7 +254,9 @@ import Testing
     @Test func upstreamServers() throws {
         let loaded = try config("""
             upstreams:
-              users: { base_url: "http://users.internal:8080/v1", servers: ["10.0.0.1:8080", "[::1]:9000", "localhost:81"] }
+              users:
+                base_url: "http://users.internal:8080/v1"
+                servers: ["10.0.0.1:8080", "[::1]:9000", "localhost:81"]
               one: { base_url: "http://127.0.0.1:1", servers: "10.0.0.2:80" }
               none: { base_url: "http://127.0.0.1:1" }
             routes:

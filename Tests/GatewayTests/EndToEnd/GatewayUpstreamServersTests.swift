@@ -33,8 +33,8 @@ import Testing
         #expect(Set(received.map(\.head.target)) == Set((0..<6).map { "/v1/users/\($0)" }))
         #expect(received.allSatisfy { $0.head.headers.first(name: "Host") == "users.invalid:8080" })
         let routes = try CheckCommandTests.run(["routes", "--config", gateway.configPath])
-        #expect(routes.stdout.contains("users (http://users.invalid:8080/v1 via 127.0.0.1:\(first.port),127.0.0.1:\(second.port))"),
-                "\(routes.stdout)")
+        let servers = "127.0.0.1:\(first.port),127.0.0.1:\(second.port)"
+        #expect(routes.stdout.contains("users (http://users.invalid:8080/v1 via \(servers))"), "\(routes.stdout)")
     }
 
     @Test func aServerThatRefusesIsPassedOverEvenForAPost() async throws {
