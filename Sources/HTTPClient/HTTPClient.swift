@@ -58,7 +58,7 @@ public final class HTTPClient: Sendable {
         /// How long a resolved host name is reused before it is resolved again (`.zero`: every request). Numeric hosts
         /// are never resolved.
         public var nameResolutionTTL: Duration = .seconds(30)
-        /// When a host name has several addresses, new connections take them in turn; one that refused a connection
+        /// When a host name has several addresses, requests take them in turn; one that refused a connection
         /// or did not answer within ``connectTimeout`` is passed over for this long (while another is left), as
         /// nginx's `fail_timeout` does.
         public var failedAddressPause: Duration = .seconds(10)

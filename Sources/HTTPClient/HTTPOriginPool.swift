@@ -35,8 +35,8 @@ final class HTTPOriginPool {
     /// Until when (loop clock) each address whose connection could not be made is passed over.
     private var failedUntil: [SocketAddress: UInt64] = [:]
     private var learned: OriginProtocol
-    /// The HTTP/2 connection new exchanges go to.
-    @exclusivity(unchecked) private var http2: HTTP2ClientConnection?
+    /// The HTTP/2 connections new exchanges go to: one per address (with one address, at most one).
+    @exclusivity(unchecked) private var http2Active: [HTTP2ClientConnection] = []
     /// Every open HTTP/2 connection, including those finishing their streams after GOAWAY.
     private var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
@@ -71,8 +71,20 @@ final class HTTPOriginPool {
             addressIndex %= addresses.count
             failedUntil = failedUntil.filter { addresses.contains($0.key) }
         }
-        if let http2 {
-            http2.enqueue(exchange)
+        if !http2Active.isEmpty {
+            guard addresses.count > 1 else {
+                http2Active[0].enqueue(exchange)
+                return
+            }
+            // Several addresses: each request takes the next in turn, on its connection or a new one.
+            let address = nextAddress()
+            if let connection = http2Active.first(where: { $0.connection.remoteAddress == address }) {
+                connection.enqueue(exchange)
+            } else if learned == .http2 {
+                openHTTP2(for: exchange, to: address)
+            } else {
+                http2Active[0].enqueue(exchange)
+            }
             return
         }
         switch learned {
@@ -215,12 +227,13 @@ final class HTTPOriginPool {
         return address
     }
 
-    private func openHTTP2(for exchange: HTTPClientExchange) {
+    /// Opens an HTTP/2 connection for `exchange`, to `chosen`, else to the next address in turn.
+    private func openHTTP2(for exchange: HTTPClientExchange, to chosen: SocketAddress? = nil) {
         guard !addresses.isEmpty else {
             exchange.fail(.nameResolutionFailed(host: origin.host))
             return
         }
-        let address = nextAddress()
+        let address = chosen ?? nextAddress()
         do {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
             let client = try HTTP2ClientConnection(
@@ -228,7 +241,7 @@ final class HTTPOriginPool {
                 requiresALPN: true)
             connection.delegate = client
             http2Connections[ObjectIdentifier(client)] = client
-            http2 = client
+            http2Active.append(client)
             client.enqueue(exchange)
             try connection.start()
         } catch {
@@ -253,7 +266,7 @@ final class HTTPOriginPool {
         }
         connection.delegate = client
         http2Connections[ObjectIdentifier(client)] = client
-        http2 = client
+        http2Active.append(client)
         learned = .http2
         if let pending { client.enqueue(pending) }
         while let next = nextWaiter() { client.enqueue(next) }
@@ -293,10 +306,10 @@ final class HTTPOriginPool {
 
     /// `connection` stops taking new exchanges (GOAWAY).
     func http2ConnectionRetired(_ connection: HTTP2ClientConnection) {
-        guard http2 === connection else { return }
-        http2 = nil
+        guard let index = http2Active.firstIndex(where: { $0 === connection }) else { return }
+        http2Active.remove(at: index)
         // With `.auto` the next connection negotiates again.
-        if configuration.http2 == .auto && learned == .http2 { learned = .unknown }
+        if configuration.http2 == .auto && learned == .http2 && http2Active.isEmpty { learned = .unknown }
     }
 
     /// `connection` closed.

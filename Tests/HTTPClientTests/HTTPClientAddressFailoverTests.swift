@@ -27,11 +27,12 @@ import Testing
     private static func address(_ port: Int) -> SocketAddress { SocketAddress(numericHost: "127.0.0.1", port: port)! }
 
     /// Started servers, one per handler, on one loop.
-    private static func servers(for handlers: [CountingHandler]) async throws -> [HTTPServer] {
+    private static func servers(for handlers: [CountingHandler], http2: Bool = false) async throws -> [HTTPServer] {
         let group = try EventLoopGroup(threads: 1)
         var servers: [HTTPServer] = []
         for handler in handlers {
-            let server = HTTPServer(configuration: .init(listen: [address(0)]), group: group, handler: handler)
+            let server = HTTPServer(configuration: .init(listen: [address(0)], http2: http2), group: group,
+                                    handler: handler)
             try await server.start()
             servers.append(server)
         }
@@ -105,6 +106,24 @@ import Testing
                     "round \(round)")
         }
         // One kept connection to each address served them all.
+        #expect(servers.map(\.openConnections) == [1, 1])
+        client.shutdown()
+        for server in servers { await server.shutdown(timeout: .seconds(1)) }
+    }
+
+    @Test func http2RequestsTakeTheAddressesInTurnOnOneConnectionEach() async throws {
+        let handlers = [CountingHandler(), CountingHandler()]
+        let servers = try await Self.servers(for: handlers, http2: true)
+        let ports = servers.map { $0.localAddresses[0].port }
+        var configuration = HTTPClient.Configuration()
+        configuration.http2 = .always
+        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in ports.map(Self.address) }
+        for round in 0..<6 {
+            let response = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(ports[0])/"))
+            #expect(response.status == 200 && response.head.version == .http2)
+            #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
+                    "round \(round)")
+        }
         #expect(servers.map(\.openConnections) == [1, 1])
         client.shutdown()
         for server in servers { await server.shutdown(timeout: .seconds(1)) }
