@@ -104,12 +104,15 @@ struct GatewayFuzzTests {
     /// 400 requests through the gateway to upstreams that answer with hostile bytes (`faults/upstream_fuzz.py`):
     /// mutated HTTP/1.1 responses (broken status lines and fields, lying lengths, bad chunking, gzip bodies, 1xx
     /// heads, cuts), mutated h2c sessions and hostile TLS servers (garbage handshakes, cut records, mutated answers
-    /// inside TLS), on plain, coalesced and validated routes. The gateway lives through all of them, answers every
-    /// request with a status line of its own (a 502 or 504 for what it cannot relay), never leaks the upstream's
-    /// token, and drains to exit 0. The routes' 2 s deadline bounds an upstream that trickles a body a byte at a time
+    /// inside TLS), on plain, coalesced and validated routes; the HTTP/1.1 and h2c upstreams list a refusing server
+    /// beside the hostile one (`servers`). The gateway lives through all of them, answers every request with a status
+    /// line of its own (a 502 or 504 for what it cannot relay), never leaks the upstream's token, and drains to exit
+    /// 0. The routes' 2 s deadline bounds an upstream that trickles a body a byte at a time
     /// (the driver gives up after 4 s of silence).
     @Test func hostileUpstreamsNeverStopTheGateway() async throws {
         let h1Port = try freeLoopbackPort(), h2Port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort()
+        // A server that refuses connections beside the hostile ones: requests take turns, and pass it over.
+        let deadPort = try freeLoopbackPort()
         let certificates = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("upstream-fuzz"))
         let gateway = try await GatewayProcess(config: """
             server:
@@ -119,13 +122,20 @@ struct GatewayFuzzTests {
             admin:
               listen: "127.0.0.1:ADMIN"
             upstreams:
-              h1: { base_url: "http://127.0.0.1:\(h1Port)", timeout: { connect: 1s, response: 1s } }
+              h1:
+                base_url: "http://h1.fuzz.invalid:\(h1Port)"
+                servers: ["127.0.0.1:\(h1Port)", "127.0.0.1:\(deadPort)"]
+                timeout: { connect: 1s, response: 1s }
               h1valid:
                 base_url: "http://127.0.0.1:\(h1Port)"
                 timeout: { response: 1s }
                 validation: success
                 access_token: { token: upstream-fuzz-secret }
-              h2: { base_url: "http://127.0.0.1:\(h2Port)", timeout: { response: 1s }, pool: { http2: always } }
+              h2:
+                base_url: "http://h2.fuzz.invalid:\(h2Port)"
+                servers: ["127.0.0.1:\(deadPort)", "127.0.0.1:\(h2Port)"]
+                timeout: { response: 1s }
+                pool: { http2: always }
               tls:
                 base_url: "https://localhost:\(tlsPort)"
                 timeout: { connect: 1s, response: 1s }
