@@ -72,7 +72,7 @@ final class HTTPOriginPool {
             failedUntil = failedUntil.filter { addresses.contains($0.key) }
         }
         if !http2Active.isEmpty {
-            guard addresses.count > 1 else {
+            guard self.addresses.count > 1 else {
                 http2Active[0].enqueue(exchange)
                 return
             }
@@ -103,7 +103,7 @@ final class HTTPOriginPool {
         }
         // With several addresses each request takes the next one in turn, on an idle connection to it or a new one
         // (nginx's round robin); with one, the most recently idle connection.
-        let address = addresses.count > 1 ? nextAddress() : nil
+        let address = self.addresses.count > 1 ? nextAddress() : nil
         let full = all.count >= configuration.maxConnectionsPerOrigin
         if !exchange.requiresFreshConnection, let connection = takeIdle(to: address, orAny: full) {
             connection.start(exchange)
@@ -213,13 +213,15 @@ final class HTTPOriginPool {
         let count = addresses.count
         if !failedUntil.isEmpty {
             let now = loop.roundTime
-            failedUntil = failedUntil.filter { $0.value > now }
             for step in 0..<count {
                 let index = (addressIndex + step) % count
-                if failedUntil[addresses[index]] == nil {
-                    addressIndex = (index + 1) % count
-                    return addresses[index]
+                let address = addresses[index]
+                if let until = failedUntil[address] {
+                    if until > now { continue }
+                    failedUntil[address] = nil
                 }
+                addressIndex = (index + 1) % count
+                return address
             }
         }
         let address = addresses[addressIndex % count]
