@@ -91,39 +91,24 @@ import Testing
         for server in servers { await server.shutdown(timeout: .seconds(1)) }
     }
 
-    @Test func requestsOneAfterAnotherTakeTheAddressesInTurnOnKeptConnections() async throws {
+    /// Over HTTP/1.1 (kept connections) and HTTP/2 (h2c) alike.
+    @Test(arguments: [false, true])
+    func requestsOneAfterAnotherTakeTheAddressesInTurnOnOneConnectionEach(http2: Bool) async throws {
         let handlers = [CountingHandler(), CountingHandler()]
-        let servers = try await Self.servers(for: handlers)
+        let servers = try await Self.servers(for: handlers, http2: http2)
         let ports = servers.map { $0.localAddresses[0].port }
-        let client = HTTPClient(configuration: HTTPClient.Configuration(), group: nil) { _, _ in
-            ports.map(Self.address)
-        }
+        var configuration = HTTPClient.Configuration()
+        if http2 { configuration.http2 = .always }
+        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in ports.map(Self.address) }
         for round in 0..<6 {
             let url = "http://multi.internal:\(ports[0])/\(round)"
             let response = try await client.execute(try HTTPClientRequest(url: url))
             #expect(response.status == 200)
+            if http2 { #expect(response.head.version == .http2) }
             #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
                     "round \(round)")
         }
-        // One kept connection to each address served them all.
-        #expect(servers.map(\.openConnections) == [1, 1])
-        client.shutdown()
-        for server in servers { await server.shutdown(timeout: .seconds(1)) }
-    }
-
-    @Test func http2RequestsTakeTheAddressesInTurnOnOneConnectionEach() async throws {
-        let handlers = [CountingHandler(), CountingHandler()]
-        let servers = try await Self.servers(for: handlers, http2: true)
-        let ports = servers.map { $0.localAddresses[0].port }
-        var configuration = HTTPClient.Configuration()
-        configuration.http2 = .always
-        let client = HTTPClient(configuration: configuration, group: nil) { _, _ in ports.map(Self.address) }
-        for round in 0..<6 {
-            let response = try await client.execute(try HTTPClientRequest(url: "http://multi.internal:\(ports[0])/"))
-            #expect(response.status == 200 && response.head.version == .http2)
-            #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
-                    "round \(round)")
-        }
+        // One connection to each address served them all.
         #expect(servers.map(\.openConnections) == [1, 1])
         client.shutdown()
         for server in servers { await server.shutdown(timeout: .seconds(1)) }
