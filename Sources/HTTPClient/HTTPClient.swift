@@ -62,10 +62,13 @@ public final class HTTPClient: Sendable {
         /// or did not answer within ``connectTimeout`` is passed over for this long (while another is left), as
         /// nginx's `fail_timeout` does.
         public var failedAddressPause: Duration = .seconds(10)
-        /// When set and not empty, every connection goes to these addresses, in turn as a name's addresses do,
-        /// whatever the request's host, which is still sent in `Host` and as the TLS server name: a fixed set of
-        /// servers for one origin, as an nginx `upstream` block lists them. Nothing is resolved then.
-        public var addresses: [SocketAddress]?
+        /// When not empty, every connection goes to these servers' addresses, in turn as a name's addresses do,
+        /// whatever the request's host, which is still sent in `Host` and as the TLS server name: a set of servers
+        /// for one origin, as an nginx `upstream` block lists them. Numeric ones are used as they are; names are
+        /// resolved together and again past ``nameResolutionTTL``, in the background, while requests go on to the
+        /// last good addresses (a name that does not resolve is left out meanwhile). When the addresses change,
+        /// idle connections to ones no longer listed are closed.
+        public var servers: [Server] = []
         /// Whether to speak HTTP/2 to origins (see ``HTTP2Mode``); `.auto` by default.
         public var http2: HTTP2Mode = .auto
         /// SETTINGS this client sends on its HTTP/2 connections (receive windows, header list size).
@@ -91,6 +94,21 @@ public final class HTTPClient: Sendable {
             return settings
         }
 
+        /// One of ``servers``: a host (numeric, `localhost` for 127.0.0.1, or a name) and a port.
+        public struct Server: Sendable, Hashable, CustomStringConvertible {
+            /// Without brackets for IPv6.
+            public var host: String
+            public var port: Int
+
+            public init(host: String, port: Int) {
+                self.host = host
+                self.port = port
+            }
+
+            /// `host:port`, with brackets around an IPv6 host.
+            public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        }
+
         /// Limits for transparent response decoding.
         public struct Decompression: Sendable, Hashable {
             public var maxBytes: Int
@@ -110,6 +128,8 @@ public final class HTTPClient: Sendable {
     private let ownsGroup: Bool
     private let tlsContext: Mutex<TLSContext?>
     private let resolutions: HostResolutionCache
+    /// The addresses of ``Configuration/servers``, when any are configured.
+    private let serverList: ServerListResolution?
     private let pools: [UncheckedSendable<LoopPools>]
     private let budgets: HTTPOriginBudgets
     private let isShutDown = Atomic<Bool>(false)
@@ -143,6 +163,8 @@ public final class HTTPClient: Sendable {
         }
         tlsContext = Mutex(nil)
         resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL, resolver: resolver)
+        serverList = configuration.servers.isEmpty ? nil
+            : ServerListResolution(servers: configuration.servers, ttl: configuration.nameResolutionTTL, resolver: resolver)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
         budgets = HTTPOriginBudgets(limit: configuration.maxConnectionsPerOriginTotal)
     }
@@ -212,13 +234,17 @@ public final class HTTPClient: Sendable {
             }
             try Task.checkCancellation()
         }
-        var addresses = configuration.addresses.flatMap { $0.isEmpty ? nil : $0 }
-            ?? resolutions.knownAddresses(host: request.host, port: request.port)
+        var addresses = serverList == nil ? resolutions.knownAddresses(host: request.host, port: request.port)
+            : serverList?.knownAddresses()
         if addresses == nil {
-            do {
-                addresses = try await resolutions.addresses(host: request.host, port: request.port)
-            } catch {
-                throw HTTPClientError.nameResolutionFailed(host: request.host)
+            if let serverList {
+                addresses = try await serverList.addresses()
+            } else {
+                do {
+                    addresses = try await resolutions.addresses(host: request.host, port: request.port)
+                } catch {
+                    throw HTTPClientError.nameResolutionFailed(host: request.host)
+                }
             }
             // Cancelled while the name was resolved: nothing is sent (past this point the cancellation handler
             // cancels the exchange).

@@ -64,13 +64,7 @@ final class HTTPOriginPool {
             exchange.fail(.shutDown)
             return
         }
-        if !addresses.isEmpty && addresses != self.addresses {
-            // A fresh resolution: the turn goes on from where it was; failures of addresses no longer listed are
-            // forgotten.
-            self.addresses = addresses
-            addressIndex %= addresses.count
-            failedUntil = failedUntil.filter { addresses.contains($0.key) }
-        }
+        if !addresses.isEmpty && addresses != self.addresses { adopt(addresses) }
         if !http2Active.isEmpty {
             guard self.addresses.count > 1 else {
                 http2Active[0].enqueue(exchange)
@@ -114,6 +108,25 @@ final class HTTPOriginPool {
             return
         }
         enqueueWaiting(exchange)
+    }
+
+    /// A fresh resolution: the turn goes on from where it was, and addresses no longer listed (an instance gone from
+    /// a name, or from the servers) get no more requests: their failures are forgotten, their idle connections
+    /// closed and their HTTP/2 connections take no new streams (those in flight finish).
+    private func adopt(_ addresses: [SocketAddress]) {
+        let previous = self.addresses
+        self.addresses = addresses
+        addressIndex %= addresses.count
+        guard !previous.isEmpty else { return }
+        failedUntil = failedUntil.filter { addresses.contains($0.key) }
+        let unlisted = { (connection: Connection) in
+            connection.remoteAddress.map { !addresses.contains($0) } ?? false
+        }
+        // Closed after they left the list: closing calls back into the pool.
+        let gone = idle.filter { unlisted($0.connection) }
+        idle.removeAll { unlisted($0.connection) }
+        for connection in gone { connection.connection.close() }
+        for connection in http2Active where unlisted(connection.connection) { http2ConnectionRetired(connection) }
     }
 
     /// An idle connection that may be reused: the most recently idle one, or with `address` the most recently idle
