@@ -178,22 +178,22 @@ private struct Builder {
     // MARK: server
 
     func listenList(_ entry: YAMLReader.Entry) -> [ListenAddress]? {
-        addressList(entry, kind: "listen", allowsAnyPort: true)
+        addressList(entry, kind: "listen", forms: "IP:port, localhost:port or [IPv6]:port", parse: ListenAddress.parse)
     }
 
-    /// A list of at least one `host:port` (numeric host or `localhost`; a single string is accepted). `kind` names
-    /// the addresses in messages; port 0 (any free port) only when `allowsAnyPort`.
-    func addressList(_ entry: YAMLReader.Entry, kind: String, allowsAnyPort: Bool) -> [ListenAddress]? {
+    /// A list of at least one address (a single string is accepted), each read by `parse`. `kind` names the addresses
+    /// in messages, `forms` the forms accepted.
+    func addressList<Address>(_ entry: YAMLReader.Entry, kind: String, forms: String,
+                              parse: (String) -> Address?) -> [Address]? {
         guard let items = reader.list(entry, allowSingle: true) else { return nil }
         if items.isEmpty {
             reader.report(line: reader.line(of: entry.value), entry.path, "must list at least one address")
             return nil
         }
-        var result: [ListenAddress] = []
+        var result: [Address] = []
         for (index, item) in items.enumerated() {
-            guard let address = ListenAddress.parse(item.text), allowsAnyPort || address.port != 0 else {
-                reader.report(line: item.line, "\(entry.path)[\(index)]",
-                              "invalid \(kind) address \(item.shown) (use IP:port, localhost:port or [IPv6]:port)")
+            guard let address = parse(item.text) else {
+                reader.report(line: item.line, "\(entry.path)[\(index)]", "invalid \(kind) address \(item.shown) (use \(forms))")
                 continue
             }
             result.append(address)
@@ -428,7 +428,8 @@ private struct Builder {
         if let item = map["servers"] {
             if map.has("stub") {
                 reader.report(line: item.keyLine, item.path, "a stub upstream has no servers (use them with base_url)")
-            } else if let servers = addressList(item, kind: "server", allowsAnyPort: false) {
+            } else if let servers = addressList(item, kind: "server", forms: "host:port or [IPv6]:port",
+                                                     parse: UpstreamServer.parse) {
                 upstream.servers = servers
             } else {
                 ok = false

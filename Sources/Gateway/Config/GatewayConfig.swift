@@ -76,6 +76,15 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// Parses `host:port` or `[v6]:port`; `nil` when malformed (port must be 0...65535; 0 = any free port) or when the
     /// host is neither a numeric address nor `localhost` (listeners bind without name resolution).
     public static func parse(_ text: String) -> ListenAddress? {
+        guard let address = split(text),
+              address.host == "localhost" || SocketAddress(numericHost: address.host, port: address.port) != nil
+        else { return nil }
+        return address
+    }
+
+    /// `host:port` or `[v6]:port` taken apart, the host a name or a numeric address (not checked further); port
+    /// 0...65535.
+    static func split(_ text: String) -> ListenAddress? {
         var host: Substring
         var portText: Substring
         if text.hasPrefix("[") {
@@ -96,8 +105,37 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         }
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
               let port = Int(portText), port <= 65535 else { return nil }
-        guard host == "localhost" || SocketAddress(numericHost: String(host), port: port) != nil else { return nil }
         return ListenAddress(host: String(host), port: port)
+    }
+}
+
+/// One of an upstream's `servers`: a numeric address, `localhost` (127.0.0.1) or a host name, and a port.
+public struct UpstreamServer: Sendable, Hashable, CustomStringConvertible {
+    /// The host without brackets; a name in lower case.
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `host:port`, with brackets around IPv6 hosts.
+    public var description: String { ListenAddress(host: host, port: port).description }
+
+    /// Parses `host:port` or `[v6]:port` (port 1...65535); `nil` when malformed, or when a name is not one (labels of
+    /// letters, digits, `-` and `_`, 1 to 63 characters each, 253 in all).
+    public static func parse(_ text: String) -> UpstreamServer? {
+        guard let address = ListenAddress.split(text), address.port != 0 else { return nil }
+        if address.host == "localhost" || SocketAddress(numericHost: address.host, port: address.port) != nil {
+            return UpstreamServer(host: address.host, port: address.port)
+        }
+        let labels = address.host.split(separator: ".", omittingEmptySubsequences: false)
+        guard !address.isIPv6, address.host.utf8.count <= 253,
+              labels.allSatisfy({ (1...63).contains($0.utf8.count) && !$0.hasPrefix("-") && !$0.hasSuffix("-") }),
+              labels.last?.allSatisfy(\.isNumber) == false
+        else { return nil }
+        return UpstreamServer(host: address.host.lowercased(), port: address.port)
     }
 }
 
@@ -391,9 +429,9 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var name: String
     /// Absent only for stub upstreams.
     public var baseURL: UpstreamURL?
-    /// `servers`: the addresses connections go to, in turn, instead of the base URL's host (which is still sent in
+    /// `servers`: the servers connections go to, in turn, instead of the base URL's host (which is still sent in
     /// `Host` and as the TLS server name); nil resolves the host.
-    public var servers: [ListenAddress]?
+    public var servers: [UpstreamServer]?
     /// Added to every request to this upstream.
     public var headers = HTTPHeaders()
     public var timeout = Timeout()

@@ -256,32 +256,44 @@ import Testing
             upstreams:
               users:
                 base_url: "http://users.internal:8080/v1"
-                servers: ["10.0.0.1:8080", "[::1]:9000", "localhost:81"]
+                servers: ["10.0.0.1:8080", "[::1]:9000", "localhost:81", "Users-2.Internal:8080", "api_3.svc:80"]
               one: { base_url: "http://127.0.0.1:1", servers: "10.0.0.2:80" }
               none: { base_url: "http://127.0.0.1:1" }
             routes:
               - { name: r, match: { path: /x }, upstream: users }
             """)
-        #expect(loaded.upstream(named: "users")?.servers == [ListenAddress(host: "10.0.0.1", port: 8080),
-                                                               ListenAddress(host: "::1", port: 9000),
-                                                               ListenAddress(host: "localhost", port: 81)])
-        #expect(loaded.upstream(named: "users")?.servers?.map(\.socketAddress?.description)
-                == ["10.0.0.1:8080", "[::1]:9000", "127.0.0.1:81"])
-        #expect(loaded.upstream(named: "one")?.servers == [ListenAddress(host: "10.0.0.2", port: 80)])
+        #expect(loaded.upstream(named: "users")?.servers == [UpstreamServer(host: "10.0.0.1", port: 8080),
+                                                               UpstreamServer(host: "::1", port: 9000),
+                                                               UpstreamServer(host: "localhost", port: 81),
+                                                               UpstreamServer(host: "users-2.internal", port: 8080),
+                                                               UpstreamServer(host: "api_3.svc", port: 80)])
+        #expect(loaded.upstream(named: "users")?.servers?.map(\.description)
+                == ["10.0.0.1:8080", "[::1]:9000", "localhost:81", "users-2.internal:8080", "api_3.svc:80"])
+        #expect(loaded.upstream(named: "one")?.servers == [UpstreamServer(host: "10.0.0.2", port: 80)])
         #expect(loaded.upstream(named: "none")?.servers == nil)
+        let long = String(repeating: "a", count: 64)
         #expect(problems("""
             upstreams:
-              a: { base_url: "http://127.0.0.1:1", servers: ["users.internal:80", "10.0.0.1:0", "10.0.0.1"] }
+              a: { base_url: "http://127.0.0.1:1", servers: ["users.internal", "10.0.0.1:0", "10.0.0.1", "a..b:80"] }
+              c: { base_url: "http://127.0.0.1:1", servers: ["-a.internal:80", "\(long).internal:80", "10.0.0.300:80"] }
+              d: { base_url: "http://127.0.0.1:1", servers: ["a b:80", "[::1:80", "host:99999"] }
               b: { base_url: "http://127.0.0.1:1", servers: [] }
               s: { stub: { status: 200 }, servers: ["10.0.0.1:80"] }
             routes:
               - { name: r, match: { path: /x }, upstream: a }
             """) == [
-            "conf/gw.yaml:2: upstreams.a.servers[0]: invalid server address 'users.internal:80' (use IP:port, localhost:port or [IPv6]:port)",
-            "conf/gw.yaml:2: upstreams.a.servers[1]: invalid server address '10.0.0.1:0' (use IP:port, localhost:port or [IPv6]:port)",
-            "conf/gw.yaml:2: upstreams.a.servers[2]: invalid server address '10.0.0.1' (use IP:port, localhost:port or [IPv6]:port)",
-            "conf/gw.yaml:3: upstreams.b.servers: must list at least one address",
-            "conf/gw.yaml:4: upstreams.s.servers: a stub upstream has no servers (use them with base_url)",
+            "conf/gw.yaml:2: upstreams.a.servers[0]: invalid server address 'users.internal' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:2: upstreams.a.servers[1]: invalid server address '10.0.0.1:0' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:2: upstreams.a.servers[2]: invalid server address '10.0.0.1' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:2: upstreams.a.servers[3]: invalid server address 'a..b:80' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:3: upstreams.c.servers[0]: invalid server address '-a.internal:80' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:3: upstreams.c.servers[1]: invalid server address '\(long).internal:80' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:3: upstreams.c.servers[2]: invalid server address '10.0.0.300:80' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:4: upstreams.d.servers[0]: invalid server address 'a b:80' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:4: upstreams.d.servers[1]: invalid server address '[::1:80' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:4: upstreams.d.servers[2]: invalid server address 'host:99999' (use host:port or [IPv6]:port)",
+            "conf/gw.yaml:5: upstreams.b.servers: must list at least one address",
+            "conf/gw.yaml:6: upstreams.s.servers: a stub upstream has no servers (use them with base_url)",
         ])
     }
 
