@@ -73,7 +73,12 @@ func run(_ handler: HTTPServerHandler, loop: EventLoop, options: Options, second
                 while count < perTask && ContinuousClock.now < deadline {
                     let request = HTTPServerRequest(head: head, body: .complete([]), declaredBodyLength: nil,
                                                     remoteAddress: remote, isTLS: false, loop: loop)
-                    let response = await handler.handle(request)
+                    // As the server does: the loop's decision first, then the task's handling when it asks for one.
+                    let response: HTTPServerResponse
+                    switch handler.decide(request) {
+                    case .respond(let immediate): response = immediate
+                    case .handle(let context): response = await handler.handle(request, context: context)
+                    }
                     if case .stream(let stream) = response.body {
                         do { _ = try await stream.collect(upTo: 1 << 30) } catch { statuses[-1, default: 0] += 1 }
                     }

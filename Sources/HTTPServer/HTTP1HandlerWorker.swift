@@ -11,9 +11,11 @@ import NetCore
 ///
 /// Loop thread only.
 final class HTTP1HandlerWorker {
-    /// A request and the place its answer goes; made and used on the loop thread only.
+    /// A request, what the handler decided about it on the loop, and the place its answer goes; made and used on the
+    /// loop thread only.
     struct Job: @unchecked Sendable {
         let request: HTTPServerRequest
+        let context: (any AnyObject & Sendable)?
         let slot: HTTP1ServerConnection.Slot
     }
 
@@ -50,7 +52,7 @@ final class HTTP1HandlerWorker {
         worker.task = Task(executorPreference: loop) {
             var next: Job? = first
             while let job = next {
-                let response = compressor.applied(to: await handler.handle(job.request), for: job.request)
+                let response = compressor.applied(to: await handler.handle(job.request, context: job.context), for: job.request)
                 next = await withUnsafeContinuation { (continuation: Waiter) in
                     // The task prefers the loop, so it is there now; a handler that moved elsewhere is brought back.
                     if loop.inEventLoop {

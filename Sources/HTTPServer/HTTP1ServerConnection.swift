@@ -196,7 +196,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let request = HTTPServerRequest(head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
-        let immediate = context.immediateResponse(to: request)
+        let immediate: HTTPServerResponse?
+        let handlerContext: (any AnyObject & Sendable)?
+        switch context.decision(for: request) {
+        case .respond(let response):
+            immediate = response
+            handlerContext = nil
+        case .handle(let decided):
+            immediate = nil
+            handlerContext = decided
+        }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
             var keepAlive = keepAlive
@@ -223,7 +232,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
         } else {
-            dispatch(request, slot: slot)
+            dispatch(request, context: handlerContext, slot: slot)
         }
         if slots.count >= context.limits.maxPipelinedRequests {
             processingPaused = true
@@ -246,18 +255,18 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
     /// starts it, while the loop has fewer than its maximum), else in a task of its own. The answer fills `slot`.
-    private func dispatch(_ request: HTTPServerRequest, slot: Slot) {
+    private func dispatch(_ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?, slot: Slot) {
         let handler = context.handler
         if let worker {
             if worker.isWaiting {
                 slot.task = worker.task
-                worker.run(HTTP1HandlerWorker.Job(request: request, slot: slot))
+                worker.run(HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot))
                 return
             }
         } else if context.handlerWorkers < HTTPServerLoopContext.maxHandlerWorkers {
             context.handlerWorkers += 1
             let owner = UncheckedSendable(self)
-            let first = HTTP1HandlerWorker.Job(request: request, slot: slot)
+            let first = HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot)
             let started = HTTP1HandlerWorker.start(first: first, handler: handler, compressor: context.compressor,
                                                    loop: connection.loop) {
                 owner.value.complete($0, with: $1)
@@ -270,7 +279,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let loop = connection.loop
         let compressor = context.compressor
         slot.task = Task(executorPreference: loop) {
-            let response = compressor.applied(to: await handler.handle(request), for: request)
+            let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
             loop.executeSoonOrNow {
                 let (connection, slot) = owner.value
                 connection.complete(slot, with: response)

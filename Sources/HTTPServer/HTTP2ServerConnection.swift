@@ -334,7 +334,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let handler = context.handler
         let compressor = context.compressor
         let owner = UncheckedSendable((self, stream))
-        if let response = context.immediateResponse(to: request) {
+        let handlerContext: (any AnyObject & Sendable)?
+        switch context.decision(for: request) {
+        case .respond(let response):
             guard let body = startResponse(stream, with: response) else { return }
             run(stream) {
                 let (server, stream) = owner.value
@@ -342,9 +344,11 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                 server.taskFinished(stream)
             }
             return
+        case .handle(let decided):
+            handlerContext = decided
         }
         run(stream) {
-            let response = compressor.applied(to: await handler.handle(request), for: request)
+            let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
             // Back on the loop (the task prefers it as executor).
             let (server, stream) = owner.value
             await server.respond(stream, with: response)

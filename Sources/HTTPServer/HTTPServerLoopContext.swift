@@ -45,11 +45,11 @@ final class HTTPServerLoopContext {
         self.openConnections = openConnections
     }
 
-    /// The handler's immediate answer to `request` (``HTTPServerHandler/respondImmediately(to:)``), as it is sent.
-    func immediateResponse(to request: HTTPServerRequest) -> HTTPServerResponse? {
-        // Not `Optional.map`: its closure would capture, and so copy, the request.
-        guard let response = handler.respondImmediately(to: request) else { return nil }
-        return compressor.applied(to: response, for: request)
+    /// The handler's decision about `request` (``HTTPServerHandler/decide(_:)``), an answer as it is sent.
+    func decision(for request: HTTPServerRequest) -> HTTPServerDecision {
+        let decision = handler.decide(request)
+        guard case .respond(let response) = decision else { return decision }
+        return .respond(compressor.applied(to: response, for: request))
     }
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.

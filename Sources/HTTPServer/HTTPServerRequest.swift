@@ -97,14 +97,39 @@ public protocol HTTPServerHandler: Sendable {
     /// checks, fixed bodies). Must not block.
     func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse?
 
+    /// What to do with `request`, decided on the loop thread before any task: answer at once, or run
+    /// ``handle(_:context:)`` in a task with what was worked out here (a route, a caller's identity), so that the
+    /// task does not work it out again. The default asks ``respondImmediately(to:)``. Must not block.
+    func decide(_ request: HTTPServerRequest) -> HTTPServerDecision
+
+    /// ``handle(_:)`` for a request ``decide(_:)`` handed on with `context`. The default ignores the context.
+    func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse
+
     /// The answer to a request the server refuses before the handler sees it (see ``HTTPServerRejection``), for a
     /// handler that shapes its own errors or logs them. Called on the loop thread; must not block. The status and
     /// the connection's fate stay the server's. The default is ``HTTPServerRejection/defaultResponse``.
     func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse
 }
 
+/// A handler's decision about a request on the loop thread (see ``HTTPServerHandler/decide(_:)``).
+public enum HTTPServerDecision: Sendable {
+    /// Sent as it is; no task runs.
+    case respond(HTTPServerResponse)
+    /// ``HTTPServerHandler/handle(_:context:)`` runs in a task, given `context`.
+    case handle(context: (any AnyObject & Sendable)?)
+}
+
 extension HTTPServerHandler {
     public func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? { nil }
+
+    public func decide(_ request: HTTPServerRequest) -> HTTPServerDecision {
+        guard let response = respondImmediately(to: request) else { return .handle(context: nil) }
+        return .respond(response)
+    }
+
+    public func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse {
+        await handle(request)
+    }
     public func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse { rejection.defaultResponse }
 }
 

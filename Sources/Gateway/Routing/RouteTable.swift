@@ -148,29 +148,16 @@ public struct RouteTable: Sendable {
 
     /// Routes a request head: its method, `Host` header and target.
     public func route(_ head: HTTPRequestHead) -> RouteResult {
-        resolve(head, building: true)
+        resolve(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target)
     }
 
     /// Routes `method` + `target`; `host` is the `Host` header (or `:authority`), compared without port and case.
     public func route(method: HTTPMethod, host: String?, target: String) -> RouteResult {
-        resolve(method: method, host: host, target: target, building: true)
+        resolve(method: method, host: host, target: target)
     }
 
-    /// The route ``route(_:)`` sends `head` to, or nil when it answers with an error (404, 405 or 400); cheaper, as
-    /// it builds no upstream path and no `Allow` list. For deciding whether an answer is known at once.
-    public func matchedRoute(_ head: HTTPRequestHead) -> CompiledRoute? {
-        guard case .matched(let route, _, _) = resolve(head, building: false) else { return nil }
-        return route
-    }
-
-    /// Routing of a head by its method, `Host` header (read only when some route matches hosts) and target.
-    private func resolve(_ head: HTTPRequestHead, building: Bool) -> RouteResult {
-        resolve(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target,
-                building: building)
-    }
-
-    /// Routing; without `building`, a match carries an empty upstream path and no parameters.
-    private func resolve(method: HTTPMethod, host: String?, target: String, building: Bool) -> RouteResult {
+    /// Routing by method, `Host` (read from a head only when some route matches hosts) and target.
+    private func resolve(method: HTTPMethod, host: String?, target: String) -> RouteResult {
         if method == .connect { return .badRequest("CONNECT is not supported") }
         let normalized: NormalizedTarget
         switch PathNormalizer.normalize(target: target) {
@@ -197,16 +184,13 @@ public struct RouteTable: Sendable {
             guard let params else { return nil }
             pathMatched = true
             if route.allows(method) {
-                guard building else { return .matched(route, upstreamPath: "", pathParams: [:]) }
                 let rewritten = RouteTable.rewrite(normalized.path, route.config.rewrite)
                 let base = route.upstream.baseURL?.basePath ?? ""
                 var upstreamPath = RouteTable.join(base, rewritten)
                 if let query = normalized.query { upstreamPath += "?" + query }
                 return .matched(route, upstreamPath: upstreamPath, pathParams: params)
             }
-            if building {
-                for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
-            }
+            for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
             return nil
         }
         for position in exactRoutes[normalized.path] ?? [] {

@@ -21,36 +21,44 @@ final class GatewayHandler: HTTPServerHandler {
         self.state = state
     }
 
-    /// Answers at once, on the event loop and with no task, what needs no upstream: the gateway's own routing errors
-    /// (404, 405, 400: a client that half-closes after its request still gets them, and a scan of unknown paths
-    /// costs no task) and a stub upstream without latency, whose whole Moya pipeline runs synchronously (see
-    /// `MoyaProvider.requestImmediately`). Everything else is left to `handle`, which routes it again: in full when
-    /// the configuration has instant stubs, else after the cheaper ``RouteTable/matchedRoute(_:)``.
-    func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
-        let snapshot = state.current
-        let routed: RouteResult
-        if snapshot.hasInstantStubs {
-            routed = snapshot.routes.route(request.head)
-            if case .matched(let route, _, _) = routed {
-                guard !route.config.coalesce, snapshot.runtime(of: route)?.provider?.answersInstantly == true,
-                      request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished else { return nil }
-            }
-        } else {
-            guard snapshot.routes.matchedRoute(request.head) == nil else { return nil }
-            routed = snapshot.routes.route(request.head)
-        }
+    /// Routes the request and authorises its caller on the event loop, with no task: what needs no upstream is
+    /// answered at once (routing errors, 401, 403, 429: a scan of unknown paths or a flood without a key costs no
+    /// task), and so is a stub upstream without latency, whose whole Moya pipeline runs synchronously (see
+    /// `MoyaProvider.requestImmediately`). An upstream call is handed to ``handle(_:context:)`` as decided, so the
+    /// task neither routes again nor takes a rate limit's token twice.
+    func decide(_ request: HTTPServerRequest) -> HTTPServerDecision {
         let started = ContinuousClock.now
-        var exchange = Exchange(request: request, snapshot: snapshot, generator: requestIDs, started: started)
-        switch prepare(&exchange, request: request, routed: routed) {
+        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: started)
+        let call: Call
+        switch prepare(&exchange, request: request) {
         case .answer(let response):
-            return finish(&exchange, response: response, started: started)
-        case .call(let call):
-            // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
-            // the task-based path then reports.
+            return .respond(finish(&exchange, response: response, started: started))
+        case .call(let decided):
+            call = decided
+        }
+        if !call.route.config.coalesce, call.upstream.answersInstantly, request.declaredBodyLength ?? 0 == 0,
+           request.bodyIsFinished {
             let target = call.target(for: exchange, request: request, body: [],
                                      forwardsHeaders: call.upstream.logsExchanges)
-            guard let result = call.upstream.provider.requestImmediately(MultiTarget(target)) else { return nil }
-            return finish(&exchange, response: response(for: result, call: call, exchange: &exchange), started: started)
+            // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
+            // the task then reports.
+            if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
+                return .respond(finish(&exchange, response: response(for: result, call: call, exchange: &exchange),
+                                       started: started))
+            }
+        }
+        return .handle(context: DecidedCall(exchange: exchange, call: call))
+    }
+
+    /// An upstream call as ``decide(_:)`` left it for the task.
+    private final class DecidedCall: @unchecked Sendable {
+        // Made on the loop and read once by the task it is handed to (which starts after it is made).
+        let exchange: Exchange
+        let call: Call
+
+        init(exchange: Exchange, call: Call) {
+            self.exchange = exchange
+            self.call = call
         }
     }
 
@@ -71,11 +79,27 @@ final class GatewayHandler: HTTPServerHandler {
         return errorResponse(rejection.status == 413 ? .payloadTooLarge : .badRequest, requestID: requestID)
     }
 
+    func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse {
+        guard let decided = context as? DecidedCall else { return await handle(request) }
+        running.add(1, ordering: .relaxed)
+        defer { running.subtract(1, ordering: .releasing) }
+        var exchange = decided.exchange
+        let response = await respond(&exchange, request: request, call: decided.call)
+        return finishHandled(&exchange, request: request, response: response)
+    }
+
+    /// A request that did not go through ``decide(_:)``.
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
         var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: ContinuousClock.now)
-        let response = await respond(&exchange, request: request)
+        let response: HTTPServerResponse
+        switch prepare(&exchange, request: request) {
+        case .answer(let answer):
+            response = answer
+        case .call(let call):
+            response = await respond(&exchange, request: request, call: call)
+        }
         return finishHandled(&exchange, request: request, response: response)
     }
 
@@ -199,10 +223,8 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
-    /// Routing (unless `routed` is given), then the caller's identity (API keys), the route's allowed clients and its
-    /// rate limit.
-    private func prepare(_ exchange: inout Exchange, request: borrowing HTTPServerRequest,
-                         routed: RouteResult? = nil) -> Decision {
+    /// Routing, then the caller's identity (API keys), the route's allowed clients and its rate limit.
+    private func prepare(_ exchange: inout Exchange, request: borrowing HTTPServerRequest) -> Decision {
         let requestID = exchange.requestID
         let method = request.head.method
         if method == .trace || method == .connect {
@@ -211,7 +233,7 @@ final class GatewayHandler: HTTPServerHandler {
         }
         let route: CompiledRoute
         let upstreamPath: String
-        switch routed ?? exchange.snapshot.routes.route(request.head) {
+        switch exchange.snapshot.routes.route(request.head) {
         case .notFound:
             return .answer(errorResponse(.notFound, requestID: requestID))
         case .methodNotAllowed(let allow):
@@ -264,14 +286,8 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
 
-    private func respond(_ exchange: inout Exchange, request: HTTPServerRequest) async -> HTTPServerResponse {
-        let call: Call
-        switch prepare(&exchange, request: request) {
-        case .answer(let response):
-            return response
-        case .call(let prepared):
-            call = prepared
-        }
+    /// The answer to an upstream call.
+    private func respond(_ exchange: inout Exchange, request: HTTPServerRequest, call: Call) async -> HTTPServerResponse {
         let requestID = exchange.requestID
         let upstream = call.upstream
         let key = call.coalescingKey(for: request)

@@ -58,9 +58,6 @@ final class GatewaySnapshot: Sendable {
                 metrics: telemetry.routeMetrics(route: route.name, upstream: route.upstream.name))
         }
         self.routeRuntimes = routeRuntimes
-        hasInstantStubs = routes.routes.contains { route in
-            !route.config.coalesce && providers[route.upstream.name]?.answersInstantly == true
-        }
     }
 
     /// What a routed request needs of its route, by its position in the file (see ``runtime(of:)``).
@@ -70,10 +67,6 @@ final class GatewaySnapshot: Sendable {
     func runtime(of route: CompiledRoute) -> RouteRuntime? {
         routeRuntimes.indices.contains(route.declarationIndex) ? routeRuntimes[route.declarationIndex] : nil
     }
-
-    /// Whether some route can be answered by a stub without latency from the event loop (see
-    /// `GatewayHandler.respondImmediately(to:)`); when none can, requests are only checked for a route there.
-    let hasInstantStubs: Bool
 }
 
 /// One route's share of a snapshot: its upstream's provider, its rate limiter and its metric handles. A class, so that

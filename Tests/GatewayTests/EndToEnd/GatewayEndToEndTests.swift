@@ -453,6 +453,15 @@ import Glibc
         #expect(billing.status == 200)
         #expect(upstream.requests.count == 1)
         #expect(!(upstream.requests.first?.head.headers.contains(name: "X-Api-Key") ?? true))
+        // Decided on the event loop with no task, like routing errors: a client that half-closes after its request
+        // (which abandons a proxied one) still gets its 401 or 403.
+        for (key, status) in [("", "401"), ("X-Api-Key: wk-secret\r\n", "403")] {
+            let raw = try RawClient(port: gateway.port)
+            raw.send("GET /billing/x HTTP/1.1\r\nHost: g\r\n\(key)\r\n")
+            raw.shutdownWrite()
+            let answer = String(decoding: raw.readAll(timeout: 3).bytes, as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(answer)")
+        }
         gateway.stop()
         #expect(!(gateway.stdout + gateway.stderr).contains("bk-secret"))
     }
