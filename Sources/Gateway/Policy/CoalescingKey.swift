@@ -3,7 +3,9 @@ import HTTPWire
 /// The identity of a coalescible upstream request: requests with equal keys share one upstream call.
 ///
 /// Parts: method, upstream name, final upstream URL with its query parameters sorted, the values of the route's
-/// `coalesce_vary` headers, and ``identity``, a 128-bit FNV-1a hash over the caller's identity (the API-key client
+/// `coalesce_vary` headers and of the ``representationHeaders`` the request carries (so that a caller never gets
+/// another's variant: a gzip body it did not accept, a 206 part it did not ask for, a 304 without a body), and
+/// ``identity``, a 128-bit FNV-1a hash over the caller's identity (the API-key client
 /// name, every `Authorization` and every `Cookie` value, each length-prefixed and tagged so that moving bytes between
 /// fields changes the hash). FNV-1a is not cryptographic: it keeps accidental collisions out of reach (2^-64 birthday
 /// bound at 128 bits) and keeps credentials out of the key's memory and description; a deliberate collision would
@@ -13,7 +15,8 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     public var upstream: String
     /// `origin + basePath + path` with the query parameters sorted (bytes unchanged otherwise).
     public var url: String
-    /// `(lower-cased name, values joined by ", ")` for each `coalesce_vary` header, in route order.
+    /// `lower-cased name:values joined by ", "` for each `coalesce_vary` header, in route order, then for each of the
+    /// ``representationHeaders`` not among them that the request has.
     public var vary: [String]
     /// FNV-1a 128 over the identity parts; 0 never occurs for a non-empty identity in practice.
     public var identity: UInt128
@@ -25,6 +28,12 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
         self.vary = vary
         self.identity = identity
     }
+
+    /// Request headers that select which representation, or which part of it, the upstream answers with (content
+    /// negotiation, ranges, conditional requests): requests that differ in one of them never share a call, whether or
+    /// not the route lists it in `coalesce_vary`.
+    public static let representationHeaders = ["Accept", "Accept-Encoding", "Accept-Language", "Range", "If-Range",
+                                               "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since"]
 
     /// Only GET and HEAD coalesce.
     public static func isCoalescible(_ method: HTTPMethod) -> Bool { method == .get || method == .head }
@@ -39,8 +48,12 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     public static func make(method: HTTPMethod, upstream: String, upstreamURL: String, varyHeaders: [String],
                             requestHeaders: HTTPHeaders, clientName: String?) -> CoalescingKey? {
         guard isCoalescible(method) else { return nil }
-        let vary = varyHeaders.map { name in
+        var vary = varyHeaders.map { name in
             name.lowercased() + ":" + requestHeaders[name].joined(separator: ", ")
+        }
+        for name in representationHeaders where requestHeaders.contains(name: name)
+            && !varyHeaders.contains(where: { $0.equalsIgnoringASCIICase(name) }) {
+            vary.append(name.lowercased() + ":" + requestHeaders[name].joined(separator: ", "))
         }
         return CoalescingKey(method: method.rawValue, upstream: upstream, url: sortedQuery(upstreamURL), vary: vary,
                              identity: identityHash(clientName: clientName, headers: requestHeaders))

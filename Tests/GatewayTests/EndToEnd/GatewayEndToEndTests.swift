@@ -210,6 +210,18 @@ import Glibc
         #expect(upstream.requests.count == 2, "two Accept values → 2 hits, got \(upstream.requests.count)")
         upstream.reset()
 
+        // COAL-02: headers that select a variant split flights without being listed in `coalesce_vary`, so no caller
+        // gets a range, a 304 or an encoding it did not ask for; callers that send the same values still share.
+        let variants: [[(String, String)]] = [[], [("Range", "bytes=0-9")], [("If-None-Match", "\"v1\"")],
+                                               [("Accept-Encoding", "gzip")], [("Accept-Language", "de")]]
+        statuses = await burst(50, query: { _ in "ms=300&k=variants" }) { index in alice + variants[index % 5] }
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(upstream.requests.count == 5, "five variants → 5 hits, got \(upstream.requests.count)")
+        for name in ["Range", "If-None-Match", "Accept-Encoding", "Accept-Language"] {
+            #expect(upstream.requests.filter { $0.head.headers.contains(name: name) }.count == 1, "one call sent \(name)")
+        }
+        upstream.reset()
+
         statuses = await burst(40, query: { _ in "ms=300&k=clients" }) { index in
             [("X-Api-Key", index % 2 == 0 ? "alice-secret" : "bob-secret")]
         }

@@ -15,6 +15,29 @@ import Testing
         #expect(key(.get) != key(.head))
     }
 
+    /// COAL-02: content negotiation, range and conditional headers are in every key, listed in `coalesce_vary` or not.
+    @Test func headersThatSelectAVariantAreAlwaysInTheKey() {
+        let plain: HTTPHeaders = ["Accept": "application/json"]
+        for (name, value) in [("Accept-Encoding", "gzip"), ("Accept-Language", "de"), ("Range", "bytes=0-9"),
+                              ("If-Range", "\"v1\""), ("If-None-Match", "\"v1\""), ("If-Match", "\"v1\""),
+                              ("If-Modified-Since", "Sat, 28 Nov 2026 03:00:00 GMT"),
+                              ("if-unmodified-since", "Sat, 28 Nov 2026 03:00:00 GMT")] {
+            var with = plain
+            with.add(name: name, value: value)
+            #expect(key(headers: with) != key(headers: plain), "\(name)")
+            #expect(key(headers: with) == key(headers: with), "\(name): same values share")
+            var other = plain
+            other.add(name: name, value: value + "x")
+            #expect(key(headers: with) != key(headers: other), "\(name)")
+        }
+        #expect(key(vary: [], headers: ["Accept": "text/plain"]) != key(vary: [], headers: ["Accept": "application/json"]))
+        // Listed in `coalesce_vary` too: one part of the key, not two.
+        let listed = key(vary: ["accept-encoding", "Accept"], headers: ["Accept": "*/*", "Accept-Encoding": "gzip"])
+        #expect(listed?.vary == ["accept-encoding:gzip", "accept:*/*"])
+        #expect(key(vary: [], headers: ["Range": "bytes=1-2", "Accept": "*/*"])?.vary == ["accept:*/*", "range:bytes=1-2"])
+        #expect(key(vary: [], headers: [:])?.vary == [])
+    }
+
     @Test func queryOrderDoesNotMatterButValuesDo() {
         #expect(key(url: "http://u:1/v1/x?b=2&a=1") == key(url: "http://u:1/v1/x?a=1&b=2"))
         #expect(key(url: "http://u:1/v1/x?a=1") != key(url: "http://u:1/v1/x?a=2"))
