@@ -102,6 +102,39 @@ import Testing
         await upstream.shutdown()
     }
 
+    /// TLS-07: a certificate from a trusted CA for another name is refused too. The upstream is reached by its address
+    /// through `servers`, so only the name checked differs: the base URL's host, also sent as the server name.
+    @Test func anUpstreamCertificateForAnotherNameIsRefused() async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-tls-wrong-host")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let upstream = try await TLSEchoUpstream.start(certificate: files.cert, key: files.key)
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              right:
+                base_url: https://localhost:\(upstream.port)
+                servers: ["127.0.0.1:\(upstream.port)"]
+                tls: { ca_file: \(files.ca) }
+              wrong:
+                base_url: https://users.internal:\(upstream.port)
+                servers: ["127.0.0.1:\(upstream.port)"]
+                tls: { ca_file: \(files.ca) }
+            routes:
+              - { name: right, match: { path_prefix: /right }, upstream: right, rewrite: { strip_prefix: /right } }
+              - { name: wrong, match: { path_prefix: /wrong }, upstream: wrong, rewrite: { strip_prefix: /wrong } }
+            """)
+        let client = HTTPClient()
+        let right = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/right/hello"))
+        #expect(right.status == 200)
+        let wrong = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/wrong/hello"))
+        #expect(wrong.status == 502, "a certificate for localhost does not stand for users.internal")
+        #expect(upstream.hits == 1, "the request to the wrong name was never sent")
+        gateway.stop()
+        let error = gateway.accessLog.last?["upstream_error"] as? String
+        #expect(error?.contains("certificate") == true || error?.contains("verif") == true, "\(error ?? "none")")
+        await upstream.shutdown()
+    }
+
     /// Certificate files replaced in place (a renewal) take effect only with a restart, like new paths: a reload says
     /// so instead of staying silent.
     @Test func aReloadAfterTheCertificateFilesChangedSaysARestartIsNeeded() async throws {
