@@ -115,6 +115,38 @@ import Glibc
         gateway.stop()
     }
 
+    /// H1-39: an `Upgrade` (h2c with `HTTP2-Settings`, or a WebSocket handshake) is neither taken up by the gateway
+    /// nor passed on: the request is answered as a plain one, and the upstream sees none of the upgrade's fields.
+    @Test func upgradeRequestsAreAnsweredPlainlyAndNeverForwarded() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
+                                               environment: ["API_TOKEN": "t"])
+        let upgrades = [
+            "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n",
+            "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+        ]
+        for (index, upgrade) in upgrades.enumerated() {
+            let client = try RawClient(port: gateway.port)
+            client.send("GET /api/echo?u=\(index) HTTP/1.1\r\nHost: g\r\n\(upgrade)\r\n")
+            let answer = client.read(until: { $0.contains("\r\n\r\n") && $0.contains("u=\(index)") }, timeout: 3)
+            #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(200))")
+            #expect(!answer.lowercased().contains("upgrade"), "\(answer)")
+            // The connection goes on as HTTP/1.1.
+            client.send("GET /api/echo?after=\(index) HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n")
+            let after = String(decoding: client.readAll(timeout: 3).bytes, as: UTF8.self)
+            #expect(after.contains("HTTP/1.1 200 ") && after.contains("after=\(index)"), "\(after.prefix(200))")
+        }
+        let upgraded = upstream.requests.filter { $0.head.target.contains("u=") }
+        #expect(upgraded.count == 2)
+        for received in upgraded {
+            for name in ["Upgrade", "HTTP2-Settings", "Connection"] {
+                #expect(!received.head.headers.contains(name: name), "\(name) forwarded: \(received.head.headers)")
+            }
+        }
+        gateway.stop()
+    }
+
     @Test func coalescesConcurrentIdenticalGetsButNeverAcrossIdentitiesOrForPost() async throws {
         let upstream = try await RecordingUpstream.start()
         #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening after start")
