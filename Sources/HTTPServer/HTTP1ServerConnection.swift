@@ -206,7 +206,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             immediate = nil
             handlerContext = decided
         }
-        if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream {
+        if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate) {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
             var keepAlive = keepAlive
             writeHeadAndBytes(immediate, version: version, isHead: isHead, keepAlive: &keepAlive)
@@ -416,29 +416,50 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         context.handlerWorkers -= 1
     }
 
-    /// Writes `response`; returns true when its body streams on (the slot stays first until it ends).
+    /// Writes `response`; returns true when its body goes on being written (the slot stays first until it ends).
     private func write(_ response: HTTPServerResponse, for slot: Slot) -> Bool {
-        guard let (stream, chunked) = writeHeadAndBytes(response, version: slot.version, isHead: slot.isHead,
-                                                        keepAlive: &slot.keepAlive) else { return false }
+        guard let remaining = writeHeadAndBytes(response, version: slot.version, isHead: slot.isHead,
+                                                keepAlive: &slot.keepAlive) else { return false }
         slot.writing = true
-        let owner = UncheckedSendable((self, slot))
-        let streamBox = UncheckedSendable(stream)
+        let owner = UncheckedSendable((self, slot, remaining))
         Task(executorPreference: connection.loop) {
-            let (server, slot) = owner.value
-            await server.pump(streamBox.value, chunked: chunked, slot: slot)
+            let (server, slot, remaining) = owner.value
+            switch remaining {
+            case .stream(let stream, let chunked): await server.pump(stream, chunked: chunked, slot: slot)
+            case .paced(let bytes): await server.pace(bytes, slot: slot)
+            }
         }
         return true
     }
 
-    /// Writes `response`'s head, and its body when it is held in memory; returns the body still to stream, and
-    /// whether it goes chunked, when there is one. `keepAlive` comes back false when the response ends the connection.
+    /// A body still to write once its head is out.
+    private enum RemainingBody {
+        /// Streamed, chunked or not.
+        case stream(ByteStream, chunked: Bool)
+        /// Held in memory but written as the socket drains (see ``paces(_:)``).
+        case paced([UInt8])
+    }
+
+    /// Whether `response`'s body, held in memory, is written as the socket drains rather than all at once: a large one
+    /// over TLS, whose encrypted copy would otherwise be made whole, once per connection (a coalesced call's body
+    /// is shared by all of its callers; only the cleartext can be queued as it is).
+    private func paces(_ response: HTTPServerResponse) -> Bool {
+        guard connection.isTLS, case .bytes(let body) = response.body else { return false }
+        return body.count > Self.pacedChunkBytes
+    }
+
+    /// The piece of a paced body encrypted at a time.
+    static let pacedChunkBytes = 64 * 1024
+
+    /// Writes `response`'s head, and its body when it is held in memory and not paced; returns the body still to
+    /// write, when there is one. `keepAlive` comes back false when the response ends the connection.
     @discardableResult
     private func writeHeadAndBytes(
         _ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool
-    ) -> (ByteStream, chunked: Bool)? {
+    ) -> RemainingBody? {
         var output: [UInt8] = []
         var framing = HTTP1ResponseHeadWriter.Framing.none
-        if case .bytes(let body) = response.body {
+        if case .bytes(let body) = response.body, body.count <= Self.bodyCopiedIntoHead {
             output.reserveCapacity(256 + body.count)
         } else {
             output.reserveCapacity(256)
@@ -456,43 +477,78 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return nil
         }
         switch (framing, response.body) {
-        case (.bytes, .bytes(let body)):
-            output.append(contentsOf: body)
+        case (.bytes, .bytes(let body)) where paces(response):
             connection.write(output)
+            return .paced(body)
+        case (.bytes, .bytes(let body)):
+            if body.count <= Self.bodyCopiedIntoHead {
+                output.append(contentsOf: body)
+                connection.write(output)
+            } else {
+                // Queued as it is, beside the head (one gathered send all the same): a body shared by many responses
+                // (a coalesced call's) is not copied once per connection.
+                connection.write(output)
+                connection.write(body)
+            }
             return nil
         case (.stream(let isChunked), .stream(let body)):
             connection.write(output)
-            return (body, isChunked)
+            return .stream(body, chunked: isChunked)
         default:
             connection.write(output)
             return nil
         }
     }
 
+    /// The largest byte body copied into the buffer of its head; a larger one is queued as it is.
+    static let bodyCopiedIntoHead = 16 * 1024
+
     /// Copies a streamed body to the socket, waiting for the socket to drain above the high-water mark.
     private func pump(_ stream: ByteStream, chunked: Bool, slot: Slot) async {
-        let highWater = 256 * 1024
         do {
             while let chunk = try await stream.next() {
-                if connection.isClosed { return }
-                if chunked {
-                    var framed: [UInt8] = []
-                    framed.reserveCapacity(chunk.count + 16)
-                    chunk.withUnsafeBytes { HTTP1Serializer.writeChunk($0, into: &framed) }
-                    connection.write(framed)
-                } else {
-                    connection.write(chunk)
-                }
-                lastActivity = connection.loop.roundTime
-                if connection.pendingWriteBytes > highWater {
-                    await withCheckedContinuation { drainWaiter = $0 }
-                }
+                guard await send(chunk, chunked: chunked) else { return }
             }
         } catch {
             // The body failed part-way: close without the end marker so the client never sees it as complete.
             connection.close(error: error)
             return
         }
+        finishBody(chunked: chunked, slot: slot)
+    }
+
+    /// Writes a body held in memory a piece at a time, as the socket drains (see ``paces(_:)``).
+    private func pace(_ body: [UInt8], slot: Slot) async {
+        var offset = 0
+        while offset < body.count {
+            let end = min(offset + Self.pacedChunkBytes, body.count)
+            guard await send(Array(body[offset..<end]), chunked: false) else { return }
+            offset = end
+        }
+        finishBody(chunked: false, slot: slot)
+    }
+
+    /// Writes one piece of a body, then waits while more than the high-water mark is queued; false when the
+    /// connection closed.
+    private func send(_ chunk: [UInt8], chunked: Bool) async -> Bool {
+        if connection.isClosed { return false }
+        if chunked {
+            var framed: [UInt8] = []
+            framed.reserveCapacity(chunk.count + 16)
+            chunk.withUnsafeBytes { HTTP1Serializer.writeChunk($0, into: &framed) }
+            connection.write(framed)
+        } else {
+            connection.write(chunk)
+        }
+        lastActivity = connection.loop.roundTime
+        if connection.pendingWriteBytes > 256 * 1024 {
+            await withCheckedContinuation { drainWaiter = $0 }
+        }
+        return true
+    }
+
+    /// Ends a body written by ``pump(_:chunked:slot:)`` or ``pace(_:slot:)`` and moves on to the next response.
+    private func finishBody(chunked: Bool, slot: Slot) {
         if connection.isClosed { return }
         if chunked {
             var last: [UInt8] = []

@@ -270,7 +270,12 @@ public final class HTTP2Session {
             stream.outbound.removeFirst(stream.outboundRead)
             stream.outboundRead = 0
         }
-        stream.outbound.append(contentsOf: bytes)
+        if stream.outbound.isEmpty, let whole = bytes as? [UInt8] {
+            // Taken as it is: a body shared by many responses (a coalesced call's) is not copied once per stream.
+            stream.outbound = whole
+        } else {
+            stream.outbound.append(contentsOf: bytes)
+        }
         if endStream { stream.outboundEnd = true }
         if stream.providerDeferred {
             stream.providerDeferred = false

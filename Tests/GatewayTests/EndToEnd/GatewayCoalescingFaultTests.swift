@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPWire
+import NetCore
 import TestSupport
 import Testing
 
@@ -114,5 +115,60 @@ import Testing
         #expect(warnings.count == 8, "one line per follower")
         #expect(warnings.allSatisfy { $0.contains("Set-Cookie") && $0.contains("\"route\":\"api\"") }, "\(warnings.first ?? "")")
         #expect(!gateway.stdout.contains("cookie-canary"), "the cookie itself is never logged")
+    }
+
+    /// COAL-07: a large shared answer is held once, not once per caller (over HTTP/1.1 and HTTP/2, cleartext and TLS),
+    /// and a follower that does not read holds nobody else up. Each transport on a fresh gateway, whose peak RSS is
+    /// compared before and after.
+    @Test(arguments: ["HTTP/1.1", "h2c", "HTTP/1.1 over TLS", "h2 over TLS"])
+    func aLargeSharedAnswerIsHeldOnceAndASlowFollowerHoldsNobodyUp(transport: String) async throws {
+        let upstream = try await RecordingUpstream.start()
+        let directory = ProcessRunner.temporaryDirectory("gateway-coalesce-large")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let tlsPort = try freeLoopbackPort()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              api: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 64 } }
+            routes:
+              - { name: api, match: { path_prefix: /api }, upstream: api, rewrite: { strip_prefix: /api }, coalesce: true }
+            """)
+        func peakRSS() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(gateway.process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+        }
+        var configuration = HTTPClient.Configuration()
+        configuration.tls = TLSClientConfiguration(caFile: files.ca)
+        if transport.hasPrefix("h2") { configuration.http2 = .always }
+        let client = HTTPClient(configuration: configuration)
+        let base = transport.hasSuffix("TLS") ? "https://localhost:\(tlsPort)" : gateway.url
+        let bytes = 8 << 20
+        let path = "/api/big?mb=\(bytes >> 20)"
+        let before = peakRSS()
+        // A follower that sends its request and never reads.
+        let stalled = try RawClient(port: gateway.port)
+        stalled.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+        let started = ContinuousClock.now
+        let sizes = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<4 {
+                group.addTask { (try? await client.execute(HTTPClientRequest(url: "\(base)\(path)")))?.body.count ?? -1 }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(sizes == Array(repeating: bytes, count: 4), "\(sizes)")
+        #expect(ContinuousClock.now - started < .seconds(20), "the stalled follower held the others up")
+        let grown = peakRSS() - before
+        // Five callers: five copies before (the body copied into each connection's head buffer, each HTTP/2 stream's
+        // queue, or encrypted whole per TLS connection).
+        #expect(grown < 3 * bytes, "peak RSS grew \(grown >> 20) MiB for five callers of one \(bytes >> 20) MiB answer")
+        #expect(upstream.requests.count == 1, "one upstream call")
+        close(stalled.fd)
+        gateway.stop()
     }
 }

@@ -178,6 +178,12 @@ final class RequestRecorder: HTTPServerHandler {
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json", "Connection": "X-Up-Hop", "X-Up-Hop": "1"],
                                       body: Array("{\"hit\":\(count)}".utf8))
         }
+        if path.hasSuffix("/big") {
+            // `mb` MiB of `x` after 300 ms.
+            let mb = request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("mb=") }).flatMap { Int($0.dropFirst(3)) } ?? 1
+            try? await Task.sleep(for: .milliseconds(300))
+            return HTTPServerResponse(status: 200, body: [UInt8](repeating: UInt8(ascii: "x"), count: mb << 20))
+        }
         if path.hasSuffix("/private") {
             try? await Task.sleep(for: .milliseconds(300))
             return HTTPServerResponse(status: 200, headers: ["Set-Cookie": "session=cookie-canary-\(count)", "Cache-Control": "private"],
