@@ -292,6 +292,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func reject(status: Int, head: HTTPRequestHead? = nil) {
         acceptingRequests = false
         refusedInput = true
+        // No head is being read any more: the header timeout must not refuse this connection again at every sweep
+        // (each time logging another 408 and pausing the reads a lingering close needs to see the client leave).
+        headStartedAt = 0
         connection.pauseReading()
         let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
         slot.response = HTTPServerRejection(status: status, head: head, remoteAddress: connection.remoteAddress,
@@ -339,7 +342,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             // The body failed: the handler's answer with the server's status, unless it would stream a body.
             guard !response.body.isStream else { return answerFailedRequest(slot) }
             var answer = response
-            answer.head.status = status
+            answer.head.replaceStatus(with: status)
             slot.response = answer
         } else {
             slot.response = response

@@ -435,7 +435,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                 return nil
             }
             var answer = response
-            answer.head.status = status
+            answer.head.replaceStatus(with: status)
             stream.failedStatus = nil
             return startResponse(stream, with: answer)
         }

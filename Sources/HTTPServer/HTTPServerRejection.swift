@@ -22,7 +22,7 @@ public struct HTTPServerRejection: Sendable {
     /// `handler`'s answer to this rejection, with the server's status whatever the handler said.
     func answer(from handler: any HTTPServerHandler) -> HTTPServerResponse {
         var response = handler.rejected(self)
-        response.head.status = status
+        response.head.replaceStatus(with: status)
         return response
     }
 

@@ -47,6 +47,13 @@ public struct HTTPResponseHead: Sendable, Hashable {
         self.headers = headers
     }
 
+    /// Replaces the status, and the reason phrase with the new status's own (a `400 Bad Request` made a 408 reads
+    /// `408 Request Timeout`, not `408 Bad Request`).
+    public mutating func replaceStatus(with status: Int) {
+        self.status = status
+        reason = HTTPStatus.reasonPhrase(for: status)
+    }
+
     /// Whether a response with this status never carries a body (1xx, 204, 304).
     public var statusForbidsBody: Bool {
         (100..<200).contains(status) || status == 204 || status == 304
