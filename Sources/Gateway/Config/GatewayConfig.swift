@@ -1,3 +1,4 @@
+import HTTPClient
 import HTTPServer
 import HTTPWire
 import Logging
@@ -109,20 +110,11 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// One of an upstream's `servers`: a numeric address, `localhost` (127.0.0.1) or a host name, and a port.
-public struct UpstreamServer: Sendable, Hashable, CustomStringConvertible {
-    /// The host without brackets; a name in lower case.
-    public var host: String
-    public var port: Int
+/// One of an upstream's `servers`: a numeric address, `localhost` (127.0.0.1) or a host name, and a port; the
+/// client's own type, which resolves it.
+public typealias UpstreamServer = HTTPClient.Configuration.Server
 
-    public init(host: String, port: Int) {
-        self.host = host
-        self.port = port
-    }
-
-    /// `host:port`, with brackets around IPv6 hosts.
-    public var description: String { ListenAddress(host: host, port: port).description }
-
+extension UpstreamServer {
     /// Parses `host:port` or `[v6]:port` (port 1...65535); `nil` when malformed, or when a name is not one (labels of
     /// letters, digits, `-` and `_`, 1 to 63 characters each, 253 in all).
     public static func parse(_ text: String) -> UpstreamServer? {

@@ -77,7 +77,7 @@ final class UpstreamProvider: Sendable {
             configuration.maxWaitingRequestsPerOrigin = upstream.pool.maxWaiting
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
-            configuration.servers = upstream.servers?.map { .init(host: $0.host, port: $0.port) } ?? []
+            configuration.servers = upstream.servers ?? []
             let client = HTTPClient(configuration: configuration, group: group)
             self.client = client
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
