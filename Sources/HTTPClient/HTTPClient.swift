@@ -164,7 +164,8 @@ public final class HTTPClient: Sendable {
         tlsContext = Mutex(nil)
         resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL, resolver: resolver)
         serverList = configuration.servers.isEmpty ? nil
-            : ServerListResolution(servers: configuration.servers, ttl: configuration.nameResolutionTTL, resolver: resolver)
+            : ServerListResolution(servers: configuration.servers, ttl: configuration.nameResolutionTTL,
+                                   resolver: resolver)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
         budgets = HTTPOriginBudgets(limit: configuration.maxConnectionsPerOriginTotal)
     }

@@ -52,7 +52,8 @@ final class HTTP1HandlerWorker {
         worker.task = Task(executorPreference: loop) {
             var next: Job? = first
             while let job = next {
-                let response = compressor.applied(to: await handler.handle(job.request, context: job.context), for: job.request)
+                let response = compressor.applied(to: await handler.handle(job.request, context: job.context),
+                                                  for: job.request)
                 next = await withUnsafeContinuation { (continuation: Waiter) in
                     // The task prefers the loop, so it is there now; a handler that moved elsewhere is brought back.
                     if loop.inEventLoop {

@@ -255,7 +255,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
     /// starts it, while the loop has fewer than its maximum), else in a task of its own. The answer fills `slot`.
-    private func dispatch(_ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?, slot: Slot) {
+    private func dispatch(_ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
+                          slot: Slot) {
         let handler = context.handler
         if let worker {
             if worker.isWaiting {

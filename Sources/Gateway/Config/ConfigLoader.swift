@@ -193,7 +193,8 @@ private struct Builder {
         var result: [Address] = []
         for (index, item) in items.enumerated() {
             guard let address = parse(item.text) else {
-                reader.report(line: item.line, "\(entry.path)[\(index)]", "invalid \(kind) address \(item.shown) (use \(forms))")
+                reader.report(line: item.line, "\(entry.path)[\(index)]",
+                              "invalid \(kind) address \(item.shown) (use \(forms))")
                 continue
             }
             result.append(address)

@@ -287,7 +287,8 @@ final class GatewayHandler: HTTPServerHandler {
 
 
     /// The answer to an upstream call.
-    private func respond(_ exchange: inout Exchange, request: HTTPServerRequest, call: Call) async -> HTTPServerResponse {
+    private func respond(_ exchange: inout Exchange, request: HTTPServerRequest,
+                         call: Call) async -> HTTPServerResponse {
         let requestID = exchange.requestID
         let upstream = call.upstream
         let key = call.coalescingKey(for: request)
