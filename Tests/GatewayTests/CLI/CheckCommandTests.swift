@@ -158,6 +158,32 @@ import Testing
         }
     }
 
+    /// CFG-05: `serve` on a port another process holds (the listener's or the admin's) exits 1 at once, naming the
+    /// file, the address and the reason; nothing is left running.
+    @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
+    func serveOnAPortInUseExitsWithTheReason() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("moya-busy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let busy = try UnansweredListener()
+        let free = try freeLoopbackPort()
+        for (name, listen, admin) in [("listener", busy.port, free), ("admin", free, busy.port)] {
+            let file = directory.appendingPathComponent("\(name).yaml")
+            try """
+            server: { listen: ["127.0.0.1:\(listen)"], threads: 1 }
+            admin: { listen: "127.0.0.1:\(admin)" }
+            upstreams:
+              canned: { stub: { status: 200 } }
+            routes:
+              - { name: a, match: { path: /a }, upstream: canned }
+            """.write(to: file, atomically: true, encoding: .utf8)
+            let result = try Self.run(["serve", "--config", file.path])
+            #expect(result.status == 1, "\(name)")
+            #expect(result.stderr.contains("\(file.path): cannot start: bind 127.0.0.1:\(busy.port)"), "\(result.stderr)")
+            #expect(result.stderr.contains("Address already in use"), "\(result.stderr)")
+        }
+    }
+
     @Test(.enabled(if: binary() != nil, "build moya-gateway with `swift build` first"))
     func routesAndBrokenServe() throws {
         let routes = try Self.run(["routes"])
