@@ -31,15 +31,20 @@ import Testing
     }
 }
 
-/// Answers `/r/NNN` with status NNN and `Location: /r/elsewhere`; records the paths it is asked for.
+/// Answers `/r/NNN` with status NNN and `Location: LOCATION` (`/r/elsewhere` unless told); records the paths it is
+/// asked for and the `Authorization` each request carried.
 final class RedirectingUpstream: HTTPServerHandler {
     private let serving = LoopbackServer()
-    private let seen = Mutex<[String]>([])
+    private let location: String
+    private let seen = Mutex<[(path: String, authorization: String?)]>([])
     var port: Int { serving.port }
-    var paths: [String] { seen.withLock { $0 } }
+    var paths: [String] { seen.withLock { $0.map(\.path) } }
+    var authorizations: [String?] { seen.withLock { $0.map(\.authorization) } }
 
-    static func start() async throws -> RedirectingUpstream {
-        let upstream = RedirectingUpstream()
+    private init(location: String) { self.location = location }
+
+    static func start(location: String = "/r/elsewhere") async throws -> RedirectingUpstream {
+        let upstream = RedirectingUpstream(location: location)
         try await upstream.serving.start(upstream)
         return upstream
     }
@@ -49,8 +54,9 @@ final class RedirectingUpstream: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         _ = try? await request.body.collect(upTo: 1 << 16)
         let path = String(request.head.path)
-        seen.withLock { $0.append(path) }
+        let authorization = request.head.headers.first(name: "Authorization")
+        seen.withLock { $0.append((path, authorization)) }
         let status = Int(path.split(separator: "/").last ?? "") ?? 200
-        return HTTPServerResponse(status: status, headers: ["Location": "/r/elsewhere", "Content-Length": "0"], body: [])
+        return HTTPServerResponse(status: status, headers: ["Location": location, "Content-Length": "0"], body: [])
     }
 }
