@@ -138,11 +138,7 @@ import Testing
             routes:
               - { name: api, match: { path_prefix: /api }, upstream: api, rewrite: { strip_prefix: /api }, coalesce: true }
             """)
-        func peakRSS() -> Int {
-            let status = (try? String(contentsOfFile: "/proc/\(gateway.process.processIdentifier)/status", encoding: .utf8)) ?? ""
-            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
-        }
+        func peakRSS() -> Int { ProcessMemory.peakResident(gateway.process.processIdentifier) }
         var configuration = HTTPClient.Configuration()
         configuration.tls = TLSClientConfiguration(caFile: files.ca)
         if transport.hasPrefix("h2") { configuration.http2 = .always }

@@ -117,11 +117,7 @@ import Testing
     }
 
     /// VmRSS of `pid` in KiB (0 when unreadable).
-    static func residentKiB(_ pid: Int32) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-    }
+    static func residentKiB(_ pid: Int32) -> Int { ProcessMemory.resident(pid) / 1024 }
 }
 
 /// The upstream for the conformance suite: records request targets and Host headers, tracks requests in flight;
