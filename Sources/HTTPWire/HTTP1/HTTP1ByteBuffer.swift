@@ -50,13 +50,28 @@ struct HTTP1ByteBuffer: Sendable {
         return storage.withUnsafeBytes { all in body(UnsafeRawBufferPointer(rebasing: all[start...])) }
     }
 
-    /// The first `count` readable bytes as a new array, consumed.
+    /// The first `count` readable bytes as an array of their own, consumed: it holds no more memory than the bytes
+    /// it counts, since whoever takes it (a body stream) bounds what it keeps by that count.
+    ///
+    /// When they are the whole buffer, and it has little spare capacity, the storage itself is handed over and the
+    /// buffer starts anew (no copy). Otherwise they are copied out. (`Array(storage[0..<storage.count])` would share
+    /// the storage, spare capacity included, and the next append would then allocate another buffer of that
+    /// capacity: a body read in short reads made chunks counting a few bytes that held 64 KiB each.)
     mutating func read(_ count: Int) -> [UInt8] {
         let count = min(max(count, 0), readableCount)
-        let bytes = Array(storage[readIndex..<(readIndex + count)])
+        if readIndex == 0, count == storage.count, storage.capacity - count <= Self.spareCapacityHandedOver {
+            let bytes = storage
+            storage = []
+            return bytes
+        }
+        let start = readIndex
+        let bytes = storage.withUnsafeBufferPointer { [UInt8](UnsafeBufferPointer(rebasing: $0[start..<(start + count)])) }
         readIndex += count
         return bytes
     }
+
+    /// The most unused capacity a buffer may carry when it is handed over whole by ``read(_:)``.
+    static let spareCapacityHandedOver = 4096
 
     /// The readable byte at `offset`, if buffered.
     func byte(at offset: Int) -> UInt8? {

@@ -65,12 +65,11 @@ import Glibc
         await upstream.shutdown()
     }
 
-    /// UP-08: a 1 GiB upstream body is relayed whole to a client that reads as fast as it can, never held whole (the
-    /// peak stays under a quarter of it); to a client reading 2.5 MiB/s, the upstream is read only as far as the
-    /// client has taken plus the buffers in between (back-pressure reaches the upstream), and memory stays flat.
-    ///
-    /// Not reliability.md's 64 MiB bound on the fast relay: its transient peak varies with scheduling (9 to 63 MiB
-    /// over eleven serial runs here, 146 MiB with other suites running beside it), an open defect (README).
+    /// UP-08: a 1 GiB upstream body is relayed whole to a client that reads as fast as it can, with the gateway's
+    /// peak memory under 64 MiB above its idle size; to a client reading 2.5 MiB/s, the upstream is read only as far
+    /// as the client has taken plus the buffers in between (back-pressure reaches the upstream), and memory stays
+    /// flat. The fast relay's peak failed this (up to 146 MiB, 470 MiB for 4 GiB) while the HTTP/1 parser handed out
+    /// body chunks that held 64 KiB each whatever bytes they counted.
     @Test func aGibibyteRelaysInBoundedMemoryToAFastAndASlowClient() async throws {
         let upstream = try await ConformanceUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port)
@@ -85,7 +84,7 @@ import Glibc
         #expect(fast.stdout == "200 \(1 << 30)", 
                 "the whole body: \(fast.stdout) \(fast.stderr)")
         let fastGrowth = ProcessMemory.peakResident(pid) - idle
-        #expect(fastGrowth < 256 << 20, "peak RSS grew \(fastGrowth >> 20) MiB relaying 1 GiB to a fast client")
+        #expect(fastGrowth < 64 << 20, "peak RSS grew \(fastGrowth >> 20) MiB relaying 1 GiB to a fast client")
 
         let producedBefore = upstream.producedBytes
         let residentBeforeSlow = ProcessMemory.resident(pid)
