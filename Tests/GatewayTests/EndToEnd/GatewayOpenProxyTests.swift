@@ -25,11 +25,7 @@ import Testing
     /// SEC-04: an upstream that injects a credential answers with a redirect to the trap. The redirect goes back to
     /// the client as it is; the gateway follows none of them, so the credential goes nowhere else.
     @Test func aRedirectToAnotherHostIsNotFollowedWithTheCredential() async throws {
-        let trap = try TrapListener()
-        let echo = try await RecordingUpstream.start()
-        let redirecting = try await RedirectingUpstream.start(location: "http://\(trap.authority)/steal")
-        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port),
-                                               environment: ["UP_TOKEN": "sec04-token"])
+        let (trap, _, redirecting, gateway) = try await Self.start(redirectingToTrap: true)
         let client = HTTPClient()
         for (method, status) in [(HTTPMethod.get, 302), (.get, 301), (.post, 307), (.put, 308), (.get, 303)] {
             let body: HTTPClientRequest.Body = method == .get ? .none : .bytes(Array("x".utf8))
@@ -51,11 +47,7 @@ import Testing
     /// SSRF-01, SSRF-02: absolute-form (with the trap's `Host` or the gateway's own), authority-form (`CONNECT`) and
     /// asterisk-form targets naming the trap are all refused with a 4xx; nothing is forwarded anywhere.
     @Test func requestTargetsNamingAnotherHostNeverReachIt() async throws {
-        let trap = try TrapListener()
-        let echo = try await RecordingUpstream.start()
-        let redirecting = try await RedirectingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port),
-                                               environment: ["UP_TOKEN": "t"])
+        let (trap, echo, redirecting, gateway) = try await Self.start()
         let closing = "Host: \(trap.authority)\r\nConnection: close\r\n\r\n"
         let connect = try Self.exchange(port: gateway.port, "CONNECT \(trap.authority) HTTP/1.1\r\n" + closing)
         #expect(["400", "405"].contains(Self.status(of: connect)), "CONNECT: \(connect)")
@@ -75,11 +67,7 @@ import Testing
     /// SSRF-07: `Host`, `X-Forwarded-Host` and `Forwarded` naming the trap do not steer the request, and a client's
     /// `X-Forwarded-For` and `X-Real-IP` are not taken as they are: the peer is appended, and `X-Real-IP` is the peer.
     @Test func hostAndForwardingHeadersNamingAnotherHostDoNotSteerTheRequest() async throws {
-        let trap = try TrapListener()
-        let echo = try await RecordingUpstream.start()
-        let redirecting = try await RedirectingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port),
-                                               environment: ["UP_TOKEN": "t"])
+        let (trap, echo, redirecting, gateway) = try await Self.start()
         let answer = try Self.exchange(port: gateway.port, "GET /echo/steer HTTP/1.1\r\nHost: \(trap.authority)\r\n"
                                            + "X-Forwarded-Host: \(trap.authority)\r\n"
                                            + "Forwarded: host=\(trap.authority);for=6.6.6.6\r\n"
@@ -95,6 +83,19 @@ import Testing
         #expect(trap.connections() == 0)
         gateway.stop()
         await redirecting.shutdown()
+    }
+
+    /// The trap, the echo upstream, the redirecting upstream (to `/r/elsewhere`, or to the trap) with its bearer
+    /// token `sec04-token`, and the gateway in front of both.
+    static func start(redirectingToTrap: Bool = false) async throws
+        -> (TrapListener, RecordingUpstream, RedirectingUpstream, GatewayProcess) {
+        let trap = try TrapListener()
+        let echo = try await RecordingUpstream.start()
+        let redirecting = try await RedirectingUpstream.start(
+            location: redirectingToTrap ? "http://\(trap.authority)/steal" : "/r/elsewhere")
+        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port),
+                                               environment: ["UP_TOKEN": "sec04-token"])
+        return (trap, echo, redirecting, gateway)
     }
 
     static func exchange(port: Int, _ request: String) throws -> String {

@@ -9,17 +9,11 @@ import Testing
 @Suite struct HeaderRedactorFuzzTests {
     static let canary = "CNRY7f3a"
 
-    /// A small deterministic generator (SplitMix64), so a failure names its seed and case.
+    /// Draws the cases from a seeded ``SplitMix64``, so a failure names its seed and round.
     struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+        var source: SplitMix64
+        init(state: UInt64) { source = SplitMix64(seed: state) }
+        mutating func below(_ bound: Int) -> Int { Int(source.next() % UInt64(bound)) }
         mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
         mutating func chance(_ oneIn: Int) -> Bool { below(oneIn) == 0 }
 
