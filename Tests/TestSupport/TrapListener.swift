@@ -14,25 +14,9 @@ public final class TrapListener: @unchecked Sendable {
     private var accepted = 0
 
     public init(host: String = "127.0.0.2") throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard listener >= 0 else { throw POSIXError(.EMFILE) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, size) }
-        }
-        guard bound == 0, listen(listener, 512) == 0 else {
-            close(listener)
-            throw POSIXError(.EADDRINUSE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
+        let (listener, port) = try ListeningSocket.open(host: host, backlog: 512, nonBlocking: true)
         self.host = host
-        self.port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         self.listener = listener
     }
 

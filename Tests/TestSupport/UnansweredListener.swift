@@ -12,22 +12,8 @@ public final class UnansweredListener: Sendable {
     private let fillers: [Int32]
 
     public init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw POSIXError(.EMFILE) }
-        var address = Self.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
         // Backlog 0: the accept queue is full with one established connection.
-        guard bound == 0, listen(listener, 0) == 0 else {
-            close(listener)
-            throw POSIXError(.EADDRINUSE)
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let (listener, port) = try ListeningSocket.open(host: "127.0.0.1", backlog: 0)
         // Non-blocking connects until one stays pending: from then on the queue is full.
         var fillers: [Int32] = []
         var full = false

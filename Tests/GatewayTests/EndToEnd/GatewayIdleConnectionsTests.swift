@@ -29,7 +29,8 @@ import Glibc
 
     /// The gateway's open descriptors.
     static func descriptors(_ gateway: GatewayProcess) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(gateway.process.processIdentifier)/fd").count) ?? -1
+        let path = "/proc/\(gateway.process.processIdentifier)/fd"
+        return (try? FileManager.default.contentsOfDirectory(atPath: path).count) ?? -1
     }
 
     /// Opens `count` connections, the even ones silent and the odd ones after one answered request, in steps that
@@ -66,8 +67,9 @@ import Glibc
         #expect(perConnection < 16 * 1024, "\(perConnection) bytes of RSS per idle connection")
         // Others are still served while they are held.
         let client = HTTPClient()
-        let statuses = await (0..<20).asyncMap { _ in
-            (try? await client.execute(HTTPClientRequest(url: "\(gateway.url)/hello")))?.status ?? -1
+        var statuses: [Int] = []
+        for _ in 0..<20 {
+            statuses.append((try? await client.execute(HTTPClientRequest(url: "\(gateway.url)/hello")))?.status ?? -1)
         }
         #expect(statuses == Array(repeating: 200, count: 20))
         client.shutdown()
@@ -95,14 +97,5 @@ import Glibc
         #expect(took < .seconds(10), "exit took \(took)")
         let closed = clients.filter { $0.readAll(timeout: 0.01).closed }.count
         #expect(closed == Self.count, "\(closed) of \(Self.count) clients saw the gateway close")
-    }
-}
-
-extension Range where Bound == Int {
-    /// Runs `body` for each element in turn and collects the results.
-    func asyncMap<T>(_ body: (Int) async -> T) async -> [T] {
-        var results: [T] = []
-        for element in self { results.append(await body(element)) }
-        return results
     }
 }
