@@ -5,14 +5,6 @@ import TestSupport
 import Glibc
 #endif
 
-/// Runs blocking test work (raw sockets, external processes) on its own thread, so the two-thread cooperative pool
-/// is never blocked.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// What our own TLS client (a NetCore ``Connection``) saw in one `GET /hello` exchange.
 struct TLSExchange: Sendable {
     var peer: TLSPeerCertificate?

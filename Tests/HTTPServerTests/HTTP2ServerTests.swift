@@ -203,9 +203,11 @@ import Testing
 
     @Test func gracefulShutdownFinishesStreamsInFlight() async throws {
         let (server, port) = try await startTestServer()
-        let curl = Task.detached {
-            try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/slow?ms=600",
-                                           "-w", " %{http_version}"])
+        let curl = Task {
+            try await offPool {
+                try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/slow?ms=600",
+                                               "-w", " %{http_version}"])
+            }
         }
         try await Task.sleep(for: .milliseconds(200))
         let started = ContinuousClock.now

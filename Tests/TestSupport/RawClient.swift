@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A blocking TCP client for tests: sends exact bytes and reads what comes back, with a timeout.
-public final class RawClient {
+public final class RawClient: Sendable {
     public let fd: Int32
 
     /// Connects to `127.0.0.1:port` (or `host`).

@@ -94,9 +94,11 @@ import Testing
         let baseline = Self.residentKiB(pid)
         let port = gateway.port
         let script = Self.suiteScript
-        let run = Task.detached {
-            try ProcessRunner.run("/usr/bin/python3", [script, "--port", String(port), "--big-mb", "64", "--hold", "3", "H2-10"],
-                                  timeout: 60)
+        let run = Task {
+            try await offPool {
+                try ProcessRunner.run("/usr/bin/python3", [script, "--port", String(port), "--big-mb", "64", "--hold", "3", "H2-10"],
+                                      timeout: 60)
+            }
         }
         // The script stalls the stream for about 4 s (headers, a 1 s wait, five 1-byte drips, a 3 s hold): sample
         // the gateway's memory meanwhile.
