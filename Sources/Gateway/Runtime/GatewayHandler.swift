@@ -43,7 +43,7 @@ final class GatewayHandler: HTTPServerHandler {
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
             // the task then reports.
             if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
-                return .respond(finish(&exchange, response: response(for: result, call: call, exchange: &exchange),
+                return .respond(finish(&exchange, response: response(for: result, call: call, isHead: request.head.method == .head, exchange: &exchange),
                                        started: started))
             }
         }
@@ -351,11 +351,14 @@ final class GatewayHandler: HTTPServerHandler {
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             }
         }
-        return response(for: result, call: call, exchange: &exchange)
+        return response(for: result, call: call, isHead: request.head.method == .head, exchange: &exchange)
     }
 
-    /// The client's response for an upstream call's result.
-    private func response(for result: Result<Moya.Response, MoyaError>, call: Call, exchange: inout Exchange) -> HTTPServerResponse {
+    /// The client's response for an upstream call's result. An upstream's answer keeps the `Content-Length` that
+    /// framed it when its body is relayed as it arrives (not chunked anew) and when it answers a HEAD request, whose
+    /// empty body says nothing of the length a GET would get.
+    private func response(for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
+                          exchange: inout Exchange) -> HTTPServerResponse {
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
         exchange.record.upstreamConnect = timings?.connect
         exchange.record.upstreamFirstByte = timings?.firstByte
@@ -369,10 +372,13 @@ final class GatewayHandler: HTTPServerHandler {
                                                       metrics: exchange.record.routeMetrics)
             return errorResponse(.badGateway, requestID: requestID)
         case .success(let response):
-            let headers: HTTPWire.HTTPHeaders
+            var headers: HTTPWire.HTTPHeaders
             if let transport = response.transportHeaders {
                 headers = ProxyHeaders.downstream(from: transport, received: response.transportVersion ?? .http1_1,
                                                   requestID: requestID)
+                if isHead || response.streamedBody != nil, let length = ProxyHeaders.framingLength(of: transport) {
+                    headers.add(name: "Content-Length", value: length)
+                }
             } else if var stubHeaders = call.upstream.stubResponseHeaders {
                 stubHeaders.add(name: "X-Request-Id", value: requestID)
                 headers = stubHeaders
@@ -385,10 +391,14 @@ final class GatewayHandler: HTTPServerHandler {
                     "request_id": "\(requestID)", "route": "\(call.route.name)", "reason": "\(reason)"])
             }
             let head = HTTPResponseHead(status: response.statusCode, headers: headers)
+            if isHead, response.transportHeaders != nil {
+                return HTTPServerResponse(head: head, body: .none)
+            }
             if let streamed = response.streamedBody {
                 let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started)
                 exchange.relayLog = log
-                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, log: log)))
+                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop,
+                                                                                        log: log)))
             }
             let body = response.transportBody ?? call.upstream.stubBody(matching: response.data) ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))

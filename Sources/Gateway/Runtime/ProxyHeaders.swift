@@ -171,6 +171,16 @@ enum ProxyHeaders {
         return headers
     }
 
+    /// The upstream's `Content-Length` when it framed the response: one value of digits only, and no
+    /// `Transfer-Encoding` (which would override it); nil otherwise.
+    static func framingLength(of upstream: HTTPHeaders) -> String? {
+        guard !upstream.contains(name: "Transfer-Encoding") else { return nil }
+        let values = upstream["Content-Length"]
+        guard values.count == 1, let value = values.first, (1...19).contains(value.utf8.count),
+              value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return value
+    }
+
     /// The same for headers read from an `HTTPURLResponse`.
     static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPHeaders {
         var headers = HTTPHeaders()

@@ -37,6 +37,27 @@ import Glibc
         await upstream.shutdown()
     }
 
+    /// A relayed body keeps the `Content-Length` that framed it upstream (not chunked anew, so a client can tell
+    /// how much is coming), and HEAD answers with the length a GET would get, over HTTP/1.1 and h2c.
+    @Test func relayedBodiesAndHeadAnswersKeepTheUpstreamLength() async throws {
+        let upstream = try await ConformanceUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
+        let length = String(2 << 20)
+        for flag in ["--http1.1", "--http2-prior-knowledge"] {
+            for method in ["GET", "HEAD"] {
+                let head = method == "HEAD" ? ["-I"] : ["-o", "/dev/null"]
+                let curl = try ProcessRunner.run("curl", ["-sS", flag, "-D", "-", "-w", "size=%{size_download}"] + head
+                                                 + ["\(gateway.url)/up/big?mb=2"])
+                let fields = curl.stdout.lowercased()
+                #expect(fields.contains("content-length: \(length)\r\n"), "\(method) \(flag): \(curl.stdout) \(curl.stderr)")
+                #expect(!fields.contains("transfer-encoding"), "\(method) \(flag): \(curl.stdout)")
+                #expect(fields.hasSuffix("size=\(method == "HEAD" ? "0" : length)"), "\(method) \(flag): \(curl.stdout)")
+            }
+        }
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
     @Test func aClientThatLeavesStopsTheUpstreamRead() async throws {
         let upstream = try await ConformanceUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))

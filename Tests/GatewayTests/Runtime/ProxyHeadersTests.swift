@@ -83,4 +83,16 @@ import Testing
                                               version: .http1_1)
         #expect(unknown["X-Real-IP"].isEmpty, "no address, no field")
     }
+
+    @Test func theFramingLengthIsOneValueOfDigitsWithoutTransferEncoding() {
+        #expect(ProxyHeaders.framingLength(of: ["Content-Length": "1048576"]) == "1048576")
+        #expect(ProxyHeaders.framingLength(of: ["Content-Length": "0"]) == "0")
+        #expect(ProxyHeaders.framingLength(of: HTTPHeaders()) == nil)
+        #expect(ProxyHeaders.framingLength(of: HTTPHeaders([("Content-Length", "5"), ("Content-Length", "5")])) == nil)
+        #expect(ProxyHeaders.framingLength(of: ["Content-Length": "5, 5"]) == nil)
+        #expect(ProxyHeaders.framingLength(of: ["Content-Length": "-1"]) == nil)
+        #expect(ProxyHeaders.framingLength(of: ["Content-Length": "+5"]) == nil)
+        #expect(ProxyHeaders.framingLength(of: ["Content-Length": String(repeating: "9", count: 20)]) == nil)
+        #expect(ProxyHeaders.framingLength(of: HTTPHeaders([("Content-Length", "5"), ("Transfer-Encoding", "chunked")])) == nil)
+    }
 }
