@@ -29,15 +29,17 @@ let package = Package(
 
         // Linux headers Glibc does not export (epoll, eventfd) and accessors for packed structs.
         .target(name: "CNetShims"),
+        // The lock every layer above uses: `Synchronization.Mutex`, or one ThreadSanitizer sees (scripts/tsan.sh).
+        .target(name: "Locking"),
         // Event loops, sockets, timers, TLS.
-        .target(name: "NetCore", dependencies: ["CNetShims", "COpenSSL"], swiftSettings: runOnCallersExecutor),
+        .target(name: "NetCore", dependencies: ["CNetShims", "COpenSSL", "Locking"], swiftSettings: runOnCallersExecutor),
         // Wire formats: HTTP/1.1 codec, HTTP/2 over nghttp2, gzip/deflate over zlib. No I/O.
-        .target(name: "HTTPWire", dependencies: ["CNghttp2", "CZlib"]),
-        .target(name: "HTTPServer", dependencies: ["NetCore", "HTTPWire"], swiftSettings: runOnCallersExecutor),
-        .target(name: "HTTPClient", dependencies: ["NetCore", "HTTPWire"], swiftSettings: runOnCallersExecutor),
-        .target(name: "Moya", dependencies: ["HTTPClient", "HTTPWire"], swiftSettings: runOnCallersExecutor),
+        .target(name: "HTTPWire", dependencies: ["CNghttp2", "CZlib", "Locking"]),
+        .target(name: "HTTPServer", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(name: "HTTPClient", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(name: "Moya", dependencies: ["HTTPClient", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
         .target(name: "Gateway", dependencies: [
-            "Moya", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore",
+            "Moya", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore", "Locking",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Yams", package: "Yams"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -67,13 +69,13 @@ let package = Package(
         // Raw sockets, process and certificate helpers shared by the test suites.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
-        .testTarget(name: "NetCoreTests", dependencies: ["NetCore", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "NetCore", "HTTPWire", "TestSupport"],
+        .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["Locking", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"],
                     exclude: ["h2"]),
-        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["Locking", "HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServer", "HTTPClient", "NetCore", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore", "TestSupport",
+            "Gateway", "HTTPServer", "HTTPClient", "HTTPWire", "Locking", "NetCore", "TestSupport",
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),

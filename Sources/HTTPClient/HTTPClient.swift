@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 import Synchronization
 
@@ -126,7 +127,7 @@ public final class HTTPClient: Sendable {
     public let configuration: Configuration
     public let group: EventLoopGroup
     private let ownsGroup: Bool
-    private let tlsContext: Mutex<TLSContext?>
+    private let tlsContext: Locked<TLSContext?>
     private let resolutions: HostResolutionCache
     /// The addresses of ``Configuration/servers``, when any are configured.
     private let serverList: ServerListResolution?
@@ -161,7 +162,7 @@ public final class HTTPClient: Sendable {
             self.group = (try? EventLoopGroup(threads: 1)) ?? HTTPClient.fallbackGroup()
             ownsGroup = true
         }
-        tlsContext = Mutex(nil)
+        tlsContext = Locked(nil)
         resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL, resolver: resolver)
         serverList = configuration.servers.isEmpty ? nil
             : ServerListResolution(servers: configuration.servers, ttl: configuration.nameResolutionTTL,

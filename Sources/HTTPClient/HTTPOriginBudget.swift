@@ -1,3 +1,4 @@
+import Locking
 import NetCore
 import Synchronization
 
@@ -17,7 +18,7 @@ final class HTTPOriginBudget: Sendable {
 
     /// Most connections open at once across the pools.
     let limit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// `state.hungry.count`, readable without the lock on every finished exchange.
     private let hungryCount = Atomic<Int>(0)
 
@@ -75,7 +76,7 @@ final class HTTPOriginBudget: Sendable {
 /// The budgets of one client, one per origin, made when the origin's first pool is.
 final class HTTPOriginBudgets: Sendable {
     private let limit: Int?
-    private let budgets = Mutex<[HTTPOrigin: HTTPOriginBudget]>([:])
+    private let budgets = Locked<[HTTPOrigin: HTTPOriginBudget]>([:])
 
     init(limit: Int?) {
         self.limit = limit

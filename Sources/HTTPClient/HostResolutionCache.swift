@@ -1,5 +1,5 @@
+import Locking
 import NetCore
-import Synchronization
 
 /// Remembers what host names resolved to for a while, so a request to a named origin does not cost a `getaddrinfo`
 /// (a hop to another thread) every time. Failures are not remembered; numeric hosts and `localhost` never reach the
@@ -19,9 +19,9 @@ final class HostResolutionCache: Sendable {
 
     private let ttl: Duration
     private let resolver: Resolver
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let entries = Locked<[Key: Entry]>([:])
     /// The last numeric host asked for: a client talking to one numeric origin (a gateway's upstream) parses it once.
-    private let lastNumeric = Mutex<(key: Key, addresses: [SocketAddress])?>(nil)
+    private let lastNumeric = Locked<(key: Key, addresses: [SocketAddress])?>(nil)
     /// Bound on remembered names, so a client sent to many hosts does not grow without limit.
     private let capacity = 1024
 

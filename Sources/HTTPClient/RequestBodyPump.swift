@@ -1,5 +1,5 @@
+import Locking
 import NetCore
-import Synchronization
 
 /// Pulls a ``StreamedRequestBody`` one chunk at a time for one attempt of an exchange and hands each chunk to the
 /// connection on its loop.
@@ -35,7 +35,7 @@ final class RequestBodyPump: Sendable {
         var task: Task<Void, Never>?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private init() {}
 

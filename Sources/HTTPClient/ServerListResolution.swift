@@ -1,5 +1,5 @@
+import Locking
 import NetCore
-import Synchronization
 
 /// The addresses of a client's configured servers (``HTTPClient/Configuration/servers``), in the order listed, each
 /// once. A list of numeric addresses is parsed once. Names are resolved together, the first time a request needs
@@ -21,7 +21,7 @@ final class ServerListResolution: Sendable {
     private let fixed: [SocketAddress]?
     private let ttl: Duration
     private let resolver: HostResolutionCache.Resolver
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(servers: [HTTPClient.Configuration.Server], ttl: Duration, resolver: @escaping HostResolutionCache.Resolver) {
         self.servers = servers

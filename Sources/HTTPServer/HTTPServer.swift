@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 import Synchronization
 
@@ -55,7 +56,7 @@ public final class HTTPServer: Sendable {
     public let group: EventLoopGroup
     private let contexts: [UncheckedSendable<HTTPServerLoopContext>]
     private let openConnectionCount: AtomicCounter
-    private let bound = Mutex<(cleartext: [SocketAddress], tls: [SocketAddress])>(([], []))
+    private let bound = Locked<(cleartext: [SocketAddress], tls: [SocketAddress])>(([], []))
 
     public init(configuration: Configuration, group: EventLoopGroup, handler: any HTTPServerHandler) {
         self.configuration = configuration

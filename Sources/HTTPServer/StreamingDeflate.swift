@@ -1,6 +1,6 @@
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 
 /// Compresses a streamed body into a new ``ByteStream``, chunk by chunk, with back-pressure both ways.
 ///
@@ -49,7 +49,7 @@ final class DemandSignal: Sendable {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Lets the producer go on (now, or at its next `wait()`).
     func resume() {

@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
 
 /// A Moya Plugin receives callbacks to perform side effects wherever a request is sent or received.
 ///
@@ -73,8 +73,8 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     }
 
     /// An inline lock: the request is read from any thread (plugins, response consumers).
-    private let state: Mutex<UncheckedSendable<State>>
-    private let storedCredential = Mutex<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
+    private let state: Locked<UncheckedSendable<State>>
+    private let storedCredential = Locked<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
     public let sessionHeaders: [String: String]
 
     public var request: URLRequest? {
@@ -90,13 +90,13 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     public var credential: URLCredential? { storedCredential.withLock { $0 }.value }
 
     init(request: URLRequest?, sessionHeaders: [String: String] = [:]) {
-        state = Mutex(UncheckedSendable(.made(request)))
+        state = Locked(UncheckedSendable(.made(request)))
         self.sessionHeaders = sessionHeaders
     }
 
     /// A wrapper whose `request` is made from `transport` on first use.
     init(transport: consuming TransportRequest, sessionHeaders: [String: String] = [:]) {
-        state = Mutex(UncheckedSendable(.pending(transport)))
+        state = Locked(UncheckedSendable(.pending(transport)))
         self.sessionHeaders = sessionHeaders
     }
 

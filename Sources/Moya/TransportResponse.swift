@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import HTTPClient
 import HTTPWire
-import Synchronization
 
 /// A response head as the transport received it: status, version, header fields, timings and the request URL. Converting it
 /// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`). A streamed response also
@@ -76,11 +76,11 @@ enum ResponseURL: @unchecked Sendable {
 final class ResponseHead: @unchecked Sendable {
     let transport: TransportResponse
     /// The `HTTPURLResponse`, once made; an inline lock, as a response is read from any thread.
-    private let made: Mutex<UncheckedSendable<HTTPURLResponse?>?>
+    private let made: Locked<UncheckedSendable<HTTPURLResponse?>?>
 
     init(transport: TransportResponse) {
         self.transport = transport
-        self.made = Mutex(nil)
+        self.made = Locked(nil)
     }
 
     var response: HTTPURLResponse? {

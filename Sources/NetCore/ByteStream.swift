@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A single-consumer async stream of byte chunks with back-pressure: the producer (a connection on its loop) is told to
 /// pause when more than `highWaterMark` bytes are buffered and to resume once the consumer has taken them below
@@ -17,7 +17,7 @@ public final class ByteStream: AsyncSequence, Sendable {
         var producerPaused = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let highWaterMark: Int
     private let lowWaterMark: Int
     /// Called (from the consumer's context) when a paused producer may produce again.

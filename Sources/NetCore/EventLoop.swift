@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import Locking
 #endif
 import CNetShims
 import Synchronization
@@ -29,7 +30,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     }
 
     /// Jobs submitted from other threads, drained by the loop.
-    private let inbox = Mutex<[Job]>([])
+    private let inbox = Locked<[Job]>([])
     /// Set while the loop may be blocked in `epoll_wait`; producers write the eventfd only then.
     private let sleeping = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)

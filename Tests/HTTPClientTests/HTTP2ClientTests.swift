@@ -2,8 +2,8 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -15,7 +15,7 @@ final class H2Observations: Sendable {
         var probes: [String: String] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func begin() {
         state.withLock { state in

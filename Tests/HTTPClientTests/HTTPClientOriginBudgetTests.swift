@@ -1,8 +1,8 @@
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import Testing
 
 /// `maxConnectionsPerOriginTotal` caps the connections to an origin across all of the client's loops: requests made
@@ -10,7 +10,7 @@ import Testing
 @Suite(.serialized) struct HTTPClientOriginBudgetTests {
     /// Answers after 100 ms and records the most requests it had in flight at once (one per connection over HTTP/1.1).
     final class PeakServer: HTTPServerHandler {
-        private let state = Mutex((inFlight: 0, peak: 0))
+        private let state = Locked((inFlight: 0, peak: 0))
         var peak: Int { state.withLock { $0.peak } }
 
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {

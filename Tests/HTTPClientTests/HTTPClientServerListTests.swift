@@ -1,6 +1,7 @@
 @testable import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
 import Synchronization
 import TestSupport
@@ -25,9 +26,9 @@ import Testing
 
     /// A resolver from a table that can change, counting the lookups of each name.
     private final class Names: Sendable {
-        private let table: Mutex<[String: [SocketAddress]]>
-        private let lookups = Mutex<[String: Int]>([:])
-        init(_ table: [String: [SocketAddress]]) { self.table = Mutex(table) }
+        private let table: Locked<[String: [SocketAddress]]>
+        private let lookups = Locked<[String: Int]>([:])
+        init(_ table: [String: [SocketAddress]]) { self.table = Locked(table) }
         func set(_ name: String, _ addresses: [SocketAddress]?) { table.withLock { $0[name] = addresses } }
         func count(_ name: String) -> Int { lookups.withLock { $0[name] ?? 0 } }
         func resolve(_ host: String, _ port: Int) throws -> [SocketAddress] {

@@ -1,13 +1,14 @@
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
 import Synchronization
 import Testing
 
 /// Opens once the consumer of a ``ByteStream`` wants more; a producer that was told to pause waits on it.
 private final class DemandGate: Sendable {
-    private let state = Mutex<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+    private let state = Locked<(signalled: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
     func open() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

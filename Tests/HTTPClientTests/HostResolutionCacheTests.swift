@@ -1,13 +1,13 @@
 @testable import HTTPClient
+import Locking
 import NetCore
-import Synchronization
 import Testing
 
 /// The client's host-name cache: a name is resolved once per TTL, failures and numeric hosts are never cached.
 @Suite struct HostResolutionCacheTests {
     final class CountingResolver: Sendable {
-        let calls = Mutex(0)
-        let failing = Mutex(false)
+        let calls = Locked(0)
+        let failing = Locked(false)
         var count: Int { calls.withLock { $0 } }
 
         func resolve(_ host: String, _ port: Int) throws -> [SocketAddress] {

@@ -1,6 +1,7 @@
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
 import Synchronization
 
@@ -29,7 +30,7 @@ struct UploadBoom: Error {}
 
 /// Opens once; everyone waiting, and everyone who comes later, goes on.
 final class UploadGate: Sendable {
-    private let state = Mutex<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Locked<(isOpen: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -53,7 +54,7 @@ final class UploadGate: Sendable {
 
 /// Progress events as they came.
 final class ProgressLog: Sendable {
-    private let events = Mutex<[(completed: Int64, total: Int64?)]>([])
+    private let events = Locked<[(completed: Int64, total: Int64?)]>([])
 
     var progress: HTTPClientProgress {
         HTTPClientProgress(upload: { completed, total in self.events.withLock { $0.append((completed, total)) } })

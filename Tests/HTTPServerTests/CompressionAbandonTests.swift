@@ -1,8 +1,8 @@
 import Foundation
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -14,7 +14,7 @@ final class OnDemandSource: HTTPServerHandler {
         var produced = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     let demand: AsyncStream<Void>
     private let demandContinuation: AsyncStream<Void>.Continuation
 

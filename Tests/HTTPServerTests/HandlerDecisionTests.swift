@@ -1,7 +1,6 @@
 import HTTPServer
 import HTTPWire
 import NetCore
-import Synchronization
 import TestSupport
 import Testing
 

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 @testable import NetCore
-import Synchronization
+import Locking
 import Testing
 
 /// The loop's end-of-round flush, which sends for many connections at once (one io_uring call when the kernel allows
@@ -11,7 +11,7 @@ import Testing
 @Suite struct BatchedSendTests {
     /// Records how each connection ended.
     private final class Recorder: ConnectionDelegate, @unchecked Sendable {
-        let closes = Mutex<[Int32: String]>([:])
+        let closes = Locked<[Int32: String]>([:])
         func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {}
         func connectionDidClose(_ connection: Connection, error: (any Error)?) {
             closes.withLock { $0[Int32(connection.remoteAddress?.port ?? -1)] = error.map { "\($0)" } ?? "closed" }

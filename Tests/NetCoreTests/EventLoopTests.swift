@@ -1,5 +1,5 @@
+import Locking
 import NetCore
-import Synchronization
 import Testing
 
 @Suite struct EventLoopTests {
@@ -46,7 +46,7 @@ import Testing
     @Test func timersFireInDeadlineOrderAndCancelledOnesDoNot() async throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let order = Mutex<[Int]>([])
+        let order = Locked<[Int]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute {
                 loop.schedule(after: .milliseconds(30)) { order.withLock { $0.append(3) }; continuation.resume() }
@@ -84,7 +84,7 @@ import Testing
 
 @Suite struct ByteStreamTests {
     @Test func producerIsPausedAboveHighWaterAndResumedBelowLowWater() async throws {
-        let resumed = Mutex(0)
+        let resumed = Locked(0)
         let stream = ByteStream(highWaterMark: 10, lowWaterMark: 4) { resumed.withLock { $0 += 1 } }
         #expect(stream.yield([UInt8](repeating: 1, count: 6)))
         #expect(!stream.yield([UInt8](repeating: 2, count: 6)), "12 bytes buffered is above the high-water mark")

@@ -1,5 +1,5 @@
+import Locking
 import NetCore
-import Synchronization
 
 /// An upstream's circuit (`upstreams.X.circuit_breaker`): after `failures` calls in a row have failed, calls are
 /// refused at once for `openFor`; then one trial call is let through, whose outcome closes the circuit again or keeps
@@ -45,7 +45,7 @@ final class CircuitBreaker: Sendable {
 
     let failureThreshold: Int
     let openFor: Duration
-    private let state = Mutex(State.closed(failuresInARow: 0))
+    private let state = Locked(State.closed(failuresInARow: 0))
 
     init(failureThreshold: Int, openFor: Duration) {
         self.failureThreshold = max(1, failureThreshold)

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// A route's rate limit (`routes[].rate_limit`): each caller may make `burst` calls at once, then one every
 /// `interval` (`per / requests`). Shared by every event loop; one lock per call, only for routes that configure it.
@@ -29,7 +29,7 @@ final class RateLimiter: Sendable {
         var lastSweep: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Idle callers are dropped at most this often (nanoseconds), so a full table of busy callers costs no scan per call.
     private static let sweepEvery: UInt64 = 1_000_000_000
     /// The bucket shared by callers beyond `maxCallers` (addresses and API-key client names hold no NUL).

@@ -1,7 +1,7 @@
+import Locking
 import Logging
 import Moya
 import NetCore
-import Synchronization
 
 /// Everything a request needs from one loaded configuration: routes, upstream providers, telemetry. Immutable; a reload
 /// builds a new snapshot and swaps it in atomically, so requests in flight finish on the one they started with.
@@ -85,9 +85,9 @@ final class RouteRuntime: Sendable {
 
 /// The current snapshot, swapped atomically on reload.
 final class GatewayStateBox: Sendable {
-    private let snapshot: Mutex<GatewaySnapshot>
+    private let snapshot: Locked<GatewaySnapshot>
 
-    init(_ snapshot: GatewaySnapshot) { self.snapshot = Mutex(snapshot) }
+    init(_ snapshot: GatewaySnapshot) { self.snapshot = Locked(snapshot) }
 
     var current: GatewaySnapshot { snapshot.withLock { $0 } }
 

@@ -1,3 +1,4 @@
+import Locking
 import Logging
 import Synchronization
 
@@ -8,13 +9,13 @@ public final class LogSettings: Sendable {
     private let levelIndex: Atomic<Int>
     private let jsonFormat: Atomic<Bool>
     private let accessLogOn: Atomic<Bool>
-    private let redactorBox: Mutex<HeaderRedactor>
+    private let redactorBox: Locked<HeaderRedactor>
 
     public init(_ logging: LoggingConfig) {
         levelIndex = Atomic(Self.index(of: logging.level))
         jsonFormat = Atomic(logging.format == .json)
         accessLogOn = Atomic(logging.accessLog)
-        redactorBox = Mutex(HeaderRedactor(names: logging.redactHeaders))
+        redactorBox = Locked(HeaderRedactor(names: logging.redactHeaders))
     }
 
     /// Takes a reloaded configuration's settings.

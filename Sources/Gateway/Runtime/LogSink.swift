@@ -1,9 +1,9 @@
 import Foundation
+import Locking
 #if canImport(Glibc)
 import Glibc
 #endif
 import NetCore
-import Synchronization
 
 /// Where log lines go: a dedicated writer thread drains a bounded queue, so a slow or full output never blocks a
 /// request. Lines beyond the bound are dropped and counted.
@@ -20,7 +20,7 @@ public final class LogSink: Sendable {
     }
 
     private let queue = DispatchQueue(label: "moya-gateway.log-writer")
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     private let handle: FileHandle
     private let capacity: Int
     /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// The access-log line of a response whose body is relayed as it arrives: written once the body has ended or was cut
 /// (not when the head goes out), with the bytes actually relayed, the whole duration, and why it was cut, if it was.
@@ -10,7 +10,7 @@ final class RelayedResponseLog: Sendable {
         var outcome: (bytes: Int, cut: String?)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let telemetry: Telemetry
     private let started: ContinuousClock.Instant
 

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Makes request ids: the client's `X-Request-Id` when it is a short safe token, else a new random id of 15 URL-safe
 /// characters (90 random bits).
@@ -36,11 +36,11 @@ enum RequestID {
 /// 128 random bits per request id from a xoshiro256** generator seeded once from the system's random source
 /// (`SystemRandomNumberGenerator` costs a `getrandom` call per draw). Ids must be unique, not secret.
 final class RequestIDGenerator: Sendable {
-    private let state: Mutex<(UInt64, UInt64, UInt64, UInt64)>
+    private let state: Locked<(UInt64, UInt64, UInt64, UInt64)>
 
     init() {
         var system = SystemRandomNumberGenerator()
-        state = Mutex((system.next() | 1, system.next(), system.next(), system.next()))
+        state = Locked((system.next() | 1, system.next(), system.next(), system.next()))
     }
 
     func next() -> (UInt64, UInt64) {

@@ -1,5 +1,5 @@
 import CoreMetrics
-import Synchronization
+import Locking
 
 /// One route's metric handles: its requests by status, its duration, its upstream's first-byte time and its other
 /// counters (``CountedEvent``). Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed
@@ -10,7 +10,7 @@ final class RouteMetrics: Sendable {
     let route: String
     let upstream: String
     private let factory: GatewayMetricsFactory
-    private let handles = Mutex(Handles())
+    private let handles = Locked(Handles())
 
     private struct Handles {
         /// A route answers with a handful of statuses: a list searched in order beats hashing (and an upstream that

@@ -1,14 +1,14 @@
-import Synchronization
+import Locking
 
 /// Samples a stub's delay (fixed, uniform or normal) and whether a response is an injected error, from one seeded
 /// generator shared by every caller.
 final class StubLatencySampler: Sendable {
     private let errorRate: Double
-    private let state: Mutex<(latency: StubLatency, errors: SplitMix64)>
+    private let state: Locked<(latency: StubLatency, errors: SplitMix64)>
 
     init(stub: StubConfig, seed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
         errorRate = stub.errorRate
-        state = Mutex((StubLatency(stub: stub, seed: seed), SplitMix64(seed: seed ^ 0x9e37_79b9_7f4a_7c15)))
+        state = Locked((StubLatency(stub: stub, seed: seed), SplitMix64(seed: seed ^ 0x9e37_79b9_7f4a_7c15)))
     }
 
     /// The next delay in seconds.

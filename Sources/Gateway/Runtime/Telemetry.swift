@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import CoreMetrics
 import NetCore
 import Prometheus
-import Synchronization
 
 /// What the access log and the metrics learn about one request.
 struct AccessRecord: Sendable {
@@ -54,7 +54,7 @@ public final class Telemetry: Sendable {
     private let accessHandler: JSONLogHandler
     /// The metric handles of requests that carry none (see ``AccessRecord/routeMetrics``: those refused before
     /// routing), by route and upstream name, made on first use.
-    private let unroutedMetrics = Mutex<[UnroutedMetricKey: RouteMetrics]>([:])
+    private let unroutedMetrics = Locked<[UnroutedMetricKey: RouteMetrics]>([:])
 
     public init(registry: PrometheusCollectorRegistry, sink: LogSink, settings: LogSettings) {
         self.registry = registry

@@ -1,6 +1,6 @@
 import HTTPServer
+import Locking
 import NetCore
-import Synchronization
 
 /// A client's request body relayed to the upstream as it arrives, instead of being collected first: the upstream
 /// connection pulls a chunk only when it has room to send it, and the client's connection is read only as chunks are
@@ -20,7 +20,7 @@ final class UpstreamRequestBody: Sendable {
     private let limit: Int
     /// The client's `Content-Length`, sent on as the upstream's; nil sends the body chunked.
     let declaredLength: Int64?
-    private let counters = Mutex(Counters())
+    private let counters = Locked(Counters())
 
     private struct Counters {
         var bytes = 0

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Reusable deflate streams for one coding and level, for compressing whole bodies.
 ///
@@ -9,7 +9,7 @@ public final class DeflaterPool: Sendable {
     public let coding: ContentCoding
     public let level: Int32
     public let capacity: Int
-    private let idle = Mutex<[UnsafeTransfer]>([])
+    private let idle = Locked<[UnsafeTransfer]>([])
 
     /// A deflater handed between callers through the pool; only one holder uses it at a time.
     private struct UnsafeTransfer: @unchecked Sendable {

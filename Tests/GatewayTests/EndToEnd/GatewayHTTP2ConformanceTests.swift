@@ -1,8 +1,8 @@
 import Foundation
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -133,7 +133,7 @@ final class ConformanceUpstream: HTTPServerHandler {
         var produced = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let serving = LoopbackServer()
 
     var port: Int { serving.port }

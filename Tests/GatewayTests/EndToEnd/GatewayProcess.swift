@@ -2,8 +2,8 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -149,8 +149,8 @@ final class RequestRecorder: HTTPServerHandler {
         var body: [UInt8]
     }
 
-    private let received = Mutex<[Received]>([])
-    private let slowInFlight = Mutex((now: 0, peak: 0))
+    private let received = Locked<[Received]>([])
+    private let slowInFlight = Locked((now: 0, peak: 0))
     var requests: [Received] { received.withLock { $0 } }
     var peakSlowInFlight: Int { slowInFlight.withLock { $0.peak } }
     func reset() { received.withLock { $0.removeAll() } }
@@ -205,7 +205,7 @@ final class RequestRecorder: HTTPServerHandler {
 /// The server an upstream fixture runs on: our own server on a free 127.0.0.1 port (TLS when configured), one loop.
 /// Fixtures are their own handler, so the server is started after the fixture exists.
 final class LoopbackServer: Sendable {
-    private let server = Mutex<HTTPServer?>(nil)
+    private let server = Locked<HTTPServer?>(nil)
 
     /// The bound port (cleartext, else TLS); 0 before ``start(_:tls:)``.
     var port: Int {

@@ -2,8 +2,8 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -36,7 +36,7 @@ import Testing
 final class RedirectingUpstream: HTTPServerHandler {
     private let serving = LoopbackServer()
     private let location: String
-    private let seen = Mutex<[(path: String, authorization: String?)]>([])
+    private let seen = Locked<[(path: String, authorization: String?)]>([])
     var port: Int { serving.port }
     var paths: [String] { seen.withLock { $0.map(\.path) } }
     var authorizations: [String?] { seen.withLock { $0.map(\.authorization) } }

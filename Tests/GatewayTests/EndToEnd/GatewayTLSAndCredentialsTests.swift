@@ -2,8 +2,8 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
-import Synchronization
 import TestSupport
 import Testing
 
@@ -271,7 +271,7 @@ import Testing
 final class ChallengingUpstream: HTTPServerHandler {
     let expectedAuthorization: String
     private let serving = LoopbackServer()
-    private let seen = Mutex<[String?]>([])
+    private let seen = Locked<[String?]>([])
 
     var port: Int { serving.port }
     var authorizations: [String?] { seen.withLock { $0 } }
@@ -302,7 +302,7 @@ final class ChallengingUpstream: HTTPServerHandler {
 /// An HTTPS upstream (our server with a test certificate) answering `tls <target>`.
 final class TLSEchoUpstream: HTTPServerHandler {
     private let serving = LoopbackServer()
-    private let count = Mutex(0)
+    private let count = Locked(0)
     var port: Int { serving.port }
     var hits: Int { count.withLock { $0 } }
 
