@@ -135,6 +135,31 @@ import Glibc
         await upstream.shutdown()
     }
 
+    /// UP-08 over h2c: a 1 GiB upstream body relayed whole to a fast HTTP/2 client, held to the same quarter of the
+    /// body as over HTTP/1.1 (see above). (Over h2 with TLS, the debug build is not yet held to it: see
+    /// Benchmarks/README, session 25.)
+    @Test func aGibibyteRelaysInBoundedMemoryOverH2c() async throws {
+        let upstream = try await ConformanceUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port)
+            .replacingOccurrences(of: "response: 10s", with: "response: 120s"))
+        let pid = gateway.process.processIdentifier
+        let warm = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}",
+                                                  "\(gateway.url)/up/big?mb=1"])
+        #expect(warm.stdout == "200", "\(warm.stderr)")
+        let idle = ProcessMemory.resident(pid)
+        let url = gateway.url
+        let relay = try await offPool {
+            try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null",
+                                           "-w", "%{http_code} %{http_version} %{size_download}", "\(url)/up/big?mb=1024"],
+                                  timeout: 240)
+        }
+        #expect(relay.stdout == "200 2 \(1 << 30)", "the whole body: \(relay.stdout) \(relay.stderr)")
+        let growth = ProcessMemory.peakResident(pid) - idle
+        #expect(growth < 256 << 20, "peak RSS grew \(growth >> 20) MiB relaying 1 GiB to a fast h2c client")
+        gateway.stop()
+        await upstream.shutdown()
+    }
+
     /// SLOW-03 with `send_timeout`: a client that stops reading a long response is cut off once the response has made
     /// no progress for that long (like nginx's `send_timeout`, between two writes; not a minimum rate), and the
     /// upstream read stops with it.
