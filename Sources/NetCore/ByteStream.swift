@@ -108,11 +108,18 @@ public final class ByteStream: AsyncSequence, Sendable {
     /// Takes the next buffered chunk or the end from `state`; `.wait` when there is neither.
     private func take(_ state: inout State) -> Step {
         if state.head < state.chunks.count {
+            // The slot lets go of its chunk at once, and taken slots are dropped once they are most of the array: a
+            // stream whose backlog never runs dry (a producer that refills as fast as the consumer takes) would
+            // otherwise keep every chunk it ever carried.
             let chunk = state.chunks[state.head]
+            state.chunks[state.head] = []
             state.head += 1
             state.buffered -= chunk.count
             if state.head == state.chunks.count {
                 state.chunks.removeAll(keepingCapacity: true)
+                state.head = 0
+            } else if state.head >= 32 && state.head * 2 >= state.chunks.count {
+                state.chunks.removeFirst(state.head)
                 state.head = 0
             }
             var resume = false

@@ -81,34 +81,3 @@ import Testing
         #expect(first === third)
     }
 }
-
-@Suite struct ByteStreamTests {
-    @Test func producerIsPausedAboveHighWaterAndResumedBelowLowWater() async throws {
-        let resumed = Locked(0)
-        let stream = ByteStream(highWaterMark: 10, lowWaterMark: 4) { resumed.withLock { $0 += 1 } }
-        #expect(stream.yield([UInt8](repeating: 1, count: 6)))
-        #expect(!stream.yield([UInt8](repeating: 2, count: 6)), "12 bytes buffered is above the high-water mark")
-        #expect(try await stream.next()?.count == 6)
-        #expect(resumed.withLock { $0 } == 0, "6 bytes left is above the low-water mark")
-        #expect(try await stream.next()?.first == 2)
-        #expect(resumed.withLock { $0 } == 1)
-        stream.finish()
-        #expect(try await stream.next() == nil)
-    }
-
-    @Test func waitingConsumerGetsChunksAndErrors() async throws {
-        let stream = ByteStream()
-        async let first = stream.next()
-        try await Task.sleep(for: .milliseconds(10))
-        stream.yield([7])
-        #expect(try await first == [7])
-        stream.fail(ByteStreamError.aborted)
-        await #expect(throws: ByteStreamError.aborted) { _ = try await stream.next() }
-    }
-
-    @Test func collectEnforcesTheLimit() async throws {
-        let stream = ByteStream.complete([UInt8](repeating: 0, count: 100))
-        await #expect(throws: ByteStreamError.tooLarge) { _ = try await stream.collect(upTo: 99) }
-        #expect(try await ByteStream.complete([1, 2, 3]).collect(upTo: 3) == [1, 2, 3])
-    }
-}

@@ -397,7 +397,8 @@ final class GatewayHandler: HTTPServerHandler {
             if let streamed = response.streamedBody {
                 let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started)
                 exchange.relayLog = log
-                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, log: log)))
+                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop,
+                                                                                        log: log)))
             }
             let body = response.transportBody ?? call.upstream.stubBody(matching: response.data) ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))

@@ -5,9 +5,9 @@ import NetCore
 /// upstream chunk is read only when the client's stream has room, so a slow client slows the upstream read (HTTP/1.1
 /// stops reading the socket, HTTP/2 withholds WINDOW_UPDATE) instead of growing memory.
 ///
-/// The relay runs on Swift's global executor (an unstructured task does not inherit the handler's loop). Run on the
-/// loop instead, it held a whole 1 GiB body in memory when relayed to an HTTP/2 client (the UP-08 test over h2c);
-/// why is not known yet, so it stays off the loop.
+/// The relay runs on `loop` when given: the event loop both connections are served on, so a chunk goes from the
+/// upstream socket's read to the client's write without leaving the thread (an unstructured task does not inherit the
+/// caller's executor preference, and would run each step on Swift's global pool).
 ///
 /// The relay owns the upstream exchange until the body ends; when the client goes away (the server drops the response
 /// stream), the exchange is cancelled, which closes the upstream connection or resets its stream.
@@ -15,12 +15,14 @@ enum StreamedBodyRelay {
     /// How long a body may be and still be collected instead of relayed (one relay buffer's worth).
     static let collectLimit = 256 * 1024
 
-    /// - Parameter log: told how the body ended and how many bytes were relayed.
-    static func relay(_ upstream: HTTPClientStreamingResponse, log: RelayedResponseLog? = nil) -> ByteStream {
+    /// - Parameters:
+    ///   - loop: where the relay runs; nil for Swift's global executor.
+    ///   - log: told how the body ended and how many bytes were relayed.
+    static func relay(_ upstream: HTTPClientStreamingResponse, on loop: EventLoop?, log: RelayedResponseLog? = nil) -> ByteStream {
         let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let output = ByteStream(onDemand: { signal.yield() }, onRelease: { signal.finish() })
         let client = WeakStream(output)
-        Task {
+        Task(executorPreference: loop) {
             var demandSignals = demand.makeAsyncIterator()
             var relayed = 0
             do {
