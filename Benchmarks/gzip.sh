@@ -20,19 +20,11 @@
 # Output: progress on stderr, a markdown table on stdout (also $RUN_DIR/results/gzip/summary.md).
 set -euo pipefail
 
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-if [[ ! -f "$SHARED_BENCH/lib.sh" ]]; then
-    echo "ERROR: the shared benchmark harness was not found at $SHARED_BENCH; set SHARED_BENCH=/path/to/shared/bench." >&2
-    exit 1
-fi
-SHARED_BENCH="$(cd "$SHARED_BENCH" && pwd)"
-HERE="$ROOT/Benchmarks"
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-gzip}"
 export QUIET_MAX_WAIT="${QUIET_MAX_WAIT:-30}"
 export GUARD_RETRIES="${GUARD_RETRIES:-1}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-5}"
@@ -42,16 +34,10 @@ LEVEL=1
 NGX_GZIP_PORT="${NGX_GZIP_PORT:-18480}"
 GW_GZIP_PORT="${GW_GZIP_PORT:-18481}"
 GW_GZIP_ADMIN="${GW_GZIP_ADMIN:-18482}"
-SKIP_BUILD="${SKIP_BUILD:-0}"
 OUT="$RESULTS_DIR/gzip"
 
 need wrk nginx curl taskset swift "$PY"
-if [[ "$SKIP_BUILD" != 1 ]]; then
-    log "building release: moya-gateway"
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
-fi
-GW_BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/moya-gateway"
-[[ -x "$GW_BIN" ]] || die "missing $GW_BIN (build failed?)"
+build_gateway
 
 install_traps
 kill_stale
@@ -86,9 +72,7 @@ routes:
 YAML
 sed -e "s/@PORT@/$NGX_GZIP_PORT/g" -e "s/@LEVEL@/$LEVEL/g" "$HERE/conf/nginx-gzip.conf" >"$RUN_DIR/conf/nginx-gzip.conf"
 {
-    echo "swift: $(swift --version 2>&1 | head -1)"
-    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD))"
-    echo "cpu_model: $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
+    build_conditions
     echo "zlib: $(dpkg-query -W -f='${Version}' zlib1g 2>/dev/null)"
     echo "load: wrk -t1 -c$CONNS -d${DURATION}s; body ${KIB} KiB JSON ($(stat -c %s "$RUN_DIR/gzip/data.json") bytes); gzip level $LEVEL; reps=$REPS"
 } >>"$OUT/conditions.txt"

@@ -27,19 +27,11 @@
 # and .cpu sidecars under $RUN_DIR/results/h2/.
 set -euo pipefail
 
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-if [[ ! -f "$SHARED_BENCH/lib.sh" ]]; then
-    echo "ERROR: the shared benchmark harness was not found at $SHARED_BENCH; set SHARED_BENCH=/path/to/shared/bench." >&2
-    exit 1
-fi
-SHARED_BENCH="$(cd "$SHARED_BENCH" && pwd)"
-HERE="$ROOT/Benchmarks"
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-h2}"
 export QUIET_MAX_WAIT="${QUIET_MAX_WAIT:-30}"
 export GUARD_RETRIES="${GUARD_RETRIES:-1}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 REPS="${REPS:-3}"
 NREQ="${NREQ:-10000}"
@@ -48,25 +40,17 @@ KEEPALIVES="${KEEPALIVES:-64 256}"
 GW_POOL="${GW_POOL:-64}"
 GW_TLS_PORT="${GW_TLS_PORT:-18453}"
 GW_ADMIN_PORT="${GW_ADMIN_PORT:-18454}"
-SKIP_BUILD="${SKIP_BUILD:-0}"
 OUT="$RESULTS_DIR/h2"
 
 need h2load nginx openssl curl taskset swift "$PY"
-if [[ "$SKIP_BUILD" != 1 ]]; then
-    log "building release: moya-gateway"
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
-fi
-GW_BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/moya-gateway"
-[[ -x "$GW_BIN" ]] || die "missing $GW_BIN (build failed?)"
+build_gateway
 
 install_traps
 kill_stale
 rm -rf "$OUT"; mkdir -p "$OUT"
 record_env "$OUT"
 {
-    echo "swift: $(swift --version 2>&1 | head -1)"
-    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD))"
-    echo "cpu_model: $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
+    build_conditions
     echo "load: h2load -n $NREQ; cases: $CASES; nginx upstream keepalive: $KEEPALIVES; gateway pool: $GW_POOL; reps=$REPS"
     echo "tls: self-signed ECDSA P-256 (openssl CLI)"
 } >>"$OUT/conditions.txt"

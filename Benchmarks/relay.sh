@@ -15,23 +15,14 @@
 # Output: progress on stderr, a markdown table and RATIO lines on stdout (also $RUN_DIR/results/relay/summary.md).
 set -euo pipefail
 
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-if [[ ! -f "$SHARED_BENCH/lib.sh" ]]; then
-    echo "ERROR: the shared benchmark harness was not found at $SHARED_BENCH; set SHARED_BENCH=/path/to/shared/bench." >&2
-    exit 1
-fi
-SHARED_BENCH="$(cd "$SHARED_BENCH" && pwd)"
-HERE="$ROOT/Benchmarks"
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-relay}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-4}"
 CONNS="${CONNS:-20}"
 BIG_MB="${BIG_MB:-1024}"
-SKIP_BUILD="${SKIP_BUILD:-0}"
 # nginx's proxy buffers: its defaults (8 of 4 or 8 KiB) unless set, e.g. NGX_BUFFERS='proxy_buffers 8 64k; proxy_buffer_size 64k;'
 NGX_BUFFERS="${NGX_BUFFERS:-}"
 FILES_PORT="${RELAY_PORT:-18490}"
@@ -41,12 +32,7 @@ GW_ADMIN_RELAY=$((FILES_PORT + 3))
 OUT="$RESULTS_DIR/relay"
 
 need wrk nginx curl taskset swift "$PY"
-if [[ "$SKIP_BUILD" != 1 ]]; then
-    log "building release: moya-gateway"
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
-fi
-GW_BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/moya-gateway"
-[[ -x "$GW_BIN" ]] || die "missing $GW_BIN (build failed?)"
+build_gateway
 
 install_traps
 kill_stale
@@ -68,8 +54,7 @@ sed "s/@PORT@/$FILES_PORT/g" "$HERE/conf/nginx-relay-files.conf" >"$RUN_DIR/conf
 sed -e "s/@PORT@/$NGX_PORT_RELAY/g" -e "s/@UPSTREAM@/$FILES_PORT/g" -e "s/@BUFFERS@/$NGX_BUFFERS/" "$HERE/conf/nginx-relay-proxy.conf" \
     >"$RUN_DIR/conf/nginx-relay-proxy.conf"
 {
-    echo "swift: $(swift --version 2>&1 | head -1)"
-    echo "commit: $(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD))"
+    build_conditions
     echo "nginx buffers: ${NGX_BUFFERS:-defaults}"
     echo "load: curl of ${BIG_MB} MiB x$REPS; wrk -t1 -c$CONNS -d${DURATION}s on 1 MiB and 512 KiB; reps=$REPS"
 } >>"$OUT/conditions.txt"
