@@ -43,8 +43,8 @@ final class GatewayHandler: HTTPServerHandler {
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
             // the task then reports.
             if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
-                return .respond(finish(&exchange, response: response(for: result, call: call, isHead: request.head.method == .head, exchange: &exchange),
-                                       started: started))
+                let answer = response(for: result, call: call, isHead: request.head.method == .head, exchange: &exchange)
+                return .respond(finish(&exchange, response: answer, started: started))
             }
         }
         return .handle(context: DecidedCall(exchange: exchange, call: call))
@@ -397,8 +397,8 @@ final class GatewayHandler: HTTPServerHandler {
             if let streamed = response.streamedBody {
                 let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started)
                 exchange.relayLog = log
-                return HTTPServerResponse(head: head, body: .stream(StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop,
-                                                                                        log: log)))
+                let relayed = StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop, log: log)
+                return HTTPServerResponse(head: head, body: .stream(relayed))
             }
             let body = response.transportBody ?? call.upstream.stubBody(matching: response.data) ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))

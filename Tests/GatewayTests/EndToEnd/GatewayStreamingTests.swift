@@ -149,16 +149,19 @@ import Glibc
             upstreamPort: upstream.port, tlsPort: tlsPort, certificates: certificates)
             .replacingOccurrences(of: "response: 30s", with: "response: 60s"))
         let pid = gateway.process.processIdentifier
-        let target = transport == "h2c" ? ["--http2-prior-knowledge", "\(gateway.url)/up/big"]
-            : ["--http2", "--cacert", certificates.ca, "https://localhost:\(tlsPort)/up/big"]
-        let warm = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}"] + target.dropLast()
-                                         + [target.last! + "?mb=1"])
+        let url = gateway.url
+        let ca = certificates.ca
+        @Sendable func big(mebibytes: Int) -> [String] {
+            transport == "h2c" ? ["--http2-prior-knowledge", "\(url)/up/big?mb=\(mebibytes)"]
+                : ["--http2", "--cacert", ca, "https://localhost:\(tlsPort)/up/big?mb=\(mebibytes)"]
+        }
+        let warm = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}"] + big(mebibytes: 1))
         #expect(warm.stdout == "200", "\(warm.stderr)")
         let idle = ProcessMemory.resident(pid)
         let mebibytes = transport == "h2c" ? 1024 : 128
         let relay = try await offPool {
             try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version} %{size_download}"]
-                                  + target.dropLast() + [target.last! + "?mb=\(mebibytes)"], timeout: 120)
+                                  + big(mebibytes: mebibytes), timeout: 120)
         }
         #expect(relay.stdout == "200 2 \(mebibytes << 20)", "the whole body: \(relay.stdout) \(relay.stderr)")
         let growth = ProcessMemory.peakResident(pid) - idle
