@@ -56,8 +56,9 @@ public final class HTTPClient: Sendable {
         /// ratio so a decompression bomb is an error, not an out-of-memory. Off by default: a proxy passes bodies through
         /// as they came. Moya's default session turns it on, as Alamofire does.
         public var decompression: Decompression? = nil
-        /// How long a resolved host name is reused before it is resolved again (`.zero`: every request). Numeric hosts
-        /// are never resolved.
+        /// How long a resolved host name is reused before it is resolved again (`.zero`: every request). Concurrent
+        /// requests share one resolution; an expired name is resolved again in the background while requests go on
+        /// to its last good addresses, which a refresh that fails keeps. Numeric hosts are never resolved.
         public var nameResolutionTTL: Duration = .seconds(30)
         /// When a host name has several addresses, requests take them in turn; one that refused a connection
         /// or did not answer within ``connectTimeout`` is passed over for this long (while another is left), as

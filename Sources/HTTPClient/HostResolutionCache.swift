@@ -1,9 +1,15 @@
 import Locking
 import NetCore
 
-/// Remembers what host names resolved to for a while, so a request to a named origin does not cost a `getaddrinfo`
-/// (a hop to another thread) every time. Failures are not remembered; numeric hosts and `localhost` never reach the
-/// resolver. Entries live `ttl`; an expired entry is resolved again by the next request that needs it.
+/// Remembers what host names resolved to, so a request to a named origin does not cost a `getaddrinfo` (a hop to
+/// another thread) every time, and a slow or failing name server delays no request but a name's first.
+///
+/// - A name is resolved once however many requests need it at the same time: the others wait for that resolution.
+/// - Past `ttl` the name is resolved again in the background while requests go on to the last good addresses.
+/// - A refresh that fails (or finds nothing) keeps the last good addresses and is tried again at most once per
+///   ``failedRefreshRetry`` (or `ttl`, if shorter). A first resolution that fails is not remembered: the next request
+///   tries again.
+/// - Numeric hosts and `localhost` never reach the resolver; with a zero `ttl` every request resolves.
 final class HostResolutionCache: Sendable {
     typealias Resolver = @Sendable (_ host: String, _ port: Int) async throws -> [SocketAddress]
 
@@ -12,10 +18,19 @@ final class HostResolutionCache: Sendable {
         var port: Int
     }
 
+    private typealias Waiter = CheckedContinuation<Result<[SocketAddress], any Error>, Never>
+
     private struct Entry {
-        var addresses: [SocketAddress]
+        /// The last good addresses (never empty); nil until the first resolution succeeds.
+        var addresses: [SocketAddress]?
         var expires: ContinuousClock.Instant
+        var resolving = false
+        /// Requests waiting for the first resolution.
+        var waiters: [Waiter] = []
     }
+
+    /// How long after a failed refresh the last good addresses are used before the name is tried again.
+    static let failedRefreshRetry: Duration = .seconds(5)
 
     private let ttl: Duration
     private let resolver: Resolver
@@ -30,8 +45,9 @@ final class HostResolutionCache: Sendable {
         self.resolver = resolver
     }
 
-    /// The addresses of `host:port` when they are known without the resolver: a numeric host, or a fresh cache entry.
-    /// Synchronous, so the usual request costs no async call.
+    /// The addresses of `host:port` when they are known without waiting: a numeric host, or a name resolved before
+    /// (an expired one starts a background refresh and is still returned). Synchronous, so the usual request costs no
+    /// async call.
     func knownAddresses(host: String, port: Int) -> [SocketAddress]? {
         if let last = lastNumeric.withLock({ $0 }), last.key.host == host, last.key.port == port { return last.addresses }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
@@ -41,24 +57,83 @@ final class HostResolutionCache: Sendable {
             return addresses
         }
         guard ttl > .zero else { return nil }
-        if let cached = entries.withLock({ $0[Key(host: host, port: port)] }), cached.expires > ContinuousClock.now {
-            return cached.addresses
+        let key = Key(host: host, port: port)
+        let now = ContinuousClock.now
+        let (addresses, refresh) = entries.withLock { entries -> ([SocketAddress]?, Bool) in
+            guard var entry = entries[key], let addresses = entry.addresses else { return (nil, false) }
+            guard entry.expires <= now, !entry.resolving else { return (addresses, false) }
+            entry.resolving = true
+            entries[key] = entry
+            return (addresses, true)
         }
-        return nil
+        if refresh { Task { await self.resolve(key) } }
+        return addresses
     }
 
-    /// The addresses of `host:port`, from the cache while fresh, else from the resolver.
+    /// The addresses of `host:port`: known ones at once, else from the resolution in progress or a new one.
     func addresses(host: String, port: Int) async throws -> [SocketAddress] {
         if let known = knownAddresses(host: host, port: port) { return known }
         guard ttl > .zero else { return try await resolver(host, port) }
         let key = Key(host: host, port: port)
-        let now = ContinuousClock.now
-        let addresses = try await resolver(host, port)
-        guard !addresses.isEmpty else { return addresses }
-        entries.withLock { entries in
-            if entries.count >= capacity { entries = entries.filter { $0.value.expires > now } }
-            if entries.count < capacity { entries[key] = Entry(addresses: addresses, expires: now + ttl) }
+        let result: Result<[SocketAddress], any Error> = await withCheckedContinuation { continuation in
+            let starts = entries.withLock { entries -> Bool in
+                if let addresses = entries[key]?.addresses {
+                    continuation.resume(returning: .success(addresses))
+                    return false
+                }
+                var entry = entries[key] ?? Entry(expires: .now)
+                entry.waiters.append(continuation)
+                let starts = !entry.resolving
+                entry.resolving = true
+                if entries[key] == nil { evictIfFull(&entries) }
+                entries[key] = entry
+                return starts
+            }
+            if starts { Task { await self.resolve(key) } }
         }
-        return addresses
+        return try result.get()
+    }
+
+    /// Resolves `key` and publishes the result to the cache and to the requests waiting for it.
+    private func resolve(_ key: Key) async {
+        let outcome: Result<[SocketAddress], any Error>
+        do {
+            let found = try await resolver(key.host, key.port)
+            outcome = found.isEmpty ? .failure(HTTPClientError.nameResolutionFailed(host: key.host)) : .success(found)
+        } catch {
+            outcome = .failure(error)
+        }
+        let now = ContinuousClock.now
+        let ttl = self.ttl
+        let waiters = entries.withLock { entries -> [Waiter] in
+            guard var entry = entries[key] else { return [] }
+            let waiters = entry.waiters
+            entry.waiters = []
+            entry.resolving = false
+            switch outcome {
+            case .success(let addresses):
+                entry.addresses = addresses
+                entry.expires = now + ttl
+            case .failure where entry.addresses != nil:
+                entry.expires = now + min(ttl, Self.failedRefreshRetry)
+            case .failure:
+                entries[key] = nil
+                return waiters
+            }
+            entries[key] = entry
+            return waiters
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
+    /// Makes room for one more name: drops the expired entries nobody waits for, and when none has expired, one
+    /// that is not being resolved.
+    private func evictIfFull(_ entries: inout [Key: Entry]) {
+        guard entries.count >= capacity else { return }
+        let now = ContinuousClock.now
+        entries = entries.filter { $0.value.resolving || $0.value.expires > now }
+        if entries.count >= capacity, let idle = entries.first(where: { !$0.value.resolving })?.key {
+            entries[idle] = nil
+        }
     }
 }

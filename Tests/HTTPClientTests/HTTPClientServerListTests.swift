@@ -9,7 +9,8 @@ import Testing
 
 /// `Configuration.servers` with host names: each name is resolved once per time-to-live (never the request's own
 /// host, which is still sent in `Host`), requests take the addresses in turn, a name that does not resolve is left
-/// out, and a list past its time-to-live is resolved again in the background while requests use the last good one.
+/// out, and a list past its time-to-live is resolved again in the background while requests use the last good one
+/// (as a request host's own name is, without `servers`).
 /// Addresses that leave a list (or a request host's resolution) get no more requests on kept connections.
 @Suite(.serialized) struct HTTPClientServerListTests {
     /// Counts requests and answers with its name.
@@ -137,8 +138,9 @@ import Testing
         for server in servers { await server.shutdown(timeout: .seconds(1)) }
     }
 
-    /// Without `servers`, the request's own host name: when it resolves elsewhere, the kept connection to its old
-    /// address is closed, not reused.
+    /// Without `servers`, the request's own host name, the same way: past its time-to-live it is resolved again in
+    /// the background while requests go to the last good address; when it resolves elsewhere, the kept connection to
+    /// its old address is closed, not reused; when it stops resolving, the last good address stays.
     @Test func aRequestHostThatMovedGetsNoMoreRequestsAtItsOldAddress() async throws {
         let (servers, handlers) = try await Self.servers(["a", "b"])
         let ports = servers.map { $0.localAddresses[0].port }
@@ -149,10 +151,20 @@ import Testing
         #expect(try await Self.get(client) == "a for api.internal:8080")
         names.set("api.internal", [Self.address(ports[1])])
         try await Task.sleep(for: .milliseconds(300))
+        #expect(try await Self.get(client) == "a for api.internal:8080")
+        try await Task.sleep(for: .milliseconds(100))
         #expect(try await Self.get(client) == "b for api.internal:8080")
+        #expect(names.count("api.internal") >= 2)
         try await Task.sleep(for: .milliseconds(100))
         #expect(servers[0].openConnections == 0)
-        #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [1, 1])
+        names.set("api.internal", nil)
+        try await Task.sleep(for: .milliseconds(300))
+        for _ in 0..<3 {
+            #expect(try await Self.get(client) == "b for api.internal:8080")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(names.count("api.internal") >= 3)
+        #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [2, 4])
         client.shutdown()
         for server in servers { await server.shutdown(timeout: .seconds(1)) }
     }
