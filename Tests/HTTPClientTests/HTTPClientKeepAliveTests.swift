@@ -35,7 +35,7 @@ private final class AdvertisingServer {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "exec /usr/bin/python3 -c \"$0\" \"$1\" \"$2\" >/dev/null 2>&1", Self.script, String(port),
                              announces ? "1" : "0"]
-        try process.run()
+        try ChildProcess.launch(process)
         for _ in 0..<100 {
             if let probe = try? RawClient(port: port) {
                 _ = probe

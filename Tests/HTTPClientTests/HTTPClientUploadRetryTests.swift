@@ -74,7 +74,7 @@ import Glibc
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = ["\(directory)/server.py", String(port)]
-        try process.run()
+        try ChildProcess.launch(process)
         defer { ProcessRunner.stop(process) }
         for _ in 0..<100 {
             if (try? RawClient(port: port)) != nil { break }

@@ -48,7 +48,7 @@ import Glibc
             try config.write(toFile: "\(prefix)/nginx.conf", atomically: true, encoding: .utf8)
             process.executableURL = URL(fileURLWithPath: nginx)
             process.arguments = ["-p", prefix, "-c", "\(prefix)/nginx.conf", "-g", "daemon off;"]
-            try process.run()
+            try ChildProcess.launch(process)
             for _ in 0..<100 {
                 if (try? RawClient(port: port)) != nil { return }
                 try await Task.sleep(for: .milliseconds(20))

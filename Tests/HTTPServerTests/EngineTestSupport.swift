@@ -84,7 +84,7 @@ final class HelloServerProcess {
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "\(limit)exec \"$0\" --port \"$1\" --threads 1 >\"$2\" 2>&1", binary.path, String(port), logPath]
         process.standardInput = nil
-        try process.run()
+        try ChildProcess.launch(process)
     }
 
     var pid: Int32 { process.processIdentifier }

@@ -31,7 +31,7 @@ public enum ProcessRunner {
         process.standardError = err
         let inPipe = Pipe()
         process.standardInput = inPipe
-        try process.run()
+        try ChildProcess.launch(process)
         if let input { inPipe.fileHandleForWriting.write(input) }
         try? inPipe.fileHandleForWriting.close()
         let group = DispatchGroup()

@@ -22,7 +22,7 @@ import Testing
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
+        try ChildProcess.launch(process)
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
         let status = ProcessRunner.waitForExit(process, timeout: 60)
@@ -55,7 +55,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "exec \"$0\" check --config \"$1\" >/dev/null 2>&-", try #require(Self.binary()).path, file.path]
-        try process.run()
+        try ChildProcess.launch(process)
         #expect(ProcessRunner.waitForExit(process, timeout: 60) == 1, "exit status 1, not a signal")
     }
 

@@ -67,7 +67,7 @@ struct GatewayNothingLostTests {
             """, script, binary.path, directory] + arguments
         process.standardInput = nil
         let started = ContinuousClock.now
-        try process.run()
+        try ChildProcess.launch(process)
         while process.isRunning && ContinuousClock.now - started < .seconds(timeout) {
             try await Task.sleep(for: .milliseconds(50))
         }

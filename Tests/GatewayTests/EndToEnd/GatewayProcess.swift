@@ -40,7 +40,7 @@ final class GatewayProcess {
         for (key, value) in environment { env[key] = value }
         process.environment = env
         process.standardInput = nil
-        try process.run()
+        try ChildProcess.launch(process)
         let client = HTTPClient()
         for _ in 0..<100 {
             if let ready = try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/readyz")), ready.status == 200 {

@@ -25,7 +25,7 @@ import Glibc
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", "exec /usr/bin/python3 \"$0\" --port \"$1\" >/dev/null 2>&1",
                                  GatewayUpstreamFaultTests.script, String(port)]
-            try process.run()
+            try ChildProcess.launch(process)
             let client = HTTPClient()
             for _ in 0..<100 {
                 if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/ping")))?.status == 200 { return }

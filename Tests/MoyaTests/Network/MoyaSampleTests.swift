@@ -24,7 +24,7 @@ import Testing
                 process.standardOutput = out
                 process.standardError = err
                 do {
-                    try process.run()
+                    try ChildProcess.launch(process)
                 } catch {
                     continuation.resume(throwing: error)
                     return
