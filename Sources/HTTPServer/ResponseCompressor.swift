@@ -11,6 +11,8 @@ import HTTPWire
 /// - The head gets `Content-Encoding`, `Vary: Accept-Encoding` (merged into an existing `Vary`), loses
 ///   `Content-Length` and has a strong `ETag` weakened, as nginx does (``CompressionPolicy/apply(_:to:)``).
 /// - A response that was eligible but not compressed because of the client's `Accept-Encoding` still gets `Vary`.
+/// - A HEAD answer gets the head its GET would get, as nginx gives it: `Content-Encoding`, `Vary` and a weak `ETag`,
+///   and no `Content-Length` (the compressed length is not known without compressing); nothing is compressed.
 struct ResponseCompressor: Sendable {
     let policy: CompressionPolicy
     /// Reused zlib streams for whole bodies, one pool per offered coding.
@@ -27,6 +29,7 @@ struct ResponseCompressor: Sendable {
 
     /// The response as it should be sent to `request`.
     func compress(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+        if request.head.method == .head { return compressHead(response, for: request) }
         if case .none = response.body { return response }
         if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
         var head = response.head
@@ -50,6 +53,25 @@ struct ResponseCompressor: Sendable {
                 let compressed = StreamingDeflate.compress(body, coding: coding, level: policy.level, loop: request.loop)
                 return HTTPServerResponse(head: head, body: .stream(compressed))
             }
+        }
+    }
+}
+
+extension ResponseCompressor {
+    /// The answer to a HEAD `request`: the head its GET would be sent with, and no body (HEAD sends none; a stream is
+    /// dropped as the connection would drop it).
+    private func compressHead(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
+        if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
+        var head = response.head
+        switch policy.decide(requestMethod: .head, requestHeaders: request.head.headers, response: head) {
+        case .identity(let vary):
+            guard vary else { return response }
+            CompressionPolicy.addVary(to: &head)
+            return HTTPServerResponse(head: head, body: response.body)
+        case .compress(let coding):
+            guard pools[coding] != nil else { return response }
+            policy.apply(coding, to: &head)
+            return HTTPServerResponse(head: head, body: .none)
         }
     }
 }

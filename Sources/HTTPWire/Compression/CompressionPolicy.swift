@@ -1,12 +1,15 @@
 /// Decides whether a response body should be compressed, and rewrites the response head when it is.
 ///
 /// A response is compressed only when all of these hold:
-/// - the request method is not HEAD, the request has no `Range` field, and the status is not 1xx, 204, 206 or 304;
+/// - the request has no `Range` field, and the status is not 1xx, 204, 206 or 304;
 /// - the response has no `Content-Encoding` (even `identity`) and no `Content-Range`;
 /// - the response does not say `Cache-Control: no-transform` (RFC 9110 §7.7);
 /// - its media type is compressible (see `isCompressible(contentType:)`);
 /// - its `Content-Length`, when known, is at least `minimumBytes` (a body of unknown length qualifies);
 /// - the client accepts gzip or deflate (see `AcceptEncoding.negotiate`).
+///
+/// A HEAD request is decided as its GET would be, so that its answer carries the same fields (RFC 9110 §9.3.2): the
+/// caller rewrites the head and sends no body.
 public struct CompressionPolicy: Sendable, Hashable {
     /// Bodies shorter than this are sent as they are.
     public var minimumBytes: Int
@@ -49,7 +52,6 @@ public struct CompressionPolicy: Sendable, Hashable {
 
     /// Whether the response could be compressed for some client (everything but the `Accept-Encoding` check).
     public func isEligible(requestMethod: HTTPMethod, response: HTTPResponseHead) -> Bool {
-        if requestMethod == .head { return false }
         let status = response.status
         if (100..<200).contains(status) || status == 204 || status == 206 || status == 304 { return false }
         let headers = response.headers

@@ -16,7 +16,7 @@ import Testing
         Case(name: "json gzip", expected: .compress(.gzip)),
         Case(name: "deflate only", acceptEncoding: "deflate", expected: .compress(.deflate)),
         Case(name: "no accept-encoding", acceptEncoding: nil, expected: .identity(varyOnAcceptEncoding: true)),
-        Case(name: "HEAD", method: .head, expected: .identity(varyOnAcceptEncoding: false)),
+        Case(name: "HEAD, decided as its GET", method: .head, expected: .compress(.gzip)),
         Case(name: "204", status: 204, expected: .identity(varyOnAcceptEncoding: false)),
         Case(name: "304", status: 304, expected: .identity(varyOnAcceptEncoding: false)),
         Case(name: "206", status: 206, expected: .identity(varyOnAcceptEncoding: false)),
