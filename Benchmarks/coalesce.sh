@@ -11,12 +11,9 @@
 # Env: N=100 REPS=5 DELAY=0.1 PORT_BASE=18280 SKIP_BUILD=0
 # Output: a markdown table on stdout; raw JSON lines under $RUN_DIR/results/coalesce-gw/.
 set -euo pipefail
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-[[ -f "$SHARED_BENCH/lib.sh" ]] || { echo "coalesce.sh: the reference harness is missing at $SHARED_BENCH" >&2; exit 1; }
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-coalesce}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 N="${N:-100}"
 REPS="${REPS:-5}"
@@ -30,9 +27,7 @@ install_traps
 kill_stale
 rm -rf "$OUT"; mkdir -p "$OUT"
 require_free_ports "$SLOW_PORT" "$UP_PORT" "$VARC_PORT" "$GATEWAY_PORT" "$ADMIN_PORT"
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
-fi
+build_gateway
 cat >"$OUT/gateway.yaml" <<YAML
 server: { listen: ["127.0.0.1:$GATEWAY_PORT"], threads: 1 }
 admin: { listen: "127.0.0.1:$ADMIN_PORT" }
@@ -45,7 +40,7 @@ routes:
 YAML
 start_upstream
 start_varnish varnish-default "$VARC_PORT" varnish-default.vcl
-spawn gateway "${SRV[@]}" "$ROOT/.build/release/moya-gateway" serve --config "$OUT/gateway.yaml"
+spawn gateway "${SRV[@]}" "$GW_BIN" serve --config "$OUT/gateway.yaml"
 wait_http "http://$HOST:$ADMIN_PORT/readyz"
 
 TARGETS=(direct varnish coalesce plain)

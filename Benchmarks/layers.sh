@@ -15,12 +15,9 @@
 # Env: REPS=3 DURATION=5 CONNS=50 ALONE=0 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers SHARED_BENCH=../shared/bench
 # Bounded: every wrk run has -d and runs under the harness's timeout; every process is stopped by PID on exit.
 set -euo pipefail
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-[[ -f "$SHARED_BENCH/lib.sh" ]] || { echo "layers.sh: the shared harness is missing at $SHARED_BENCH" >&2; exit 1; }
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-layers}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-5}"

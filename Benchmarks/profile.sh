@@ -16,17 +16,9 @@
 # Output: the reports on stdout; perf.data and raw reports under $RUN_DIR/results/profile/.
 set -euo pipefail
 
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-if [[ ! -f "$SHARED_BENCH/lib.sh" ]]; then
-    echo "ERROR: the shared benchmark harness was not found at $SHARED_BENCH (expected lib.sh)." >&2
-    echo "       It lives beside the repository as ../shared/bench; set SHARED_BENCH=/path/to/shared/bench." >&2
-    exit 1
-fi
-HERE="$ROOT/Benchmarks"
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-profile}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 SECS="${SECONDS_PROFILED:-4}"
 TOP="${TOP:-25}"
