@@ -652,7 +652,8 @@ private struct Builder {
 
     func latency(_ entry: YAMLReader.Entry) -> StubLatencyConfig? {
         guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["distribution", "min", "max", "mean", "stddev"]) else { return nil }
+                                       allowed: ["distribution", "min", "max", "mean", "stddev", "median", "sigma"])
+        else { return nil }
         guard let kindEntry = reader.requireKey(map, "distribution"),
               let kind = reader.scalar(kindEntry.value, kindEntry.path) else { return nil }
         func value(_ key: String, required: Bool) -> (Duration?, Bool) {
@@ -680,12 +681,12 @@ private struct Builder {
         switch kind.text {
         case "fixed":
             let (mean, ok) = value("mean", required: true)
-            guard unused(["min", "max", "stddev"]), ok, let mean else { return nil }
+            guard unused(["min", "max", "stddev", "median", "sigma"]), ok, let mean else { return nil }
             return .fixed(mean)
         case "uniform":
             let (min, ok1) = value("min", required: true)
             let (max, ok2) = value("max", required: true)
-            guard unused(["mean", "stddev"]), ok1, ok2, let min, let max else { return nil }
+            guard unused(["mean", "stddev", "median", "sigma"]), ok1, ok2, let min, let max else { return nil }
             guard min <= max else {
                 reader.report(line: map.line, YAMLReader.join(entry.path, "max"), "must not be less than min")
                 return nil
@@ -696,14 +697,32 @@ private struct Builder {
             let (stddev, ok2) = value("stddev", required: true)
             let (min, ok3) = value("min", required: false)
             let (max, ok4) = value("max", required: false)
-            guard ok1, ok2, ok3, ok4, let mean, let stddev else { return nil }
+            guard unused(["median", "sigma"]), ok1, ok2, ok3, ok4, let mean, let stddev else { return nil }
             if let min, let max, min > max {
                 reader.report(line: map.line, YAMLReader.join(entry.path, "max"), "must not be less than min")
                 return nil
             }
             return .normal(mean: mean, stddev: stddev, min: min, max: max)
+        case "lognormal":
+            let (median, ok1) = value("median", required: true)
+            var sigma: Double?
+            if let item = map["sigma"] {
+                sigma = reader.double(item, in: 0...10)
+            } else {
+                reader.report(line: map.line, YAMLReader.join(entry.path, "sigma"),
+                              "required key is missing for distribution: \(kind.text)")
+            }
+            let (min, ok3) = value("min", required: false)
+            let (max, ok4) = value("max", required: false)
+            guard unused(["mean", "stddev"]), ok1, ok3, ok4, let median, let sigma else { return nil }
+            if let min, let max, min > max {
+                reader.report(line: map.line, YAMLReader.join(entry.path, "max"), "must not be less than min")
+                return nil
+            }
+            return .lognormal(median: median, sigma: sigma, min: min, max: max)
         default:
-            reader.report(line: kind.line, kindEntry.path, "invalid distribution \(kind.shown) (fixed, uniform or normal)")
+            reader.report(line: kind.line, kindEntry.path,
+                          "invalid distribution \(kind.shown) (fixed, uniform, normal or lognormal)")
             return nil
         }
     }

@@ -514,6 +514,9 @@ public enum StubLatencyConfig: Sendable, Equatable {
     case uniform(min: Duration, max: Duration)
     /// Normal with `mean` and `stddev`, clamped at 0 and to the optional `min`/`max`.
     case normal(mean: Duration, stddev: Duration, min: Duration?, max: Duration?)
+    /// Log-normal with `median` and `sigma` (the standard deviation of the delay's natural logarithm), clamped to the
+    /// optional `min`/`max`: the long right tail of real services' latencies (WireMock's `lognormal`).
+    case lognormal(median: Duration, sigma: Double, min: Duration?, max: Duration?)
 }
 
 // MARK: - routes

@@ -22,7 +22,8 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// Samples a stub's delay from its `latency` distribution (or its fixed `delay`). Results are never negative and are
-/// clamped to the distribution's `min`/`max` where given. Normal samples use the Box–Muller transform.
+/// clamped to the distribution's `min`/`max` where given. Normal samples use the Box–Muller transform; log-normal ones
+/// are `median × e^(sigma × z)` for a standard normal `z`.
 public struct StubLatency: Sendable {
     public let distribution: StubLatencyConfig
     private var rng: SplitMix64
@@ -48,6 +49,11 @@ public struct StubLatency: Sendable {
             return StubLatency.duration(lo + (hi - lo) * unit())
         case .normal(let mean, let stddev, let low, let high):
             var value = mean.seconds + stddev.seconds * standardNormal()
+            if let low { value = max(value, low.seconds) }
+            if let high { value = min(value, high.seconds) }
+            return StubLatency.duration(value)
+        case .lognormal(let median, let sigma, let low, let high):
+            var value = median.seconds * exp(sigma * standardNormal())
             if let low { value = max(value, low.seconds) }
             if let high { value = min(value, high.seconds) }
             return StubLatency.duration(value)

@@ -539,13 +539,39 @@ import Testing
             "conf/gw.yaml:5: upstreams.unreadable.stub.body_file: cannot read the file conf/missing.json",
             "conf/gw.yaml:7: upstreams.latency.stub.latency: use either delay or latency, not both",
             "conf/gw.yaml:7: upstreams.latency.stub.latency.max: required key is missing for distribution: uniform",
-            "conf/gw.yaml:9: upstreams.normal.stub.latency.distribution: invalid distribution 'gaussian' (fixed, uniform or normal)",
+            "conf/gw.yaml:9: upstreams.normal.stub.latency.distribution: invalid distribution 'gaussian' (fixed, uniform, normal or lognormal)",
             "conf/gw.yaml:11: upstreams.rate.stub.status: must be between 200 and 599",
             "conf/gw.yaml:11: upstreams.rate.stub.error_rate: must be between 0.0 and 1.0",
             "conf/gw.yaml:12: upstreams.none.base_url: required key is missing (or configure a stub)",
         ])
         let generated = try? config("upstreams:\n  b: { stub: { body_bytes: 1KiB } }\nroutes: []\n")
         #expect(generated?.upstream(named: "b")?.stub?.body.count == 1024)
+    }
+
+    @Test func lognormalLatency() throws {
+        let loaded = try config("""
+        upstreams:
+          tail: { stub: { latency: { distribution: lognormal, median: 80ms, sigma: 0.5, max: 2s } } }
+        routes: []
+        """)
+        #expect(loaded.upstream(named: "tail")?.stub?.latency
+                == .lognormal(median: .milliseconds(80), sigma: 0.5, min: nil, max: .seconds(2)))
+        let text = """
+        upstreams:
+          nosigma: { stub: { latency: { distribution: lognormal, median: 80ms } } }
+          wide: { stub: { latency: { distribution: lognormal, median: 80ms, sigma: -1 } } }
+          mixed: { stub: { latency: { distribution: lognormal, median: 80ms, sigma: 1, stddev: 5ms } } }
+          normal: { stub: { latency: { distribution: normal, mean: 80ms, stddev: 5ms, sigma: 1 } } }
+          bounds: { stub: { latency: { distribution: lognormal, median: 80ms, sigma: 1, min: 2s, max: 1s } } }
+        routes: []
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:2: upstreams.nosigma.stub.latency.sigma: required key is missing for distribution: lognormal",
+            "conf/gw.yaml:3: upstreams.wide.stub.latency.sigma: must be between 0.0 and 10.0",
+            "conf/gw.yaml:4: upstreams.mixed.stub.latency.stddev: not used by distribution: lognormal",
+            "conf/gw.yaml:5: upstreams.normal.stub.latency.sigma: not used by distribution: normal",
+            "conf/gw.yaml:6: upstreams.bounds.stub.latency.max: must not be less than min",
+        ])
     }
 
     @Test func tlsFilesMustExist() {

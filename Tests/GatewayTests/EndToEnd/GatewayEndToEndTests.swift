@@ -322,6 +322,33 @@ import Glibc
         #expect(gateway.accessLog.first?["stubbed"] as? Bool == true)
     }
 
+    /// A load-test stub with a log-normal latency: every answer waits at least the distribution's `min`, and the
+    /// waits spread (each request samples its own), none past `max` by more than scheduling.
+    @Test func aLognormalStubSpreadsItsDelaysWithinItsBounds() async throws {
+        let tail = "  tail: { stub: { body: t, latency: { distribution: lognormal, median: 40ms, sigma: 0.6, min: 20ms, max: 200ms } } }"
+        let gateway = try await GatewayProcess(config: Self.proxyConfig(
+            upstreamPort: 1, extraRoutes: "  - { name: tail, match: { path: /tail }, upstream: tail }", extraUpstreams: tail),
+            environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        let url = "\(gateway.url)/tail"
+        let waits = try await withThrowingTaskGroup(of: Duration.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    let started = ContinuousClock.now
+                    let response = try await client.execute(HTTPClientRequest(url: url))
+                    #expect(response.status == 200)
+                    return ContinuousClock.now - started
+                }
+            }
+            return try await group.reduce(into: [Duration]()) { $0.append($1) }.sorted()
+        }
+        #expect(waits.first! >= .milliseconds(19), "the shortest wait \(waits.first!)")
+        #expect(waits.last! - waits.first! >= .milliseconds(20), "the waits spread: \(waits.first!)–\(waits.last!)")
+        #expect(waits.last! < .seconds(2))
+        gateway.stop()
+        #expect(gateway.accessLog.filter { $0["route"] as? String == "tail" }.count == 40)
+    }
+
     @Test func errorsAreJSONWithRequestIDs() async throws {
         let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPWire
 import Testing
 @testable import Gateway
@@ -201,6 +202,28 @@ import Testing
         let bounded = stats(.normal(mean: .milliseconds(100), stddev: .milliseconds(100), min: .milliseconds(50),
                                     max: .milliseconds(120)))
         #expect(bounded.min >= 49.999_999 && bounded.max <= 120.000_001)
+    }
+
+    /// Log-normal: the median is `median`, the natural logarithms have standard deviation `sigma`, and the tail is
+    /// long (the 99th percentile is `median × e^(2.326 × sigma)`), within the bounds when given.
+    @Test func lognormalMedianSigmaAndTail() {
+        var sampler = StubLatency(.lognormal(median: .milliseconds(80), sigma: 0.5, min: nil, max: nil), seed: 7)
+        let values = (0..<20_000).map { _ in Self.milliseconds(sampler.sample()) }.sorted()
+        let median = values[values.count / 2]
+        let p99 = values[values.count * 99 / 100]
+        #expect(abs(median - 80) < 2, "median \(median)")
+        #expect(abs(p99 - 80 * exp(2.326 * 0.5)) < 15, "p99 \(p99)")
+        let logs = values.map { log($0) }
+        let mean = logs.reduce(0, +) / Double(logs.count)
+        let squares: Double = logs.reduce(0) { $0 + ($1 - mean) * ($1 - mean) }
+        let sd = (squares / Double(logs.count)).squareRoot()
+        #expect(abs(sd - 0.5) < 0.02, "sigma \(sd)")
+        #expect(values.first! > 0)
+
+        let bounded = stats(.lognormal(median: .milliseconds(80), sigma: 1, min: .milliseconds(20),
+                                       max: .milliseconds(300)))
+        #expect(bounded.min >= 19.999_999 && bounded.max <= 300.000_001)
+        #expect(stats(.lognormal(median: .milliseconds(80), sigma: 0, min: nil, max: nil), count: 100).max == 80)
     }
 
     @Test func deterministicWithASeed() {
