@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import HTTPWire
+import NetCore
 import TestSupport
 import Testing
 
@@ -8,14 +9,16 @@ import Testing
 /// never reach, and every trick that names it (reliability.md SEC-04, SSRF-01, SSRF-02, SSRF-07) leaves it at zero
 /// connections while the configured upstreams keep their own traffic.
 @Suite(.serialized) struct GatewayOpenProxyTests {
-    static func config(echoPort: Int, redirectPort: Int) -> String {
+    /// With `caFile`, the redirecting upstream is `https://localhost` verified with that CA.
+    static func config(echoPort: Int, redirectPort: Int, caFile: String? = nil) -> String {
         """
         \(GatewayProcess.listeners)
         upstreams:
           echo: { base_url: "http://127.0.0.1:\(echoPort)" }
           redirecting:
-            base_url: "http://127.0.0.1:\(redirectPort)"
+            base_url: "\(caFile == nil ? "http://127.0.0.1" : "https://localhost"):\(redirectPort)"
             access_token: { type: bearer, token: "${UP_TOKEN}" }
+        \(caFile.map { "    tls: { ca_file: \($0) }" } ?? "")
         routes:
           - { name: echo, match: { path_prefix: /echo }, upstream: echo }
           - { name: redirecting, match: { path_prefix: /r }, upstream: redirecting }
@@ -24,8 +27,10 @@ import Testing
 
     /// SEC-04: an upstream that injects a credential answers with a redirect to the trap. The redirect goes back to
     /// the client as it is; the gateway follows none of them, so the credential goes nowhere else.
-    @Test func aRedirectToAnotherHostIsNotFollowedWithTheCredential() async throws {
-        let (trap, _, redirecting, gateway) = try await Self.start(redirectingToTrap: true)
+    /// Over an HTTPS upstream too: the credential travels encrypted to its upstream and nowhere else.
+    @Test(arguments: [false, true])
+    func aRedirectToAnotherHostIsNotFollowedWithTheCredential(upstreamTLS: Bool) async throws {
+        let (trap, _, redirecting, gateway) = try await Self.start(redirectingToTrap: true, upstreamTLS: upstreamTLS)
         let client = HTTPClient()
         for (method, status) in [(HTTPMethod.get, 302), (.get, 301), (.post, 307), (.put, 308), (.get, 303)] {
             let body: HTTPClientRequest.Body = method == .get ? .none : .bytes(Array("x".utf8))
@@ -87,13 +92,22 @@ import Testing
 
     /// The trap, the echo upstream, the redirecting upstream (to `/r/elsewhere`, or to the trap) with its bearer
     /// token `sec04-token`, and the gateway in front of both.
-    static func start(redirectingToTrap: Bool = false) async throws
+    static func start(redirectingToTrap: Bool = false, upstreamTLS: Bool = false) async throws
         -> (TrapListener, RecordingUpstream, RedirectingUpstream, GatewayProcess) {
         let trap = try TrapListener()
         let echo = try await RecordingUpstream.start()
+        var tls: TLSServerConfiguration?
+        var caFile: String?
+        if upstreamTLS {
+            let certificates = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("sec04-tls"))
+            tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: certificates.cert,
+                                                                                  privateKeyPath: certificates.key))
+            caFile = certificates.ca
+        }
         let redirecting = try await RedirectingUpstream.start(
-            location: redirectingToTrap ? "http://\(trap.authority)/steal" : "/r/elsewhere")
-        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port),
+            location: redirectingToTrap ? "http://\(trap.authority)/steal" : "/r/elsewhere", tls: tls)
+        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port,
+                                                                   caFile: caFile),
                                                environment: ["UP_TOKEN": "sec04-token"])
         return (trap, echo, redirecting, gateway)
     }

@@ -43,9 +43,11 @@ final class RedirectingUpstream: HTTPServerHandler {
 
     private init(location: String) { self.location = location }
 
-    static func start(location: String = "/r/elsewhere") async throws -> RedirectingUpstream {
+    /// Starts the upstream on a loopback port; with `tls`, over TLS only.
+    static func start(location: String = "/r/elsewhere", tls: TLSServerConfiguration? = nil) async throws
+        -> RedirectingUpstream {
         let upstream = RedirectingUpstream(location: location)
-        try await upstream.serving.start(upstream)
+        try await upstream.serving.start(upstream, tls: tls)
         return upstream
     }
 
