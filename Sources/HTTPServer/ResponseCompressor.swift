@@ -29,8 +29,8 @@ struct ResponseCompressor: Sendable {
 
     /// The response as it should be sent to `request`.
     func compress(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
-        if request.head.method == .head { return compressHead(response, for: request) }
-        if case .none = response.body { return response }
+        let isHead = request.head.method == .head
+        if case .none = response.body, !isHead { return response }
         if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
         var head = response.head
         switch policy.decide(requestMethod: request.head.method, requestHeaders: request.head.headers, response: head) {
@@ -41,6 +41,11 @@ struct ResponseCompressor: Sendable {
         case .compress(let coding):
             // Only codings zlib produces; anything else configured in the policy is sent as identity.
             guard let pool = pools[coding] else { return response }
+            if isHead {
+                // The fields its GET gets, and no body (a stream is dropped as the connection would drop it).
+                policy.apply(coding, to: &head)
+                return HTTPServerResponse(head: head, body: .none)
+            }
             switch response.body {
             case .none:
                 return response
@@ -53,25 +58,6 @@ struct ResponseCompressor: Sendable {
                 let compressed = StreamingDeflate.compress(body, coding: coding, level: policy.level, loop: request.loop)
                 return HTTPServerResponse(head: head, body: .stream(compressed))
             }
-        }
-    }
-}
-
-extension ResponseCompressor {
-    /// The answer to a HEAD `request`: the head its GET would be sent with, and no body (HEAD sends none; a stream is
-    /// dropped as the connection would drop it).
-    private func compressHead(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
-        if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
-        var head = response.head
-        switch policy.decide(requestMethod: .head, requestHeaders: request.head.headers, response: head) {
-        case .identity(let vary):
-            guard vary else { return response }
-            CompressionPolicy.addVary(to: &head)
-            return HTTPServerResponse(head: head, body: response.body)
-        case .compress(let coding):
-            guard pools[coding] != nil else { return response }
-            policy.apply(coding, to: &head)
-            return HTTPServerResponse(head: head, body: .none)
         }
     }
 }
