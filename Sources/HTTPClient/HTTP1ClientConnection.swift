@@ -88,7 +88,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.exchange = exchange
         exchangesServed += 1
         // A streamed body is consumed as it arrives: the collected-body limit does not apply to it.
-        parser.expectResponse(to: exchange.request.method, bodyLimited: exchange.limitsCollectedBody)
+        parser.expectResponse(to: exchange.request.method, bodyLimited: exchange.limitsCollectedBody,
+                              upgrade: exchange.upgradeBody != nil)
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
@@ -179,6 +180,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             guard self.exchange === exchange, !connection.isClosed else { return }
             exchange.upload?.update(unsent: connection.pendingWriteBytes)
             exchange.pull(from: pump, roomForMore: complete || connection.pendingWriteBytes <= HTTP1ClientConnection.writeHighWater)
+        case .end where exchange.switchedProtocols, .failed where exchange.switchedProtocols:
+            closeTunnel(exchange)
         case .end:
             exchange.bodyPumpEnded()
             guard !exchange.isBodyComplete else { return }
@@ -192,6 +195,29 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         case .failed(let error):
             failAndClose(error)
         }
+    }
+
+    /// The server switched protocols (101): from now on the caller's upgrade stream is sent as it is, pulled as the
+    /// write queue drains, and the connection is never reused.
+    private func startTunnel(_ exchange: HTTPClientExchange) {
+        reusable = false
+        exchange.switchedProtocols = true
+        exchange.lastSendProgress = connection.loop.roundTime
+        pendingHead = nil
+        chunkedUpload = false
+        exchange.startBodyPump { [weak self, weak exchange] pump, event in
+            guard let self, let exchange, self.exchange === exchange, exchange.bodyPump === pump else { return }
+            self.upload(event, from: pump, for: exchange)
+        }
+    }
+
+    /// The caller's side of a tunnel ended (or failed): the connection closes once what is queued is sent, and the
+    /// response body ends there.
+    private func closeTunnel(_ exchange: HTTPClientExchange) {
+        exchange.bodyPumpEnded()
+        self.exchange = nil
+        exchange.succeed()
+        connection.closeAfterFlush()
     }
 
     /// The server answered before the request body was sent: send no more of it, and never reuse the connection
@@ -244,6 +270,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 // A refusal (or a close) before the whole body went out: the server does not want the rest
                 // (RFC 9112 §9.5). A success may read on, so the body keeps going until the response ends.
                 if exchange.isSendingBody && (head.status >= 300 || !reusable) { stopUpload(exchange) }
+                if head.status == 101 { startTunnel(exchange) }
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
                         guard let self, let exchange, self.exchange === exchange else { return }

@@ -298,10 +298,15 @@ public final class HTTPClient: Sendable {
                          progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress]) throws -> PreparedExchange {
         let body: [UInt8]
         let streamedBody: StreamedRequestBody?
+        var upgradeBody: StreamedRequestBody?
         switch request.body {
         case .none:
             body = []
             streamedBody = nil
+        case .upgrade(let stream):
+            body = []
+            streamedBody = nil
+            upgradeBody = .stream(stream, length: nil)
         case .bytes(let bytes):
             body = bytes
             streamedBody = nil
@@ -334,6 +339,7 @@ public final class HTTPClient: Sendable {
         let exchange = HTTPClientExchange(
             request: request, body: body, streamedBody: streamedBody, progress: progress,
             configuration: configuration, loop: loop, startedAt: now, deadline: deadlineNanos, client: self)
+        exchange.upgradeBody = upgradeBody
         return PreparedExchange(exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
                                 addresses: addresses)
     }

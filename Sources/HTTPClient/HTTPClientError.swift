@@ -37,6 +37,9 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
     case cancelled
     /// The client has been shut down.
     case shutDown
+    /// A request to switch protocols (``HTTPClientRequest/Body/upgrade(_:)``) to an origin the client may speak
+    /// HTTP/2 to, which has no upgrade; it was not sent.
+    case upgradeRequiresHTTP1
 
     public var description: String {
         switch self {
@@ -56,6 +59,7 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .decompressionLimitExceeded: return "decompressed body exceeds the limit"
         case .cancelled: return "cancelled"
         case .shutDown: return "client shut down"
+        case .upgradeRequiresHTTP1: return "protocol upgrade needs HTTP/1.1 (http2 never) to this origin"
         }
     }
 }

@@ -25,6 +25,10 @@ final class HTTPClientExchange {
     let body: [UInt8]
     /// A body sent as it is produced (stream or file), instead of `body`.
     let streamedBody: StreamedRequestBody?
+    /// For a request to switch protocols (``HTTPClientRequest/Body/upgrade(_:)``): the bytes sent after a 101.
+    var upgradeBody: StreamedRequestBody?
+    /// The server answered the upgrade with 101: the connection carries the new protocol's bytes both ways.
+    @exclusivity(unchecked) var switchedProtocols = false
     let progress: HTTPClientProgress
     /// The client's settings the exchange reads, copied one by one: a copy of the whole configuration costs a
     /// reference count per string and array in it.
@@ -140,9 +144,10 @@ final class HTTPClientExchange {
     /// pulled from yet.
     var canResend: Bool { !streamConsumed }
 
-    /// Starts this attempt's pump for `streamedBody` (sending it from its start); `onEvent` runs on the loop.
+    /// Starts this attempt's pump for `streamedBody` (sending it from its start), or for `upgradeBody` once the
+    /// protocols switched; `onEvent` runs on the loop.
     func startBodyPump(_ onEvent: @escaping (RequestBodyPump, RequestBodyPump.Event) -> Void) {
-        guard let streamedBody else { return }
+        guard let streamedBody = switchedProtocols ? upgradeBody : streamedBody else { return }
         bodyPump?.stop()
         if !streamedBody.isReplayable { streamConsumed = true }
         upload?.restart()
@@ -292,9 +297,11 @@ final class HTTPClientExchange {
     /// server that stalls mid-body is not waited for forever). While a streamed body's reader is the one behind, the
     /// response timeout counts from now: the timer keeps coming back, and holds again once the reader catches up.
     func responseDue() -> UInt64? {
-        var result = deadline
+        // After a 101 the deadline has done its work (the head arrived); bytes either way keep the tunnel open.
+        var result = switchedProtocols ? nil : deadline
         if let timeout = responseTimeout {
-            let since = responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
+            var since = responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
+            if switchedProtocols { since = max(since, lastSendProgress) }
             let candidate = since.addingSaturated(timeout.nanoseconds)
             result = min(result ?? candidate, candidate)
         }

@@ -25,6 +25,17 @@ public struct HTTPClientRequest: Sendable {
         /// the same way. Once pulled from, a stream cannot be replayed: such a request is never retried, and when it
         /// is stopped (early response, failure, cancellation) the stream's iteration is cancelled.
         case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
+        /// No body, and a request to switch protocols (its `Upgrade` and `Connection: Upgrade` fields are the
+        /// caller's, e.g. a WebSocket handshake). When the server answers `101 Switching Protocols`, the connection
+        /// is the new protocol's: the stream's bytes are sent on it as they are, with back-pressure, and the
+        /// response's body is every byte the server sends after its head, until it closes (streamed; collected by
+        /// `execute(_:)`). When the stream ends the connection is closed (after what was queued is sent); it is
+        /// never reused. The request deadline bounds only the wait for the head; after a 101 the response timeout
+        /// is the longest time with no bytes either way. Any other answer is an ordinary response, and the stream
+        /// is never pulled. HTTP/1.1 only: fails with ``HTTPClientError/upgradeRequiresHTTP1`` when the client may
+        /// speak HTTP/2 to the origin (``HTTPClient/Configuration/http2`` other than `.never`, on TLS or with
+        /// `.always`).
+        case upgrade(AsyncThrowingStream<[UInt8], any Error>)
     }
 
     /// Where the request goes; pools are kept per origin. Stored, so that its `Host` header value and hash are not

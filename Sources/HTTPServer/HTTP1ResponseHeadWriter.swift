@@ -75,4 +75,26 @@ struct HTTP1ResponseHeadWriter {
         HTTP1Serializer.writeEndOfHead(into: &output)
         return framing
     }
+
+    /// The head of a `101 Switching Protocols`: the handler's fields (its `Upgrade` among them) without the framing
+    /// and connection fields, `Date`, and `Connection: Upgrade`. Nothing HTTP/1 follows it.
+    static func writeSwitchingProtocols(_ head: HTTPResponseHead, dateFieldLine: [UInt8],
+                                        into output: inout [UInt8]) throws(HTTP1SerializationError) {
+        var head = head
+        head.version = .http1_1
+        try HTTP1Serializer.writeStatusLine(head, into: &output)
+        var hasDate = false
+        for field in head.headers {
+            let name = field.name
+            if name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Connection")
+                || name.equalsIgnoringASCIICase("Keep-Alive") || name.equalsIgnoringASCIICase("Transfer-Encoding") {
+                continue
+            }
+            if name.equalsIgnoringASCIICase("Date") { hasDate = true }
+            try HTTP1Serializer.writeField(name: name, value: field.value, into: &output)
+        }
+        if !hasDate { output.append(contentsOf: dateFieldLine) }
+        try HTTP1Serializer.writeField(name: "Connection", value: "Upgrade", into: &output)
+        HTTP1Serializer.writeEndOfHead(into: &output)
+    }
 }

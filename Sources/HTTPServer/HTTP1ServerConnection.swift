@@ -61,6 +61,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     @exclusivity(unchecked) private var draining = false
     /// The task that runs this connection's handlers one request after another (see ``HTTP1HandlerWorker``).
     @exclusivity(unchecked) private var worker: HTTP1HandlerWorker?
+    /// The request that asked to switch protocols and waits for its answer: nothing past it is read until then.
+    private weak var upgradeSlot: Slot?
+    /// That request's ``HTTPServerRequest/upgradeInput``, fed once its answer is a 101.
+    @exclusivity(unchecked) private var pendingUpgradeInput: ByteStream?
+    /// After a 101: where the client's bytes go, as they are (the connection no longer speaks HTTP/1).
+    @exclusivity(unchecked) private var tunnelInput: ByteStream?
+    /// The tunnel's reader is behind: reading waits for it.
+    @exclusivity(unchecked) private var tunnelReadPaused = false
 
     init(connection: Connection, context: HTTPServerLoopContext) {
         self.connection = connection
@@ -83,6 +91,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
         let now = connection.loop.roundTime
         lastActivity = now
+        if let tunnelInput {
+            if !tunnelInput.yield([UInt8](bytes)) {
+                tunnelReadPaused = true
+                connection.pauseReading()
+            }
+            return
+        }
         if headStartedAt == 0 && currentBody == nil && !discardingBody { headStartedAt = now }
         if currentBody != nil || discardingBody { lastBodyProgress = now }
         guard acceptingRequests else { return }
@@ -93,6 +108,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     func connectionDidReadEOF(_ connection: Connection) {
         peerFinished = true
+        if let tunnelInput {
+            // The client is done sending; what the handler still streams goes on until it ends.
+            tunnelInput.finish()
+            return
+        }
         let bodyCutShort = currentBody != nil
         if let body = currentBody {
             body.fail(ByteStreamError.aborted)
@@ -120,6 +140,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     func connectionDidClose(_ connection: Connection, error: (any Error)?) {
         currentBody?.fail(ByteStreamError.aborted)
         currentBody = nil
+        endUpgrade()
         for slot in slots { slot.task?.cancel() }
         slots.removeAll()
         retireWorker()
@@ -179,6 +200,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
         let isHead = head.method == .head
+        let asksUpgrade = framing == .none && head.requestedUpgrade != nil
         let declaredLength: Int64?
         let body: ByteStream?
         switch framing {
@@ -193,9 +215,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             declaredLength = nil
             body = makeBodyStream()
         }
-        let request = HTTPServerRequest(head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
+        var request = HTTPServerRequest(head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
+        let upgradeInput = asksUpgrade ? makeTunnelStream() : nil
+        request.upgradeInput = upgradeInput
         let immediate: HTTPServerResponse?
         let handlerContext: (any AnyObject & Sendable)?
         switch context.decision(for: request) {
@@ -206,8 +230,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             immediate = nil
             handlerContext = decided
         }
-        if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate) {
+        if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
+           immediate.head.status != 101 {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
+            upgradeInput?.finish()
             var keepAlive = keepAlive
             writeHeadAndBytes(immediate, version: version, isHead: isHead, keepAlive: &keepAlive)
             if !keepAlive { finishConnection() }
@@ -228,6 +254,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 }
             }
         }
+        if let upgradeInput {
+            // What follows may be the new protocol's: nothing more is parsed until the answer says which.
+            upgradeSlot = slot
+            pendingUpgradeInput = upgradeInput
+            processingPaused = true
+            connection.pauseReading()
+        }
         if let immediate {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
@@ -247,7 +280,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     private func bodyDemand() {
-        guard processingPaused, slots.count < context.limits.maxPipelinedRequests else { return }
+        guard processingPaused, upgradeSlot == nil, slots.count < context.limits.maxPipelinedRequests else { return }
         processingPaused = false
         connection.resumeReading()
         processInput()
@@ -367,7 +400,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 }
                 discardBodyIfAnswered(first)
             }
-            guard processingPaused, currentBody == nil || currentBody?.isFinished == true,
+            guard processingPaused, upgradeSlot == nil, tunnelInput == nil,
+                  currentBody == nil || currentBody?.isFinished == true,
                   slots.count < context.limits.maxPipelinedRequests else { break }
             processingPaused = false
             connection.resumeReading()
@@ -398,6 +432,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let peerMaySend = !peerFinished && (refusedInput || currentBody != nil || discardingBody)
         currentBody?.fail(ByteStreamError.aborted)
         currentBody = nil
+        endUpgrade()
         for slot in slots { slot.task?.cancel() }
         slots.removeAll()
         retireWorker()
@@ -422,6 +457,20 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Writes `response`; returns true when its body goes on being written (the slot stays first until it ends).
     private func write(_ response: HTTPServerResponse, for slot: Slot) -> Bool {
+        if slot === upgradeSlot {
+            upgradeSlot = nil
+            let input = pendingUpgradeInput
+            pendingUpgradeInput = nil
+            if response.head.status == 101, case .stream(let outbound) = response.body, let input {
+                return switchProtocols(response.head, outbound: outbound, input: input, slot: slot)
+            }
+            input?.finish()
+        }
+        if response.head.status == 101 {
+            // Only an upgrade request answered with a stream can switch; any other 101 is the handler's mistake.
+            slot.keepAlive = false
+            return write(HTTPServerRejection(status: 500).defaultResponse, for: slot)
+        }
         guard let remaining = writeHeadAndBytes(response, version: slot.version, isHead: slot.isHead,
                                                 keepAlive: &slot.keepAlive) else { return false }
         slot.writing = true
@@ -434,6 +483,62 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             }
         }
         return true
+    }
+
+    /// Answers the upgrade request of `slot` with `head` (a 101) and from then on relays bytes as they are: `outbound`
+    /// to the client, unframed, and the client's bytes (those already read past the request first) to `input`. The
+    /// connection closes when `outbound` ends. Returns true: the slot stays first while the stream is written.
+    private func switchProtocols(_ head: HTTPResponseHead, outbound: ByteStream, input: ByteStream, slot: Slot) -> Bool {
+        var output: [UInt8] = []
+        do {
+            try HTTP1ResponseHeadWriter.writeSwitchingProtocols(head, dateFieldLine: context.dateCache.currentFieldLine,
+                                                                into: &output)
+        } catch {
+            input.finish()
+            slot.keepAlive = false
+            return write(HTTPServerRejection(status: 500).defaultResponse, for: slot)
+        }
+        connection.write(output)
+        slot.keepAlive = false
+        slot.writing = true
+        acceptingRequests = false
+        tunnelInput = input
+        let early = parser.takeBufferedBytes()
+        if !early.isEmpty && !input.yield(early) {
+            tunnelReadPaused = true
+        } else {
+            processingPaused = false
+            connection.resumeReading()
+        }
+        if peerFinished { input.finish() }
+        let owner = UncheckedSendable((self, slot))
+        Task(executorPreference: connection.loop) {
+            let (server, slot) = owner.value
+            await server.pump(outbound, chunked: false, slot: slot)
+        }
+        return true
+    }
+
+    /// The stream for a request's ``HTTPServerRequest/upgradeInput``.
+    private func makeTunnelStream() -> ByteStream {
+        let loop = connection.loop
+        let owner = UncheckedSendable(self)
+        return ByteStream { loop.executeSoonOrNow { owner.value.tunnelDemand() } }
+    }
+
+    /// The tunnel's reader caught up: reading goes on.
+    private func tunnelDemand() {
+        guard tunnelReadPaused, tunnelInput != nil, !connection.isClosed else { return }
+        tunnelReadPaused = false
+        connection.resumeReading()
+    }
+
+    /// The connection ends: an upgrade request waiting for its answer, or a tunnel, gets no more client bytes.
+    private func endUpgrade() {
+        pendingUpgradeInput?.fail(ByteStreamError.aborted)
+        pendingUpgradeInput = nil
+        tunnelInput?.fail(ByteStreamError.aborted)
+        tunnelInput = nil
     }
 
     /// A body still to write once its head is out.

@@ -29,6 +29,13 @@ public struct HTTPServerRequest: Sendable {
     }
     /// The body's declared length, when the client sent `Content-Length`.
     public var declaredBodyLength: Int64?
+    /// For an HTTP/1.1 request that asks to switch protocols (``HTTPWire/HTTPRequestHead/requestedUpgrade``) and has
+    /// no body: the bytes the client sends after the handler's `101 Switching Protocols`, streamed with
+    /// back-pressure until the client closes (then it finishes). Nil for other requests, and over HTTP/2. The
+    /// connection reads nothing past such a request until it is answered; any other answer finishes this stream
+    /// empty and the connection goes on with the next request. See ``HTTPServerResponse/Body/stream(_:)`` for the
+    /// answer that switches.
+    public var upgradeInput: ByteStream?
     public var remoteAddress: SocketAddress?
     /// Whether the request came over TLS (`X-Forwarded-Proto: https`).
     public var isTLS: Bool
@@ -61,6 +68,11 @@ public struct HTTPServerResponse: Sendable {
         case bytes([UInt8])
         /// Streamed; sent with `Content-Length` when the head declares one, else chunked (HTTP/1.1) or close-delimited
         /// (HTTP/1.0). The writer waits for the socket to drain before pulling more (back-pressure).
+        ///
+        /// With status 101, answering a request that has an ``HTTPServerRequest/upgradeInput``, the connection
+        /// switches protocols: the head goes out with `Connection: Upgrade` (the handler sets `Upgrade`), then the
+        /// stream's bytes as they are, unframed, while the client's bytes go to the request's `upgradeInput`. The
+        /// connection closes when the stream ends or fails. A 101 to any other request is answered 500 instead.
         case stream(ByteStream)
 
         /// Whether the body is streamed.

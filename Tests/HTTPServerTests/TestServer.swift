@@ -34,7 +34,8 @@ actor CancelProbe {
 /// /version (the request's HTTP version), /body-state (whether the request has a body, whether it had all arrived
 /// and its length), /task-id?ms=N (which task ran the handler, after N ms), /cancel-probe?id=X (waits 5 s, recording whether it saw cancellation),
 /// /cancel-probe-result?id=X and /stubborn?id=X (waits 1 s ignoring cancellation, like work that cannot be
-/// interrupted), and /now (the request target, answered by `respondImmediately`, without a task).
+/// interrupted), /now (the request target, answered by `respondImmediately`, without a task), /upgrade-echo
+/// (switches to `echo-test` and echoes), /upgrade-refuse (426 to an upgrade) and /bad-101 (a 101 to anything).
 struct TestRoutes: HTTPServerHandler {
     func respondImmediately(to request: HTTPServerRequest) -> HTTPServerResponse? {
         guard request.head.path == "/now" else { return nil }
@@ -106,6 +107,32 @@ struct TestRoutes: HTTPServerHandler {
             }
             await CancelProbe.shared.end(id, Task.isCancelled ? "cancelled" : "completed")
             return HTTPServerResponse(status: 200, body: Array("stubborn".utf8))
+        case "/upgrade-echo":
+            // Switches to `echo-test` and sends back every byte the client sends after the 101, until it closes.
+            guard let input = request.upgradeInput, request.head.requestsUpgrade(to: "echo-test") else {
+                return HTTPServerResponse(status: 400, body: Array("no upgrade".utf8))
+            }
+            let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+            let output = ByteStream(onDemand: { signal.yield() })
+            Task {
+                var demandSignals = demand.makeAsyncIterator()
+                do {
+                    while let chunk = try await input.next() {
+                        if !output.yield(chunk) { _ = await demandSignals.next() }
+                    }
+                    output.finish()
+                } catch {
+                    output.fail(error)
+                }
+            }
+            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]),
+                                      body: .stream(output))
+        case "/upgrade-refuse":
+            return HTTPServerResponse(status: 426, headers: ["Upgrade": "something-else"],
+                                      body: Array("upgrade refused, input=\(request.upgradeInput != nil)".utf8))
+        case "/bad-101":
+            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]),
+                                      body: .stream(ByteStream.complete([])))
         case "/cancel-probe-result":
             let id = String(request.head.query?.dropFirst("id=".count) ?? "")
             return HTTPServerResponse(status: 200, body: Array(await CancelProbe.shared.state(id).utf8))

@@ -58,6 +58,12 @@ public struct HTTP1RequestParser: Sendable {
     /// Bytes received and not yet returned in an event.
     public var bufferedByteCount: Int { buffer.readableCount }
 
+    /// Hands over the bytes received and not yet parsed, leaving none: after a request that switched protocols
+    /// (`101 Switching Protocols`), what follows its head is the new protocol's, not HTTP/1.
+    public mutating func takeBufferedBytes() -> [UInt8] {
+        buffer.read(buffer.readableCount)
+    }
+
     /// Whether received bytes are waiting to be parsed (for example a pipelined request after `.end`).
     public var hasBufferedRequestBytes: Bool { buffer.readableCount > 0 }
 

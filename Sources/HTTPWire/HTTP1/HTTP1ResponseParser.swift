@@ -7,7 +7,8 @@
 /// Anything that could desynchronise the connection is an error: malformed status lines, Content-Length together
 /// with Transfer-Encoding, differing Content-Length values, transfer codings other than a single `chunked`,
 /// obs-fold, bare LF or CR, NUL and other controls, malformed chunks, too many or too large headers, and
-/// `101 Switching Protocols` (this client never asks for an upgrade). After an error the connection must be
+/// `101 Switching Protocols` to a request that did not ask for an upgrade (see ``expectResponse(to:bodyLimited:upgrade:)``).
+/// After an error the connection must be
 /// discarded. Bytes that arrive beyond the end of a response are never handed to the next response: they set
 /// ``hasUnexpectedBytes`` and the connection must not be reused.
 public struct HTTP1ResponseParser: Sendable {
@@ -57,6 +58,8 @@ public struct HTTP1ResponseParser: Sendable {
     private var buffer = HTTP1ByteBuffer()
     private var state: State = .idle
     private var requestMethod = HTTPMethod.get
+    /// Whether the request being answered asked to switch protocols: a 101 is then its final response.
+    private var upgradeRequested = false
     private var scanned = 0
     private var eof = false
     private var informationalCount = 0
@@ -90,9 +93,12 @@ public struct HTTP1ResponseParser: Sendable {
 
     /// Prepares for the response to a request sent with `method` (a response to HEAD has no body whatever its
     /// headers say). With `bodyLimited: false` the body of this response may exceed `maxBodyBytes` (a caller that
-    /// streams it rather than collecting it). Call it before writing the request. If unexpected bytes arrived, or a response is still in
-    /// progress, the next event is an error.
-    public mutating func expectResponse(to method: HTTPMethod, bodyLimited: Bool = true) {
+    /// streams it rather than collecting it). With `upgrade`, the request asked to switch protocols (`Upgrade`): a
+    /// `101 Switching Protocols` is then the final response, framed ``HTTP1ResponseBodyFraming/untilClose`` with no
+    /// size limit, so that every byte after its head, until the server closes, is `.body` (the new protocol's).
+    /// Call it before writing the request. If unexpected bytes arrived, or a response is still in progress, the next
+    /// event is an error.
+    public mutating func expectResponse(to method: HTTPMethod, bodyLimited: Bool = true, upgrade: Bool = false) {
         limits.maxBodyBytes = bodyLimited ? configuredMaxBodyBytes : nil
         if case .failed = state { return }
         if isAwaitingResponse {
@@ -104,6 +110,7 @@ public struct HTTP1ResponseParser: Sendable {
             return
         }
         requestMethod = method
+        upgradeRequested = upgrade
         hasReceivedResponseBytes = false
         informationalCount = 0
         resetHead()
@@ -274,6 +281,13 @@ public struct HTTP1ResponseParser: Sendable {
     /// Validates the framing of the complete head and emits it (or an interim response).
     private mutating func finishHead() -> HTTP1ResponseEvent? {
         let head = HTTPResponseHead(status: status, reason: reason, version: version, headers: fields.headers)
+        if status == 101 && upgradeRequested {
+            body = HTTP1BodyDecoder(state: .untilClose, maxBodyBytes: .max, maxTrailerBytes: 0, maxTrailers: 0,
+                                    errorStatus: Self.errorStatus)
+            resetHead()
+            state = .body
+            return .head(head, .untilClose)
+        }
         if (100..<200).contains(status) {
             if status == 101 { return fail("101 Switching Protocols without an upgrade request") }
             informationalCount += 1

@@ -129,6 +129,24 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
         #expect(responseEvents(input, sizes: [1]).events == expected)
     }
 
+    @Test func a101ToAnUpgradeIsTheFinalResponseAndEverythingAfterItIsBodyUntilClose() {
+        let tunnel = "\u{81}\u{5}hello, then HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+        let input = bytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n" + tunnel)
+        let expected: [HTTP1ResponseEvent] = [
+            .head(response(101, [("Upgrade", "websocket"), ("Connection", "Upgrade")], reason: "Switching Protocols"),
+                  .untilClose),
+            .body(bytes(tunnel)), .end,
+        ]
+        for sizes in [nil, [1], randomSizes(seed: 9)] {
+            #expect(responseEvents(input, sizes: sizes, close: true, limits: .init(maxBodyBytes: 4), upgrade: true).events
+                    == expected, "no body limit applies to the new protocol's bytes")
+        }
+        guard case .error? = responseEvents(input, close: true).events.last else {
+            Issue.record("a 101 without an upgrade request must stay an error")
+            return
+        }
+    }
+
     @Test func tooManyInformationalResponses() {
         let input = bytes(String(repeating: "HTTP/1.1 100 Continue\r\n\r\n", count: 20))
         guard case .error? = responseEvents(input).events.last else {

@@ -99,10 +99,10 @@ func headCount(_ events: [HTTP1RequestEvent]) -> Int {
 /// Feeds a response in pieces after `expectResponse(to: method)`; optionally reports EOF at the end.
 func responseEvents(
     _ input: [UInt8], method: HTTPMethod = .get, sizes: [Int]? = nil, close: Bool = false,
-    limits: HTTP1ResponseParser.Limits = .init()
+    limits: HTTP1ResponseParser.Limits = .init(), upgrade: Bool = false
 ) -> (events: [HTTP1ResponseEvent], parser: HTTP1ResponseParser) {
     var parser = HTTP1ResponseParser(limits: limits)
-    parser.expectResponse(to: method)
+    parser.expectResponse(to: method, upgrade: upgrade)
     var events: [HTTP1ResponseEvent] = []
     func drain() -> Bool {
         while let event = parser.next() {
