@@ -170,7 +170,8 @@ private struct Builder {
             if case .mapping(let mapping) = entry.value { declared = mapping.keys.compactMap { $0.scalar?.string } }
         }
         if let entry = reader.requireKey(top, "routes") {
-            config.routes = routes(entry, declaredUpstreams: declared, clients: config.clients)
+            config.routes = routes(entry, declaredUpstreams: declared,
+                                   stubUpstreams: Set(config.upstreams.filter(\.isStub).map(\.name)), clients: config.clients)
         }
         return config
     }
@@ -729,7 +730,8 @@ private struct Builder {
 
     // MARK: routes
 
-    func routes(_ entry: YAMLReader.Entry, declaredUpstreams: [String], clients: ClientsConfig?) -> [RouteConfig] {
+    func routes(_ entry: YAMLReader.Entry, declaredUpstreams: [String], stubUpstreams: Set<String>,
+                clients: ClientsConfig?) -> [RouteConfig] {
         guard case .sequence(let sequence) = entry.value else {
             reader.report(line: reader.line(of: entry.value), entry.path,
                           "expected a list, got \(YAMLReader.kindName(entry.value))")
@@ -742,7 +744,7 @@ private struct Builder {
             let path = "\(entry.path)[\(index)]"
             guard let map = reader.mapping(node, path, allowed: [
                 "name", "match", "upstream", "rewrite", "coalesce", "coalesce_vary", "clients", "timeout", "retries",
-                "rate_limit",
+                "rate_limit", "websocket",
             ]) else { continue }
             let nameEntry = reader.requireKey(map, "name")
             let name = nameEntry.flatMap { reader.string($0) }
@@ -779,6 +781,18 @@ private struct Builder {
             route.timeout = options.timeout
             route.retries = options.retries
             route.rateLimit = options.rateLimit
+            route.websocket = options.websocket
+            if route.websocket, let item = map["websocket"] {
+                let line = reader.line(of: item.value)
+                if stubUpstreams.contains(upstreamName) {
+                    reader.report(line: line, item.path,
+                                  "a stub upstream cannot answer a WebSocket handshake (upstream '\(upstreamName)' has stub)")
+                } else if route.coalesce {
+                    reader.report(line: line, item.path, "a WebSocket route cannot coalesce (set coalesce: false)")
+                } else if let methods = route.match.methods, !methods.contains(.get) {
+                    reader.report(line: line, item.path, "a WebSocket handshake is a GET: add GET to match.methods")
+                }
+            }
             if let shadowing = Builder.shadowingRoute(route, matchesSeen) {
                 reader.report(line: matchEntry.map { reader.line(of: $0.value, fallback: map.line) } ?? map.line,
                               "\(path).match",
@@ -827,6 +841,7 @@ private struct Builder {
         var timeout: Duration?
         var retries: RouteConfig.Retries?
         var rateLimit: RateLimitConfig?
+        var websocket = false
     }
 
     func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?) -> RouteOptions? {
@@ -837,6 +852,9 @@ private struct Builder {
         }
         if let item = map["coalesce"] {
             if let value = reader.bool(item) { options.coalesce = value } else { ok = false }
+        }
+        if let item = map["websocket"] {
+            if let value = reader.bool(item) { options.websocket = value } else { ok = false }
         }
         if let item = map["coalesce_vary"] {
             if let values = reader.list(item) {

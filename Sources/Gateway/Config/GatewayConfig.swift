@@ -577,6 +577,10 @@ public struct RouteConfig: Sendable, Equatable {
     /// Default false. Only GET and HEAD coalesce.
     public var coalesce: Bool = false
     public var coalesceVary: [String] = []
+    /// Default false. When true, an HTTP/1.1 request asking to upgrade to `websocket` is relayed to the upstream as
+    /// a WebSocket handshake and, once the upstream answers 101, its connection becomes a byte tunnel both ways.
+    /// Other requests on the route are proxied as usual; an upgrade on a route without it is not forwarded.
+    public var websocket: Bool = false
     /// API-key client names allowed on this route; `nil` = any caller the `clients` section admits.
     public var clients: [String]?
     /// The whole request's deadline, retries included.

@@ -8,7 +8,8 @@ import Moya
 /// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`, and for a request that is not shared every
 /// forwarded header) to the outgoing request. Runs in `prepare`, after the in-flight check, so those headers never
 /// split a coalesced flight, and a request sent alone gets its headers as one list, without a dictionary. Also applies
-/// the route's timeout, hands a relayed client body (``UpstreamRequestBody``) to the upstream request, and marks the
+/// the route's timeout, hands a relayed client body (``UpstreamRequestBody``) or a WebSocket's client side
+/// (``WebSocketTunnel``) to the upstream request, and marks the
 /// target as sent (``GatewayTarget/wasSent``): only the target of a flight's shared call gets here.
 struct ForwardingHeadersPlugin: TransportPlugin {
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
@@ -38,6 +39,9 @@ struct ForwardingHeadersPlugin: TransportPlugin {
         }
         if let streamed = gateway.streamedBody {
             request.http.body = .stream(streamed.makeStream(), length: streamed.declaredLength)
+        }
+        if let tunnel = gateway.tunnel {
+            request.http.body = .upgrade(tunnel.makeStream())
         }
     }
 }

@@ -196,14 +196,15 @@ final class GatewayHandler: HTTPServerHandler {
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
-                    streamedBody: UpstreamRequestBody? = nil, key: CoalescingKey? = nil,
+                    streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
                     forwardsHeaders: Bool = true) -> GatewayTarget {
-            let (stable, perRequest) = forwardsHeaders
+            var (stable, perRequest) = forwardsHeaders
                 ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
+            if tunnel != nil { perRequest.replaceOrAdd(WebSocketTunnel.upstreamFields) }
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
                 method: request.head.method,
-                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, stableHeaders: stable,
+                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries)
         }
@@ -291,6 +292,8 @@ final class GatewayHandler: HTTPServerHandler {
                          call: Call) async -> HTTPServerResponse {
         let requestID = exchange.requestID
         let upstream = call.upstream
+        // A WebSocket handshake on a route that relays them (such a route never coalesces).
+        let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: exchange.snapshot.config.server.limits.maxBodyBytes)
@@ -312,7 +315,8 @@ final class GatewayHandler: HTTPServerHandler {
             }
             exchange.record.bytesIn = body.count
         }
-        let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, key: key)
+        let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
+                                 key: key)
 
         var isTrial = false
         if let breaker = upstream.breaker {
@@ -334,8 +338,8 @@ final class GatewayHandler: HTTPServerHandler {
         } else {
             // Not shareable: sent in this task, on this event loop, without Moya's callback queue; a long body is
             // relayed to the client as it arrives instead of being collected.
-            result = await upstream.provider.requestInCurrentTask(MultiTarget(target),
-                                                                  streamingBodiesAbove: StreamedBodyRelay.collectLimit)
+            let provider = tunnel.flatMap { _ in upstream.tunnelProvider } ?? upstream.provider
+            result = await provider.requestInCurrentTask(MultiTarget(target), streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
         exchange.record.retries = target.retryCount
         // A coalesced follower's answer is its leader's call: counted once.
@@ -351,14 +355,16 @@ final class GatewayHandler: HTTPServerHandler {
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             }
         }
-        return response(for: result, call: call, isHead: request.head.method == .head, exchange: &exchange)
+        return response(for: result, call: call, isHead: request.head.method == .head, tunnel: tunnel,
+                        exchange: &exchange)
     }
 
     /// The client's response for an upstream call's result. An upstream's answer keeps the `Content-Length` that
     /// framed it when its body is relayed as it arrives (not chunked anew) and when it answers a HEAD request, whose
-    /// empty body says nothing of the length a GET would get.
+    /// empty body says nothing of the length a GET would get. A WebSocket handshake's 101 (with `tunnel`) keeps the
+    /// upstream's `Upgrade`, and its body is the upstream's side of the tunnel.
     private func response(for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
-                          exchange: inout Exchange) -> HTTPServerResponse {
+                          tunnel: WebSocketTunnel? = nil, exchange: inout Exchange) -> HTTPServerResponse {
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
         exchange.record.upstreamConnect = timings?.connect
         exchange.record.upstreamFirstByte = timings?.firstByte
@@ -379,6 +385,9 @@ final class GatewayHandler: HTTPServerHandler {
                 if isHead || response.streamedBody != nil, let length = ProxyHeaders.framingLength(of: transport) {
                     headers.add(name: "Content-Length", value: length)
                 }
+                if tunnel != nil, response.statusCode == 101 {
+                    headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
+                }
             } else if var stubHeaders = call.upstream.stubResponseHeaders {
                 stubHeaders.add(name: "X-Request-Id", value: requestID)
                 headers = stubHeaders
@@ -395,7 +404,8 @@ final class GatewayHandler: HTTPServerHandler {
                 return HTTPServerResponse(head: head, body: .none)
             }
             if let streamed = response.streamedBody {
-                let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started)
+                let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started,
+                                             tunnel: response.statusCode == 101 ? tunnel : nil)
                 exchange.relayLog = log
                 let relayed = StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop, log: log)
                 return HTTPServerResponse(head: head, body: .stream(relayed))

@@ -21,6 +21,8 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     /// The client's body when it is relayed as it arrives rather than collected into `body` (sent by
     /// ``ForwardingHeadersPlugin`` on the transport lane only).
     let streamedBody: UpstreamRequestBody?
+    /// The client's side of a WebSocket when the call is its handshake (sent by ``ForwardingHeadersPlugin``).
+    let tunnel: WebSocketTunnel?
     /// Headers that take part in the coalescing identity (forwarded upstream): the endpoint's. Empty when the call
     /// is not shared.
     let stableHeaders: [String: String]
@@ -43,14 +45,15 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     private let sent = Atomic<Bool>(false)
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
-         streamedBody: UpstreamRequestBody? = nil, stableHeaders: [String: String], perRequestHeaders: HTTPWire.HTTPHeaders,
-         flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?) {
+         streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
+         perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?) {
         self.provider = provider
         self.origin = origin
         self.upstreamTarget = upstreamTarget
         self.method = method
         self.body = body
         self.streamedBody = streamedBody
+        self.tunnel = tunnel
         self.stableHeaders = stableHeaders
         self.perRequestHeaders = perRequestHeaders
         self.flightKey = flightKey
@@ -71,6 +74,8 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     var sampleData: Data { Data(provider.upstream.stub?.body ?? []) }
 
     var validationType: ValidationType {
+        // A handshake's 101 is its success, whatever the upstream's validation says of other answers.
+        if tunnel != nil { return .none }
         switch provider.upstream.validation {
         case .none: return .none
         case .success: return .successCodes

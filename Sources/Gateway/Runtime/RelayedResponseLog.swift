@@ -13,10 +13,13 @@ final class RelayedResponseLog: Sendable {
     private let state = Locked(State())
     private let telemetry: Telemetry
     private let started: ContinuousClock.Instant
+    /// A WebSocket's client side, whose bytes are the line's `bytes_in`.
+    private let tunnel: WebSocketTunnel?
 
-    init(telemetry: Telemetry, started: ContinuousClock.Instant) {
+    init(telemetry: Telemetry, started: ContinuousClock.Instant, tunnel: WebSocketTunnel? = nil) {
         self.telemetry = telemetry
         self.started = started
+        self.tunnel = tunnel
     }
 
     /// The request's record, complete but for the body.
@@ -40,6 +43,7 @@ final class RelayedResponseLog: Sendable {
     private func write(_ record: AccessRecord, _ outcome: (bytes: Int, cut: String?)) {
         var record = record
         record.bytesOut = outcome.bytes
+        if let tunnel { record.bytesIn = tunnel.bytesRelayed }
         record.duration = ContinuousClock.now - started
         if let cut = outcome.cut { record.upstreamError = record.upstreamError ?? cut }
         telemetry.record(record)

@@ -13,6 +13,10 @@ final class UpstreamProvider: Sendable {
     let upstream: UpstreamConfig
     let provider: MoyaProvider<MultiTarget>
     let client: HTTPClient?
+    /// The provider WebSocket handshakes go through, when a `websocket` route uses this upstream: the same plugins on
+    /// a client of its own that speaks HTTP/1.1 only (an upgrade has no HTTP/2 form) and does not count tunnels,
+    /// which live as long as their sockets, against `pool.max_connections`.
+    let tunnelProvider: MoyaProvider<MultiTarget>?
     private let latency: StubLatencySampler?
     /// A stub upstream's response headers as the client gets them, all but the request id (see
     /// ``ProxyHeaders/downstream(from:received:)``): made once, since answers from the stub carry no transport head.
@@ -36,9 +40,10 @@ final class UpstreamProvider: Sendable {
     let breaker: CircuitBreaker?
 
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only). `retries`: whether
-    /// some route to this upstream has `retries` (without, no retrier is asked after every answer).
+    /// some route to this upstream has `retries` (without, no retrier is asked after every answer). `tunnels`:
+    /// whether some route to it relays WebSockets (see ``tunnelProvider``).
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
-         breaker: CircuitBreaker? = nil, retries: Bool) {
+         breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false) {
         self.upstream = upstream
         self.breaker = breaker
         // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
@@ -62,6 +67,7 @@ final class UpstreamProvider: Sendable {
         }
         if let exchangeLogger { plugins.append(exchangeLogger) }
         let session: Session
+        var tunnelSession: Session?
         if upstream.isStub {
             client = nil
             session = Session(client: Session.sharedClient, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
@@ -81,6 +87,13 @@ final class UpstreamProvider: Sendable {
             let client = HTTPClient(configuration: configuration, group: group)
             self.client = client
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
+            if tunnels {
+                configuration.http2 = .never
+                configuration.maxConnectionsPerOrigin = .max
+                configuration.maxConnectionsPerOriginTotal = nil
+                tunnelSession = Session(client: HTTPClient(configuration: configuration, group: group), headers: [:],
+                                        startRequestsImmediately: false, redirectHandler: .doNotFollow)
+            }
         }
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
@@ -94,7 +107,29 @@ final class UpstreamProvider: Sendable {
         let sampleResponse: Endpoint.SampleResponseClosure = {
             UpstreamProvider.sampleResponse(stub: samples, sampler: sampler)
         }
-        provider = MoyaProvider<MultiTarget>(
+        let stubClosure: MoyaProvider<MultiTarget>.StubClosure = { _ in
+            // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
+            guard let sampler else { return .never }
+            if answersInstantly { return .immediate }
+            let delay = sampler.nextDelay()
+            return delay <= 0 ? .immediate : .delayed(seconds: delay)
+        }
+        provider = Self.makeProvider(session: session, plugins: plugins, knownOrigin: knownOrigin,
+                                     sampleResponse: sampleResponse, stubClosure: stubClosure, trackInflights: true)
+        // A handshake is never shared: each is its caller's own connection.
+        tunnelProvider = tunnelSession.map {
+            Self.makeProvider(session: $0, plugins: plugins, knownOrigin: knownOrigin, sampleResponse: sampleResponse,
+                              stubClosure: MoyaProvider<MultiTarget>.neverStub, trackInflights: false)
+        }
+    }
+
+    /// The upstream's `MoyaProvider` on `session`: gateway targets become endpoints for the known origin (the flight
+    /// header carried as their identity and dropped before sending), sent on the transport lane.
+    private static func makeProvider(session: Session, plugins: [PluginType], knownOrigin: KnownOrigin,
+                                     sampleResponse: @escaping Endpoint.SampleResponseClosure,
+                                     stubClosure: @escaping MoyaProvider<MultiTarget>.StubClosure,
+                                     trackInflights: Bool) -> MoyaProvider<MultiTarget> {
+        MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
                 guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
@@ -117,16 +152,10 @@ final class UpstreamProvider: Sendable {
                     done(.failure(.underlying(error, nil)))
                 }
             },
-            stubClosure: { _ in
-                // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
-                guard let sampler else { return .never }
-                if answersInstantly { return .immediate }
-                let delay = sampler.nextDelay()
-                return delay <= 0 ? .immediate : .delayed(seconds: delay)
-            },
+            stubClosure: stubClosure,
             session: session,
             plugins: plugins,
-            trackInflights: true,
+            trackInflights: trackInflights,
             transportMapping: { endpoint in
                 endpoint.transportRequest(omittingHeader: UpstreamProvider.flightHeader, knownOrigin: knownOrigin)
             })

@@ -490,6 +490,33 @@ import Testing
         ])
     }
 
+    @Test func websocketRoutes() throws {
+        let good = try load("""
+        upstreams:
+          a: { base_url: "http://127.0.0.1:1" }
+        routes:
+          - { name: ws, match: { path_prefix: /ws, methods: [GET] }, upstream: a, websocket: true }
+          - { name: rest, match: { path_prefix: /api }, upstream: a }
+        """).get()
+        #expect(good.routes.map(\.websocket) == [true, false])
+        let text = """
+        upstreams:
+          a: { base_url: "http://127.0.0.1:1" }
+          fake: { stub: { status: 200 } }
+        routes:
+          - { name: s, match: { path_prefix: /s }, upstream: fake, websocket: true }
+          - { name: c, match: { path_prefix: /c }, upstream: a, coalesce: true, websocket: true }
+          - { name: p, match: { path_prefix: /p, methods: [POST] }, upstream: a, websocket: true }
+          - { name: t, match: { path_prefix: /t }, upstream: a, websocket: sometimes }
+        """
+        #expect(problems(text) == [
+            "conf/gw.yaml:5: routes[0].websocket: a stub upstream cannot answer a WebSocket handshake (upstream 'fake' has stub)",
+            "conf/gw.yaml:6: routes[1].websocket: a WebSocket route cannot coalesce (set coalesce: false)",
+            "conf/gw.yaml:7: routes[2].websocket: a WebSocket handshake is a GET: add GET to match.methods",
+            "conf/gw.yaml:8: routes[3].websocket: expected true or false, got 'sometimes'",
+        ])
+    }
+
     @Test func duplicateIdenticalMatches() {
         let text = """
         upstreams:

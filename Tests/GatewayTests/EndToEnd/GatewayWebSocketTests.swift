@@ -1,0 +1,253 @@
+import Foundation
+import TestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A WebSocket upstream (`faults/websocket_peer.py server`, Python's `websockets`): it records every handshake it
+/// receives and echoes, says bye, refuses or stays silent by path.
+private final class WebSocketUpstream {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("faults/websocket_peer.py").path
+    let process = Process()
+    let port: Int
+    private let recordPath: String
+
+    init(tls: (cert: String, key: String)? = nil) async throws {
+        let directory = ProcessRunner.temporaryDirectory("websocket-upstream")
+        let portFile = "\(directory)/port"
+        recordPath = "\(directory)/handshakes.jsonl"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        var arguments = [Self.script, "server", "--port-file", portFile, "--record", recordPath, "--lifetime", "120"]
+        if let tls { arguments += ["--cert", tls.cert, "--key", tls.key] }
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        try ChildProcess.launch(process)
+        for _ in 0..<200 {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = Int(text) {
+                self.port = port
+                return
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        process.terminate()
+        throw GatewayTestError("the WebSocket upstream did not start")
+    }
+
+    /// Every handshake received so far: its path and headers (name, value) in order.
+    var handshakes: [(path: String, headers: [(String, String)])] {
+        let text = (try? String(contentsOfFile: recordPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let path = object["path"] as? String, let headers = object["headers"] as? [[String]] else { return nil }
+            return (path, headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil })
+        }
+    }
+
+    deinit {
+        if process.isRunning { _ = ProcessRunner.stop(process, signal: SIGKILL, timeout: 5) }
+    }
+}
+
+/// The value of the first header named `name` (any case).
+private func header(_ name: String, in headers: [(String, String)]) -> String? {
+    headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+}
+
+/// Runs `faults/websocket_peer.py client` and returns its JSON report.
+private func webSocketClient(_ url: String, _ arguments: [String] = []) async throws -> [String: Any] {
+    let output = try await offPool {
+        try ProcessRunner.run("/usr/bin/python3", [WebSocketUpstream.script, "client", "--url", url] + arguments, timeout: 60)
+    }
+    guard let line = output.stdout.split(separator: "\n").last,
+          let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+        throw GatewayTestError("no report from the WebSocket client: \(output.stdout) \(output.stderr)")
+    }
+    return report
+}
+
+private func headers(of report: [String: Any], _ key: String = "response_headers") -> [(String, String)] {
+    ((report[key] as? [[String]]) ?? []).compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
+}
+
+/// WebSockets through a `websocket: true` route: the handshake is an upstream call like any other (credentials,
+/// forwarding headers, request id, access log), and after the upstream's 101 both connections are one byte tunnel.
+@Suite(.serialized) struct GatewayWebSocketTests {
+    static let token = "ws-upstream-token-7f3a"
+
+    private func config(upstream: String, extra: String = "") -> String {
+        """
+        \(GatewayProcess.listeners)
+        upstreams:
+          chat:
+            base_url: "\(upstream)"
+            access_token: { type: bearer, token: "\(Self.token)" }
+        \(extra)
+        routes:
+          - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+          - { name: plain, match: { path_prefix: /plain }, upstream: chat, rewrite: { strip_prefix: /plain } }
+        """
+    }
+
+    @Test func messagesGoBothWaysWithTheUpstreamsCredentialsAndAreLogged() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let megabyte = 1 << 20
+        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/echo?room=7", [
+            "--messages", "3", "--size", String(megabyte), "--header", "Authorization: Bearer the-clients-own",
+        ])
+        #expect(report["ok"] as? Bool == true, "\(report)")
+        #expect(report["echoed"] as? Int == 6)
+        #expect(report["pong"] as? Bool == true, "control frames pass too")
+        #expect(report["close_code"] as? Int == 1000, "the close handshake goes through")
+        let answer = headers(of: report)
+        let requestID = try #require(header("X-Request-Id", in: answer))
+        #expect(header("Sec-WebSocket-Accept", in: answer) != nil)
+
+        let handshake = try #require(upstream.handshakes.last)
+        #expect(handshake.path == "/echo?room=7", "rewritten like any request on the route")
+        #expect(header("Authorization", in: handshake.headers) == "Bearer \(Self.token)",
+                "the upstream's token replaces the client's")
+        #expect(!handshake.headers.contains { $0.1.contains("the-clients-own") })
+        #expect(header("Upgrade", in: handshake.headers) == "websocket")
+        #expect(header("Connection", in: handshake.headers) == "Upgrade")
+        #expect(header("X-Request-Id", in: handshake.headers) == requestID)
+        #expect(header("X-Forwarded-For", in: handshake.headers) == "127.0.0.1")
+        #expect(header("Sec-WebSocket-Key", in: handshake.headers) != nil)
+
+        let line = try #require(await gateway.accessLog(atLeast: 1).first)
+        #expect(line["status"] as? Int == 101)
+        #expect(line["route"] as? String == "chat")
+        #expect(line["request_id"] as? String == requestID)
+        #expect((line["bytes_in"] as? Int ?? 0) > 3 * megabyte, "the client's frames, counted: \(line)")
+        #expect((line["bytes_out"] as? Int ?? 0) > 3 * megabyte, "the upstream's frames, counted: \(line)")
+        #expect(line["upstream_error"] == nil || line["upstream_error"] is NSNull, "\(line)")
+        #expect(!gateway.stdout.contains(Self.token) && !gateway.stderr.contains(Self.token))
+    }
+
+    @Test func theUpstreamsCloseReachesTheClient() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/bye", ["--expect-bye"])
+        #expect(report["ok"] as? Bool == true, "\(report)")
+        #expect(report["close_code"] as? Int == 4001)
+        #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 101)
+    }
+
+    @Test func aRefusedHandshakeIsTheUpstreamsAnswer() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/refuse")
+        #expect(report["status"] as? Int == 403, "\(report)")
+        let refused = headers(of: report, "refused_headers")
+        #expect(header("X-Refused", in: refused) == "yes")
+        #expect(header("X-Request-Id", in: refused) != nil)
+        #expect(header("Upgrade", in: refused) == nil)
+        #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 403)
+    }
+
+    /// reliability.md H1-39: a route without `websocket: true` does not forward the upgrade.
+    @Test func anUpgradeOnARouteWithoutWebsocketIsNotForwarded() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/plain/echo")
+        #expect(report["status"] as? Int == 426, "the upstream saw a plain GET: \(report)")
+        let handshake = try #require(upstream.handshakes.last)
+        #expect(header("Upgrade", in: handshake.headers) == nil)
+        #expect(header("Connection", in: handshake.headers) == nil)
+    }
+
+    @Test func wssToTheGatewayAndToAnHTTPSUpstream() async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-wss")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let upstream = try await WebSocketUpstream(tls: (files.cert, files.key))
+        let tlsPort = try freeLoopbackPort()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              chat:
+                base_url: "https://localhost:\(upstream.port)"
+                tls: { ca_file: \(files.ca) }
+                access_token: { type: bearer, token: "\(Self.token)" }
+            routes:
+              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+            """)
+        let report = try await webSocketClient("wss://localhost:\(tlsPort)/ws/echo", [
+            "--ca", files.ca, "--messages", "2", "--size", String(256 * 1024),
+        ])
+        #expect(report["ok"] as? Bool == true, "\(report)")
+        #expect(report["echoed"] as? Int == 4)
+        let handshake = try #require(upstream.handshakes.last)
+        #expect(header("X-Forwarded-Proto", in: handshake.headers) == "https")
+        #expect(header("Authorization", in: handshake.headers) == "Bearer \(Self.token)")
+        #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 101)
+    }
+
+    @Test func anUnreachableUpstreamIsA502() async throws {
+        let closedPort = try freeLoopbackPort()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(closedPort)"))
+        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/echo")
+        #expect(report["status"] as? Int == 502, "\(report)")
+        let line = try #require(await gateway.accessLog(atLeast: 1).first)
+        #expect(line["status"] as? Int == 502)
+    }
+
+    /// A drain waits for open tunnels up to `drain_timeout`, then closes them (their clients reconnect elsewhere);
+    /// each still gets its access-log line.
+    @Test func aDrainClosesOpenTunnelsAtItsTimeout() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              limits: { drain_timeout: 1s }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              chat: { base_url: "http://127.0.0.1:\(upstream.port)" }
+            routes:
+              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+            """)
+        let url = "ws://127.0.0.1:\(gateway.port)/ws/silent"
+        async let report = webSocketClient(url, ["--wait-close", "20"])
+        for _ in 0..<100 where upstream.handshakes.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(200))
+        let stopping = ContinuousClock.now
+        let status = gateway.stop(timeout: 10)
+        let stopped = ContinuousClock.now - stopping
+        #expect(status == 0)
+        #expect(stopped < .seconds(5), "the drain ended at its timeout: \(stopped)")
+        let closed = try await report
+        #expect(closed["ok"] as? Bool == true, "the client saw its tunnel close: \(closed)")
+        #expect(gateway.accessLog.first?["status"] as? Int == 101, "\(gateway.stdout)")
+    }
+
+    /// The upstream's `timeout.response` is the tunnel's idle limit (nginx's `proxy_read_timeout`); the route's
+    /// `timeout` bounds only the handshake.
+    @Test func aSilentTunnelIsClosedAfterTheUpstreamsResponseTimeout() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              chat:
+                base_url: "http://127.0.0.1:\(upstream.port)"
+                timeout: { response: 1s }
+            routes:
+              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true,
+                  timeout: 300ms }
+            """)
+        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/silent", ["--wait-close", "10"])
+        #expect(report["ok"] as? Bool == true, "\(report)")
+        let closedAfter = try #require(report["closed_after"] as? Double)
+        #expect(closedAfter > 0.8 && closedAfter < 5, "closed after \(closedAfter) s, not at the route's 300 ms")
+        let line = try #require(await gateway.accessLog(atLeast: 1).first)
+        #expect(line["status"] as? Int == 101)
+        #expect((line["upstream_error"] as? String)?.contains("timed out") == true, "\(line)")
+    }
+}
