@@ -29,7 +29,7 @@ public struct HTTPClientRequest: Sendable {
         /// caller's, e.g. a WebSocket handshake). When the server answers `101 Switching Protocols`, the connection
         /// is the new protocol's: the stream's bytes are sent on it as they are, with back-pressure, and the
         /// response's body is every byte the server sends after its head, until it closes (streamed; collected by
-        /// `execute(_:)`). When the stream ends the connection is closed (after what was queued is sent); it is
+        /// `execute(_:)`, up to ``HTTPClient/Configuration/maxResponseBodyBytes``). When the stream ends the connection is closed (after what was queued is sent); it is
         /// never reused. The request deadline bounds only the wait for the head; after a 101 the response timeout
         /// is the longest time with no bytes either way. Any other answer is an ordinary response, and the stream
         /// is never pulled. HTTP/1.1 only: fails with ``HTTPClientError/upgradeRequiresHTTP1`` when the client may

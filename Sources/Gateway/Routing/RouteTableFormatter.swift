@@ -14,6 +14,7 @@ public enum RouteTableFormatter {
             if config.coalesce {
                 flags.append(config.coalesceVary.isEmpty ? "coalesce" : "coalesce(vary: \(config.coalesceVary.joined(separator: ",")))")
             }
+            if config.websocket { flags.append("websocket") }
             if let clients = config.clients { flags.append("clients: \(clients.joined(separator: ","))") }
             if let timeout = config.timeout { flags.append("timeout \(timeout.configDescription)") }
             if let retries = config.retries { flags.append("attempts \(retries.attempts)") }

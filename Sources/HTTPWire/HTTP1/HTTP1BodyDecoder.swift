@@ -23,6 +23,7 @@ struct HTTP1BodyDecoder: Sendable {
     static let maxChunkLineBytes = 4096
 
     var state: State
+    /// The body bytes counted against `maxBodyBytes` so far (chunked or read until close).
     private var chunkedTotal: Int64 = 0
     private var scanned = 0
     private var trailerBytes = 0
@@ -62,7 +63,12 @@ struct HTTP1BodyDecoder: Sendable {
                 return .body(buffer.read(Int(take)))
 
             case .untilClose:
-                if buffer.readableCount > 0 { return .body(buffer.read(buffer.readableCount)) }
+                if buffer.readableCount > 0 {
+                    let (total, overflow) = chunkedTotal.addingReportingOverflow(Int64(buffer.readableCount))
+                    guard !overflow, total <= maxBodyBytes else { return failure(413, "body too large") }
+                    chunkedTotal = total
+                    return .body(buffer.read(buffer.readableCount))
+                }
                 if eof { state = .finished; continue }
                 return .needMore
 

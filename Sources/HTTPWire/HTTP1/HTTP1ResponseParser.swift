@@ -94,8 +94,9 @@ public struct HTTP1ResponseParser: Sendable {
     /// Prepares for the response to a request sent with `method` (a response to HEAD has no body whatever its
     /// headers say). With `bodyLimited: false` the body of this response may exceed `maxBodyBytes` (a caller that
     /// streams it rather than collecting it). With `upgrade`, the request asked to switch protocols (`Upgrade`): a
-    /// `101 Switching Protocols` is then the final response, framed ``HTTP1ResponseBodyFraming/untilClose`` with no
-    /// size limit, so that every byte after its head, until the server closes, is `.body` (the new protocol's).
+    /// `101 Switching Protocols` is then the final response, framed ``HTTP1ResponseBodyFraming/untilClose`` (with
+    /// the body limit, unless lifted), so that every byte after its head, until the server closes, is `.body` (the
+    /// new protocol's).
     /// Call it before writing the request. If unexpected bytes arrived, or a response is still in progress, the next
     /// event is an error.
     public mutating func expectResponse(to method: HTTPMethod, bodyLimited: Bool = true, upgrade: Bool = false) {
@@ -282,7 +283,7 @@ public struct HTTP1ResponseParser: Sendable {
     private mutating func finishHead() -> HTTP1ResponseEvent? {
         let head = HTTPResponseHead(status: status, reason: reason, version: version, headers: fields.headers)
         if status == 101 && upgradeRequested {
-            body = HTTP1BodyDecoder(state: .untilClose, maxBodyBytes: .max, maxTrailerBytes: 0, maxTrailers: 0,
+            body = HTTP1BodyDecoder(state: .untilClose, maxBodyBytes: limits.maxBodyBytes ?? .max, maxTrailerBytes: 0, maxTrailers: 0,
                                     errorStatus: Self.errorStatus)
             resetHead()
             state = .body

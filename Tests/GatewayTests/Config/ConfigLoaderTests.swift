@@ -499,6 +499,8 @@ import Testing
           - { name: rest, match: { path_prefix: /api }, upstream: a }
         """).get()
         #expect(good.routes.map(\.websocket) == [true, false])
+        let rows = RouteTableFormatter.rows(RouteTable(config: good))
+        #expect(rows.first { $0[1] == "ws" }?.last == "websocket", "`routes` shows it")
         let text = """
         upstreams:
           a: { base_url: "http://127.0.0.1:1" }

@@ -138,13 +138,26 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
             .body(bytes(tunnel)), .end,
         ]
         for sizes in [nil, [1], randomSizes(seed: 9)] {
-            #expect(responseEvents(input, sizes: sizes, close: true, limits: .init(maxBodyBytes: 4), upgrade: true).events
-                    == expected, "no body limit applies to the new protocol's bytes")
+            #expect(responseEvents(input, sizes: sizes, close: true, upgrade: true).events == expected)
+        }
+        guard case .error? = responseEvents(input, close: true, limits: .init(maxBodyBytes: 4), upgrade: true).events.last else {
+            Issue.record("a collected tunnel keeps the body limit")
+            return
         }
         guard case .error? = responseEvents(input, close: true).events.last else {
             Issue.record("a 101 without an upgrade request must stay an error")
             return
         }
+    }
+
+    @Test func aCloseDelimitedBodyKeepsTheBodyLimit() {
+        let input = bytes("HTTP/1.1 200 OK\r\n\r\n" + String(repeating: "x", count: 10))
+        #expect(responseEvents(input, close: true, limits: .init(maxBodyBytes: 10)).events.last == .end)
+        guard case .error(let error)? = responseEvents(input, close: true, limits: .init(maxBodyBytes: 9)).events.last else {
+            Issue.record("a body read until close must not grow past the limit")
+            return
+        }
+        #expect(error.status == 502)
     }
 
     @Test func tooManyInformationalResponses() {
