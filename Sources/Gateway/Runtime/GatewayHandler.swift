@@ -16,6 +16,9 @@ final class GatewayHandler: HTTPServerHandler {
     private let requestIDs = RequestIDGenerator()
     /// Requests in `handle` now: the drain waits for the ones the server cancelled to write their access-log line.
     private let running = Atomic<Int>(0)
+    /// Relayed responses (long bodies, WebSocket tunnels) whose access-log line is not written yet: the drain waits
+    /// for the ones it cut too.
+    private let relaying = AtomicCounter()
 
     init(state: GatewayStateBox) {
         self.state = state
@@ -128,11 +131,12 @@ final class GatewayHandler: HTTPServerHandler {
     /// The status logged for a request whose answer could not be delivered (see `handle`).
     static let abandonedStatus = 499
 
-    /// Waits (polling, bounded by `timeout`) until no request is in `handle`: after the server cancelled the ones
-    /// that outlived the drain, they still record their access-log line and metrics before the process exits.
+    /// Waits (polling, bounded by `timeout`) until no request is in `handle` and no relayed response is still to be
+    /// logged: after the server cancelled the ones that outlived the drain (and closed the connections of relayed
+    /// bodies and tunnels), they still record their access-log line and metrics before the process exits.
     func waitUntilIdle(timeout: Duration) async {
         let deadline = ContinuousClock.now + timeout
-        while running.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+        while (running.load(ordering: .acquiring) > 0 || relaying.value > 0) && ContinuousClock.now < deadline {
             try? await _Concurrency.Task.sleep(for: .milliseconds(5))
         }
     }
@@ -405,7 +409,7 @@ final class GatewayHandler: HTTPServerHandler {
             }
             if let streamed = response.streamedBody {
                 let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started,
-                                             tunnel: response.statusCode == 101 ? tunnel : nil)
+                                             tunnel: response.statusCode == 101 ? tunnel : nil, pending: relaying)
                 exchange.relayLog = log
                 let relayed = StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop, log: log)
                 return HTTPServerResponse(head: head, body: .stream(relayed))

@@ -1,4 +1,5 @@
 import Locking
+import NetCore
 
 /// The access-log line of a response whose body is relayed as it arrives: written once the body has ended or was cut
 /// (not when the head goes out), with the bytes actually relayed, the whole duration, and why it was cut, if it was.
@@ -15,11 +16,16 @@ final class RelayedResponseLog: Sendable {
     private let started: ContinuousClock.Instant
     /// A WebSocket's client side, whose bytes are the line's `bytes_in`.
     private let tunnel: WebSocketTunnel?
+    /// Counts the lines not written yet (one from here until this one is).
+    private let pending: AtomicCounter?
 
-    init(telemetry: Telemetry, started: ContinuousClock.Instant, tunnel: WebSocketTunnel? = nil) {
+    init(telemetry: Telemetry, started: ContinuousClock.Instant, tunnel: WebSocketTunnel? = nil,
+         pending: AtomicCounter? = nil) {
         self.telemetry = telemetry
         self.started = started
         self.tunnel = tunnel
+        self.pending = pending
+        _ = pending?.add(1)
     }
 
     /// The request's record, complete but for the body.
@@ -47,5 +53,6 @@ final class RelayedResponseLog: Sendable {
         record.duration = ContinuousClock.now - started
         if let cut = outcome.cut { record.upstreamError = record.upstreamError ?? cut }
         telemetry.record(record)
+        _ = pending?.add(-1)
     }
 }
