@@ -154,7 +154,7 @@ final class HTTPClientExchange {
         bodyPumpPaused = false
         bodyBytesQueued = 0
         isBodyComplete = false
-        bodyPump = RequestBodyPump.start(streamedBody, loop: loop, onEvent: onEvent)
+        bodyPump = RequestBodyPump.start(streamedBody, loop: loop, pullsOnLoop: switchedProtocols, onEvent: onEvent)
     }
 
     /// Stops pulling the streamed body (the attempt ended, or the server does not want the rest).

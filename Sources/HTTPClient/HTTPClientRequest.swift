@@ -27,7 +27,8 @@ public struct HTTPClientRequest: Sendable {
         case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
         /// No body, and a request to switch protocols (its `Upgrade` and `Connection: Upgrade` fields are the
         /// caller's, e.g. a WebSocket handshake). When the server answers `101 Switching Protocols`, the connection
-        /// is the new protocol's: the stream's bytes are sent on it as they are, with back-pressure, and the
+        /// is the new protocol's: the stream's bytes are sent on it as they are, with back-pressure (pulled by a
+        /// task on the connection's event loop: the stream must not block), and the
         /// response's body is every byte the server sends after its head, until it closes (streamed; collected by
         /// `execute(_:)`, up to ``HTTPClient/Configuration/maxResponseBodyBytes``). When the stream ends the connection is closed (after what was queued is sent); it is
         /// never reused. The request deadline bounds only the wait for the head; after a 101 the response timeout

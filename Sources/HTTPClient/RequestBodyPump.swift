@@ -39,12 +39,15 @@ final class RequestBodyPump: Sendable {
 
     private init() {}
 
-    /// Starts pulling `body`; `onEvent` runs on `loop`, once per event.
-    static func start(_ body: StreamedRequestBody, loop: EventLoop,
+    /// Starts pulling `body`; `onEvent` runs on `loop`, once per event. With `pullsOnLoop` the pulling task prefers
+    /// `loop` itself instead of the global executor: for a producer that only hands over what the loop gave it (a
+    /// tunnel's bytes), which then costs no thread hop per chunk.
+    static func start(_ body: StreamedRequestBody, loop: EventLoop, pullsOnLoop: Bool = false,
                       onEvent: @escaping (RequestBodyPump, Event) -> Void) -> RequestBodyPump {
         let pump = RequestBodyPump()
         let handler = UncheckedSendable(onEvent)
-        let task = Task(executorPreference: globalConcurrentExecutor) {
+        let executor: any TaskExecutor = pullsOnLoop ? loop : globalConcurrentExecutor
+        let task = Task(executorPreference: executor) {
             await pump.run(body) { event in loop.execute { handler.value(pump, event) } }
         }
         let stopped = pump.state.withLock { state -> Bool in
