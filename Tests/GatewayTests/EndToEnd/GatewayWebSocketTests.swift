@@ -13,13 +13,16 @@ private final class WebSocketUpstream {
     let process = Process()
     let port: Int
     private let recordPath: String
+    private let progressPath: String
 
     init(tls: (cert: String, key: String)? = nil) async throws {
         let directory = ProcessRunner.temporaryDirectory("websocket-upstream")
         let portFile = "\(directory)/port"
         recordPath = "\(directory)/handshakes.jsonl"
+        progressPath = "\(directory)/progress"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        var arguments = [Self.script, "server", "--port-file", portFile, "--record", recordPath, "--lifetime", "120"]
+        var arguments = [Self.script, "server", "--port-file", portFile, "--record", recordPath, "--lifetime", "120",
+                         "--progress", progressPath]
         if let tls { arguments += ["--cert", tls.cert, "--key", tls.key] }
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
@@ -43,6 +46,11 @@ private final class WebSocketUpstream {
                   let path = object["path"] as? String, let headers = object["headers"] as? [[String]] else { return nil }
             return (path, headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil })
         }
+    }
+
+    /// The MiB a `/flood` connection has sent so far.
+    var floodedMebibytes: Int {
+        Int((try? String(contentsOfFile: progressPath, encoding: .utf8)) ?? "") ?? 0
     }
 
     deinit {
@@ -196,6 +204,47 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(report["status"] as? Int == 502, "\(report)")
         let line = try #require(await gateway.accessLog(atLeast: 1).first)
         #expect(line["status"] as? Int == 502)
+    }
+
+    /// Back-pressure through the tunnel (reliability.md UP-08's bound for tunnels): an upstream sending as fast as it
+    /// can to a client that reads 2.5 MiB/s gets only as far ahead as the buffers in between, and the gateway's memory
+    /// stays flat; then the client reads the rest at full speed and gets every byte.
+    @Test func aFloodingUpstreamIsHeldBackByASlowClientInBoundedMemory() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let pid = gateway.process.processIdentifier
+        _ = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/echo", ["--messages", "1"])
+        let idle = ProcessMemory.resident(pid)
+        let mebibytes = 256
+        let client = try RawClient(port: gateway.port)
+        client.send("GET /ws/flood?mb=\(mebibytes) HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        let head = client.read(until: { $0.contains("\r\n\r\n") })
+        #expect(head.hasPrefix("HTTP/1.1 101 "), "\(head)")
+        var taken = head.utf8.count - (head.range(of: "\r\n\r\n").map { head.distance(from: head.startIndex, to: $0.upperBound) } ?? 0)
+        var peak = idle
+        var buffer = [UInt8](repeating: 0, count: 128 * 1024)
+        for _ in 0..<60 {
+            let count = recv(client.fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count > 0 { taken += count }
+            peak = max(peak, ProcessMemory.resident(pid))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let ahead = upstream.floodedMebibytes - taken >> 20
+        #expect(taken > 1 << 20, "the slow client was served: \(taken) bytes")
+        #expect(ahead < 64, "the upstream got \(ahead) MiB ahead of the client")
+        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB while the client was slow")
+        // Every 1 MiB message is framed with 10 bytes; the upstream's close frame follows.
+        let whole = mebibytes * ((1 << 20) + 10)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while taken < whole, ContinuousClock.now < deadline {
+            let count = recv(client.fd, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            taken += count
+            peak = max(peak, ProcessMemory.resident(pid))
+        }
+        #expect(taken >= whole, "the whole flood arrived: \(taken) of \(whole) bytes")
+        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB relaying \(mebibytes) MiB")
     }
 
     /// A drain waits for open tunnels up to `drain_timeout`, then closes them (their clients reconnect elsewhere);

@@ -8,6 +8,8 @@ server: an upstream on 127.0.0.1 (TLS with --cert/--key). It writes its port to 
       /bye...    answers the first message with "bye" and closes with code 4001
       /refuse... refuses the handshake with 403 and a body
       /silent... reads and says nothing
+      /flood?mb=N sends N binary messages of 1 MiB as fast as the connection takes them (writing how many it has
+                 sent to --progress after each), then closes
 client: connects to --url (verifying TLS with --ca), sends --messages text messages and --messages binary ones of
     --size bytes, checks every echo, pings and awaits the pong, closes normally, and prints one JSON line with what
     happened. --expect-bye sends one message and expects "bye" and code 4001 instead; --wait-close N sends one
@@ -41,6 +43,15 @@ async def serve(args):
                 await ws.recv()
                 await ws.send("bye")
                 await ws.close(code=4001, reason="bye")
+            elif path.startswith("/flood"):
+                mb = int(path.split("mb=")[1].split("&")[0])
+                chunk = bytes(1 << 20)
+                for sent in range(1, mb + 1):
+                    await ws.send(chunk)
+                    if args.progress:
+                        with open(args.progress, "w") as f:
+                            f.write(str(sent))
+                await ws.close()
             elif path.startswith("/silent"):
                 async for _ in ws:
                     pass
@@ -55,7 +66,7 @@ async def serve(args):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.cert, args.key)
     async with websockets.serve(handler, "127.0.0.1", 0, process_request=process_request, ssl=context,
-                                max_size=None, ping_interval=None) as server:
+                                max_size=None, ping_interval=None, compression=None) as server:
         port = server.sockets[0].getsockname()[1]
         with open(args.port_file + ".tmp", "w") as f:
             f.write(str(port))
@@ -126,6 +137,7 @@ def main():
     s.add_argument("--cert")
     s.add_argument("--key")
     s.add_argument("--lifetime", type=float, default=120)
+    s.add_argument("--progress")
     c = sub.add_parser("client")
     c.add_argument("--url", required=True)
     c.add_argument("--ca")
