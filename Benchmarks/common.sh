@@ -1,4 +1,4 @@
-# Sourced by the gateway benchmarks (coalesce.sh, gzip.sh, h2.sh, layers.sh, profile.sh, relay.sh) after they set RUN_DIR and any of lib.sh's knobs:
+# Sourced by the gateway benchmarks (coalesce.sh, gzip.sh, h2.sh, layers.sh, profile.sh, relay.sh, websocket.sh) after they set RUN_DIR and any of lib.sh's knobs:
 # finds the repository and the shared harness (../shared/bench, or SHARED_BENCH=), sources the harness's lib.sh, and
 # defines what those scripts share beyond it.
 #   ROOT, HERE (Benchmarks/), SHARED_BENCH (absolute)
