@@ -102,7 +102,7 @@ public struct ConfigLoader: Sendable {
         } catch {
             return .failure(ConfigErrors([ConfigLoader.syntaxProblem(error, file: path)]))
         }
-        let reader = YAMLReader(file: path, environment: environment)
+        let reader = YAMLReader(file: path, environment: environment, readFile: readFile)
         var builder = Builder(reader: reader, loader: self, path: path)
         let config = builder.build(root: root ?? .mapping(Node.Mapping([])))
         if reader.problems.isEmpty, let config { return .success(config) }

@@ -1,15 +1,18 @@
 import Yams
 
-/// A scalar after `${NAME}` interpolation.
+/// A scalar after `${NAME}` and `${file:PATH}` interpolation.
 struct ScalarValue {
     var text: String
-    /// Whether any part came from the environment: such a value is never printed in a message.
+    /// Whether any part came from the environment or a secret file: such a value is never printed in a message.
     var fromEnvironment: Bool
     var line: Int
+    /// Whether a part came from a secret file (`${file:PATH}`).
+    var fromSecretFile = false
 
     /// `'text'` for messages (its first 80 characters, then `…`), or a neutral phrase when the value came from the
-    /// environment.
+    /// environment or a secret file.
     var shown: String {
+        if fromSecretFile { return "a value from a secret file" }
         if fromEnvironment { return "a value from the environment" }
         return text.count > 80 ? "'\(text.prefix(80))…'" : "'\(text)'"
     }
@@ -19,11 +22,17 @@ struct ScalarValue {
 final class YAMLReader {
     let file: String
     let environment: [String: String]
+    /// Reads a secret file (`${file:PATH}`), its path already resolved.
+    private let readFile: (String) -> [UInt8]?
     private(set) var problems: [ConfigProblem] = []
 
-    init(file: String, environment: [String: String]) {
+    /// The largest secret file read for `${file:PATH}`.
+    static let maxSecretFileBytes = 64 * 1024
+
+    init(file: String, environment: [String: String], readFile: @escaping (String) -> [UInt8]? = { _ in nil }) {
         self.file = file
         self.environment = environment
+        self.readFile = readFile
     }
 
     func report(line: Int, _ path: String, _ reason: String) {
@@ -117,11 +126,13 @@ final class YAMLReader {
         return interpolate(scalar.string, line: nodeLine, path: path)
     }
 
-    /// Replaces `${NAME}` from the environment; `$${` is a literal `${`.
+    /// Replaces `${NAME}` from the environment and `${file:PATH}` with the contents of the file at `PATH` (relative to
+    /// the configuration file's directory; trailing line breaks dropped); `$${` is a literal `${`.
     func interpolate(_ text: String, line: Int, path: String) -> ScalarValue? {
         guard text.contains("$") else { return ScalarValue(text: text, fromEnvironment: false, line: line) }
         var output = ""
         var fromEnvironment = false
+        var fromSecretFile = false
         var failed = false
         var rest = Substring(text)
         while let dollar = rest.firstIndex(of: "$") {
@@ -143,6 +154,18 @@ final class YAMLReader {
             }
             let name = after[after.index(after: after.startIndex)..<close]
             rest = after[after.index(after: close)...]
+            if name.hasPrefix("file:") {
+                switch secretFile(String(name.dropFirst("file:".count))) {
+                case .success(let contents):
+                    output += contents
+                    fromEnvironment = true
+                    fromSecretFile = true
+                case .failure(let problem):
+                    report(line: line, path, problem.reason)
+                    failed = true
+                }
+                continue
+            }
             guard YAMLReader.isVariableName(name) else {
                 report(line: line, path, "invalid environment variable name in '${...}'")
                 failed = true
@@ -157,7 +180,37 @@ final class YAMLReader {
             fromEnvironment = true
         }
         output += rest
-        return failed ? nil : ScalarValue(text: output, fromEnvironment: fromEnvironment, line: line)
+        return failed ? nil : ScalarValue(text: output, fromEnvironment: fromEnvironment, line: line,
+                                          fromSecretFile: fromSecretFile)
+    }
+
+    /// Why a secret file could not be used (its path is named, never its contents).
+    struct SecretFileProblem: Error {
+        var reason: String
+    }
+
+    /// The contents of the secret file at `path` (resolved against the configuration file's directory), without
+    /// trailing line breaks: what `echo token > file` and mounted secrets both give as the token.
+    private func secretFile(_ path: String) -> Result<String, SecretFileProblem> {
+        guard !path.isEmpty else { return .failure(SecretFileProblem(reason: "empty path in '${file:...}'")) }
+        let resolved = path.hasPrefix("/") ? path : YAMLReader.directory(of: file) + path
+        guard let bytes = readFile(resolved) else {
+            return .failure(SecretFileProblem(reason: "cannot read the secret file \(resolved)"))
+        }
+        guard bytes.count <= YAMLReader.maxSecretFileBytes else {
+            return .failure(SecretFileProblem(reason: "the secret file \(resolved) is larger than 64 KiB"))
+        }
+        guard var text = String(validating: bytes, as: UTF8.self) else {
+            return .failure(SecretFileProblem(reason: "the secret file \(resolved) is not valid UTF-8"))
+        }
+        while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
+        return .success(text)
+    }
+
+    /// The directory part of `file` with a trailing `/`, or "" for a file in the working directory.
+    static func directory(of file: String) -> String {
+        guard let slash = file.lastIndex(of: "/") else { return "" }
+        return String(file[...slash])
     }
 
     static func isVariableName(_ name: Substring) -> Bool {

@@ -363,6 +363,40 @@ import Testing
         ])
     }
 
+    @Test func secretFilesAreReadRelativeToTheConfigurationWithoutTheirLineBreak() throws {
+        let text = """
+        upstreams:
+          a:
+            base_url: "http://127.0.0.1:1"
+            access_token: { token: "${file:secrets/token}" }
+            headers: { X-Key: "key-${file:secrets/key}-${SUFFIX}" }
+          b:
+            base_url: "http://127.0.0.1:2"
+            credentials: { user: svc, password: "${file:/run/secrets/password}" }
+        routes: []
+        """
+        let files = ["conf/secrets/token": "t0ken\n", "/run/secrets/password": "pa ss\r\n\n", "conf/secrets/key": "k"]
+        let loaded = try config(text, env: ["SUFFIX": "s"], files: files)
+        let upstream = try #require(loaded.upstream(named: "a"))
+        #expect(upstream.accessToken?.authorizationValue == "Bearer t0ken")
+        #expect(loaded.upstream(named: "b")?.credentials?.password.value == "pa ss")
+        #expect(upstream.headers.first(name: "X-Key") == "key-k-s")
+        #expect(problems(text, env: ["SUFFIX": "s"], files: ["conf/secrets/key": "k"]) == [
+            "conf/gw.yaml:4: upstreams.a.access_token.token: cannot read the secret file conf/secrets/token",
+            "conf/gw.yaml:8: upstreams.b.credentials.password: cannot read the secret file /run/secrets/password",
+        ])
+        let misused = """
+        server: { threads: "${file:threads}" }
+        upstreams: { a: { base_url: "http://127.0.0.1:1", access_token: { token: "${file:big}" } } }
+        routes: []
+        """
+        let big = String(repeating: "x", count: 64 * 1024 + 1)
+        #expect(problems(misused, files: ["conf/threads": "s3cret-not-a-number", "conf/big": big]) == [
+            "conf/gw.yaml:1: server.threads: expected an integer, got a value from a secret file",
+            "conf/gw.yaml:2: upstreams.a.access_token.token: the secret file conf/big is larger than 64 KiB",
+        ])
+    }
+
     @Test func secretsFromTheEnvironmentNeverAppearInMessages() {
         let text = """
         server:

@@ -570,6 +570,47 @@ import Glibc
         #expect(gateway.stdout.contains("routes[4].upstream"))
     }
 
+    /// A token read from a secret file (`${file:PATH}`, as mounted secrets are) is rotated by SIGHUP: the file is read
+    /// again by the reload, which `${ENV}` cannot do for a running process. Neither token reaches the log.
+    @Test func aReloadRotatesATokenReadFromASecretFile() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let directory = ProcessRunner.temporaryDirectory("gateway-secret-file")
+        let tokenFile = "\(directory)/token"
+        try "first-rotating-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let config = """
+            \(GatewayProcess.listeners)
+            upstreams:
+              api:
+                base_url: "http://127.0.0.1:\(upstream.port)"
+                access_token: { type: bearer, token: "${file:\(tokenFile)}" }
+            routes:
+              - { name: api, match: { path_prefix: /api }, upstream: api }
+            """
+        let gateway = try await GatewayProcess(config: config)
+        let client = HTTPClient()
+        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/a")).status == 200)
+        #expect(upstream.requests.last?.head.headers.first(name: "Authorization") == "Bearer first-rotating-token")
+        try "second-rotating-token\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        gateway.signal(SIGHUP)
+        var seen: String?
+        for _ in 0..<40 {
+            _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/b"))
+            seen = upstream.requests.last?.head.headers.first(name: "Authorization")
+            if seen == "Bearer second-rotating-token" { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(seen == "Bearer second-rotating-token", "the reload read the file again")
+        // A file that cannot be read rejects the reload; the last token keeps serving.
+        try FileManager.default.removeItem(atPath: tokenFile)
+        gateway.signal(SIGHUP)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/c")).status == 200)
+        #expect(upstream.requests.last?.head.headers.first(name: "Authorization") == "Bearer second-rotating-token")
+        gateway.stop()
+        #expect(gateway.stdout.contains("cannot read the secret file \(tokenFile)"), "\(gateway.stdout)")
+        #expect(!(gateway.stdout + gateway.stderr).contains("rotating-token"))
+    }
+
     @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
         let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
