@@ -205,6 +205,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         exchange.lastSendProgress = connection.loop.roundTime
         pendingHead = nil
         chunkedUpload = false
+        // The idle limit may be shorter than the response timeout the timer was armed for.
+        armResponseTimer(for: exchange)
         exchange.startBodyPump { [weak self, weak exchange] pump, event in
             guard let self, let exchange, self.exchange === exchange, exchange.bodyPump === pump else { return }
             self.upload(event, from: pump, for: exchange)

@@ -299,14 +299,16 @@ public final class HTTPClient: Sendable {
         let body: [UInt8]
         let streamedBody: StreamedRequestBody?
         var upgradeBody: StreamedRequestBody?
+        var tunnelIdleTimeout: Duration?
         switch request.body {
         case .none:
             body = []
             streamedBody = nil
-        case .upgrade(let stream):
+        case .upgrade(let stream, let idleTimeout):
             body = []
             streamedBody = nil
             upgradeBody = .stream(stream, length: nil)
+            tunnelIdleTimeout = idleTimeout
         case .bytes(let bytes):
             body = bytes
             streamedBody = nil
@@ -340,6 +342,7 @@ public final class HTTPClient: Sendable {
             request: request, body: body, streamedBody: streamedBody, progress: progress,
             configuration: configuration, loop: loop, startedAt: now, deadline: deadlineNanos, client: self)
         exchange.upgradeBody = upgradeBody
+        exchange.tunnelIdleTimeout = tunnelIdleTimeout
         return PreparedExchange(exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
                                 addresses: addresses)
     }

@@ -29,6 +29,8 @@ final class HTTPClientExchange {
     var upgradeBody: StreamedRequestBody?
     /// The server answered the upgrade with 101: the connection carries the new protocol's bytes both ways.
     @exclusivity(unchecked) var switchedProtocols = false
+    /// After a 101: the longest time with no bytes either way, instead of the response timeout.
+    var tunnelIdleTimeout: Duration?
     let progress: HTTPClientProgress
     /// The client's settings the exchange reads, copied one by one: a copy of the whole configuration costs a
     /// reference count per string and array in it.
@@ -299,7 +301,7 @@ final class HTTPClientExchange {
     func responseDue() -> UInt64? {
         // After a 101 the deadline has done its work (the head arrived); bytes either way keep the tunnel open.
         var result = switchedProtocols ? nil : deadline
-        if let timeout = responseTimeout {
+        if let timeout = switchedProtocols ? tunnelIdleTimeout ?? responseTimeout : responseTimeout {
             var since = responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
             if switchedProtocols { since = max(since, lastSendProgress) }
             let candidate = since.addingSaturated(timeout.nanoseconds)

@@ -31,12 +31,13 @@ public struct HTTPClientRequest: Sendable {
         /// task on the connection's event loop: the stream must not block), and the
         /// response's body is every byte the server sends after its head, until it closes (streamed; collected by
         /// `execute(_:)`, up to ``HTTPClient/Configuration/maxResponseBodyBytes``). When the stream ends the connection is closed (after what was queued is sent); it is
-        /// never reused. The request deadline bounds only the wait for the head; after a 101 the response timeout
-        /// is the longest time with no bytes either way. Any other answer is an ordinary response, and the stream
+        /// never reused. The request deadline bounds only the wait for the head; after a 101 `idleTimeout` (nil: the
+        /// client's response timeout) is the longest time with no bytes either way. Any other answer is an ordinary
+        /// response, and the stream
         /// is never pulled. HTTP/1.1 only: fails with ``HTTPClientError/upgradeRequiresHTTP1`` when the client may
         /// speak HTTP/2 to the origin (``HTTPClient/Configuration/http2`` other than `.never`, on TLS or with
         /// `.always`).
-        case upgrade(AsyncThrowingStream<[UInt8], any Error>)
+        case upgrade(AsyncThrowingStream<[UInt8], any Error>, idleTimeout: Duration? = nil)
     }
 
     /// Where the request goes; pools are kept per origin. Stored, so that its `Host` header value and hash are not

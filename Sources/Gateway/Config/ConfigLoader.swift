@@ -782,6 +782,7 @@ private struct Builder {
             route.retries = options.retries
             route.rateLimit = options.rateLimit
             route.websocket = options.websocket
+            route.websocketIdleTimeout = options.websocketIdleTimeout
             if route.websocket, let item = map["websocket"] {
                 let line = reader.line(of: item.value)
                 if stubUpstreams.contains(upstreamName) {
@@ -842,6 +843,7 @@ private struct Builder {
         var retries: RouteConfig.Retries?
         var rateLimit: RateLimitConfig?
         var websocket = false
+        var websocketIdleTimeout: Duration?
     }
 
     func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?) -> RouteOptions? {
@@ -854,7 +856,21 @@ private struct Builder {
             if let value = reader.bool(item) { options.coalesce = value } else { ok = false }
         }
         if let item = map["websocket"] {
-            if let value = reader.bool(item) { options.websocket = value } else { ok = false }
+            if case .mapping = item.value {
+                // `{ idle_timeout: 10m }`: on, with its own idle limit.
+                if let settings = reader.mapping(item.value, item.path, allowed: ["idle_timeout"]) {
+                    options.websocket = true
+                    if let idle = settings["idle_timeout"] {
+                        if let value = reader.duration(idle) { options.websocketIdleTimeout = value } else { ok = false }
+                    }
+                } else {
+                    ok = false
+                }
+            } else if let value = reader.bool(item) {
+                options.websocket = value
+            } else {
+                ok = false
+            }
         }
         if let item = map["coalesce_vary"] {
             if let values = reader.list(item) {

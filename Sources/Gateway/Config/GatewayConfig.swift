@@ -581,6 +581,9 @@ public struct RouteConfig: Sendable, Equatable {
     /// a WebSocket handshake and, once the upstream answers 101, its connection becomes a byte tunnel both ways.
     /// Other requests on the route are proxied as usual; an upgrade on a route without it is not forwarded.
     public var websocket: Bool = false
+    /// How long a tunnel may carry nothing either way before it is closed (`websocket: { idle_timeout: }`); nil: the
+    /// upstream's `timeout.response`.
+    public var websocketIdleTimeout: Duration?
     /// API-key client names allowed on this route; `nil` = any caller the `clients` section admits.
     public var clients: [String]?
     /// The whole request's deadline, retries included.

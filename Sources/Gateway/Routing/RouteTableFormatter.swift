@@ -14,7 +14,9 @@ public enum RouteTableFormatter {
             if config.coalesce {
                 flags.append(config.coalesceVary.isEmpty ? "coalesce" : "coalesce(vary: \(config.coalesceVary.joined(separator: ",")))")
             }
-            if config.websocket { flags.append("websocket") }
+            if config.websocket {
+                flags.append(config.websocketIdleTimeout.map { "websocket(idle \($0.configDescription))" } ?? "websocket")
+            }
             if let clients = config.clients { flags.append("clients: \(clients.joined(separator: ","))") }
             if let timeout = config.timeout { flags.append("timeout \(timeout.configDescription)") }
             if let retries = config.retries { flags.append("attempts \(retries.attempts)") }

@@ -41,7 +41,7 @@ struct ForwardingHeadersPlugin: TransportPlugin {
             request.http.body = .stream(streamed.makeStream(), length: streamed.declaredLength)
         }
         if let tunnel = gateway.tunnel {
-            request.http.body = .upgrade(tunnel.makeStream())
+            request.http.body = .upgrade(tunnel.makeStream(), idleTimeout: tunnel.idleTimeout)
         }
     }
 }

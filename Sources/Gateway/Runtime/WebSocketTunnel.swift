@@ -13,9 +13,12 @@ import Synchronization
 final class WebSocketTunnel: Sendable {
     private let source: ByteStream
     private let relayed = Atomic<Int>(0)
+    /// The route's `websocket.idle_timeout`; nil leaves the upstream's `timeout.response`.
+    let idleTimeout: Duration?
 
-    private init(source: ByteStream) {
+    private init(source: ByteStream, idleTimeout: Duration?) {
         self.source = source
+        self.idleTimeout = idleTimeout
     }
 
     /// The tunnel for `request` when it is a WebSocket handshake the route relays: an HTTP/1.1 request asking to
@@ -25,7 +28,7 @@ final class WebSocketTunnel: Sendable {
                         upstream: UpstreamProvider) -> WebSocketTunnel? {
         guard route.websocket, upstream.tunnelProvider != nil, let input = request.upgradeInput,
               request.head.requestsUpgrade(to: "websocket") else { return nil }
-        return WebSocketTunnel(source: input)
+        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout)
     }
 
     /// The fields that turn the upstream request into the handshake (the client's own were dropped as hop-by-hop).

@@ -531,10 +531,13 @@ import Testing
         routes:
           - { name: ws, match: { path_prefix: /ws, methods: [GET] }, upstream: a, websocket: true }
           - { name: rest, match: { path_prefix: /api }, upstream: a }
+          - { name: long, match: { path_prefix: /long }, upstream: a, websocket: { idle_timeout: 10m } }
         """).get()
-        #expect(good.routes.map(\.websocket) == [true, false])
+        #expect(good.routes.map(\.websocket) == [true, false, true])
+        #expect(good.routes.map(\.websocketIdleTimeout) == [nil, nil, .seconds(600)])
         let rows = RouteTableFormatter.rows(RouteTable(config: good))
         #expect(rows.first { $0[1] == "ws" }?.last == "websocket", "`routes` shows it")
+        #expect(rows.first { $0[1] == "long" }?.last == "websocket(idle 10m)")
         let text = """
         upstreams:
           a: { base_url: "http://127.0.0.1:1" }
@@ -544,12 +547,16 @@ import Testing
           - { name: c, match: { path_prefix: /c }, upstream: a, coalesce: true, websocket: true }
           - { name: p, match: { path_prefix: /p, methods: [POST] }, upstream: a, websocket: true }
           - { name: t, match: { path_prefix: /t }, upstream: a, websocket: sometimes }
+          - { name: u, match: { path_prefix: /u }, upstream: a, websocket: { idle: 1m } }
+          - { name: v, match: { path_prefix: /v }, upstream: a, websocket: { idle_timeout: 0 } }
         """
         #expect(problems(text) == [
             "conf/gw.yaml:5: routes[0].websocket: a stub upstream cannot answer a WebSocket handshake (upstream 'fake' has stub)",
             "conf/gw.yaml:6: routes[1].websocket: a WebSocket route cannot coalesce (set coalesce: false)",
             "conf/gw.yaml:7: routes[2].websocket: a WebSocket handshake is a GET: add GET to match.methods",
             "conf/gw.yaml:8: routes[3].websocket: expected true or false, got 'sometimes'",
+            "conf/gw.yaml:9: routes[4].websocket.idle: unknown key (expected one of: idle_timeout)",
+            "conf/gw.yaml:10: routes[5].websocket.idle_timeout: must be greater than 0",
         ])
     }
 

@@ -277,8 +277,8 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(gateway.accessLog.first?["status"] as? Int == 101, "\(gateway.stdout)")
     }
 
-    /// The upstream's `timeout.response` is the tunnel's idle limit (nginx's `proxy_read_timeout`); the route's
-    /// `timeout` bounds only the handshake.
+    /// The upstream's `timeout.response` is the tunnel's idle limit (nginx's `proxy_read_timeout`) unless the route
+    /// sets `websocket: { idle_timeout: }`; the route's `timeout` bounds only the handshake.
     @Test func aSilentTunnelIsClosedAfterTheUpstreamsResponseTimeout() async throws {
         let upstream = try await WebSocketUpstream()
         let gateway = try await GatewayProcess(config: """
@@ -290,11 +290,17 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
             routes:
               - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true,
                   timeout: 300ms }
+              - { name: short, match: { path_prefix: /short }, upstream: chat, rewrite: { strip_prefix: /short },
+                  websocket: { idle_timeout: 400ms } }
             """)
         let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/silent", ["--wait-close", "10"])
         #expect(report["ok"] as? Bool == true, "\(report)")
         let closedAfter = try #require(report["closed_after"] as? Double)
         #expect(closedAfter > 0.8 && closedAfter < 5, "closed after \(closedAfter) s, not at the route's 300 ms")
+        // A route's own idle limit replaces the upstream's.
+        let short = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/short/silent", ["--wait-close", "10"])
+        let shortClosedAfter = try #require(short["closed_after"] as? Double, "\(short)")
+        #expect(shortClosedAfter > 0.3 && shortClosedAfter < 0.9, "closed after \(shortClosedAfter) s, not at 1 s")
         let line = try #require(await gateway.accessLog(atLeast: 1).first)
         #expect(line["status"] as? Int == 101)
         #expect((line["upstream_error"] as? String)?.contains("timed out") == true, "\(line)")
