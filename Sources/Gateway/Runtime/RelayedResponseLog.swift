@@ -49,7 +49,10 @@ final class RelayedResponseLog: Sendable {
     private func write(_ record: AccessRecord, _ outcome: (bytes: Int, cut: String?)) {
         var record = record
         record.bytesOut = outcome.bytes
-        if let tunnel { record.bytesIn = tunnel.bytesRelayed }
+        if let tunnel {
+            record.bytesIn = tunnel.bytesRelayed
+            record.timedDuration = record.duration
+        }
         record.duration = ContinuousClock.now - started
         if let cut = outcome.cut { record.upstreamError = record.upstreamError ?? cut }
         telemetry.record(record)

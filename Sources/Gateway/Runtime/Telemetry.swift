@@ -16,6 +16,9 @@ struct AccessRecord: Sendable {
     var bytesIn = 0
     var bytesOut = 0
     var duration: Duration = .zero
+    /// What the duration histogram records instead of ``duration``, when set: a WebSocket's handshake (its line's
+    /// duration is the tunnel's life, which would swamp the route's latencies).
+    var timedDuration: Duration?
     var coalesced = "no"
     var stubbed = false
     var retries = 0
@@ -74,7 +77,7 @@ public final class Telemetry: Sendable {
             record.routeMetrics?.handles(status: record.status, upstreamTimed: upstream != nil)
             ?? cachedHandles(route: route, status: record.status, upstream: upstream)
         requests.increment()
-        timer.recordNanoseconds(Int64(clamping: record.duration.nanoseconds))
+        timer.recordNanoseconds(Int64(clamping: (record.timedDuration ?? record.duration).nanoseconds))
         if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
         if record.coalesced != "no" {
             count(.coalesced(role: record.coalesced), of: record.routeMetrics, route: route, upstream: "")

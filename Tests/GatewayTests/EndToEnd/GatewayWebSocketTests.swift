@@ -304,5 +304,12 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let line = try #require(await gateway.accessLog(atLeast: 1).first)
         #expect(line["status"] as? Int == 101)
         #expect((line["upstream_error"] as? String)?.contains("timed out") == true, "\(line)")
+        #expect((line["duration_ms"] as? Double ?? 0) > 800, "the line has the tunnel's life: \(line)")
+        // The latency histogram has the handshake, not the tunnel's second.
+        let metrics = try ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(gateway.adminPort)/metrics"]).stdout
+        let sum = metrics.split(separator: "\n")
+            .first { $0.hasPrefix("moya_gateway_request_duration_seconds_sum{route=\"chat\"}") }
+            .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }
+        #expect(sum.map { $0 < 0.5 } == true, "\(metrics)")
     }
 }
