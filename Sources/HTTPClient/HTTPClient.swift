@@ -135,6 +135,9 @@ public final class HTTPClient: Sendable {
     private let pools: [UncheckedSendable<LoopPools>]
     private let budgets: HTTPOriginBudgets
     private let isShutDown = Atomic<Bool>(false)
+    /// Addresses taken out by ``exclude(_:)``; `hasExclusions` spares the lock while there are none.
+    private let excluded = Locked<Set<SocketAddress>>([])
+    private let hasExclusions = Atomic<Bool>(false)
 
     /// The client's event loop the caller is running on, or nil off its loops. Work started as a task preferring it
     /// (`Task(executorPreference:)`) stays on that thread, where the client runs requests made from it.
@@ -254,7 +257,7 @@ public final class HTTPClient: Sendable {
             try Task.checkCancellation()
         }
         let start = try prepare(request, deadline: deadline, timeout: timeout, progress: progress, file: file,
-                                addresses: addresses ?? [])
+                                addresses: usable(addresses ?? []))
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 start.begin(delivering: delivery(continuation))
@@ -262,6 +265,34 @@ public final class HTTPClient: Sendable {
         } onCancel: {
             start.cancel()
         }
+    }
+
+    /// Takes `addresses` out of use (an active health check found them failing): new connections go to the other
+    /// addresses of a request's origin, and idle connections to excluded ones are closed as the next request finds
+    /// them left out. When every address of an origin is excluded, all of them are used (better a failing answer than
+    /// none). Replaces the previous set; an empty one brings every address back.
+    public func exclude(_ addresses: Set<SocketAddress>) {
+        excluded.withLock { $0 = addresses }
+        hasExclusions.store(!addresses.isEmpty, ordering: .relaxed)
+    }
+
+    /// The addresses requests to `origin` currently go to, before ``exclude(_:)`` applies: the configured
+    /// ``Configuration/servers``' addresses, else those `origin`'s host resolves to (resolved now when not known).
+    public func addresses(for origin: HTTPOrigin) async throws -> [SocketAddress] {
+        if let serverList { return try await serverList.addresses() }
+        if let known = resolutions.knownAddresses(host: origin.host, port: origin.port) { return known }
+        do {
+            return try await resolutions.addresses(host: origin.host, port: origin.port)
+        } catch {
+            throw HTTPClientError.nameResolutionFailed(host: origin.host)
+        }
+    }
+
+    /// `addresses` without the excluded ones, unless that leaves none.
+    private func usable(_ addresses: [SocketAddress]) -> [SocketAddress] {
+        guard hasExclusions.load(ordering: .relaxed) else { return addresses }
+        let kept = excluded.withLock { excluded in addresses.filter { !excluded.contains($0) } }
+        return kept.isEmpty ? addresses : kept
     }
 
     /// An exchange ready to go to its origin's pool on its loop.

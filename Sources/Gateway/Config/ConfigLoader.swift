@@ -413,7 +413,7 @@ private struct Builder {
     func upstream(_ entry: YAMLReader.Entry) -> UpstreamConfig? {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
             "base_url", "servers", "headers", "timeout", "pool", "tls", "access_token", "credentials", "validation",
-            "stub", "circuit_breaker",
+            "stub", "circuit_breaker", "health_check",
         ]) else { return nil }
         var upstream = UpstreamConfig(name: entry.key)
         var ok = true
@@ -488,6 +488,16 @@ private struct Builder {
                 }
                 if let openFor = breaker["open_for"], let value = reader.duration(openFor) { config.openFor = value }
                 upstream.circuitBreaker = config
+            }
+        }
+        if let item = map["health_check"] {
+            if map.has("stub") {
+                reader.report(line: item.keyLine, item.path, "a stub upstream has no servers to check (use it with base_url)")
+                ok = false
+            } else if let check = healthCheck(item) {
+                upstream.healthCheck = check
+            } else {
+                ok = false
             }
         }
         if let item = map["validation"], let value = reader.scalar(item.value, item.path) {
@@ -921,6 +931,39 @@ private struct Builder {
             if let limit = rateLimit(item) { options.rateLimit = limit } else { ok = false }
         }
         return ok ? options : nil
+    }
+
+    func healthCheck(_ entry: YAMLReader.Entry) -> HealthCheckConfig? {
+        guard let map = reader.mapping(entry.value, entry.path, allowed: [
+            "path", "interval", "timeout", "unhealthy_after", "healthy_after",
+        ]) else { return nil }
+        var ok = true
+        var path = "/"
+        if let item = reader.requireKey(map, "path"), let value = reader.string(item) {
+            if value.hasPrefix("/") && !value.contains(where: { $0 == " " || $0 == "#" || $0.isNewline }) {
+                path = value
+            } else {
+                reader.report(line: reader.line(of: item.value), item.path,
+                              "must be an origin-form path starting with '/' (e.g. /healthz)")
+                ok = false
+            }
+        } else {
+            ok = false
+        }
+        var check = HealthCheckConfig(path: path)
+        if let item = map["interval"] {
+            if let value = reader.duration(item) { check.interval = value } else { ok = false }
+        }
+        if let item = map["timeout"] {
+            if let value = reader.duration(item) { check.timeout = value } else { ok = false }
+        }
+        if let item = map["unhealthy_after"] {
+            if let value = reader.int(item, in: 1...100) { check.unhealthyAfter = value } else { ok = false }
+        }
+        if let item = map["healthy_after"] {
+            if let value = reader.int(item, in: 1...100) { check.healthyAfter = value } else { ok = false }
+        }
+        return ok ? check : nil
     }
 
     func rateLimit(_ entry: YAMLReader.Entry) -> RateLimitConfig? {

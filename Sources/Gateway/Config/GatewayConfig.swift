@@ -437,6 +437,9 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var stub: StubConfig?
     /// When set, calls are refused for a while after too many failed in a row.
     public var circuitBreaker: CircuitBreakerConfig?
+    /// When set, each of the upstream's addresses is probed in the background, and one that fails its checks gets
+    /// no requests until it passes again.
+    public var healthCheck: HealthCheckConfig?
 
     public init(name: String, baseURL: UpstreamURL? = nil) {
         self.name = name
@@ -454,6 +457,24 @@ public struct CircuitBreakerConfig: Sendable, Equatable {
     public var openFor: Duration = .seconds(10)
 
     public init() {}
+}
+
+/// `health_check`: active checks of each address of an upstream (its `servers`, or its host name's addresses).
+public struct HealthCheckConfig: Sendable, Equatable {
+    /// The path (and query) probed with GET on each address. Required.
+    public var path: String
+    /// Time between two rounds of probes. Default 5 s.
+    public var interval: Duration = .seconds(5)
+    /// How long a probe may take. Default 1 s.
+    public var timeout: Duration = .seconds(1)
+    /// Failed probes in a row (no answer in time, or a status outside 200–399) that take an address out. Default 2.
+    public var unhealthyAfter: Int = 2
+    /// Passed probes in a row that bring it back. Default 2.
+    public var healthyAfter: Int = 2
+
+    public init(path: String) {
+        self.path = path
+    }
 }
 
 /// `routes[].rate_limit`: how often a caller may call a route; past it the gateway answers 429 with `Retry-After`.

@@ -84,6 +84,7 @@ enum Metric {
     static let circuitRefused = "moya_gateway_upstream_circuit_refused_total"
     static let rateLimited = "moya_gateway_rate_limited_total"
     static let openConnections = "moya_gateway_open_connections"
+    static let serverHealthy = "moya_gateway_upstream_server_healthy"
 
     private static let helpTexts: [String: String] = [
         requests: "Requests answered, by route and status",
@@ -97,6 +98,7 @@ enum Metric {
         circuitRefused: "Calls answered 503 without contacting the upstream because its circuit was open",
         rateLimited: "Calls answered 429 by a route's rate limit, by route",
         openConnections: "Client connections open now",
+        serverHealthy: "1 while an upstream address passes its health checks, 0 while it is taken out, by upstream and server",
     ]
 
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not

@@ -35,7 +35,8 @@ final class GatewaySnapshot: Sendable {
             let retries = config.routes.contains { $0.upstream == upstream.name && $0.retries != nil }
             let tunnels = config.routes.contains { $0.upstream == upstream.name && $0.websocket }
             providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger,
-                                                        breaker: breaker, retries: retries, tunnels: tunnels)
+                                                        breaker: breaker, retries: retries, tunnels: tunnels,
+                                                        health: (telemetry, logger))
             if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
         // A circuit that no longer exists (its upstream or its `circuit_breaker` removed) is not left reading open.

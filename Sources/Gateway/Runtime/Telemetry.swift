@@ -122,6 +122,12 @@ public final class Telemetry: Sendable {
         Meter(label: Metric.circuitOpen, dimensions: [("upstream", upstream)], factory: metricsFactory).set(isOpen ? 1.0 : 0.0)
     }
 
+    /// Exports whether `server` (an address of `upstream`) passes its health checks.
+    func serverHealth(upstream: String, server: String, healthy: Bool) {
+        Meter(label: Metric.serverHealthy, dimensions: [("upstream", upstream), ("server", server)],
+              factory: metricsFactory).set(healthy ? 1.0 : 0.0)
+    }
+
     /// Counts a call answered 429 by `route`'s rate limit.
     func rateLimited(route: String, metrics: RouteMetrics?) {
         count(.rateLimited, of: metrics, route: route, upstream: "")

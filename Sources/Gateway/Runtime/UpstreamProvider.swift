@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import HTTPClient
 import HTTPWire
+import Logging
 import Moya
 import NetCore
 
@@ -38,12 +39,16 @@ final class UpstreamProvider: Sendable {
 
     /// The upstream's circuit (`circuit_breaker`), if it has one.
     let breaker: CircuitBreaker?
+    /// The upstream's active health checks (`health_check`), running while this provider is in use.
+    private let healthChecker: UpstreamHealthChecker?
 
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only). `retries`: whether
     /// some route to this upstream has `retries` (without, no retrier is asked after every answer). `tunnels`:
-    /// whether some route to it relays WebSockets (see ``tunnelProvider``).
+    /// whether some route to it relays WebSockets (see ``tunnelProvider``). `health`: where the health checks report
+    /// (checks run only with it, for an upstream with `health_check`).
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
-         breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false) {
+         breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false,
+         health: (telemetry: Telemetry, logger: Logger)? = nil) {
         self.upstream = upstream
         self.breaker = breaker
         // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
@@ -68,6 +73,7 @@ final class UpstreamProvider: Sendable {
         if let exchangeLogger { plugins.append(exchangeLogger) }
         let session: Session
         var tunnelSession: Session?
+        var clients: [HTTPClient] = []
         if upstream.isStub {
             client = nil
             session = Session(client: Session.sharedClient, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
@@ -86,14 +92,23 @@ final class UpstreamProvider: Sendable {
             configuration.servers = upstream.servers ?? []
             let client = HTTPClient(configuration: configuration, group: group)
             self.client = client
+            clients.append(client)
             session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
             if tunnels {
                 configuration.http2 = .never
                 configuration.maxConnectionsPerOrigin = .max
                 configuration.maxConnectionsPerOriginTotal = nil
-                tunnelSession = Session(client: HTTPClient(configuration: configuration, group: group), headers: [:],
-                                        startRequestsImmediately: false, redirectHandler: .doNotFollow)
+                let tunnelClient = HTTPClient(configuration: configuration, group: group)
+                clients.append(tunnelClient)
+                tunnelSession = Session(client: tunnelClient, headers: [:], startRequestsImmediately: false,
+                                        redirectHandler: .doNotFollow)
             }
+        }
+        if let check = upstream.healthCheck, let health, !clients.isEmpty {
+            healthChecker = UpstreamHealthChecker(upstream: upstream, check: check, clients: clients, group: group,
+                                                  telemetry: health.telemetry, logger: health.logger)
+        } else {
+            healthChecker = nil
         }
         let stub = upstream.stub
         let sampler = stub.map { StubLatencySampler(stub: $0) }
