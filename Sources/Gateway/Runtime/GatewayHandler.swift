@@ -342,7 +342,7 @@ final class GatewayHandler: HTTPServerHandler {
         } else {
             // Not shareable: sent in this task, on this event loop, without Moya's callback queue; a long body is
             // relayed to the client as it arrives instead of being collected.
-            let provider = tunnel.flatMap { _ in upstream.tunnelProvider } ?? upstream.provider
+            let provider = tunnel != nil ? upstream.tunnelProvider ?? upstream.provider : upstream.provider
             result = await provider.requestInCurrentTask(MultiTarget(target), streamingBodiesAbove: StreamedBodyRelay.collectLimit)
         }
         exchange.record.retries = target.retryCount
