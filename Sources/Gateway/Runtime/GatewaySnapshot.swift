@@ -34,9 +34,14 @@ final class GatewaySnapshot: Sendable {
             }
             let retries = config.routes.contains { $0.upstream == upstream.name && $0.retries != nil }
             let tunnels = config.routes.contains { $0.upstream == upstream.name && $0.websocket }
+            // Instances the health checks took out stay out across a reload that keeps the upstream's addresses.
+            let inherited = previous?.providers[upstream.name].flatMap { old in
+                old.upstream.baseURL == upstream.baseURL && old.upstream.servers == upstream.servers
+                    ? old.healthExclusions : nil
+            } ?? []
             providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger,
                                                         breaker: breaker, retries: retries, tunnels: tunnels,
-                                                        health: (telemetry, logger))
+                                                        health: (telemetry, logger, inherited))
             if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
         // A circuit that no longer exists (its upstream or its `circuit_breaker` removed) is not left reading open.

@@ -1,5 +1,6 @@
 import HTTPClient
 import HTTPWire
+import Locking
 import Logging
 import NetCore
 
@@ -7,19 +8,38 @@ import NetCore
 /// or its host name's addresses) gets a GET of `path`, on a connection of the checker's own. An address that fails
 /// `unhealthy_after` probes in a row (no answer within `timeout`, or a status outside 200–399) is taken out of the
 /// upstream's clients (``HTTPClient/exclude(_:)``) until it passes `healthy_after` in a row; when every address is
-/// out, all of them are used. Addresses start healthy. Transitions are logged and exported as
-/// `moya_gateway_upstream_server_healthy`.
+/// out, all of them are used. Addresses start healthy, except those a reload's previous checker of the same upstream
+/// had taken out (``excluded``). Transitions are logged and exported as `moya_gateway_upstream_server_healthy`.
 ///
 /// The checks run in a task the checker owns: they stop when the checker goes (its upstream was replaced by a
 /// reload, or the gateway stops).
 final class UpstreamHealthChecker: Sendable {
     private let task: Task<Void, Never>
+    private let exclusions: Exclusions
 
+    /// `inherited`: addresses taken out by the checker this one replaces; they stay out until they pass.
     init(upstream: UpstreamConfig, check: HealthCheckConfig, clients: [HTTPClient], group: EventLoopGroup,
-         telemetry: Telemetry, logger: Logger) {
+         telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress> = []) {
         let probes = ProbeSettings(upstream: upstream, check: check)
+        let exclusions = Exclusions(inherited)
+        self.exclusions = exclusions
+        for client in clients { client.exclude(inherited) }
         task = Task {
-            await Self.run(probes, check: check, clients: clients, group: group, telemetry: telemetry, logger: logger)
+            await Self.run(probes, check: check, clients: clients, group: group, telemetry: telemetry, logger: logger,
+                           exclusions: exclusions)
+        }
+    }
+
+    /// The addresses taken out now.
+    var excluded: Set<SocketAddress> { exclusions.current }
+
+    /// The addresses taken out, shared by the checker and its task.
+    private final class Exclusions: Sendable {
+        private let addresses: Locked<Set<SocketAddress>>
+        init(_ addresses: Set<SocketAddress>) { self.addresses = Locked(addresses) }
+        var current: Set<SocketAddress> {
+            get { addresses.withLock { $0 } }
+            set { addresses.withLock { $0 = newValue } }
         }
     }
 
@@ -60,10 +80,12 @@ final class UpstreamHealthChecker: Sendable {
     }
 
     private static func run(_ settings: ProbeSettings, check: HealthCheckConfig, clients: [HTTPClient],
-                            group: EventLoopGroup, telemetry: Telemetry, logger: Logger) async {
+                            group: EventLoopGroup, telemetry: Telemetry, logger: Logger,
+                            exclusions: Exclusions) async {
         guard let addressSource = clients.first else { return }
         var probeClients: [SocketAddress: HTTPClient] = [:]
         var health: [SocketAddress: AddressHealth] = [:]
+        for address in exclusions.current { health[address] = AddressHealth(healthy: false) }
         while !Task.isCancelled {
             let addresses = (try? await addressSource.addresses(for: settings.origin)) ?? Array(health.keys)
             for gone in health.keys where !addresses.contains(gone) {
@@ -115,6 +137,7 @@ final class UpstreamHealthChecker: Sendable {
                 health[address] = record
             }
             let excluded = Set(health.filter { !$0.value.healthy }.keys)
+            exclusions.current = excluded
             for client in clients { client.exclude(excluded) }
             try? await Task.sleep(for: check.interval)
         }

@@ -42,13 +42,16 @@ final class UpstreamProvider: Sendable {
     /// The upstream's active health checks (`health_check`), running while this provider is in use.
     private let healthChecker: UpstreamHealthChecker?
 
+    /// The addresses the health checks have taken out now (for the provider a reload makes next).
+    var healthExclusions: Set<SocketAddress> { healthChecker?.excluded ?? [] }
+
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only). `retries`: whether
     /// some route to this upstream has `retries` (without, no retrier is asked after every answer). `tunnels`:
     /// whether some route to it relays WebSockets (see ``tunnelProvider``). `health`: where the health checks report
     /// (checks run only with it, for an upstream with `health_check`).
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
          breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false,
-         health: (telemetry: Telemetry, logger: Logger)? = nil) {
+         health: (telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress>)? = nil) {
         self.upstream = upstream
         self.breaker = breaker
         // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
@@ -106,7 +109,8 @@ final class UpstreamProvider: Sendable {
         }
         if let check = upstream.healthCheck, let health, !clients.isEmpty {
             healthChecker = UpstreamHealthChecker(upstream: upstream, check: check, clients: clients, group: group,
-                                                  telemetry: health.telemetry, logger: health.logger)
+                                                  telemetry: health.telemetry, logger: health.logger,
+                                                  inherited: health.inherited)
         } else {
             healthChecker = nil
         }

@@ -6,6 +6,9 @@ import NetCore
 import Synchronization
 import TestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What an instance's `/healthz` answers, and how often it was asked.
 private final class InstanceHealth: Sendable {
@@ -72,6 +75,11 @@ private final class Instance: Sendable {
         }
         #expect(outAfter > 0, "instance two was taken out")
         #expect(try await answers(20) == ["one": 20], "no request goes to a failing instance")
+        // A reload that keeps the upstream's addresses keeps the failing instance out.
+        gateway.signal(SIGHUP)
+        for _ in 0..<100 where !gateway.stdout.contains("\"reloaded\"") { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(gateway.stdout.contains("\"reloaded\""))
+        #expect(try await answers(10) == ["one": 10], "still out after the reload")
         let metricsURL = "http://127.0.0.1:\(gateway.adminPort)/metrics"
         let metrics = String(decoding: try await client.execute(HTTPClientRequest(url: metricsURL)).body, as: UTF8.self)
         #expect(metrics.contains("moya_gateway_upstream_server_healthy{upstream=\"api\",server=\"127.0.0.1:\(two.port)\"} 0"),
