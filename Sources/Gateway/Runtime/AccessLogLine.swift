@@ -47,6 +47,10 @@ struct AccessLogLine: Sendable {
             line.append(",\"upstream_error\":")
             line.appendQuoted(error)
         }
+        if let traceID = record.traceID {
+            line.append(",\"trace_id\":")
+            line.appendQuoted(traceID)
+        }
         line.append("}")
         return line.bytes
     }
@@ -69,6 +73,7 @@ struct AccessLogLine: Sendable {
         line += " coalesced=\(record.coalesced) stubbed=\(record.stubbed) retries=\(record.retries)"
         line += " client_ip=\(record.clientAddress ?? "-") client=\(record.client.map(JSONLogHandler.quote) ?? "-")"
         if let error = record.upstreamError { line += " upstream_error=\(JSONLogHandler.quote(error))" }
+        if let traceID = record.traceID { line += " trace_id=\(traceID)" }
         return line
     }
 }

@@ -77,6 +77,7 @@ final class GatewayHandler: HTTPServerHandler {
         record.upstreamError = "rejected: \(HTTPServerErrorCode.code(for: rejection.status))"
         record.clientAddress = ClientAddress.of(peer: rejection.remoteAddress?.host, headers: head?.headers,
                                                 trusted: state.current.config.server.trustedProxies)
+        record.traceID = head.flatMap { TraceContext.traceID(in: $0.headers) }
         state.current.telemetry.record(record)
         // The server keeps its own status (431, 414, ...); the body names the nearest of the gateway's codes.
         return errorResponse(rejection.status == 413 ? .payloadTooLarge : .badRequest, requestID: requestID)
@@ -162,6 +163,7 @@ final class GatewayHandler: HTTPServerHandler {
                                   bytesIn: Int(request.declaredBodyLength ?? 0))
             record.clientAddress = ClientAddress.of(peer: request.remoteAddress?.host, headers: head.headers,
                                                     trusted: snapshot.config.server.trustedProxies)
+            record.traceID = TraceContext.traceID(in: head.headers)
         }
     }
 

@@ -28,6 +28,8 @@ struct AccessRecord: Sendable {
     var upstreamFirstByte: Duration?
     /// Why the upstream call failed, when it did (never contains secrets: client errors carry no headers).
     var upstreamError: String?
+    /// The trace id of the request's `traceparent`, when it has a valid one.
+    var traceID: String?
     /// The caller's address: the peer's, or behind `server.trusted_proxies` the client they forwarded for.
     var clientAddress: String?
     /// The API client's name, when the caller presented a known key (never the key).

@@ -41,10 +41,13 @@ import Testing
         let upstream = try await RecordingUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         for id in ["first", "second"] {
-            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": id]))
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users",
+                                                                      headers: ["X-Request-Id": id, "traceparent": traceparent]))
             #expect(response.status == 200)
         }
+        #expect(upstream.requests.last?.head.headers.first(name: "traceparent") == traceparent, "forwarded as it came")
         let retried = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/status/503", headers: ["X-Request-Id": "retried"]))
         #expect(retried.status == 503)
         #expect(upstream.requests.count == 5, "two plain requests, then one request tried three times")
@@ -59,6 +62,7 @@ import Testing
         for line in gateway.accessLog { if let id = line["request_id"] as? String { lines[id] = line } }
         let first = try #require(lines["first"])
         let second = try #require(lines["second"])
+        #expect(first["trace_id"] as? String == "4bf92f3577b34da6a3ce929d0e0e4736", "the trace id is logged: \(first)")
         let connect = try #require(first["upstream_connect_ms"] as? Double, "a new upstream connection is timed")
         #expect(connect >= 0 && connect < 10_000)
         #expect(second["upstream_connect_ms"] is NSNull, "a pooled connection has no connect time")
