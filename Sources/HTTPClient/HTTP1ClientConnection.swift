@@ -197,6 +197,13 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         }
     }
 
+    /// Whether a 101 `head` names (in `Upgrade`) a protocol that the request's `Upgrade` field offered.
+    private static func switches(to head: HTTPResponseHead, asked request: HTTPHeaders) -> Bool {
+        let offered = request.tokens(name: "Upgrade").map { $0.lowercased() }
+        let chosen = head.headers.tokens(name: "Upgrade")
+        return chosen.count == 1 && offered.contains(chosen[0].lowercased())
+    }
+
     /// The server switched protocols (101): from now on the caller's upgrade stream is sent as it is, pulled as the
     /// write queue drains, and the connection is never reused.
     private func startTunnel(_ exchange: HTTPClientExchange) {
@@ -262,6 +269,11 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             case .informational:
                 continue
             case .head(let head, _):
+                if head.status == 101, !Self.switches(to: head, asked: exchange.request.headers) {
+                    // RFC 9110 §15.2.2: the server switches to one of the protocols the request listed, and says which.
+                    failAndClose(.malformedResponse(reason: "101 Switching Protocols to a protocol the request did not ask for"))
+                    return
+                }
                 exchange.responseHead = head
                 if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
                 if let keepAlive = head.headers.first(name: "Keep-Alive"),

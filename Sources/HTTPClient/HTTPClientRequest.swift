@@ -27,16 +27,19 @@ public struct HTTPClientRequest: Sendable {
         case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
         /// No body, and a request to switch protocols (its `Upgrade` and `Connection: Upgrade` fields are the
         /// caller's, e.g. a WebSocket handshake). When the server answers `101 Switching Protocols`, the connection
-        /// is the new protocol's: the stream's bytes are sent on it as they are, with back-pressure (pulled by a
-        /// task on the connection's event loop: the stream must not block), and the
-        /// response's body is every byte the server sends after its head, until it closes (streamed; collected by
-        /// `execute(_:)`, up to ``HTTPClient/Configuration/maxResponseBodyBytes``). When the stream ends the connection is closed (after what was queued is sent); it is
-        /// never reused. The request deadline bounds only the wait for the head; after a 101 `idleTimeout` (nil: the
-        /// client's response timeout) is the longest time with no bytes either way. Any other answer is an ordinary
-        /// response, and the stream
-        /// is never pulled. HTTP/1.1 only: fails with ``HTTPClientError/upgradeRequiresHTTP1`` when the client may
-        /// speak HTTP/2 to the origin (``HTTPClient/Configuration/http2`` other than `.never`, on TLS or with
-        /// `.always`).
+        /// is the new protocol's:
+        /// - the stream's bytes are sent on it as they are, with back-pressure (pulled by a task on the connection's
+        ///   event loop: the stream must not block);
+        /// - the response's body is every byte the server sends after its head, until it closes (streamed; collected
+        ///   by `execute(_:)`, up to ``HTTPClient/Configuration/maxResponseBodyBytes``);
+        /// - when the stream ends, the connection is closed after what was queued is sent; it is never reused;
+        /// - the request deadline bounds only the wait for the head; after the 101, `idleTimeout` (nil: the client's
+        ///   response timeout) is the longest time with no bytes either way.
+        ///
+        /// A 101 naming a protocol the request's `Upgrade` did not offer fails with
+        /// ``HTTPClientError/malformedResponse(reason:)``. Any other answer is an ordinary response, and the stream is
+        /// never pulled. HTTP/1.1 only: fails with ``HTTPClientError/upgradeRequiresHTTP1`` when the client may speak
+        /// HTTP/2 to the origin (``HTTPClient/Configuration/http2`` other than `.never`, on TLS or with `.always`).
         case upgrade(AsyncThrowingStream<[UInt8], any Error>, idleTimeout: Duration? = nil)
     }
 

@@ -8,6 +8,10 @@ import Testing
 /// the request); answers 426 to a request for any other protocol; records the upgrade headers it saw.
 private struct EchoUpgrade: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        if request.head.path == "/switch-elsewhere", request.upgradeInput != nil {
+            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "h2c"]),
+                                      body: .stream(ByteStream.complete([])))
+        }
         guard let input = request.upgradeInput, request.head.requestsUpgrade(to: "echo-test") else {
             return HTTPServerResponse(status: 426, body: Array("upgrade=\(request.head.headers.first(name: "Upgrade") ?? "-")".utf8))
         }
@@ -37,9 +41,9 @@ private struct EchoUpgrade: HTTPServerHandler {
         return (server, server.localAddresses[0].port)
     }
 
-    private func upgradeRequest(port: Int, to protocolName: String = "echo-test",
+    private func upgradeRequest(port: Int, to protocolName: String = "echo-test", target: String = "/",
                                 body: AsyncThrowingStream<[UInt8], any Error>) -> HTTPClientRequest {
-        HTTPClientRequest(method: .get, scheme: "http", host: "127.0.0.1", port: port, target: "/",
+        HTTPClientRequest(method: .get, scheme: "http", host: "127.0.0.1", port: port, target: target,
                           headers: ["Connection": "Upgrade", "Upgrade": protocolName], body: .upgrade(body))
     }
 
@@ -108,6 +112,18 @@ private struct EchoUpgrade: HTTPServerHandler {
         }
         await #expect(throws: HTTPClientError.responseBodyTimeout) {
             _ = try await response.body.next()
+        }
+    }
+
+    @Test func a101ToAProtocolThatWasNotAskedForIsMalformed() async throws {
+        let (server, port) = try await startServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let client = HTTPClient()
+        defer { client.shutdown() }
+        let request = upgradeRequest(port: port, target: "/switch-elsewhere", body: AsyncThrowingStream { $0.finish() })
+        await #expect(throws: HTTPClientError.malformedResponse(
+            reason: "101 Switching Protocols to a protocol the request did not ask for")) {
+            _ = try await client.execute(streaming: request)
         }
     }
 
