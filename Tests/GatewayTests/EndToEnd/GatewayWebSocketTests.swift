@@ -247,6 +247,34 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB relaying \(mebibytes) MiB")
     }
 
+    /// Back-pressure the other way: a client sending as fast as it can to an upstream that reads nothing is held back
+    /// by the buffers in between, and the gateway's memory stays flat.
+    @Test func aFloodingClientIsHeldBackByAStalledUpstreamInBoundedMemory() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let pid = gateway.process.processIdentifier
+        _ = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/echo", ["--messages", "1"])
+        let idle = ProcessMemory.resident(pid)
+        let client = try RawClient(port: gateway.port)
+        client.send("GET /ws/stall HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        #expect(client.read(until: { $0.contains("\r\n\r\n") }).hasPrefix("HTTP/1.1 101 "))
+        // Masked binary frames of 64 KiB (the gateway relays bytes; the upstream reads none of them).
+        var frame: [UInt8] = [0x82, 0xFF, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4]
+        frame += [UInt8](repeating: 0x5A, count: 64 * 1024)
+        var sent = 0
+        var peak = idle
+        let deadline = ContinuousClock.now + .seconds(3)
+        while ContinuousClock.now < deadline {
+            let count = frame.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 { sent += count } else { try await Task.sleep(for: .milliseconds(20)) }
+            peak = max(peak, ProcessMemory.resident(pid))
+        }
+        #expect(sent > 1 << 20, "the tunnel took the client's first bytes: \(sent)")
+        #expect(sent < 64 << 20, "the client got \(sent >> 20) MiB in before the stall held it back")
+        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB")
+    }
+
     /// A drain waits for open tunnels up to `drain_timeout`, then closes them (their clients reconnect elsewhere);
     /// each still gets its access-log line.
     @Test func aDrainClosesOpenTunnelsAtItsTimeout() async throws {

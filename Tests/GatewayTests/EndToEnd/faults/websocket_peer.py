@@ -8,6 +8,7 @@ server: an upstream on 127.0.0.1 (TLS with --cert/--key). It writes its port to 
       /bye...    answers the first message with "bye" and closes with code 4001
       /refuse... refuses the handshake with 403 and a body
       /silent... reads and says nothing
+      /stall...  neither reads nor says anything
       /flood?mb=N sends N binary messages of 1 MiB as fast as the connection takes them (writing how many it has
                  sent to --progress after each), then closes
 client: connects to --url (verifying TLS with --ca), sends --messages text messages and --messages binary ones of
@@ -52,6 +53,8 @@ async def serve(args):
                         with open(args.progress, "w") as f:
                             f.write(str(sent))
                 await ws.close()
+            elif path.startswith("/stall"):
+                await asyncio.sleep(args.lifetime)
             elif path.startswith("/silent"):
                 async for _ in ws:
                     pass
