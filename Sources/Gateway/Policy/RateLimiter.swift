@@ -1,4 +1,5 @@
 import Locking
+import NetCore
 
 /// A route's rate limit (`routes[].rate_limit`): each caller may make `burst` calls at once, then one every
 /// `interval` (`per / requests`). Shared by every event loop; one lock per call, only for routes that configure it.
@@ -36,9 +37,7 @@ final class RateLimiter: Sendable {
     static let overflowKey = "\u{0}overflow"
 
     init(requests: Int, per: Duration, burst: Int, maxCallers: Int = 100_000) {
-        let (seconds, attoseconds) = per.components
-        let periodNanoseconds = UInt64(max(0, seconds)) &* 1_000_000_000 &+ UInt64(max(0, attoseconds) / 1_000_000_000)
-        interval = max(1, periodNanoseconds / UInt64(max(1, requests)))
+        interval = max(1, per.nanoseconds / UInt64(max(1, requests)))
         tolerance = interval &* UInt64(max(1, burst) - 1)
         self.maxCallers = max(1, maxCallers)
     }
