@@ -5,13 +5,14 @@
 #   rtt      N sequential round trips of a 1 KiB binary message on one connection: median and p99, and what each
 #            proxy adds to the direct round trip
 #   stream   MB MiB of 64 KiB binary messages one way to a sink: MiB/s, and the proxy's CPU seconds per GiB relayed
+#   idle     HOLD_N tunnels held open at once: the proxy's RSS per tunnel (process tree, VmRSS) over its RSS before
 #
 # Each proxy runs on CPU $SERVER_CPU; the upstream and the client (Python, the slower parts) share CPU $CLIENT_CPU,
 # so a proxy's CPU is its own. Proxy CPU comes from /proc/PID/stat ticks before and after each run. Targets are
 # interleaved per repetition. All traffic on 127.0.0.1; every process is started with lib.sh's spawn and stopped by
 # PID on EXIT; every client run is bounded (`timeout -k 5 $CLIENT_TIMEOUT`, and ws_bench's own waits).
 #
-# Env: REPS=3 N=5000 MB=256 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-websocket WS_PORT=18590
+# Env: REPS=3 N=5000 MB=256 HOLD_N=1000 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-websocket WS_PORT=18590
 # Output: progress on stderr, a markdown table and RATIO lines on stdout (also $RUN_DIR/results/websocket/summary.md).
 set -euo pipefail
 
@@ -22,6 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 REPS="${REPS:-3}"
 N="${N:-5000}"
 MB="${MB:-256}"
+HOLD_N="${HOLD_N:-1000}"
 UP_WS_PORT="${WS_PORT:-18590}"
 NGX_WS_PORT=$((UP_WS_PORT + 1))
 GW_WS_PORT=$((UP_WS_PORT + 2))
@@ -91,6 +93,25 @@ for rep in $(seq "$REPS"); do
         log "rep $rep $t: $(cat "$OUT/${t}_rtt_r$rep.json") $(cat "$OUT/${t}_stream_r$rep.json")"
     done
 done
+rss_kb() {   # rss_kb PID : VmRSS of PID and its descendants, KiB
+    local p t=0 v
+    for p in "$1" $(_descendants "$1" | cut -d: -f1); do
+        v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || v=0
+        t=$((t + ${v:-0}))
+    done
+    echo "$t"
+}
+for t in nginx gateway; do   # idle tunnels held open
+    before=$(rss_kb "${SPID[$t]}")
+    client_bg "$WS_PY" "$TOOL" hold --url "${URL[$t]}/echo" --n "$HOLD_N" --seconds 6 >"$OUT/${t}_hold.out"
+    for _ in $(seq 300); do grep -q '^open' "$OUT/${t}_hold.out" 2>/dev/null && break; sleep 0.1; done
+    sleep 1
+    open=$(rss_kb "${SPID[$t]}")
+    wait "$CLIENT_PID" || true
+    grep -q "\"held\": $HOLD_N" "$OUT/${t}_hold.out" || die "$t did not hold $HOLD_N tunnels: $(cat "$OUT/${t}_hold.out")"
+    echo "{\"before_kb\": $before, \"open_kb\": $open, \"tunnels\": $HOLD_N}" >"$OUT/${t}_idle.json"
+    log "idle $t: $(cat "$OUT/${t}_idle.json")"
+done
 echo "loadavg_at_end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/conditions.txt"
 stop_all
 
@@ -129,8 +150,17 @@ for t in ("direct", "nginx", "gateway"):
           f"| {names[t]} | {s['median']:.0f} | {s['p99']:.0f} | – | – | {s['mib_s']:.0f} | – |")
 g, n = stats["gateway"], stats["nginx"]
 print()
+print("| proxy | RSS before, MiB | RSS with the tunnels open, MiB | KiB per idle tunnel |")
+print("|---|---:|---:|---:|")
+idle = {}
+for t in ("nginx", "gateway"):
+    row = json.load(open(f"{out}/{t}_idle.json"))
+    idle[t] = (row["open_kb"] - row["before_kb"]) / row["tunnels"]
+    print(f"| {names[t]} | {row['before_kb'] / 1024:.1f} | {row['open_kb'] / 1024:.1f} | {idle[t]:.1f} |")
+print()
 print(f"RATIO added_rtt gateway/nginx = {(g['median'] - base) / max(n['median'] - base, 1e-9):.2f}")
 print(f"RATIO cpu_per_round_trip gateway/nginx = {g['rtt_cpu_us'] / max(n['rtt_cpu_us'], 1e-9):.2f}")
 print(f"RATIO cpu_per_gib gateway/nginx = {g['cpu_per_gib'] / max(n['cpu_per_gib'], 1e-9):.2f}")
 print(f"RATIO stream_mib_s gateway/nginx = {g['mib_s'] / max(n['mib_s'], 1e-9):.2f}")
+print(f"RATIO kib_per_idle_tunnel gateway/nginx = {idle['gateway'] / max(idle['nginx'], 1e-9):.2f}")
 PY

@@ -7,6 +7,8 @@ rtt --url U         N sequential round trips of a SIZE-byte binary message on /e
                     p99 round trip in microseconds
 stream --url U      MB MiB of CHUNK-byte binary messages to /sink as fast as the tunnel takes them, then "done";
                     prints JSON with MiB/s (checked against the sink's count)
+hold --url U        opens N connections to /echo (one round trip each), prints "open" once all are, keeps them for
+                    SECONDS, then closes them; prints JSON with how many were open
 Every wait is bounded.
 """
 import argparse
@@ -72,6 +74,22 @@ async def stream(args):
         print(json.dumps({"mib": args.mb, "seconds": seconds, "mib_s": args.mb / seconds}))
 
 
+async def hold(args):
+    connections = []
+    try:
+        for _ in range(args.n):
+            ws = await websockets.connect(args.url, max_size=None, ping_interval=None, compression=None, open_timeout=10)
+            await ws.send(b"x")
+            await asyncio.wait_for(ws.recv(), 10)
+            connections.append(ws)
+        print("open", flush=True)
+        await asyncio.sleep(args.seconds)
+    finally:
+        for ws in connections:
+            await ws.close()
+    print(json.dumps({"held": len(connections)}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -87,8 +105,12 @@ def main():
     s.add_argument("--url", required=True)
     s.add_argument("--mb", type=int, default=256)
     s.add_argument("--chunk", type=int, default=65536)
+    h = sub.add_parser("hold")
+    h.add_argument("--url", required=True)
+    h.add_argument("--n", type=int, default=1000)
+    h.add_argument("--seconds", type=float, default=6)
     args = parser.parse_args()
-    asyncio.run({"upstream": upstream, "rtt": rtt, "stream": stream}[args.mode](args))
+    asyncio.run({"upstream": upstream, "rtt": rtt, "stream": stream, "hold": hold}[args.mode](args))
 
 
 if __name__ == "__main__":
