@@ -243,15 +243,7 @@ public final class HTTPClient: Sendable {
         var addresses = serverList == nil ? resolutions.knownAddresses(host: request.host, port: request.port)
             : serverList?.knownAddresses()
         if addresses == nil {
-            if let serverList {
-                addresses = try await serverList.addresses()
-            } else {
-                do {
-                    addresses = try await resolutions.addresses(host: request.host, port: request.port)
-                } catch {
-                    throw HTTPClientError.nameResolutionFailed(host: request.host)
-                }
-            }
+            addresses = try await self.addresses(for: request.origin)
             // Cancelled while the name was resolved: nothing is sent (past this point the cancellation handler
             // cancels the exchange).
             try Task.checkCancellation()
@@ -278,9 +270,9 @@ public final class HTTPClient: Sendable {
 
     /// The addresses requests to `origin` currently go to, before ``exclude(_:)`` applies: the configured
     /// ``Configuration/servers``' addresses, else those `origin`'s host resolves to (resolved now when not known).
+    /// - Throws: ``HTTPClientError/nameResolutionFailed(host:)``.
     public func addresses(for origin: HTTPOrigin) async throws -> [SocketAddress] {
         if let serverList { return try await serverList.addresses() }
-        if let known = resolutions.knownAddresses(host: origin.host, port: origin.port) { return known }
         do {
             return try await resolutions.addresses(host: origin.host, port: origin.port)
         } catch {
@@ -336,6 +328,10 @@ public final class HTTPClient: Sendable {
             body = []
             streamedBody = nil
         case .upgrade(let stream, let idleTimeout):
+            // An upgrade has no HTTP/2 form: refused where the origin may speak it, before anything is sent.
+            guard configuration.http2 == .never || (configuration.http2 == .auto && !request.origin.isTLS) else {
+                throw HTTPClientError.upgradeRequiresHTTP1
+            }
             body = []
             streamedBody = nil
             upgradeBody = .stream(stream, length: nil)

@@ -64,10 +64,6 @@ final class HTTPOriginPool {
             exchange.fail(.shutDown)
             return
         }
-        if exchange.upgradeBody != nil, configuration.http2 == .always || (configuration.http2 == .auto && origin.isTLS) {
-            exchange.fail(.upgradeRequiresHTTP1)
-            return
-        }
         if !addresses.isEmpty && addresses != self.addresses { adopt(addresses) }
         if !http2Active.isEmpty {
             guard self.addresses.count > 1 else {
