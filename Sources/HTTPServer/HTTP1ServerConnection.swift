@@ -65,10 +65,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private weak var upgradeSlot: Slot?
     /// That request's ``HTTPServerRequest/upgradeInput``, fed once its answer is a 101.
     @exclusivity(unchecked) private var pendingUpgradeInput: ByteStream?
-    /// After a 101: where the client's bytes go, as they are (the connection no longer speaks HTTP/1).
+    /// After a 101: where the client's bytes go, as they are (the connection no longer speaks HTTP/1). Its reader
+    /// falling behind pauses reading as a body's does (`processingPaused`), and its demand resumes it the same way.
     @exclusivity(unchecked) private var tunnelInput: ByteStream?
-    /// The tunnel's reader is behind: reading waits for it.
-    @exclusivity(unchecked) private var tunnelReadPaused = false
 
     init(connection: Connection, context: HTTPServerLoopContext) {
         self.connection = connection
@@ -93,7 +92,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         lastActivity = now
         if let tunnelInput {
             if !tunnelInput.yield([UInt8](bytes)) {
-                tunnelReadPaused = true
+                processingPaused = true
                 connection.pauseReading()
             }
             return
@@ -218,7 +217,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         var request = HTTPServerRequest(head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
-        let upgradeInput = asksUpgrade ? makeTunnelStream() : nil
+        let upgradeInput = asksUpgrade ? makeBodyStream() : nil
         request.upgradeInput = upgradeInput
         let immediate: HTTPServerResponse?
         let handlerContext: (any AnyObject & Sendable)?
@@ -279,8 +278,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         return ByteStream { loop.executeSoonOrNow { owner.value.bodyDemand() } }
     }
 
+    /// A body's or a tunnel's reader wants more: reading goes on (a tunnel's bytes bypass `processInput`, which
+    /// finds no request to parse).
     private func bodyDemand() {
-        guard processingPaused, upgradeSlot == nil, slots.count < context.limits.maxPipelinedRequests else { return }
+        guard processingPaused, upgradeSlot == nil, slots.count < context.limits.maxPipelinedRequests,
+              !connection.isClosed else { return }
         processingPaused = false
         connection.resumeReading()
         processInput()
@@ -503,10 +505,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         slot.writing = true
         acceptingRequests = false
         tunnelInput = input
+        // Reading stays paused (since the request) while the bytes read past it fill the reader's buffer.
         let early = parser.takeBufferedBytes()
-        if !early.isEmpty && !input.yield(early) {
-            tunnelReadPaused = true
-        } else {
+        if early.isEmpty || input.yield(early) {
             processingPaused = false
             connection.resumeReading()
         }
@@ -517,20 +518,6 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             await server.pump(outbound, chunked: false, slot: slot)
         }
         return true
-    }
-
-    /// The stream for a request's ``HTTPServerRequest/upgradeInput``.
-    private func makeTunnelStream() -> ByteStream {
-        let loop = connection.loop
-        let owner = UncheckedSendable(self)
-        return ByteStream { loop.executeSoonOrNow { owner.value.tunnelDemand() } }
-    }
-
-    /// The tunnel's reader caught up: reading goes on.
-    private func tunnelDemand() {
-        guard tunnelReadPaused, tunnelInput != nil, !connection.isClosed else { return }
-        tunnelReadPaused = false
-        connection.resumeReading()
     }
 
     /// The connection ends: an upgrade request waiting for its answer, or a tunnel, gets no more client bytes.
