@@ -142,19 +142,14 @@ private struct Builder {
     let reader: YAMLReader
     let loader: ConfigLoader
     let path: String
-    let baseDirectory: String
 
     init(reader: YAMLReader, loader: ConfigLoader, path: String) {
         self.reader = reader
         self.loader = loader
         self.path = path
-        let directory = (path as NSString).deletingLastPathComponent
-        self.baseDirectory = directory.isEmpty ? "." : directory
     }
 
-    func resolve(_ file: String) -> String {
-        file.hasPrefix("/") ? file : (baseDirectory == "." ? file : baseDirectory + "/" + file)
-    }
+    func resolve(_ file: String) -> String { reader.resolve(file) }
 
     mutating func build(root: Node) -> GatewayConfig? {
         guard let top = reader.mapping(root, "", allowed: ["server", "admin", "logging", "clients", "upstreams",

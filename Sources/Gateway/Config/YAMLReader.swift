@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// A scalar after `${NAME}` and `${file:PATH}` interpolation.
@@ -29,10 +30,20 @@ final class YAMLReader {
     /// The largest secret file read for `${file:PATH}`.
     static let maxSecretFileBytes = 64 * 1024
 
+    /// The configuration file's directory, against which relative paths are resolved ("." for the working one).
+    private let baseDirectory: String
+
     init(file: String, environment: [String: String], readFile: @escaping (String) -> [UInt8]? = { _ in nil }) {
         self.file = file
         self.environment = environment
         self.readFile = readFile
+        let directory = (file as NSString).deletingLastPathComponent
+        baseDirectory = directory.isEmpty ? "." : directory
+    }
+
+    /// `path` resolved against the configuration file's directory (an absolute path as it is).
+    func resolve(_ path: String) -> String {
+        path.hasPrefix("/") ? path : (baseDirectory == "." ? path : baseDirectory + "/" + path)
     }
 
     func report(line: Int, _ path: String, _ reason: String) {
@@ -193,7 +204,7 @@ final class YAMLReader {
     /// trailing line breaks: what `echo token > file` and mounted secrets both give as the token.
     private func secretFile(_ path: String) -> Result<String, SecretFileProblem> {
         guard !path.isEmpty else { return .failure(SecretFileProblem(reason: "empty path in '${file:...}'")) }
-        let resolved = path.hasPrefix("/") ? path : YAMLReader.directory(of: file) + path
+        let resolved = resolve(path)
         guard let bytes = readFile(resolved) else {
             return .failure(SecretFileProblem(reason: "cannot read the secret file \(resolved)"))
         }
@@ -207,11 +218,6 @@ final class YAMLReader {
         return .success(text)
     }
 
-    /// The directory part of `file` with a trailing `/`, or "" for a file in the working directory.
-    static func directory(of file: String) -> String {
-        guard let slash = file.lastIndex(of: "/") else { return "" }
-        return String(file[...slash])
-    }
 
     static func isVariableName(_ name: Substring) -> Bool {
         guard let first = name.first, first.isASCII, first.isLetter || first == "_" else { return false }
