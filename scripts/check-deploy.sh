@@ -10,7 +10,8 @@
 #   - Kubernetes schemas: every manifest a kustomization lists is validated strictly against the Kubernetes 1.30 API
 #     schemas with `kubernetes-validate` (PyPI, installed into .build/check-deploy-venv; skipped with a note when PyPI
 #     cannot be reached);
-#   - systemd: TimeoutStopSec > drain_timeout, `systemd-analyze verify`;
+#   - systemd: TimeoutStopSec > drain_timeout, `systemd-analyze verify`; the logrotate stanza parses (`logrotate --debug`)
+#     and signals the unit with SIGUSR1;
 #   - `moya-gateway check --config F` on every shipped configuration (Configuration/*.yaml, Configuration/examples/*.yaml
 #     with each ${VAR} set to a dummy value, deploy/**/gateway*.yaml), using .build/debug/moya-gateway
 #     (or $MOYA_GATEWAY_BIN); built with `swift build --product moya-gateway` when absent.
@@ -535,6 +536,21 @@ if check(os.path.isfile(unit), unit, "missing"):
                     messages = [l for l in (run.stderr + run.stdout).splitlines() if l.strip()]
                 check(run.returncode == 0 and not messages, unit,
                       "systemd-analyze verify: " + (" | ".join(messages) or f"exit {run.returncode}"))
+
+    rotation = "deploy/systemd/moya-gateway.logrotate"
+    logrotate = shutil.which("logrotate") or ("/usr/sbin/logrotate" if os.access("/usr/sbin/logrotate", os.X_OK) else None)
+    with open(rotation) as f:
+        stanza = f.read()
+    check("--signal=SIGUSR1" in stanza and "moya-gateway.service" in stanza, rotation,
+          "postrotate must send SIGUSR1 to moya-gateway.service (the gateway reopens its log file on it)")
+    if not logrotate:
+        note("SKIPPED logrotate --debug: logrotate is not installed")
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            run = subprocess.run([logrotate, "--debug", "--state", os.path.join(tmp, "state"), rotation],
+                                 capture_output=True, text=True)
+            errors = [l for l in (run.stderr + run.stdout).splitlines() if l.startswith("error")]
+            check(run.returncode == 0 and not errors, rotation, "logrotate --debug: " + (" | ".join(errors) or f"exit {run.returncode}"))
 
 # ---------------------------------------------------------------------------------------------------------------------
 # 5. moya-gateway check on every shipped configuration.

@@ -5,7 +5,7 @@ packages=(libssl-dev libnghttp2-dev zlib1g-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
     # Tests talk to real peers: curl, nginx (interop and benchmarks), openssl (certificates, s_client),
     # nghttp2-client (nghttp, h2load), Python's h11/h2 for hostile-peer suites, websockets for the WebSocket relay.
-    packages+=(curl nginx-light openssl nghttp2-client python3 python3-h11 python3-h2 python3-websockets python3-yaml python3-venv netcat-openbsd)
+    packages+=(curl logrotate nginx-light openssl nghttp2-client python3 python3-h11 python3-h2 python3-websockets python3-yaml python3-venv netcat-openbsd)
 fi
 missing=()
 for p in "${packages[@]}"; do

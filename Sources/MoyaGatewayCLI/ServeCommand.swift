@@ -5,7 +5,8 @@ import NetCore
 import ServiceLifecycle
 
 /// `moya-gateway serve`: load the configuration exactly like `check`, bind the listeners and serve until SIGTERM or
-/// SIGINT (drain, then exit 0); SIGHUP reloads the file, keeping the old configuration when the new one is invalid.
+/// SIGINT (drain, then exit 0); SIGHUP reloads the file, keeping the old configuration when the new one is invalid;
+/// SIGUSR1 (and SIGHUP) reopen the log file after a rotation.
 /// Signals are handled by a swift-service-lifecycle `ServiceGroup` running one ``GatewayService``.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

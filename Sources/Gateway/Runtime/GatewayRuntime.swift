@@ -134,6 +134,21 @@ public final class GatewayRuntime: Sendable {
         logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
     }
 
+    /// Opens `logging.output`'s file again (SIGUSR1, and before each reload), so that a log rotated by moving the file
+    /// (logrotate's default `create` mode) goes on in a new file at the same path. Lines logged before go to the old
+    /// file, none is lost; a path that cannot be opened leaves the lines going to the old file, and says so there.
+    /// Nothing happens with stdout or stderr.
+    public func reopenLogFile() async {
+        guard let path = telemetry.sink.filePath else { return }
+        do {
+            try await telemetry.sink.reopen()
+            logger.notice("reopened the log file", metadata: ["path": .string(path)])
+        } catch {
+            logger.error("cannot reopen the log file; still writing to the one open before", metadata: [
+                "path": .string(path), "reason": .string(error.reason)])
+        }
+    }
+
     /// A reload whose configuration was rejected: the running one stays; logged with the problems and counted
     /// (`moya_gateway_config_reloads_total{result="failure"}`, `moya_gateway_config_last_reload_successful` 0).
     public func reloadRejected(problems: [String]) {

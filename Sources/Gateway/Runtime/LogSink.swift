@@ -12,6 +12,9 @@ import NetCore
 /// ``batchDelay`` after its last write, for all the lines since. Under load one wake-up and one `write` then carry a
 /// few hundred access-log lines, where waking it per line cost the event loop a context switch and two system calls
 /// per request; a quiet gateway's lines still appear at once.
+///
+/// A file is opened for appending (`O_APPEND`), so a rotation that copies and truncates it (logrotate's
+/// `copytruncate`) goes on at its new end, and ``reopen()`` opens the path afresh after a rotation that moved it.
 public final class LogSink: Sendable {
     public enum Destination: Sendable {
         case stdout
@@ -21,7 +24,9 @@ public final class LogSink: Sendable {
 
     private let queue = DispatchQueue(label: "moya-gateway.log-writer")
     private let pending = Locked(Pending())
-    private let handle: FileHandle
+    /// The descriptor written to; replaced by ``reopen()`` (a file destination's only).
+    private let output: Locked<Int32>
+    private let path: String?
     private let capacity: Int
     /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.
     static let batchDelay: UInt64 = 10_000_000
@@ -43,23 +48,66 @@ public final class LogSink: Sendable {
     /// - Throws: ``OpenError`` when a file destination cannot be opened for appending.
     public init(destination: Destination, capacity: Int = 65_536) throws(OpenError) {
         switch destination {
-        case .stdout: handle = FileHandle.standardOutput
-        case .stderr: handle = FileHandle.standardError
+        case .stdout:
+            output = Locked(STDOUT_FILENO)
+            path = nil
+        case .stderr:
+            output = Locked(STDERR_FILENO)
+            path = nil
         case .file(let path):
-            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
-            guard let file = FileHandle(forWritingAtPath: path) else { throw OpenError(path: path) }
-            // Appends to a regular file; a pipe, FIFO or terminal (`/dev/stdout` in a container) cannot seek, and
-            // needs not (the deprecated `seekToEndOfFile()` traps there).
-            _ = try? file.seekToEnd()
-            handle = file
+            output = Locked(try Self.openForAppending(path))
+            self.path = path
         }
         self.capacity = capacity
+    }
+
+    deinit {
+        if path != nil { close(output.withLock { $0 }) }
+    }
+
+    /// Opens `path` for appending, creating it (mode 0644) when it does not exist. A pipe, FIFO or terminal
+    /// (`/dev/stdout` in a container) is fine too.
+    private static func openForAppending(_ path: String) throws(OpenError) -> Int32 {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OpenError(path: path, reason: String(cString: strerror(errno))) }
+        return fd
     }
 
     /// A log file that could not be opened for appending.
     public struct OpenError: Error, CustomStringConvertible {
         public let path: String
-        public var description: String { "logging.output: cannot open \(path) for appending" }
+        /// The system's reason (`Permission denied`, `No such file or directory`).
+        public var reason: String = ""
+        public var description: String {
+            "logging.output: cannot open \(path) for appending" + (reason.isEmpty ? "" : ": \(reason)")
+        }
+    }
+
+    /// The file lines go to, or nil for stdout and stderr.
+    public var filePath: String? { path }
+
+    /// Opens the file destination's path again, after a rotation moved the file away: lines queued before the call
+    /// go to the old file, lines after it to the new one, and none is lost. Stdout and stderr are left as they are.
+    /// When the path cannot be opened, lines go on to the old file and the error is thrown.
+    public func reopen() async throws(OpenError) {
+        guard let path else { return }
+        let result: Result<Void, OpenError> = await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                drain()
+                do throws(OpenError) {
+                    let fresh = try Self.openForAppending(path)
+                    let old = output.withLock { fd in
+                        defer { fd = fresh }
+                        return fd
+                    }
+                    close(old)
+                    continuation.resume(returning: .success(()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        try result.get()
     }
 
     /// Lines dropped because the writer could not keep up.
@@ -125,7 +173,7 @@ public final class LogSink: Sendable {
 
     /// Writes `bytes` to the output, waiting while it is full; false when it fails.
     private func writeAll(_ bytes: [UInt8]) -> Bool {
-        let fd = handle.fileDescriptor
+        let fd = output.withLock { $0 }
         return bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

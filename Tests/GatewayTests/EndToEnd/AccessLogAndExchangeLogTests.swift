@@ -3,6 +3,9 @@ import HTTPClient
 import HTTPWire
 import TestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The access log's upstream timing and retry fields, and Moya's network logger bridged into the gateway's log, with
 /// the real binary against a real upstream over loopback.
@@ -132,6 +135,101 @@ import Testing
         #expect(lines.first == "earlier line", "appended, not truncated")
         #expect(lines.contains { $0.contains("\"msg\":\"access\"") && $0.contains("\"request_id\":\"to-file\"") })
         #expect(!gateway.stdout.contains("to-file"))
+    }
+
+    /// A log rotated by moving the file (logrotate's `create` mode): SIGUSR1, or a reload, makes the gateway open the
+    /// path again; the moved file keeps every line logged before, the new one gets the lines after.
+    @Test func aMovedLogFileIsReopenedOnSIGUSR1AndOnReload() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let directory = ProcessRunner.temporaryDirectory("gateway-log-rotation")
+        let path = directory + "/gateway.log"
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, logging: "output: \(path)"),
+                                               environment: ["API_TOKEN": "t"])
+        let client = HTTPClient()
+        func call(_ id: String) async throws {
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": id]))
+            #expect(response.status == 200)
+        }
+        /// Waits (up to 2 s: the writer works in batches) until the file at `file` has a line containing every one of `needles`.
+        func lines(of file: String, containing needles: [String]) async -> [String] {
+            for _ in 0..<100 {
+                let lines = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+                if needles.allSatisfy({ needle in lines.contains { $0.contains(needle) } }) { return lines }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+
+        try await call("before-rotation")
+        _ = await lines(of: path, containing: ["before-rotation"])
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".1")
+        try await call("between-move-and-signal")
+        gateway.signal(SIGUSR1)
+        let reopened = await lines(of: path, containing: ["reopened the log file"])
+        try await call("after-rotation")
+        let fresh = await lines(of: path, containing: ["after-rotation"])
+        #expect(reopened.first?.contains("\"msg\":\"reopened the log file\"") == true, "\(reopened)")
+        #expect(fresh.contains { $0.contains("\"msg\":\"access\"") && $0.contains("\"request_id\":\"after-rotation\"") })
+        #expect(!fresh.contains { $0.contains("before-rotation") || $0.contains("between-move-and-signal") })
+        let rotated = await lines(of: path + ".1", containing: ["before-rotation", "between-move-and-signal"])
+        #expect(rotated.contains { $0.contains("\"request_id\":\"before-rotation\"") })
+        #expect(rotated.contains { $0.contains("\"request_id\":\"between-move-and-signal\"") },
+                "lines logged after the move and before the signal are in the moved file")
+        #expect(!rotated.contains { $0.contains("after-rotation") })
+
+        // A reload (systemctl reload) reopens the file too, before it reloads, so its own lines are in the new file.
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".2")
+        gateway.signal(SIGHUP)
+        let reloaded = await lines(of: path, containing: ["reopened the log file", "\"msg\":\"reloaded\""])
+        #expect(reloaded.contains { $0.contains("\"msg\":\"reloaded\"") }, "\(reloaded)")
+        try await call("after-reload")
+        #expect(await lines(of: path, containing: ["after-reload"]).contains { $0.contains("\"request_id\":\"after-reload\"") })
+        #expect(gateway.stop() == 0)
+        #expect(try String(contentsOfFile: path + ".2", encoding: .utf8).contains("after-rotation"))
+        #expect(!gateway.stdout.contains("after-rotation"))
+    }
+
+    /// The shipped logrotate stanza (`deploy/systemd/moya-gateway.logrotate`), run by the real logrotate with the
+    /// log directory moved to a temporary one and its `systemctl kill` (there is no systemd here) turned into the
+    /// same signal sent to the gateway's pid.
+    @Test func theShippedLogrotateStanzaRotatesTheLogWithoutLosingALine() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let directory = ProcessRunner.temporaryDirectory("gateway-logrotate")
+        let path = directory + "/access.log"
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, logging: "output: \(path)"),
+                                               environment: ["API_TOKEN": "t"])
+        let shipped = try String(contentsOf: packageRoot.appendingPathComponent("deploy/systemd/moya-gateway.logrotate"),
+                                 encoding: .utf8)
+        let signalLine = "systemctl kill --signal=SIGUSR1 --kill-whom=main moya-gateway.service 2>/dev/null || true"
+        #expect(shipped.contains("/var/log/moya-gateway/*.log {") && shipped.contains(signalLine))
+        let stanza = shipped.replacingOccurrences(of: "/var/log/moya-gateway/", with: directory + "/")
+            .replacingOccurrences(of: signalLine, with: "kill -USR1 \(gateway.process.processIdentifier)")
+        try stanza.write(toFile: directory + "/logrotate.conf", atomically: true, encoding: .utf8)
+
+        let client = HTTPClient()
+        for index in 0..<20 {
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": "old-\(index)"]))
+            #expect(response.status == 200)
+        }
+        // Lines still queued in the gateway when logrotate moves the file are written to the moved file.
+        let rotate = try ProcessRunner.run("/usr/sbin/logrotate", ["--force", "--state", directory + "/state", directory + "/logrotate.conf"])
+        #expect(rotate.status == 0, "\(rotate.stderr)")
+        // `nocreate`: the path is there again once the gateway has reopened it.
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: path) { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(FileManager.default.fileExists(atPath: path))
+        for index in 0..<20 {
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": "new-\(index)"]))
+            #expect(response.status == 200)
+        }
+        #expect(gateway.stop() == 0)
+        let rotated = try String(contentsOfFile: path + ".1", encoding: .utf8)
+        let current = try String(contentsOfFile: path, encoding: .utf8)
+        for index in 0..<20 {
+            #expect(rotated.contains("\"request_id\":\"old-\(index)\""), "old-\(index) is in the rotated file")
+            #expect(current.contains("\"request_id\":\"new-\(index)\""), "new-\(index) is in the new file")
+        }
+        #expect(!rotated.contains("\"request_id\":\"new-") && !current.contains("\"request_id\":\"old-"))
+        #expect(current.split(separator: "\n").first?.contains("\"msg\":\"reopened the log file\"") == true)
     }
 
     @Test func infoLevelLogsNoUpstreamExchanges() async throws {

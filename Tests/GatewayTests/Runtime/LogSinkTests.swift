@@ -71,4 +71,74 @@ import Glibc
         #expect(sink.flush(timeout: .seconds(Int64.max)))
         #expect(sink.flush(timeout: .seconds(-1)))
     }
+
+    private static func temporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("logsink-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    private static func lines(_ path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+    }
+
+    /// logrotate's default (`create`): the file is moved away, then the gateway is told to reopen its path.
+    @Test func reopenAfterTheFileWasMovedWritesToANewFileAndLosesNothing() async throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/gateway.log"
+        let sink = try LogSink(destination: .file(path))
+        #expect(sink.filePath == path)
+        for index in 0..<100 { sink.write("before \(index)") }
+        try FileManager.default.moveItem(atPath: path, toPath: path + ".1")
+        for index in 0..<100 { sink.write("queued \(index)") }
+        try await sink.reopen()
+        for index in 0..<100 { sink.write("after \(index)") }
+        #expect(sink.flush())
+        let rotated = try Self.lines(path + ".1")
+        let fresh = try Self.lines(path)
+        #expect(rotated == (0..<100).map { "before \($0)" } + (0..<100).map { "queued \($0)" },
+                "what was logged before the reopen goes to the moved file")
+        #expect(fresh == (0..<100).map { "after \($0)" })
+    }
+
+    /// logrotate's `copytruncate`: the file is copied and truncated in place; appending goes on at its new end, with
+    /// no hole of zeros where the old lines were.
+    @Test func aFileTruncatedInPlaceIsWrittenFromItsNewEnd() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/gateway.log"
+        let sink = try LogSink(destination: .file(path))
+        sink.write(String(repeating: "x", count: 10_000))
+        #expect(sink.flush())
+        #expect(truncate(path, 0) == 0)
+        sink.write("after truncation")
+        #expect(sink.flush())
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data("after truncation\n".utf8))
+    }
+
+    /// A path that cannot be opened again (its directory is gone) is an error, and lines go on to the open file.
+    @Test func aFailedReopenKeepsWritingToTheOpenFile() async throws {
+        let directory = try Self.temporaryDirectory()
+        let moved = directory + ".moved"
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: moved)
+        }
+        let sink = try LogSink(destination: .file(directory + "/gateway.log"))
+        sink.write("first")
+        try FileManager.default.moveItem(atPath: directory, toPath: moved)
+        let error = await #expect(throws: LogSink.OpenError.self) { try await sink.reopen() }
+        #expect(error?.description == "logging.output: cannot open \(directory)/gateway.log for appending: No such file or directory")
+        sink.write("second")
+        #expect(sink.flush())
+        #expect(try Self.lines(moved + "/gateway.log") == ["first", "second"])
+    }
+
+    /// Reopening standard output is nothing at all.
+    @Test func reopeningStandardOutputDoesNothing() async throws {
+        let sink = try LogSink(destination: .stdout)
+        #expect(sink.filePath == nil)
+        try await sink.reopen()
+    }
 }
