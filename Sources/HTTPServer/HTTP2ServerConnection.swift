@@ -40,6 +40,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         var failedAt: UInt64 = 0
         /// The response pump waiting for the peer's window; resumed with false when the stream ends.
         var windowWaiter: CheckedContinuation<Bool, Never>?
+        /// An extended CONNECT (RFC 8441) until it is refused: its DATA frames are the tunnel's bytes (the request's
+        /// ``HTTPServerRequest/upgradeInput``), with no body limit and no body timeout.
+        var isTunnel = false
         /// Send-stall tracking: outbound bytes queued at the last sweep and since when they have not moved.
         var stalledBuffered = 0
         var stalledSince: UInt64 = 0
@@ -244,6 +247,15 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             return
         }
         head.version = .http2
+        if h2Head.method == .connect, let tunnelProtocol = h2Head.extendedProtocol {
+            guard context.http2Settings.enableConnectProtocol else {
+                stream.finished = true
+                try? session.resetStream(streamID: streamID, errorCode: .protocolError)
+                return
+            }
+            startTunnelRequest(stream, head: Self.upgradeHandshake(head, to: tunnelProtocol), endStream: endStream)
+            return
+        }
         let declaredLength = head.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if let declaredLength, declaredLength > context.limits.maxBodyBytes {
             stream.discardBody = true
@@ -263,6 +275,36 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
+        dispatch(request, stream: stream)
+    }
+
+    /// The HTTP/1.1 handshake an extended CONNECT stands for (RFC 8441 §5): a GET asking to upgrade to `tunnelProtocol`,
+    /// so that a handler sees one kind of upgrade request whichever version the client speaks.
+    static func upgradeHandshake(_ connect: HTTPRequestHead, to tunnelProtocol: String) -> HTTPRequestHead {
+        var head = connect
+        head.method = .get
+        head.headers.remove(name: "Content-Length")
+        head.headers.replaceOrAdd(name: "Connection", value: "Upgrade")
+        head.headers.replaceOrAdd(name: "Upgrade", value: tunnelProtocol)
+        return head
+    }
+
+    /// Hands an extended CONNECT to the handler as an upgrade request: the stream's DATA frames feed its
+    /// ``HTTPServerRequest/upgradeInput`` (held, unacknowledged, until the handler reads them), and a 101 answer with
+    /// a streamed body opens the tunnel (see ``startResponse(_:with:)``).
+    private func startTunnelRequest(_ stream: Stream, head: HTTPRequestHead, endStream: Bool) {
+        stream.isTunnel = true
+        let input: ByteStream
+        if endStream {
+            input = ByteStream.complete([])
+        } else {
+            input = makeBodyStream(streamID: stream.id)
+            stream.body = input
+        }
+        var request = HTTPServerRequest(head: head, body: ByteStream.complete([]), declaredBodyLength: nil,
+                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+                                        loop: connection.loop)
+        request.upgradeInput = input
         dispatch(request, stream: stream)
     }
 
@@ -306,7 +348,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         stream.lastBodyProgress = connection.loop.roundTime
         lastActivity = stream.lastBodyProgress
         stream.bodyBytes += Int64(bytes.count)
-        if stream.bodyBytes > context.limits.maxBodyBytes {
+        if stream.bodyBytes > context.limits.maxBodyBytes && !stream.isTunnel {
             body.fail(ByteStreamError.tooLarge)
             stream.body = nil
             cancelHandler(of: stream)
@@ -440,6 +482,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             return startResponse(stream, with: answer)
         }
         stream.responded = true
+        let response = stream.isTunnel ? tunnelAnswer(stream, response) : response
         var head = response.head
         head.version = .http2
         for name in ["Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Proxy-Connection"] {
@@ -478,6 +521,24 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         if let bodyStream { return bodyStream }
         if !stream.finished { responseComplete(stream) }
         return nil
+    }
+
+    /// The answer to an extended CONNECT. A 101 with a streamed body opens the tunnel: the client gets `200` (RFC 8441
+    /// §5) without the HTTP/1.1 handshake's `Sec-WebSocket-Accept`, then the body's bytes as DATA while its own DATA
+    /// goes on to the request's `upgradeInput`. Any other answer refuses it and goes out as it is, except a 2xx, which
+    /// would tell the client its tunnel is open when no handler took it: that is answered 501. A refused tunnel's
+    /// input is an ordinary body from then on, dropped once the answer is complete.
+    private func tunnelAnswer(_ stream: Stream, _ response: HTTPServerResponse) -> HTTPServerResponse {
+        var answer = response
+        if response.head.status == 101, response.body.isStream {
+            answer.head.replaceStatus(with: 200)
+            answer.head.headers.remove(name: "Sec-WebSocket-Accept")
+            answer.head.headers.remove(name: "Content-Length")
+            return answer
+        }
+        stream.isTunnel = false
+        guard (200...299).contains(response.head.status) else { return answer }
+        return HTTPServerResponse(head: HTTPResponseHead(status: 501, version: .http2))
     }
 
     /// Copies a streamed response body into the session, pausing while the stream's queue is full.
@@ -552,7 +613,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                 continue
             }
             // A body that stopped arriving although the window is open.
-            if stream.body != nil && stream.pendingAck == 0 && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
+            if stream.body != nil && !stream.isTunnel && stream.pendingAck == 0
+                && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
                 end(stream)
                 try? session.resetStream(streamID: stream.id, errorCode: .cancel)
                 changed = true

@@ -31,10 +31,14 @@ public struct HTTPServerRequest: Sendable {
     public var declaredBodyLength: Int64?
     /// For an HTTP/1.1 request that asks to switch protocols (``HTTPWire/HTTPRequestHead/requestedUpgrade``) and has
     /// no body: the bytes the client sends after the handler's `101 Switching Protocols`, streamed with
-    /// back-pressure until the client closes (then it finishes). Nil for other requests, and over HTTP/2. The
-    /// connection reads nothing past such a request until it is answered; any other answer finishes this stream
-    /// empty and the connection goes on with the next request. See ``HTTPServerResponse/Body/stream(_:)`` for the
-    /// answer that switches.
+    /// back-pressure until the client closes (then it finishes). Nil for other requests. The connection reads
+    /// nothing past such a request until it is answered; any other answer finishes this stream empty and the
+    /// connection goes on with the next request. See ``HTTPServerResponse/Body/stream(_:)`` for the answer that
+    /// switches.
+    ///
+    /// Over HTTP/2, with ``HTTPWire/HTTP2Settings/enableConnectProtocol``, an extended CONNECT (RFC 8441) is presented
+    /// as the upgrade it stands for (a GET with `Connection: Upgrade` and `Upgrade: <:protocol>`, version 2), and
+    /// this is its stream's DATA, with HTTP/2 flow control as the back-pressure.
     public var upgradeInput: ByteStream?
     public var remoteAddress: SocketAddress?
     /// Whether the request came over TLS (`X-Forwarded-Proto: https`).
@@ -72,7 +76,9 @@ public struct HTTPServerResponse: Sendable {
         /// With status 101, answering a request that has an ``HTTPServerRequest/upgradeInput``, the connection
         /// switches protocols: the head goes out with `Connection: Upgrade` (the handler sets `Upgrade`), then the
         /// stream's bytes as they are, unframed, while the client's bytes go to the request's `upgradeInput`. The
-        /// connection closes when the stream ends or fails. A 101 to any other request is answered 500 instead.
+        /// connection closes when the stream ends or fails. A 101 to any other request is answered 500 instead. Over
+        /// HTTP/2 the 101 to an extended CONNECT goes out as `200` and the stream as DATA (a 2xx that does not switch
+        /// is answered 501, since it would tell the client its tunnel is open).
         case stream(ByteStream)
 
         /// Whether the body is streamed.

@@ -25,6 +25,36 @@ import Testing
         #expect(result.stdout == "RESPONSE 200 hello\nRST 0\n", "\(result.stdout) \(result.stderr)")
     }
 
+    /// RFC 8441: with `enableConnectProtocol` the server advertises SETTINGS_ENABLE_CONNECT_PROTOCOL, and an extended
+    /// CONNECT reaches the handler as the HTTP/1.1 upgrade it stands for; its 101 opens a tunnel over the stream (200
+    /// to the client), which no body limit or body timeout cuts, and which ends when the client ends its side.
+    @Test func anExtendedConnectIsAnUpgradeAndItsTunnelRunsOverTheStream() async throws {
+        var settings = HTTP2Settings()
+        settings.enableConnectProtocol = true
+        var limits = HTTPServerLimits()
+        limits.maxBodyBytes = 64 * 1024
+        limits.bodyTimeout = .milliseconds(300)
+        let (server, port) = try await startTestServer(limits: limits, http2Settings: settings)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let tunnel = try Self.probe(port, "tunnel", "/upgrade-echo", "echo-test")
+        #expect(tunnel.stdout == "SETTING 1\nRESPONSE 200\nECHO \(300 * 1024 + 12) True\nSTREAM\n", "\(tunnel.stdout) \(tunnel.stderr)")
+
+        // A handler's refusal goes out as it is; a 2xx that is not a switch would tell the client its tunnel is open.
+        let refused = try Self.probe(port, "tunnel", "/upgrade-refuse", "echo-test")
+        #expect(refused.stdout.hasPrefix("SETTING 1\nRESPONSE 426 "), "\(refused.stdout) \(refused.stderr)")
+        let notATunnel = try Self.probe(port, "tunnel", "/hello", "echo-test")
+        #expect(notATunnel.stdout == "SETTING 1\nRESPONSE 501 \n", "\(notATunnel.stdout) \(notATunnel.stderr)")
+    }
+
+    /// Without `enableConnectProtocol` (the default) nothing is advertised and an extended CONNECT is a malformed
+    /// request: the stream is reset with PROTOCOL_ERROR and no handler sees it.
+    @Test func anExtendedConnectIsRefusedUnlessEnabled() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let result = try Self.probe(port, "tunnel", "/upgrade-echo", "echo-test")
+        #expect(result.stdout == "SETTING 0\nRST 1\n", "\(result.stdout) \(result.stderr)")
+    }
+
     @Test func priorKnowledgeGetAndPostEcho() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }

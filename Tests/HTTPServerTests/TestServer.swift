@@ -144,11 +144,13 @@ struct TestRoutes: HTTPServerHandler {
 
 /// Starts an ``HTTPServer`` on a free loopback port with the test routes.
 func startTestServer(limits: HTTPServerLimits = HTTPServerLimits(), tls: TLSServerConfiguration? = nil,
-                     threads: Int = 1, http2: Bool = true) async throws -> (HTTPServer, Int) {
+                     threads: Int = 1, http2: Bool = true,
+                     http2Settings: HTTP2Settings = HTTP2Settings()) async throws -> (HTTPServer, Int) {
     let group = try EventLoopGroup(threads: threads)
     let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
     let configuration = HTTPServer.Configuration(
-        listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, limits: limits, http2: http2)
+        listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, limits: limits, http2: http2,
+        http2Settings: http2Settings)
     let server = HTTPServer(configuration: configuration, group: group, handler: TestRoutes())
     try await server.start()
     let port = (tls == nil ? server.localAddresses : server.tlsLocalAddresses)[0].port

@@ -206,7 +206,7 @@ final class GatewayHandler: HTTPServerHandler {
                     forwardsHeaders: Bool = true) -> GatewayTarget {
             var (stable, perRequest) = forwardsHeaders
                 ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
-            if tunnel != nil { perRequest.replaceOrAdd(WebSocketTunnel.upstreamFields) }
+            if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
                 method: request.head.method,
@@ -230,13 +230,16 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
+    /// The methods a route without `match.methods` allows, as `Allow` lists them.
+    static let allMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
     /// Routing, then the caller's identity (API keys), the route's allowed clients and its rate limit.
     private func prepare(_ exchange: inout Exchange, request: borrowing HTTPServerRequest) -> Decision {
         let requestID = exchange.requestID
         let method = request.head.method
         if method == .trace || method == .connect {
             return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
-                                         extra: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]))
+                                         extra: ["Allow": Self.allMethods.joined(separator: ", ")]))
         }
         let route: CompiledRoute
         let upstreamPath: String
@@ -252,6 +255,12 @@ final class GatewayHandler: HTTPServerHandler {
             upstreamPath = path
         }
         let runtime = exchange.snapshot.runtime(of: route)
+        if WebSocketTunnel.isRefusedExtendedConnect(request, route: route.config, upstream: runtime?.provider) {
+            // An HTTP/2 client asking for a tunnel (RFC 8441) where there is none: a plain GET's 200 would tell it
+            // the tunnel is open.
+            return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
+                                         extra: ["Allow": (route.allowedMethods ?? Self.allMethods).joined(separator: ", ")]))
+        }
         exchange.record.route = route.name
         exchange.record.upstream = route.upstream.name
         exchange.record.upstreamPath = upstreamPath

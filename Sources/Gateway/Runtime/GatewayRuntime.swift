@@ -48,8 +48,13 @@ public final class GatewayRuntime: Sendable {
         let gatewayHandler = GatewayHandler(state: state)
         self.gatewayHandler = gatewayHandler
         handler = gatewayHandler
+        // WebSockets over HTTP/2 (RFC 8441) are offered on every connection; a route that does not relay them
+        // refuses them (405).
+        var http2Settings = HTTP2Settings()
+        http2Settings.enableConnectProtocol = true
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
-                                                 http2: config.server.http2, compression: compression),
+                                                 http2: config.server.http2, http2Settings: http2Settings,
+                                                 compression: compression),
                             group: group, handler: handler)
         let mainServer = server
         admin = AdminHandler(telemetry: telemetry) { mainServer.openConnections }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import HTTPWire
 import NetCore
@@ -15,24 +16,46 @@ final class WebSocketTunnel: Sendable {
     private let relayed = Atomic<Int>(0)
     /// The route's `websocket.idle_timeout`; nil leaves the upstream's `timeout.response`.
     let idleTimeout: Duration?
+    /// The fields that turn the upstream request into the handshake (the client's own were dropped as hop-by-hop).
+    let upstreamFields: HTTPHeaders
 
-    private init(source: ByteStream, idleTimeout: Duration?) {
+    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPHeaders) {
         self.source = source
         self.idleTimeout = idleTimeout
+        self.upstreamFields = upstreamFields
     }
 
-    /// The tunnel for `request` when it is a WebSocket handshake the route relays: an HTTP/1.1 request asking to
-    /// upgrade to `websocket` on a route with `websocket: true` to an upstream that can take one. Nil for anything
-    /// else, whose `Upgrade` is not forwarded (reliability.md H1-39).
+    /// The tunnel for `request` when it is a WebSocket handshake the route relays: a request asking to upgrade to
+    /// `websocket` (an HTTP/1.1 handshake, or an HTTP/2 extended CONNECT, which the server presents as one) on a
+    /// route with `websocket: true` to an upstream that can take one. Nil for anything else, whose `Upgrade` is not
+    /// forwarded (reliability.md H1-39).
     static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig,
                         upstream: UpstreamProvider) -> WebSocketTunnel? {
         guard route.websocket, upstream.tunnelProvider != nil, let input = request.upgradeInput,
               request.head.requestsUpgrade(to: "websocket") else { return nil }
-        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout)
+        var fields: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket"]
+        if request.head.version == .http2 {
+            // RFC 8441 has no key: the upstream's HTTP/1.1 handshake needs one (RFC 6455 §4.1), and its accept value
+            // is for the gateway, which does not pass it on over HTTP/2.
+            fields.add(name: "Sec-WebSocket-Key", value: newKey())
+        }
+        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields)
     }
 
-    /// The fields that turn the upstream request into the handshake (the client's own were dropped as hop-by-hop).
-    static let upstreamFields: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket"]
+    /// Whether `request` is an HTTP/2 extended CONNECT (RFC 8441) that `route` cannot relay: it must be refused, since
+    /// the plain GET an HTTP/1.1 client's `Upgrade` falls back to would tell this client its tunnel is open.
+    static func isRefusedExtendedConnect(_ request: borrowing HTTPServerRequest, route: RouteConfig,
+                                         upstream: UpstreamProvider?) -> Bool {
+        guard request.head.version == .http2, request.upgradeInput != nil else { return false }
+        return !(route.websocket && upstream?.tunnelProvider != nil && request.head.requestsUpgrade(to: "websocket"))
+    }
+
+    /// A fresh `Sec-WebSocket-Key`: 16 random bytes in base64.
+    static func newKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return Data(bytes).base64EncodedString()
+    }
 
     /// The client's bytes for the upstream connection, pulled as it has room for them.
     func makeStream() -> AsyncThrowingStream<[UInt8], any Error> {

@@ -116,6 +116,8 @@ public final class HTTP2Session {
         ]
         if role == .client {
             entries.append(.init(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0))
+        } else if settings.enableConnectProtocol {
+            entries.append(.init(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL.rawValue), value: 1))
         }
         let settingsRC = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard settingsRC == 0 else { throw HTTP2Error(nghttp2Code: settingsRC) }

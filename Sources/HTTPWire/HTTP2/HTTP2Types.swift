@@ -129,6 +129,10 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// Per-stream outbound buffer: `sendBody` returns `false` (pause the producer) once this many bytes are
     /// queued; `.windowAvailable` follows when the queue drains below half.
     public var streamSendBufferSize: Int = 64 * 1024
+    /// Server only: advertise SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441), so that clients may open WebSockets (and
+    /// other protocols) with an extended CONNECT (`:method CONNECT` with `:protocol`). Off by default: a handler
+    /// that does not relay tunnels must not be offered them.
+    public var enableConnectProtocol = false
 
     public init() {}
 }

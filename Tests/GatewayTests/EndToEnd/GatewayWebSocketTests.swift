@@ -75,6 +75,21 @@ private func webSocketClient(_ url: String, _ arguments: [String] = []) async th
     return report
 }
 
+/// Runs `faults/h2_websocket_client.py` (a WebSocket over HTTP/2, RFC 8441) against the gateway's `port` and returns
+/// its JSON report.
+private func http2WebSocketClient(port: Int, path: String, _ arguments: [String] = []) async throws -> [String: Any] {
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("faults/h2_websocket_client.py").path
+    let output = try await offPool {
+        try ProcessRunner.run("/usr/bin/python3", [script, "--port", String(port), "--path", path] + arguments, timeout: 60)
+    }
+    guard let line = output.stdout.split(separator: "\n").last,
+          let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+        throw GatewayTestError("no report from the HTTP/2 WebSocket client: \(output.stdout) \(output.stderr)")
+    }
+    return report
+}
+
 private func headers(of report: [String: Any], _ key: String = "response_headers") -> [(String, String)] {
     ((report[key] as? [[String]]) ?? []).compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
 }
@@ -194,6 +209,94 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let handshake = try #require(upstream.handshakes.last)
         #expect(header("X-Forwarded-Proto", in: handshake.headers) == "https")
         #expect(header("Authorization", in: handshake.headers) == "Bearer \(Self.token)")
+        #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 101)
+    }
+
+    /// RFC 8441: an HTTP/2 client's extended CONNECT becomes the upstream's HTTP/1.1 handshake (with a key of the
+    /// gateway's), and its 200 opens the tunnel over the stream, with flow control both ways.
+    @Test func http2ClientsOpenWebSocketsWithExtendedConnect() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let report = try await http2WebSocketClient(port: gateway.port, path: "/ws/echo?room=h2", [
+            "--messages", "3", "--size", String(200 * 1024), "--header", "Authorization: Bearer the-clients-own",
+            "--header", "X-Request-Id: h2-tunnel", "--header", "Sec-WebSocket-Protocol: chat",
+        ])
+        #expect(report["ok"] as? Bool == true, "\(report)")
+        #expect(report["enable_connect_protocol"] as? Int == 1, "SETTINGS_ENABLE_CONNECT_PROTOCOL is advertised")
+        #expect(report["status"] as? Int == 200)
+        #expect(report["echoed"] as? Int == 6, "200 KiB messages both ways: more than a stream window")
+        #expect(report["pong"] as? Bool == true)
+        #expect(report["close_code"] as? Int == 1000)
+        #expect(report["stream_ended"] as? Bool == true, "the upstream's close ends the stream")
+        let response = headers(of: report)
+        #expect(header("sec-websocket-accept", in: response) == nil, "no HTTP/1.1 accept value over HTTP/2")
+        #expect(header("upgrade", in: response) == nil)
+        #expect(header("x-request-id", in: response) == "h2-tunnel")
+
+        let handshake = try #require(upstream.handshakes.last)
+        #expect(handshake.path == "/echo?room=h2")
+        #expect(header("Upgrade", in: handshake.headers) == "websocket")
+        #expect(header("Sec-WebSocket-Version", in: handshake.headers) == "13")
+        let key = try #require(header("Sec-WebSocket-Key", in: handshake.headers))
+        #expect(Data(base64Encoded: key)?.count == 16, "a key the gateway made: \(key)")
+        #expect(header("Authorization", in: handshake.headers) == "Bearer \(Self.token)")
+        #expect(header("Via", in: handshake.headers) == "2 moya-gateway")
+        #expect(header("X-Request-Id", in: handshake.headers) == "h2-tunnel")
+        let line = try #require(await gateway.accessLog(atLeast: 1).first)
+        #expect(line["status"] as? Int == 101)
+        #expect(line["route"] as? String == "chat")
+        #expect((line["bytes_in"] as? Int ?? 0) > 6 * 200 * 1024, "\(line)")
+        #expect((line["bytes_out"] as? Int ?? 0) > 6 * 200 * 1024, "\(line)")
+    }
+
+    /// Over HTTP/2 a refused handshake is the upstream's answer too, and a route without `websocket: true` refuses
+    /// the extended CONNECT itself (a plain GET's 200 would tell the client its tunnel is open).
+    @Test func http2TunnelsThatCannotOpenAreRefused() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
+        let refused = try await http2WebSocketClient(port: gateway.port, path: "/ws/refuse")
+        #expect(refused["status"] as? Int == 403, "\(refused)")
+        #expect((refused["body"] as? String)?.contains("no websocket for you") == true)
+        #expect(header("x-refused", in: headers(of: refused)) == "yes")
+        let handshakes = upstream.handshakes.count
+
+        let plain = try await http2WebSocketClient(port: gateway.port, path: "/plain/echo")
+        #expect(plain["status"] as? Int == 405, "\(plain)")
+        #expect(header("allow", in: headers(of: plain)) == "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+        #expect((plain["body"] as? String)?.contains("method_not_allowed") == true)
+        #expect(upstream.handshakes.count == handshakes, "nothing was sent upstream")
+        let lines = await gateway.accessLog(atLeast: 2)
+        #expect(lines.map { $0["status"] as? Int } == [403, 405])
+    }
+
+    /// `wss` from an HTTP/2 client: TLS with ALPN h2, then the extended CONNECT.
+    @Test func http2WebSocketsOverTLS() async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-h2-wss")
+        let files = try ProcessRunner.makeCertificates(in: directory)
+        let upstream = try await WebSocketUpstream()
+        let tlsPort = try freeLoopbackPort()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              chat:
+                base_url: "http://127.0.0.1:\(upstream.port)"
+            routes:
+              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+            """)
+        let report = try await http2WebSocketClient(port: tlsPort, path: "/ws/echo", [
+            "--tls", "--ca", files.ca, "--authority", "localhost:\(tlsPort)", "--messages", "2", "--size", "70000",
+        ])
+        #expect(report["ok"] as? Bool == true, "\(report)")
+        #expect(report["echoed"] as? Int == 4)
+        #expect(report["close_code"] as? Int == 1000)
+        let handshake = try #require(upstream.handshakes.last)
+        #expect(header("X-Forwarded-Proto", in: handshake.headers) == "https")
+        #expect(header("Host", in: handshake.headers) == "127.0.0.1:\(upstream.port)")
         #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 101)
     }
 

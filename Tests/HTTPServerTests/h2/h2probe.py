@@ -15,6 +15,10 @@ Usage: h2probe.py PORT MODE [ARG]
   early PATH      a POST of PATH whose body (no length given) is still being sent when the answer comes: 16 KiB, then
                   waits; prints "RESPONSE <status> <body>" and what ended the upload ("RST <code>", or "OPEN" when the
                   server left the stream open for more body).
+  tunnel PATH PROTO  an extended CONNECT (RFC 8441, `:protocol PROTO`) to PATH: prints "SETTING <n>" (the server's
+                  SETTINGS_ENABLE_CONNECT_PROTOCOL), then "RESPONSE <status> <body>" or "RST <code>"; after a 200 sends
+                  "ping-1", then 300 KiB, waits 1 s, then "ping-2", printing "ECHO <bytes echoed> <intact>", then ends
+                  its side and prints "END STREAM" (the server ended too), "RST <code>" or "OPEN".
 Exit status 0 when the script ran to the end (the Swift test checks the printed results).
 """
 import socket
@@ -26,6 +30,7 @@ import h2.connection
 import h2.errors
 import h2.exceptions
 import h2.events
+import h2.settings
 
 
 def connect(port):
@@ -239,6 +244,79 @@ def early(port, path):
     print(ended)
 
 
+def tunnel(port, path, protocol):
+    sock, conn = connect(port)
+    pump(sock, conn, lambda events: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events))
+    print("SETTING %d" % conn.remote_settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL, 0))
+    stream_id = conn.get_next_available_stream_id()
+    conn.send_headers(stream_id, [(":method", "CONNECT"), (":protocol", protocol), (":scheme", "http"),
+                                  (":authority", "localhost"), (":path", path)])
+    sock.sendall(conn.data_to_send())
+    state = {"status": None, "body": b"", "ended": None}
+
+    def track(events):
+        for event in events:
+            if isinstance(event, str):
+                state["ended"] = state["ended"] or event.upper()
+            elif getattr(event, "stream_id", None) != stream_id:
+                continue
+            elif isinstance(event, h2.events.ResponseReceived):
+                state["status"] = dict(event.headers).get(":status")
+            elif isinstance(event, h2.events.DataReceived):
+                state["body"] += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                state["ended"] = "STREAM"
+            elif isinstance(event, h2.events.StreamReset):
+                state["ended"] = "RST %d" % event.error_code
+        out = conn.data_to_send()
+        if out:
+            sock.sendall(out)
+
+    def seen(events):
+        track(events)
+        events.clear()
+        return state["status"] is not None or state["ended"] is not None
+
+    def wait_for(condition, timeout=5.0):
+        if not condition():
+            pump(sock, conn, lambda events: seen(events) and condition(), timeout)
+
+    wait_for(lambda: state["status"] is not None or state["ended"] is not None)
+    if state["status"] != "200":
+        if state["status"] is not None:
+            wait_for(lambda: state["ended"] is not None, timeout=2)
+            print("RESPONSE %s %s" % (state["status"], state["body"].decode("utf-8", "replace")))
+        else:
+            print(state["ended"])
+        return
+    print("RESPONSE 200")
+
+    payload = b"ping-1" + bytes((i * 31) & 0xFF for i in range(300 * 1024))
+    sent = 0
+    while sent < len(payload):
+        window = min(conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size, len(payload) - sent)
+        if window > 0:
+            conn.send_data(stream_id, payload[sent:sent + window])
+            sock.sendall(conn.data_to_send())
+            sent += window
+        else:
+            # The window opens as the handler takes the bytes; the echo is read meanwhile.
+            before = conn.local_flow_control_window(stream_id)
+            wait_for(lambda: conn.local_flow_control_window(stream_id) > before)
+    wait_for(lambda: len(state["body"]) >= len(payload))
+    time.sleep(1)
+    conn.send_data(stream_id, b"ping-2")
+    sock.sendall(conn.data_to_send())
+    expected = payload + b"ping-2"
+    wait_for(lambda: len(state["body"]) >= len(expected))
+    print("ECHO %d %s" % (len(state["body"]), state["body"] == expected))
+    conn.end_stream(stream_id)
+    sock.sendall(conn.data_to_send())
+    wait_for(lambda: state["ended"] is not None, timeout=3)
+    print(state["ended"] or "OPEN")
+
+
 def main():
     port, mode = int(sys.argv[1]), sys.argv[2]
     if mode == "malformed":
@@ -251,6 +329,8 @@ def main():
         cancel(port, sys.argv[3])
     elif mode == "early":
         early(port, sys.argv[3])
+    elif mode == "tunnel":
+        tunnel(port, sys.argv[3], sys.argv[4])
     elif mode == "sequence":
         sequence(port, sys.argv[3], int(sys.argv[4]))
     else:
