@@ -113,6 +113,25 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         """
     }
 
+    /// A gateway with a TLS listener on `tlsPort` (the certificate in `files`) beside its cleartext one, relaying
+    /// `/ws` WebSockets to the upstream `chat`, whose keys are `upstream` (indented under it).
+    private func tlsGateway(tlsPort: Int, files: (ca: String, cert: String, key: String), upstream: String) async throws
+        -> GatewayProcess {
+        try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              chat:
+            \(upstream)
+            routes:
+              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+            """)
+    }
+
     @Test func messagesGoBothWaysWithTheUpstreamsCredentialsAndAreLogged() async throws {
         let upstream = try await WebSocketUpstream()
         let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
@@ -186,20 +205,10 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let files = try ProcessRunner.makeCertificates(in: directory)
         let upstream = try await WebSocketUpstream(tls: (files.cert, files.key))
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              chat:
+        let gateway = try await tlsGateway(tlsPort: tlsPort, files: files, upstream: """
                 base_url: "https://localhost:\(upstream.port)"
                 tls: { ca_file: \(files.ca) }
                 access_token: { type: bearer, token: "\(Self.token)" }
-            routes:
-              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
             """)
         let report = try await webSocketClient("wss://localhost:\(tlsPort)/ws/echo", [
             "--ca", files.ca, "--messages", "2", "--size", String(256 * 1024),
@@ -275,18 +284,8 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let files = try ProcessRunner.makeCertificates(in: directory)
         let upstream = try await WebSocketUpstream()
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              chat:
+        let gateway = try await tlsGateway(tlsPort: tlsPort, files: files, upstream: """
                 base_url: "http://127.0.0.1:\(upstream.port)"
-            routes:
-              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
             """)
         let report = try await http2WebSocketClient(port: tlsPort, path: "/ws/echo", [
             "--tls", "--ca", files.ca, "--authority", "localhost:\(tlsPort)", "--messages", "2", "--size", "70000",
