@@ -930,7 +930,7 @@ private struct Builder {
 
     func healthCheck(_ entry: YAMLReader.Entry) -> HealthCheckConfig? {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "path", "interval", "timeout", "unhealthy_after", "healthy_after",
+            "path", "interval", "timeout", "unhealthy_after", "healthy_after", "headers",
         ]) else { return nil }
         var ok = true
         var path = "/"
@@ -957,6 +957,9 @@ private struct Builder {
         }
         if let item = map["healthy_after"] {
             if let value = reader.int(item, in: 1...100) { check.healthyAfter = value } else { ok = false }
+        }
+        if let item = map["headers"] {
+            if let headers = headers(item) { check.headers = headers } else { ok = false }
         }
         return ok ? check : nil
     }

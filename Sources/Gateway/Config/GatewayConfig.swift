@@ -471,6 +471,9 @@ public struct HealthCheckConfig: Sendable, Equatable {
     public var unhealthyAfter: Int = 2
     /// Passed probes in a row that bring it back. Default 2.
     public var healthyAfter: Int = 2
+    /// Fields sent with every probe, over the upstream's `headers` and `User-Agent` (a health endpoint that wants a
+    /// key of its own, say `${file:...}`). Never logged.
+    public var headers = HTTPHeaders()
 
     public init(path: String) {
         self.path = path

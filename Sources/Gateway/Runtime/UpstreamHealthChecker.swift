@@ -60,6 +60,7 @@ final class UpstreamHealthChecker: Sendable {
             path = check.path
             var headers = upstream.headers
             headers.replaceOrAdd(name: "User-Agent", value: "moya-gateway-health-check")
+            headers.replaceOrAdd(check.headers)
             self.headers = headers
             var configuration = HTTPClient.Configuration()
             configuration.connectTimeout = check.timeout

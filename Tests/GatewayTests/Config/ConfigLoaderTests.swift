@@ -256,7 +256,8 @@ import Testing
             upstreams:
               full:
                 base_url: "http://127.0.0.1:1"
-                health_check: { path: "/healthz?deep=1", interval: 2s, timeout: 300ms, unhealthy_after: 3, healthy_after: 1 }
+                health_check: { path: "/healthz?deep=1", interval: 2s, timeout: 300ms, unhealthy_after: 3, healthy_after: 1,
+                                headers: { X-Health-Key: k } }
               plain: { base_url: "http://127.0.0.1:1", health_check: { path: /ping } }
             routes:
               - { name: r, match: { path: /x }, upstream: full }
@@ -266,20 +267,22 @@ import Testing
         full.timeout = .milliseconds(300)
         full.unhealthyAfter = 3
         full.healthyAfter = 1
+        full.headers = ["X-Health-Key": "k"]
         #expect(loaded.upstream(named: "full")?.healthCheck == full)
         #expect(loaded.upstream(named: "plain")?.healthCheck == HealthCheckConfig(path: "/ping"))
         #expect(problems("""
             upstreams:
-              a: { base_url: "http://127.0.0.1:1", health_check: { path: healthz, interval: 0s, unhealthy_after: 0, every: 1 } }
+              a: { base_url: "http://127.0.0.1:1", health_check: { path: healthz, interval: 0s, unhealthy_after: 0, every: 1, headers: { "bad name": x } } }
               b: { base_url: "http://127.0.0.1:1", health_check: { timeout: 1s } }
               s: { stub: { status: 200 }, health_check: { path: /healthz } }
             routes:
               - { name: r, match: { path: /x }, upstream: a }
             """) == [
-            "conf/gw.yaml:2: upstreams.a.health_check.every: unknown key (expected one of: path, interval, timeout, unhealthy_after, healthy_after)",
+            "conf/gw.yaml:2: upstreams.a.health_check.every: unknown key (expected one of: path, interval, timeout, unhealthy_after, healthy_after, headers)",
             "conf/gw.yaml:2: upstreams.a.health_check.path: must be an origin-form path starting with '/' (e.g. /healthz)",
             "conf/gw.yaml:2: upstreams.a.health_check.interval: must be greater than 0",
             "conf/gw.yaml:2: upstreams.a.health_check.unhealthy_after: must be between 1 and 100",
+            "conf/gw.yaml:2: upstreams.a.health_check.headers.bad name: invalid header name",
             "conf/gw.yaml:3: upstreams.b.health_check.path: required key is missing",
             "conf/gw.yaml:4: upstreams.s.health_check: a stub upstream has no servers to check (use it with base_url)",
         ])

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import HTTPWire
+import Locking
 import NetCore
 import Synchronization
 import TestSupport
@@ -14,6 +15,8 @@ import Glibc
 private final class InstanceHealth: Sendable {
     let healthy = Atomic<Bool>(true)
     let probes = Atomic<Int>(0)
+    /// The fields of the last probe.
+    let lastProbe = Locked<HTTPHeaders>([:])
 }
 
 /// An upstream instance that says who it is, whose `/healthz` answers 200 or 503 as the test sets it.
@@ -22,12 +25,17 @@ private final class Instance: Sendable {
     let port: Int
     private let health = InstanceHealth()
 
-    init(name: String) async throws {
+    /// With `key`, `/healthz` answers 401 to a probe without `X-Health-Key: key`.
+    init(name: String, key: String? = nil) async throws {
         let health = self.health
         let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
                                 group: try EventLoopGroup(threads: 1), handler: HTTPHandlerClosure { request in
             if request.head.path == "/healthz" {
                 health.probes.add(1, ordering: .relaxed)
+                health.lastProbe.withLock { $0 = request.head.headers }
+                if let key, request.head.headers.first(name: "X-Health-Key") != key {
+                    return HTTPServerResponse(status: 401, body: [])
+                }
                 return HTTPServerResponse(status: health.healthy.load(ordering: .relaxed) ? 200 : 503, body: [])
             }
             return HTTPServerResponse(status: 200, body: Array(name.utf8))
@@ -39,6 +47,7 @@ private final class Instance: Sendable {
 
     func setHealthy(_ value: Bool) { health.healthy.store(value, ordering: .relaxed) }
     var probeCount: Int { health.probes.load(ordering: .relaxed) }
+    var lastProbe: HTTPHeaders { health.lastProbe.withLock { $0 } }
 }
 
 /// `health_check`: each address of an upstream is probed; one that fails its checks gets no requests until it passes
@@ -113,5 +122,46 @@ private final class Instance: Sendable {
         #expect(gateway.stdout.contains("upstream server passes its health checks again"))
         await one.server.shutdown(timeout: .seconds(1))
         await two.server.shutdown(timeout: .seconds(1))
+    }
+
+    /// `health_check.headers` go with every probe (over the upstream's `headers` and the probe's `User-Agent`): a
+    /// health endpoint that wants a key keeps its instance in; the key is read from a secret file and never logged.
+    @Test func probesCarryTheirOwnHeaders() async throws {
+        let keyed = try await Instance(name: "keyed", key: "health-key-5d1c")
+        let open = try await Instance(name: "open")
+        let directory = ProcessRunner.temporaryDirectory("gateway-health-headers")
+        try "health-key-5d1c\n".write(toFile: directory + "/health.key", atomically: true, encoding: .utf8)
+        let gateway = try await GatewayProcess(config: """
+            \(GatewayProcess.listeners)
+            upstreams:
+              api:
+                base_url: "http://127.0.0.1:\(keyed.port)"
+                servers: ["127.0.0.1:\(keyed.port)", "127.0.0.1:\(open.port)"]
+                headers: { X-From: gateway, User-Agent: configured }
+                health_check:
+                  path: /healthz
+                  interval: 50ms
+                  unhealthy_after: 1
+                  headers: { X-Health-Key: "${file:\(directory)/health.key}", User-Agent: prober/1 }
+            routes:
+              - { name: api, match: { path_prefix: /api }, upstream: api }
+            """)
+        for _ in 0..<100 where keyed.probeCount < 4 || open.probeCount < 4 { try await Task.sleep(for: .milliseconds(20)) }
+        let client = HTTPClient()
+        var seen: [String: Int] = [:]
+        for _ in 0..<10 {
+            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/who"))
+            seen[String(decoding: response.body, as: UTF8.self), default: 0] += 1
+        }
+        #expect(seen == ["keyed": 5, "open": 5], "the keyed instance passes its checks")
+        let probe = keyed.lastProbe
+        #expect(probe.first(name: "X-Health-Key") == "health-key-5d1c")
+        #expect(probe.first(name: "User-Agent") == "prober/1")
+        #expect(probe.first(name: "X-From") == "gateway")
+        gateway.stop()
+        #expect(!gateway.stdout.contains("taken out"), "\(gateway.stdout)")
+        #expect(!gateway.stdout.contains("health-key-5d1c") && !gateway.stderr.contains("health-key-5d1c"))
+        await keyed.server.shutdown(timeout: .seconds(1))
+        await open.server.shutdown(timeout: .seconds(1))
     }
 }
