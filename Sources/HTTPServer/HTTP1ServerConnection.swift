@@ -392,7 +392,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func writeReadyResponses() {
         while true {
             while let first = slots.first, let response = first.response, !first.writing {
-                if draining || (bodyAwaitsContinue && first === bodySlot && currentBody != nil) { first.keepAlive = false }
+                if draining || response.closesConnection || (bodyAwaitsContinue && first === bodySlot && currentBody != nil) {
+                    first.keepAlive = false
+                }
                 let streaming = write(response, for: first)
                 if streaming { return }
                 slots.removeFirst()

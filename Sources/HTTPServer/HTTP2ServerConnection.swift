@@ -25,6 +25,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         /// The request body while the peer is still sending it.
         var body: ByteStream?
         var bodyBytes: Int64 = 0
+        /// The request's `content-length`, if it has one.
+        var declaredLength: Int64?
         /// Body bytes handed to `body` that the handler has not taken yet (not acknowledged to the peer).
         var pendingAck = 0
         /// Request body bytes are acknowledged and dropped (the response is complete or was made by us).
@@ -70,6 +72,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     private var closing = false
     /// Output is not pulled from the session while this much is waiting for the socket.
     private let writeHighWater = 256 * 1024
+    /// The most of an unread, declared request body let in (and dropped) after a complete response rather than
+    /// stopped with a reset (see ``responseComplete(_:)``).
+    static let drainedBodyAllowance: Int64 = 64 * 1024
     /// Delay between the GOAWAY shutdown notice and the final GOAWAY (about a round trip).
     static let drainNoticeDelay: Duration = .milliseconds(250)
 
@@ -257,6 +262,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             return
         }
         let declaredLength = head.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        stream.declaredLength = declaredLength
         if let declaredLength, declaredLength > context.limits.maxBodyBytes {
             stream.discardBody = true
             let rejection = HTTPServerRejection(status: 413, head: head, remoteAddress: connection.remoteAddress,
@@ -332,6 +338,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             if let stream = streams[streamID], !stream.finished {
                 // Dropped bytes still count: a client may not upload without end after its response.
                 stream.bodyBytes += Int64(bytes.count)
+                stream.lastBodyProgress = connection.loop.roundTime
                 // A body over the limit waiting for its handler's answer keeps being dropped until it is sent.
                 if stream.bodyBytes > context.limits.maxBodyBytes && (stream.failedStatus == nil || stream.responded) {
                     end(stream)
@@ -570,13 +577,19 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     /// The whole response is queued. A request body still arriving is no longer wanted: acknowledge and drop what
     /// came, and ask the client to stop sending with RST_STREAM NO_ERROR once the response has ended (RFC 9113 §8.1;
-    /// a client such as curl otherwise waits to finish an upload nobody reads).
+    /// a client such as curl otherwise waits to finish an upload nobody reads). A declared rest of at most
+    /// ``drainedBodyAllowance`` is let in and dropped instead: clients such as curl before 8 take that reset for an
+    /// error and drop the answer (a 413, a 401) with it. A rest that stops coming ends the stream at the body timeout.
     private func responseComplete(_ stream: Stream) {
         guard let body = stream.body else { return }
         body.fail(ByteStreamError.aborted)
         stream.body = nil
         stream.discardBody = true
-        try? session.stopRequestAfterResponse(streamID: stream.id)
+        if let declared = stream.declaredLength, declared - stream.bodyBytes <= Self.drainedBodyAllowance {
+            stream.lastBodyProgress = connection.loop.roundTime
+        } else {
+            try? session.stopRequestAfterResponse(streamID: stream.id)
+        }
         if stream.pendingAck > 0 {
             session.consumed(streamID: stream.id, count: stream.pendingAck)
             stream.pendingAck = 0
@@ -617,6 +630,14 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                 && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
                 end(stream)
                 try? session.resetStream(streamID: stream.id, errorCode: .cancel)
+                changed = true
+                continue
+            }
+            // The rest of an answered request's body, let in to be dropped, that stopped coming.
+            if stream.discardBody && stream.responded && stream.body == nil
+                && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
+                end(stream)
+                try? session.stopRequestAfterResponse(streamID: stream.id)
                 changed = true
                 continue
             }

@@ -90,6 +90,10 @@ public struct HTTPServerResponse: Sendable {
 
     public var head: HTTPResponseHead
     public var body: Body
+    /// Over HTTP/1.1, close the connection after this response (`Connection: close`, with a lingering close) instead
+    /// of reading the next request: for an answer that leaves a large request body unread, which would otherwise be
+    /// read and dropped to keep the connection. Over HTTP/2 only the stream ends (the rest of its body is refused).
+    public var closesConnection = false
 
     public init(head: HTTPResponseHead, body: Body = .none) {
         self.head = head

@@ -55,6 +55,26 @@ import Testing
         #expect(result.stdout == "SETTING 0\nRST 1\n", "\(result.stdout) \(result.stderr)")
     }
 
+    /// A declared body of at most 64 KiB left unread by an early answer is let in and dropped instead of stopped with
+    /// RST_STREAM(NO_ERROR), which clients such as curl 7.88 take for an error, losing the answer; a longer one is
+    /// stopped.
+    @Test func aShortDeclaredBodyAfterAnEarlyAnswerIsDroppedWithoutAReset() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let short = try Self.probe(port, "early-declared", "/hello", "20000")
+        #expect(short.stdout == "RESPONSE 200 hello\nQUIET\nDONE\n", "\(short.stdout) \(short.stderr)")
+        let long = try Self.probe(port, "early-declared", "/hello", "1000000")
+        #expect(long.stdout == "RESPONSE 200 hello\nRST 0\n", "\(long.stdout) \(long.stderr)")
+
+        // A rest that never comes ends the stream at the body timeout.
+        var limits = HTTPServerLimits()
+        limits.bodyTimeout = .milliseconds(400)
+        let (quick, quickPort) = try await startTestServer(limits: limits)
+        defer { Task { await quick.shutdown(timeout: .seconds(1)) } }
+        let stalled = try Self.probe(quickPort, "early-declared", "/hello", "20000", "stall")
+        #expect(stalled.stdout == "RESPONSE 200 hello\nQUIET\nRST 0\n", "\(stalled.stdout) \(stalled.stderr)")
+    }
+
     @Test func priorKnowledgeGetAndPostEcho() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }

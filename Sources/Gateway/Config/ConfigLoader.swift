@@ -749,7 +749,7 @@ private struct Builder {
             let path = "\(entry.path)[\(index)]"
             guard let map = reader.mapping(node, path, allowed: [
                 "name", "match", "upstream", "rewrite", "coalesce", "coalesce_vary", "clients", "timeout", "retries",
-                "rate_limit", "websocket",
+                "rate_limit", "websocket", "max_body_bytes",
             ]) else { continue }
             let nameEntry = reader.requireKey(map, "name")
             let name = nameEntry.flatMap { reader.string($0) }
@@ -788,6 +788,7 @@ private struct Builder {
             route.rateLimit = options.rateLimit
             route.websocket = options.websocket
             route.websocketIdleTimeout = options.websocketIdleTimeout
+            route.maxBodyBytes = options.maxBodyBytes
             if route.websocket, let item = map["websocket"] {
                 let line = reader.line(of: item.value)
                 if stubUpstreams.contains(upstreamName) {
@@ -849,6 +850,7 @@ private struct Builder {
         var rateLimit: RateLimitConfig?
         var websocket = false
         var websocketIdleTimeout: Duration?
+        var maxBodyBytes: Int64?
     }
 
     func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?) -> RouteOptions? {
@@ -924,6 +926,9 @@ private struct Builder {
         }
         if let item = map["rate_limit"] {
             if let limit = rateLimit(item) { options.rateLimit = limit } else { ok = false }
+        }
+        if let item = map["max_body_bytes"] {
+            if let value = reader.size(item, allowZero: true) { options.maxBodyBytes = value } else { ok = false }
         }
         return ok ? options : nil
     }

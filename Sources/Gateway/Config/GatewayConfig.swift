@@ -608,6 +608,9 @@ public struct RouteConfig: Sendable, Equatable {
     /// How long a tunnel may carry nothing either way before it is closed (`websocket: { idle_timeout: }`); nil: the
     /// upstream's `timeout.response`.
     public var websocketIdleTimeout: Duration?
+    /// The largest request body this route takes, above or below `server.limits.max_body_bytes` (an upload route's
+    /// 1 GiB, a JSON API's 64 KiB); nil: the server's.
+    public var maxBodyBytes: Int64?
     /// API-key client names allowed on this route; `nil` = any caller the `clients` section admits.
     public var clients: [String]?
     /// The whole request's deadline, retries included.

@@ -230,6 +230,11 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
+    /// The largest request body `route` takes: its `max_body_bytes`, else the server's.
+    static func bodyLimit(_ route: RouteConfig, _ config: GatewayConfig) -> Int64 {
+        route.maxBodyBytes ?? config.server.limits.maxBodyBytes
+    }
+
     /// The methods a route without `match.methods` allows, as `Allow` lists them.
     static let allMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
@@ -279,6 +284,12 @@ final class GatewayHandler: HTTPServerHandler {
         if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
             return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
         }
+        if let declared = request.declaredBodyLength, declared > Self.bodyLimit(route.config, exchange.snapshot.config) {
+            // Refused before a byte of it is read: the connection closes rather than read and drop the rest.
+            var refusal = errorResponse(.payloadTooLarge, requestID: requestID)
+            refusal.closesConnection = true
+            return .answer(refusal)
+        }
         if let limit = route.config.rateLimit, let limiter = runtime?.rateLimiter {
             let caller = limit.by == .route ? "" : clientName ?? callerAddress(exchange)
             if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
@@ -311,7 +322,7 @@ final class GatewayHandler: HTTPServerHandler {
         let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
-        let maxBodyBytes = Int(clamping: exchange.snapshot.config.server.limits.maxBodyBytes)
+        let maxBodyBytes = Int(clamping: Self.bodyLimit(call.route.config, exchange.snapshot.config))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
@@ -366,7 +377,10 @@ final class GatewayHandler: HTTPServerHandler {
         }
         if let streamedBody {
             exchange.record.bytesIn = streamedBody.bytesRelayed
-            if case .failure = result, streamedBody.exceededLimit {
+            if streamedBody.exceededLimit {
+                // Whatever the upstream made of the cut body (an error, or its own 400 if it answered first), the
+                // client's body was too large.
+                if case .success(let response) = result { response.streamedBody?.cancel() }
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             }
         }

@@ -597,6 +597,32 @@ import Testing
         ])
     }
 
+    @Test func routeBodyLimits() throws {
+        let loaded = try load("""
+        server: { limits: { max_body_bytes: 1MiB } }
+        upstreams:
+          a: { base_url: "http://127.0.0.1:1" }
+        routes:
+          - { name: upload, match: { path_prefix: /upload }, upstream: a, max_body_bytes: 1GiB }
+          - { name: tiny, match: { path_prefix: /tiny }, upstream: a, max_body_bytes: 1000 }
+          - { name: none, match: { path_prefix: /none }, upstream: a, max_body_bytes: 0 }
+          - { name: rest, match: { path_prefix: /api }, upstream: a }
+        """).get()
+        #expect(loaded.routes.map(\.maxBodyBytes) == [1 << 30, 1000, 0, nil])
+        #expect(GatewayRuntime.serverLimits(loaded).maxBodyBytes == 1 << 30, "the server takes what the largest route takes")
+        let rows = RouteTableFormatter.rows(RouteTable(config: loaded))
+        #expect(rows.first { $0[1] == "upload" }?.last == "max_body 1GiB", "`routes` shows it")
+        #expect(rows.first { $0[1] == "tiny" }?.last == "max_body 1000")
+        #expect(problems("""
+        upstreams:
+          a: { base_url: "http://127.0.0.1:1" }
+        routes:
+          - { name: r, match: { path_prefix: /r }, upstream: a, max_body_bytes: lots }
+        """) == [
+            "conf/gw.yaml:4: routes[0].max_body_bytes: invalid size 'lots' (use bytes, KiB or MiB, e.g. 16384, 10MiB)",
+        ])
+    }
+
     @Test func duplicateIdenticalMatches() {
         let text = """
         upstreams:

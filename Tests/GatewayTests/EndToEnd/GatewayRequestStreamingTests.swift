@@ -207,6 +207,61 @@ import Glibc
         await upstream.shutdown()
     }
 
+    /// A route's `max_body_bytes` is its own limit, above or below `server.limits.max_body_bytes`, declared or
+    /// chunked, over HTTP/1.1 and HTTP/2. A declared length past it is refused before a byte is read, and the
+    /// HTTP/1.1 connection closes rather than read the rest.
+    @Test func aRoutesOwnBodyLimitIsAboveOrBelowTheServers() async throws {
+        let upstream = try await UploadUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              limits: { max_body_bytes: 32KiB }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+            routes:
+              - { name: upload, match: { path_prefix: /upload }, upstream: up, max_body_bytes: 8MiB }
+              - { name: small, match: { path_prefix: /small }, upstream: up, max_body_bytes: 1KiB }
+              - { name: up, match: { path_prefix: /up }, upstream: up }
+            """)
+        let big = try Self.patternFile(bytes: 4 << 20)
+        // Small enough to be sent whole within HTTP/2's first window: curl 7.88 takes the RST_STREAM(NO_ERROR) that
+        // stops a larger upload after its answer (RFC 9113 §8.1) for an error and drops the answer.
+        let medium = try Self.patternFile(bytes: 48 * 1024)
+        let small = try Self.patternFile(bytes: 2048)
+        let bigSum = UploadUpstream.checksum(of: try [UInt8](Data(contentsOf: URL(fileURLWithPath: big))))
+        func curl(_ flags: String, _ path: String) throws -> String {
+            try ProcessRunner.run("sh", ["-c", "curl -sS -H 'Expect:' -w ' %{http_code}' \(flags) '\(gateway.url)\(path)'"]).stdout
+        }
+        for version in ["--http1.1", "--http2-prior-knowledge"] {
+            #expect(try curl("\(version) -X PUT --data-binary @\(big)", "/upload/x") == "bytes=\(4 << 20) sum=\(bigSum) 200",
+                    "\(version): 4 MiB on a route that takes 8 MiB, above the server's 32 KiB")
+            #expect(try curl("\(version) -T - <\(big)", "/upload/x").hasSuffix(" 200"), "\(version): chunked too")
+            #expect(try curl("\(version) -X PUT --data-binary @\(small)", "/small/x").hasSuffix(" 413"), "\(version): 2 KiB past the route's 1 KiB")
+            let chunked = try curl("\(version) -T - <\(small)", "/small/x")
+            #expect(chunked.hasSuffix(" 413"), "\(version): chunked past it too: \(chunked)")
+            #expect(try curl("\(version) -X PUT --data-binary @\(medium)", "/up/x").hasSuffix(" 413"),
+                    "\(version): a route without its own limit keeps the server's 32 KiB")
+        }
+        #expect(upstream.uploads.allSatisfy { $0.bytes == 4 << 20 || $0.bytes <= 1024 }, "\(upstream.uploads.map(\.bytes))")
+        #expect(upstream.uploads.filter { $0.bytes == 4 << 20 }.count == 4)
+
+        // Refused at its head: the answer comes at once and the connection is closed, the body unread.
+        let client = try RawClient(port: gateway.port)
+        client.send("POST /small/x HTTP/1.1\r\nHost: t\r\nX-Request-Id: small-1\r\nContent-Length: 1000000\r\n\r\n")
+        let refused = client.readAll(timeout: 5)
+        let text = String(decoding: refused.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 413"), "\(text)")
+        #expect(text.contains("\r\nConnection: close\r\n"))
+        #expect(text.hasSuffix("{\"error\":\"payload_too_large\",\"request_id\":\"small-1\"}"), "\(text)")
+        #expect(refused.closed)
+        gateway.stop()
+        #expect(gateway.accessLog.first { $0["request_id"] as? String == "small-1" }?["route"] as? String == "small")
+        await upstream.shutdown()
+    }
+
     @Test func aRelayedBodyIsNeverSentTwiceButACollectedOneOrAnUnstartedOneIsRetried() async throws {
         let upstream = try await UploadUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))

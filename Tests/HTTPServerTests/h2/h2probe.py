@@ -15,6 +15,11 @@ Usage: h2probe.py PORT MODE [ARG]
   early PATH      a POST of PATH whose body (no length given) is still being sent when the answer comes: 16 KiB, then
                   waits; prints "RESPONSE <status> <body>" and what ended the upload ("RST <code>", or "OPEN" when the
                   server left the stream open for more body).
+  early-declared PATH N  a POST of PATH declaring N body bytes and sending none until the answer: prints
+                  "RESPONSE <status> <body>", then "RST <code>" or "QUIET" for what the server did in the next 300 ms,
+                  then sends the N bytes with END_STREAM and prints "DONE" once the stream is closed cleanly, or
+                  what happened instead. With a fifth argument `stall`, sends nothing more and prints "RST <code>" or
+                  "OPEN" for what the server did within 2 s.
   tunnel PATH PROTO  an extended CONNECT (RFC 8441, `:protocol PROTO`) to PATH: prints "SETTING <n>" (the server's
                   SETTINGS_ENABLE_CONNECT_PROTOCOL), then "RESPONSE <status> <body>" or "RST <code>"; after a 200 sends
                   "ping-1", then 300 KiB, waits 1 s, then "ping-2", printing "ECHO <bytes echoed> <intact>", then ends
@@ -244,6 +249,51 @@ def early(port, path):
     print(ended)
 
 
+def early_declared(port, path, count, stall=False):
+    sock, conn = connect(port)
+    stream_id = conn.get_next_available_stream_id()
+    conn.send_headers(stream_id, request_headers(path, method="POST", extra=[("content-length", str(count))]))
+    sock.sendall(conn.data_to_send())
+    state = {"status": None, "body": b"", "reset": None, "ended": False}
+
+    def track(events):
+        for event in events:
+            if getattr(event, "stream_id", None) != stream_id:
+                continue
+            if isinstance(event, h2.events.ResponseReceived):
+                state["status"] = dict(event.headers).get(":status")
+            elif isinstance(event, h2.events.DataReceived):
+                state["body"] += event.data
+            elif isinstance(event, h2.events.StreamEnded):
+                state["ended"] = True
+            elif isinstance(event, h2.events.StreamReset):
+                state["reset"] = event.error_code
+        events.clear()
+
+    pump(sock, conn, lambda events: track(events) or state["ended"] or state["reset"] is not None)
+    print("RESPONSE %s %s" % (state["status"], state["body"].decode("utf-8", "replace")))
+    pump(sock, conn, lambda events: track(events) or state["reset"] is not None, timeout=0.3)
+    print("QUIET" if state["reset"] is None else "RST %d" % state["reset"])
+    if state["reset"] is not None:
+        return
+    if stall:
+        pump(sock, conn, lambda events: track(events) or state["reset"] is not None, timeout=2)
+        print("OPEN" if state["reset"] is None else "RST %d" % state["reset"])
+        return
+    sent = 0
+    while sent < count:
+        window = min(conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size, count - sent)
+        if window <= 0:
+            pump(sock, conn, lambda events: track(events) or True, timeout=0.5)
+            continue
+        conn.send_data(stream_id, b"x" * window, end_stream=sent + window == count)
+        sock.sendall(conn.data_to_send())
+        sent += window
+    pump(sock, conn, lambda events: track(events) or state["reset"] is not None, timeout=0.5)
+    status, body = get(sock, conn, "/hello")
+    print("DONE" if state["reset"] is None and status == "200" else "RST %s, then %s" % (state["reset"], status))
+
+
 def tunnel(port, path, protocol):
     sock, conn = connect(port)
     pump(sock, conn, lambda events: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events))
@@ -329,6 +379,8 @@ def main():
         cancel(port, sys.argv[3])
     elif mode == "early":
         early(port, sys.argv[3])
+    elif mode == "early-declared":
+        early_declared(port, sys.argv[3], int(sys.argv[4]), stall=len(sys.argv) > 5 and sys.argv[5] == "stall")
     elif mode == "tunnel":
         tunnel(port, sys.argv[3], sys.argv[4])
     elif mode == "sequence":
