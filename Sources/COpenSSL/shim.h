@@ -6,6 +6,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/bio.h>
 #include <openssl/pem.h>
+#include <openssl/evp.h>
 #include <string.h>
 
 /* Function-like macros Swift cannot import, wrapped as static inline functions. */

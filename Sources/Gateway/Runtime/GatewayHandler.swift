@@ -399,6 +399,13 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.upstreamFirstByte = timings?.firstByte
         let requestID = exchange.requestID
         switch result {
+        case .success(let response) where response.statusCode == 101 && tunnel?.isAccepted(by: response.transportHeaders ?? [:]) == false:
+            // Not the answer to this handshake: no tunnel to a peer that did not understand it.
+            response.streamedBody?.cancel()
+            exchange.record.upstreamError = "upstream's Sec-WebSocket-Accept does not match the key sent"
+            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: .badGateway,
+                                                      metrics: exchange.record.routeMetrics)
+            return errorResponse(.badGateway, requestID: requestID)
         case .success(let response) where response.statusCode == 401 && call.upstream.injectsCredentials:
             // The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
             // gateway's configuration, and a challenge the client could not answer.

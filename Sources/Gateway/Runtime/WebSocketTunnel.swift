@@ -18,11 +18,14 @@ final class WebSocketTunnel: Sendable {
     let idleTimeout: Duration?
     /// The fields that turn the upstream request into the handshake (the client's own were dropped as hop-by-hop).
     let upstreamFields: HTTPHeaders
+    /// The `Sec-WebSocket-Key` the upstream is sent: the client's, or over HTTP/2 the gateway's own.
+    private let key: String?
 
-    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPHeaders) {
+    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPHeaders, key: String?) {
         self.source = source
         self.idleTimeout = idleTimeout
         self.upstreamFields = upstreamFields
+        self.key = key
     }
 
     /// The tunnel for `request` when it is a WebSocket handshake the route relays: a request asking to upgrade to
@@ -34,12 +37,29 @@ final class WebSocketTunnel: Sendable {
         guard route.websocket, upstream.tunnelProvider != nil, let input = request.upgradeInput,
               request.head.requestsUpgrade(to: "websocket") else { return nil }
         var fields: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket"]
+        var key = request.head.headers.first(name: "Sec-WebSocket-Key")
         if request.head.version == .http2 {
             // RFC 8441 has no key: the upstream's HTTP/1.1 handshake needs one (RFC 6455 §4.1), and its accept value
             // is for the gateway, which does not pass it on over HTTP/2.
-            fields.add(name: "Sec-WebSocket-Key", value: newKey())
+            let generated = newKey()
+            fields.add(name: "Sec-WebSocket-Key", value: generated)
+            key = generated
         }
-        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields)
+        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields, key: key)
+    }
+
+    /// Whether an upstream's 101 carries the `Sec-WebSocket-Accept` its key calls for (RFC 6455 §4.2.2): one that does
+    /// not has not understood the handshake (or answered another one), and the tunnel is not opened. A client that
+    /// sent no key is the upstream's to refuse, and is not checked here.
+    func isAccepted(by headers: HTTPHeaders) -> Bool {
+        guard let key else { return true }
+        guard let accept = headers.first(name: "Sec-WebSocket-Accept") else { return false }
+        return accept == Self.acceptValue(for: key)
+    }
+
+    /// `base64(SHA-1(key + 258EAFA5-E914-47DA-95CA-C5AB0DC85B11))`.
+    static func acceptValue(for key: String) -> String {
+        Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
     }
 
     /// Whether `request` is an HTTP/2 extended CONNECT (RFC 8441) that `route` cannot relay: it must be refused, since

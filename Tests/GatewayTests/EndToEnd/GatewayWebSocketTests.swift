@@ -1,4 +1,7 @@
 import Foundation
+import NetCore
+import HTTPWire
+import HTTPServer
 import TestSupport
 import Testing
 #if canImport(Glibc)
@@ -297,6 +300,33 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(header("X-Forwarded-Proto", in: handshake.headers) == "https")
         #expect(header("Host", in: handshake.headers) == "127.0.0.1:\(upstream.port)")
         #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 101)
+    }
+
+    /// An upstream whose 101 carries the wrong `Sec-WebSocket-Accept` did not understand the handshake: 502, no tunnel,
+    /// for an HTTP/1.1 client (whose key was sent) and an HTTP/2 one (whose key the gateway made).
+    @Test func aWrongAcceptValueIsA502() async throws {
+        let upstream = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+                                  group: try EventLoopGroup(threads: 1), handler: HTTPHandlerClosure { request in
+            guard request.upgradeInput != nil else { return HTTPServerResponse(status: 400, body: []) }
+            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: [
+                "Upgrade": "websocket", "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+            ]), body: .stream(ByteStream()))
+        })
+        try await upstream.start()
+        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.localAddresses[0].port)"))
+        let client = try RawClient(port: gateway.port)
+        client.send("GET /ws/echo HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: AQIDBAUGBwgJCgsMDQ4PEA==\r\n\r\n")
+        let answer = client.read(until: { $0.contains("}") }, timeout: 5)
+        #expect(answer.hasPrefix("HTTP/1.1 502"), "\(answer)")
+        #expect(answer.contains("\"error\":\"bad_gateway\""))
+        let http2 = try await http2WebSocketClient(port: gateway.port, path: "/ws/echo")
+        #expect(http2["status"] as? Int == 502, "\(http2)")
+        let lines = await gateway.accessLog(atLeast: 2)
+        #expect(lines.map { $0["status"] as? Int } == [502, 502])
+        #expect(lines.allSatisfy { $0["upstream_error"] as? String == "upstream's Sec-WebSocket-Accept does not match the key sent" },
+                "\(lines)")
+        await upstream.shutdown(timeout: .seconds(1))
     }
 
     @Test func anUnreachableUpstreamIsA502() async throws {
