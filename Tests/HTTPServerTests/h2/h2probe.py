@@ -249,49 +249,89 @@ def early(port, path):
     print(ended)
 
 
+class StreamWatch:
+    """What the server sent on one stream (status, body, END_STREAM, RST_STREAM code, the connection closing), its
+    DATA acknowledged as it comes."""
+
+    def __init__(self, sock, conn, stream_id):
+        self.sock, self.conn, self.stream_id = sock, conn, stream_id
+        self.status, self.body, self.ended, self.reset, self.closed = None, b"", False, None, None
+
+    def absorb(self, events):
+        for event in events:
+            if isinstance(event, str):
+                self.closed = self.closed or event.upper()
+            elif getattr(event, "stream_id", None) != self.stream_id:
+                continue
+            elif isinstance(event, h2.events.ResponseReceived):
+                self.status = dict(event.headers).get(":status")
+            elif isinstance(event, h2.events.DataReceived):
+                self.body += event.data
+                self.conn.acknowledge_received_data(event.flow_controlled_length, self.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                self.ended = True
+            elif isinstance(event, h2.events.StreamReset):
+                self.reset = event.error_code
+        events.clear()
+        out = self.conn.data_to_send()
+        if out:
+            self.sock.sendall(out)
+
+    def wait_for(self, condition, timeout=5.0):
+        """Reads until `condition()` holds (at once if it already does) or `timeout` passes."""
+        if not condition():
+            pump(self.sock, self.conn, lambda events: self.absorb(events) or condition(), timeout)
+
+    @property
+    def over(self):
+        return self.ended or self.reset is not None or self.closed is not None
+
+    @property
+    def outcome(self):
+        """How the stream ended: "STREAM", "RST <code>", "CLOSED" (the connection), or None while open."""
+        if self.reset is not None:
+            return "RST %d" % self.reset
+        return "STREAM" if self.ended else self.closed
+
+
+def send_all(watch, data, end_stream=False):
+    """Sends `data` on the watched stream as flow control allows, reading the server meanwhile."""
+    sent = 0
+    while sent < len(data):
+        window = min(watch.conn.local_flow_control_window(watch.stream_id), watch.conn.max_outbound_frame_size,
+                     len(data) - sent)
+        if window <= 0:
+            before = watch.conn.local_flow_control_window(watch.stream_id)
+            watch.wait_for(lambda: watch.conn.local_flow_control_window(watch.stream_id) > before or watch.over)
+            if watch.over:
+                return
+            continue
+        last = sent + window == len(data)
+        watch.conn.send_data(watch.stream_id, data[sent:sent + window], end_stream=end_stream and last)
+        watch.sock.sendall(watch.conn.data_to_send())
+        sent += window
+
+
 def early_declared(port, path, count, stall=False):
     sock, conn = connect(port)
     stream_id = conn.get_next_available_stream_id()
     conn.send_headers(stream_id, request_headers(path, method="POST", extra=[("content-length", str(count))]))
     sock.sendall(conn.data_to_send())
-    state = {"status": None, "body": b"", "reset": None, "ended": False}
-
-    def track(events):
-        for event in events:
-            if getattr(event, "stream_id", None) != stream_id:
-                continue
-            if isinstance(event, h2.events.ResponseReceived):
-                state["status"] = dict(event.headers).get(":status")
-            elif isinstance(event, h2.events.DataReceived):
-                state["body"] += event.data
-            elif isinstance(event, h2.events.StreamEnded):
-                state["ended"] = True
-            elif isinstance(event, h2.events.StreamReset):
-                state["reset"] = event.error_code
-        events.clear()
-
-    pump(sock, conn, lambda events: track(events) or state["ended"] or state["reset"] is not None)
-    print("RESPONSE %s %s" % (state["status"], state["body"].decode("utf-8", "replace")))
-    pump(sock, conn, lambda events: track(events) or state["reset"] is not None, timeout=0.3)
-    print("QUIET" if state["reset"] is None else "RST %d" % state["reset"])
-    if state["reset"] is not None:
+    watch = StreamWatch(sock, conn, stream_id)
+    watch.wait_for(lambda: watch.over)
+    print("RESPONSE %s %s" % (watch.status, watch.body.decode("utf-8", "replace")))
+    watch.wait_for(lambda: watch.reset is not None, timeout=0.3)
+    print("QUIET" if watch.reset is None else "RST %d" % watch.reset)
+    if watch.reset is not None:
         return
     if stall:
-        pump(sock, conn, lambda events: track(events) or state["reset"] is not None, timeout=2)
-        print("OPEN" if state["reset"] is None else "RST %d" % state["reset"])
+        watch.wait_for(lambda: watch.reset is not None, timeout=2)
+        print("OPEN" if watch.reset is None else "RST %d" % watch.reset)
         return
-    sent = 0
-    while sent < count:
-        window = min(conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size, count - sent)
-        if window <= 0:
-            pump(sock, conn, lambda events: track(events) or True, timeout=0.5)
-            continue
-        conn.send_data(stream_id, b"x" * window, end_stream=sent + window == count)
-        sock.sendall(conn.data_to_send())
-        sent += window
-    pump(sock, conn, lambda events: track(events) or state["reset"] is not None, timeout=0.5)
+    send_all(watch, b"x" * count, end_stream=True)
+    watch.wait_for(lambda: watch.reset is not None, timeout=0.5)
     status, body = get(sock, conn, "/hello")
-    print("DONE" if state["reset"] is None and status == "200" else "RST %s, then %s" % (state["reset"], status))
+    print("DONE" if watch.reset is None and status == "200" else "RST %s, then %s" % (watch.reset, status))
 
 
 def tunnel(port, path, protocol):
@@ -302,69 +342,29 @@ def tunnel(port, path, protocol):
     conn.send_headers(stream_id, [(":method", "CONNECT"), (":protocol", protocol), (":scheme", "http"),
                                   (":authority", "localhost"), (":path", path)])
     sock.sendall(conn.data_to_send())
-    state = {"status": None, "body": b"", "ended": None}
-
-    def track(events):
-        for event in events:
-            if isinstance(event, str):
-                state["ended"] = state["ended"] or event.upper()
-            elif getattr(event, "stream_id", None) != stream_id:
-                continue
-            elif isinstance(event, h2.events.ResponseReceived):
-                state["status"] = dict(event.headers).get(":status")
-            elif isinstance(event, h2.events.DataReceived):
-                state["body"] += event.data
-                conn.acknowledge_received_data(event.flow_controlled_length, stream_id)
-            elif isinstance(event, h2.events.StreamEnded):
-                state["ended"] = "STREAM"
-            elif isinstance(event, h2.events.StreamReset):
-                state["ended"] = "RST %d" % event.error_code
-        out = conn.data_to_send()
-        if out:
-            sock.sendall(out)
-
-    def seen(events):
-        track(events)
-        events.clear()
-        return state["status"] is not None or state["ended"] is not None
-
-    def wait_for(condition, timeout=5.0):
-        if not condition():
-            pump(sock, conn, lambda events: seen(events) and condition(), timeout)
-
-    wait_for(lambda: state["status"] is not None or state["ended"] is not None)
-    if state["status"] != "200":
-        if state["status"] is not None:
-            wait_for(lambda: state["ended"] is not None, timeout=2)
-            print("RESPONSE %s %s" % (state["status"], state["body"].decode("utf-8", "replace")))
+    watch = StreamWatch(sock, conn, stream_id)
+    watch.wait_for(lambda: watch.status is not None or watch.over)
+    if watch.status != "200":
+        if watch.status is not None:
+            watch.wait_for(lambda: watch.over, timeout=2)
+            print("RESPONSE %s %s" % (watch.status, watch.body.decode("utf-8", "replace")))
         else:
-            print(state["ended"])
+            print(watch.outcome)
         return
     print("RESPONSE 200")
-
     payload = b"ping-1" + bytes((i * 31) & 0xFF for i in range(300 * 1024))
-    sent = 0
-    while sent < len(payload):
-        window = min(conn.local_flow_control_window(stream_id), conn.max_outbound_frame_size, len(payload) - sent)
-        if window > 0:
-            conn.send_data(stream_id, payload[sent:sent + window])
-            sock.sendall(conn.data_to_send())
-            sent += window
-        else:
-            # The window opens as the handler takes the bytes; the echo is read meanwhile.
-            before = conn.local_flow_control_window(stream_id)
-            wait_for(lambda: conn.local_flow_control_window(stream_id) > before)
-    wait_for(lambda: len(state["body"]) >= len(payload))
+    send_all(watch, payload)
+    watch.wait_for(lambda: len(watch.body) >= len(payload))
     time.sleep(1)
     conn.send_data(stream_id, b"ping-2")
     sock.sendall(conn.data_to_send())
     expected = payload + b"ping-2"
-    wait_for(lambda: len(state["body"]) >= len(expected))
-    print("ECHO %d %s" % (len(state["body"]), state["body"] == expected))
+    watch.wait_for(lambda: len(watch.body) >= len(expected))
+    print("ECHO %d %s" % (len(watch.body), watch.body == expected))
     conn.end_stream(stream_id)
     sock.sendall(conn.data_to_send())
-    wait_for(lambda: state["ended"] is not None, timeout=3)
-    print(state["ended"] or "OPEN")
+    watch.wait_for(lambda: watch.over, timeout=3)
+    print(watch.outcome or "OPEN")
 
 
 def main():
