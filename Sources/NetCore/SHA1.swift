@@ -4,11 +4,10 @@ import COpenSSL
 /// Not for anything that needs collision resistance.
 public enum SHA1 {
     /// The 20-byte digest of `bytes`.
-    public static func digest(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 20)
         var length: UInt32 = 0
-        let input = Array(bytes)
-        let ok = input.withUnsafeBytes { raw in
+        let ok = bytes.withUnsafeBytes { raw in
             output.withUnsafeMutableBufferPointer { out in
                 EVP_Digest(raw.baseAddress, raw.count, out.baseAddress, &length, EVP_sha1(), nil)
             }

@@ -83,6 +83,14 @@ public enum ConfigValue {
         return scaledInteger(trimmed, by: 1)
     }
 
+    /// A size in the form ``parseSize(_:)`` reads, for printing: `1GiB`, `8MiB`, `64KiB`, else bytes.
+    static func sizeDescription(_ bytes: Int64) -> String {
+        for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] where bytes > 0 && bytes % (1 << shift) == 0 {
+            return "\(bytes >> shift)\(unit)"
+        }
+        return String(bytes)
+    }
+
     /// A decimal number (digits, optional `.digits`) times `factor`, as an integer; `nil` on malformed input,
     /// overflow, or a fractional remainder below one unit.
     static func scaledInteger(_ text: String, by factor: Int64) -> Int64? {

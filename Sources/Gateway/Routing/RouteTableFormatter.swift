@@ -20,7 +20,7 @@ public enum RouteTableFormatter {
             if let clients = config.clients { flags.append("clients: \(clients.joined(separator: ","))") }
             if let timeout = config.timeout { flags.append("timeout \(timeout.configDescription)") }
             if let retries = config.retries { flags.append("attempts \(retries.attempts)") }
-            if let limit = config.maxBodyBytes { flags.append("max_body \(sizeDescription(limit))") }
+            if let limit = config.maxBodyBytes { flags.append("max_body \(ConfigValue.sizeDescription(limit))") }
             let servers = route.upstream.servers.map { " via " + $0.map(\.description).joined(separator: ",") } ?? ""
             let upstream = route.upstream.baseURL.map { "\(route.upstream.name) (\($0)\(servers))" }
                 ?? route.upstream.name
@@ -30,14 +30,6 @@ public enum RouteTableFormatter {
                 rewrite.isEmpty ? "-" : rewrite.joined(separator: ", "), flags.isEmpty ? "-" : flags.joined(separator: " "),
             ]
         }
-    }
-
-    /// A size as the configuration writes it: `1GiB`, `8MiB`, `64KiB`, else bytes.
-    static func sizeDescription(_ bytes: Int64) -> String {
-        if bytes > 0 && bytes % (1 << 30) == 0 { return "\(bytes >> 30)GiB" }
-        if bytes > 0 && bytes % (1 << 20) == 0 { return "\(bytes >> 20)MiB" }
-        if bytes > 0 && bytes % (1 << 10) == 0 { return "\(bytes >> 10)KiB" }
-        return String(bytes)
     }
 
     /// The aligned table with a header line; ends with a newline.

@@ -34,8 +34,7 @@ final class WebSocketTunnel: Sendable {
     /// forwarded (reliability.md H1-39).
     static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig,
                         upstream: UpstreamProvider) -> WebSocketTunnel? {
-        guard route.websocket, upstream.tunnelProvider != nil, let input = request.upgradeInput,
-              request.head.requestsUpgrade(to: "websocket") else { return nil }
+        guard relays(request, route: route, upstream: upstream), let input = request.upgradeInput else { return nil }
         var fields: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket"]
         var key = request.head.headers.first(name: "Sec-WebSocket-Key")
         if request.head.version == .http2 {
@@ -67,7 +66,14 @@ final class WebSocketTunnel: Sendable {
     static func isRefusedExtendedConnect(_ request: borrowing HTTPServerRequest, route: RouteConfig,
                                          upstream: UpstreamProvider?) -> Bool {
         guard request.head.version == .http2, request.upgradeInput != nil else { return false }
-        return !(route.websocket && upstream?.tunnelProvider != nil && request.head.requestsUpgrade(to: "websocket"))
+        return !relays(request, route: route, upstream: upstream)
+    }
+
+    /// Whether `route` relays `request` as a WebSocket: an upgrade to `websocket` on a `websocket: true` route whose
+    /// upstream can take one.
+    private static func relays(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider?) -> Bool {
+        route.websocket && upstream?.tunnelProvider != nil && request.upgradeInput != nil
+            && request.head.requestsUpgrade(to: "websocket")
     }
 
     /// A fresh `Sec-WebSocket-Key`: 16 random bytes in base64.

@@ -137,19 +137,30 @@ import Glibc
         #expect(!gateway.stdout.contains("to-file"))
     }
 
+    /// A gateway in front of a recording upstream, logging to `file` in a new directory named after `purpose`.
+    private static func gatewayLoggingToFile(_ purpose: String, file: String = "gateway.log") async throws
+        -> (gateway: GatewayProcess, upstream: RecordingUpstream, directory: String, path: String) {
+        let upstream = try await RecordingUpstream.start()
+        let directory = ProcessRunner.temporaryDirectory(purpose)
+        let path = directory + "/" + file
+        let gateway = try await GatewayProcess(config: config(upstreamPort: upstream.port, logging: "output: \(path)"),
+                                               environment: ["API_TOKEN": "t"])
+        return (gateway, upstream, directory, path)
+    }
+
+    /// A GET through `gateway` with `X-Request-Id: id`, answered 200.
+    private static func call(_ gateway: GatewayProcess, id: String) async throws {
+        let response = try await HTTPClient().execute(HTTPClientRequest(url: "\(gateway.url)/api/users",
+                                                                       headers: ["X-Request-Id": id]))
+        #expect(response.status == 200)
+    }
+
     /// A log rotated by moving the file (logrotate's `create` mode): SIGUSR1, or a reload, makes the gateway open the
     /// path again; the moved file keeps every line logged before, the new one gets the lines after.
     @Test func aMovedLogFileIsReopenedOnSIGUSR1AndOnReload() async throws {
-        let upstream = try await RecordingUpstream.start()
-        let directory = ProcessRunner.temporaryDirectory("gateway-log-rotation")
-        let path = directory + "/gateway.log"
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, logging: "output: \(path)"),
-                                               environment: ["API_TOKEN": "t"])
-        let client = HTTPClient()
-        func call(_ id: String) async throws {
-            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": id]))
-            #expect(response.status == 200)
-        }
+        let (gateway, upstream, _, path) = try await Self.gatewayLoggingToFile("gateway-log-rotation")
+        defer { withExtendedLifetime(upstream) {} }
+        func call(_ id: String) async throws { try await Self.call(gateway, id: id) }
         /// Waits (up to 2 s: the writer works in batches) until the file at `file` has a line containing every one of `needles`.
         func lines(of file: String, containing needles: [String]) async -> [String] {
             for _ in 0..<100 {
@@ -193,11 +204,8 @@ import Glibc
     /// log directory moved to a temporary one and its `systemctl kill` (there is no systemd here) turned into the
     /// same signal sent to the gateway's pid.
     @Test func theShippedLogrotateStanzaRotatesTheLogWithoutLosingALine() async throws {
-        let upstream = try await RecordingUpstream.start()
-        let directory = ProcessRunner.temporaryDirectory("gateway-logrotate")
-        let path = directory + "/access.log"
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, logging: "output: \(path)"),
-                                               environment: ["API_TOKEN": "t"])
+        let (gateway, upstream, directory, path) = try await Self.gatewayLoggingToFile("gateway-logrotate", file: "access.log")
+        defer { withExtendedLifetime(upstream) {} }
         let shipped = try String(contentsOf: packageRoot.appendingPathComponent("deploy/systemd/moya-gateway.logrotate"),
                                  encoding: .utf8)
         let signalLine = "systemctl kill --signal=SIGUSR1 --kill-whom=main moya-gateway.service 2>/dev/null || true"
@@ -206,21 +214,14 @@ import Glibc
             .replacingOccurrences(of: signalLine, with: "kill -USR1 \(gateway.process.processIdentifier)")
         try stanza.write(toFile: directory + "/logrotate.conf", atomically: true, encoding: .utf8)
 
-        let client = HTTPClient()
-        for index in 0..<20 {
-            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": "old-\(index)"]))
-            #expect(response.status == 200)
-        }
+        for index in 0..<20 { try await Self.call(gateway, id: "old-\(index)") }
         // Lines still queued in the gateway when logrotate moves the file are written to the moved file.
         let rotate = try ProcessRunner.run("/usr/sbin/logrotate", ["--force", "--state", directory + "/state", directory + "/logrotate.conf"])
         #expect(rotate.status == 0, "\(rotate.stderr)")
         // `nocreate`: the path is there again once the gateway has reopened it.
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: path) { try await Task.sleep(for: .milliseconds(20)) }
         #expect(FileManager.default.fileExists(atPath: path))
-        for index in 0..<20 {
-            let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users", headers: ["X-Request-Id": "new-\(index)"]))
-            #expect(response.status == 200)
-        }
+        for index in 0..<20 { try await Self.call(gateway, id: "new-\(index)") }
         #expect(gateway.stop() == 0)
         let rotated = try String(contentsOfFile: path + ".1", encoding: .utf8)
         let current = try String(contentsOfFile: path, encoding: .utf8)
