@@ -137,6 +137,24 @@ import Glibc
         #expect(!gateway.stdout.contains("to-file"))
     }
 
+    /// `logging.output: stderr`: every line, the access log's and the start-up's, goes to stderr as JSON; stdout
+    /// stays empty.
+    @Test func logLinesGoToStderrWhenAsked() async throws {
+        let upstream = try await RecordingUpstream.start()
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, logging: "output: stderr"),
+                                               environment: ["API_TOKEN": "t"])
+        let response = try await HTTPClient().execute(HTTPClientRequest(url: "\(gateway.url)/api/users",
+                                                                       headers: ["X-Request-Id": "to-stderr"]))
+        #expect(response.status == 200)
+        #expect(gateway.stop() == 0)
+        let lines = gateway.stderr.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+        #expect(lines.contains { $0["msg"] as? String == "access" && $0["request_id"] as? String == "to-stderr" })
+        #expect(lines.contains { $0["msg"] as? String == "listening" })
+        #expect(gateway.stdout.isEmpty, "\(gateway.stdout.prefix(300))")
+    }
+
     /// A gateway in front of a recording upstream, logging to `file` in a new directory named after `purpose`.
     private static func gatewayLoggingToFile(_ purpose: String, file: String = "gateway.log") async throws
         -> (gateway: GatewayProcess, upstream: RecordingUpstream, directory: String, path: String) {

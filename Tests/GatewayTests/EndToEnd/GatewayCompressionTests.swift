@@ -132,6 +132,26 @@ import Testing
         gateway.stop()
     }
 
+    /// `compression.min_bytes`: a body of known length below it goes out as it is, one of that length or more is
+    /// compressed, stubbed or proxied.
+    @Test func bodiesBelowMinBytesAreSentAsTheyAre() async throws {
+        let upstream = try await Self.startUpstream()
+        defer { Task { await upstream.shutdown(timeout: .seconds(1)) } }
+        let original = Array(Self.json.utf8)
+        let length = original.count
+        for (minBytes, compressed) in [("8KiB", false), ("\(length + 1)", false), ("\(length)", true), ("1KiB", true)] {
+            let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.localAddresses[0].port,
+                                                                       compression: "{ gzip: true, min_bytes: \(minBytes) }"))
+            for path in ["/stub", "/origin/plain"] {
+                let fetched = try Self.fetch("\(gateway.url)\(path)", ["-H", "Accept-Encoding: gzip"])
+                #expect(fetched.headers["content-encoding"] == (compressed ? "gzip" : nil), "min_bytes \(minBytes) \(path)")
+                #expect((compressed ? try Inflater.decompress(fetched.body) : fetched.body) == original,
+                        "min_bytes \(minBytes) \(path)")
+            }
+            gateway.stop()
+        }
+    }
+
     @Test func compressionOffSendsIdentity() async throws {
         let upstream = try await Self.startUpstream()
         defer { Task { await upstream.shutdown(timeout: .seconds(1)) } }

@@ -78,6 +78,41 @@ import Testing
         #expect(warning?.contains("admin.listen") == true, "\(gateway.stdout)")
     }
 
+    /// A reload swaps the config for the next request; a request already in flight finishes on the config it started
+    /// with, stubbed (its delay and body) or proxied (its upstream's `validation` decides its answer after the reload).
+    @Test func requestsInFlightFinishOnTheConfigTheyStartedWith() async throws {
+        let upstream = try await RecordingUpstream.start()
+        func config(_ version: String, validation: String) -> String {
+            """
+            \(GatewayProcess.listeners)
+            upstreams:
+              stubbed: { stub: { status: 200, headers: { X-Version: \(version) }, body: "\(version)", delay: \(version == "old" ? "2s" : "0s") } }
+              origin: { base_url: "http://127.0.0.1:\(upstream.port)", validation: \(validation) }
+            routes:
+              - { name: stubbed, match: { path: /stubbed }, upstream: stubbed }
+              - { name: origin, match: { path_prefix: /origin }, upstream: origin, rewrite: { strip_prefix: /origin } }
+            """
+        }
+        let gateway = try await GatewayProcess(config: config("old", validation: "none"))
+        let client = HTTPClient()
+        let url = gateway.url
+        let stubbed = Task { try await client.execute(HTTPClientRequest(url: "\(url)/stubbed")) }
+        try await Task.sleep(for: .milliseconds(300))
+        let proxied = Task { try await client.execute(HTTPClientRequest(url: "\(url)/origin/status/500?ms=1000")) }
+        for _ in 0..<100 where upstream.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        try await GatewayReloadSettingsTests.reload(gateway, to: config("new", validation: "success"), count: 1)
+
+        let after = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
+        #expect(Self.text(after) == "new" && after.headers.first(name: "X-Version") == "new")
+        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/origin/status/500")).status == 502,
+                "the new validation applies to the next request")
+        let before = try await stubbed.value
+        #expect(Self.text(before) == "old" && before.headers.first(name: "X-Version") == "old")
+        let inFlight = try await proxied.value
+        #expect(inFlight.status == 500 && Self.text(inFlight) == "status 500", "validation: none, as when it started")
+        gateway.stop()
+    }
+
     /// The metrics the sketch lists, scraped after traffic: requests by route and status, the latency histograms,
     /// upstream errors, coalesced requests and open connections.
     @Test func metricsCountRequestsErrorsCoalescingAndLatency() async throws {

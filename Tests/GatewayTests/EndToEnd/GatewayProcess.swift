@@ -21,22 +21,42 @@ final class GatewayProcess {
     let errPath: String
     let configPath: String
 
-    /// Writes `config` (with `PORT` and `ADMIN` placeholders replaced) and starts the gateway; waits for /readyz.
-    init(config: String, environment: [String: String] = [:]) async throws {
+    /// How `serve` is told where its configuration is.
+    enum ConfigLocation {
+        /// `serve --config PATH`.
+        case argument
+        /// `$MOYA_GATEWAY_CONFIG`, with no `--config`.
+        case environment
+        /// Neither: `serve` reads `Configuration/gateway.yaml` below its working directory (the config is written
+        /// there, and the process runs in ``directory``).
+        case defaultPath
+    }
+
+    /// Writes `config` and `files` (paths relative to ``directory``, written first), with `PORT` and `ADMIN` replaced
+    /// in both, and starts the gateway, told where its config is as `location` says (without `--config` it runs in
+    /// ``directory``); waits for /readyz.
+    init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
+         location: ConfigLocation = .argument) async throws {
         directory = ProcessRunner.temporaryDirectory("gateway-e2e")
         port = try freeLoopbackPort()
         adminPort = try freeLoopbackPort()
-        configPath = "\(directory)/gateway.yaml"
+        configPath = location == .defaultPath ? "\(directory)/Configuration/gateway.yaml" : "\(directory)/gateway.yaml"
         logPath = "\(directory)/stdout.log"
         errPath = "\(directory)/stderr.log"
-        try Self.render(config, port: port, admin: adminPort).write(toFile: configPath, atomically: true, encoding: .utf8)
+        for (path, contents) in files {
+            try Self.write(Self.render(contents, port: port, admin: adminPort), to: "\(directory)/\(path)")
+        }
+        try Self.write(Self.render(config, port: port, admin: adminPort), to: configPath)
         guard let binary = CheckCommandTests.binary() else { throw GatewayTestError("moya-gateway is not built") }
         // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
         // descriptors once more later, which can close a socket that reused the number.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec \"$0\" serve --config \"$1\" >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
+        let serve = location == .argument ? "serve --config \"$1\"" : "serve"
+        process.arguments = ["-c", "exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
+        if location != .argument { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "MOYA_GATEWAY_CONFIG")
+        if location == .environment { env["MOYA_GATEWAY_CONFIG"] = configPath }
         for (key, value) in environment { env[key] = value }
         process.environment = env
         process.standardInput = nil
@@ -61,6 +81,13 @@ final class GatewayProcess {
         admin:
           listen: "127.0.0.1:ADMIN"
         """
+
+    /// Writes `contents` to `path`, making its directory.
+    private static func write(_ contents: String, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try contents.write(to: url, atomically: true, encoding: .utf8)
+    }
 
     static func render(_ config: String, port: Int, admin: Int) -> String {
         config.replacingOccurrences(of: "PORT", with: String(port)).replacingOccurrences(of: "ADMIN", with: String(admin))
