@@ -188,8 +188,19 @@ import Testing
     func routesAndBrokenServe() throws {
         let routes = try Self.run(["routes"])
         #expect(routes.status == 0)
-        #expect(routes.stdout.hasPrefix("#  NAME"))
-        #expect(routes.stdout.contains("params /api/users/{id}"))
+        // The shipped file's table in precedence order (exact, then longest prefix or template, then file order),
+        // one row per route, columns split on runs of spaces.
+        let rows = routes.stdout.split(separator: "\n").map {
+            $0.components(separatedBy: "  ").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        #expect(rows == [
+            ["#", "NAME", "MATCH", "HOST", "METHODS", "UPSTREAM", "REWRITE", "FLAGS"],
+            ["1", "slow", "path /api/slow", "*", "*", "slow", "-", "stub timeout 1s"],
+            ["2", "user-by-id", "params /api/users/{id}", "*", "GET,HEAD,PUT,DELETE", "users", "-", "stub timeout 2s"],
+            ["3", "catalog", "prefix /api/catalog", "*", "GET,HEAD", "catalog", "-", "stub coalesce(vary: Accept,Accept-Encoding)"],
+            ["4", "users", "prefix /api/users", "*", "GET,HEAD,POST", "users", "strip /api", "stub"],
+            ["5", "bulk", "prefix /bulk", "*", "GET,HEAD", "bulk", "-", "stub coalesce"],
+        ], "\(routes.stdout)")
         // `serve` runs the same loader: a broken file stops it before anything is bound (serving itself is covered
         // by the end-to-end tests).
         let serve = try Self.run(["serve", "--config", "/nonexistent/gw.yaml"])
