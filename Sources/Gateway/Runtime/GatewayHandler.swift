@@ -19,6 +19,8 @@ final class GatewayHandler: HTTPServerHandler {
     /// Relayed responses (long bodies, WebSocket tunnels) whose access-log line is not written yet: the drain waits
     /// for the ones it cut too.
     private let relaying = AtomicCounter()
+    /// Open WebSocket tunnels: a drain sends them their Close (see ``goAwayTunnels()``).
+    private let openTunnels = OpenTunnels()
 
     init(state: GatewayStateBox) {
         self.state = state
@@ -131,6 +133,12 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// The status logged for a request whose answer could not be delivered (see `handle`).
     static let abandonedStatus = 499
+
+    /// The drain begins: every open WebSocket tunnel, and every one that opens from now on, gets the Close handshake
+    /// (status 1001 to both ends at their next frame boundary), so that its client reconnects elsewhere at once.
+    func goAwayTunnels() {
+        openTunnels.goAway()
+    }
 
     /// Waits (polling, bounded by `timeout`) until no request is in `handle` and no relayed response is still to be
     /// logged: after the server cancelled the ones that outlived the drain (and closed the connections of relayed
@@ -319,7 +327,7 @@ final class GatewayHandler: HTTPServerHandler {
         let requestID = exchange.requestID
         let upstream = call.upstream
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
-        let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream)
+        let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: Self.bodyLimit(call.route.config, exchange.snapshot.config))
@@ -443,7 +451,8 @@ final class GatewayHandler: HTTPServerHandler {
                 let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started,
                                              tunnel: response.statusCode == 101 ? tunnel : nil, pending: relaying)
                 exchange.relayLog = log
-                let relayed = StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop, log: log)
+                let relayed = StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop, log: log,
+                                                      tunnel: response.statusCode == 101 ? tunnel : nil)
                 return HTTPServerResponse(head: head, body: .stream(relayed))
             }
             let body = response.transportBody ?? call.upstream.stubBody(matching: response.data) ?? Array(response.data)

@@ -163,11 +163,12 @@ public final class GatewayRuntime: Sendable {
         logger.error("reload rejected; keeping the running configuration", metadata: ["problems": .array(problems.map { .string($0) })])
     }
 
-    /// Drains: `/readyz` turns 503, listeners close, in-flight requests finish (up to the drain timeout), then the
-    /// admin listener closes.
+    /// Drains: `/readyz` turns 503, WebSocket tunnels get their Close, listeners close, in-flight requests finish (up
+    /// to the drain timeout), then the admin listener closes.
     public func drain() async {
         admin.setReady(false)
         logger.notice("draining", metadata: ["timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))"])
+        gatewayHandler.goAwayTunnels()
         await server.shutdown(timeout: state.current.config.server.limits.drainTimeout)
         await gatewayHandler.waitUntilIdle(timeout: .seconds(1))
         await adminServer.shutdown(timeout: .seconds(1))

@@ -18,18 +18,23 @@ enum StreamedBodyRelay {
     /// - Parameters:
     ///   - loop: where the relay runs; nil for Swift's global executor.
     ///   - log: told how the body ended and how many bytes were relayed.
-    static func relay(_ upstream: HTTPClientStreamingResponse, on loop: EventLoop?, log: RelayedResponseLog? = nil) -> ByteStream {
+    ///   - tunnel: the WebSocket tunnel whose upstream side this is (an accepted handshake's 101): it sees the bytes
+    ///     pass, to send the client its Close at a frame boundary when the gateway drains.
+    static func relay(_ upstream: HTTPClientStreamingResponse, on loop: EventLoop?, log: RelayedResponseLog? = nil,
+                      tunnel: WebSocketTunnel? = nil) -> ByteStream {
         let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let output = ByteStream(onDemand: { signal.yield() }, onRelease: { signal.finish() })
         let client = WeakStream(output)
+        tunnel?.attach(client: output)
         Task(executorPreference: loop) {
+            defer { tunnel?.detach() }
             var demandSignals = demand.makeAsyncIterator()
             var relayed = 0
             do {
                 while let chunk = try await upstream.body.next() {
                     // No strong reference to the client's stream may be held across the wait for demand: the
                     // server dropping it is what ends that wait.
-                    guard let accepted = client.offer(chunk) else {
+                    guard let accepted = client.offer(chunk, through: tunnel) else {
                         log?.end(bytes: relayed, cut: clientGone)
                         return upstream.cancel()
                     }
@@ -58,10 +63,11 @@ private final class WeakStream: @unchecked Sendable {
     weak var stream: ByteStream?
     init(_ stream: ByteStream) { self.stream = stream }
 
-    /// Hands `chunk` to the stream: true when it has room for more, false when the relay must wait for demand, nil
-    /// when the server has dropped the stream. Holds the stream only for the call.
-    func offer(_ chunk: [UInt8]) -> Bool? {
+    /// Hands `chunk` to the stream (through `tunnel`, which may hold it back once it goes away): true when it has
+    /// room for more, false when the relay must wait for demand, nil when the server has dropped the stream. Holds
+    /// the stream only for the call.
+    func offer(_ chunk: [UInt8], through tunnel: WebSocketTunnel?) -> Bool? {
         guard let stream else { return nil }
-        return stream.yield(chunk)
+        return tunnel?.offer(chunk, to: stream) ?? stream.yield(chunk)
     }
 }

@@ -12,8 +12,12 @@ import Synchronization
 /// The handshake itself is an ordinary request through the upstream's Moya provider, so the access-token and
 /// credential plugins, forwarding headers and request id apply to it like to any other call.
 final class WebSocketTunnel: Sendable {
-    private let source: ByteStream
+    let source: ByteStream
     private let relayed = Atomic<Int>(0)
+    /// Where the two directions' frames end, and the drain's Close handshake (see ``goAway()``).
+    let closing = Mutex(TunnelClosing())
+    /// The gateway's open tunnels, which this one joins once it is open (see ``attach(client:)``).
+    let registry: OpenTunnels?
     /// The route's `websocket.idle_timeout`; nil leaves the upstream's `timeout.response`.
     let idleTimeout: Duration?
     /// The fields that turn the upstream request into the handshake (the client's own were dropped as hop-by-hop).
@@ -21,8 +25,10 @@ final class WebSocketTunnel: Sendable {
     /// The `Sec-WebSocket-Key` the upstream is sent: the client's, or over HTTP/2 the gateway's own.
     private let key: String?
 
-    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPHeaders, key: String?) {
+    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPHeaders, key: String?,
+                 registry: OpenTunnels?) {
         self.source = source
+        self.registry = registry
         self.idleTimeout = idleTimeout
         self.upstreamFields = upstreamFields
         self.key = key
@@ -32,8 +38,8 @@ final class WebSocketTunnel: Sendable {
     /// `websocket` (an HTTP/1.1 handshake, or an HTTP/2 extended CONNECT, which the server presents as one) on a
     /// route with `websocket: true` to an upstream that can take one. Nil for anything else, whose `Upgrade` is not
     /// forwarded (reliability.md H1-39).
-    static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig,
-                        upstream: UpstreamProvider) -> WebSocketTunnel? {
+    static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider,
+                        registry: OpenTunnels? = nil) -> WebSocketTunnel? {
         guard relays(request, route: route, upstream: upstream), let input = request.upgradeInput else { return nil }
         var fields: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket"]
         var key = request.head.headers.first(name: "Sec-WebSocket-Key")
@@ -44,7 +50,8 @@ final class WebSocketTunnel: Sendable {
             fields.add(name: "Sec-WebSocket-Key", value: generated)
             key = generated
         }
-        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields, key: key)
+        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields, key: key,
+                               registry: registry)
     }
 
     /// Whether an upstream's 101 carries the `Sec-WebSocket-Accept` its key calls for (RFC 6455 §4.2.2): one that does
@@ -83,12 +90,30 @@ final class WebSocketTunnel: Sendable {
         return Data(bytes).base64EncodedString()
     }
 
-    /// The client's bytes for the upstream connection, pulled as it has room for them.
+    /// The client's bytes for the upstream connection, pulled as it has room for them; after ``goAway()``, up to the
+    /// end of the frame they are in, then the gateway's Close, then nothing.
     func makeStream() -> AsyncThrowingStream<[UInt8], any Error> {
         AsyncThrowingStream(unfolding: { [self] in
-            guard let chunk = try await source.next() else { return nil }
-            relayed.add(chunk.count, ordering: .relaxed)
-            return chunk
+            while true {
+                switch closing.withLock({ $0.beforeReadingClient() }) {
+                case .end: return nil
+                case .send(let frame): return frame
+                case .read: break
+                }
+                let chunk: [UInt8]?
+                do {
+                    chunk = try await source.next()
+                } catch is GoingAwayWakeUp {
+                    continue
+                }
+                guard let chunk else {
+                    closing.withLock { $0.readingClient = false }
+                    return nil
+                }
+                guard let forwarded = closing.withLock({ $0.forwardToUpstream(chunk) }) else { continue }
+                relayed.add(forwarded.count, ordering: .relaxed)
+                return forwarded
+            }
         })
     }
 

@@ -3,6 +3,7 @@ import NetCore
 import HTTPWire
 import HTTPServer
 import TestSupport
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -51,6 +52,17 @@ private final class WebSocketUpstream {
         }
     }
 
+    /// How each connection that ended so far was closed: its path, and the close code and reason the gateway sent
+    /// (1006 and empty when no close frame came).
+    var closes: [(path: String, code: Int, reason: String)] {
+        let text = (try? String(contentsOfFile: recordPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let path = object["closed"] as? String, let code = object["code"] as? Int else { return nil }
+            return (path, code, object["reason"] as? String ?? "")
+        }
+    }
+
     /// The MiB a `/flood` connection has sent so far.
     var floodedMebibytes: Int {
         Int((try? String(contentsOfFile: progressPath, encoding: .utf8)) ?? "") ?? 0
@@ -58,6 +70,34 @@ private final class WebSocketUpstream {
 
     deinit {
         if process.isRunning { _ = ProcessRunner.stop(process, signal: SIGKILL, timeout: 5) }
+    }
+}
+
+/// A WebSocket upstream that accepts every handshake and then neither reads nor sends a byte (a Close it is sent
+/// included): our own server answering 101 with a stream that never yields.
+private final class MuteWebSocketUpstream: HTTPServerHandler {
+    private let serving = LoopbackServer()
+    private let accepted = Atomic<Int>(0)
+    var port: Int { serving.port }
+    /// Handshakes accepted so far.
+    var handshakes: Int { accepted.load(ordering: .relaxed) }
+
+    static func start() async throws -> MuteWebSocketUpstream {
+        let upstream = MuteWebSocketUpstream()
+        try await upstream.serving.start(upstream)
+        return upstream
+    }
+
+    func shutdown() async { await serving.shutdown() }
+
+    func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+        guard request.upgradeInput != nil, let key = request.head.headers.first(name: "Sec-WebSocket-Key") else {
+            return HTTPServerResponse(status: 400, body: Array("not a handshake".utf8))
+        }
+        accepted.add(1, ordering: .relaxed)
+        let accept = Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
+        return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: [
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": accept]), body: .stream(ByteStream()))
     }
 }
 
@@ -407,15 +447,16 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB")
     }
 
-    /// A drain waits for open tunnels up to `drain_timeout`, then closes them (their clients reconnect elsewhere);
-    /// each still gets its access-log line.
-    @Test func aDrainClosesOpenTunnelsAtItsTimeout() async throws {
+    /// A drain closes open tunnels with the WebSocket Close handshake instead of holding them to `drain_timeout`: the
+    /// client and the upstream each get a Close with 1001 ("going away") at once, over HTTP/1.1 and HTTP/2, both
+    /// sides close, and the gateway exits long before the timeout; each tunnel still gets its access-log line.
+    @Test func aDrainSendsOpenTunnelsACloseAndEndsWithThem() async throws {
         let upstream = try await WebSocketUpstream()
         let gateway = try await GatewayProcess(config: """
             server:
               listen: ["127.0.0.1:PORT"]
               threads: 1
-              limits: { drain_timeout: 1s }
+              limits: { drain_timeout: 20s }
             admin:
               listen: "127.0.0.1:ADMIN"
             upstreams:
@@ -423,18 +464,63 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
             routes:
               - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
             """)
-        let url = "ws://127.0.0.1:\(gateway.port)/ws/silent"
+        let port = gateway.port
+        let base = "ws://127.0.0.1:\(port)/ws"
+        async let first = webSocketClient("\(base)/silent?n=1", ["--wait-close", "30"])
+        async let second = webSocketClient("\(base)/silent?n=2", ["--wait-close", "30"])
+        async let overHTTP2 = http2WebSocketClient(port: port, path: "/ws/silent?n=3", ["--wait-close", "30"])
+        for _ in 0..<200 where upstream.handshakes.count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let stopping = ContinuousClock.now
+        let status = gateway.stop(timeout: 30)
+        let stopped = ContinuousClock.now - stopping
+        #expect(status == 0)
+        #expect(stopped < .seconds(5), "the drain ended with its tunnels, not at its 20 s timeout: \(stopped)")
+        for report in [try await first, try await second] {
+            #expect(report["ok"] as? Bool == true && report["close_code"] as? Int == 1001, "\(report)")
+            #expect(report["close_reason"] as? String == "going away", "\(report)")
+            #expect((report["closed_after"] as? Double ?? 99) < 5, "\(report)")
+        }
+        let h2 = try await overHTTP2
+        #expect(h2["close_code"] as? Int == 1001, "an HTTP/2 client's tunnel gets the Close too: \(h2)")
+        for _ in 0..<100 where upstream.closes.count < 3 { try await Task.sleep(for: .milliseconds(20)) }
+        let closes = upstream.closes
+        #expect(closes.count == 3 && closes.allSatisfy { $0.code == 1001 && $0.reason == "going away" },
+                "the upstream heard the Close from the gateway: \(closes)")
+        let lines = gateway.accessLog.filter { $0["status"] as? Int == 101 }
+        #expect(lines.count == 3, "\(gateway.stdout)")
+    }
+
+    /// The drain waits for no upstream: once a tunnel's client has its Close and its connection is closed, the
+    /// upstream side is closed too, whether or not the upstream answered its own Close.
+    @Test func aTunnelWhoseUpstreamNeverAnswersTheCloseDoesNotHoldTheDrain() async throws {
+        let upstream = try await MuteWebSocketUpstream.start()
+        let gateway = try await GatewayProcess(config: """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+              limits: { drain_timeout: 20s }
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              chat: { base_url: "http://127.0.0.1:\(upstream.port)" }
+            routes:
+              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+            """)
+        let url = "ws://127.0.0.1:\(gateway.port)/ws/stall"
         async let report = webSocketClient(url, ["--wait-close", "20"])
-        for _ in 0..<100 where upstream.handshakes.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        for _ in 0..<100 where upstream.handshakes == 0 { try await Task.sleep(for: .milliseconds(20)) }
         try await Task.sleep(for: .milliseconds(200))
         let stopping = ContinuousClock.now
         let status = gateway.stop(timeout: 10)
         let stopped = ContinuousClock.now - stopping
         #expect(status == 0)
-        #expect(stopped < .seconds(5), "the drain ended at its timeout: \(stopped)")
+        #expect(stopped < .seconds(5), "not held to the 20 s timeout by the mute upstream: \(stopped)")
         let closed = try await report
-        #expect(closed["ok"] as? Bool == true, "the client saw its tunnel close: \(closed)")
+        #expect(closed["ok"] as? Bool == true && closed["close_code"] as? Int == 1001, "told at once: \(closed)")
+        #expect((closed["closed_after"] as? Double ?? 99) < 5, "\(closed)")
         #expect(gateway.accessLog.first?["status"] as? Int == 101, "\(gateway.stdout)")
+        await upstream.shutdown()
     }
 
     /// The upstream's `timeout.response` is the tunnel's idle limit (nginx's `proxy_read_timeout`) unless the route

@@ -6,7 +6,8 @@ It connects to --port on 127.0.0.1 (h2c with prior knowledge, or TLS with ALPN h
 sent SETTINGS_ENABLE_CONNECT_PROTOCOL = 1, opens an extended CONNECT (`:protocol websocket`) to --path, and when the
 answer is 200 sends --messages text and --messages binary messages of --size bytes, checks every echo, pings and
 awaits the pong, sends a close frame (1000) and awaits the peer's, then the end of the stream. It prints one JSON
-line with what happened. Every wait is bounded (--timeout seconds in all).
+line with what happened. With --wait-close N it sends nothing once the tunnel is open, waits up to N seconds for the
+server's close frame, answers it and reports its code. Every wait is bounded (--timeout seconds in all).
 """
 import argparse
 import json
@@ -45,6 +46,8 @@ class Peer:
         self.end_stream_seen = False
         self.reset = None
         self.settings_seen = False
+        self.pending = bytearray()
+        self.goaways = 0
 
     def flush(self):
         out = self.conn.data_to_send()
@@ -60,7 +63,7 @@ class Peer:
         chunk = self.sock.recv(65536)
         if not chunk:
             raise ConnectionError("connection closed")
-        for event in self.conn.receive_data(chunk):
+        for event in self.conn.receive_data(self.without_goaway(chunk)):
             if isinstance(event, h2.events.RemoteSettingsChanged):
                 self.settings_seen = True
             elif isinstance(event, h2.events.ResponseReceived) and event.stream_id == self.stream_id:
@@ -75,6 +78,24 @@ class Peer:
                 self.reset = event.error_code
                 self.ended = True
         self.flush()
+
+    def without_goaway(self, chunk):
+        """`chunk` without GOAWAY frames, which are counted in `goaways`. The server's drain sends GOAWAY and goes on
+        with the open streams (RFC 9113 §6.8), but python-h2 4.1 closes its connection state on GOAWAY and then
+        refuses every frame, the open streams' included."""
+        self.pending += chunk
+        out = bytearray()
+        while len(self.pending) >= 9:
+            length = int.from_bytes(self.pending[:3], "big")
+            if len(self.pending) < 9 + length:
+                break
+            frame = self.pending[:9 + length]
+            del self.pending[:9 + length]
+            if frame[3] == 0x7:
+                self.goaways += 1
+            else:
+                out += frame
+        return bytes(out)
 
     def send(self, data, end=False):
         """Sends `data` on the stream as flow control allows."""
@@ -159,6 +180,7 @@ def main():
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--header", action="append", default=[])
     parser.add_argument("--timeout", type=float, default=20)
+    parser.add_argument("--wait-close", type=float, default=0)
     args = parser.parse_args()
     report = {"ok": False}
     try:
@@ -185,6 +207,20 @@ def main():
                 peer.pump()
             report["body"] = peer.data.decode("utf-8", "replace")
             report["reset"] = peer.reset
+            print(json.dumps(report))
+            return
+        if args.wait_close:
+            # Waits for the server's close frame (the gateway's drain), answers it, and reports its code.
+            peer.deadline = time.monotonic() + args.wait_close
+            opcode, payload = peer.frame()
+            report["close_code"] = struct.unpack("!H", payload[:2])[0] if opcode == 0x8 and len(payload) >= 2 else None
+            report["close_reason"] = payload[2:].decode("utf-8", "replace") if opcode == 0x8 else None
+            peer.send(masked_frame(0x8, payload[:2]))
+            while not peer.ended:
+                peer.pump()
+            report["stream_ended"] = peer.end_stream_seen
+            report["goaways"] = peer.goaways
+            report["ok"] = opcode == 0x8
             print(json.dumps(report))
             return
         echoed = 0

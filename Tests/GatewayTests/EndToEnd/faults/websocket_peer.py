@@ -8,13 +8,15 @@ server: an upstream on 127.0.0.1 (TLS with --cert/--key). It writes its port to 
       /bye...    answers the first message with "bye" and closes with code 4001
       /refuse... refuses the handshake with 403 and a body
       /silent... reads and says nothing
+    After each connection it writes one more JSON line to --record: the path and the close code and reason it was
+    sent (null when the connection ended without a close frame).
       /stall...  neither reads nor says anything
       /flood?mb=N sends N binary messages of 1 MiB as fast as the connection takes them (writing how many it has
                  sent to --progress after each), then closes
 client: connects to --url (verifying TLS with --ca), sends --messages text messages and --messages binary ones of
     --size bytes, checks every echo, pings and awaits the pong, closes normally, and prints one JSON line with what
     happened. --expect-bye sends one message and expects "bye" and code 4001 instead; --wait-close N sends one
-    message and waits up to N seconds for the connection to close, reporting when. No compression is negotiated, so
+    message and waits up to N seconds for the connection to close, reporting when and the close code it got. No compression is negotiated, so
     the tunnel carries every byte. Every wait is bounded.
 """
 import argparse
@@ -63,6 +65,8 @@ async def serve(args):
                     await ws.send(message)
         except websockets.ConnectionClosed:
             pass
+        # How the connection ended, as its peer (the gateway) said: the close frame received, if any.
+        record.write(json.dumps({"closed": path, "code": ws.close_code, "reason": ws.close_reason}) + "\n")
 
     context = None
     if args.cert:
@@ -93,8 +97,10 @@ async def client(args):
                 started = time.monotonic()
                 try:
                     await asyncio.wait_for(ws.recv(), args.wait_close)
-                except websockets.ConnectionClosed:
+                except websockets.ConnectionClosed as closed:
                     result["closed_after"] = time.monotonic() - started
+                    result["close_code"] = closed.rcvd.code if closed.rcvd else None
+                    result["close_reason"] = closed.rcvd.reason if closed.rcvd else None
                     result["ok"] = True
             elif args.expect_bye:
                 await ws.send("hello")
