@@ -11,27 +11,7 @@ import Testing
         limits.maxConnections = 3
         let (server, port) = try await startTestServer(limits: limits)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        let outcome = try await offPool { () -> (held: Int, overClosed: Bool, overBytes: Int, servedAfter: Bool) in
-            var clients = try (0..<3).map { _ in try RawClient(port: port) }
-            var held = 0
-            for client in clients {
-                client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-                if client.read(until: { $0.hasSuffix("hello") }).hasPrefix("HTTP/1.1 200") { held += 1 }
-            }
-            let over = try RawClient(port: port)
-            over.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            let (bytes, closed) = over.readAll(timeout: 3)
-            clients.removeFirst()
-            var servedAfter = false
-            for _ in 0..<50 where !servedAfter {
-                usleep(50_000)
-                let next = try RawClient(port: port)
-                next.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                servedAfter = String(decoding: next.readAll(timeout: 2).bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200")
-            }
-            _ = clients
-            return (held, closed, bytes.count, servedAfter)
-        }
+        let outcome = try await offPool { try ConnectionCapProbe.run(port: port, cap: 3, target: "/hello", bodyEnd: "hello") }
         #expect(outcome.held == 3)
         #expect(outcome.overClosed && outcome.overBytes == 0, "connection 4 is closed without a response")
         #expect(outcome.servedAfter, "after one of the three closes, a new connection is served")

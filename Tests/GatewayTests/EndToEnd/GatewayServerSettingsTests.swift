@@ -52,28 +52,8 @@ import Glibc
               - { name: canned, match: { path: /ok }, upstream: canned }
             """)
         let port = gateway.port
-        let outcome = try await offPool { () -> (served: Int, overClosed: Bool, overBytes: Int, servedAfter: Bool) in
-            var held = try (0..<3).map { _ in try RawClient(port: port) }
-            var served = 0
-            for client in held {
-                client.send("GET /ok HTTP/1.1\r\nHost: gw\r\n\r\n")
-                if client.read(until: { $0.hasSuffix("ok") }, timeout: 5).hasPrefix("HTTP/1.1 200") { served += 1 }
-            }
-            let over = try RawClient(port: port)
-            over.send("GET /ok HTTP/1.1\r\nHost: gw\r\n\r\n")
-            let (bytes, closed) = over.readAll(timeout: 5)
-            held.removeFirst()
-            var servedAfter = false
-            for _ in 0..<50 where !servedAfter {
-                usleep(50_000)
-                let next = try RawClient(port: port)
-                next.send("GET /ok HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
-                servedAfter = String(decoding: next.readAll(timeout: 2).bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200")
-            }
-            _ = held
-            return (served, closed, bytes.count, servedAfter)
-        }
-        #expect(outcome.served == 3)
+        let outcome = try await offPool { try ConnectionCapProbe.run(port: port, cap: 3, target: "/ok", bodyEnd: "ok") }
+        #expect(outcome.held == 3)
         #expect(outcome.overClosed && outcome.overBytes == 0, "the fourth connection is closed without an answer")
         #expect(outcome.servedAfter, "after one of the three leaves, a new connection is served")
         gateway.stop()

@@ -447,12 +447,10 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB")
     }
 
-    /// A drain closes open tunnels with the WebSocket Close handshake instead of holding them to `drain_timeout`: the
-    /// client and the upstream each get a Close with 1001 ("going away") at once, over HTTP/1.1 and HTTP/2, both
-    /// sides close, and the gateway exits long before the timeout; each tunnel still gets its access-log line.
-    @Test func aDrainSendsOpenTunnelsACloseAndEndsWithThem() async throws {
-        let upstream = try await WebSocketUpstream()
-        let gateway = try await GatewayProcess(config: """
+    /// A gateway relaying WebSockets under `/ws` to the upstream on `upstreamPort`, with a drain timeout (20 s) far
+    /// longer than the drain tests allow it.
+    private static func drainingGateway(upstreamPort: Int) async throws -> GatewayProcess {
+        try await GatewayProcess(config: """
             server:
               listen: ["127.0.0.1:PORT"]
               threads: 1
@@ -460,10 +458,18 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
             admin:
               listen: "127.0.0.1:ADMIN"
             upstreams:
-              chat: { base_url: "http://127.0.0.1:\(upstream.port)" }
+              chat: { base_url: "http://127.0.0.1:\(upstreamPort)" }
             routes:
               - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
             """)
+    }
+
+    /// A drain closes open tunnels with the WebSocket Close handshake instead of holding them to `drain_timeout`: the
+    /// client and the upstream each get a Close with 1001 ("going away") at once, over HTTP/1.1 and HTTP/2, both
+    /// sides close, and the gateway exits long before the timeout; each tunnel still gets its access-log line.
+    @Test func aDrainSendsOpenTunnelsACloseAndEndsWithThem() async throws {
+        let upstream = try await WebSocketUpstream()
+        let gateway = try await Self.drainingGateway(upstreamPort: upstream.port)
         let port = gateway.port
         let base = "ws://127.0.0.1:\(port)/ws"
         async let first = webSocketClient("\(base)/silent?n=1", ["--wait-close", "30"])
@@ -495,18 +501,7 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
     /// upstream side is closed too, whether or not the upstream answered its own Close.
     @Test func aTunnelWhoseUpstreamNeverAnswersTheCloseDoesNotHoldTheDrain() async throws {
         let upstream = try await MuteWebSocketUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              limits: { drain_timeout: 20s }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              chat: { base_url: "http://127.0.0.1:\(upstream.port)" }
-            routes:
-              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
-            """)
+        let gateway = try await Self.drainingGateway(upstreamPort: upstream.port)
         let url = "ws://127.0.0.1:\(gateway.port)/ws/stall"
         async let report = webSocketClient(url, ["--wait-close", "20"])
         for _ in 0..<100 where upstream.handshakes == 0 { try await Task.sleep(for: .milliseconds(20)) }
