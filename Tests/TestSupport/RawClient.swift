@@ -117,3 +117,16 @@ public func freeLoopbackPort() throws -> Int {
     }
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+/// Whether this machine has an IPv6 loopback (`::1` can be bound): containers may run without one.
+public func ipv6LoopbackIsAvailable() -> Bool {
+    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in6()
+    address.sin6_family = sa_family_t(AF_INET6)
+    inet_pton(AF_INET6, "::1", &address.sin6_addr)
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+    } == 0
+}
