@@ -12,8 +12,12 @@ SHARED=${SHARED_BENCH:-$root/../shared/bench}
 cd "$root"
 swift build -c release --product moya-gateway >&2
 dir=$(mktemp -d /tmp/moya-gateway-bench.XXXXXX)
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+pidfile="$dir/gateway.pids"
+cleanup() {
+    local pid
+    for pid in $(cat "$pidfile" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
 trap cleanup EXIT
 write_config() {  # write_config FILE PORT ADMIN UPSTREAM
     cat >"$1" <<YAML
@@ -29,12 +33,18 @@ YAML
 }
 write_config "$dir/proxy.yaml" 18200 18201 bench
 write_config "$dir/stub.yaml" 18202 18203 stub
-for config in proxy stub; do
-    taskset -c 1 .build/release/moya-gateway serve --config "$dir/$config.yaml" >"$dir/$config.log" 2>&1 &
-    pids+=($!)
-done
-for admin in 18201 18203; do
-    for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$admin/readyz" >/dev/null && break; sleep 0.1; done
-done
-MODES=${MODES:-pinned} TARGETS=${TARGETS:-"direct nginx"} \
-    EXTRA_TARGETS="gw-proxy=18200@${pids[0]} gw-stub=18202@${pids[1]}" "$SHARED/01_throughput.sh"
+# The gateways are started by the process that then becomes the harness (exec keeps the pid), so that they are its
+# children: its quiet-machine guard counts the CPU of every process outside its own tree as "other load", and would
+# otherwise count the gateways' own CPU during their runs (and retry each of them for it).
+(
+    for config in proxy stub; do
+        taskset -c 1 .build/release/moya-gateway serve --config "$dir/$config.yaml" >"$dir/$config.log" 2>&1 &
+        echo $! >>"$pidfile"
+    done
+    for admin in 18201 18203; do
+        for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$admin/readyz" >/dev/null && break; sleep 0.1; done
+    done
+    read -r -d '' proxy_pid stub_pid <"$pidfile" || true
+    MODES=${MODES:-pinned} TARGETS=${TARGETS:-"direct nginx"} \
+        EXTRA_TARGETS="gw-proxy=18200@$proxy_pid gw-stub=18202@$stub_pid" exec "$SHARED/01_throughput.sh"
+)
