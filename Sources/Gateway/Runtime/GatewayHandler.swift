@@ -136,7 +136,8 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// The drain begins: every open WebSocket tunnel, and every one that opens from now on, gets the Close handshake
     /// (status 1001 to both ends at their next frame boundary), so that its client reconnects elsewhere at once.
-    func goAwayTunnels() {
+    /// Returns how many were open.
+    func goAwayTunnels() -> Int {
         openTunnels.goAway()
     }
 

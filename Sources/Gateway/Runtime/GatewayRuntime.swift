@@ -167,8 +167,10 @@ public final class GatewayRuntime: Sendable {
     /// to the drain timeout), then the admin listener closes.
     public func drain() async {
         admin.setReady(false)
-        logger.notice("draining", metadata: ["timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))"])
-        gatewayHandler.goAwayTunnels()
+        let tunnels = gatewayHandler.goAwayTunnels()
+        logger.notice("draining", metadata: [
+            "timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))",
+            "websocket_tunnels": "\(tunnels)"])
         await server.shutdown(timeout: state.current.config.server.limits.drainTimeout)
         await gatewayHandler.waitUntilIdle(timeout: .seconds(1))
         await adminServer.shutdown(timeout: .seconds(1))

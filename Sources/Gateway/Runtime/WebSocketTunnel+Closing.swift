@@ -152,12 +152,15 @@ final class OpenTunnels: Sendable {
         _ = state.withLock { $0.tunnels.removeValue(forKey: ObjectIdentifier(tunnel)) }
     }
 
-    /// The drain begins: every open tunnel, and every one that opens from now on, goes away.
-    func goAway() {
+    /// The drain begins: every open tunnel, and every one that opens from now on, goes away. Returns how many were
+    /// open.
+    @discardableResult
+    func goAway() -> Int {
         let open = state.withLock { state in
             state.draining = true
             return state.tunnels.values.compactMap(\.tunnel)
         }
         for tunnel in open { tunnel.goAway() }
+        return open.count
     }
 }

@@ -495,6 +495,8 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
                 "the upstream heard the Close from the gateway: \(closes)")
         let lines = gateway.accessLog.filter { $0["status"] as? Int == 101 }
         #expect(lines.count == 3, "\(gateway.stdout)")
+        let draining = gateway.stdout.split(separator: "\n").first { $0.contains("\"msg\":\"draining\"") } ?? ""
+        #expect(draining.contains("\"websocket_tunnels\":\"3\""), "the drain says how many tunnels it closed: \(draining)")
     }
 
     /// The drain waits for no upstream: once a tunnel's client has its Close and its connection is closed, the
