@@ -52,8 +52,8 @@ import Testing
         let key = Array(close[2..<6])
         #expect(close.dropFirst(6).enumerated().map { $0.element ^ key[$0.offset % 4] } == WebSocketGoingAway.payload)
         guard case .end = closing.beforeReadingClient() else { Issue.record("expected the end"); return }
-        let whole = closing.forwardToUpstream(Self.next)
-        #expect(whole == nil, "the client's own Close in reply is dropped")
+        let afterClose = closing.forwardToUpstream(Self.next)
+        #expect(afterClose == nil, "the client's own Close in reply is dropped")
     }
 
     @Test func aWriterWaitingBetweenFramesIsWokenForTheClose() {
