@@ -72,9 +72,7 @@ struct TunnelClosing: Sendable {
             return .end
         case .closeDue:
             upstreamSide = .closed
-            var generator = SystemRandomNumberGenerator()
-            let key = (0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            return .send(WebSocketGoingAway.toUpstream(key: key))
+            return .send(WebSocketGoingAway.toUpstream(key: WebSocketTunnel.randomBytes(4)))
         case .relaying:
             readingClient = true
             return .read

@@ -85,9 +85,14 @@ final class WebSocketTunnel: Sendable {
 
     /// A fresh `Sec-WebSocket-Key`: 16 random bytes in base64.
     static func newKey() -> String {
+        Data(randomBytes(16)).base64EncodedString()
+    }
+
+    /// `count` bytes from the system's generator (a handshake's key, a frame's masking key: rare, and never to be
+    /// predictable).
+    static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return Data(bytes).base64EncodedString()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
     }
 
     /// The client's bytes for the upstream connection, pulled as it has room for them; after ``goAway()``, up to the
