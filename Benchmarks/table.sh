@@ -66,9 +66,9 @@ has layers && step layers env SKIP_BUILD=1 ALONE=1 REPS="$REPS" DURATION="$DURAT
     "$HERE/layers.sh"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
-versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), HAProxy $(haproxy -v 2>/dev/null | head -1 | awk '{print $3}'),"
+versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), HAProxy $(haproxy -v 2>/dev/null | awk 'NR == 1 {print $3}'),"
 versions+=" Caddy $(caddy version 2>/dev/null | awk '{print $1}'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
-versions+=" h2load $(h2load --version 2>/dev/null | head -1 | awk '{print $2}'), $(swift --version 2>&1 | head -1 | sed 's/ (.*//'),"
+versions+=" h2load $(h2load --version 2>/dev/null | awk 'NR == 1 {print $2}'), $(swift --version 2>&1 | head -1 | sed 's/ (.*//'),"
 versions+=" zlib $(dpkg-query -W -f='${Version}' zlib1g 2>/dev/null), openssl $(openssl version | awk '{print $2}')"
 "$PY" - "$RUN_DIR" <<PY
 import glob, json, os, re, statistics, sys

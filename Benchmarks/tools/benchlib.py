@@ -37,6 +37,10 @@ def fmt(value, digits=0):
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
+def _us(value):
+    return "-" if value is None else f"{value:,.1f} µs"
+
+
 def parse_wrk(path):
     text = open(path).read()
     out = {"rps": None, "requests": None, "non2xx": 0, "socket_errors": 0}
@@ -186,7 +190,7 @@ def summarize_throughput(directory):
             ",".join(str(x) for x in rps)]))
         md.append(f"| {mode} | {conns} | {target} | {fmt(med(rps))} ({fmt(min(rps, default=None))}–"
                   f"{fmt(max(rps, default=None))}) | {fmt(p50)} µs | {fmt(p99)} µs | "
-                  f"{'-' if added is None else f'{added:+.0f} µs'} | {fmt(pcpu, 1)} µs | {fmt(ucpu, 1)} µs | "
+                  f"{'-' if added is None else f'{added:+.0f} µs'} | {_us(pcpu)} | {_us(ucpu)} | "
                   f"{fmt(b0)}% / {fmt(b1)}% | {'-' if other is None else f'{other:.0f}%'} | {errors} |")
     open(os.path.join(directory, "summary.tsv"), "w").write("\n".join(tsv) + "\n")
     print("\n".join(md))
