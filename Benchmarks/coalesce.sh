@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Coalescing wall time: N (=100) concurrent identical GETs, fired at once over pre-opened connections by the shared
-# harness's tools/burst.py, with the reference harness's topology and pinning (../shared/bench/04_coalesce.sh): the
-# slow upstream (tools/slow_upstream.py, DELAY s per request, counts hits) behind the stub nginx on :18080, every
-# server on SERVER_CPU (1), burst.py on CLIENT_CPU (0). Targets, each with a fresh `?k=` key per burst:
+# Coalescing wall time: N (=100) concurrent identical GETs, fired at once over pre-opened connections by
+# tools/burst.py: the slow upstream (tools/slow_upstream.py, DELAY s per request, counts hits) behind the nginx
+# upstream on :18080 (conf/nginx-upstream.conf), every server on SERVER_CPU (1), burst.py on CLIENT_CPU (0). Targets, each with a fresh `?k=` key per burst:
 #   direct      the stub upstream itself (the floor: N hits, wall ≈ DELAY)
-#   varnish     Varnish with its built-in VCL, the reference's coalescing cache (waiting list), same run
+#   varnish     Varnish with its built-in VCL (conf/varnish-default.vcl), a coalescing cache (waiting list), same run
 #   coalesce    a moya-gateway route with `coalesce: true` (goal: 1 hit, wall ≤ 1.15 × DELAY)
 #   plain       the same upstream through moya-gateway without coalescing (control: N hits)
 # Medians of REPS bursts.

@@ -12,7 +12,7 @@
 #
 # Servers on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU (PIN=1); REPS interleaved repetitions after a 1 s warm-up each;
 # medians. Server CPU from /proc/PID/stat ticks before/after each run (process tree, all threads). All traffic on
-# 127.0.0.1; every process started with lib.sh's spawn and stopped by PID on EXIT; every run bounded (wrk -d, under
+# 127.0.0.1; every process started with common.sh's spawn and stopped by PID on EXIT; every run bounded (wrk -d, under
 # `timeout -k 5 $CLIENT_TIMEOUT`).
 #
 # Env: REPS=3 DURATION=5 CONNS=50 KIB=16 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-gzip NGX_GZIP_PORT=18480

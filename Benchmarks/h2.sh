@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # moya-gateway against nginx over TLS, HTTP/2 and HTTP/1.1, both proxying the same nginx upstream (`return 200` with a
-# 300-byte JSON body, the shared harness's nginx-upstream.conf on :18080), in the same run, same pinning:
+# 300-byte JSON body, conf/nginx-upstream.conf on :18080), in the same run, same pinning:
 #
 #   h2load -n $NREQ -c10 -m10             https://127.0.0.1:PORT/json   (ALPN h2)
 #   h2load -n $NREQ -c100 -m1 --h1        https://127.0.0.1:PORT/json   (HTTP/1.1, 100 connections, no pipelining)
 #   targets: gw        moya-gateway, TLS listener, http2 on, upstream pool of $GW_POOL connections
 #            nginx-ka64 / nginx-ka256   nginx `listen ssl http2`, `proxy_pass` with `keepalive 64` / `256`
-#                                       (the harness's nginx-tls.conf; h2 on :18443, HTTP/1.1 on :18444)
+#                                       (conf/nginx-tls.conf; h2 on :18443, HTTP/1.1 on :18444)
 #
 # NREQ stays at or below 1000 requests per connection (10,000 over -c10): the server closes an HTTP/2 connection with
 # GOAWAY after 1000 requests (HTTP2Settings.maxRequestsPerConnection, nginx's keepalive_requests default too), and
@@ -18,7 +18,7 @@
 # each proxy has CPU $SERVER_CPU to itself: with the upstream beside it, /proc/PID/stat bills part of the gateway's
 # time to the upstream (Benchmarks/README.md, session 20), so use ALONE=1 for CPU per request. TLS: self-signed ECDSA
 # P-256 certificate made with the openssl CLI in the run directory; the gateway config is generated there too. All
-# traffic on 127.0.0.1; every process is started with lib.sh's spawn and stopped by PID on EXIT; every h2load run is
+# traffic on 127.0.0.1; every process is started with common.sh's spawn and stopped by PID on EXIT; every h2load run is
 # bounded (-n, `timeout -k 5 $CLIENT_TIMEOUT`).
 #
 # Env: REPS=3 ALONE=0 NREQ=10000 CASES="h2-c10-m10 h1-c100-m1" KEEPALIVES="64 256" GW_POOL=64 SKIP_BUILD=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where a proxied request's CPU goes, layer by layer: user and system CPU per request of three proxies in front of the
-# harness's nginx upstream (GET /json, 300-byte JSON), each measured under the same wrk load, interleaved, REPS times:
-#   nginx     nginx `proxy_pass` with upstream keep-alive 64 (the harness's nginx-proxy.conf)
+# benchmarks' nginx upstream (GET /json, 300-byte JSON), each measured under the same wrk load, interleaved, REPS times:
+#   nginx     nginx `proxy_pass` with upstream keep-alive 64 (conf/nginx-proxy.conf)
 #   engine    `hello-server --proxy`: our HTTP server and HTTPClient alone (no routing, Moya, plugins or logs)
 #   gateway   `moya-gateway` with one proxied route (threads 1, access log off, pool 64)
 # engine − nginx is the engine's gap; gateway − engine is what Moya and the gateway add on top of it.
@@ -12,8 +12,8 @@
 # upstream on the same CPU, /proc/PID/stat bills part of moya-gateway's time to the upstream (Benchmarks/README.md,
 # session 20).
 #
-# Env: REPS=3 DURATION=5 CONNS=50 ALONE=0 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers SHARED_BENCH=../shared/bench
-# Bounded: every wrk run has -d and runs under the harness's timeout; every process is stopped by PID on exit.
+# Env: REPS=3 DURATION=5 CONNS=50 ALONE=0 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers
+# Bounded: every wrk run has -d and runs under common.sh's timeout; every process is stopped by PID on exit.
 set -euo pipefail
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-layers}"
 # shellcheck source=Benchmarks/common.sh

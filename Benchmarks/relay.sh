@@ -8,7 +8,7 @@
 # Each proxy has CPU $SERVER_CPU to itself; the file upstream, curl and wrk share CPU $CLIENT_CPU (as layers.sh's
 # ALONE=1). The proxies run one after the other, interleaved per repetition, after a warm-up each. Proxy CPU comes
 # from /proc/PID/stat ticks before and after each run (all threads). All traffic on 127.0.0.1; every process is
-# started with lib.sh's spawn and stopped by PID on EXIT; every run is bounded (curl --max-time, wrk -d, both under
+# started with common.sh's spawn and stopped by PID on EXIT; every run is bounded (curl --max-time, wrk -d, both under
 # `timeout -k 5 $CLIENT_TIMEOUT`).
 #
 # Env: REPS=3 DURATION=4 CONNS=20 BIG_MB=1024 SKIP_BUILD=0 NGX_BUFFERS= RUN_DIR=/tmp/moyabench-relay RELAY_PORT=18490
@@ -108,7 +108,7 @@ done
 echo "loadavg_at_end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/conditions.txt"
 stop_all
 
-"$PY" - "$OUT" "$SHARED_BENCH/tools" "$BIG_MB" <<'PY' | tee "$OUT/summary.md"
+"$PY" - "$OUT" "$TOOLS" "$BIG_MB" <<'PY' | tee "$OUT/summary.md"
 import glob, statistics, sys
 out, tools, big_mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, tools)

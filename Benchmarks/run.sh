@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MoyaGateway benchmarks against nginx/wrk, on top of the shared reference harness (../shared/bench).
+# MoyaGateway's engine and client against nginx and wrk, with the benchmarks' own harness (Benchmarks/common.sh).
 #
 #   1. server: wrk -t1 -c50 -d5s --latency against nginx `return 200 "Hello, World!"` and against our
 #      hello-server (1 thread); req/s, p50/p99, server CPU µs per request, ratio hello-server/nginx.
@@ -10,31 +10,18 @@
 #
 # Servers on CPU $SERVER_CPU (taskset -c 1), load generators on CPU $CLIENT_CPU (taskset -c 0); REPS interleaved
 # repetitions (nginx, hello-server, then the client runs, in turn); medians. All on 127.0.0.1; every process is
-# started through lib.sh's spawn/client_bg and stopped by PID on EXIT; every load run is bounded (wrk -d,
+# started through common.sh's spawn/client_bg and stopped by PID on EXIT; every load run is bounded (wrk -d,
 # ClientBench --duration/--max-requests, idle_conns.py --hold, all under `timeout -k 5 $CLIENT_TIMEOUT`).
 #
 # Env: REPS=3 DURATION=5 CONNS=50 N=1000 HOLD=8 SKIP_BUILD=0 SKIP_MEMORY=0 RUN_DIR=/tmp/moyabench
 #      NGX_HELLO_PORT=18180 HELLO_PORT=18181 (the first free port from there up is used)
-#      QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1 (see ../shared/bench/README.md; shorter waits than there)
+#      QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1 (common.sh)
 # Output: progress on stderr, a markdown table on stdout; raw files under $RUN_DIR/results/moya/.
 set -euo pipefail
 
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-if [[ ! -f "$SHARED_BENCH/lib.sh" || ! -f "$SHARED_BENCH/tools/benchlib.py" ]]; then
-    echo "ERROR: the shared benchmark harness was not found at $SHARED_BENCH (expected lib.sh and tools/)." >&2
-    echo "       It lives beside the repository as ../shared/bench; set SHARED_BENCH=/path/to/shared/bench." >&2
-    exit 1
-fi
-SHARED_BENCH="$(cd "$SHARED_BENCH" && pwd)"
-HERE="$ROOT/Benchmarks"
-
-# our defaults, before lib.sh reads them
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench}"
-export QUIET_MAX_WAIT="${QUIET_MAX_WAIT:-30}"
-export GUARD_RETRIES="${GUARD_RETRIES:-1}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-5}"          # seconds, for wrk -d and ClientBench --duration
@@ -46,15 +33,6 @@ SKIP_MEMORY="${SKIP_MEMORY:-0}"
 OUT="$RESULTS_DIR/moya"
 
 # ------------------------------------------------------------------ tools
-if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
-    if [[ $(id -u) == 0 ]]; then
-        log "installing wrk and nginx-light (apt)"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y wrk nginx-light >&2 \
-            || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk nginx-light >&2; }
-    else
-        die "wrk and nginx are needed: apt-get install -y wrk nginx-light (as root)"
-    fi
-fi
 need wrk nginx taskset curl ss swift "$PY"
 
 if [[ "$SKIP_BUILD" != 1 ]]; then
@@ -92,7 +70,7 @@ NGX_HELLO_PORT=$(free_port "${NGX_HELLO_PORT:-18180}")
 HELLO_PORT=$(free_port "${HELLO_PORT:-18181}")
 ((HELLO_PORT != NGX_HELLO_PORT)) || HELLO_PORT=$(free_port $((NGX_HELLO_PORT + 1)))
 
-# nginx from apt, own config + prefix under $RUN_DIR, through lib.sh's start_nginx (render + spawn + wait)
+# nginx from apt, own config + prefix under $RUN_DIR, through common.sh's start_nginx (render + spawn + wait)
 mkdir -p "$RUN_DIR/conf"
 sed "s/@PORT@/$NGX_HELLO_PORT/g" "$HERE/conf/nginx-hello.conf" >"$RUN_DIR/conf/nginx-hello.conf"
 log "starting nginx (:$NGX_HELLO_PORT) and hello-server (:$HELLO_PORT), pinned to CPU $SERVER_CPU"

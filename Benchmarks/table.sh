@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# One table of ratios, ours against nginx/wrk, from every measurement, with the conditions:
+# One table of ratios, ours against nginx/wrk (and against HAProxy and Caddy where they do the same job), from every
+# measurement, with the conditions. Needs nothing beside the repository: the peers come from apt (common.sh's `need`
+# installs what is missing when run as root, Benchmarks/install.sh all of them at once) and their configurations
+# from Benchmarks/conf/.
 #
 #   1. build release once (moya-gateway, hello-server, ClientBench)
 #   2. run.sh      hello-server vs nginx `return 200` (wrk), ClientBench vs wrk, memory        -> $RUN_DIR/moya
-#   3. gateway.sh  moya-gateway proxy vs nginx proxy, stub mode vs nginx `return 200` (wrk)    -> $RUN_DIR/proxy
-#                  (and coalescing rows, when gateway.sh measures them)
+#   3. gateway.sh  moya-gateway proxy vs nginx `proxy_pass`, HAProxy and Caddy `reverse_proxy`; stub mode vs nginx
+#                  `return 200` and Caddy `respond` (wrk)                                       -> $RUN_DIR/proxy
 #   4. h2.sh       moya-gateway over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256 -> $RUN_DIR/h2
 #   5. gzip.sh     gzip cost per request and per KiB vs nginx gzip level 1                    -> $RUN_DIR/gzip
 #   6. coalesce.sh 100 concurrent identical GETs through a coalescing route vs the upstream delay -> $RUN_DIR/coalesce
@@ -54,7 +57,8 @@ step() {   # step NAME CMD... : run one measurement, its output in $RUN_DIR/logs
     fi
 }
 has run && step run env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/moya" "$HERE/run.sh"
-has gateway && step gateway env REPS="$REPS" DURATION="${DURATION}s" RUN_DIR="$RUN_DIR/proxy" "$HERE/gateway.sh"
+has gateway && step gateway env SKIP_BUILD=1 REPS="$REPS" DURATION="${DURATION}s" RUN_DIR="$RUN_DIR/proxy" \
+    "$HERE/gateway.sh"
 has h2 && step h2 env SKIP_BUILD=1 REPS="$REPS" NREQ="$NREQ" RUN_DIR="$RUN_DIR/h2" "$HERE/h2.sh"
 has gzip && step gzip env SKIP_BUILD=1 REPS="$REPS" DURATION="$DURATION" RUN_DIR="$RUN_DIR/gzip" "$HERE/gzip.sh"
 has coalesce && step coalesce env SKIP_BUILD=1 REPS="$REPS" RUN_DIR="$RUN_DIR/coalesce" "$HERE/coalesce.sh"
@@ -62,8 +66,9 @@ has layers && step layers env SKIP_BUILD=1 ALONE=1 REPS="$REPS" DURATION="$DURAT
     "$HERE/layers.sh"
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
-versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
-versions+=" h2load $(h2load --version 2>/dev/null | head -1 | awk '{print $2}'), $(swift --version 2>&1 | head -1 | sed 's/ (.*//'),"
+versions="nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), HAProxy $(haproxy -v 2>/dev/null | awk 'NR == 1 {print $3}'),"
+versions+=" Caddy $(caddy version 2>/dev/null | awk '{print $1}'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null),"
+versions+=" h2load $(h2load --version 2>/dev/null | awk 'NR == 1 {print $2}'), $(swift --version 2>&1 | head -1 | sed 's/ (.*//'),"
 versions+=" zlib $(dpkg-query -W -f='${Version}' zlib1g 2>/dev/null), openssl $(openssl version | awk '{print $2}')"
 "$PY" - "$RUN_DIR" <<PY
 import glob, json, os, re, statistics, sys
@@ -93,7 +98,7 @@ def wrk_rps(path):
     m = re.search(r"Requests/sec:\s+([\d.]+)", open(path).read()) if os.path.exists(path) else None
     return float(m.group(1)) if m else None
 
-rows = []   # (measurement, ours, reference, ours value, reference value, rps ratio, cpu ratio)
+rows = []   # (measurement, ours, reference, ours value, reference value, rps ratio, cpu ratio[, HAProxy, Caddy])
 
 # run.sh: hello-server vs nginx (server CPU from the .cpu sidecars), ClientBench vs wrk, memory
 tp = f"{run}/moya/results/moya/tp"
@@ -125,7 +130,13 @@ if glob.glob(f"{tp}/wrk_*"):
         rows.append(("memory: idle RSS / per idle keep-alive connection", "hello-server", "nginx",
                      f"{m.group(1)} / {m.group(2)}", "see run.sh table", "-", "-"))
 
-# gateway.sh (shared 01_throughput.sh summary.tsv): proxy vs nginx, stub vs nginx return 200 (direct)
+def peer(p, ours):   # a peer's cell: its req/s and CPU per request, and ours as a multiple of each
+    if not p or not p[0]:
+        return "-"
+    return (f"{num(p[0])} req/s, {num(p[1], 1)} µs (ours {ratio(ours[0], p[0])}× req/s, "
+            f"{ratio(ours[1], p[1])}× CPU)")
+
+# gateway.sh (its summary.tsv): proxy vs nginx, HAProxy and Caddy; stub vs nginx return 200 (direct) and Caddy respond
 tsv = f"{run}/proxy/results/throughput/summary.tsv"
 if os.path.exists(tsv):
     lines = open(tsv).read().splitlines()
@@ -136,16 +147,17 @@ if os.path.exists(tsv):
         f = lambda k: None if r.get(k) in (None, "None", "") else float(r[k])
         t[(r["mode"], r["conns"], r["target"])] = (f("rps_med"), f("proxy_cpu_us_per_req"), f("upstream_cpu_us_per_req"))
     for conns in ("50", "1"):
-        g, n, s, d = (t.get(("pinned", conns, x)) for x in ("gw-proxy", "nginx", "gw-stub", "direct"))
+        g, n, s, d, h, c, cr = (t.get(("pinned", conns, x)) for x in
+                                ("gw-proxy", "nginx", "gw-stub", "direct", "haproxy", "caddy", "caddy-respond"))
         if g and n:
             rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream (CPU billed per process, upstream beside it)",
                          "moya-gateway", "nginx proxy_pass",
                          f"{num(g[0])} req/s, {num(g[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
-                         ratio(g[0], n[0]), ratio(g[1], n[1])))
+                         ratio(g[0], n[0]), ratio(g[1], n[1]), peer(h, g), peer(c, g)))
         if s and d:
             rows.append((f"answer without upstream, wrk -c{conns}", "moya-gateway stub", "nginx return 200",
                          f"{num(s[0])} req/s, {num(s[1], 1)} µs", f"{num(d[0])} req/s, {num(d[2], 1)} µs",
-                         ratio(s[0], d[0]), ratio(s[1], d[2])))
+                         ratio(s[0], d[0]), ratio(s[1], d[2]), "-", peer(cr, s)))
     for key in sorted(k for k in t if "coalesc" in k[2]):
         rows.append((f"coalescing ({key[2]}, -c{key[1]})", key[2], "-", f"{num(t[key][0])} req/s", "-", "-", "-"))
 
@@ -210,12 +222,15 @@ if os.path.exists(path):
                 rows.append(("100 concurrent identical GETs, 100 ms upstream: hits, wall", "moya-gateway coalesce: true",
                              label, burst(c, "hit(s)"), burst(table[name], unit), "-", "-"))
 
-print("| measurement | ours | reference | ours (req/s, CPU/req) | reference | req/s ratio | CPU µs/req ratio |")
-print("|---|---|---|---|---|---:|---:|")
+print("| measurement | ours | reference | ours (req/s, CPU/req) | reference | req/s ratio | CPU µs/req ratio "
+      "| HAProxy | Caddy |")
+print("|---|---|---|---|---|---:|---:|---|---|")
 for r in rows:
-    print("| " + " | ".join(r) + " |")
+    print("| " + " | ".join(tuple(r) + ("-", "-")[len(r) - 7:]) + " |")
 print()
-print("Ratios are ours/reference: req/s above 1 and CPU below 1 are better for us.")
+print("Ratios are ours/reference: req/s above 1 and CPU below 1 are better for us. HAProxy (one thread, http-reuse "
+      "always) and Caddy (reverse_proxy, or respond beside the stub; GOMAXPROCS=1) run in the same gateway.sh run, "
+      "pinned like the others, without access logs.")
 print()
 print("Conditions: $start, CPU $cpu_model x $(nproc), load average $load_start at start and $load_end at the end;"
       " $versions; servers pinned to CPU 1, load generators to CPU 0; DURATION=${DURATION}s per wrk/ClientBench run,"

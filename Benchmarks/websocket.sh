@@ -9,7 +9,7 @@
 #
 # Each proxy runs on CPU $SERVER_CPU; the upstream and the client (Python, the slower parts) share CPU $CLIENT_CPU,
 # so a proxy's CPU is its own. Proxy CPU comes from /proc/PID/stat ticks before and after each run. Targets are
-# interleaved per repetition. All traffic on 127.0.0.1; every process is started with lib.sh's spawn and stopped by
+# interleaved per repetition. All traffic on 127.0.0.1; every process is started with common.sh's spawn and stopped by
 # PID on EXIT; every client run is bounded (`timeout -k 5 $CLIENT_TIMEOUT`, and ws_bench's own waits).
 #
 # Env: REPS=3 N=5000 MB=256 HOLD_N=1000 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-websocket WS_PORT=18590

@@ -105,7 +105,7 @@ def note(text):
 
 
 def duration_seconds(text):
-    """`250ms`, `10s`, `2m`, `0` (gateway-config.md durations) -> seconds; None when malformed."""
+    """`250ms`, `10s`, `2m`, `0` (docs/configuration.md durations) -> seconds; None when malformed."""
     text = str(text).strip()
     if text == "0":
         return 0.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs tests under ThreadSanitizer, in a separate build directory so the normal build stays untouched: Moya's
 # concurrency suites (trackInflights, shared token refresh, cancellation, many concurrent requests, redirects,
-# progress) and the gateway's coalescing suites (reliability.md COAL-10), which drive the TSan-built moya-gateway
+# progress) and the gateway's coalescing suites (docs/reliability.md COAL-10), which drive the TSan-built moya-gateway
 # binary too. The first build takes several minutes. Extra arguments replace the default filter, e.g.
 #   scripts/tsan.sh 'TrackInflightsTests'
 #

@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
 # The Moya layer's cost per request: MoyaBench (release) against nginx `return 200` ("Hello, World!"), nginx pinned
-# to CPU 1 and MoyaBench to CPU 0, through the shared harness's lib.sh (start_nginx, spawn, cleanup on EXIT).
+# to CPU 1 and MoyaBench to CPU 0, through Benchmarks/common.sh (start_nginx, spawn, cleanup on EXIT).
 # Runs every mode REPS times in turn and prints each run's JSON lines plus the medians per mode.
 #
 # Env: REPS=3 DURATION=3 CONNS=50 MAX_REQUESTS=2000000 NGX_PORT_MB=18380 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-moya
 # Bounded: every run is capped by --duration and --max-requests and runs under `timeout`.
 set -euo pipefail
-ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-SHARED_BENCH="${SHARED_BENCH:-$ROOT/../shared/bench}"
-[[ -f "$SHARED_BENCH/lib.sh" ]] || { echo "MoyaBench/run.sh: the shared harness is missing at $SHARED_BENCH" >&2; exit 1; }
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-moya}"
-# shellcheck source=/dev/null
-source "$SHARED_BENCH/lib.sh"
+# shellcheck source=Benchmarks/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 REPS="${REPS:-3}"
 DURATION="${DURATION:-3}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""summarize.py OUT_DIR SHARED_TOOLS_DIR : markdown tables for Benchmarks/run.sh (medians over repetitions),
-the ratios against nginx / wrk and the goals from ../shared/design/performance.md; last line `SUMMARY ...`.
-Parsers (wrk output, RSS summaries) come from the shared harness's benchlib.py."""
+"""summarize.py OUT_DIR TOOLS_DIR : markdown tables for Benchmarks/run.sh (medians over repetitions), the ratios
+against nginx / wrk and the engine's goals (Benchmarks/README.md); last line `SUMMARY ...`. Parsers (wrk output, RSS
+summaries) come from tools/benchlib.py."""
 import glob
 import json
 import os
@@ -9,9 +9,9 @@ import re
 import sys
 
 out_dir, tools = sys.argv[1], sys.argv[2]
-sys.dont_write_bytecode = True   # do not leave __pycache__ in the shared harness
+sys.dont_write_bytecode = True   # leave no __pycache__ in the repository
 sys.path.insert(0, tools)
-import benchlib  # noqa: E402  (shared: ../shared/bench/tools/benchlib.py)
+import benchlib  # noqa: E402  (Benchmarks/tools/benchlib.py)
 
 med, fmt = benchlib.med, benchlib.fmt
 tp = os.path.join(out_dir, "tp")
@@ -138,7 +138,7 @@ if os.path.isdir(mdir):
         if os.path.exists(f):
             lines.append(f"\nRSS of {name} after the throughput runs: {json.load(open(f))['rss_kb'] / 1024:.1f} MiB")
 
-lines += ["", "### Goals (../shared/design/performance.md)", "", "| goal | measured | met? |", "|---|---:|---|"]
+lines += ["", "### Goals (Benchmarks/README.md)", "", "| goal | measured | met? |", "|---|---:|---|"]
 
 
 QUIET = float(os.environ.get("QUIET_PCT", "5"))
@@ -147,7 +147,7 @@ QUIET = float(os.environ.get("QUIET_PCT", "5"))
 def goal(text, value, ok, rows=()):
     verdict = '-' if ok is None else ('yes' if ok else '**no**')
     other = max((a["foreign"] or 0 for a in rows if a), default=0)
-    if other > QUIET:   # the harness's guard saw other processes using the CPUs during these runs
+    if other > QUIET:   # common.sh's guard saw other processes using the CPUs during these runs
         verdict += f" (suspect: other load up to {other:.0f}% of a CPU; compare CPU/req instead)"
     lines.append(f"| {text} | {value} | {verdict} |")
 

@@ -121,7 +121,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             connection.close()
         } else if context.limits.abandonsRequestsOnClientEOF && !bodyCutShort && !slots.contains(where: { $0.writing }) {
             // Nothing is on its way to the client: closing cancels the handlers (see `connectionDidClose`). A body cut
-            // short still gets its handler's answer (a 400, reliability.md H1-40).
+            // short still gets its handler's answer (a 400, docs/reliability.md H1-40).
             connection.close()
         } else {
             acceptingRequests = false

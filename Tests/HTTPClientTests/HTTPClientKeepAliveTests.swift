@@ -51,7 +51,7 @@ private final class AdvertisingServer {
 
 /// A server that says how long it keeps an idle connection (`Keep-Alive: timeout=`) is not sent a request on a
 /// connection about to reach that limit: such a request can cross the server's close on the wire, and a POST lost
-/// that way cannot be retried (reliability.md UP-10).
+/// that way cannot be retried (docs/reliability.md UP-10).
 @Suite(.serialized) struct HTTPClientKeepAliveTests {
     @Test func aConnectionNearTheServersKeepAliveTimeoutIsNotReused() async throws {
         let server = try await AdvertisingServer()

@@ -7,7 +7,7 @@ import NetCore
 /// The whole gateway configuration file (`Configuration/gateway.yaml`), validated and with defaults applied.
 ///
 /// Produced only by ``ConfigLoader``; every value here has passed the schema checks described in
-/// `gateway-config.md`. Relative file paths (TLS files, `ca_file`, stub `body_file`) are already resolved against the
+/// `docs/configuration.md`. Relative file paths (TLS files, `ca_file`, stub `body_file`) are already resolved against the
 /// configuration file's directory.
 public struct GatewayConfig: Sendable, Equatable {
     /// The path of the file this configuration was loaded from, as given to the loader.

@@ -23,7 +23,7 @@ public struct PathError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Request-target and path normalisation (RFC 3986 §6.2.2, §5.2.4) with the refusals that keep the gateway from being
-/// an open proxy or a path-traversal relay (reliability.md SSRF-01…08, FUZZ-04).
+/// an open proxy or a path-traversal relay (docs/reliability.md SSRF-01…08, FUZZ-04).
 ///
 /// Refused: an empty target, `*`, absolute-form and authority-form targets, a fragment, bytes outside RFC 3986 `pchar`
 /// (including a raw backslash, spaces, controls, non-ASCII), invalid percent-encoding, `%2F`, `%5C`, encoded controls

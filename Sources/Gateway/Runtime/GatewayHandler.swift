@@ -440,7 +440,7 @@ final class GatewayHandler: HTTPServerHandler {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
             }
             if exchange.record.coalesced == "follower", let reason = SharedResponsePolicy.unshareableReason(headers) {
-                // Shared all the same (the flight belongs to its group, see gateway-config.md), but on the record.
+                // Shared all the same (the flight belongs to its group, see docs/configuration.md), but on the record.
                 exchange.snapshot.logger.warning("coalesced follower got a response marked unshareable", metadata: [
                     "request_id": "\(requestID)", "route": "\(call.route.name)", "reason": "\(reason)"])
             }

@@ -37,7 +37,7 @@ final class WebSocketTunnel: Sendable {
     /// The tunnel for `request` when it is a WebSocket handshake the route relays: a request asking to upgrade to
     /// `websocket` (an HTTP/1.1 handshake, or an HTTP/2 extended CONNECT, which the server presents as one) on a
     /// route with `websocket: true` to an upstream that can take one. Nil for anything else, whose `Upgrade` is not
-    /// forwarded (reliability.md H1-39).
+    /// forwarded (docs/reliability.md H1-39).
     static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider,
                         registry: OpenTunnels? = nil) -> WebSocketTunnel? {
         guard relays(request, route: route, upstream: upstream), let input = request.upgradeInput else { return nil }

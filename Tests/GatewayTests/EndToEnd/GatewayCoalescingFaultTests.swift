@@ -5,7 +5,7 @@ import NetCore
 import TestSupport
 import Testing
 
-/// A coalesced flight belongs to the group (reliability.md COAL-04, COAL-05, COAL-06, COAL-09): the leader's client
+/// A coalesced flight belongs to the group (docs/reliability.md COAL-04, COAL-05, COAL-06, COAL-09): the leader's client
 /// leaving does not fail the followers, an error reaches every waiter promptly, a response meant for one caller is
 /// shared only within one identity and on the record, and nothing is cached past the flight.
 @Suite(.serialized) struct GatewayCoalescingFaultTests {

@@ -6,7 +6,7 @@ import NetCore
 import TestSupport
 import Testing
 
-/// The hostile HTTP/2 clients of reliability.md §2.2 (H2-01 .. H2-17, `Tests/HTTPServerTests/h2/h2spec.py`) against
+/// The hostile HTTP/2 clients of docs/reliability.md §2.2 (H2-01 .. H2-17, `Tests/HTTPServerTests/h2/h2spec.py`) against
 /// the real `moya-gateway` binary, h2c on its cleartext listener and h2 over TLS, proxying to an upstream that records
 /// what reached it.
 @Suite(.serialized) struct GatewayHTTP2ConformanceTests {

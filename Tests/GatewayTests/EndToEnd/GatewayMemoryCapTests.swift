@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// RES-03: the gateway in a 256 MiB memory cgroup survives the memory-hungry hostile loads of reliability.md at once
+/// RES-03: the gateway in a 256 MiB memory cgroup survives the memory-hungry hostile loads of docs/reliability.md at once
 /// (an HPACK bomb, a stalled HTTP/2 stream over a 64 MiB answer, clients that stop reading long answers, and a 1 GiB
 /// relay to a fast client): no OOM kill, and the group's peak charge stays under the cap.
 ///

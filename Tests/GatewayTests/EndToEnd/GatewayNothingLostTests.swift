@@ -11,7 +11,7 @@ func nothingLostHarnessAvailable() -> Bool {
         && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/h2")
 }
 
-/// The "nothing lost" harness of reliability.md §4 (`faults/nothing_lost.py`) against the real `moya-gateway`
+/// The "nothing lost" harness of docs/reliability.md §4 (`faults/nothing_lost.py`) against the real `moya-gateway`
 /// binary: 20 requests in flight (keep-alive, one-shot and h2c connections; GET and POST) through an echo upstream
 /// with 0.5 s latency, an event at t = 2 s of a 5 s run, and every request id classified from the client's outcome,
 /// the upstream's receipt log and the gateway's access log. The pass criteria are §4.3's: LOST = DUP = MISROUTED =

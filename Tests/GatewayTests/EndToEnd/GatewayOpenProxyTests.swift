@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// The gateway is never an open proxy, end to end: a trap listener on 127.0.0.2 stands for a host the gateway must
-/// never reach, and every trick that names it (reliability.md SEC-04, SSRF-01, SSRF-02, SSRF-07) leaves it at zero
+/// never reach, and every trick that names it (docs/reliability.md SEC-04, SSRF-01, SSRF-02, SSRF-07) leaves it at zero
 /// connections while the configured upstreams keep their own traffic.
 @Suite(.serialized) struct GatewayOpenProxyTests {
     /// With `caFile`, the redirecting upstream is `https://localhost` verified with that CA.

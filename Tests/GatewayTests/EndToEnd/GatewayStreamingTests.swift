@@ -87,7 +87,7 @@ import Glibc
     }
 
     /// UP-08: a 1 GiB upstream body is relayed whole to a client that reads as fast as it can with the peak RSS less
-    /// than 64 MiB above idle (reliability.md's bound; about 1 MiB since the byte stream lets go of each chunk it
+    /// than 64 MiB above idle (docs/reliability.md's bound; about 1 MiB since the byte stream lets go of each chunk it
     /// hands out, where it grew by 8 to 84 MiB before); to a client reading 2.5 MiB/s, the upstream is read only as
     /// far as the client has taken plus the buffers in between (back-pressure reaches the upstream), and memory
     /// stays flat.

@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-/// The faulty upstreams of reliability.md §2.5 (UP-04 .. UP-13), scripted in `faults/fault_upstream.py`, behind the
+/// The faulty upstreams of docs/reliability.md §2.5 (UP-04 .. UP-13), scripted in `faults/fault_upstream.py`, behind the
 /// real `moya-gateway` binary: a client never gets a response that looks complete when the upstream's was not, bad
 /// upstream framing is a 502, and the gateway keeps serving with no descriptor left behind.
 @Suite(.serialized) struct GatewayUpstreamFaultTests {

@@ -7,7 +7,7 @@ import Testing
 import Glibc
 #endif
 
-/// Upstream keys of gateway-config.md driven through the real `moya-gateway` binary against a recording upstream:
+/// Upstream keys of docs/configuration.md driven through the real `moya-gateway` binary against a recording upstream:
 /// every `access_token` type, static `headers`, each `validation`, `timeout.connect`, and a stub's `body_file`.
 @Suite(.serialized) struct GatewayUpstreamSettingsTests {
     static func text(_ response: HTTPClientResponse) -> String { String(decoding: response.body, as: UTF8.self) }

@@ -232,7 +232,7 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(await gateway.accessLog(atLeast: 1).first?["status"] as? Int == 403)
     }
 
-    /// reliability.md H1-39: a route without `websocket: true` does not forward the upgrade.
+    /// docs/reliability.md H1-39: a route without `websocket: true` does not forward the upgrade.
     @Test func anUpgradeOnARouteWithoutWebsocketIsNotForwarded() async throws {
         let upstream = try await WebSocketUpstream()
         let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
@@ -378,7 +378,7 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(line["status"] as? Int == 502)
     }
 
-    /// Back-pressure through the tunnel (reliability.md UP-08's bound for tunnels): an upstream sending as fast as it
+    /// Back-pressure through the tunnel (docs/reliability.md UP-08's bound for tunnels): an upstream sending as fast as it
     /// can to a client that reads 2.5 MiB/s gets only as far ahead as the buffers in between, and the gateway's memory
     /// stays flat; then the client reads the rest at full speed and gets every byte.
     @Test func aFloodingUpstreamIsHeldBackByASlowClientInBoundedMemory() async throws {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""An h2spec-style suite of hostile HTTP/2 clients for the cases of reliability.md §2.2 (H2-01 .. H2-17).
+"""An h2spec-style suite of hostile HTTP/2 clients for the cases of docs/reliability.md §2.2 (H2-01 .. H2-17).
 
 Usage: h2spec.py --port PORT [--tls-port PORT --ca FILE] [--prefix /up] [--stub /stub] [--big-mb N --hold S]
                  [CASE ...]          (no CASE: every case but H2-10, which needs --big-mb/--hold and a memory probe)

@@ -1,7 +1,7 @@
 import Testing
 @testable import HTTPWire
 
-/// Seeded mutation runs in the spirit of reliability.md §2.12 FUZZ-01..03: no input traps, accepted heads stay
+/// Seeded mutation runs in the spirit of docs/reliability.md §2.12 FUZZ-01..03: no input traps, accepted heads stay
 /// within limits and survive a serialize/parse round trip, and the result never depends on how input is split.
 @Suite struct HTTP1FuzzTests {
     private static let seeds: [[UInt8]] = (validRequestCases.map(\.input) + hostileRequestCases.prefix(60).map(\.input))

@@ -1,7 +1,7 @@
 import Testing
 @testable import HTTPWire
 
-/// One hostile request input from reliability.md §2.1 and the status the parser must answer.
+/// One hostile request input from docs/reliability.md §2.1 and the status the parser must answer.
 struct HostileRequestCase: Sendable, CustomTestStringConvertible {
     var id: String
     var input: [UInt8]

@@ -1,7 +1,7 @@
 import Testing
 @testable import HTTPWire
 
-/// A malformed upstream response from reliability.md §2.5 UP-06 (and UP-09): the parser must report an error.
+/// A malformed upstream response from docs/reliability.md §2.5 UP-06 (and UP-09): the parser must report an error.
 struct HostileResponseCase: Sendable, CustomTestStringConvertible {
     var id: String
     var input: [UInt8]

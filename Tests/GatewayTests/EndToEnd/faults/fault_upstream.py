@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted faulty HTTP/1.1 upstream for reliability.md §2.5 (UP-*): each path misbehaves in one way.
+"""A scripted faulty HTTP/1.1 upstream for docs/reliability.md §2.5 (UP-*): each path misbehaves in one way.
 
 Loopback only. Prints "ready" once listening; GET /hits answers the number of requests seen per path (JSON).
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The "nothing lost" harness of reliability.md §4 (LIFE-01, -03, -04, -05, -06 of §2.10).
+"""The "nothing lost" harness of docs/reliability.md §4 (LIFE-01, -03, -04, -05, -06 of §2.10).
 
 Run with Debian's /usr/bin/python3 (it needs h11, hpack and hyperframe from python3-h2). Two modes:
 
