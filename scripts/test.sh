@@ -6,6 +6,8 @@ scripts/install-deps.sh --test
 swift build --build-tests
 # Deploy artefacts (Docker, Kubernetes, systemd) and every shipped configuration, checked without a container engine.
 scripts/check-deploy.sh
+# Moya's DocC documentation: builds without warnings, every public declaration documented, the pages' code compiles.
+scripts/docs.sh
 log=$(mktemp)
 status=0
 # Suites run one after another: on a 2-core machine Swift's cooperative pool has 2 threads, and suites that drive real

@@ -1,6 +1,9 @@
 import Foundation
 
 /// Protocol to define the opaque type returned from a request.
+///
+/// Cancelling a request that has not completed ends it with
+/// `.underlying(NSError(domain: NSURLErrorDomain, code: NSURLErrorCancelled), nil)`; its completion is still called.
 public protocol Cancellable {
 
     /// A Boolean value stating whether a request is cancelled.
@@ -32,6 +35,8 @@ public final class CancellableToken: Cancellable, CustomDebugStringConvertible, 
     }
 
     /// Creates a token running `action` on the first `cancel()`.
+    ///
+    /// - Parameter action: What cancelling does; run once, on the thread that calls `cancel()` first.
     public init(action: @escaping () -> Void) {
         self.cancelAction = action
         self.debugText = { "Empty Request" }
@@ -43,6 +48,7 @@ public final class CancellableToken: Cancellable, CustomDebugStringConvertible, 
         self.debugText = debugDescription
     }
 
+    /// `"Empty Request"` for a token made with ``init(action:)``; for a network request, its cURL command.
     public var debugDescription: String { debugText() }
 }
 

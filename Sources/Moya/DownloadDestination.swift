@@ -5,8 +5,12 @@ import FoundationNetworking
 
 /// Options for where a downloaded file is moved (Alamofire's `DownloadRequest.Options`).
 public struct DownloadOptions: OptionSet, Sendable {
+    /// The options' bits.
     public let rawValue: Int
 
+    /// Creates options from their bits.
+    ///
+    /// - Parameter rawValue: The bits of the options.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
     /// Creates the destination's parent directories when they are missing.
@@ -29,6 +33,13 @@ public enum DownloadRequest {
 
     /// A destination in `directory` named after the response URL's last path component (the temporary file's name
     /// when the response has no URL).
+    ///
+    /// - Parameters:
+    ///   - directory: The search path directory of the destination; `.documentDirectory` by default.
+    ///   - domain: The domain to look the directory up in; `.userDomainMask` by default (the temporary directory
+    ///     when the directory has no URL there).
+    ///   - options: How the file is moved there.
+    /// - Returns: A ``DownloadDestination`` for `.downloadDestination(_:)` or `.downloadParameters(...)`.
     public static func suggestedDownloadDestination(for directory: FileManager.SearchPathDirectory = .documentDirectory,
                                                     in domain: FileManager.SearchPathDomainMask = .userDomainMask,
                                                     options: Options = []) -> DownloadDestination {

@@ -3,24 +3,31 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Used for stubbing responses.
+/// Used for stubbing responses: what a stubbed request answers.
 public enum EndpointSampleResponse {
 
-    /// The network returned a response, including status code and data.
+    /// The network returned a response, including status code and data. The stubbed `Response.response` is nil.
     case networkResponse(Int, Data)
 
     /// The network returned response which can be fully customized.
     case response(HTTPURLResponse, Data)
 
-    /// The network failed to send the request, or failed to retrieve a response (eg a timeout).
+    /// The network failed to send the request, or failed to retrieve a response (eg a timeout). The request fails
+    /// with `.underlying(error, nil)`.
     case networkError(NSError)
 }
 
 /// Class for reifying a target of the `Target` enum unto a concrete `Endpoint`.
+///
+/// An endpoint is what a provider sends: the URL, method, task and headers of a target, and the sample response
+/// that answers it when it is stubbed. Two endpoints are equal when the requests they build are (see ``==(_:_:)``);
+/// with `trackInflights`, equal endpoints in flight share one network call.
+///
 /// - Note: As of Moya 11.0.0 Endpoint is no longer generic.
 ///   Existing code should work as is after removing the generic.
 ///   See #1529 and #1524 for the discussion.
 open class Endpoint {
+    /// A closure returning the sample response a stubbed request answers.
     public typealias SampleResponseClosure = () -> EndpointSampleResponse
 
     /// A string representation of the URL for the request.
@@ -42,6 +49,14 @@ open class Endpoint {
     /// The HTTP header fields for the request.
     public let httpHeaderFields: [String: String]?
 
+    /// Creates an endpoint.
+    ///
+    /// - Parameters:
+    ///   - url: The whole URL, as a string; `urlRequest()` fails with `MoyaError.requestMapping` if it does not parse.
+    ///   - sampleResponseClosure: What a stubbed request answers.
+    ///   - method: The HTTP method.
+    ///   - task: What the request carries.
+    ///   - httpHeaderFields: The request's headers.
     public init(url: String,
                 sampleResponseClosure: @escaping SampleResponseClosure,
                 method: Moya.Method,
@@ -72,12 +87,19 @@ open class Endpoint {
     }
 
     /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with added HTTP header fields.
+    ///
+    /// - Parameter newHTTPHeaderFields: The fields to add; they replace fields of the same name. When it is empty the
+    ///   endpoint keeps its fields as they are (`nil` included).
+    /// - Returns: The new endpoint.
     open func adding(newHTTPHeaderFields: [String: String]) -> Endpoint {
         Endpoint(location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
                  httpHeaderFields: add(httpHeaderFields: newHTTPHeaderFields))
     }
 
     /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with replaced `task` parameter.
+    ///
+    /// - Parameter task: The new task.
+    /// - Returns: The new endpoint.
     open func replacing(task: Task) -> Endpoint {
         Endpoint(location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
                  httpHeaderFields: httpHeaderFields)
@@ -116,6 +138,9 @@ extension Endpoint {
     // swiftlint:disable cyclomatic_complexity
     /// Returns the `Endpoint` converted to a `URLRequest` if valid. Throws an error otherwise.
     ///
+    /// The request has the endpoint's URL, method and headers, and what its task encodes (see ``Task``).
+    ///
+    /// - Returns: The request.
     /// - Throws: `MoyaError.requestMapping` for a URL that does not parse (invalid characters are not silently
     ///   percent-encoded), `MoyaError.parameterEncoding` and `MoyaError.encodableMapping` for encoding failures.
     public func urlRequest() throws -> URLRequest {
@@ -257,13 +282,22 @@ struct EndpointIdentity: Hashable {
 }
 
 extension Endpoint: Equatable, Hashable {
+    /// Hashes what equality compares (see ``==(_:_:)``).
+    ///
+    /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(EndpointIdentity(self))
     }
 
     /// Two endpoints are equal when the requests they build have the same URL, method, headers and body, and they
     /// upload the same file or multipart form. On Linux `URLRequest ==` ignores headers and body, so the comparison
-    /// is made field by field.
+    /// is made field by field: header names case-insensitively, JSON bodies canonically (key order does not count).
+    /// Sample responses and download destinations are not compared.
+    ///
+    /// - Parameters:
+    ///   - lhs: An endpoint.
+    ///   - rhs: Another endpoint.
+    /// - Returns: Whether the two would send the same request.
     public static func == (lhs: Endpoint, rhs: Endpoint) -> Bool {
         EndpointIdentity(lhs) == EndpointIdentity(rhs)
     }

@@ -2,9 +2,12 @@ import Foundation
 import HTTPClient
 
 /// A type representing possible errors Moya can throw.
+///
+/// Transport failures (a refused connection, a timeout, a cancelled request) and validation failures arrive as
+/// ``underlying(_:_:)``; `response` is the response whenever there was one.
 public enum MoyaError: Swift.Error {
 
-    /// Indicates a response failed to map to an image.
+    /// Indicates a response failed to map to an image (kept for compatibility: there is no image mapping on Linux).
     case imageMapping(Response)
 
     /// Indicates a response failed to map to a JSON structure.
@@ -67,6 +70,7 @@ public extension MoyaError {
 // MARK: - Error Descriptions
 
 extension MoyaError: LocalizedError {
+    /// A message describing the error; for `.underlying`, the underlying error's.
     public var errorDescription: String? {
         switch self {
         case .imageMapping:
@@ -97,6 +101,8 @@ extension MoyaError: LocalizedError {
 // MARK: - Error User Info
 
 extension MoyaError: CustomNSError {
+    /// `NSLocalizedDescriptionKey` with ``errorDescription`` and `NSUnderlyingErrorKey` with the underlying error,
+    /// if any.
     public var errorUserInfo: [String: Any] {
         var userInfo: [String: Any] = [:]
         userInfo[NSLocalizedDescriptionKey] = errorDescription
@@ -106,8 +112,12 @@ extension MoyaError: CustomNSError {
 }
 
 /// Errors Moya reports for requests it cannot send (instead of crashing as Moya does).
+///
+/// They arrive wrapped in a ``MoyaError``: as `.underlying(error, nil)`, except
+/// ``compositeBodyEncodingNotHTTPBody`` (`.parameterEncoding(error)`) and ``unsupportedURL(_:)`` (reported as
+/// `.requestMapping(url)`).
 public enum MoyaRequestError: Swift.Error, LocalizedError, Equatable {
-    /// A multipart upload on a method that cannot carry a body (only POST, PUT, PATCH and CONNECT can), or with no parts.
+    /// A multipart upload on a method that cannot carry a multipart body (only POST, PUT, PATCH and CONNECT can).
     case multipartNotSupported(method: String)
     /// A multipart upload with no parts.
     case emptyMultipartForm
@@ -118,6 +128,7 @@ public enum MoyaRequestError: Swift.Error, LocalizedError, Equatable {
     /// A stubbed provider was asked to stub with `.never`.
     case stubBehaviorNever
 
+    /// A message saying what was wrong with the request.
     public var errorDescription: String? {
         switch self {
         case .multipartNotSupported(let method):

@@ -1,5 +1,5 @@
 /// Moya: a network abstraction layer, re-built for Linux on MoyaGateway's own HTTP client.
-public enum MoyaModule {
+enum MoyaModule {
     /// The Moya API level this module is compatible with.
-    public static let compatibleMoyaVersion = "15.0.3+master"
+    static let compatibleMoyaVersion = "15.0.3+master"
 }

@@ -12,6 +12,9 @@ public extension MoyaProvider {
     /// the provider tracks in-flight requests, in a task shared by the identical requests in flight, which starts in
     /// the caller's context (each caller's plugins' `process` still runs in its own task). With a `callbackQueue` it
     /// goes through `request(_:callbackQueue:progress:completion:)` and the plugins run where that puts them.
+    ///
+    /// - Parameter target: The target to send.
+    /// - Returns: The response, or the error, after the plugins' `process`.
     func request(_ target: Target) async -> Result<Response, MoyaError> {
         if callbackQueue == nil {
             return trackInflights ? await requestSharingInflights(target) : await requestInCurrentTask(target)
@@ -39,6 +42,11 @@ public extension MoyaProvider {
     }
 
     /// Sends a request and returns its response, throwing the `MoyaError` on failure.
+    ///
+    /// - Parameter target: The target to send.
+    /// - Returns: The response, after the plugins' `process`.
+    /// - Throws: The ``MoyaError`` the request failed with (a status the target's `validationType` rejects is
+    ///   `.underlying(MoyaError.statusCode(response), response)`).
     func response(_ target: Target) async throws(MoyaError) -> Response {
         try await request(target).get()
     }
@@ -46,6 +54,9 @@ public extension MoyaProvider {
     /// Sends a request and streams its progress: `.success` for each progress event, then the completed
     /// `ProgressResponse` (for stubs, which report no progress, that is the only element); `.failure` and the end
     /// of the stream on error. Ending the iteration (or cancelling the consuming task) cancels the request.
+    ///
+    /// - Parameter target: The target to send.
+    /// - Returns: A stream of progress events that ends when the request does.
     func requestWithProgress(_ target: Target) -> AsyncStream<Result<ProgressResponse, MoyaError>> {
         AsyncStream { continuation in
             let state = ProgressStreamState()
@@ -70,6 +81,9 @@ public extension MoyaProvider {
 
 public extension AsyncSequence where Element == Result<ProgressResponse, MoyaError> {
     /// Calls `body` for every element.
+    ///
+    /// - Parameter body: Called with each element, in order.
+    /// - Throws: What `body` or the sequence throws.
     func forEach(_ body: (Element) async throws -> Void) async rethrows {
         for try await element in self {
             try await body(element)

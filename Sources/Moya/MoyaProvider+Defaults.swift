@@ -7,6 +7,9 @@ import FoundationNetworking
 public extension MoyaProvider {
     /// The endpoint for a target: `URL(target:)`, a `200` stub with `sampleData`, the target's method, task and
     /// headers.
+    ///
+    /// - Parameter target: The target to map.
+    /// - Returns: The target's endpoint.
     final class func defaultEndpointMapping(for target: Target) -> Endpoint {
         Endpoint(
             url: URL(target: target).absoluteString,
@@ -19,6 +22,10 @@ public extension MoyaProvider {
 
     /// Builds the `URLRequest`; `requestMapping` and `parameterEncoding` errors pass through, any other error is
     /// wrapped as `.underlying(error, nil)` (so an `encodableMapping` error arrives wrapped, as in Moya).
+    ///
+    /// - Parameters:
+    ///   - endpoint: The endpoint to build the request of, with `Endpoint.urlRequest()`.
+    ///   - closure: Called at once with the request or the error.
     final class func defaultRequestMapping(for endpoint: Endpoint, closure: RequestResultClosure) {
         do {
             let urlRequest = try endpoint.urlRequest()
@@ -34,6 +41,8 @@ public extension MoyaProvider {
 
     /// A session with the default headers (`Accept-Encoding`, `Accept-Language`, `User-Agent`) on the shared HTTP
     /// client, with `startRequestsImmediately == false` (the name is kept from Moya; there is no Alamofire).
+    ///
+    /// - Returns: A new session that follows redirects and shares the process-wide HTTP client.
     final class func defaultAlamofireSession() -> Session {
         Session(headers: Session.defaultHTTPHeaders, startRequestsImmediately: false)
     }

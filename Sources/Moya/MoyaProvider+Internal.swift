@@ -10,6 +10,13 @@ public extension MoyaProvider {
 
     /// Performs normal requests: endpoint, stub behaviour, in-flight sharing, request closure, then the network or
     /// the stub. The completion (after the plugins' `process`) is called exactly once.
+    ///
+    /// - Parameters:
+    ///   - target: The target to send.
+    ///   - callbackQueue: Where `progress` and `completion` run (see `request(_:callbackQueue:progress:completion:)`).
+    ///   - progress: Called with upload or download progress.
+    ///   - completion: Called once with the result.
+    /// - Returns: A token that cancels the request.
     func requestNormal(_ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion) -> Cancellable {
         let endpoint = self.endpoint(target)
         let stubBehavior = self.stubClosure(target)
@@ -67,6 +74,10 @@ public extension MoyaProvider {
     }
 
     /// Completes with the cancellation error (`NSURLErrorCancelled`, -999) after notifying the plugins.
+    ///
+    /// - Parameters:
+    ///   - completion: Called with `.failure(.underlying(NSError(domain: NSURLErrorDomain, code: -999), nil))`.
+    ///   - target: The cancelled request's target, passed to the plugins' `didReceive`.
     func cancelCompletion(_ completion: Moya.Completion, target: Target) {
         let error = MoyaError.underlying(MoyaProviderErrors.cancelled, nil)
         plugins.forEach { $0.didReceive(.failure(error), target: target) }
@@ -74,6 +85,15 @@ public extension MoyaProvider {
     }
 
     /// Creates a function which, when called, executes the appropriate stubbing behavior for the given parameters.
+    ///
+    /// - Parameters:
+    ///   - token: The stub's token: when it is cancelled the function completes with the cancellation error.
+    ///   - target: The target being stubbed.
+    ///   - completion: Called with the result.
+    ///   - endpoint: The endpoint whose `sampleResponseClosure` answers.
+    ///   - plugins: The plugins whose `didReceive` sees the result.
+    ///   - request: The prepared request, which becomes the response's `request`.
+    /// - Returns: The function that runs the stub.
     final func createStubFunction(_ token: CancellableToken, forTarget target: Target, withCompletion completion: @escaping Moya.Completion, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> (() -> Void) { // swiftlint:disable:this function_parameter_count
         {
             if token.isCancelled {
@@ -85,7 +105,7 @@ public extension MoyaProvider {
     }
 
     /// The stubbed result (the sample response, validated), after the plugins' `didReceive`.
-    func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
+    internal func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
         stubResult(target, pluginTarget: target, endpoint: endpoint, plugins: plugins, requestSource: RequestTypeWrapper(request: request))
     }
 
@@ -108,6 +128,11 @@ public extension MoyaProvider {
     }
 
     /// Notify all plugins that a stub is about to be performed. You must call this if overriding `stubRequest`.
+    ///
+    /// - Parameters:
+    ///   - request: The request the request closure built.
+    ///   - target: The target being stubbed.
+    /// - Returns: The request after every plugin's `prepare`, as their `willSend` saw it.
     final func notifyPluginsOfImpendingStub(for request: URLRequest, target: Target) -> URLRequest {
         let preparedRequest = plugins.reduce(request) { $1.prepare($0, target: target) }
         let stubbedRequest = RequestTypeWrapper(request: preparedRequest, sessionHeaders: session.headers)

@@ -3,10 +3,10 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Closure to be executed when a request has completed.
+/// Closure to be executed when a request has completed, with the response or the error.
 public typealias Completion = (_ result: Result<Moya.Response, MoyaError>) -> Void
 
-/// Closure to be executed when progress changes.
+/// Closure to be executed when progress changes, and once more with the response when the request completes.
 public typealias ProgressBlock = (_ progress: ProgressResponse) -> Void
 
 /// A type representing the progress of a request.
@@ -19,12 +19,17 @@ public struct ProgressResponse: @unchecked Sendable {
     public let progressObject: Progress?
 
     /// Initializes a `ProgressResponse`.
+    ///
+    /// - Parameters:
+    ///   - progress: The transfer's progress, if known.
+    ///   - response: The response, once the request has completed.
     public init(progress: Progress? = nil, response: Response? = nil) {
         self.progressObject = progress
         self.response = response
     }
 
-    /// The fraction of the overall work completed by the progress object.
+    /// The fraction of the overall work completed by the progress object: 1.0 once the response is there, 0.0 while
+    /// the total size is unknown (no `Content-Length`).
     public var progress: Double {
         if completed {
             return 1.0
@@ -45,13 +50,26 @@ public struct ProgressResponse: @unchecked Sendable {
 /// Used by the reactive provider extensions.
 public protocol MoyaProviderType: AnyObject {
 
+    /// The type of target the provider sends.
     associatedtype Target: TargetType
 
     /// Designated request-making method. Returns a `Cancellable` token to cancel the request later.
+    ///
+    /// - Parameters:
+    ///   - target: The target to send.
+    ///   - callbackQueue: Where `progress` and `completion` run.
+    ///   - progress: Called with upload or download progress.
+    ///   - completion: Called once with the result.
+    /// - Returns: A token that cancels the request.
     func request(_ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion) -> Cancellable
 }
 
 /// Request provider class. Requests should be made through this class only.
+///
+/// A provider turns each target into an ``Endpoint`` (`endpointClosure`), the endpoint into a `URLRequest`
+/// (`requestClosure`), lets its plugins prepare and observe the request, and sends it through its ``Session``, or
+/// answers it from the endpoint's sample response when `stubClosure` says so. Keep a reference to the provider for
+/// as long as its requests run.
 ///
 /// Thread-safe: its configuration is immutable and the in-flight table is guarded by a lock, so one provider can be
 /// shared by many tasks and threads (hence `@unchecked Sendable`; the user closures it holds are called from the
@@ -105,7 +123,8 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// Propagated to Alamofire as callback queue. If nil - the Alamofire default (as of their API in 2017 - the main queue) will be used.
     let callbackQueue: DispatchQueue?
 
-    /// The private serial queue used when no callback queue is given (see the class documentation).
+    /// The private serial queue used when no callback queue is given (see the class documentation): network
+    /// completions, progress and delayed stubs run there.
     public let defaultCallbackQueue: DispatchQueue
 
     let inflight = InflightRegistry()
@@ -118,6 +137,17 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     package private(set) var transportLane: TransportLane?
 
     /// Initializes a provider.
+    ///
+    /// - Parameters:
+    ///   - endpointClosure: Maps a target to its ``Endpoint``; ``defaultEndpointMapping(for:)`` by default.
+    ///   - requestClosure: Turns the endpoint into a `URLRequest`, or fails it; ``defaultRequestMapping(for:closure:)``
+    ///     by default.
+    ///   - stubClosure: Decides whether and how a target is stubbed; ``neverStub(_:)`` by default.
+    ///   - callbackQueue: Where completions and progress run when a request names no queue; `nil` means
+    ///     ``defaultCallbackQueue`` (see the class documentation).
+    ///   - session: The session requests are sent with; ``defaultAlamofireSession()`` by default.
+    ///   - plugins: Plugins called for every request, in order.
+    ///   - trackInflights: Whether identical requests in flight share one network call.
     public init(endpointClosure: @escaping EndpointClosure = MoyaProvider.defaultEndpointMapping,
                 requestClosure: @escaping RequestClosure = MoyaProvider.defaultRequestMapping,
                 stubClosure: @escaping StubClosure = MoyaProvider.neverStub,
@@ -152,6 +182,9 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     }
 
     /// Returns an `Endpoint` based on the token, method, and parameters by invoking the `endpointClosure`.
+    ///
+    /// - Parameter token: The target to map.
+    /// - Returns: The endpoint `endpointClosure` makes of it.
     open func endpoint(_ token: Target) -> Endpoint {
         endpointClosure(token)
     }
@@ -159,10 +192,12 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// Designated request-making method. Returns a `Cancellable` token to cancel the request later.
     ///
     /// - Parameters:
+    ///   - target: The target to send.
     ///   - callbackQueue: where `completion` and `progress` run; `nil` falls back to the provider's queue, then to
     ///     `defaultCallbackQueue` (immediate stubs: synchronously). See the class documentation.
     ///   - progress: called with upload or download progress, and once more with the response.
     ///   - completion: called exactly once, also when the request is cancelled.
+    /// - Returns: A token that cancels the request.
     @discardableResult
     open func request(_ target: Target,
                       callbackQueue: DispatchQueue? = .none,
@@ -174,9 +209,21 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     }
 
     // swiftlint:disable function_parameter_count
+    /// Answers a request from its endpoint's sample response, at once or after a delay.
+    ///
     /// When overriding this method, call `notifyPluginsOfImpendingStub` to prepare your request
     /// and then use the returned `URLRequest` in the `createStubFunction` method.
     /// Note: this was previously in an extension, however it must be in the original class declaration to allow subclasses to override.
+    ///
+    /// - Parameters:
+    ///   - target: The target being stubbed.
+    ///   - request: The request the request closure built (before the plugins' `prepare`).
+    ///   - callbackQueue: Where the completion runs; an `.immediate` stub with no queue completes synchronously.
+    ///   - completion: Called once with the stubbed result (or the cancellation error).
+    ///   - endpoint: The endpoint whose `sampleResponseClosure` answers.
+    ///   - stubBehavior: `.immediate` or `.delayed(seconds:)`; `.never` fails the request with
+    ///     `MoyaRequestError.stubBehaviorNever`.
+    /// - Returns: A token that cancels the stub.
     @discardableResult
     open func stubRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, completion: @escaping Moya.Completion, endpoint: Endpoint, stubBehavior: Moya.StubBehavior) -> CancellableToken {
         let callbackQueue = callbackQueue ?? self.callbackQueue
@@ -231,18 +278,33 @@ public extension MoyaProvider {
     // at least add some class functions to allow easy access to common stubbing closures.
 
     /// Do not stub.
+    ///
+    /// - Returns: `.never`.
     final class func neverStub(_: Target) -> Moya.StubBehavior { .never }
 
     /// Return a response immediately.
+    ///
+    /// - Returns: `.immediate`.
     final class func immediatelyStub(_: Target) -> Moya.StubBehavior { .immediate }
 
     /// Return a response after a delay.
+    ///
+    /// - Parameter seconds: The delay.
+    /// - Returns: A stub closure answering `.delayed(seconds: seconds)` for every target.
     final class func delayedStub(_ seconds: TimeInterval) -> (Target) -> Moya.StubBehavior {
         { _ in .delayed(seconds: seconds) }
     }
 }
 
 /// A public function responsible for converting the result of a `URLRequest` to a Result<Moya.Response, MoyaError>.
+///
+/// - Parameters:
+///   - response: The HTTP response, if one arrived.
+///   - request: The request that was sent.
+///   - data: The response body.
+///   - error: The error the request failed with, if any.
+/// - Returns: `.success` with a ``Response`` when there is a response and no error; otherwise
+///   `.failure(.underlying(error, response))`, with `NSURLErrorUnknown` when there is neither.
 public func convertResponseToResult(_ response: HTTPURLResponse?, request: URLRequest?, data: Data?, error: Swift.Error?) ->
     Result<Moya.Response, MoyaError> {
         switch (response, data, error) {

@@ -1,16 +1,22 @@
 import Foundation
 
 /// A `TargetType` used to enable `MoyaProvider` to process multiple `TargetType`s.
+///
+/// `MoyaProvider<MultiTarget>` sends targets of any type: wrap each one, as in
+/// `provider.request(MultiTarget(GitHub.zen))`. Every member forwards to the wrapped target. Plugins receive the
+/// `MultiTarget` itself; `AccessTokenPlugin` passes the wrapped target to its token closure.
 public enum MultiTarget: TargetType {
     /// The embedded `TargetType`.
     case target(TargetType)
 
     /// Initializes a `MultiTarget`.
+    ///
+    /// - Parameter target: The target to wrap.
     public init(_ target: TargetType) {
         self = MultiTarget.target(target)
     }
 
-    /// The embedded target's base `URL`.
+    /// The path of the embedded target.
     public var path: String { target.path }
 
     /// The baseURL of the embedded target.

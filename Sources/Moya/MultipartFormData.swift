@@ -1,6 +1,9 @@
 import Foundation
 
 /// Multipart form data: a boundary and the body parts of a `multipart/form-data` upload.
+///
+/// Upload it with `Task.uploadMultipartFormData(_:)`; an array literal of ``MultipartFormBodyPart``s makes one with a
+/// random boundary. The body is encoded while it is sent, file and stream parts read in chunks.
 public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
 
     /// Method to provide the form data.
@@ -12,6 +15,12 @@ public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
         /// The part's content is read from a stream of the given length when the request is sent.
         case stream(InputStream, UInt64)
 
+        /// Whether two providers are the same: equal data, equal file URLs, or the same stream object and length.
+        ///
+        /// - Parameters:
+        ///   - lhs: A provider.
+        ///   - rhs: Another provider.
+        /// - Returns: `true` when they provide the same content.
         public static func == (lhs: FormDataProvider, rhs: FormDataProvider) -> Bool {
             switch (lhs, rhs) {
             case let (.data(lhsData), .data(rhsData)):
@@ -25,6 +34,9 @@ public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
             }
         }
 
+        /// Hashes what equality compares (a stream by its identity).
+        ///
+        /// - Parameter hasher: The hasher to feed.
         public func hash(into hasher: inout Hasher) {
             switch self {
             case .data(let data):
@@ -51,20 +63,37 @@ public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
     public let parts: [MultipartFormBodyPart]
 
     /// Creates a form from its parts.
+    ///
+    /// - Parameters:
+    ///   - fileManager: The file manager used to inspect file parts.
+    ///   - boundary: The boundary; nil for a random one.
+    ///   - parts: The body parts, in order.
     public init(fileManager: FileManager = .default, boundary: String? = nil, parts: [MultipartFormBodyPart]) {
         self.fileManager = fileManager
         self.boundary = boundary
         self.parts = parts
     }
 
+    /// A form of the given parts, with a random boundary.
+    ///
+    /// - Parameter elements: The body parts, in order.
     public init(arrayLiteral elements: MultipartFormBodyPart...) {
         self.init(parts: elements)
     }
 
+    /// Whether two forms have the same file manager, boundary and parts.
+    ///
+    /// - Parameters:
+    ///   - lhs: A form.
+    ///   - rhs: Another form.
+    /// - Returns: `true` when they are the same form.
     public static func == (lhs: MultipartFormData, rhs: MultipartFormData) -> Bool {
         lhs.fileManager === rhs.fileManager && lhs.boundary == rhs.boundary && lhs.parts == rhs.parts
     }
 
+    /// Hashes the boundary and the parts.
+    ///
+    /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(boundary)
         hasher.combine(parts)
@@ -75,6 +104,13 @@ public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
 public struct MultipartFormBodyPart: Hashable {
 
     /// Creates a body part.
+    ///
+    /// - Parameters:
+    ///   - provider: Where the part's content comes from.
+    ///   - name: The form field's name.
+    ///   - fileName: The file name sent for the part. For a file part without both a file name and a MIME type,
+    ///     the file's own name and the type of its extension are sent.
+    ///   - mimeType: The part's `Content-Type`.
     public init(provider: MultipartFormData.FormDataProvider, name: String, fileName: String? = nil, mimeType: String? = nil) {
         self.provider = provider
         self.name = name
@@ -85,13 +121,13 @@ public struct MultipartFormBodyPart: Hashable {
     /// The method being used for providing form data.
     public let provider: MultipartFormData.FormDataProvider
 
-    /// The name.
+    /// The form field's name.
     public let name: String
 
     /// The file name.
     public let fileName: String?
 
-    /// The MIME type
+    /// The MIME type.
     public let mimeType: String?
 }
 

@@ -9,11 +9,17 @@ public typealias Parameters = [String: Any]
 /// Types adopting the `URLRequestConvertible` protocol can be used to construct `URLRequest`s.
 public protocol URLRequestConvertible {
     /// Returns a `URLRequest` or throws if an `Error` was encountered.
+    ///
+    /// - Returns: The request.
+    /// - Throws: Any error met while making it.
     func asURLRequest() throws -> URLRequest
 }
 
 extension URLRequest: URLRequestConvertible {
     /// Returns `self`.
+    ///
+    /// - Returns: The request itself.
+    /// - Throws: Nothing; a `URLRequest` is already a request.
     public func asURLRequest() throws -> URLRequest { self }
 }
 
@@ -36,6 +42,7 @@ public enum ParameterEncodingFailure: Error, LocalizedError {
     /// `JSONSerialization` could not encode the parameters.
     case jsonEncodingFailed(Error)
 
+    /// A message saying why the encoding failed.
     public var errorDescription: String? {
         switch self {
         case .missingURL:
@@ -128,6 +135,11 @@ public struct URLEncoding: ParameterEncoding {
     public let boolEncoding: BoolEncoding
 
     /// Creates an instance using the specified parameters.
+    ///
+    /// - Parameters:
+    ///   - destination: Where the parameters go; `.methodDependent` by default.
+    ///   - arrayEncoding: How array keys are written; `.brackets` by default.
+    ///   - boolEncoding: How Booleans are written; `.numeric` by default.
     public init(destination: Destination = .methodDependent,
                 arrayEncoding: ArrayEncoding = .brackets,
                 boolEncoding: BoolEncoding = .numeric) {
@@ -136,6 +148,16 @@ public struct URLEncoding: ParameterEncoding {
         self.boolEncoding = boolEncoding
     }
 
+    /// Encodes the parameters into the request's URL query (appended to any query it has) or its body.
+    ///
+    /// A body gets `Content-Type: application/x-www-form-urlencoded; charset=utf-8` unless the request has one.
+    ///
+    /// - Parameters:
+    ///   - urlRequest: The request to encode the parameters onto.
+    ///   - parameters: The parameters; nil leaves the request unchanged.
+    /// - Returns: The encoded request.
+    /// - Throws: `ParameterEncodingFailure.missingURL` when the parameters go into the URL and the request has none,
+    ///   or what `asURLRequest()` throws.
     public func encode(_ urlRequest: URLRequestConvertible, with parameters: Parameters?) throws -> URLRequest {
         var urlRequest = try urlRequest.asURLRequest()
         guard let parameters else { return urlRequest }
@@ -158,6 +180,11 @@ public struct URLEncoding: ParameterEncoding {
     }
 
     /// Creates a percent-escaped, URL encoded query string components from the given key-value pair recursively.
+    ///
+    /// - Parameters:
+    ///   - key: The key, unescaped.
+    ///   - value: A dictionary, an array, a number, a Boolean, or anything else (written as `"\(value)"`).
+    /// - Returns: The escaped key and value pairs.
     public func queryComponents(fromKey key: String, value: Any) -> [(String, String)] {
         var components: [(String, String)] = []
         switch value {
@@ -184,6 +211,9 @@ public struct URLEncoding: ParameterEncoding {
     }
 
     /// Creates a percent-escaped string following RFC 3986 for a query string key or value.
+    ///
+    /// - Parameter string: The string to escape.
+    /// - Returns: The escaped string (`?` and `/` are left as they are).
     public func escape(_ string: String) -> String {
         string.addingPercentEncoding(withAllowedCharacters: .afURLQueryAllowed) ?? string
     }
@@ -236,15 +266,31 @@ public struct JSONEncoding: ParameterEncoding {
     public let options: JSONSerialization.WritingOptions
 
     /// Creates an instance using the specified `WritingOptions`.
+    ///
+    /// - Parameter options: The options for `JSONSerialization`; `.sortedKeys` is always added.
     public init(options: JSONSerialization.WritingOptions = []) {
         self.options = options
     }
 
+    /// Encodes the parameters as the request's JSON body.
+    ///
+    /// - Parameters:
+    ///   - urlRequest: The request to encode the parameters onto.
+    ///   - parameters: The parameters; nil leaves the request unchanged.
+    /// - Returns: The encoded request.
+    /// - Throws: `ParameterEncodingFailure.jsonEncodingFailed` when the parameters are not a valid JSON object.
     public func encode(_ urlRequest: URLRequestConvertible, with parameters: Parameters?) throws -> URLRequest {
         try encode(urlRequest, withJSONObject: parameters)
     }
 
     /// Encodes any JSON compatible object into a `URLRequest`.
+    ///
+    /// - Parameters:
+    ///   - urlRequest: The request to encode the object onto.
+    ///   - jsonObject: A dictionary or an array (of strings, numbers, Booleans, `NSNull`, dictionaries and arrays);
+    ///     nil leaves the request unchanged.
+    /// - Returns: The encoded request.
+    /// - Throws: `ParameterEncodingFailure.jsonEncodingFailed` when the object is not valid JSON.
     public func encode(_ urlRequest: URLRequestConvertible, withJSONObject jsonObject: Any? = nil) throws -> URLRequest {
         var urlRequest = try urlRequest.asURLRequest()
         guard let jsonObject else { return urlRequest }

@@ -7,27 +7,74 @@ import FoundationNetworking
 /// A Moya Plugin receives callbacks to perform side effects wherever a request is sent or received.
 ///
 /// for example, a plugin may be used to
-///     - log network requests
-///     - hide and show a network activity indicator
-///     - inject additional information into a request
+/// - log network requests
+/// - hide and show a network activity indicator
+/// - inject additional information into a request
+///
+/// Every hook has a default that does nothing, so a plugin implements only the ones it needs. A provider calls them
+/// in the order of its `plugins` array: `prepare` (each plugin's output is the next one's input), `willSend`, then
+/// the network or the stub, `didReceive`, and `process` (chained too) before the completion.
 public protocol PluginType {
     /// Called to modify a request before sending.
+    ///
+    /// - Parameters:
+    ///   - request: The request as the request closure (and the plugins before this one) made it.
+    ///   - target: The request's target.
+    /// - Returns: The request to send.
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest
 
     /// Called immediately before a request is sent over the network (or stubbed).
+    ///
+    /// - Parameters:
+    ///   - request: The prepared request, and the session's headers.
+    ///   - target: The request's target.
     func willSend(_ request: RequestType, target: TargetType)
 
     /// Called after a response has been received, but before the MoyaProvider has invoked its completion handler.
+    ///
+    /// - Parameters:
+    ///   - result: The response, or the error (validation failures and cancellations included).
+    ///   - target: The request's target.
     func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType)
 
     /// Called to modify a result before completion.
+    ///
+    /// - Parameters:
+    ///   - result: The result as the plugins before this one left it.
+    ///   - target: The request's target.
+    /// - Returns: The result to pass on.
     func process(_ result: Result<Moya.Response, MoyaError>, target: TargetType) -> Result<Moya.Response, MoyaError>
 }
 
 public extension PluginType {
+    /// Returns the request unchanged.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - target: The request's target.
+    /// - Returns: `request`.
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest { request }
+
+    /// Does nothing.
+    ///
+    /// - Parameters:
+    ///   - request: The prepared request.
+    ///   - target: The request's target.
     func willSend(_ request: RequestType, target: TargetType) { }
+
+    /// Does nothing.
+    ///
+    /// - Parameters:
+    ///   - result: The result.
+    ///   - target: The request's target.
     func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType) { }
+
+    /// Returns the result unchanged.
+    ///
+    /// - Parameters:
+    ///   - result: The result.
+    ///   - target: The request's target.
+    /// - Returns: `result`.
     func process(_ result: Result<Moya.Response, MoyaError>, target: TargetType) -> Result<Moya.Response, MoyaError> { result }
 }
 
@@ -46,17 +93,27 @@ public protocol RequestType {
     var sessionHeaders: [String: String] { get }
 
     /// Authenticates the request with a username and password.
+    ///
+    /// - Parameters:
+    ///   - username: The user name.
+    ///   - password: The password.
+    ///   - persistence: Kept for compatibility; the credential lives as long as the request.
+    /// - Returns: The request.
     func authenticate(username: String, password: String, persistence: URLCredential.Persistence) -> Self
 
     /// Authenticates the request with an `URLCredential` instance.
     ///
     /// The credential answers a `401` challenge for `Basic` or `Digest` authentication: the provider re-sends the
     /// request once with the matching `Authorization` header.
+    ///
+    /// - Parameter credential: The user name and password.
+    /// - Returns: The request.
     func authenticate(with credential: URLCredential) -> Self
 
     /// cURL representation of the instance.
     ///
-    /// - Returns: The cURL equivalent of the instance.
+    /// - Parameter handler: Called with the cURL command.
+    /// - Returns: The request.
     func cURLDescription(calling handler: @escaping (String) -> Void) -> Self
 }
 
@@ -66,7 +123,7 @@ public protocol RequestType {
 /// It is also where a response finds its `request`: one the request closure built, or one made on first use from the
 /// `TransportRequest` that was sent (most callers never ask, and building it costs URL parsing and header work). One
 /// object serves both, so a request costs one allocation for them.
-public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
+final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     private enum State {
         case made(URLRequest?)
         case pending(TransportRequest)
@@ -75,9 +132,9 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     /// An inline lock: the request is read from any thread (plugins, response consumers).
     private let state: Locked<UncheckedSendable<State>>
     private let storedCredential = Locked<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
-    public let sessionHeaders: [String: String]
+    let sessionHeaders: [String: String]
 
-    public var request: URLRequest? {
+    var request: URLRequest? {
         let current = state.withLock { state in
             if case .pending(let transport) = state.value { state = UncheckedSendable(.made(URLRequest(transport: transport))) }
             return state
@@ -87,7 +144,7 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     }
 
     /// The credential set with `authenticate`, if any.
-    public var credential: URLCredential? { storedCredential.withLock { $0 }.value }
+    var credential: URLCredential? { storedCredential.withLock { $0 }.value }
 
     init(request: URLRequest?, sessionHeaders: [String: String] = [:]) {
         state = Locked(UncheckedSendable(.made(request)))
@@ -101,24 +158,24 @@ public final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     }
 
     @discardableResult
-    public func authenticate(username: String, password: String, persistence: URLCredential.Persistence = .forSession) -> Self {
+    func authenticate(username: String, password: String, persistence: URLCredential.Persistence = .forSession) -> Self {
         authenticate(with: URLCredential(user: username, password: password, persistence: persistence))
     }
 
     @discardableResult
-    public func authenticate(with credential: URLCredential) -> Self {
+    func authenticate(with credential: URLCredential) -> Self {
         storedCredential.withLock { $0 = UncheckedSendable(credential) }
         return self
     }
 
     @discardableResult
-    public func cURLDescription(calling handler: @escaping (String) -> Void) -> Self {
+    func cURLDescription(calling handler: @escaping (String) -> Void) -> Self {
         handler(cURLDescription())
         return self
     }
 
     /// The cURL command for the request (Alamofire's format).
-    public func cURLDescription() -> String {
+    func cURLDescription() -> String {
         CURLFormatter.describe(request: request, sessionHeaders: sessionHeaders, credential: credential, redactedHeaders: [])
     }
 }

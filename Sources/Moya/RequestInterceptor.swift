@@ -12,11 +12,21 @@ import FoundationNetworking
 /// Alamofire's `Request`, which does not exist without Alamofire.
 public protocol RequestInterceptor: Sendable {
     /// Calls `completion` with the request to send, or with the error that fails it.
+    ///
+    /// - Parameters:
+    ///   - urlRequest: The request about to be sent, after the plugins' `prepare`.
+    ///   - session: The session sending it.
+    ///   - completion: Called once, from any thread, with the request to send or the error that fails the request.
     func adapt(_ urlRequest: URLRequest, for session: Session, completion: @escaping (Result<URLRequest, Error>) -> Void)
 }
 
 public extension RequestInterceptor {
     /// Sends the request unchanged.
+    ///
+    /// - Parameters:
+    ///   - urlRequest: The request about to be sent.
+    ///   - session: The session sending it.
+    ///   - completion: Called at once with `.success(urlRequest)`.
     func adapt(_ urlRequest: URLRequest, for session: Session, completion: @escaping (Result<URLRequest, Error>) -> Void) {
         completion(.success(urlRequest))
     }

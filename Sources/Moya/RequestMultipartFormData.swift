@@ -10,16 +10,27 @@ import Foundation
 open class RequestMultipartFormData: @unchecked Sendable {
 
     /// Errors found while appending or encoding parts.
+    ///
+    /// An error found while appending is reported by the first `encode()`, `writeEncodedData(to:)` or send.
     public enum EncodingError: Error, LocalizedError {
+        /// A file part's URL is not a file URL.
         case bodyPartURLInvalid(url: URL)
+        /// A file part's URL has no file name or no extension to take them from.
         case bodyPartFilenameInvalid(in: URL)
+        /// A file part's file does not exist.
         case bodyPartFileNotReachable(at: URL)
+        /// A file part's URL is a directory.
         case bodyPartFileIsDirectory(at: URL)
+        /// A file part's size could not be read.
         case bodyPartFileSizeNotAvailable(at: URL)
+        /// A file or stream part could not be read.
         case inputStreamReadFailed(error: Error)
+        /// `writeEncodedData(to:)` was given a file that exists.
         case outputStreamFileAlreadyExists(at: URL)
+        /// `writeEncodedData(to:)` could not write the file.
         case outputStreamWriteFailed(error: Error)
 
+        /// A message saying which part or file failed, and how.
         public var errorDescription: String? {
             switch self {
             case .bodyPartURLInvalid(let url): return "The URL provided is not a file URL: \(url)"
@@ -63,13 +74,17 @@ open class RequestMultipartFormData: @unchecked Sendable {
     private let streamBufferSize = 1024
 
     /// Creates an encoder with the given file manager and boundary (random when nil).
+    ///
+    /// - Parameters:
+    ///   - fileManager: The file manager used to inspect file parts.
+    ///   - boundary: The boundary; nil for a random `alamofire.boundary.%08x%08x` one.
     public init(fileManager: FileManager = .default, boundary: String? = nil) {
         self.fileManager = fileManager
         self.boundary = boundary ?? RequestMultipartFormData.randomBoundary()
     }
 
     /// A random boundary: `alamofire.boundary.%08x%08x`.
-    public static func randomBoundary() -> String {
+    static func randomBoundary() -> String {
         let first = UInt32.random(in: UInt32.min...UInt32.max)
         let second = UInt32.random(in: UInt32.min...UInt32.max)
         return String(format: "alamofire.boundary.%08x%08x", first, second)
@@ -78,6 +93,12 @@ open class RequestMultipartFormData: @unchecked Sendable {
     // MARK: Appending
 
     /// Appends in-memory data as a part.
+    ///
+    /// - Parameters:
+    ///   - data: The part's content.
+    ///   - name: The form field's name.
+    ///   - fileName: The file name, if any.
+    ///   - mimeType: The part's `Content-Type`, if any.
     public func append(_ data: Data, withName name: String, fileName: String? = nil, mimeType: String? = nil) {
         let headers = contentHeaders(withName: name, fileName: fileName, mimeType: mimeType)
         bodyParts.append(BodyPart(headers: headers, source: .data(data), length: UInt64(data.count)))
@@ -85,6 +106,10 @@ open class RequestMultipartFormData: @unchecked Sendable {
 
     /// Appends a file part, taking the file name from the URL's last path component and the MIME type from its
     /// extension.
+    ///
+    /// - Parameters:
+    ///   - fileURL: The file's URL.
+    ///   - name: The form field's name.
     public func append(_ fileURL: URL, withName name: String) {
         let fileName = fileURL.lastPathComponent
         let pathExtension = fileURL.pathExtension
@@ -96,6 +121,12 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// Appends a file part with the given file name and MIME type.
+    ///
+    /// - Parameters:
+    ///   - fileURL: The file's URL; the file is read when the body is encoded.
+    ///   - name: The form field's name.
+    ///   - fileName: The file name sent.
+    ///   - mimeType: The part's `Content-Type`.
     public func append(_ fileURL: URL, withName name: String, fileName: String, mimeType: String) {
         let headers = contentHeaders(withName: name, fileName: fileName, mimeType: mimeType)
         guard fileURL.isFileURL else {
@@ -119,12 +150,24 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// Appends a stream part of a known length.
+    ///
+    /// - Parameters:
+    ///   - stream: The part's content, read when the body is encoded.
+    ///   - length: The number of bytes the stream gives.
+    ///   - name: The form field's name.
+    ///   - fileName: The file name sent.
+    ///   - mimeType: The part's `Content-Type`.
     public func append(_ stream: InputStream, withLength length: UInt64, name: String, fileName: String, mimeType: String) {
         let headers = contentHeaders(withName: name, fileName: fileName, mimeType: mimeType)
         bodyParts.append(BodyPart(headers: headers, source: .stream(stream), length: length))
     }
 
     /// Appends a stream part with explicit headers.
+    ///
+    /// - Parameters:
+    ///   - stream: The part's content, read when the body is encoded.
+    ///   - length: The number of bytes the stream gives.
+    ///   - headers: The part's headers, in order.
     public func append(_ stream: InputStream, withLength length: UInt64, headers: [(name: String, value: String)]) {
         bodyParts.append(BodyPart(headers: headers, source: .stream(stream), length: length))
     }
@@ -132,6 +175,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
     // MARK: Encoding
 
     /// Encodes all appended parts into one `Data` value (file and stream parts are read fully).
+    ///
+    /// - Returns: The encoded body.
+    /// - Throws: The first ``EncodingError`` met while appending, or one met while reading a part.
     public func encode() throws -> Data {
         if let bodyPartError { throw bodyPartError }
         var encoded = Data()
@@ -151,6 +197,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// Writes the encoded form to `fileURL`, which must not exist yet.
+    ///
+    /// - Parameter fileURL: A file URL where no file is.
+    /// - Throws: An ``EncodingError``.
     public func writeEncodedData(to fileURL: URL) throws {
         if let bodyPartError { throw bodyPartError }
         if fileManager.fileExists(atPath: fileURL.path) { throw EncodingError.outputStreamFileAlreadyExists(at: fileURL) }
@@ -161,7 +210,7 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// The total number of bytes `encode()` produces, boundaries and headers included.
-    public var encodedLength: UInt64 {
+    var encodedLength: UInt64 {
         var total: UInt64 = 0
         for index in bodyParts.indices {
             total += UInt64(prefix(ofPartAt: index).count) + bodyParts[index].length
@@ -171,7 +220,7 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// A chunked stream of the encoded body, reading file and stream parts lazily, and its total length.
-    public func makeBodyStream(chunkSize: Int = 64 * 1024) throws -> (stream: AsyncThrowingStream<[UInt8], Error>, length: Int64) {
+    func makeBodyStream(chunkSize: Int = 64 * 1024) throws -> (stream: AsyncThrowingStream<[UInt8], Error>, length: Int64) {
         if let bodyPartError { throw bodyPartError }
         var segments: [MultipartBodyReader.Segment] = []
         for (index, part) in bodyParts.enumerated() {
@@ -228,7 +277,7 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// The MIME type for a file extension, `application/octet-stream` when unknown.
-    public static func mimeType(forPathExtension pathExtension: String) -> String {
+    static func mimeType(forPathExtension pathExtension: String) -> String {
         let types: [String: String] = [
             "txt": "text/plain", "text": "text/plain", "html": "text/html", "htm": "text/html", "css": "text/css",
             "csv": "text/csv", "xml": "application/xml", "json": "application/json", "js": "text/javascript",

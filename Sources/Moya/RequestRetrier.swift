@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What a `RequestRetrier` decides after a network attempt.
+/// What a ``RequestRetrier`` decides after a network attempt.
 public enum RetryDecision {
     /// Deliver the result as it is.
     case doNotRetry
@@ -23,10 +23,15 @@ public enum RetryDecision {
 /// `prepare`/`willSend` run once before the first attempt and `didReceive` once with the final result. Stubbed
 /// requests are not retried. The provider stops after 16 attempts whatever the retriers say.
 public protocol RequestRetrier: PluginType {
+    /// Decides whether a network attempt is sent again.
+    ///
     /// - Parameters:
-    ///   - request: the request just sent.
-    ///   - result: its result after validation (a validation failure is `.underlying(MoyaError.statusCode, response)`).
+    ///   - request: The request just sent.
+    ///   - target: The target of the request, as the provider's plugins see it.
+    ///   - result: Its result after validation (a validation failure is `.underlying(MoyaError.statusCode, response)`).
     ///   - attempt: 0 for the first send, 1 for the first retry, ...
+    /// - Returns: `.doNotRetry` to let the next retrier decide (or deliver `result` when none is left), `.retry` to
+    ///   send again, `.doNotRetryWithError` to fail with another error.
     func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int) async -> RetryDecision
 }
 

@@ -7,6 +7,9 @@ import HTTPWire
 
 /// Represents a response to a `MoyaProvider.request`.
 ///
+/// It carries the status code and body, the request that was sent and the `HTTPURLResponse`, and maps the body to
+/// JSON, a string or a `Decodable` value. The filters turn an unwanted status into a thrown `MoyaError.statusCode`.
+///
 /// Immutable; `@unchecked Sendable` because `URLRequest`/`HTTPURLResponse` are not marked `Sendable` on Linux.
 public final class Response: CustomDebugStringConvertible, Equatable, @unchecked Sendable {
 
@@ -55,6 +58,13 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     private let givenResponse: HTTPURLResponse?
     private let requestSource: RequestTypeWrapper
 
+    /// Creates a response.
+    ///
+    /// - Parameters:
+    ///   - statusCode: The HTTP status code.
+    ///   - data: The body.
+    ///   - request: The request the response answers.
+    ///   - response: The HTTP response.
     public convenience init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
         self.init(statusCode: statusCode, data: data, requestSource: RequestTypeWrapper(request: request), response: response)
     }
@@ -86,6 +96,12 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// A text description of the `Response`. Suitable for debugging.
     public var debugDescription: String { description }
 
+    /// Whether two responses have the same status code, data and `HTTPURLResponse` (the requests are not compared).
+    ///
+    /// - Parameters:
+    ///   - lhs: A response.
+    ///   - rhs: Another response.
+    /// - Returns: `true` when status code, data and response are equal.
     public static func == (lhs: Response, rhs: Response) -> Bool {
         lhs.statusCode == rhs.statusCode
             && lhs.data == rhs.data
@@ -100,6 +116,7 @@ public extension Response {
 
      - parameters:
         - statusCodes: The range of acceptable status codes.
+     - returns: The response itself.
      - throws: `MoyaError.statusCode` when others are encountered.
     */
     func filter<R: RangeExpression>(statusCodes: R) throws -> Response where R.Bound == Int {
@@ -114,6 +131,7 @@ public extension Response {
 
      - parameters:
         - statusCode: The acceptable status code.
+     - returns: The response itself.
      - throws: `MoyaError.statusCode` when others are encountered.
     */
     func filter(statusCode: Int) throws -> Response {
@@ -123,6 +141,7 @@ public extension Response {
     /**
      Returns the `Response` if the `statusCode` falls within the range 200 - 299.
 
+     - returns: The response itself.
      - throws: `MoyaError.statusCode` when others are encountered.
     */
     func filterSuccessfulStatusCodes() throws -> Response {
@@ -132,6 +151,7 @@ public extension Response {
     /**
      Returns the `Response` if the `statusCode` falls within the range 200 - 399.
 
+     - returns: The response itself.
      - throws: `MoyaError.statusCode` when others are encountered.
     */
     func filterSuccessfulStatusAndRedirectCodes() throws -> Response {
@@ -143,6 +163,7 @@ public extension Response {
 
      - parameter failsOnEmptyData: A Boolean value determining
      whether the mapping should fail if the data is empty.
+     - returns: The JSON object (fragments allowed), or `NSNull()` for empty data when `failsOnEmptyData` is false.
      - throws: `MoyaError.jsonMapping` when the data is not JSON.
      */
     func mapJSON(failsOnEmptyData: Bool = true) throws -> Any {
@@ -160,6 +181,7 @@ public extension Response {
      Maps data received from the signal into a String.
 
      - parameter keyPath: Optional dot-separated key path at which to find the string (for example `"a.b"`).
+     - returns: The body decoded as UTF-8, or the string at the key path of the JSON body.
      - throws: `MoyaError.stringMapping`, or `MoyaError.jsonMapping` when a key path is given and the data is not JSON.
      */
     func mapString(atKeyPath keyPath: String? = nil) throws -> String {
@@ -182,9 +204,15 @@ public extension Response {
     /**
      Maps data received from the signal into a Decodable object.
 
-     - parameter atKeyPath: Optional dot-separated key path at which to find the object.
-     - parameter using: A `JSONDecoder` instance which is used to decode data to an object.
+     A value at the key path that is not an object or an array (a string, a number) is decoded as it is. With
+     `failsOnEmptyData` false, empty data decodes as `{}`, then as `[{}]`, so a type whose properties are all optional
+     still gets a value.
+
+     - parameter type: The type to decode.
+     - parameter keyPath: Optional dot-separated key path at which to find the object.
+     - parameter decoder: A `JSONDecoder` instance which is used to decode data to an object.
      - parameter failsOnEmptyData: Whether empty data (or a missing key path) fails the mapping.
+     - returns: The decoded value.
      - throws: `MoyaError.jsonMapping` or `MoyaError.objectMapping` (which carries this response).
      */
     func map<D: Decodable>(_ type: D.Type, atKeyPath keyPath: String? = nil, using decoder: JSONDecoder = JSONDecoder(), failsOnEmptyData: Bool = true) throws -> D {

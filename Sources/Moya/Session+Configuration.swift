@@ -9,7 +9,14 @@ public extension Session {
 
     /// Alamofire's initialiser, so `Session(configuration: configuration, startRequestsImmediately: false)` from
     /// Moya's documentation compiles. Of the configuration only `httpAdditionalHeaders` is used: they become the
-    /// session's `headers` (non-string keys or values are skipped). Requests go through `Session.sharedClient`.
+    /// session's `headers` (non-string keys or values are skipped). Requests go through the process-wide HTTP client
+    /// that every session made without one shares.
+    ///
+    /// - Parameters:
+    ///   - configuration: Its `httpAdditionalHeaders` become the session's ``headers``.
+    ///   - startRequestsImmediately: Accepted for Alamofire compatibility; the provider starts every request.
+    ///   - interceptor: Adapts every request before it is sent (see ``RequestInterceptor``).
+    ///   - redirectHandler: `.follow` (URLSession's behaviour, the default) or `.doNotFollow`.
     convenience init(configuration: URLSessionConfiguration, startRequestsImmediately: Bool = true,
                      interceptor: RequestInterceptor? = nil, redirectHandler: Redirector = .follow) {
         self.init(headers: configuration.headers.dictionary, startRequestsImmediately: startRequestsImmediately,

@@ -45,6 +45,8 @@ public struct Redirector: Sendable {
     public let behavior: Behavior
 
     /// Creates a redirector with the given behaviour.
+    ///
+    /// - Parameter behavior: What to do with each redirect.
     public init(behavior: Behavior) {
         self.behavior = behavior
     }

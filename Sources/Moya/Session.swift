@@ -5,15 +5,17 @@ import FoundationNetworking
 import HTTPClient
 import HTTPWire
 
-/// The transport a `MoyaProvider` sends requests with: MoyaGateway's own `HTTPClient` (no URLSession, no
-/// Alamofire), plus the default headers added to every request (Alamofire's `httpAdditionalHeaders`).
+/// The transport a `MoyaProvider` sends requests with (Alamofire's `Session`): MoyaGateway's own HTTP client (no
+/// URLSession, no Alamofire), plus the default headers added to every request (Alamofire's `httpAdditionalHeaders`).
 ///
-/// A `URLRequest` built by an `Endpoint` is converted into an `HTTPClientRequest`; the `HTTPClientResponse` comes
-/// back as an `HTTPURLResponse` plus body. A request's `timeoutInterval` becomes the exchange's deadline.
+/// A `URLRequest` built by an `Endpoint` is sent by the HTTP client over HTTP/1.1, or HTTP/2 where a TLS server
+/// offers it; the response comes back as an `HTTPURLResponse` plus body, gzip and deflate bodies decoded. A request's
+/// `timeoutInterval` becomes the exchange's deadline. Sessions made without a client of their own share one
+/// process-wide client, so providers share its connection pools.
 public final class Session: Sendable {
 
     /// The client requests go through.
-    public let client: HTTPClient
+    package let client: HTTPClient
 
     /// Headers added to every request unless the request sets the same name (compared case-insensitively).
     public let headers: [String: String]
@@ -29,27 +31,42 @@ public final class Session: Sendable {
     public let interceptor: RequestInterceptor?
 
     /// The process-wide client used by sessions created without one, so providers share connection pools.
-    public static let sharedClient: HTTPClient = {
+    package static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = HTTPClient.Configuration.Decompression()
         return HTTPClient(configuration: configuration)
     }()
 
-    /// A session on the shared client with the default headers.
+    /// A session on the process-wide HTTP client with the default headers, following redirects.
     public static let `default` = Session()
 
-    /// Creates a session.
+    /// Creates a session on the process-wide HTTP client.
+    ///
     /// - Parameters:
-    ///   - client: the HTTP client; defaults to the process-wide `sharedClient`.
+    ///   - headers: Headers added to every request; defaults to ``defaultHTTPHeaders``.
+    ///   - startRequestsImmediately: Accepted for Alamofire compatibility; the provider starts every request.
+    ///   - interceptor: Adapts every request before it is sent, as Alamofire's (see ``RequestInterceptor``).
+    ///   - redirectHandler: `.follow` (URLSession's behaviour) or `.doNotFollow` (for a proxy), as Alamofire's.
+    public convenience init(headers: [String: String] = Session.defaultHTTPHeaders,
+                            startRequestsImmediately: Bool = true,
+                            interceptor: RequestInterceptor? = nil,
+                            redirectHandler: Redirector = .follow) {
+        self.init(client: Session.sharedClient, headers: headers, startRequestsImmediately: startRequestsImmediately,
+                  interceptor: interceptor, redirectHandler: redirectHandler)
+    }
+
+    /// Creates a session on `client` (the gateway's per-upstream clients, tests' own clients).
+    /// - Parameters:
+    ///   - client: the HTTP client.
     ///   - headers: headers added to every request; defaults to `Session.defaultHTTPHeaders`.
     ///   - startRequestsImmediately: accepted for Alamofire compatibility.
     ///   - interceptor: adapts every request before it is sent, as Alamofire's.
     ///   - redirectHandler: `.follow` (URLSession's behaviour) or `.doNotFollow` (for a proxy), as Alamofire's.
-    public init(client: HTTPClient = Session.sharedClient,
-                headers: [String: String] = Session.defaultHTTPHeaders,
-                startRequestsImmediately: Bool = true,
-                interceptor: RequestInterceptor? = nil,
-                redirectHandler: Redirector = .follow) {
+    package init(client: HTTPClient,
+                 headers: [String: String] = Session.defaultHTTPHeaders,
+                 startRequestsImmediately: Bool = true,
+                 interceptor: RequestInterceptor? = nil,
+                 redirectHandler: Redirector = .follow) {
         self.client = client
         self.headers = headers
         self.startRequestsImmediately = startRequestsImmediately
@@ -67,7 +84,7 @@ public final class Session: Sendable {
         ["Accept-Encoding": defaultAcceptEncoding, "Accept-Language": defaultAcceptLanguage, "User-Agent": defaultUserAgent]
     }
 
-    /// `gzip;q=1.0, deflate;q=0.9`.
+    /// `gzip;q=1.0, deflate;q=0.9`: the encodings the HTTP client decodes.
     public static let defaultAcceptEncoding = ["gzip", "deflate"].qualityEncoded()
 
     /// The preferred languages, at most six, with decreasing quality (`en-US;q=1.0, fr;q=0.9`).

@@ -2,6 +2,10 @@ import Foundation
 
 /// The protocol used to define the specifications necessary for a `MoyaProvider`.
 ///
+/// A target describes one API call: where it goes (``baseURL`` and ``path``), how (``method``, ``task``,
+/// ``headers``), what counts as success (``validationType``), and what a stub answers (``sampleData``). Targets are
+/// usually an `enum` with one case per call; `MoyaProvider<Target>` turns them into ``Endpoint``s and requests.
+///
 /// Target metatypes are `SendableMetatype` so the provider can use them from its callback queue and tasks.
 public protocol TargetType: SendableMetatype {
 
@@ -9,6 +13,9 @@ public protocol TargetType: SendableMetatype {
     var baseURL: URL { get }
 
     /// The path to be appended to `baseURL` to form the full `URL`.
+    ///
+    /// It is appended with `URL.appendingPathComponent(_:)`, so a `?` in it is percent-encoded: query parameters
+    /// belong in ``task`` (for example `.requestParameters(parameters:encoding:)` with `URLEncoding.queryString`).
     var path: String { get }
 
     /// The HTTP method used in the request.

@@ -1,4 +1,7 @@
-/// Represents the status codes to validate through Alamofire.
+/// Represents the status codes a response must have for the request to succeed.
+///
+/// A response whose status is not accepted fails with `.underlying(MoyaError.statusCode(response), response)`, for
+/// network and stubbed requests alike, so `error.response` is the response in both cases.
 public enum ValidationType: Sendable {
 
     /// No validation.
@@ -14,7 +17,7 @@ public enum ValidationType: Sendable {
     case customCodes([Int])
 
     /// The list of HTTP status codes to validate; empty means no validation.
-    public var statusCodes: [Int] {
+    var statusCodes: [Int] {
         switch self {
         case .successCodes:
             return Array(200..<300)
@@ -40,6 +43,12 @@ public enum ValidationType: Sendable {
 
 extension ValidationType: Equatable {
 
+    /// Whether two validation types are the same case (with the same codes for `.customCodes`).
+    ///
+    /// - Parameters:
+    ///   - lhs: A validation type.
+    ///   - rhs: Another validation type.
+    /// - Returns: `true` when both are the same case with equal associated codes.
     public static func == (lhs: ValidationType, rhs: ValidationType) -> Bool {
         switch (lhs, rhs) {
         case (.none, .none),

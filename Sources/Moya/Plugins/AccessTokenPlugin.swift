@@ -50,6 +50,7 @@ public enum AuthorizationType: Equatable, Sendable {
  */
 public struct AccessTokenPlugin: PluginType {
 
+    /// A closure returning the token for a target (the wrapped target, for a `MultiTarget`).
     public typealias TokenClosure = (TargetType) -> String
 
     /// A closure returning the access token to be applied in the header.
@@ -59,7 +60,7 @@ public struct AccessTokenPlugin: PluginType {
      Initialize a new `AccessTokenPlugin`.
 
      - parameters:
-     - tokenClosure: A closure returning the token to be applied in the pattern `Authorization: <AuthorizationType> <token>`
+        - tokenClosure: A closure returning the token to be applied in the pattern `Authorization: <AuthorizationType> <token>`
      */
     public init(tokenClosure: @escaping TokenClosure) {
         self.tokenClosure = tokenClosure
@@ -69,8 +70,8 @@ public struct AccessTokenPlugin: PluginType {
      Prepare a request by adding an authorization header if necessary.
 
      - parameters:
-     - request: The request to modify.
-     - target: The target of the request.
+        - request: The request to modify.
+        - target: The target of the request.
      - returns: The modified `URLRequest`.
      */
     public func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {

@@ -11,6 +11,7 @@ import FoundationNetworking
 /// Targets that are `AccessTokenAuthorizable` with a nil `authorizationType` are left alone; those with a type use
 /// it; other targets use the plugin's `authorizationType`.
 public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable {
+    /// Fetches a new token.
     public typealias RefreshClosure = @Sendable () async throws -> String
 
     /// The scheme used for targets that do not say.
@@ -19,7 +20,10 @@ public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable
     public let refreshAttempts: Int
     private let store: TokenStore
 
+    /// Creates the plugin.
+    ///
     /// - Parameters:
+    ///   - authorizationType: the scheme for targets that are not `AccessTokenAuthorizable`.
     ///   - token: the token to start with (nil: the first request goes without one and triggers a refresh on 401).
     ///   - refresh: fetches a new token; called once for any number of simultaneous 401s.
     ///   - refreshAttempts: a `401` on attempts `0..<refreshAttempts` of a request triggers a refresh and a retry;
@@ -43,6 +47,12 @@ public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable
         return authorizationType
     }
 
+    /// Sets `Authorization` to the current token, when there is one and the target takes one.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - target: The request's target.
+    /// - Returns: The request with the header.
     public func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
         guard let scheme = scheme(for: target), let token = store.snapshot else { return request }
         var request = request
@@ -50,6 +60,14 @@ public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable
         return request
     }
 
+    /// After a `401`, refreshes the token (or waits for the refresh in progress) and sends the request again with it.
+    ///
+    /// - Parameters:
+    ///   - request: The request just sent.
+    ///   - target: The request's target.
+    ///   - result: Its result.
+    ///   - attempt: 0 for the first send, 1 for the first retry, ...
+    /// - Returns: `.retry` with the new token, `.doNotRetryWithError` when the refresh failed, `.doNotRetry` otherwise.
     public func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int) async -> RetryDecision {
         guard attempt < refreshAttempts, let scheme = scheme(for: target), result.httpResponse?.statusCode == 401 else {
             return .doNotRetry

@@ -10,9 +10,12 @@ import FoundationNetworking
 /// too when `Authorization` is listed). It is empty by default; `Configuration.sensitiveHeaders` is a ready list.
 public final class NetworkLoggerPlugin {
 
+    /// What is logged, how it is formatted and where it goes.
     public var configuration: Configuration
 
     /// Initializes a NetworkLoggerPlugin.
+    ///
+    /// - Parameter configuration: What to log and where; by default the `.default` options, printed.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
     }
@@ -26,12 +29,22 @@ public final class NetworkLoggerPlugin {
 
 // MARK: - PluginType
 extension NetworkLoggerPlugin: PluginType {
+    /// Logs the request: the cURL command with `.formatRequestAscURL`, otherwise the URL and what the options ask for.
+    ///
+    /// - Parameters:
+    ///   - request: The request about to be sent.
+    ///   - target: The request's target.
     public func willSend(_ request: RequestType, target: TargetType) {
         logNetworkRequest(request, target: target) { [weak self] output in
             self?.configuration.output(target, output)
         }
     }
 
+    /// Logs the response (its body when the options ask for it), or the error.
+    ///
+    /// - Parameters:
+    ///   - result: The request's result.
+    ///   - target: The request's target.
     public func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType) {
         switch result {
         case .success(let response):
@@ -159,17 +172,22 @@ extension NetworkLoggerPlugin {
 // MARK: - Configuration
 
 public extension NetworkLoggerPlugin {
+    /// What a ``NetworkLoggerPlugin`` logs, how it formats entries, and where they go.
     struct Configuration {
 
         // MARK: - Typealiases
         // swiftlint:disable nesting
+        /// A closure receiving the entries of one event (a request, a response or an error) in one call.
         public typealias OutputType = (_ target: TargetType, _ items: [String]) -> Void
         // swiftlint:enable nesting
 
         // MARK: - Properties
 
+        /// How entries and bodies are turned into text.
         public var formatter: Formatter
+        /// Where entries go.
         public var output: OutputType
+        /// Which parts of requests and responses are logged.
         public var logOptions: LogOptions
         /// Header names (case-insensitive) whose values are logged as `[REDACTED]`. Empty by default.
         public var redactedHeaders: Set<String>
@@ -198,6 +216,11 @@ public extension NetworkLoggerPlugin {
 
         // MARK: - Defaults
 
+        /// Prints each entry on its own line.
+        ///
+        /// - Parameters:
+        ///   - target: The request's target.
+        ///   - items: The entries.
         public static func defaultOutput(target: TargetType, items: [String]) {
             for item in items {
                 print(item, separator: ",", terminator: "\n")
@@ -207,8 +230,14 @@ public extension NetworkLoggerPlugin {
 }
 
 public extension NetworkLoggerPlugin.Configuration {
+    /// The parts of requests and responses a ``NetworkLoggerPlugin`` logs.
     struct LogOptions: OptionSet, Sendable {
+        /// The options' bits.
         public let rawValue: Int
+
+        /// Creates options from their bits.
+        ///
+        /// - Parameter rawValue: The bits of the options.
         public init(rawValue: Int) { self.rawValue = rawValue }
 
         /// The request's method will be logged.
@@ -223,8 +252,10 @@ public extension NetworkLoggerPlugin.Configuration {
         /// - request's method
         /// - request's headers
         /// - request's body.
+        ///
+        /// The other request options are then ignored.
         public static let formatRequestAscURL: LogOptions = LogOptions(rawValue: 1 << 3)
-        /// The body of a response that is a success will be logged.
+        /// The body of a response that is a success will be logged (as in Moya, the body of an error's response too).
         public static let successResponseBody: LogOptions = LogOptions(rawValue: 1 << 4)
         /// The body of a response that is an error will be logged.
         public static let errorResponseBody: LogOptions = LogOptions(rawValue: 1 << 5)
@@ -239,18 +270,24 @@ public extension NetworkLoggerPlugin.Configuration {
 }
 
 public extension NetworkLoggerPlugin.Configuration {
+    /// The closures that turn log entries and bodies into text.
     struct Formatter {
 
         // MARK: Typealiases
         // swiftlint:disable nesting
+        /// A closure turning a request or response body into text.
         public typealias DataFormatterType = (Data) -> (String)
+        /// A closure making one log entry of an identifier (`"Request"`, `"Response Body"`, ...) and a message.
         public typealias EntryFormatterType = (_ identifier: String, _ message: String, _ target: TargetType) -> String
         // swiftlint:enable nesting
 
         // MARK: Properties
 
+        /// Makes each log entry.
         public var entry: EntryFormatterType
+        /// Turns a request body into text.
         public var requestData: DataFormatterType
+        /// Turns a response body into text.
         public var responseData: DataFormatterType
 
         /// The designated way to instantiate a Formatter.
@@ -271,10 +308,21 @@ public extension NetworkLoggerPlugin.Configuration {
 
         // MARK: Defaults
 
+        /// The body decoded as UTF-8, or `## Cannot map data to String ##`.
+        ///
+        /// - Parameter data: The body.
+        /// - Returns: Its text.
         public static func defaultDataFormatter(_ data: Data) -> String {
             String(data: data, encoding: .utf8) ?? "## Cannot map data to String ##"
         }
 
+        /// `Moya_Logger: [<date and time>] <identifier>: <message>`.
+        ///
+        /// - Parameters:
+        ///   - identifier: What the entry is about (`"Request"`, `"Response"`, ...).
+        ///   - message: The entry's text.
+        ///   - target: The request's target.
+        /// - Returns: The entry.
         public static func defaultEntryFormatter(identifier: String, message: String, target: TargetType) -> String {
             let date = defaultEntryDateFormatter.string(from: Date())
             return "Moya_Logger: [\(date)] \(identifier): \(message)"
