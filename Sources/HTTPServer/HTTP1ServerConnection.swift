@@ -10,6 +10,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     final class Slot {
         let isHead: Bool
         let version: HTTPVersion
+        /// Not GET, HEAD, OPTIONS or TRACE: its handler starts only once every earlier response on the connection is
+        /// complete, and later requests' handlers wait until its own is (RFC 9112 §9.3.2: only safe requests may be
+        /// handled in parallel), so an upstream sees pipelined unsafe requests in order, one after the other.
+        let isUnsafe: Bool
+        /// A request waiting for its turn (see ``isUnsafe``): nothing was decided about it yet.
+        var waiting: HTTPServerRequest?
         var keepAlive: Bool
         var response: HTTPServerResponse?
         var writing = false
@@ -20,10 +26,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         /// When the body failed (loop time, nanoseconds).
         var failedAt: UInt64 = 0
 
-        init(isHead: Bool, version: HTTPVersion, keepAlive: Bool) {
+        init(isHead: Bool, version: HTTPVersion, keepAlive: Bool, isUnsafe: Bool = false) {
             self.isHead = isHead
             self.version = version
             self.keepAlive = keepAlive
+            self.isUnsafe = isUnsafe
         }
     }
 
@@ -199,6 +206,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
         let isHead = head.method == .head
+        let isUnsafe = !head.method.isSafe
         let asksUpgrade = framing == .none && head.requestedUpgrade != nil
         let declaredLength: Int64?
         let body: ByteStream?
@@ -219,15 +227,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                                         loop: connection.loop)
         let upgradeInput = asksUpgrade ? makeBodyStream() : nil
         request.upgradeInput = upgradeInput
-        let immediate: HTTPServerResponse?
-        let handlerContext: (any AnyObject & Sendable)?
-        switch context.decision(for: request) {
-        case .respond(let response):
-            immediate = response
-            handlerContext = nil
-        case .handle(let decided):
-            immediate = nil
-            handlerContext = decided
+        // An unsafe request behind others, or any request behind an unsafe one, waits for its turn (see
+        // `Slot.isUnsafe`); nothing is decided about it until then.
+        let waits = !slots.isEmpty && (isUnsafe || slots.contains { $0.isUnsafe })
+        var immediate: HTTPServerResponse?
+        var handlerContext: (any AnyObject & Sendable)?
+        if !waits {
+            switch context.decision(for: request) {
+            case .respond(let response): immediate = response
+            case .handle(let decided): handlerContext = decided
+            }
         }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
            immediate.head.status != 101 {
@@ -238,7 +247,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             if !keepAlive { finishConnection() }
             return
         }
-        let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive)
+        let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive, isUnsafe: isUnsafe)
         slots.append(slot)
         bodyAwaitsContinue = false
         if let body {
@@ -260,7 +269,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             processingPaused = true
             connection.pauseReading()
         }
-        if let immediate {
+        if waits {
+            slot.waiting = request
+        } else if let immediate {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
         } else {
@@ -320,6 +331,26 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 let (connection, slot) = owner.value
                 connection.complete(slot, with: response)
             }
+        }
+    }
+
+    /// Starts the handlers whose turn has come, after a response was completed: the requests up to and including the
+    /// first unsafe one still waiting, when every response ahead of that one is complete (see ``Slot/isUnsafe``).
+    /// An answer given at once fills its slot; the caller writes the ready responses.
+    private func startWaitingHandlers() {
+        for (index, slot) in slots.enumerated() {
+            if slot.isUnsafe && index > 0 { return }
+            if let request = slot.waiting {
+                slot.waiting = nil
+                // A request whose body failed meanwhile has the server's answer already.
+                if slot.response == nil {
+                    switch context.decision(for: request) {
+                    case .respond(let response): slot.response = response
+                    case .handle(let decided): dispatch(request, context: decided, slot: slot)
+                    }
+                }
+            }
+            if slot.isUnsafe || connection.isClosed { return }
         }
     }
 
@@ -403,6 +434,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                     return
                 }
                 discardBodyIfAnswered(first)
+                startWaitingHandlers()
             }
             guard processingPaused, upgradeSlot == nil, tunnelInput == nil,
                   currentBody == nil || currentBody?.isFinished == true,
@@ -660,6 +692,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         discardBodyIfAnswered(slot)
+        startWaitingHandlers()
         writeReadyResponses()
     }
 
@@ -682,7 +715,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         if currentBody != nil {
-            if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds { timeOutRequest() }
+            if processingPaused {
+                // Not reading: its handler has not taken what came yet. The pause is not the client's.
+                lastBodyProgress = now
+            } else if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds {
+                timeOutRequest()
+            }
             return
         }
         if discardingBody {
