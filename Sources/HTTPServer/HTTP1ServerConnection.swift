@@ -64,6 +64,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// When the current request's first byte arrived (header timeout), 0 when none is being read.
     @exclusivity(unchecked) private var headStartedAt: UInt64 = 0
     @exclusivity(unchecked) private var lastBodyProgress: UInt64 = 0
+    /// Request body bytes read (with their framing), being handed to a handler or dropped, for the minimum rate.
+    @exclusivity(unchecked) private var bodyBytesRead = 0
+    /// Whether responses keep up ``HTTPServerLimits/minSendRate`` while bytes wait in the socket's queue.
+    @exclusivity(unchecked) private var sendRate = MinimumRate()
+    /// Whether request bodies keep up ``HTTPServerLimits/minReceiveRate`` while the connection reads them.
+    @exclusivity(unchecked) private var receiveRate = MinimumRate()
+    /// When the minimum rates were last checked (loop time).
+    @exclusivity(unchecked) private var lastRateCheck: UInt64 = 0
     @exclusivity(unchecked) private var lastActivity = EventLoop.now()
     @exclusivity(unchecked) private var draining = false
     /// The task that runs this connection's handlers one request after another (see ``HTTP1HandlerWorker``).
@@ -105,7 +113,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         if headStartedAt == 0 && currentBody == nil && !discardingBody { headStartedAt = now }
-        if currentBody != nil || discardingBody { lastBodyProgress = now }
+        if currentBody != nil || discardingBody {
+            lastBodyProgress = now
+            bodyBytesRead &+= bytes.count
+        }
         guard acceptingRequests else { return }
         parser.append(bytes)
         processInput()
@@ -254,6 +265,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             currentBody = body
             bodySlot = slot
             lastBodyProgress = connection.loop.roundTime
+            receiveRate.reset(total: bodyBytesRead)
             if expect != nil {  // `100-continue`: any other expectation was refused above
                 if version >= .http1_1, slots.count == 1 {
                     connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -710,6 +722,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
            now &- failed.failedAt > Self.failedAnswerGrace.nanoseconds {
             answerFailedRequest(failed)
         }
+        if checkMinimumRates(now: now, limits: limits) { return }
         if connection.pendingWriteBytes > 0 {
             if now &- connection.lastWriteProgress > limits.sendTimeout.nanoseconds { connection.close() }
             return
@@ -735,6 +748,35 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         if isIdle && now &- lastActivity > limits.idleTimeout.nanoseconds {
             connection.close()
         }
+    }
+
+    /// Checks the minimum rates (``HTTPServerLimits/minSendRate``, ``HTTPServerLimits/minReceiveRate``) since the last
+    /// sweep; true when the connection was cut. A response counts while bytes wait in the socket's queue (the client
+    /// does not take them as fast as they come); a body while the connection reads it (not while it is paused for its
+    /// handler). A slow reader's connection is reset (its kernel buffers are freed at once); a slow body gets 408, or
+    /// ends the connection when its request was answered already.
+    private func checkMinimumRates(now: UInt64, limits: HTTPServerLimits) -> Bool {
+        let elapsed = lastRateCheck == 0 ? 0 : now &- lastRateCheck
+        lastRateCheck = now
+        if sendRate.check(total: connection.bytesSent, waiting: connection.pendingWriteBytes > 0, elapsed: elapsed,
+                          rate: limits.minSendRate, window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.send, .http1_1)
+            connection.reset()
+            return true
+        }
+        let reading = (currentBody != nil || discardingBody) && !processingPaused
+        if receiveRate.check(total: bodyBytesRead, waiting: reading, elapsed: elapsed, rate: limits.minReceiveRate,
+                             window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.receive, .http1_1)
+            receiveRate.reset(total: bodyBytesRead)
+            if currentBody != nil {
+                timeOutRequest()
+            } else {
+                connection.close()
+            }
+            return true
+        }
+        return false
     }
 
     /// The request head (no slot yet) or the body being read (its request's slot is the last) took too long: 408,

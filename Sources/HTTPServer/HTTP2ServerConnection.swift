@@ -15,6 +15,8 @@ import NetCore
 ///   handler starts once the read burst it came in has been processed (in the same loop round, so no later), so a
 ///   stream opened and reset in one burst never starts one; a client that cancels streams faster than they complete
 ///   is told GOAWAY by the session (``HTTPWire/HTTP2ResetBudget``).
+/// - Minimum rates: a response held behind a window the client keeps (nearly) shut, and a request body that trickles
+///   in, are cut below ``HTTPServerLimits/minSendRate`` and ``HTTPServerLimits/minReceiveRate``.
 ///
 /// Lives on its connection's loop thread.
 final class HTTP2ServerConnection: HTTPServerConnectionHandler {
@@ -51,6 +53,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         /// Send-stall tracking: outbound bytes queued at the last sweep and since when they have not moved.
         var stalledBuffered = 0
         var stalledSince: UInt64 = 0
+        /// Whether the response keeps up ``HTTPServerLimits/minSendRate`` while the stream's window holds it back.
+        var sendRate = MinimumRate()
+        /// Whether the request body keeps up ``HTTPServerLimits/minReceiveRate`` while the client may send it.
+        var receiveRate = MinimumRate()
         /// The request was held back (the client cancels streams faster than they complete): it starts when released.
         var held = false
 
@@ -80,7 +86,12 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// How long a new stream of such a client waits before its handler starts: a stream it cancels at once starts
     /// nothing, and that cancellation ends the connection (GOAWAY); one it lets run is served that much later.
     static let heldStreamDelay: Duration = .milliseconds(100)
-
+    /// Whether responses keep up ``HTTPServerLimits/minSendRate`` while bytes wait in the socket's queue, and while the
+    /// connection's window holds every stream back.
+    private var socketSendRate = MinimumRate()
+    private var windowSendRate = MinimumRate()
+    /// When the minimum rates were last checked (loop time).
+    private var lastRateCheck: UInt64 = 0
     private let maxRunningTasks: Int
     private var flushScheduled = false
     private var lastActivity = EventLoop.now()
@@ -689,8 +700,18 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             connection.close()
             return
         }
+        let elapsed = lastRateCheck == 0 ? 0 : now &- lastRateCheck
+        lastRateCheck = now
+        if checkConnectionSendRate(elapsed: elapsed, limits: limits) { return }
+        let socketClear = connection.pendingWriteBytes == 0
+        let connectionWindowOpen = session.sendWindow().connection > 0
         var changed = false
         for stream in Array(streams.values) where !stream.finished {
+            if checkMinimumRates(stream, elapsed: elapsed, limits: limits,
+                                 windowsMatter: socketClear && connectionWindowOpen) {
+                changed = true
+                continue
+            }
             if stream.failedStatus != nil && !stream.responded && now &- stream.failedAt > HTTP1ServerConnection.failedAnswerGrace.nanoseconds {
                 answerFailedRequest(stream)
                 changed = true
@@ -729,6 +750,69 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             flush()
             closeAfterFlush()
         }
+    }
+
+    /// The connection-wide minimum send rate: bytes waiting in the socket's queue (the client does not read the socket
+    /// fast enough: the connection is reset, freeing its buffers at once), or every stream held back by the
+    /// connection's flow-control window, which the client keeps (nearly) shut (GOAWAY(ENHANCE_YOUR_CALM), then
+    /// close). True when the connection was cut.
+    private func checkConnectionSendRate(elapsed: UInt64, limits: HTTPServerLimits) -> Bool {
+        let socketBacked = connection.pendingWriteBytes > 0
+        if socketSendRate.check(total: connection.bytesSent, waiting: socketBacked, elapsed: elapsed,
+                                rate: limits.minSendRate, window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.send, .http2)
+            connection.reset()
+            return true
+        }
+        let heldByWindow = !socketBacked && session.sendWindow().connection <= 0
+            && streams.values.contains { !$0.finished && session.bufferedOutbound(streamID: $0.id) > 0 }
+        guard windowSendRate.check(total: session.dataSent, waiting: heldByWindow, elapsed: elapsed,
+                                   rate: limits.minSendRate, window: limits.minRateWindow) else { return false }
+        context.events.minimumRateCut?(.send, .http2)
+        session.goAway(HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "minimum send rate: connection window held shut"),
+                       terminating: true)
+        flush()
+        closeAfterFlush(lingering: true)
+        return true
+    }
+
+    /// A stream's minimum rates: its response held back by its own window, which the client keeps (nearly) shut,
+    /// while the socket and the connection's window are clear (`windowsMatter`): the stream is reset (CANCEL). Its
+    /// request body trickling in while the client may send it: 408 (the handler, cancelled, sees its body fail with
+    /// `timedOut`), then the rest of the body is refused (RST_STREAM NO_ERROR after the answer); the rest of an
+    /// answered request's body trickling in: the stream ends. True when the stream was cut.
+    private func checkMinimumRates(_ stream: Stream, elapsed: UInt64, limits: HTTPServerLimits,
+                                   windowsMatter: Bool) -> Bool {
+        let held = windowsMatter && session.bufferedOutbound(streamID: stream.id) > 0
+            && (session.sendWindow(streamID: stream.id).stream ?? 1) <= 0
+        if stream.sendRate.check(total: session.bodyBytesSent(streamID: stream.id), waiting: held, elapsed: elapsed,
+                                 rate: limits.minSendRate, window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.send, .http2)
+            end(stream)
+            try? session.resetStream(streamID: stream.id, errorCode: .cancel)
+            return true
+        }
+        let receiving = stream.body != nil && !stream.isTunnel && stream.pendingAck == 0
+        let draining = stream.discardBody && stream.responded && stream.body == nil && stream.failedStatus == nil
+        guard stream.receiveRate.check(total: Int(clamping: stream.bodyBytes), waiting: receiving || draining,
+                                       elapsed: elapsed, rate: limits.minReceiveRate, window: limits.minRateWindow)
+        else { return false }
+        context.events.minimumRateCut?(.receive, .http2)
+        if receiving, let body = stream.body {
+            body.fail(ByteStreamError.timedOut)
+            stream.body = nil
+            cancelHandler(of: stream)
+            stream.discardBody = true
+            if !stream.responded {
+                stream.failedStatus = 408
+                stream.failedAt = connection.loop.roundTime
+            }
+            try? session.stopRequestAfterResponse(streamID: stream.id)
+        } else {
+            end(stream)
+            try? session.stopRequestAfterResponse(streamID: stream.id)
+        }
+        return true
     }
 
     /// Graceful shutdown: a GOAWAY shutdown notice now, the final GOAWAY (last stream processed) after about a

@@ -79,6 +79,8 @@ public final class HTTP2Session {
         var isHeadRequest = false
         /// Server: when the request's HEADERS began (monotonic nanoseconds), for ``HTTP2ResetBudget``.
         var openedAt: UInt64 = 0
+        /// Response body bytes handed to nghttp2 (sent as DATA as the peer's windows allow).
+        var outboundSent = 0
         // Outbound body.
         var outbound: [UInt8] = []
         var outboundRead = 0
@@ -548,6 +550,11 @@ public final class HTTP2Session {
         }
     }
 
+    /// Server: sends `goAway` because of the peer's behaviour (see ``goAway(_:_:terminating:)``).
+    public func goAway(_ goAway: HTTP2GoAway, terminating: Bool) {
+        self.goAway(goAway.errorCode, goAway.debugData, terminating: terminating)
+    }
+
     /// Sends GOAWAY(`code`) with `reason` as debug data because of the peer's behaviour, once. Its last-stream-id is
     /// the last stream processed; no stream above it is taken from now on. `terminating`: the connection ends as soon
     /// as the GOAWAY is out, and nothing more the peer sends is processed (a flood); otherwise open streams complete.
@@ -576,6 +583,23 @@ public final class HTTP2Session {
     /// budget allows (see ``HTTP2ResetBudget``): a new stream's handler should wait briefly, so that one cancelled at
     /// once starts nothing (and its cancellation earns the connection a GOAWAY).
     public var holdsNewStreams: Bool { resetBudget.isAtLimit }
+
+    /// Response body bytes handed to nghttp2 so far, all streams together (they leave as the windows allow).
+    public private(set) var dataSent = 0
+
+    /// Response body bytes of `streamID` handed to nghttp2 so far (0 for a stream the session no longer knows).
+    public func bodyBytesSent(streamID: Int32) -> Int {
+        streams[streamID]?.outboundSent ?? 0
+    }
+
+    /// How much the peer's flow-control windows let the session send now: on the connection, and on `streamID`
+    /// (nil when the stream is not open). Zero or less is a window the peer holds shut.
+    public func sendWindow(streamID: Int32? = nil) -> (connection: Int, stream: Int?) {
+        guard let session else { return (0, nil) }
+        let connection = Int(nghttp2_session_get_remote_window_size(session))
+        guard let streamID, streams[streamID] != nil else { return (connection, nil) }
+        return (connection, Int(nghttp2_session_get_stream_remote_window_size(session, streamID)))
+    }
 
     static func monotonicNow() -> UInt64 {
         var ts = timespec()
@@ -846,6 +870,8 @@ public final class HTTP2Session {
             buffer.baseAddress!.copyMemory(from: source.baseAddress! + stream.outboundRead, byteCount: count)
         }
         stream.outboundRead += count
+        stream.outboundSent += count
+        dataSent += count
         if stream.outboundRead == stream.outbound.count {
             stream.outbound.removeAll(keepingCapacity: stream.outbound.count <= settings.streamSendBufferSize)
             stream.outboundRead = 0
