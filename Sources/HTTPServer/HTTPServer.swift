@@ -27,7 +27,7 @@ public final class HTTPServer: Sendable {
         /// Response compression (gzip/deflate chosen from the request's `Accept-Encoding`) for every handler's
         /// responses, over HTTP/1.1 and HTTP/2; nil sends bodies as the handler made them.
         public var compression: CompressionPolicy?
-        /// What the server reports as it happens (minimum-rate cuts), for its owner's metrics.
+        /// What the server reports as it happens (minimum-rate cuts, accepts that failed), for its owner's metrics.
         public var events: HTTPServerEvents
 
         public init(listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,

@@ -13,8 +13,13 @@ public struct HTTPServerEvents: Sendable {
 
     /// A connection or HTTP/2 stream was cut for moving bytes below its minimum rate, over HTTP/1.1 or HTTP/2.
     public var minimumRateCut: (@Sendable (Direction, HTTPVersion) -> Void)?
+    /// Accepting a connection failed for want of resources (`errno`: `EMFILE`, `ENFILE`, `ENOBUFS` or `ENOMEM`); the
+    /// listener pauses and tries again (see ``NetCore/Listener``).
+    public var acceptFailed: (@Sendable (Int32) -> Void)?
 
-    public init(minimumRateCut: (@Sendable (Direction, HTTPVersion) -> Void)? = nil) {
+    public init(minimumRateCut: (@Sendable (Direction, HTTPVersion) -> Void)? = nil,
+                acceptFailed: (@Sendable (Int32) -> Void)? = nil) {
         self.minimumRateCut = minimumRateCut
+        self.acceptFailed = acceptFailed
     }
 }

@@ -58,7 +58,8 @@ final class HTTPServerLoopContext {
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.
     func listen(on address: SocketAddress, tls: TLSContext?, joiningOwnListener: Bool) throws -> SocketAddress {
-        let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener) { [weak self] fd, remote in
+        let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener,
+                                    onAcceptFailure: events.acceptFailed) { [weak self] fd, remote in
             guard let self else {
                 Connection.closeAccepted(fd)
                 return

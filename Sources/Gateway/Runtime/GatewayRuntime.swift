@@ -52,7 +52,7 @@ public final class GatewayRuntime: Sendable {
         // refuses them (405).
         var http2Settings = HTTP2Settings()
         http2Settings.enableConnectProtocol = true
-        let events = telemetry.serverEvents()
+        let events = telemetry.serverEvents(acceptFailures: AcceptFailureReport())
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
                                                  http2: config.server.http2, http2Settings: http2Settings,
                                                  compression: compression, events: events),
