@@ -207,13 +207,15 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     }
 
     /// A fatal session error: write what the session has (it may hold a GOAWAY), and a GOAWAY naming the error when
-    /// the session sent none (a CONTINUATION or acknowledgement flood), then close.
+    /// the session sent none (a CONTINUATION or acknowledgement flood), then close. The close lingers, so that a
+    /// client still sending reads the GOAWAY, unless the client does not read at all (an acknowledgement flood: the
+    /// answers to its SETTINGS or PINGs piled up unread), which would only keep the connection open for nothing.
     private func fail(_ error: HTTP2Error) {
         var output: [UInt8] = []
         try? session.drainOutput(into: &output)
         output.append(contentsOf: session.goAwayFrame(after: error))
         connection.write(output)
-        closeAfterFlush(lingering: true)
+        closeAfterFlush(lingering: error.kind != .flooded)
     }
 
     // MARK: Events
