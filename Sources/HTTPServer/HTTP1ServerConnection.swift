@@ -10,6 +10,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     final class Slot {
         let isHead: Bool
         let version: HTTPVersion
+        /// Not GET, HEAD, OPTIONS or TRACE: its handler starts only once every earlier response on the connection is
+        /// complete, and later requests' handlers wait until its own is (RFC 9112 §9.3.2: only safe requests may be
+        /// handled in parallel), so an upstream sees pipelined unsafe requests in order, one after the other.
+        let isUnsafe: Bool
+        /// A request waiting for its turn (see ``isUnsafe``): nothing was decided about it yet.
+        var waiting: HTTPServerRequest?
         var keepAlive: Bool
         var response: HTTPServerResponse?
         var writing = false
@@ -20,10 +26,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         /// When the body failed (loop time, nanoseconds).
         var failedAt: UInt64 = 0
 
-        init(isHead: Bool, version: HTTPVersion, keepAlive: Bool) {
+        init(isHead: Bool, version: HTTPVersion, keepAlive: Bool, isUnsafe: Bool = false) {
             self.isHead = isHead
             self.version = version
             self.keepAlive = keepAlive
+            self.isUnsafe = isUnsafe
         }
     }
 
@@ -57,6 +64,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// When the current request's first byte arrived (header timeout), 0 when none is being read.
     @exclusivity(unchecked) private var headStartedAt: UInt64 = 0
     @exclusivity(unchecked) private var lastBodyProgress: UInt64 = 0
+    /// Request body bytes read (with their framing), being handed to a handler or dropped, for the minimum rate.
+    @exclusivity(unchecked) private var bodyBytesRead = 0
+    /// Whether responses keep up ``HTTPServerLimits/minSendRate`` while bytes wait in the socket's queue.
+    @exclusivity(unchecked) private var sendRate = MinimumRate()
+    /// Whether request bodies keep up ``HTTPServerLimits/minReceiveRate`` while the connection reads them.
+    @exclusivity(unchecked) private var receiveRate = MinimumRate()
+    /// When the minimum rates were last checked (loop time).
+    @exclusivity(unchecked) private var lastRateCheck: UInt64 = 0
     @exclusivity(unchecked) private var lastActivity = EventLoop.now()
     @exclusivity(unchecked) private var draining = false
     /// The task that runs this connection's handlers one request after another (see ``HTTP1HandlerWorker``).
@@ -98,7 +113,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         if headStartedAt == 0 && currentBody == nil && !discardingBody { headStartedAt = now }
-        if currentBody != nil || discardingBody { lastBodyProgress = now }
+        if currentBody != nil || discardingBody {
+            lastBodyProgress = now
+            bodyBytesRead &+= bytes.count
+        }
         guard acceptingRequests else { return }
         parser.append(bytes)
         processInput()
@@ -199,6 +217,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
         let isHead = head.method == .head
+        let isUnsafe = !head.method.isSafe
         let asksUpgrade = framing == .none && head.requestedUpgrade != nil
         let declaredLength: Int64?
         let body: ByteStream?
@@ -219,15 +238,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                                         loop: connection.loop)
         let upgradeInput = asksUpgrade ? makeBodyStream() : nil
         request.upgradeInput = upgradeInput
-        let immediate: HTTPServerResponse?
-        let handlerContext: (any AnyObject & Sendable)?
-        switch context.decision(for: request) {
-        case .respond(let response):
-            immediate = response
-            handlerContext = nil
-        case .handle(let decided):
-            immediate = nil
-            handlerContext = decided
+        // An unsafe request behind others, or any request behind an unsafe one, waits for its turn (see
+        // `Slot.isUnsafe`); nothing is decided about it until then.
+        let waits = !slots.isEmpty && (isUnsafe || slots.contains { $0.isUnsafe })
+        var immediate: HTTPServerResponse?
+        var handlerContext: (any AnyObject & Sendable)?
+        if !waits {
+            switch context.decision(for: request) {
+            case .respond(let response): immediate = response
+            case .handle(let decided): handlerContext = decided
+            }
         }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
            immediate.head.status != 101 {
@@ -238,13 +258,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             if !keepAlive { finishConnection() }
             return
         }
-        let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive)
+        let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive, isUnsafe: isUnsafe)
         slots.append(slot)
         bodyAwaitsContinue = false
         if let body {
             currentBody = body
             bodySlot = slot
             lastBodyProgress = connection.loop.roundTime
+            receiveRate.reset(total: bodyBytesRead)
             if expect != nil {  // `100-continue`: any other expectation was refused above
                 if version >= .http1_1, slots.count == 1 {
                     connection.write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -260,7 +281,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             processingPaused = true
             connection.pauseReading()
         }
-        if let immediate {
+        if waits {
+            slot.waiting = request
+        } else if let immediate {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
         } else {
@@ -320,6 +343,26 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 let (connection, slot) = owner.value
                 connection.complete(slot, with: response)
             }
+        }
+    }
+
+    /// Starts the handlers whose turn has come, after a response was completed: the requests up to and including the
+    /// first unsafe one still waiting, when every response ahead of that one is complete (see ``Slot/isUnsafe``).
+    /// An answer given at once fills its slot; the caller writes the ready responses.
+    private func startWaitingHandlers() {
+        for (index, slot) in slots.enumerated() {
+            if slot.isUnsafe && index > 0 { return }
+            if let request = slot.waiting {
+                slot.waiting = nil
+                // A request whose body failed meanwhile has the server's answer already.
+                if slot.response == nil {
+                    switch context.decision(for: request) {
+                    case .respond(let response): slot.response = response
+                    case .handle(let decided): dispatch(request, context: decided, slot: slot)
+                    }
+                }
+            }
+            if slot.isUnsafe || connection.isClosed { return }
         }
     }
 
@@ -403,6 +446,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                     return
                 }
                 discardBodyIfAnswered(first)
+                startWaitingHandlers()
             }
             guard processingPaused, upgradeSlot == nil, tunnelInput == nil,
                   currentBody == nil || currentBody?.isFinished == true,
@@ -660,6 +704,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         discardBodyIfAnswered(slot)
+        startWaitingHandlers()
         writeReadyResponses()
     }
 
@@ -677,12 +722,18 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
            now &- failed.failedAt > Self.failedAnswerGrace.nanoseconds {
             answerFailedRequest(failed)
         }
+        if checkMinimumRates(now: now, limits: limits) { return }
         if connection.pendingWriteBytes > 0 {
             if now &- connection.lastWriteProgress > limits.sendTimeout.nanoseconds { connection.close() }
             return
         }
         if currentBody != nil {
-            if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds { timeOutRequest() }
+            if processingPaused {
+                // Not reading: its handler has not taken what came yet. The pause is not the client's.
+                lastBodyProgress = now
+            } else if now &- lastBodyProgress > limits.bodyTimeout.nanoseconds {
+                timeOutRequest()
+            }
             return
         }
         if discardingBody {
@@ -697,6 +748,35 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         if isIdle && now &- lastActivity > limits.idleTimeout.nanoseconds {
             connection.close()
         }
+    }
+
+    /// Checks the minimum rates (``HTTPServerLimits/minSendRate``, ``HTTPServerLimits/minReceiveRate``) since the last
+    /// sweep; true when the connection was cut. A response counts while bytes wait in the socket's queue (the client
+    /// does not take them as fast as they come); a body while the connection reads it (not while it is paused for its
+    /// handler). A slow reader's connection is reset (its kernel buffers are freed at once); a slow body gets 408, or
+    /// ends the connection when its request was answered already.
+    private func checkMinimumRates(now: UInt64, limits: HTTPServerLimits) -> Bool {
+        let elapsed = lastRateCheck == 0 ? 0 : now &- lastRateCheck
+        lastRateCheck = now
+        if sendRate.check(total: connection.bytesSent, waiting: connection.pendingWriteBytes > 0, elapsed: elapsed,
+                          rate: limits.minSendRate, window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.send, .http1_1)
+            connection.reset()
+            return true
+        }
+        let reading = (currentBody != nil || discardingBody) && !processingPaused
+        if receiveRate.check(total: bodyBytesRead, waiting: reading, elapsed: elapsed, rate: limits.minReceiveRate,
+                             window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.receive, .http1_1)
+            receiveRate.reset(total: bodyBytesRead)
+            if currentBody != nil {
+                timeOutRequest()
+            } else {
+                connection.close()
+            }
+            return true
+        }
+        return false
     }
 
     /// The request head (no slot yet) or the body being read (its request's slot is the last) took too long: 408,

@@ -11,7 +11,12 @@ import NetCore
 /// - Responses: the head and body go through `sendResponse`/`sendBody`; a streamed body waits for
 ///   `.windowAvailable` whenever the stream's queue is full.
 /// - Work in flight: at most `maxConcurrentStreams` handler tasks run per connection, counting tasks of reset
-///   streams until they have actually finished; requests beyond that are refused with REFUSED_STREAM.
+///   streams until they have actually finished; requests beyond that are refused with REFUSED_STREAM. A request's
+///   handler starts once the read burst it came in has been processed (in the same loop round, so no later), so a
+///   stream opened and reset in one burst never starts one; a client that cancels streams faster than they complete
+///   is told GOAWAY by the session (``HTTPWire/HTTP2ResetBudget``).
+/// - Minimum rates: a response held behind a window the client keeps (nearly) shut, and a request body that trickles
+///   in, are cut below ``HTTPServerLimits/minSendRate`` and ``HTTPServerLimits/minReceiveRate``.
 ///
 /// Lives on its connection's loop thread.
 final class HTTP2ServerConnection: HTTPServerConnectionHandler {
@@ -48,6 +53,12 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         /// Send-stall tracking: outbound bytes queued at the last sweep and since when they have not moved.
         var stalledBuffered = 0
         var stalledSince: UInt64 = 0
+        /// Whether the response keeps up ``HTTPServerLimits/minSendRate`` while the stream's window holds it back.
+        var sendRate = MinimumRate()
+        /// Whether the request body keeps up ``HTTPServerLimits/minReceiveRate`` while the client may send it.
+        var receiveRate = MinimumRate()
+        /// The request was held back (the client cancels streams faster than they complete): it starts when released.
+        var held = false
 
         init(id: Int32, isHead: Bool, now: UInt64) {
             self.id = id
@@ -60,8 +71,27 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     private let context: HTTPServerLoopContext
     private let session: HTTP2Session
     private var streams: [Int32: Stream] = [:]
-    /// Handler tasks started and not finished yet (including those of reset streams).
+    /// Handler tasks started and not finished yet (including those of reset streams), and requests waiting to start
+    /// theirs (see ``arrived``).
     private var runningTasks = 0
+    /// Requests that arrived in the read burst at hand: their handlers start once it has been processed (see
+    /// ``dispatchArrived()``).
+    private var arrived: [(request: HTTPServerRequest, stream: Stream)] = []
+    /// Whether ``dispatchArrived()`` is scheduled.
+    private var dispatchScheduled = false
+    /// Requests held back for ``heldStreamDelay`` because the client has cancelled as many more streams than it let
+    /// complete as its budget allows (``HTTPWire/HTTP2Session/holdsNewStreams``), and the timer that releases them.
+    private var held: [(request: HTTPServerRequest, stream: Stream)] = []
+    private var holdTimer: LoopTimer?
+    /// How long a new stream of such a client waits before its handler starts: a stream it cancels at once starts
+    /// nothing, and that cancellation ends the connection (GOAWAY); one it lets run is served that much later.
+    static let heldStreamDelay: Duration = .milliseconds(100)
+    /// Whether responses keep up ``HTTPServerLimits/minSendRate`` while bytes wait in the socket's queue, and while the
+    /// connection's window holds every stream back.
+    private var socketSendRate = MinimumRate()
+    private var windowSendRate = MinimumRate()
+    /// When the minimum rates were last checked (loop time).
+    private var lastRateCheck: UInt64 = 0
     private let maxRunningTasks: Int
     private var flushScheduled = false
     private var lastActivity = EventLoop.now()
@@ -121,6 +151,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         closing = true
         drainTimer?.cancel()
         drainTimer = nil
+        holdTimer?.cancel()
+        holdTimer = nil
+        held.removeAll()
         for stream in streams.values { end(stream) }
         streams.removeAll()
         context.connectionClosed(connection)
@@ -149,14 +182,18 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             guard processEvents() else { break }
         }
         if (session.isFinished && !session.wantsWrite) || (peerFinished && streams.isEmpty) {
-            closeAfterFlush()
+            // A client told GOAWAY for its behaviour may still be sending: the close lingers, so that it reads why.
+            closeAfterFlush(lingering: session.abuseGoAway != nil)
         }
     }
 
-    private func closeAfterFlush() {
+    /// Closes once the output is written; `lingering`: the client may still be sending (a flood), so the connection
+    /// reads and drops its bytes for a while rather than resetting under the last frames (see
+    /// ``NetCore/Connection/closeAfterFlush(lingering:)``).
+    private func closeAfterFlush(lingering: Bool = false) {
         guard !closing else { return }
         closing = true
-        connection.closeAfterFlush()
+        connection.closeAfterFlush(lingering: lingering && !peerFinished ? context.limits.lingeringClose : nil)
     }
 
     /// Flushes after the current loop job, so several sends made together leave in one write.
@@ -169,12 +206,16 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
-    /// A fatal session error: write what the session has (it may hold a GOAWAY) and close.
+    /// A fatal session error: write what the session has (it may hold a GOAWAY), and a GOAWAY naming the error when
+    /// the session sent none (a CONTINUATION or acknowledgement flood), then close. The close lingers, so that a
+    /// client still sending reads the GOAWAY, unless the client does not read at all (an acknowledgement flood: the
+    /// answers to its SETTINGS or PINGs piled up unread), which would only keep the connection open for nothing.
     private func fail(_ error: HTTP2Error) {
         var output: [UInt8] = []
         try? session.drainOutput(into: &output)
+        output.append(contentsOf: session.goAwayFrame(after: error))
         connection.write(output)
-        closeAfterFlush()
+        closeAfterFlush(lingering: error.kind != .flooded)
     }
 
     // MARK: Events
@@ -281,7 +322,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
-        dispatch(request, stream: stream)
+        enqueue(request, stream: stream)
     }
 
     /// The HTTP/1.1 handshake an extended CONNECT stands for (RFC 8441 §5): a GET asking to upgrade to `tunnelProtocol`,
@@ -311,7 +352,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
                                         remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
                                         loop: connection.loop)
         request.upgradeInput = input
-        dispatch(request, stream: stream)
+        enqueue(request, stream: stream)
     }
 
     /// A body stream that buffers nothing on its own: a chunk is either taken by a waiting handler at once
@@ -379,6 +420,47 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         }
     }
 
+    /// Holds `request` until the read burst it came in has been processed (``dispatchArrived()``, later in the same
+    /// loop round): a stream the client resets meanwhile, in the same packet or the next, starts no work. Its place
+    /// counts against the handlers a connection may run from now on.
+    private func enqueue(_ request: HTTPServerRequest, stream: Stream) {
+        runningTasks += 1
+        arrived.append((request, stream))
+        guard !dispatchScheduled else { return }
+        dispatchScheduled = true
+        connection.loop.executeLocally { [self] in dispatchArrived() }
+    }
+
+    /// Starts the handlers of the requests that arrived, except those of streams already over; holds them back
+    /// first while the client cancels streams faster than they complete.
+    private func dispatchArrived() {
+        dispatchScheduled = false
+        let ready = arrived
+        arrived.removeAll()
+        for (request, stream) in ready {
+            guard !stream.finished, !connection.isClosed else {
+                runningTasks -= 1
+                continue
+            }
+            if session.holdsNewStreams && !stream.held {
+                stream.held = true
+                held.append((request, stream))
+                continue
+            }
+            dispatch(request, stream: stream)
+        }
+        if !held.isEmpty && holdTimer == nil {
+            holdTimer = connection.loop.schedule(after: Self.heldStreamDelay) { [weak self] in
+                guard let self else { return }
+                holdTimer = nil
+                arrived.append(contentsOf: held)
+                held.removeAll()
+                dispatchArrived()
+            }
+        }
+    }
+
+    /// Runs the handler of `request` (its place in ``runningTasks`` is taken already).
     private func dispatch(_ request: HTTPServerRequest, stream: Stream) {
         let handler = context.handler
         let compressor = context.compressor
@@ -386,7 +468,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let handlerContext: (any AnyObject & Sendable)?
         switch context.decision(for: request) {
         case .respond(let response):
-            guard let body = startResponse(stream, with: response) else { return }
+            guard let body = startResponse(stream, with: response) else {
+                runningTasks -= 1
+                return
+            }
             run(stream) {
                 let (server, stream) = owner.value
                 await server.finishResponse(stream, streaming: body)
@@ -407,7 +492,6 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     /// Runs a stream's job on a worker of the loop's pool, or in a task of its own when the pool has none to spare.
     private func run(_ stream: Stream, _ job: @escaping HTTP2StreamWorker.Job) {
-        runningTasks += 1
         if let worker = context.runOnStreamWorker(job) {
             stream.worker = worker
         } else {
@@ -618,8 +702,18 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             connection.close()
             return
         }
+        let elapsed = lastRateCheck == 0 ? 0 : now &- lastRateCheck
+        lastRateCheck = now
+        if checkConnectionSendRate(elapsed: elapsed, limits: limits) { return }
+        let socketClear = connection.pendingWriteBytes == 0
+        let connectionWindowOpen = session.sendWindow().connection > 0
         var changed = false
         for stream in Array(streams.values) where !stream.finished {
+            if checkMinimumRates(stream, elapsed: elapsed, limits: limits,
+                                 windowsMatter: socketClear && connectionWindowOpen) {
+                changed = true
+                continue
+            }
             if stream.failedStatus != nil && !stream.responded && now &- stream.failedAt > HTTP1ServerConnection.failedAnswerGrace.nanoseconds {
                 answerFailedRequest(stream)
                 changed = true
@@ -658,6 +752,69 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             flush()
             closeAfterFlush()
         }
+    }
+
+    /// The connection-wide minimum send rate: bytes waiting in the socket's queue (the client does not read the socket
+    /// fast enough: the connection is reset, freeing its buffers at once), or every stream held back by the
+    /// connection's flow-control window, which the client keeps (nearly) shut (GOAWAY(ENHANCE_YOUR_CALM), then
+    /// close). True when the connection was cut.
+    private func checkConnectionSendRate(elapsed: UInt64, limits: HTTPServerLimits) -> Bool {
+        let socketBacked = connection.pendingWriteBytes > 0
+        if socketSendRate.check(total: connection.bytesSent, waiting: socketBacked, elapsed: elapsed,
+                                rate: limits.minSendRate, window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.send, .http2)
+            connection.reset()
+            return true
+        }
+        let heldByWindow = !socketBacked && session.sendWindow().connection <= 0
+            && streams.values.contains { !$0.finished && session.bufferedOutbound(streamID: $0.id) > 0 }
+        guard windowSendRate.check(total: session.dataSent, waiting: heldByWindow, elapsed: elapsed,
+                                   rate: limits.minSendRate, window: limits.minRateWindow) else { return false }
+        context.events.minimumRateCut?(.send, .http2)
+        session.goAway(HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "minimum send rate: connection window held shut"),
+                       terminating: true)
+        flush()
+        closeAfterFlush(lingering: true)
+        return true
+    }
+
+    /// A stream's minimum rates: its response held back by its own window, which the client keeps (nearly) shut,
+    /// while the socket and the connection's window are clear (`windowsMatter`): the stream is reset (CANCEL). Its
+    /// request body trickling in while the client may send it: 408 (the handler, cancelled, sees its body fail with
+    /// `timedOut`), then the rest of the body is refused (RST_STREAM NO_ERROR after the answer); the rest of an
+    /// answered request's body trickling in: the stream ends. True when the stream was cut.
+    private func checkMinimumRates(_ stream: Stream, elapsed: UInt64, limits: HTTPServerLimits,
+                                   windowsMatter: Bool) -> Bool {
+        let held = windowsMatter && session.bufferedOutbound(streamID: stream.id) > 0
+            && (session.sendWindow(streamID: stream.id).stream ?? 1) <= 0
+        if stream.sendRate.check(total: session.bodyBytesSent(streamID: stream.id), waiting: held, elapsed: elapsed,
+                                 rate: limits.minSendRate, window: limits.minRateWindow) {
+            context.events.minimumRateCut?(.send, .http2)
+            end(stream)
+            try? session.resetStream(streamID: stream.id, errorCode: .cancel)
+            return true
+        }
+        let receiving = stream.body != nil && !stream.isTunnel && stream.pendingAck == 0
+        let draining = stream.discardBody && stream.responded && stream.body == nil && stream.failedStatus == nil
+        guard stream.receiveRate.check(total: Int(clamping: stream.bodyBytes), waiting: receiving || draining,
+                                       elapsed: elapsed, rate: limits.minReceiveRate, window: limits.minRateWindow)
+        else { return false }
+        context.events.minimumRateCut?(.receive, .http2)
+        if receiving, let body = stream.body {
+            body.fail(ByteStreamError.timedOut)
+            stream.body = nil
+            cancelHandler(of: stream)
+            stream.discardBody = true
+            if !stream.responded {
+                stream.failedStatus = 408
+                stream.failedAt = connection.loop.roundTime
+            }
+            try? session.stopRequestAfterResponse(streamID: stream.id)
+        } else {
+            end(stream)
+            try? session.stopRequestAfterResponse(streamID: stream.id)
+        }
+        return true
     }
 
     /// Graceful shutdown: a GOAWAY shutdown notice now, the final GOAWAY (last stream processed) after about a

@@ -27,10 +27,14 @@ public final class HTTPServer: Sendable {
         /// Response compression (gzip/deflate chosen from the request's `Accept-Encoding`) for every handler's
         /// responses, over HTTP/1.1 and HTTP/2; nil sends bodies as the handler made them.
         public var compression: CompressionPolicy?
+        /// What the server reports as it happens (minimum-rate cuts, accepts that failed), for its owner's metrics.
+        public var events: HTTPServerEvents
 
         public init(listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,
                     limits: HTTPServerLimits = HTTPServerLimits(), http2: Bool = true,
-                    http2Settings: HTTP2Settings = HTTP2Settings(), compression: CompressionPolicy? = nil) {
+                    http2Settings: HTTP2Settings = HTTP2Settings(), compression: CompressionPolicy? = nil,
+                    events: HTTPServerEvents = HTTPServerEvents()) {
+            self.events = events
             self.listen = listen
             self.tlsListen = tlsListen
             self.tls = tls
@@ -70,7 +74,7 @@ public final class HTTPServer: Sendable {
             contexts.append(UncheckedSendable(HTTPServerLoopContext(
                 loop: loop, handler: handler, compressor: compressor, limits: configuration.limits, handshakeTimeout: handshakeTimeout,
                 http2: configuration.http2, http2Settings: configuration.http2Settings,
-                openConnections: openConnectionCount)))
+                events: configuration.events, openConnections: openConnectionCount)))
         }
         self.contexts = contexts
     }

@@ -16,6 +16,8 @@ final class HTTPServerLoopContext {
     let http2: Bool
     let http2Settings: HTTP2Settings
     let dateCache: HTTPDateCache
+    /// What the server reports to its owner (see ``HTTPServer/Configuration/events``).
+    let events: HTTPServerEvents
     /// Handler workers alive on this loop, HTTP/1 (``HTTP1HandlerWorker``) and HTTP/2 (``HTTP2StreamWorker``): at most
     /// ``maxHandlerWorkers``, so a burst of connections does not keep a task's frame memory (up to about 20 KiB in the
     /// gateway) per connection.
@@ -33,7 +35,9 @@ final class HTTPServerLoopContext {
     private var drainedWaiters: [@Sendable () -> Void] = []
 
     init(loop: EventLoop, handler: any HTTPServerHandler, compressor: ResponseCompressor? = nil, limits: HTTPServerLimits, handshakeTimeout: Duration,
-         http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(), openConnections: AtomicCounter) {
+         http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(), events: HTTPServerEvents = HTTPServerEvents(),
+         openConnections: AtomicCounter) {
+        self.events = events
         self.loop = loop
         self.dateCache = HTTPDateCache(loop: loop)
         self.handler = handler
@@ -54,7 +58,8 @@ final class HTTPServerLoopContext {
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.
     func listen(on address: SocketAddress, tls: TLSContext?, joiningOwnListener: Bool) throws -> SocketAddress {
-        let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener) { [weak self] fd, remote in
+        let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener,
+                                    onAcceptFailure: events.acceptFailed) { [weak self] fd, remote in
             guard let self else {
                 Connection.closeAccepted(fd)
                 return

@@ -25,5 +25,14 @@ public struct HTTPMethod: Sendable, Hashable, RawRepresentable, ExpressibleByStr
         }
     }
 
+    /// Whether the method is safe (RFC 9110 §9.2.1: GET, HEAD, OPTIONS, TRACE): it asks for nothing to change on the
+    /// server, so pipelined safe requests may be handled in parallel, and no others (RFC 9112 §9.3.2).
+    public var isSafe: Bool {
+        switch self {
+        case .get, .head, .options, .trace: return true
+        default: return false
+        }
+    }
+
     public var description: String { rawValue }
 }

@@ -73,6 +73,8 @@ public final class Connection: EventLoopHandler {
     @exclusivity(unchecked) private var writeQueue: [[UInt8]] = []
     @exclusivity(unchecked) private var writeOffset = 0
     @exclusivity(unchecked) public private(set) var pendingWriteBytes = 0
+    /// Bytes handed to the kernel so far (ciphertext over TLS), for minimum-rate checks.
+    @exclusivity(unchecked) public private(set) var bytesSent = 0
     /// Plaintext written before the TLS handshake finished.
     @exclusivity(unchecked) private var plaintextBeforeHandshake: [[UInt8]] = []
 
@@ -441,6 +443,7 @@ public final class Connection: EventLoopHandler {
     private func consume(_ written: Int) {
         var remaining = written
         pendingWriteBytes -= written
+        bytesSent &+= written
         while remaining > 0, let first = writeQueue.first {
             let available = first.count - writeOffset
             if remaining >= available {

@@ -6,23 +6,30 @@ import CNetShims
 /// A listening socket owned by one loop (`SO_REUSEPORT`, so every loop has its own and the kernel spreads accepts).
 ///
 /// When the process runs out of descriptors (`EMFILE`/`ENFILE`) it stops accepting instead of spinning, and retries
-/// after a short pause or as soon as ``resumeAccepting()`` is called (when a connection closes).
+/// after a short pause or as soon as ``resumeAccepting()`` is called (when a connection closes). Each such failure is
+/// reported to `onAcceptFailure`, so that the owner can count it and say so (the connections waiting meanwhile stay in
+/// the kernel's backlog, unanswered).
 public final class Listener: EventLoopHandler {
     public let loop: EventLoop
     public let address: SocketAddress
     private var fd: Int32
     private let onAccept: (Int32, SocketAddress?) -> Void
+    private let onAcceptFailure: ((Int32) -> Void)?
     private var paused = false
     private var retryTimer: LoopTimer?
 
     /// Binds `address`; `onAccept` runs on the loop with each accepted non-blocking socket. Fails with `EADDRINUSE`
     /// when anyone already listens there, unless `joiningOwnListener` (a further loop of the same server joining the
-    /// port its first loop bound; see ``Socket/listen(on:backlog:joiningOwnListener:)``).
+    /// port its first loop bound; see ``Socket/listen(on:backlog:joiningOwnListener:)``). `onAcceptFailure` runs on
+    /// the loop with the `errno` of each accept that failed for want of resources (`EMFILE`, `ENFILE`, `ENOBUFS`,
+    /// `ENOMEM`), before the pause.
     public init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024, joiningOwnListener: Bool = false,
+                onAcceptFailure: ((Int32) -> Void)? = nil,
                 onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
         self.fd = try Socket.listen(on: address, backlog: backlog, joiningOwnListener: joiningOwnListener)
         self.loop = loop
         self.onAccept = onAccept
+        self.onAcceptFailure = onAcceptFailure
         self.address = Socket.localAddress(of: fd) ?? address
     }
 
@@ -59,13 +66,15 @@ public final class Listener: EventLoopHandler {
                 onAccept(client, SocketAddress(storage: storage))
                 continue
             }
-            switch errno {
+            let code = errno
+            switch code {
             case EAGAIN, EWOULDBLOCK:
                 return
             case EINTR, ECONNABORTED, EPROTO:
                 continue
             case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                 paused = true
+                onAcceptFailure?(code)
                 retryTimer = loop.schedule(after: .milliseconds(100)) { [weak self] in
                     self?.retryTimer = nil
                     self?.resumeAccepting()

@@ -252,7 +252,7 @@ private struct Builder {
     func limits(_ entry: YAMLReader.Entry, into limits: inout LimitsConfig) {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
             "max_header_bytes", "max_headers", "max_body_bytes", "header_timeout", "body_timeout", "idle_timeout",
-            "send_timeout", "max_connections", "drain_timeout",
+            "send_timeout", "max_connections", "drain_timeout", "min_send_rate", "min_receive_rate", "min_rate_window",
         ]) else { return }
         if let item = map["max_header_bytes"], let value = reader.size(item) {
             if value > 1 << 24 {
@@ -271,6 +271,28 @@ private struct Builder {
             limits.maxConnections = value
         }
         if let item = map["drain_timeout"], let value = reader.duration(item) { limits.drainTimeout = value }
+        minimumRates(map, into: &limits)
+    }
+
+    /// `server.limits.min_send_rate`, `min_receive_rate` (sizes per second, `1KiB` or `1KiB/s`; 0 disables) and
+    /// `min_rate_window` (a duration).
+    private func minimumRates(_ map: YAMLReader.Entries, into limits: inout LimitsConfig) {
+        if let item = map["min_send_rate"], let value = rate(item) { limits.minSendRate = value }
+        if let item = map["min_receive_rate"], let value = rate(item) { limits.minReceiveRate = value }
+        if let item = map["min_rate_window"], let value = reader.duration(item) { limits.minRateWindow = value }
+    }
+
+    /// A rate in bytes per second: a size, with or without `/s`; may be 0.
+    private func rate(_ entry: YAMLReader.Entry) -> Int64? {
+        guard let value = reader.scalar(entry.value, entry.path) else { return nil }
+        var text = value.text.trimmingSpaces()
+        if text.hasSuffix("/s") { text.removeLast(2) }
+        guard let rate = ConfigValue.parseSize(text) else {
+            reader.report(line: value.line, entry.path,
+                          "invalid rate \(value.shown) (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)")
+            return nil
+        }
+        return rate
     }
 
     /// A file path that must exist; resolved against the config file's directory.

@@ -188,6 +188,12 @@ public struct LimitsConfig: Sendable, Equatable {
     public var sendTimeout: Duration = .seconds(60)
     public var maxConnections: Int = 10000
     public var drainTimeout: Duration = .seconds(30)
+    /// Slowest pace (bytes per second) a client may take a response at while bytes wait for it; 0 disables.
+    public var minSendRate: Int64 = 1024
+    /// Slowest pace (bytes per second) a client may send a request body at while the gateway reads it; 0 disables.
+    public var minReceiveRate: Int64 = 1024
+    /// How far behind the minimum rates a transfer may fall before it is cut.
+    public var minRateWindow: Duration = .seconds(10)
 
     public init() {}
 
@@ -202,6 +208,9 @@ public struct LimitsConfig: Sendable, Equatable {
         limits.idleTimeout = idleTimeout
         limits.sendTimeout = sendTimeout
         limits.maxConnections = maxConnections
+        limits.minSendRate = minSendRate
+        limits.minReceiveRate = minReceiveRate
+        limits.minRateWindow = minRateWindow
         // A client that leaves before its answer abandons the upstream call (nginx's `proxy_ignore_client_abort off`).
         limits.abandonsRequestsOnClientEOF = true
         return limits

@@ -52,13 +52,14 @@ public final class GatewayRuntime: Sendable {
         // refuses them (405).
         var http2Settings = HTTP2Settings()
         http2Settings.enableConnectProtocol = true
+        let events = telemetry.serverEvents(acceptFailures: AcceptFailureReport())
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
                                                  http2: config.server.http2, http2Settings: http2Settings,
-                                                 compression: compression),
+                                                 compression: compression, events: events),
                             group: group, handler: handler)
         let mainServer = server
         admin = AdminHandler(telemetry: telemetry) { mainServer.openConnections }
-        adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)]),
+        adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)], events: events),
                                  group: group, handler: admin)
     }
 

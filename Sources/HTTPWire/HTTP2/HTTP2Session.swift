@@ -1,4 +1,7 @@
 import CNghttp2
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One HTTP/2 connection, server or client side, over libnghttp2. Pure: it never touches a socket.
 ///
@@ -39,6 +42,21 @@ public final class HTTP2Session {
     private var surfacedThisFeed: Set<Int32> = []
     /// Streams whose queued events are dropped because they were opened and reset within one `feed`.
     private var suppressed: Set<Int32> = []
+    /// Server: streams the peer cancels against streams it lets complete (rapid reset).
+    private var resetBudget: HTTP2ResetBudget
+    /// Server: RST_STREAM frames received, whatever stream they name.
+    private var resetFrames: HTTP2FrameRateLimit
+    /// The monotonic time of the current `feed` (nanoseconds), read once per call.
+    private var feedTime: UInt64 = 0
+    /// The peer abused the connection: a GOAWAY naming why is queued, input is ignored from now on, and the session
+    /// is finished once that GOAWAY is out (what nghttp2's `terminate_session` does, but with debug data).
+    private var terminating = false
+    /// The terminating GOAWAY has been handed out by ``drainOutput(into:limit:)``: nothing more is written.
+    private var terminated = false
+    /// Whether any GOAWAY has been handed out.
+    private var goAwayWritten = false
+    /// The GOAWAY this session sent or queued because of the peer's behaviour (a flood, rapid reset), if any.
+    public private(set) var abuseGoAway: HTTP2GoAway?
     private let dataProvider = HTTP2Session.makeDataProvider()
 
     final class StreamState {
@@ -59,6 +77,10 @@ public final class HTTP2Session {
         var bodyReceived = 0
         var unconsumed = 0
         var isHeadRequest = false
+        /// Server: when the request's HEADERS began (monotonic nanoseconds), for ``HTTP2ResetBudget``.
+        var openedAt: UInt64 = 0
+        /// Response body bytes handed to nghttp2 (sent as DATA as the peer's windows allow).
+        var outboundSent = 0
         // Outbound body.
         var outbound: [UInt8] = []
         var outboundRead = 0
@@ -79,6 +101,9 @@ public final class HTTP2Session {
     public init(role: HTTP2Role, settings: HTTP2Settings = HTTP2Settings()) throws(HTTP2Error) {
         self.role = role
         self.settings = settings
+        self.resetBudget = HTTP2ResetBudget(limit: settings.maxPrematureResets ?? Int(settings.maxConcurrentStreams),
+                                            prematureAge: settings.prematureResetAge)
+        self.resetFrames = HTTP2FrameRateLimit(burst: settings.streamResetBurst, ratePerSecond: settings.streamResetRate)
 
         var option: OpaquePointer?
         guard nghttp2_option_new(&option) == 0, let option else {
@@ -91,7 +116,9 @@ public final class HTTP2Session {
         nghttp2_option_set_max_outbound_ack(option, settings.maxOutboundAck)
         nghttp2_option_set_max_settings(option, settings.maxSettingsEntries)
         if role == .server {
-            nghttp2_option_set_stream_reset_rate_limit(option, settings.streamResetBurst, settings.streamResetRate)
+            // A backstop: the session's own bucket (`resetFrames`, the same settings) runs dry first and says why.
+            nghttp2_option_set_stream_reset_rate_limit(option, settings.streamResetBurst.multipliedReportingOverflow(by: 2).partialValue,
+                                                       settings.streamResetRate.multipliedReportingOverflow(by: 2).partialValue)
         }
 
         guard let callbacks = HTTP2Session.makeCallbacks() else {
@@ -141,7 +168,9 @@ public final class HTTP2Session {
         guard let session, !failed else {
             throw HTTP2Error(kind: .sessionClosed, message: "session already failed")
         }
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        // After a GOAWAY for abuse, nothing more the peer sends is processed.
+        guard let base = bytes.baseAddress, bytes.count > 0, !terminating else { return }
+        feedTime = Self.monotonicNow()
         surfacedThisFeed.removeAll(keepingCapacity: true)
         let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
         surfacedThisFeed.removeAll(keepingCapacity: true)
@@ -164,7 +193,7 @@ public final class HTTP2Session {
     /// (pass a limit to stop pulling body data while the socket is not writable).
     public func drainOutput(into buffer: inout [UInt8], limit: Int = .max) throws(HTTP2Error) {
         guard let session else { throw HTTP2Error(kind: .sessionClosed, message: "no session") }
-        while buffer.count < limit {
+        while buffer.count < limit && !terminated {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)
             if n < 0 {
@@ -203,14 +232,25 @@ public final class HTTP2Session {
     /// Whether the session is done (GOAWAY exchanged and no active stream, or a fatal error): close the socket
     /// after writing any output.
     public var isFinished: Bool {
-        guard let session, !failed else { return true }
+        guard let session, !failed, !terminated else { return true }
         return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
     }
 
     /// Whether nghttp2 has output to write.
     public var wantsWrite: Bool {
-        guard let session, !failed else { return false }
+        guard let session, !failed, !terminated else { return false }
         return nghttp2_session_want_write(session) != 0
+    }
+
+    /// The GOAWAY frame to write after `error` ended the session (see ``feed(_:)``), unless a GOAWAY was already
+    /// written or the error calls for none (``HTTP2Error/goAway``): nghttp2 stops without one for a CONTINUATION or
+    /// acknowledgement flood, so the peer would not learn why. Call after draining the output.
+    public func goAwayFrame(after error: HTTP2Error) -> [UInt8] {
+        guard role == .server, !goAwayWritten, let goAway = error.goAway else { return [] }
+        goAwayWritten = true
+        if abuseGoAway == nil { abuseGoAway = goAway }
+        let lastStreamID = session.map { nghttp2_session_get_last_proc_stream_id($0) } ?? 0
+        return goAway.frame(lastStreamID: min(lastStreamID, lastAcceptedStreamID))
     }
 
     // MARK: - Flow control
@@ -493,6 +533,80 @@ public final class HTTP2Session {
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code.rawValue)
     }
 
+    // MARK: - Abuse
+
+    /// The peer reset `streamID` (server): counted against the RST_STREAM flood limit and, when the stream was open
+    /// and its response not complete, against the rapid-reset budget. Either running dry ends the connection with a
+    /// GOAWAY that says which.
+    private func peerReset(_ streamID: Int32) {
+        guard resetFrames.take(now: feedTime) else {
+            goAway(.enhanceYourCalm, "RST_STREAM flood", terminating: true)
+            return
+        }
+        guard let stream = streams[streamID], !stream.localEnded, !stream.locallyReset, !stream.rejected else { return }
+        if resetBudget.streamCancelled(openedAt: stream.openedAt, now: feedTime) {
+            // No new stream is taken; the streams up to the last one processed still complete.
+            goAway(.enhanceYourCalm, "rapid reset: streams cancelled faster than they complete", terminating: false)
+        }
+    }
+
+    /// Server: sends `goAway` because of the peer's behaviour (see ``goAway(_:_:terminating:)``).
+    public func goAway(_ goAway: HTTP2GoAway, terminating: Bool) {
+        self.goAway(goAway.errorCode, goAway.debugData, terminating: terminating)
+    }
+
+    /// Sends GOAWAY(`code`) with `reason` as debug data because of the peer's behaviour, once. Its last-stream-id is
+    /// the last stream processed; no stream above it is taken from now on. `terminating`: the connection ends as soon
+    /// as the GOAWAY is out, and nothing more the peer sends is processed (a flood); otherwise open streams complete.
+    private func goAway(_ code: HTTP2ErrorCode, _ reason: String, terminating: Bool) {
+        guard let session, !self.terminating else { return }
+        guard terminating || abuseGoAway == nil else { return }
+        let lastStreamID = min(nghttp2_session_get_last_proc_stream_id(session), lastAcceptedStreamID)
+        lastAcceptedStreamID = lastStreamID
+        finalGoAwaySubmitted = true
+        abuseGoAway = HTTP2GoAway(errorCode: code, debugData: reason)
+        let debug = Array(reason.utf8)
+        let rc = debug.withUnsafeBufferPointer { buffer in
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, code.rawValue,
+                                  buffer.baseAddress, buffer.count)
+        }
+        if terminating {
+            if rc == 0 {
+                self.terminating = true
+            } else {
+                _ = nghttp2_session_terminate_session2(session, lastStreamID, code.rawValue)
+            }
+        }
+    }
+
+    /// Server: whether the client has cancelled as many more young streams than it let complete as the rapid-reset
+    /// budget allows (see ``HTTP2ResetBudget``): a new stream's handler should wait briefly, so that one cancelled at
+    /// once starts nothing (and its cancellation earns the connection a GOAWAY).
+    public var holdsNewStreams: Bool { resetBudget.isAtLimit }
+
+    /// Response body bytes handed to nghttp2 so far, all streams together (they leave as the windows allow).
+    public private(set) var dataSent = 0
+
+    /// Response body bytes of `streamID` handed to nghttp2 so far (0 for a stream the session no longer knows).
+    public func bodyBytesSent(streamID: Int32) -> Int {
+        streams[streamID]?.outboundSent ?? 0
+    }
+
+    /// How much the peer's flow-control windows let the session send now: on the connection, and on `streamID`
+    /// (nil when the stream is not open). Zero or less is a window the peer holds shut.
+    public func sendWindow(streamID: Int32? = nil) -> (connection: Int, stream: Int?) {
+        guard let session else { return (0, nil) }
+        let connection = Int(nghttp2_session_get_remote_window_size(session))
+        guard let streamID, streams[streamID] != nil else { return (connection, nil) }
+        return (connection, Int(nghttp2_session_get_stream_remote_window_size(session, streamID)))
+    }
+
+    static func monotonicNow() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+
     // MARK: - Callbacks (called from HTTP2Callbacks.swift during mem_recv / mem_send)
 
     func onBeginHeaders(_ frame: nghttp2_frame) -> Int32 {
@@ -508,6 +622,7 @@ public final class HTTP2Session {
                 return 0
             }
             let stream = StreamState(id: streamID)
+            stream.openedAt = feedTime
             streams[streamID] = stream
             requestsAccepted += 1
             if let cap = settings.maxRequestsPerConnection, requestsAccepted >= cap, !finalGoAwaySubmitted, let session {
@@ -563,9 +678,8 @@ public final class HTTP2Session {
         case NGHTTP2_DATA.rawValue:
             if frame.hd.length == 0 && !endStream {
                 consecutiveEmptyDataFrames += 1
-                if consecutiveEmptyDataFrames > settings.maxConsecutiveEmptyDataFrames, let session {
-                    _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.enhanceYourCalm.rawValue)
-                    finalGoAwaySubmitted = true
+                if consecutiveEmptyDataFrames > settings.maxConsecutiveEmptyDataFrames {
+                    goAway(.enhanceYourCalm, "empty DATA frame flood", terminating: true)
                 }
                 return 0
             }
@@ -579,6 +693,8 @@ public final class HTTP2Session {
             emit(role == .server ? .requestEnd(streamID: streamID) : .responseEnd(streamID: streamID))
         case NGHTTP2_GOAWAY.rawValue:
             emit(.goaway(lastStreamID: frame.goaway.last_stream_id, errorCode: HTTP2ErrorCode(frame.goaway.error_code)))
+        case NGHTTP2_RST_STREAM.rawValue where role == .server:
+            peerReset(streamID)
         case NGHTTP2_SETTINGS.rawValue:
             if frame.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 { emit(.remoteSettingsChanged) }
         default:
@@ -667,8 +783,12 @@ public final class HTTP2Session {
     func onFrameSent(_ frame: nghttp2_frame) -> Int32 {
         let streamID = frame.hd.stream_id
         switch UInt32(frame.hd.type) {
+        case NGHTTP2_GOAWAY.rawValue:
+            goAwayWritten = true
+            if terminating && frame.goaway.error_code == abuseGoAway?.errorCode.rawValue { terminated = true }
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
             if frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let stream = streams[streamID] {
+                if role == .server && !stream.localEnded { resetBudget.streamCompleted() }
                 stream.localEnded = true
                 if stream.resetWhenLocalEnds {
                     stream.resetWhenLocalEnds = false
@@ -678,9 +798,8 @@ public final class HTTP2Session {
         case NGHTTP2_RST_STREAM.rawValue:
             if localResetsPending.remove(streamID) == nil && role == .server {
                 peerInducedResets += 1
-                if peerInducedResets > settings.maxPeerInducedResets, let session {
-                    _ = nghttp2_session_terminate_session(session, HTTP2ErrorCode.enhanceYourCalm.rawValue)
-                    finalGoAwaySubmitted = true
+                if peerInducedResets > settings.maxPeerInducedResets {
+                    goAway(.enhanceYourCalm, "too many streams reset for malformed or refused requests", terminating: true)
                 }
             }
         default:
@@ -751,6 +870,8 @@ public final class HTTP2Session {
             buffer.baseAddress!.copyMemory(from: source.baseAddress! + stream.outboundRead, byteCount: count)
         }
         stream.outboundRead += count
+        stream.outboundSent += count
+        dataSent += count
         if stream.outboundRead == stream.outbound.count {
             stream.outbound.removeAll(keepingCapacity: stream.outbound.count <= settings.streamSendBufferSize)
             stream.outboundRead = 0

@@ -79,6 +79,18 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         self.init(kind: kind, code: code, message: String(cString: nghttp2_strerror(code)))
     }
 
+    /// The GOAWAY a server sends when this fatal error ends the connection (nil when none is sent: a client that did
+    /// not start with the preface may not speak HTTP/2 at all): the error code and debug data naming the reason.
+    public var goAway: HTTP2GoAway? {
+        switch kind {
+        case .badPreface, .invalidStream, .invalidState, .streamsExhausted: return nil
+        case .tooManyContinuations: return HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "CONTINUATION flood")
+        case .flooded:
+            return HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "flood of frames to acknowledge (SETTINGS, PING)")
+        case .sessionError, .sessionClosed: return HTTP2GoAway(errorCode: .internalError, debugData: message)
+        }
+    }
+
     /// Whether the connection must be closed.
     public var isFatal: Bool {
         switch kind {
@@ -105,10 +117,21 @@ public struct HTTP2Settings: Sendable, Hashable {
     public var maxHeaderListSize: UInt32 = 32 * 1024
     /// SETTINGS_HEADER_TABLE_SIZE for the HPACK decoder.
     public var headerTableSize: UInt32 = 4096
-    /// Server only: token bucket for RST_STREAM frames received (CVE-2023-44487). nghttp2 sends GOAWAY when the
-    /// bucket runs dry. nghttp2's defaults are burst 1000, 33 per second.
+    /// Server only: token bucket for RST_STREAM frames received (CVE-2023-44487), whatever stream they name. When it
+    /// runs dry the session ends the connection with GOAWAY(ENHANCE_YOUR_CALM) and debug data saying why (nghttp2's
+    /// own bucket, which would send GOAWAY(INTERNAL_ERROR) without a reason, is set to twice this as a backstop).
+    /// nghttp2's defaults are burst 1000, 33 per second.
     public var streamResetBurst: UInt64 = 1000
     public var streamResetRate: UInt64 = 33
+    /// Server only: streams the peer may cancel (RST_STREAM) before their responses are complete, within
+    /// ``prematureResetAge`` of opening them, beyond the streams it let complete (see ``HTTP2ResetBudget``). At this
+    /// many, new streams are held back briefly before their handlers start; one more cancellation, and the connection
+    /// is told GOAWAY(ENHANCE_YOUR_CALM) and takes no new stream. So a client that cancels every stream (rapid reset),
+    /// each reset in a packet of its own, gets at most this many requests started. nil: the concurrent-stream limit
+    /// (``maxConcurrentStreams``).
+    public var maxPrematureResets: Int? = nil
+    /// Server only: a stream reset later than this after it opened is not counted by ``maxPrematureResets``.
+    public var prematureResetAge: Duration = .seconds(1)
     /// CONTINUATION frames allowed after one HEADERS (CVE-2024-28182). More is fatal.
     public var maxContinuations: Int = 8
     /// Outgoing SETTINGS/PING ACKs allowed to queue unsent before the peer counts as flooding (fatal).
@@ -216,5 +239,33 @@ extension HTTP2Event {
         case .goaway, .remoteSettingsChanged:
             return nil
         }
+    }
+}
+
+
+/// A GOAWAY the session sent or is to send because of the peer: the error code and the debug data that names the
+/// reason (RFC 9113 §6.8: diagnostic data, here a short ASCII text).
+public struct HTTP2GoAway: Sendable, Hashable, CustomStringConvertible {
+    public var errorCode: HTTP2ErrorCode
+    public var debugData: String
+
+    public init(errorCode: HTTP2ErrorCode, debugData: String) {
+        self.errorCode = errorCode
+        self.debugData = debugData
+    }
+
+    public var description: String { "GOAWAY(\(errorCode), \"\(debugData)\")" }
+
+    /// The frame as it goes on the wire, with `lastStreamID` (RFC 9113 §6.8).
+    public func frame(lastStreamID: Int32) -> [UInt8] {
+        let debug = Array(debugData.utf8.prefix(256))
+        let length = 8 + debug.count
+        var frame: [UInt8] = [UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
+                              UInt8(truncatingIfNeeded: length), 0x7, 0, 0, 0, 0, 0]
+        let last = UInt32(bitPattern: max(0, lastStreamID)) & 0x7fff_ffff
+        for shift in [24, 16, 8, 0] { frame.append(UInt8(truncatingIfNeeded: last >> UInt32(shift))) }
+        for shift in [24, 16, 8, 0] { frame.append(UInt8(truncatingIfNeeded: errorCode.rawValue >> UInt32(shift))) }
+        frame.append(contentsOf: debug)
+        return frame
     }
 }

@@ -34,9 +34,10 @@ final class GatewayProcess {
 
     /// Writes `config` and `files` (paths relative to ``directory``, written first), with `PORT` and `ADMIN` replaced
     /// in both, and starts the gateway, told where its config is as `location` says (without `--config` it runs in
-    /// ``directory``); waits for /readyz.
+    /// ``directory``); waits for /readyz. `shellPrefix` runs in the shell before the gateway is exec'ed (for example
+    /// `ulimit -n 64; `).
     init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
-         location: ConfigLocation = .argument) async throws {
+         location: ConfigLocation = .argument, shellPrefix: String = "") async throws {
         directory = ProcessRunner.temporaryDirectory("gateway-e2e")
         port = try freeLoopbackPort()
         adminPort = try freeLoopbackPort()
@@ -52,7 +53,7 @@ final class GatewayProcess {
         // descriptors once more later, which can close a socket that reused the number.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         let serve = location == .argument ? "serve --config \"$1\"" : "serve"
-        process.arguments = ["-c", "exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
+        process.arguments = ["-c", "\(shellPrefix)exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
         if location != .argument { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "MOYA_GATEWAY_CONFIG")
