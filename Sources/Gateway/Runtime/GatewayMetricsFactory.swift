@@ -85,6 +85,7 @@ enum Metric {
     static let rateLimited = "moya_gateway_rate_limited_total"
     static let openConnections = "moya_gateway_open_connections"
     static let serverHealthy = "moya_gateway_upstream_server_healthy"
+    static let tokenFetches = "moya_gateway_upstream_token_fetches_total"
 
     private static let helpTexts: [String: String] = [
         requests: "Requests answered, by route and status",
@@ -99,6 +100,7 @@ enum Metric {
         rateLimited: "Calls answered 429 by a route's rate limit, by route",
         openConnections: "Client connections open now",
         serverHealthy: "1 while an upstream address passes its health checks, 0 while it is taken out, by upstream and server",
+        tokenFetches: "Requests to an upstream's OAuth 2.0 token endpoint, by upstream and result (success or failure)",
     ]
 
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not
