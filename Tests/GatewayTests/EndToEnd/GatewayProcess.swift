@@ -34,19 +34,27 @@ final class GatewayProcess {
 
     /// Writes `config` and `files` (paths relative to ``directory``, written first), with `PORT` and `ADMIN` replaced
     /// in both, and starts the gateway, told where its config is as `location` says (without `--config` it runs in
-    /// ``directory``); waits for /readyz. `arguments` follow `serve` (`--watch`).
+    /// ``directory``); waits for /readyz. `arguments` follow `serve` (`--watch`). `configFile` (relative to
+    /// ``directory``) is where the config is read from instead of `gateway.yaml`; with it, `config` is not written
+    /// and `setUp` (called with ``directory`` and the placeholder renderer before the start) makes the file (a
+    /// Kubernetes volume's symlinks).
     init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
-         location: ConfigLocation = .argument, arguments: [String] = []) async throws {
-        directory = ProcessRunner.temporaryDirectory("gateway-e2e")
+         location: ConfigLocation = .argument, arguments: [String] = [], configFile: String? = nil,
+         setUp: ((_ directory: String, _ render: (String) -> String) throws -> Void)? = nil) async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-e2e")
+        self.directory = directory
         port = try freeLoopbackPort()
         adminPort = try freeLoopbackPort()
-        configPath = location == .defaultPath ? "\(directory)/Configuration/gateway.yaml" : "\(directory)/gateway.yaml"
+        configPath = configFile.map { "\(directory)/\($0)" }
+            ?? (location == .defaultPath ? "\(directory)/Configuration/gateway.yaml" : "\(directory)/gateway.yaml")
         logPath = "\(directory)/stdout.log"
         errPath = "\(directory)/stderr.log"
         for (path, contents) in files {
             try Self.write(Self.render(contents, port: port, admin: adminPort), to: "\(directory)/\(path)")
         }
-        try Self.write(Self.render(config, port: port, admin: adminPort), to: configPath)
+        if configFile == nil { try Self.write(Self.render(config, port: port, admin: adminPort), to: configPath) }
+        let ports = (main: port, admin: adminPort)
+        try setUp?(directory) { Self.render($0, port: ports.main, admin: ports.admin) }
         guard let binary = CheckCommandTests.binary() else { throw GatewayTestError("moya-gateway is not built") }
         // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
         // descriptors once more later, which can close a socket that reused the number.
