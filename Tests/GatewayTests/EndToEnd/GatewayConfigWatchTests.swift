@@ -46,7 +46,7 @@ import Glibc
         }
     }
 
-    static func routes(_ paths: [String], reload: String = "reload: { debounce: 300ms }") -> String {
+    static func routes(_ paths: [String], reload: String = "reload: { debounce: 500ms }") -> String {
         """
         \(GatewayProcess.listeners)
         \(reload)
@@ -89,14 +89,14 @@ import Glibc
         try await Task.sleep(for: .milliseconds(100))
         try volume.update(["gateway.yaml": render(Self.routes(["/two"]))])
         #expect(try await Self.waitFor { Self.reloads(gateway) == 1 }, "\(gateway.stdout)")
-        try await Task.sleep(for: .milliseconds(800))
+        try await Task.sleep(for: .milliseconds(1000))
         #expect(Self.reloads(gateway) == 1, "one reload for the burst")
         #expect(try await Self.status(gateway, "/two") == 200)
         #expect(try await Self.status(gateway, "/one") == 404)
 
         // Files beside the configuration that it does not name change nothing.
         try "scratch".write(toFile: "\(volume.path)/notes.txt", atomically: false, encoding: .utf8)
-        try await Task.sleep(for: .milliseconds(800))
+        try await Task.sleep(for: .milliseconds(1000))
         #expect(Self.reloads(gateway) == 1)
 
         // An invalid version is rejected, and the running routes stay.

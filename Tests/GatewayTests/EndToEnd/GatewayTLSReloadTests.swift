@@ -92,7 +92,7 @@ import Glibc
         let second = try Certificates("second")
         let tlsPort = try freeLoopbackPort()
         let gateway = try await GatewayProcess(
-            config: Self.config(tlsPort: tlsPort, reload: watch ? "reload: { debounce: 200ms }" : ""),
+            config: Self.config(tlsPort: tlsPort, reload: watch ? "reload: { debounce: 500ms }" : ""),
             arguments: watch ? ["--watch"] : [],
             setUp: { directory, _ in
                 try FileManager.default.createDirectory(atPath: "\(directory)/tls", withIntermediateDirectories: true)

@@ -16,7 +16,7 @@ import Glibc
     }
 
     static func waitFor(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<150 {
+        for _ in 0..<250 {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(20))
         }
@@ -30,7 +30,7 @@ import Glibc
         let config = "\(directory)/gateway.yaml", other = "\(directory)/other.txt", log = "\(directory)/gw.log"
         try "a".write(toFile: config, atomically: true, encoding: .utf8)
         let calls = Calls()
-        let watcher = try ConfigFileWatcher(debounce: .milliseconds(150)) { calls.add() }
+        let watcher = try ConfigFileWatcher(debounce: .milliseconds(400)) { calls.add() }
         defer { watcher.stop() }
         #expect(watcher.watch([config]).isEmpty)
 
@@ -39,17 +39,17 @@ import Glibc
             try await Task.sleep(for: .milliseconds(30))
         }
         #expect(await Self.waitFor { calls.value == 1 })
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(800))
         #expect(calls.value == 1, "five writes in a burst: one change")
 
         // Another file beside it, and a log file written while open: no change.
         try "x".write(toFile: other, atomically: true, encoding: .utf8)
         #expect(FileManager.default.createFile(atPath: log, contents: nil))
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(800))
         #expect(calls.value == 1)
         let handle = try #require(FileHandle(forWritingAtPath: log))
         for _ in 0..<10 { try handle.write(contentsOf: Data("line\n".utf8)) }
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(800))
         #expect(calls.value == 1)
 
         // The other file joins the set: its changes count, the config's no longer.
@@ -60,7 +60,7 @@ import Glibc
 
         watcher.stop()
         try "z".write(toFile: other, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .milliseconds(400))
+        try await Task.sleep(for: .milliseconds(800))
         #expect(calls.value == 2, "stopped: no more calls")
     }
 }

@@ -68,14 +68,14 @@ import Testing
 
     @Test func aTokenNearItsExpiryIsRenewedInTheBackground() async throws {
         try await withTokenServer { server in
-            server.expiresIn = 2
+            server.expiresIn = 4
             let source = try OAuth2ClientCredentialsTokenSource(
-                configuration: Self.configuration(server, renewBefore: .seconds(1)), client: HTTPClient())
+                configuration: Self.configuration(server, renewBefore: .seconds(2)), client: HTTPClient())
             let provider = Self.provider(source)
             let first = try await provider.request(APITarget(server)).get().map(String.self, atKeyPath: "token")
             #expect(first == "tok-1")
-            try await _Concurrency.Task.sleep(for: .milliseconds(1200))
-            // Within a second of its expiry: the request goes on with the current token and starts the renewal.
+            try await _Concurrency.Task.sleep(for: .milliseconds(2300))
+            // Within two seconds of its expiry: the request goes on with the current token and starts the renewal.
             server.delay = .milliseconds(300)
             let during = try await provider.request(APITarget(server)).get().map(String.self, atKeyPath: "token")
             #expect(during == "tok-1", "the request did not wait for the renewal")
