@@ -17,7 +17,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Flag(name: .long, help: "Reload when the configuration file, a file it names (secrets, stub bodies, certificates) or its Kubernetes volume changes (as reload.watch: true).")
+    @Flag(name: .long, help: ArgumentHelp(
+        "Reload when the configuration file, a file it names (secrets, stub bodies, certificates) or its Kubernetes "
+            + "volume changes (as reload.watch: true)."))
     var watch = false
 
     func run() async throws {

@@ -25,8 +25,8 @@ extension ConfigLoader {
         ]) else { return nil }
         var ok = true
         if isStub {
-            reader.report(line: entry.keyLine, entry.path,
-                          "a stub upstream sends nothing, so it has no token to fetch (use oauth2_client_credentials with base_url)")
+            reader.report(line: entry.keyLine, entry.path, "a stub upstream sends nothing, so it has no token to fetch "
+                          + "(use oauth2_client_credentials with base_url)")
             ok = false
         }
         var url: UpstreamURL?
@@ -46,8 +46,9 @@ extension ConfigLoader {
         let clientID = reader.requireKey(map, "client_id").flatMap { text($0, reader: reader) }
         let secret = reader.requireKey(map, "client_secret").flatMap { reader.string($0) }
         // Every key is read (and its problems reported) before any is missing.
-        var config = OAuth2ClientCredentialsConfig(tokenURL: url ?? UpstreamURL(scheme: "https", host: "", port: 443, basePath: ""),
-                                                   clientID: clientID ?? "", clientSecret: Secret(secret ?? ""))
+        let placeholder = UpstreamURL(scheme: "https", host: "", port: 443, basePath: "")
+        var config = OAuth2ClientCredentialsConfig(tokenURL: url ?? placeholder, clientID: clientID ?? "",
+                                                   clientSecret: Secret(secret ?? ""))
         ok = ok && url != nil && clientID != nil && secret != nil
         if let item = map["scope"] {
             if let value = text(item, reader: reader) { config.scope = value } else { ok = false }
@@ -101,8 +102,8 @@ extension ConfigLoader {
         }
         let resolved = reader.resolve(value.text)
         guard fileExists(resolved) else {
-            reader.report(line: value.line, entry.path,
-                          value.fromEnvironment ? "file not found or not readable" : "file not found or not readable: \(resolved)")
+            reader.report(line: value.line, entry.path, value.fromEnvironment
+                          ? "file not found or not readable" : "file not found or not readable: \(resolved)")
             return nil
         }
         if let problem = checkCABundle(resolved) {

@@ -60,7 +60,8 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         }
 
         public var description: String {
-            "OAuth2 client credentials (\(tokenURL), client \(clientID), secret [REDACTED], \(clientAuthentication.rawValue))"
+            "OAuth2 client credentials (\(tokenURL), client \(clientID), secret [REDACTED], "
+                + "\(clientAuthentication.rawValue))"
         }
         public var debugDescription: String { description }
     }
@@ -153,7 +154,9 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         do {
             response = try await client.execute(request, timeout: timeout)
         } catch let error as HTTPClientError {
-            if case .invalidURL = error { throw AccessTokenSourceError("the token URL cannot be requested", isTransient: false) }
+            if case .invalidURL = error {
+                throw AccessTokenSourceError("the token URL cannot be requested", isTransient: false)
+            }
             throw AccessTokenSourceError("token endpoint: \(error.description)")
         }
         return try grant(status: response.status, body: response.body, defaultLifetime: defaultLifetime)
@@ -179,7 +182,8 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         }
         if let type = object["token_type"] {
             guard let text = type as? String, text.lowercased() == "bearer" else {
-                throw AccessTokenSourceError("the token endpoint's answer has a token_type other than Bearer", isTransient: false)
+                throw AccessTokenSourceError("the token endpoint's answer has a token_type other than Bearer",
+                                             isTransient: false)
             }
         }
         var lifetime = defaultLifetime

@@ -176,7 +176,8 @@ public final class RenewingAccessTokenSource: AccessTokenSource {
         waiter?.continuation.resume(throwing: Self.deadlineError)
     }
 
-    static let deadlineError = AccessTokenSourceError("no token before the request's deadline (the token endpoint has not answered yet)")
+    static let deadlineError = AccessTokenSourceError(
+        "no token before the request's deadline (the token endpoint has not answered yet)")
 
     // MARK: Fetching
 
