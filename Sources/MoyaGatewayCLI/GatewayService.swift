@@ -9,7 +9,7 @@ import UnixSignals
 ///
 /// With `--watch` or `reload.watch: true`, a change to the configuration file or a file it names (see
 /// ``ConfigFileWatcher``) reloads it too, as SIGHUP does. Reloads run one at a time, in the order they were asked for.
-struct GatewayService: Service {
+struct GatewayService: Service, CustomStringConvertible {
     let runtime: GatewayRuntime
     let configPath: String
     /// `serve --watch`: watch whatever the file says.
@@ -17,6 +17,10 @@ struct GatewayService: Service {
     /// The configuration `serve` started with, and the files its load read.
     let config: GatewayConfig
     let files: Set<String>
+
+    /// What swift-service-lifecycle logs of the service: never the configuration, which holds stub bodies and headers
+    /// (its secrets are redacted, but not everything sensitive is a secret).
+    var description: String { "GatewayService(config: \(configPath), watch: \(watchFlag))" }
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)

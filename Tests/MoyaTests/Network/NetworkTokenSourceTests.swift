@@ -96,7 +96,9 @@ import Testing
             #expect(try await provider.request(APITarget(server)).get().statusCode == 200)
             server.revokeAll()
             let apiCalls = server.apiCalls
-            // Concurrent requests refused with the same token: one renewal for all of them.
+            // Concurrent requests refused with the same token: one renewal for all of them. The API answers after
+            // 200 ms, so that all eight are sent with the revoked token before the first refusal comes back.
+            server.apiDelay = .milliseconds(200)
             let tokens = await withTaskGroup(of: String?.self) { group in
                 for _ in 0..<8 {
                     group.addTask { try? await provider.request(APITarget(server)).get().map(String.self, atKeyPath: "token") }
@@ -108,6 +110,7 @@ import Testing
             #expect(tokens == Array(repeating: "tok-2", count: 8))
             #expect(server.fetches == 2)
             #expect(server.apiCalls - apiCalls == 16, "each request: one 401, one retry with the new token")
+            server.apiDelay = .zero
 
             // An API that refuses every token is tried twice per request, never looped on.
             server.refusesEverything = true
@@ -293,6 +296,7 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
     private var last: (authorization: String?, form: [String: String], contentType: String?) = (nil, [:], nil)
     private var settings: (delay: Duration, expiresIn: Int, failWith: Int?, refuses: Bool, answer: Answer) =
         (.zero, 300, nil, false, .grant)
+    private var apiWait: Duration = .zero
     private var server: HTTPServer?
     private(set) var port = 0
 
@@ -317,6 +321,8 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
     var expiresIn: Int { get { lock.withLock { settings.expiresIn } } set { lock.withLock { settings.expiresIn = newValue } } }
     var failWith: Int? { get { lock.withLock { settings.failWith } } set { lock.withLock { settings.failWith = newValue } } }
     var answer: Answer { get { lock.withLock { settings.answer } } set { lock.withLock { settings.answer = newValue } } }
+    /// How long `/api` waits before it answers.
+    var apiDelay: Duration { get { lock.withLock { apiWait } } set { lock.withLock { apiWait = newValue } } }
     var refusesEverything: Bool {
         get { lock.withLock { settings.refuses } }
         set { lock.withLock { settings.refuses = newValue } }
@@ -327,6 +333,8 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let body = (try? await request.body.collect(upTo: 1 << 16)) ?? []
         if request.head.path == "/oauth/token" { return await token(request, body: body) }
+        let wait = apiDelay
+        if wait > .zero { try? await _Concurrency.Task.sleep(for: wait) }
         let (valid, refuses): (Bool, Bool) = lock.withLock {
             counters.api += 1
             let authorization = request.head.headers.first(name: "Authorization") ?? ""
