@@ -315,7 +315,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     }
 
     private func finishExchange() {
-        if reusable && !connection.isClosed {
+        let spent = pool.configuration.maxRequestsPerConnection.map { exchangesServed >= $0 } ?? false
+        if reusable && !spent && !connection.isClosed {
             idleSince = connection.loop.roundTime
             pool.release(self)
         } else {

@@ -28,6 +28,8 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     private var settingsReceived = false
     /// No new streams here: GOAWAY received or sent, or the connection is closing.
     private(set) var isGoingAway = false
+    /// Streams opened so far (for ``HTTPClient/Configuration/maxRequestsPerConnection``).
+    private var streamsOpened = 0
     /// Whether the TLS handshake must have selected `h2` (mode `.always`).
     private let requiresALPN: Bool
     private var flushScheduled = false
@@ -135,6 +137,8 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             return
         }
         streams[streamID] = exchange
+        streamsOpened += 1
+        if let cap = configuration.maxRequestsPerConnection, streamsOpened >= cap { retireAtRequestCap() }
         if let connectDuration {
             exchange.connectDuration = connectDuration
             self.connectDuration = nil
@@ -443,6 +447,19 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         pool.http2ConnectionRetired(self)
         let moving = wasGoingAway ? unprocessed : unprocessed + takeQueued()
         for exchange in moving { retryUnprocessed(exchange) }
+    }
+
+    /// The connection opened its last stream (``HTTPClient/Configuration/maxRequestsPerConnection``): it takes no
+    /// more, the exchanges waiting for it go to another connection (not counted as a retry: none was sent), and it
+    /// closes when its streams have ended (see `flush`).
+    private func retireAtRequestCap() {
+        guard !isGoingAway else { return }
+        isGoingAway = true
+        pool.http2ConnectionRetired(self)
+        for exchange in takeQueued() {
+            exchange.onCancel = nil
+            pool.resubmit(exchange)
+        }
     }
 
     /// The server did not process `exchange`: send it again on another connection (a bounded number of times, and

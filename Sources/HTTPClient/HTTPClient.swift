@@ -75,6 +75,10 @@ public final class HTTPClient: Sendable {
         public var http2: HTTP2Mode = .auto
         /// SETTINGS this client sends on its HTTP/2 connections (receive windows, header list size).
         public var http2Settings: HTTP2Settings = HTTPClient.Configuration.defaultHTTP2Settings
+        /// Most requests sent on one connection: an HTTP/1.1 connection that carried this many closes after the last
+        /// response; an HTTP/2 one takes no new stream once this many were opened on it (requests waiting for it go
+        /// to a new connection) and closes when its last stream ends. `nil` (the default): no limit.
+        public var maxRequestsPerConnection: Int?
 
         /// How the client picks HTTP/2 or HTTP/1.1 for an origin.
         public enum HTTP2Mode: String, Sendable, Hashable {

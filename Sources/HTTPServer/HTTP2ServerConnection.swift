@@ -111,7 +111,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     init(connection: Connection, context: HTTPServerLoopContext) throws {
         self.connection = connection
         self.context = context
-        self.session = try HTTP2Session(role: .server, settings: context.http2Settings)
+        self.session = try HTTP2Session(role: .server, settings: context.http2SessionSettings)
         self.maxRunningTasks = max(1, Int(context.http2Settings.maxConcurrentStreams))
     }
 

@@ -21,8 +21,8 @@ public final class HTTPServer: Sendable {
         public var limits: HTTPServerLimits
         /// Serve HTTP/2: ALPN `h2` (preferred over `http/1.1`) on TLS, prior knowledge (h2c) on cleartext.
         public var http2: Bool
-        /// Settings and abuse limits of every HTTP/2 connection (its request cap is
-        /// ``HTTP2Settings/maxRequestsPerConnection``).
+        /// Settings and abuse limits of every HTTP/2 connection (its request cap is the lower of
+        /// ``HTTP2Settings/maxRequestsPerConnection`` and ``HTTPServerLimits/maxRequestsPerConnection``).
         public var http2Settings: HTTP2Settings
         /// Response compression (gzip/deflate chosen from the request's `Accept-Encoding`) for every handler's
         /// responses, over HTTP/1.1 and HTTP/2; nil sends bodies as the handler made them.
@@ -46,8 +46,11 @@ public final class HTTPServer: Sendable {
 
         /// The TLS settings used for the listeners: ALPN `h2` first when HTTP/2 is on, never `h2` when it is off,
         /// and always `http/1.1`.
-        var effectiveTLS: TLSServerConfiguration? {
-            guard var tls else { return nil }
+        var effectiveTLS: TLSServerConfiguration? { tls.map(effective) }
+
+        /// `tls` with the ALPN protocols the listeners offer (see ``effectiveTLS``).
+        func effective(_ tls: TLSServerConfiguration) -> TLSServerConfiguration {
+            var tls = tls
             var protocols = tls.alpnProtocols.filter { $0 != "h2" }
             if !protocols.contains("http/1.1") { protocols.append("http/1.1") }
             if http2 { protocols.insert("h2", at: 0) }
@@ -84,6 +87,20 @@ public final class HTTPServer: Sendable {
     public func update(limits: HTTPServerLimits) {
         for context in contexts {
             context.value.loop.execute { context.value.limits = limits }
+        }
+    }
+
+    /// Replaces the certificates (a configuration reload, a renewed certificate): the files are loaded now, and new
+    /// handshakes on the TLS listeners use them once each loop has taken them; open connections keep theirs. The
+    /// ALPN protocols stay as ``Configuration/http2`` says, and the handshake timeout as it was at start.
+    /// - Throws: ``NetCore/TLSError`` (the files do not load, the key does not match, the certificate has expired):
+    ///   nothing changes.
+    public func update(tls: TLSServerConfiguration) throws {
+        let context = try TLSContext(server: configuration.effective(tls))
+        for loopContext in contexts {
+            loopContext.value.loop.execute {
+                if loopContext.value.tlsContext != nil { loopContext.value.tlsContext = context }
+            }
         }
     }
 

@@ -22,7 +22,10 @@ public struct HTTPServerLimits: Sendable {
     public var maxPipelinedRequests: Int = 16
     /// Most connections open at once across the server.
     public var maxConnections: Int = 10_000
-    /// Most requests served on one connection before it is closed.
+    /// Most requests served on one connection before it is closed: HTTP/1.1 requests (the last is answered with
+    /// `Connection: close`), and HTTP/2 streams (a graceful GOAWAY after the last; the lower of this and
+    /// ``HTTPWire/HTTP2Settings/maxRequestsPerConnection`` applies, taken when the connection opens). `Int.max`: no
+    /// limit.
     public var maxRequestsPerConnection: Int = 1_000
     /// Whether a client that closes its side of the connection (EOF) while its requests are still being handled
     /// abandons them: their handlers are cancelled and the connection closed, unanswered (nginx's default for proxied

@@ -28,6 +28,9 @@ final class HTTPServerLoopContext {
     private var closing = false
     private let openConnections: AtomicCounter
     private var listeners: [Listener] = []
+    /// The TLS context new connections on TLS listeners get: set when the first one is bound, replaced by
+    /// ``HTTPServer/update(tls:)``. Open connections keep the one they were accepted with.
+    var tlsContext: TLSContext?
     /// Keyed by the ``Connection``'s identity, so the protocol selector can hand over to the real handler.
     private var connections: [ObjectIdentifier: any HTTPServerConnectionHandler] = [:]
     private var sweepID: Int?
@@ -49,6 +52,17 @@ final class HTTPServerLoopContext {
         self.openConnections = openConnections
     }
 
+    /// The settings of a new HTTP/2 connection's session: ``http2Settings`` with the request cap the lower of its own
+    /// and the current limits' ``HTTPServerLimits/maxRequestsPerConnection`` (so a reload changes it for connections
+    /// opened from then on).
+    var http2SessionSettings: HTTP2Settings {
+        var settings = http2Settings
+        let limit = limits.maxRequestsPerConnection
+        settings.maxRequestsPerConnection = limit == .max ? settings.maxRequestsPerConnection
+            : min(settings.maxRequestsPerConnection ?? .max, limit)
+        return settings
+    }
+
     /// The handler's decision about `request` (``HTTPServerHandler/decide(_:)``), an answer as it is sent.
     func decision(for request: HTTPServerRequest) -> HTTPServerDecision {
         let decision = handler.decide(request)
@@ -58,13 +72,15 @@ final class HTTPServerLoopContext {
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.
     func listen(on address: SocketAddress, tls: TLSContext?, joiningOwnListener: Bool) throws -> SocketAddress {
+        let isTLS = tls != nil
+        if let tls, tlsContext == nil { tlsContext = tls }
         let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener,
                                     onAcceptFailure: events.acceptFailed) { [weak self] fd, remote in
             guard let self else {
                 Connection.closeAccepted(fd)
                 return
             }
-            accepted(fd: fd, remote: remote, tls: tls)
+            accepted(fd: fd, remote: remote, tls: isTLS ? tlsContext : nil)
         }
         try listener.start()
         listeners.append(listener)

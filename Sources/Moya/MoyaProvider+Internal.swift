@@ -236,8 +236,15 @@ extension MoyaProvider {
         var request = preparedRequest
         var attempt = 0
         var answeredChallenge = false
+        // Set while the next attempt answers a challenge: it re-sends what was adapted for the attempt it answers.
+        var keepsAdaptation = false
         let maximumAttempts = 16
         while true {
+            if !adapters.isEmpty && !keepsAdaptation,
+               let failure = await adapted(&request, pluginTarget: pluginTarget) {
+                return .failure(failure)
+            }
+            keepsAdaptation = false
             let result = validated(await request.exchange(in: session, progress: progress), target: target)
             if AsyncTask.isCancelled { return .failure(.underlying(MoyaProviderErrors.cancelled, nil)) }
             guard request.canBeSentAgain else { return result }
@@ -247,6 +254,7 @@ extension MoyaProvider {
                                                                          uri: request.digestURI, credential: credential) {
                 answeredChallenge = true
                 request.authorize(authorization)
+                keepsAdaptation = true
                 continue
             }
 
@@ -268,6 +276,17 @@ extension MoyaProvider {
             }
             if let newRequest { request.replace(with: newRequest, in: session) }
             attempt += 1
+        }
+    }
+
+    /// Runs the `RequestAdapter` plugins on `request` for its next attempt; the error that fails it, if one threw.
+    private func adapted<Request: OutgoingRequest>(_ request: inout Request, pluginTarget: TargetType) async -> MoyaError? {
+        do {
+            for adapter in adapters { try await request.adapt(with: adapter, target: pluginTarget, in: session) }
+            return nil
+        } catch {
+            if AsyncTask.isCancelled || error is CancellationError { return .underlying(MoyaProviderErrors.cancelled, nil) }
+            return TransportErrors.moyaError(for: error)
         }
     }
 

@@ -133,6 +133,9 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// per attempt is a conformance lookup).
     let retriers: [RetrierPlugin]
 
+    /// The plugins that are `RequestAdapter`s, in order, each with its transport form looked up once.
+    let adapters: [AdapterPlugin]
+
     /// How `requestInCurrentTask` sends without `URLRequest`; nil sends as `request` does.
     package private(set) var transportLane: TransportLane?
 
@@ -166,6 +169,9 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         self.defaultCallbackQueue = DispatchQueue(label: "Moya.MoyaProvider<\(Target.self)>.callbackQueue")
         self.retriers = plugins.compactMap { plugin in
             (plugin as? RequestRetrier).map { RetrierPlugin(retrier: $0, transport: $0 as? TransportRetrier) }
+        }
+        self.adapters = plugins.compactMap { plugin in
+            (plugin as? RequestAdapter).map { AdapterPlugin(adapter: $0, transport: $0 as? TransportAdapter) }
         }
     }
 

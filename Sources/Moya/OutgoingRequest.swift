@@ -23,6 +23,8 @@ protocol OutgoingRequest {
                   attempt: Int) async -> RetryDecision
     /// Goes on with the request a retrier returned.
     mutating func replace(with request: URLRequest, in session: Session)
+    /// Lets `adapter` adapt the request for the next attempt (see ``RequestAdapter``).
+    mutating func adapt(with adapter: AdapterPlugin, target: TargetType, in session: Session) async throws
 }
 
 /// A `URLRequest` sent through `Session.send`, with its upload and download plan.
@@ -82,6 +84,10 @@ struct URLRequestOutgoing: OutgoingRequest {
 
     mutating func replace(with request: URLRequest, in session: Session) {
         self.request = request
+    }
+
+    mutating func adapt(with adapter: AdapterPlugin, target: TargetType, in session: Session) async throws {
+        request = try await adapter.adapter.adapt(request, for: target)
     }
 }
 
@@ -146,6 +152,17 @@ struct TransportOutgoing: OutgoingRequest {
         replacement.deadline = self.request.deadline
         self.request = replacement
         source = RequestTypeWrapper(request: request)
+    }
+
+    /// The adapted request is what the response's `request` shows. An adapter without a transport form (which a
+    /// transport lane does not take; see `TransportLane`) adapts the request's `URLRequest` form.
+    mutating func adapt(with adapter: AdapterPlugin, target: TargetType, in session: Session) async throws {
+        if let transport = adapter.transport {
+            try await transport.adapt(&request, for: target)
+            source = RequestTypeWrapper(transport: request)
+        } else if let urlRequest = source.request {
+            replace(with: try await adapter.adapter.adapt(urlRequest, for: target), in: session)
+        }
     }
 }
 

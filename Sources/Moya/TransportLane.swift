@@ -10,13 +10,15 @@ package struct TransportLane: @unchecked Sendable {
     let plugins: [TransportPlugin]
 
     /// A lane for these plugins and session, or nil when one of them needs the `URLRequest` path (a plugin without a
-    /// transport `prepare`, a session that follows redirects or has an interceptor).
+    /// transport `prepare`, a retrier or adapter without a transport form, a session that follows redirects or has an
+    /// interceptor).
     init?(mapping: @escaping Mapping, plugins: [PluginType], session: Session) {
         guard case .doNotFollow = session.redirectHandler.behavior, session.interceptor == nil else { return nil }
         var transportPlugins: [TransportPlugin] = []
         for plugin in plugins {
             guard let transportPlugin = plugin as? TransportPlugin else { return nil }
             if plugin is RequestRetrier && !(plugin is TransportRetrier) { return nil }
+            if plugin is RequestAdapter && !(plugin is TransportAdapter) { return nil }
             transportPlugins.append(transportPlugin)
         }
         self.mapping = mapping

@@ -13,8 +13,9 @@ struct ConfigOptions: ParsableArguments {
 
     /// Loads the configuration exactly as `check`, `serve` and reload do; on failure prints one problem per line to
     /// stderr and returns nil.
-    func load() -> GatewayConfig? {
-        switch ConfigLoader().load(path: path, environment: environment) {
+    func load(noting files: ReferencedFiles? = nil) -> GatewayConfig? {
+        let loader = files.map { ConfigLoader().recording(into: $0) } ?? ConfigLoader()
+        switch loader.load(path: path, environment: environment) {
         case .success(let config):
             return config
         case .failure(let errors):

@@ -6,32 +6,43 @@ import UnixSignals
 /// The running gateway as a swift-service-lifecycle `Service`: it serves until the service group asks for a graceful
 /// shutdown (SIGTERM or SIGINT), then drains. SIGHUP reloads the configuration file meanwhile (an invalid file is
 /// logged and the running configuration kept); SIGUSR1 reopens the log file after a rotation, and so does SIGHUP.
-struct GatewayService: Service {
+///
+/// With `--watch` or `reload.watch: true`, a change to the configuration file or a file it names (see
+/// ``ConfigFileWatcher``) reloads it too, as SIGHUP does. Reloads run one at a time, in the order they were asked for.
+struct GatewayService: Service, CustomStringConvertible {
     let runtime: GatewayRuntime
     let configPath: String
+    /// `serve --watch`: watch whatever the file says.
+    let watchFlag: Bool
+    /// The configuration `serve` started with, and the files its load read.
+    let config: GatewayConfig
+    let files: Set<String>
+
+    /// What swift-service-lifecycle logs of the service: never the configuration, which holds stub bodies and headers
+    /// (its secrets are redacted, but not everything sensitive is a secret).
+    var description: String { "GatewayService(config: \(configPath), watch: \(watchFlag))" }
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
+        let (triggers, trigger) = AsyncStream<ConfigReloader.Trigger>.makeStream()
+        let reloader = ConfigReloader(runtime: runtime, configPath: configPath, config: config, files: files,
+                                      watch: watchFlag) { trigger.yield(.filesChanged) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await signal in signals {
                     await runtime.reopenLogFile()
-                    if signal == .sighup { reload() }
+                    if signal == .sighup { trigger.yield(.signal) }
                 }
+            }
+            group.addTask {
+                for await reason in triggers { reloader.reload(reason) }
             }
             // Returns when graceful shutdown is triggered, or throws when the group is cancelled: drain either way.
             try? await gracefulShutdown()
+            trigger.finish()
+            reloader.stop()
             group.cancelAll()
         }
         await runtime.drain()
-    }
-
-    private func reload() {
-        switch ConfigLoader().load(path: configPath, environment: ProcessInfo.processInfo.environment) {
-        case .success(let config):
-            runtime.reload(with: config)
-        case .failure(let errors):
-            runtime.reloadRejected(problems: errors.problems.map(\.description))
-        }
     }
 }

@@ -20,15 +20,19 @@ public struct ConfigLoader: Sendable {
     public var checkServerCertificate: @Sendable (_ certificate: String, _ privateKey: String) -> String?
     /// Why log lines could not be appended to the file at this path (`logging.output`), or nil when they can.
     public var logOutputProblem: @Sendable (String) -> String?
+    /// Why the CA bundle at this path (a `ca_file`) cannot be loaded, or nil when it can.
+    public var checkCABundle: @Sendable (String) -> String?
 
     public init(readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
                 fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk,
                 checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader.serverCertificateProblemOnDisk,
-                logOutputProblem: @escaping @Sendable (String) -> String? = ConfigLoader.logOutputProblemOnDisk) {
+                logOutputProblem: @escaping @Sendable (String) -> String? = ConfigLoader.logOutputProblemOnDisk,
+                checkCABundle: @escaping @Sendable (String) -> String? = ConfigLoader.caBundleProblemOnDisk) {
         self.readFile = readFile
         self.fileExists = fileExists
         self.checkServerCertificate = checkServerCertificate
         self.logOutputProblem = logOutputProblem
+        self.checkCABundle = checkCABundle
     }
 
     /// An existing file must be writable and not a directory; a new one needs a writable directory to be made in.
@@ -153,12 +157,13 @@ private struct Builder {
 
     mutating func build(root: Node) -> GatewayConfig? {
         guard let top = reader.mapping(root, "", allowed: ["server", "admin", "logging", "clients", "upstreams",
-                                                           "routes"]) else { return nil }
+                                                           "routes", "reload"]) else { return nil }
         var config = GatewayConfig(sourcePath: path)
         if let entry = top["server"], let server = server(entry) { config.server = server }
         if let entry = top["admin"], let admin = admin(entry) { config.admin = admin }
         if let entry = top["logging"], let logging = logging(entry) { config.logging = logging }
         if let entry = top["clients"] { config.clients = clients(entry) }
+        if let entry = top["reload"], let reload = loader.reload(entry, reader: reader) { config.reload = reload }
         var declared: [String] = []
         if let entry = reader.requireKey(top, "upstreams") {
             config.upstreams = upstreams(entry)
@@ -253,6 +258,7 @@ private struct Builder {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
             "max_header_bytes", "max_headers", "max_body_bytes", "header_timeout", "body_timeout", "idle_timeout",
             "send_timeout", "max_connections", "drain_timeout", "min_send_rate", "min_receive_rate", "min_rate_window",
+            "max_requests_per_connection",
         ]) else { return }
         if let item = map["max_header_bytes"], let value = reader.size(item) {
             if value > 1 << 24 {
@@ -271,6 +277,9 @@ private struct Builder {
             limits.maxConnections = value
         }
         if let item = map["drain_timeout"], let value = reader.duration(item) { limits.drainTimeout = value }
+        if let item = map["max_requests_per_connection"], let value = reader.int(item, in: 0...1_000_000_000) {
+            limits.maxRequestsPerConnection = value
+        }
         minimumRates(map, into: &limits)
     }
 
@@ -463,7 +472,7 @@ private struct Builder {
                 upstream.timeout.response = value
             }
         }
-        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: ["max_connections", "http2", "max_wait", "max_waiting", "idle_timeout"]) {
+        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: ["max_connections", "http2", "max_wait", "max_waiting", "idle_timeout", "max_requests_per_connection"]) {
             if let max = pool["max_connections"], let value = reader.int(max, in: 1...100_000) {
                 upstream.pool.maxConnections = value
             }
@@ -471,6 +480,9 @@ private struct Builder {
             if let idle = pool["idle_timeout"], let value = reader.duration(idle) { upstream.pool.idleTimeout = value }
             if let waiting = pool["max_waiting"], let value = reader.int(waiting, in: 0...1_000_000) {
                 upstream.pool.maxWaiting = value
+            }
+            if let cap = pool["max_requests_per_connection"], let value = reader.int(cap, in: 0...1_000_000_000) {
+                upstream.pool.maxRequestsPerConnection = value
             }
             if let mode = pool["http2"], let value = reader.scalar(mode.value, mode.path) {
                 if let parsed = UpstreamConfig.HTTP2Mode(rawValue: value.text) {
@@ -484,10 +496,20 @@ private struct Builder {
         }
         if let item = map["tls"], let tls = reader.mapping(item.value, item.path, allowed: ["verify", "ca_file"]) {
             if let verify = tls["verify"], let value = reader.bool(verify) { upstream.tls.verify = value }
-            if let ca = tls["ca_file"] { upstream.tls.caFile = existingFile(ca) }
+            if let ca = tls["ca_file"] { upstream.tls.caFile = loader.caFile(ca, reader: reader) }
         }
         if let item = map["access_token"] {
-            if let token = accessToken(item) { upstream.accessToken = token } else { ok = false }
+            if ConfigLoader.declaresOAuth2(item) {
+                if let oauth2 = loader.oauth2(item, reader: reader, isStub: map.has("stub")) {
+                    upstream.oauth2 = oauth2
+                } else {
+                    ok = false
+                }
+            } else if let token = accessToken(item) {
+                upstream.accessToken = token
+            } else {
+                ok = false
+            }
         }
         if let item = map["credentials"] {
             if let credentials = credentials(item) { upstream.credentials = credentials } else { ok = false }
@@ -584,7 +606,8 @@ private struct Builder {
                     kind = nil
                 }
             default:
-                reader.report(line: value.line, item.path, "invalid type \(value.shown) (bearer, basic or custom)")
+                reader.report(line: value.line, item.path,
+                              "invalid type \(value.shown) (bearer, basic, custom or oauth2_client_credentials)")
                 kind = nil
             }
         }

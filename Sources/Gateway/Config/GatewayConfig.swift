@@ -21,6 +21,8 @@ public struct GatewayConfig: Sendable, Equatable {
     public var upstreams: [UpstreamConfig]
     /// Routes in declaration order (the router orders them by precedence); names are unique.
     public var routes: [RouteConfig]
+    /// `reload`: reloading when the files change.
+    public var reload = ReloadConfig()
 
     public init(sourcePath: String, server: ServerConfig = ServerConfig(), admin: AdminConfig = AdminConfig(),
                 logging: LoggingConfig = LoggingConfig(), clients: ClientsConfig? = nil,
@@ -194,6 +196,9 @@ public struct LimitsConfig: Sendable, Equatable {
     public var minReceiveRate: Int64 = 1024
     /// How far behind the minimum rates a transfer may fall before it is cut.
     public var minRateWindow: Duration = .seconds(10)
+    /// HTTP/1.1 requests, or HTTP/2 streams, served on one client connection before it is closed (HTTP/2: a
+    /// graceful GOAWAY); 0 = no limit. Default 1000.
+    public var maxRequestsPerConnection: Int = 1000
 
     public init() {}
 
@@ -211,6 +216,7 @@ public struct LimitsConfig: Sendable, Equatable {
         limits.minSendRate = minSendRate
         limits.minReceiveRate = minReceiveRate
         limits.minRateWindow = minRateWindow
+        limits.maxRequestsPerConnection = maxRequestsPerConnection == 0 ? .max : maxRequestsPerConnection
         // A client that leaves before its answer abandons the upstream call (nginx's `proxy_ignore_client_abort off`).
         limits.abandonsRequestsOnClientEOF = true
         return limits
@@ -375,6 +381,9 @@ public struct UpstreamConfig: Sendable, Equatable {
         /// Most requests waiting for a connection (or an HTTP/2 stream) per thread; more get 503 at once. Default
         /// 1024; 0 queues none.
         public var maxWaiting: Int = 1024
+        /// Requests (HTTP/1.1) or streams (HTTP/2) sent on one connection before it is retired (it finishes what it
+        /// carries and closes); 0 = no limit. Default 0.
+        public var maxRequestsPerConnection: Int = 0
 
         public init() {}
     }
@@ -439,6 +448,8 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var pool = Pool()
     public var tls = TLS()
     public var accessToken: AccessToken?
+    /// `access_token` with `type: oauth2_client_credentials` (then ``accessToken`` is nil).
+    public var oauth2: OAuth2ClientCredentialsConfig?
     public var credentials: Credentials?
     /// Default `.none`.
     public var validation: Validation = .none

@@ -10,6 +10,9 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable {
     case badGateway = "bad_gateway"
     case serviceUnavailable = "service_unavailable"
     case gatewayTimeout = "gateway_timeout"
+    /// The gateway could not obtain the credentials it sends the upstream (its OAuth 2.0 token endpoint failed, or
+    /// the upstream refused a fresh token): 502, and nothing was sent, or what was sent was refused.
+    case upstreamAuthFailed = "upstream_auth_failed"
 
     public var status: Int {
         switch self {
@@ -23,6 +26,7 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable {
         case .badGateway: return 502
         case .serviceUnavailable: return 503
         case .gatewayTimeout: return 504
+        case .upstreamAuthFailed: return 502
         }
     }
 }

@@ -21,6 +21,10 @@ public enum RouteTableFormatter {
             if let timeout = config.timeout { flags.append("timeout \(timeout.configDescription)") }
             if let retries = config.retries { flags.append("attempts \(retries.attempts)") }
             if let limit = config.maxBodyBytes { flags.append("max_body \(ConfigValue.sizeDescription(limit))") }
+            if route.upstream.pool.maxRequestsPerConnection > 0 {
+                flags.append("upstream_requests_per_connection \(route.upstream.pool.maxRequestsPerConnection)")
+            }
+            if route.upstream.oauth2 != nil { flags.append("oauth2") }
             let servers = route.upstream.servers.map { " via " + $0.map(\.description).joined(separator: ",") } ?? ""
             let upstream = route.upstream.baseURL.map { "\(route.upstream.name) (\($0)\(servers))" }
                 ?? route.upstream.name

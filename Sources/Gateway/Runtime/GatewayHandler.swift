@@ -417,11 +417,13 @@ final class GatewayHandler: HTTPServerHandler {
             return errorResponse(.badGateway, requestID: requestID)
         case .success(let response) where response.statusCode == 401 && call.upstream.injectsCredentials:
             // The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
-            // gateway's configuration, and a challenge the client could not answer.
+            // gateway's configuration, and a challenge the client could not answer. With a token source, even a
+            // token fetched for the retry was refused.
+            let code: GatewayErrorCode = call.upstream.tokenSource != nil ? .upstreamAuthFailed : .badGateway
             exchange.record.upstreamError = "upstream refused the gateway's credentials (401)"
-            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: .badGateway,
+            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: code,
                                                       metrics: exchange.record.routeMetrics)
-            return errorResponse(.badGateway, requestID: requestID)
+            return errorResponse(code, requestID: requestID)
         case .success(let response):
             var headers: HTTPWire.HTTPHeaders
             if let transport = response.transportHeaders {
@@ -505,6 +507,7 @@ enum GatewayErrorMapping {
     static func reason(for error: MoyaError) -> String {
         if case .underlying(let underlying, _) = error {
             if let client = underlying as? HTTPClientError { return client.description }
+            if let token = underlying as? AccessTokenSourceError { return "no access token: \(token.reason)" }
             if let moya = underlying as? MoyaError { return reason(for: moya) }
             let nsError = underlying as NSError
             if nsError.domain == NSURLErrorDomain { return urlErrorReason(code: nsError.code) }
@@ -526,6 +529,7 @@ enum GatewayErrorMapping {
     }
 
     static func code(forUnderlying error: any Error) -> GatewayErrorCode {
+        if error is AccessTokenSourceError { return .upstreamAuthFailed }
         if let client = error as? HTTPClientError {
             switch client {
             case .connectTimeout, .responseTimeout, .responseBodyTimeout: return .gatewayTimeout

@@ -87,6 +87,7 @@ enum Metric {
     static let serverHealthy = "moya_gateway_upstream_server_healthy"
     static let minimumRateCuts = "moya_gateway_min_rate_cuts_total"
     static let acceptsRefused = "moya_gateway_accepts_refused_total"
+    static let tokenFetches = "moya_gateway_upstream_token_fetches_total"
 
     private static let helpTexts: [String: String] = [
         requests: "Requests answered, by route and status",
@@ -103,6 +104,7 @@ enum Metric {
         serverHealthy: "1 while an upstream address passes its health checks, 0 while it is taken out, by upstream and server",
         minimumRateCuts: "Client connections and HTTP/2 streams cut for moving bytes below the minimum rate, by direction (send: a response, receive: a request body) and protocol (http1, http2)",
         acceptsRefused: "Accepts that failed for want of file descriptors (reason fd_limit: EMFILE, ENFILE) or socket memory (reason memory); accepting pauses 100 ms and is retried",
+        tokenFetches: "Requests to an upstream's OAuth 2.0 token endpoint, by upstream and result (success or failure)",
     ]
 
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import HTTPWire
+import Locking
 import Logging
 import NetCore
 import Prometheus
@@ -15,8 +16,11 @@ public final class GatewayRuntime: Sendable {
     private let adminServer: HTTPServer
     private let admin: AdminHandler
     private let startedConfig: GatewayConfig
-    /// A hash of the TLS certificate and key files' contents at start: a reload notices files replaced in place.
-    private let startedTLSFiles: UInt128?
+    /// The TLS certificate and key being served: their paths and a hash of their contents, so that a reload loads
+    /// them again when either changed (a renewal replaces the files in place).
+    private let servedTLSFiles: Locked<TLSFiles?>
+    /// Reloads one at a time (SIGHUP and the file watch may ask at once).
+    private let reloading = Locked(())
     /// The logging settings a reload changes (level, format, access log, redaction).
     private let logSettings: LogSettings
     /// The main listeners' request handler, for in-process benchmarks (`GatewayBench`).
@@ -36,7 +40,7 @@ public final class GatewayRuntime: Sendable {
         telemetry = Telemetry(registry: registry, sink: sink, settings: logSettings)
         state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         startedConfig = config
-        startedTLSFiles = Self.tlsFilesFingerprint(config)
+        servedTLSFiles = Locked(TLSFiles(config))
         let limits = Self.serverLimits(config)
         let listen = try config.server.listen.map(Self.socketAddress)
         let tlsListen = try (config.server.tls?.listen ?? []).map(Self.socketAddress)
@@ -53,6 +57,8 @@ public final class GatewayRuntime: Sendable {
         var http2Settings = HTTP2Settings()
         http2Settings.enableConnectProtocol = true
         let events = telemetry.serverEvents(acceptFailures: AcceptFailureReport())
+        // The request cap is `server.limits.max_requests_per_connection` alone (reloadable: `HTTPServerLimits`).
+        http2Settings.maxRequestsPerConnection = nil
         server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
                                                  http2: config.server.http2, http2Settings: http2Settings,
                                                  compression: compression, events: events),
@@ -73,11 +79,15 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// The settings a reload cannot apply (they shape the listeners, the loops or the log's output), changed between
-    /// `started` and `new`.
+    /// `started` and `new`. The TLS certificate and key are reloaded (see ``reload(with:)``); the TLS listeners are not.
     static func keysNeedingRestart(from started: GatewayConfig, to new: GatewayConfig) -> [String] {
         var keys: [String] = []
         if new.server.listen != started.server.listen { keys.append("server.listen") }
-        if new.server.tls != started.server.tls { keys.append("server.tls") }
+        if (new.server.tls == nil) != (started.server.tls == nil) {
+            keys.append("server.tls")
+        } else if new.server.tls?.listen != started.server.tls?.listen {
+            keys.append("server.tls.listen")
+        }
         if new.server.threads != started.server.threads { keys.append("server.threads") }
         if new.server.http2 != started.server.http2 { keys.append("server.http2") }
         if new.server.ioUring != started.server.ioUring { keys.append("server.io_uring") }
@@ -87,16 +97,28 @@ public final class GatewayRuntime: Sendable {
         return keys
     }
 
-    /// FNV-1a 128 over the TLS certificate and key files' bytes (nil without TLS, or when they cannot be read).
-    static func tlsFilesFingerprint(_ config: GatewayConfig) -> UInt128? {
-        guard let tls = config.server.tls,
-              let certificate = FileManager.default.contents(atPath: tls.certificate),
-              let key = FileManager.default.contents(atPath: tls.privateKey) else { return nil }
-        var hasher = FNV1a128()
-        hasher.bytes(certificate)
-        hasher.byte(0)
-        hasher.bytes(key)
-        return hasher.value
+    /// The served certificate and key files: their paths and FNV-1a 128 over their bytes (nil when they cannot be
+    /// read).
+    struct TLSFiles: Equatable {
+        let certificate: String
+        let privateKey: String
+        let contents: UInt128?
+
+        init?(_ config: GatewayConfig) {
+            guard let tls = config.server.tls else { return nil }
+            certificate = tls.certificate
+            privateKey = tls.privateKey
+            guard let certificateBytes = FileManager.default.contents(atPath: tls.certificate),
+                  let keyBytes = FileManager.default.contents(atPath: tls.privateKey) else {
+                contents = nil
+                return
+            }
+            var hasher = FNV1a128()
+            hasher.bytes(certificateBytes)
+            hasher.byte(0)
+            hasher.bytes(keyBytes)
+            contents = hasher.value
+        }
     }
 
     private static func socketAddress(_ address: ListenAddress) throws -> SocketAddress {
@@ -125,10 +147,32 @@ public final class GatewayRuntime: Sendable {
 
     /// Swaps in a new configuration (routes, upstreams, plugins) atomically and applies its logging settings and server
     /// limits; the settings in ``keysNeedingRestart(from:to:)`` change only with a restart, which is logged as a warning.
-    public func reload(with config: GatewayConfig) {
-        var needRestart = Self.keysNeedingRestart(from: startedConfig, to: config)
-        if !needRestart.contains("server.tls"), Self.tlsFilesFingerprint(config) != startedTLSFiles {
-            needRestart.append("server.tls (the certificate or key file changed)")
+    ///
+    /// When the TLS certificate or key changed (other paths, or the files replaced in place), they are loaded first:
+    /// new handshakes use them, open connections keep theirs. A pair that does not load rejects the whole reload
+    /// (``reloadRejected(problems:)``, with OpenSSL's reason), and the running configuration and certificate stay.
+    /// - Returns: whether the configuration was taken.
+    @discardableResult
+    public func reload(with config: GatewayConfig) -> Bool {
+        reloading.withLock { _ in apply(config) }
+    }
+
+    private func apply(_ config: GatewayConfig) -> Bool {
+        let needRestart = Self.keysNeedingRestart(from: startedConfig, to: config)
+        let tlsFiles = TLSFiles(config)
+        var reloadedTLS = false
+        if let tls = config.server.tls, startedConfig.server.tls != nil, !needRestart.contains("server.tls"),
+           tlsFiles != servedTLSFiles.withLock({ $0 }) {
+            do {
+                try server.update(tls: TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(
+                    certificateChainPath: tls.certificate, privateKeyPath: tls.privateKey)))
+                servedTLSFiles.withLock { $0 = tlsFiles }
+                reloadedTLS = true
+            } catch {
+                let reason = (error as? TLSError)?.reason ?? "\(error)"
+                reloadRejected(problems: ["\(config.sourcePath): server.tls.certificate: \(reason)"])
+                return false
+            }
         }
         if !needRestart.isEmpty {
             logger.warning("reload: these settings take effect only after a restart", metadata: [
@@ -139,7 +183,12 @@ public final class GatewayRuntime: Sendable {
         state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger,
                                             previous: state.current))
         telemetry.reloaded(successfully: true)
+        if reloadedTLS, let tls = config.server.tls {
+            logger.notice("reloaded the TLS certificate: new handshakes use it", metadata: [
+                "certificate": .string(tls.certificate)])
+        }
         logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
+        return true
     }
 
     /// Opens `logging.output`'s file again (SIGUSR1, and before each reload), so that a log rotated by moving the file

@@ -39,9 +39,16 @@ final class GatewaySnapshot: Sendable {
                 old.upstream.baseURL == upstream.baseURL && old.upstream.servers == upstream.servers
                     ? old.healthExclusions : nil
             } ?? []
+            // A token source whose endpoint, credentials and settings did not change keeps its token.
+            let tokenSource = upstream.oauth2.map { settings in
+                previous?.providers[upstream.name]?.tokenSource.flatMap { old in
+                    old.identity == UpstreamTokenSource.Identity(settings) ? old : nil
+                } ?? UpstreamTokenSource(upstream: upstream.name, config: settings, group: group, telemetry: telemetry,
+                                         logger: logger)
+            }
             providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger,
                                                         breaker: breaker, retries: retries, tunnels: tunnels,
-                                                        health: (telemetry, logger, inherited))
+                                                        health: (telemetry, logger, inherited), tokenSource: tokenSource)
             if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
         // A circuit that no longer exists (its upstream or its `circuit_breaker` removed) is not left reading open.

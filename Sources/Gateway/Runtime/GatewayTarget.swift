@@ -88,7 +88,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
         case .bearer?: return .bearer
         case .basic?: return .basic
         case .custom(let scheme)?: return .custom(scheme)
-        case nil: return nil
+        case nil: return provider.upstream.oauth2 != nil ? .bearer : nil
         }
     }
 

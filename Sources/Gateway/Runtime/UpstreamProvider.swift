@@ -41,6 +41,9 @@ final class UpstreamProvider: Sendable {
     let breaker: CircuitBreaker?
     /// The upstream's active health checks (`health_check`), running while this provider is in use.
     private let healthChecker: UpstreamHealthChecker?
+    /// The upstream's OAuth 2.0 token source (`access_token: { type: oauth2_client_credentials }`), kept by a reload
+    /// that leaves it unchanged.
+    let tokenSource: UpstreamTokenSource?
 
     /// The addresses the health checks have taken out now (for the provider a reload makes next).
     var healthExclusions: Set<SocketAddress> { healthChecker?.excluded ?? [] }
@@ -48,12 +51,15 @@ final class UpstreamProvider: Sendable {
     /// `exchangeLogger`: Moya's network logger, bridged to the gateway's log (debug level only). `retries`: whether
     /// some route to this upstream has `retries` (without, no retrier is asked after every answer). `tunnels`:
     /// whether some route to it relays WebSockets (see ``tunnelProvider``). `health`: where the health checks report
-    /// (checks run only with it, for an upstream with `health_check`).
+    /// (checks run only with it, for an upstream with `health_check`). `tokenSource`: the upstream's OAuth 2.0 token
+    /// source, when it has `access_token: { type: oauth2_client_credentials }`.
     init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
          breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false,
-         health: (telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress>)? = nil) {
+         health: (telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress>)? = nil,
+         tokenSource: UpstreamTokenSource? = nil) {
         self.upstream = upstream
         self.breaker = breaker
+        self.tokenSource = tokenSource
         // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
         let splitOrigin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
             ?? HTTPOrigin(scheme: "http", host: "stub.invalid", port: 80)
@@ -63,8 +69,10 @@ final class UpstreamProvider: Sendable {
         let answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
         self.answersInstantly = answersInstantly
         self.isStub = upstream.isStub
-        self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil
+        self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil || upstream.oauth2 != nil
         var plugins: [PluginType] = [ForwardingHeadersPlugin()]
+        // Before the route's retries: a 401 is its to answer (one retry with a new token).
+        if let tokenSource { plugins.append(AccessTokenSourcePlugin(source: tokenSource.source)) }
         if retries { plugins.append(RouteRetryPlugin()) }
         if let token = upstream.accessToken {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
@@ -90,6 +98,8 @@ final class UpstreamProvider: Sendable {
             configuration.maxWaitTime = upstream.pool.maxWait
             configuration.idleTimeout = upstream.pool.idleTimeout
             configuration.maxWaitingRequestsPerOrigin = upstream.pool.maxWaiting
+            configuration.maxRequestsPerConnection = upstream.pool.maxRequestsPerConnection == 0
+                ? nil : upstream.pool.maxRequestsPerConnection
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
             configuration.servers = upstream.servers ?? []

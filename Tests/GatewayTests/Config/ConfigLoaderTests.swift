@@ -741,7 +741,7 @@ import Testing
         routes: []
         """
         #expect(problems(text) == [
-            "conf/gw.yaml:4: upstreams.a.access_token.type: invalid type 'digest' (bearer, basic or custom)",
+            "conf/gw.yaml:4: upstreams.a.access_token.type: invalid type 'digest' (bearer, basic, custom or oauth2_client_credentials)",
             "conf/gw.yaml:7: upstreams.b.access_token.scheme: required key is missing",
             "conf/gw.yaml:11: upstreams.c.credentials: use either access_token or credentials, not both",
             "conf/gw.yaml:14: upstreams.d.credentials.user: required key is missing",

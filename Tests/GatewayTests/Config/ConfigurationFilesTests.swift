@@ -6,7 +6,7 @@ import Testing
 @Suite struct ConfigurationFilesTests {
     static let exampleEnvironment: [String: String] = [
         "USERS_TOKEN": "users-token", "BILLING_KEY": "billing-key", "WEB_KEY": "web-key",
-        "BILLING_PASSWORD": "billing-password", "MOYA_TLS_DIR": "/tls",
+        "BILLING_PASSWORD": "billing-password", "MOYA_TLS_DIR": "/tls", "OAUTH_CLIENT_SECRET": "oauth-client-secret",
     ]
 
     static func yamlFiles() -> [String] {
@@ -22,7 +22,7 @@ import Testing
     @Test func thereAreFilesToCheck() {
         let names = Self.yamlFiles().map { ($0 as NSString).lastPathComponent }
         #expect(names.contains("gateway.yaml") && names.contains("real-upstream.yaml") && names.contains("tls.yaml")
-            && names.contains("api-keys.yaml"))
+            && names.contains("api-keys.yaml") && names.contains("oauth2-upstream.yaml"))
     }
 
     @Test(arguments: yamlFiles()) func fileLoads(path: String) {

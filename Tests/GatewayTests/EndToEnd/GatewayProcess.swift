@@ -34,26 +34,37 @@ final class GatewayProcess {
 
     /// Writes `config` and `files` (paths relative to ``directory``, written first), with `PORT` and `ADMIN` replaced
     /// in both, and starts the gateway, told where its config is as `location` says (without `--config` it runs in
-    /// ``directory``); waits for /readyz. `shellPrefix` runs in the shell before the gateway is exec'ed (for example
+    /// ``directory``); waits for /readyz. `arguments` follow `serve` (`--watch`). `configFile` (relative to
+    /// ``directory``) is where the config is read from instead of `gateway.yaml`; with it, `config` is not written
+    /// and `setUp` (called with ``directory`` and the placeholder renderer before the start) makes the file (a
+    /// Kubernetes volume's symlinks). `shellPrefix` runs in the shell before the gateway is exec'ed (for example
     /// `ulimit -n 64; `).
     init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
-         location: ConfigLocation = .argument, shellPrefix: String = "") async throws {
-        directory = ProcessRunner.temporaryDirectory("gateway-e2e")
+         location: ConfigLocation = .argument, arguments: [String] = [], configFile: String? = nil,
+         shellPrefix: String = "",
+         setUp: ((_ directory: String, _ render: (String) -> String) throws -> Void)? = nil) async throws {
+        let directory = ProcessRunner.temporaryDirectory("gateway-e2e")
+        self.directory = directory
         port = try freeLoopbackPort()
         adminPort = try freeLoopbackPort()
-        configPath = location == .defaultPath ? "\(directory)/Configuration/gateway.yaml" : "\(directory)/gateway.yaml"
+        configPath = configFile.map { "\(directory)/\($0)" }
+            ?? (location == .defaultPath ? "\(directory)/Configuration/gateway.yaml" : "\(directory)/gateway.yaml")
         logPath = "\(directory)/stdout.log"
         errPath = "\(directory)/stderr.log"
         for (path, contents) in files {
             try Self.write(Self.render(contents, port: port, admin: adminPort), to: "\(directory)/\(path)")
         }
-        try Self.write(Self.render(config, port: port, admin: adminPort), to: configPath)
+        if configFile == nil { try Self.write(Self.render(config, port: port, admin: adminPort), to: configPath) }
+        let ports = (main: port, admin: adminPort)
+        try setUp?(directory) { Self.render($0, port: ports.main, admin: ports.admin) }
         guard let binary = CheckCommandTests.binary() else { throw GatewayTestError("moya-gateway is not built") }
         // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
         // descriptors once more later, which can close a socket that reused the number.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        let serve = location == .argument ? "serve --config \"$1\"" : "serve"
-        process.arguments = ["-c", "\(shellPrefix)exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
+        let serve = (location == .argument ? "serve --config \"$1\"" : "serve")
+            + arguments.map { " '\($0)'" }.joined()
+        process.arguments = ["-c", "\(shellPrefix)exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath,
+                             errPath]
         if location != .argument { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "MOYA_GATEWAY_CONFIG")

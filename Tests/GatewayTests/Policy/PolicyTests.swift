@@ -153,8 +153,8 @@ import Testing
         #expect(ErrorBody.bytes(.forbidden, requestID: "q\"1") == Array(ErrorBody.json(.forbidden, requestID: "q\"1").utf8))
         #expect(GatewayErrorCode.allCases.map(\.rawValue) == ["not_found", "method_not_allowed", "unauthorized",
             "forbidden", "bad_request", "payload_too_large", "too_many_requests", "bad_gateway", "service_unavailable",
-            "gateway_timeout"])
-        #expect(GatewayErrorCode.allCases.map(\.status) == [404, 405, 401, 403, 400, 413, 429, 502, 503, 504])
+            "gateway_timeout", "upstream_auth_failed"])
+        #expect(GatewayErrorCode.allCases.map(\.status) == [404, 405, 401, 403, 400, 413, 429, 502, 503, 504, 502])
     }
 }
 
