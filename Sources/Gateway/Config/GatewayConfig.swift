@@ -150,6 +150,8 @@ public struct ServerConfig: Sendable, Equatable {
     /// Peers whose `X-Forwarded-For` names the client (load balancers in front of the gateway), for the rate limit,
     /// `X-Real-IP` and the access log's `client_ip`. Default none.
     public var trustedProxies: [IPBlock] = []
+    /// How proxied responses are buffered (`server.buffering`).
+    public var buffering = BufferingConfig()
 
     public init() {}
 }
@@ -366,6 +368,9 @@ public struct UpstreamConfig: Sendable, Equatable {
         /// Most requests waiting for a connection (or an HTTP/2 stream) per thread; more get 503 at once. Default
         /// 1024; 0 queues none.
         public var maxWaiting: Int = 1024
+        /// `max_share`: while the pool is full and other callers wait, the most of it one caller (as `rate_limit` keys
+        /// callers) may hold; its further requests wait behind the others'. Default 0.5; 1 turns it off.
+        public var maxShare: Double = 0.5
 
         public init() {}
     }
@@ -617,6 +622,9 @@ public struct RouteConfig: Sendable, Equatable {
     public var timeout: Duration?
     public var retries: Retries?
     public var rateLimit: RateLimitConfig?
+    /// Whether a long upstream answer is buffered (see ``BufferingConfig``) rather than relayed at the client's pace.
+    /// Default true.
+    public var buffering: Bool = true
 
     public init(name: String, match: Match, upstream: String) {
         self.name = name

@@ -85,6 +85,11 @@ enum Metric {
     static let rateLimited = "moya_gateway_rate_limited_total"
     static let openConnections = "moya_gateway_open_connections"
     static let serverHealthy = "moya_gateway_upstream_server_healthy"
+    static let bufferedBytes = "moya_gateway_response_buffer_bytes"
+    static let bufferSpilled = "moya_gateway_response_buffer_spilled_total"
+    static let bufferOverflows = "moya_gateway_response_buffer_overflows_total"
+    static let fairShareWaits = "moya_gateway_upstream_fair_share_waits_total"
+    static let logLinesDropped = "moya_gateway_log_lines_dropped_total"
 
     private static let helpTexts: [String: String] = [
         requests: "Requests answered, by route and status",
@@ -99,6 +104,11 @@ enum Metric {
         rateLimited: "Calls answered 429 by a route's rate limit, by route",
         openConnections: "Client connections open now",
         serverHealthy: "1 while an upstream address passes its health checks, 0 while it is taken out, by upstream and server",
+        bufferedBytes: "Bytes of proxied responses buffered for their clients now, in memory or in temporary files (where)",
+        bufferSpilled: "Proxied responses that went on in a temporary file past their memory buffer",
+        bufferOverflows: "Buffered responses whose rest went at the client's pace: a temporary file cap reached, or a file error (cause)",
+        fairShareWaits: "Requests passed over for a connection or stream because their caller held more than its share of a full upstream pool, by upstream",
+        logLinesDropped: "Log lines dropped because the output was full or stuck (a full disk, a pipe nobody reads)",
     ]
 
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not
