@@ -31,6 +31,9 @@ final class BufferedBodyRelay: Sendable {
         var feederStarted = false
         /// The client's stream has room (false from a full hand-over until the stream asks for more).
         var clientHasRoom = true
+        /// How many times the stream asked for more: a hand-over that found it full marks it so only if it has not
+        /// asked since the hand-over began (its request may come from another thread in between).
+        var demands = 0
         /// Chunks go through the file (or the tail) and the feeder rather than straight to the client.
         var spilling = false
         /// No more buffering in files for this response.
@@ -184,6 +187,7 @@ final class BufferedBodyRelay: Sendable {
 
     /// Hands `chunk` straight to the client; false when the client has left.
     private func hand(_ chunk: [UInt8]) -> Bool {
+        let demands = state.withLock { $0.demands }
         guard let accepted = client.offer(chunk) else {
             clientLeft()
             return false
@@ -192,7 +196,7 @@ final class BufferedBodyRelay: Sendable {
             state.relayed += chunk.count
             if !accepted {
                 // Full: the next chunks go to the file until the feeder catches up.
-                state.clientHasRoom = false
+                if state.demands == demands { state.clientHasRoom = false }
                 state.spilling = true
             }
         }
@@ -324,13 +328,14 @@ final class BufferedBodyRelay: Sendable {
 
     /// Hands a piece to the client (`fromFile` of its bytes read from the file); false when the client has left.
     private func give(_ piece: [UInt8], fromFile: Int) -> Bool {
+        let demands = state.withLock { $0.demands }
         let accepted = client.offer(piece)
         state.withLock { state in
             state.feederBusy = false
             guard accepted != nil else { return }
             state.fed += Int64(fromFile)
             state.relayed += piece.count
-            if accepted == false { state.clientHasRoom = false }
+            if accepted == false, state.demands == demands { state.clientHasRoom = false }
         }
         guard accepted != nil else {
             clientLeft()
@@ -375,7 +380,10 @@ final class BufferedBodyRelay: Sendable {
 
     /// The client's stream has room again (drained below its low-water mark).
     private func clientWantsMore() {
-        state.withLock { $0.clientHasRoom = true }
+        state.withLock { state in
+            state.clientHasRoom = true
+            state.demands &+= 1
+        }
         noteMemory()
         feederWake.yield()
     }
