@@ -222,6 +222,43 @@ import Glibc
         #expect(gateway.stop() == 0)
     }
 
+    /// A client that reads in bursts, with pauses that let the gateway fall behind into the file and catch up again
+    /// (the file emptied, chunks straight to the client, then the file again), gets every byte in order, over
+    /// HTTP/1.1 and h2c.
+    @Test func aClientReadingInBurstsGetsEveryByteInOrder() async throws {
+        let upstream = try await FileUpstream()
+        defer { upstream.stop() }
+        let temporary = ProcessRunner.temporaryDirectory("gateway-buffer-bursts")
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, temporary: temporary,
+                                                                   buffering: ", memory: 64KiB"))
+        let client = try Self.stalled(gateway.port, "/f/big.bin", close: true)
+        let received = try await offPool { () -> [UInt8] in
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+            var sincePause = 0
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                bytes.append(contentsOf: buffer[0..<count])
+                sincePause += count
+                if sincePause >= 1 << 20 {
+                    sincePause = 0
+                    usleep(60_000)
+                }
+            }
+            return bytes
+        }
+        let head = try #require(received.firstRange(of: Array("\r\n\r\n".utf8)))
+        let body = Data(received[head.upperBound...])
+        #expect(body.count == Self.bigBytes)
+        #expect(body == upstream.big, "every byte, in order")
+        #expect((gateway.metric("moya_gateway_response_buffer_spilled_total") ?? 0) >= 1, "it went through the file")
+        let h2 = try ProcessRunner.run("sh", ["-c", "curl -sS --http2-prior-knowledge --limit-rate 20M '\(gateway.url)/f/big.bin' | cmp - '\(upstream.prefix)/www/big.bin' && echo same"], timeout: 60)
+        #expect(h2.stdout.contains("same"), "\(h2.stdout) \(h2.stderr)")
+        #expect(try await Self.eventually { gateway.openFiles(in: temporary) == 0 })
+        #expect(gateway.stop() == 0)
+    }
+
     /// Not buffered: a route's `buffering: false`, a `text/event-stream` answer and one with `X-Accel-Buffering: no`;
     /// `X-Accel-Buffering: yes` buffers even on a `buffering: false` route. The header never reaches the client.
     @Test func whatIsNotBufferedIsNot() async throws {
