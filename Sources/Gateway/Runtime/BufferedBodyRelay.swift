@@ -282,11 +282,14 @@ final class BufferedBodyRelay: Sendable {
             guard let file else { return false }
             try await file.write(chunk, at: offset)
         } catch {
-            state.withLock { state in
-                state.reserved -= Int64(chunk.count)
+            // Its space back (unless the client left meanwhile, and all of it went back then).
+            let unused = state.withLock { state -> Int64 in
+                let unused = min(Int64(chunk.count), state.reserved)
+                state.reserved -= unused
                 state.capped = true
+                return unused
             }
-            buffering.releaseDisk(Int64(chunk.count))
+            buffering.releaseDisk(unused)
             buffering.overflowed(.error)
             buffering.fileFailed(error)
             return false

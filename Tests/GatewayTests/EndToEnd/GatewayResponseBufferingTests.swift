@@ -259,6 +259,45 @@ import Glibc
         #expect(gateway.stop() == 0)
     }
 
+    /// Whether a small tmpfs can be mounted here (root, and mounts allowed): for the full-disk case.
+    static let canMountTmpfs: Bool = {
+        guard geteuid() == 0 else { return false }
+        let probe = ProcessRunner.temporaryDirectory("gateway-tmpfs-probe")
+        defer { try? FileManager.default.removeItem(atPath: probe) }
+        guard (try? ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]))?.status == 0 else { return false }
+        _ = try? ProcessRunner.run("umount", [probe])
+        return true
+    }()
+
+    /// A temporary directory that fills up (a 1 MiB tmpfs): the write that fails stops buffering for that response
+    /// (`temp_file_error`, a warning with the reason and no file name), its rest goes at the client's pace, and the
+    /// body still arrives whole and in order.
+    @Test(.enabled(if: canMountTmpfs, "needs root and tmpfs mounts"))
+    func aFullTemporaryDirectoryStopsBufferingNotTheResponse() async throws {
+        let upstream = try await FileUpstream()
+        defer { upstream.stop() }
+        let temporary = ProcessRunner.temporaryDirectory("gateway-buffer-full")
+        #expect(try ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", temporary]).status == 0)
+        defer { _ = try? ProcessRunner.run("umount", ["-l", temporary]) }
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, temporary: temporary,
+                                                                   buffering: ", memory: 64KiB")
+            .replacingOccurrences(of: "logging: { access_log: false }", with: "logging: { access_log: true }"))
+        let client = try Self.stalled(gateway.port, "/f/big.bin", close: true)
+        #expect(try await Self.eventually {
+            gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"temp_file_error\"}") == 1
+        })
+        let received = try await offPool { client.readAll(timeout: 10).bytes }
+        let head = try #require(received.firstRange(of: Array("\r\n\r\n".utf8)))
+        #expect(Data(received[head.upperBound...]) == upstream.big, "every byte, in order")
+        #expect(try await Self.eventually { gateway.openFiles(in: temporary) == 0 })
+        #expect(gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}") == 0)
+        #expect(gateway.stop() == 0)
+        let warnings = gateway.stdout.split(separator: "\n").filter { $0.contains("cannot buffer a response in a temporary file") }
+        #expect(warnings.count == 1, "\(gateway.stdout.suffix(2000))")
+        #expect(warnings.first?.contains("No space left on device") == true, "\(warnings)")
+        #expect(!gateway.stdout.contains(temporary) && !gateway.stdout.contains("moya-gateway-buffer-"), "no file is named")
+    }
+
     /// Not buffered: a route's `buffering: false`, a `text/event-stream` answer and one with `X-Accel-Buffering: no`;
     /// `X-Accel-Buffering: yes` buffers even on a `buffering: false` route. The header never reaches the client.
     @Test func whatIsNotBufferedIsNot() async throws {
