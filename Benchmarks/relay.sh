@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Long bodies relayed as they arrive: moya-gateway against nginx `proxy_pass` (upstream keep-alive, default proxy
-# buffers, no temporary files), both in front of the same nginx serving files with sendfile, in the same run.
+# Long bodies relayed: moya-gateway against nginx `proxy_pass` (upstream keep-alive, default proxy buffers), both in
+# front of the same nginx serving files with sendfile, in the same run, each with and without response buffering:
+#   nginx          proxy_buffering on, no temporary files (proxy_max_temp_file_size 0: past the buffers, at the
+#                  client's pace)
+#   nginx-temp     proxy_buffering on with temporary files (nginx's default proxy_max_temp_file_size 1024m)
+#   gateway        server.buffering (the default: memory, then a temporary file)
+#   gateway-unbuf  a `buffering: false` route of the same process (relayed at the client's pace)
 #
 #   one GET of a $BIG_MB MiB body with curl -o /dev/null           wall time and proxy CPU, REPS times
 #   wrk -t1 -c$CONNS -d${DURATION}s on a 1 MiB and a 512 KiB body   req/s and proxy CPU per request
@@ -12,6 +17,7 @@
 # `timeout -k 5 $CLIENT_TIMEOUT`).
 #
 # Env: REPS=3 DURATION=4 CONNS=20 BIG_MB=1024 SKIP_BUILD=0 NGX_BUFFERS= RUN_DIR=/tmp/moyabench-relay RELAY_PORT=18490
+#      PROXIES="nginx nginx-temp gateway gateway-unbuf" (a subset runs only those)
 # Output: progress on stderr, a markdown table and RATIO lines on stdout (also $RUN_DIR/results/relay/summary.md).
 set -euo pipefail
 
@@ -29,6 +35,8 @@ FILES_PORT="${RELAY_PORT:-18490}"
 NGX_PORT_RELAY=$((FILES_PORT + 1))
 GW_PORT_RELAY=$((FILES_PORT + 2))
 GW_ADMIN_RELAY=$((FILES_PORT + 3))
+NGX_TEMP_PORT_RELAY=$((FILES_PORT + 4))
+PROXIES="${PROXIES:-nginx nginx-temp gateway gateway-unbuf}"
 OUT="$RESULTS_DIR/relay"
 
 need wrk nginx curl taskset swift "$PY"
@@ -36,44 +44,57 @@ build_gateway
 
 install_traps
 kill_stale
-rm -rf "$OUT"; mkdir -p "$OUT" "$RUN_DIR/relay/www" "$RUN_DIR/conf"
+rm -rf "$OUT" "$RUN_DIR/relay/tmp"; mkdir -p "$OUT" "$RUN_DIR/relay/www" "$RUN_DIR/relay/tmp" "$RUN_DIR/conf"
 record_env "$OUT"
 head -c $((BIG_MB << 20)) /dev/zero >"$RUN_DIR/relay/www/big.bin"
 head -c $((1 << 20)) /dev/zero >"$RUN_DIR/relay/www/mb1.bin"
 head -c $((512 << 10)) /dev/zero >"$RUN_DIR/relay/www/k512.bin"
 cat >"$RUN_DIR/relay/gateway.yaml" <<YAML
-server: { listen: ["127.0.0.1:$GW_PORT_RELAY"], threads: 1, http2: false }
+server: { listen: ["127.0.0.1:$GW_PORT_RELAY"], threads: 1, http2: false, buffering: { temp_dir: "$RUN_DIR/relay/tmp" } }
 admin: { listen: "127.0.0.1:$GW_ADMIN_RELAY" }
 logging: { access_log: false }
 upstreams:
   files: { base_url: "http://127.0.0.1:$FILES_PORT", pool: { max_connections: 64 } }
 routes:
   - { name: files, match: { path_prefix: /f }, upstream: files, rewrite: { strip_prefix: /f } }
+  - { name: unbuffered, match: { path_prefix: /u }, upstream: files, rewrite: { strip_prefix: /u }, buffering: false }
 YAML
 sed "s/@PORT@/$FILES_PORT/g" "$HERE/conf/nginx-relay-files.conf" >"$RUN_DIR/conf/nginx-relay-files.conf"
 sed -e "s/@PORT@/$NGX_PORT_RELAY/g" -e "s/@UPSTREAM@/$FILES_PORT/g" -e "s/@BUFFERS@/$NGX_BUFFERS/" "$HERE/conf/nginx-relay-proxy.conf" \
     >"$RUN_DIR/conf/nginx-relay-proxy.conf"
+# The same proxy with temporary files allowed (nginx's default proxy_max_temp_file_size, 1024m).
+sed -e "s/@PORT@/$NGX_TEMP_PORT_RELAY/g" -e "s/@UPSTREAM@/$FILES_PORT/g" -e "s/@BUFFERS@/$NGX_BUFFERS/" \
+    -e "s/proxy_max_temp_file_size 0;/proxy_max_temp_file_size 1024m;/" "$HERE/conf/nginx-relay-proxy.conf" \
+    >"$RUN_DIR/conf/nginx-relay-proxy-temp.conf"
+grep -q "proxy_max_temp_file_size 1024m;" "$RUN_DIR/conf/nginx-relay-proxy-temp.conf" || die "nginx-temp: no temporary files"
 {
     build_conditions
     echo "nginx buffers: ${NGX_BUFFERS:-defaults}"
     echo "load: curl of ${BIG_MB} MiB x$REPS; wrk -t1 -c$CONNS -d${DURATION}s on 1 MiB and 512 KiB; reps=$REPS"
+    echo "proxies: $PROXIES (nginx-temp: proxy_max_temp_file_size 1024m; gateway: server.buffering defaults, temp_dir $RUN_DIR/relay/tmp)"
+    echo "temp file system: $(df -T "$RUN_DIR/relay/tmp" | awk 'NR == 2 {print $2}')"
+    echo "loadavg_at_start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >>"$OUT/conditions.txt"
 
-require_free_ports "$FILES_PORT" "$NGX_PORT_RELAY" "$GW_PORT_RELAY" "$GW_ADMIN_RELAY"
+require_free_ports "$FILES_PORT" "$NGX_PORT_RELAY" "$GW_PORT_RELAY" "$GW_ADMIN_RELAY" "$NGX_TEMP_PORT_RELAY"
 # The upstream beside the load generators; each proxy on the server CPU.
 SRV_SAVED=("${SRV[@]}")
 SRV=("${CLI[@]}")
 CONF="$RUN_DIR/conf" start_nginx relay-files nginx-relay-files.conf "http://$HOST:$FILES_PORT/mb1.bin"
 SRV=("${SRV_SAVED[@]}")
 CONF="$RUN_DIR/conf" start_nginx relay-nginx nginx-relay-proxy.conf "http://$HOST:$NGX_PORT_RELAY/f/mb1.bin"
+CONF="$RUN_DIR/conf" start_nginx relay-nginx-temp nginx-relay-proxy-temp.conf "http://$HOST:$NGX_TEMP_PORT_RELAY/f/mb1.bin"
 spawn relay-gateway "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/relay/gateway.yaml"
 wait_http "http://$HOST:$GW_ADMIN_RELAY/readyz"
-declare -A PORT=([nginx]=$NGX_PORT_RELAY [gateway]=$GW_PORT_RELAY)
-declare -A SPID=([nginx]=$(pid_of relay-nginx) [gateway]=$(pid_of relay-gateway))
+declare -A PORT=([nginx]=$NGX_PORT_RELAY [nginx-temp]=$NGX_TEMP_PORT_RELAY [gateway]=$GW_PORT_RELAY
+                 [gateway-unbuf]=$GW_PORT_RELAY)
+declare -A PREFIX=([nginx]=/f [nginx-temp]=/f [gateway]=/f [gateway-unbuf]=/u)
+declare -A SPID=([nginx]=$(pid_of relay-nginx) [nginx-temp]=$(pid_of relay-nginx-temp) [gateway]=$(pid_of relay-gateway)
+                 [gateway-unbuf]=$(pid_of relay-gateway))
 
-# Both relay every byte with the upstream's length.
-for s in nginx gateway; do
-    url="http://$HOST:${PORT[$s]}/f/mb1.bin"
+# All relay every byte with the upstream's length.
+for s in $PROXIES; do
+    url="http://$HOST:${PORT[$s]}${PREFIX[$s]}/mb1.bin"
     cmp -s <(curl -s "$url") "$RUN_DIR/relay/www/mb1.bin" || die "$s does not relay the file intact"
     curl -s -o /dev/null -D - "$url" | tr -d '\r' | grep -qi '^content-length: 1048576$' || die "$s drops the length"
 done
@@ -81,7 +102,7 @@ done
 big() {   # big SERVER FILE : one GET of the big body; writes wall seconds and proxy ticks
     local s=$1 p0 p1 t0 t1
     p0=$(cpu_ticks "${SPID[$s]}"); t0=$(date +%s%N)
-    client curl -s --max-time "$CLIENT_TIMEOUT" -o /dev/null -w '%{size_download}' "http://$HOST:${PORT[$s]}/f/big.bin" >"$2.size"
+    client curl -s --max-time "$CLIENT_TIMEOUT" -o /dev/null -w '%{size_download}' "http://$HOST:${PORT[$s]}${PREFIX[$s]}/big.bin" >"$2.size"
     t1=$(date +%s%N); p1=$(cpu_ticks "${SPID[$s]}")
     [[ "$(cat "$2.size")" == $((BIG_MB << 20)) ]] || die "$s relayed $(cat "$2.size") bytes of $((BIG_MB << 20))"
     echo "wall_ns=$((t1 - t0)) proxy_ticks=$((p1 - p0)) clk_tck=$CLK_TCK" >"$2"
@@ -89,16 +110,16 @@ big() {   # big SERVER FILE : one GET of the big body; writes wall seconds and p
 many() {   # many SERVER BODY FILE : wrk on one body size
     local s=$1 p0 p1
     p0=$(cpu_ticks "${SPID[$s]}")
-    client wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://$HOST:${PORT[$s]}/f/$2.bin" >"$3"
+    client wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://$HOST:${PORT[$s]}${PREFIX[$s]}/$2.bin" >"$3"
     p1=$(cpu_ticks "${SPID[$s]}")
     echo "clk_tck=$CLK_TCK proxy_ticks=$((p1 - p0))" >"${3%.txt}.cpu"
 }
-for s in nginx gateway; do   # warm-up, discarded
+for s in $PROXIES; do   # warm-up, discarded
     big "$s" "$OUT/warmup_$s"
     DURATION=1 many "$s" mb1 "$OUT/warmup_$s.txt"
 done
 for rep in $(seq "$REPS"); do
-    for s in nginx gateway; do
+    for s in $PROXIES; do
         big "$s" "$OUT/${s}_big_r$rep"
         for body in mb1 k512; do many "$s" "$body" "$OUT/${s}_${body}_r$rep.txt"; done
         _alive "${SPID[$s]}" || die "$s died under load"
@@ -106,11 +127,13 @@ for rep in $(seq "$REPS"); do
     done
 done
 echo "loadavg_at_end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/conditions.txt"
+left=$(find "$RUN_DIR/relay/tmp" -mindepth 1 | wc -l)
+echo "gateway temp_dir entries at the end: $left (its files never have a name)" >>"$OUT/conditions.txt"
 stop_all
 
-"$PY" - "$OUT" "$TOOLS" "$BIG_MB" <<'PY' | tee "$OUT/summary.md"
+"$PY" - "$OUT" "$TOOLS" "$BIG_MB" "$PROXIES" <<'PY' | tee "$OUT/summary.md"
 import glob, statistics, sys
-out, tools, big_mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out, tools, big_mb, proxies = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
 sys.path.insert(0, tools)
 import benchlib
 
@@ -120,12 +143,13 @@ def kv(path):
 def med(xs):
     return statistics.median(xs) if xs else None
 
-names = {"nginx": "nginx proxy_pass", "gateway": "moya-gateway"}
+names = {"nginx": "nginx proxy_pass, no temp files", "nginx-temp": "nginx proxy_pass, temp files (1024m)",
+         "gateway": "moya-gateway, buffered", "gateway-unbuf": "moya-gateway, buffering: false"}
 stats = {}
 print(f"| proxy | {big_mb} MiB: wall s | {big_mb} MiB: proxy CPU s | 1 MiB: req/s | 1 MiB: CPU µs/req "
       f"| 512 KiB: req/s | 512 KiB: CPU µs/req |")
 print("|---|---:|---:|---:|---:|---:|---:|")
-for s in ("nginx", "gateway"):
+for s in proxies:
     bigs = [kv(f) for f in sorted(glob.glob(f"{out}/{s}_big_r*")) if not f.endswith(".size")]
     wall = med([b["wall_ns"] / 1e9 for b in bigs])
     cpu = med([b["proxy_ticks"] / b["clk_tck"] for b in bigs])
@@ -141,8 +165,14 @@ for s in ("nginx", "gateway"):
     stats[s] = row
     print(f"| {names[s]} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:,.0f} | {row[3]:,.0f} | {row[4]:,.0f} | {row[5]:,.0f} |")
 print()
-g, n = stats["gateway"], stats["nginx"]
-print(f"RATIO relay.big wall={g[0] / n[0]:.3f} cpu={g[1] / n[1]:.3f} (gateway / nginx; below 1 is better)")
-print(f"RATIO relay.1mib rps={g[2] / n[2]:.3f} cpu={g[3] / n[3]:.3f}")
-print(f"RATIO relay.512kib rps={g[4] / n[4]:.3f} cpu={g[5] / n[5]:.3f}")
+def ratios(label, a, b):
+    if a not in stats or b not in stats:
+        return
+    g, n = stats[a], stats[b]
+    print(f"RATIO {label} relay.big wall={g[0] / n[0]:.3f} cpu={g[1] / n[1]:.3f} ({a} / {b}; below 1 is better)")
+    print(f"RATIO {label} relay.1mib rps={g[2] / n[2]:.3f} cpu={g[3] / n[3]:.3f}")
+    print(f"RATIO {label} relay.512kib rps={g[4] / n[4]:.3f} cpu={g[5] / n[5]:.3f}")
+ratios("buffered", "gateway", "nginx-temp")
+ratios("unbuffered", "gateway-unbuf", "nginx")
+ratios("buffering-cost", "gateway", "gateway-unbuf")
 PY

@@ -6,7 +6,10 @@
 #     configMapGenerator/secretGenerator files exist, ConfigMap volume items name generated keys, HPA/PDB/security;
 #   - Docker: EXPOSE, HEALTHCHECK port/path, STOPSIGNAL, COPY sources exist, every target directory of Package.swift
 #     is copied before `swift build` (SwiftPM refuses a manifest with a missing target directory); compose ports,
-#     mounts, stop_grace_period;
+#     mounts (named volumes declared), stop_grace_period;
+#   - response buffering's temporary directory (server.buffering.temp_dir): writable where the root file system is
+#     read-only (a Kubernetes emptyDir whose sizeLimit exceeds server.buffering.max_temp_total; a compose volume or
+#     tmpfs);
 #   - Kubernetes schemas: every manifest a kustomization lists is validated strictly against the Kubernetes 1.30 API
 #     schemas with `kubernetes-validate` (PyPI, installed into .build/check-deploy-venv; skipped with a note when PyPI
 #     cannot be reached);
@@ -141,7 +144,37 @@ def gateway_config(path):
         listen = [listen]
     admin = (config.get("admin") or {}).get("listen", "127.0.0.1:9090")
     drain = ((server.get("limits") or {}).get("drain_timeout", "30s"))
-    return {"listen": listen, "admin": admin, "drain": duration_seconds(drain), "drain_text": drain}
+    buffering = server.get("buffering") or {}
+    total = buffering.get("max_temp_total", "1GiB")
+    return {"listen": listen, "admin": admin, "drain": duration_seconds(drain), "drain_text": drain,
+            "temp_dir": str(buffering.get("temp_dir", "/tmp")), "max_temp_total": size_bytes(total),
+            "max_temp_total_text": str(total)}
+
+
+def size_bytes(text):
+    """A gateway size (`1GiB`, `64MiB`, `16384`, `1GB`) -> bytes; None when malformed."""
+    m = re.fullmatch(r"(\d+)\s*(GiB|MiB|KiB|GB|MB|KB|B)?", str(text).strip())
+    if not m:
+        return None
+    factor = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "GB": 10**9, "MB": 10**6, "KB": 1000, "B": 1, None: 1}
+    return int(m.group(1)) * factor[m.group(2)]
+
+
+def quantity_bytes(text):
+    """A Kubernetes quantity (`1152Mi`, `2Gi`, `500M`, `1024`) -> bytes; None when malformed."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?", str(text).strip())
+    if not m:
+        return None
+    factor = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 10**3, "M": 10**6, "G": 10**9,
+              "T": 10**12, None: 1}
+    return int(float(m.group(1)) * factor[m.group(2)])
+
+
+def covers(mount_path, directory):
+    """Whether a mount at `mount_path` holds `directory`."""
+    mount_path = os.path.normpath(mount_path)
+    directory = os.path.normpath(directory)
+    return directory == mount_path or directory.startswith(mount_path.rstrip("/") + "/")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -332,6 +365,19 @@ for directory in kustomization_dirs:
         for address in cfg["listen"] + [cfg["admin"]]:
             check(listen_host(address) in ("0.0.0.0", "[::]"), config_file,
                   f"listen address {address} is not reachable from outside the pod (use 0.0.0.0)")
+        # Response buffering's temporary files: the root file system is read-only, so temp_dir must be a volume,
+        # an emptyDir larger than max_temp_total (past its sizeLimit the kubelet evicts the pod).
+        if (c.get("securityContext") or {}).get("readOnlyRootFilesystem"):
+            temp_mounts = [m for m in c.get("volumeMounts") or [] if covers(m.get("mountPath", ""), cfg["temp_dir"])
+                           and not m.get("readOnly")]
+            if check(bool(temp_mounts), dpath, f"no writable volume is mounted at server.buffering.temp_dir "
+                                                f"{cfg['temp_dir']} of {config_file} (the root file system is read-only)"):
+                empty = (volumes.get(temp_mounts[-1].get("name")) or {}).get("emptyDir")
+                if empty is not None and empty.get("sizeLimit") is not None:
+                    limit = quantity_bytes(empty.get("sizeLimit"))
+                    check(limit is not None and cfg["max_temp_total"] is not None and limit > cfg["max_temp_total"],
+                          dpath, f"emptyDir {temp_mounts[-1].get('name')} sizeLimit {empty.get('sizeLimit')} must exceed "
+                                 f"server.buffering.max_temp_total {cfg['max_temp_total_text']} of {config_file}")
         grace = pod.get("terminationGracePeriodSeconds", 30)
         sleep = prestop_sleep(c)
         check(sleep is not None and sleep > 0, dpath, "no preStop sleep (endpoints must be removed before the drain)")
@@ -461,13 +507,24 @@ if check(compose in parsed and parsed[compose], compose, "missing or empty"):
         check(os.path.isfile(os.path.join(context, build.get("dockerfile", "Dockerfile"))), compose,
               "build dockerfile does not exist")
         mounted_config = None
+        named = parsed[compose][0].get("volumes") or {}
+        targets = []
         for volume in gateway.get("volumes") or []:
             source, target = str(volume).split(":")[:2]
+            targets.append(target)
+            if not source.startswith((".", "/")):
+                check(source in named, compose, f"named volume {source} is not declared under volumes:")
+                continue
             full = os.path.normpath(os.path.join(DOCKER, source))
             check(os.path.exists(full), compose, f"volume source {source} does not exist")
             if target == "/etc/moya-gateway/gateway.yaml":
                 mounted_config = full
         cfg = gateway_config(mounted_config or compose_config)
+        if gateway.get("read_only"):
+            tmpfs = gateway.get("tmpfs") or []
+            targets += [str(t).split(":")[0] for t in ([tmpfs] if isinstance(tmpfs, str) else tmpfs)]
+            check(any(covers(t, cfg["temp_dir"]) for t in targets), compose,
+                  f"read_only: true, and no volume or tmpfs at server.buffering.temp_dir {cfg['temp_dir']}")
         published = {}
         for port in gateway.get("ports") or []:
             fields = str(port).split(":")

@@ -88,6 +88,9 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     private func nextQueued() -> HTTPClientExchange? {
+        if let share = configuration.maxShare, share > 0, share < 1, queuedHead < queued.count {
+            return nextQueued(share: share)
+        }
         while queuedHead < queued.count {
             let exchange = queued[queuedHead]
             queuedHead += 1
@@ -98,6 +101,57 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             if !exchange.isFinished { return exchange }
         }
         return nil
+    }
+
+    /// The next queued exchange with the fair share (``HTTPClient/Configuration/maxShare``): the first whose caller
+    /// holds fewer than `share` of the connection's streams (the ones open now and the one about to open), taken out
+    /// of the queue wherever it is, else the first.
+    private func nextQueued(share: Double) -> HTTPClientExchange? {
+        let limit = HTTPOriginShares.limit(share: share, capacity: streams.count + 1)
+        var held: [Int: Int]?
+        var first: Int?
+        var chosen: Int?
+        var skipped: [HTTPClientExchange] = []
+        var index = queuedHead
+        while index < queued.count {
+            let exchange = queued[index]
+            if !exchange.isFinished {
+                if first == nil { first = index }
+                guard let caller = exchange.callerKey else {
+                    chosen = index
+                    break
+                }
+                if held == nil {
+                    var counts: [Int: Int] = [:]
+                    for running in streams.values { if let key = running.callerKey { counts[key, default: 0] += 1 } }
+                    held = counts
+                }
+                if held?[caller] ?? 0 < limit {
+                    chosen = index
+                    break
+                }
+                skipped.append(exchange)
+            }
+            index += 1
+        }
+        if chosen != nil {
+            for exchange in skipped where !exchange.passedOverForShare {
+                exchange.passedOverForShare = true
+                configuration.onFairShareWait?()
+            }
+        }
+        guard let picked = chosen ?? first else {
+            queued.removeAll(keepingCapacity: true)
+            queuedHead = 0
+            return nil
+        }
+        let exchange = queued[picked]
+        if picked == queuedHead { queuedHead += 1 } else { queued.remove(at: picked) }
+        if queuedHead == queued.count {
+            queued.removeAll(keepingCapacity: true)
+            queuedHead = 0
+        }
+        return exchange
     }
 
     private func takeQueued() -> [HTTPClientExchange] {

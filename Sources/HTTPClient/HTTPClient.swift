@@ -71,6 +71,14 @@ public final class HTTPClient: Sendable {
         /// last good addresses (a name that does not resolve is left out meanwhile). When the addresses change,
         /// idle connections to ones no longer listed are closed.
         public var servers: [Server] = []
+        /// While an origin's pool is full and requests wait, the most of it (a fraction of its connections, HTTP/1.1:
+        /// ``maxConnectionsPerOriginTotal``, else ``maxConnectionsPerOrigin``; HTTP/2: of a connection's streams) that
+        /// one caller (``HTTPClientRequest/callerKey``) holds before its further requests wait behind other callers'
+        /// (they keep their place among its own, and fail at ``maxWaitTime`` as any other). nil (the default) or 1:
+        /// first come, first served.
+        public var maxShare: Double?
+        /// Called (on a loop) when a waiting request is first passed over for its caller's share (see ``maxShare``).
+        public var onFairShareWait: (@Sendable () -> Void)?
         /// Whether to speak HTTP/2 to origins (see ``HTTP2Mode``); `.auto` by default.
         public var http2: HTTP2Mode = .auto
         /// SETTINGS this client sends on its HTTP/2 connections (receive windows, header list size).
@@ -138,6 +146,7 @@ public final class HTTPClient: Sendable {
     private let serverList: ServerListResolution?
     private let pools: [UncheckedSendable<LoopPools>]
     private let budgets: HTTPOriginBudgets
+    private let shareTables: HTTPOriginShareTables
     private let isShutDown = Atomic<Bool>(false)
     /// Addresses taken out by ``exclude(_:)``; `hasExclusions` spares the lock while there are none.
     private let excluded = Locked<Set<SocketAddress>>([])
@@ -177,6 +186,8 @@ public final class HTTPClient: Sendable {
                                    resolver: resolver)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
         budgets = HTTPOriginBudgets(limit: configuration.maxConnectionsPerOriginTotal)
+        shareTables = HTTPOriginShareTables(share: configuration.maxShare, capacity: configuration.maxConnectionsPerOriginTotal
+                                            ?? configuration.maxConnectionsPerOrigin)
     }
 
     private static func fallbackGroup() -> EventLoopGroup {
@@ -311,7 +322,8 @@ public final class HTTPClient: Sendable {
         private func submit(_ delivery: HTTPClientExchange.Delivery) {
             guard exchange.begin(delivering: delivery) else { return }
             let pool = HTTPClient.pool(for: exchange.request.origin, in: loopPools, loop: loop,
-                                       configuration: client.configuration, tls: tls, budgets: client.budgets)
+                                       configuration: client.configuration, tls: tls, budgets: client.budgets,
+                                       shares: client.shareTables)
             pool.submit(exchange, addresses: addresses)
         }
 
@@ -379,10 +391,12 @@ public final class HTTPClient: Sendable {
     }
 
     private static func pool(for origin: HTTPOrigin, in pools: LoopPools, loop: EventLoop,
-                             configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets) -> HTTPOriginPool {
+                             configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets,
+                             shares: HTTPOriginShareTables) -> HTTPOriginPool {
         if let pool = pools.byOrigin[origin] { return pool }
         let budget = budgets.budget(for: origin)
-        let pool = HTTPOriginPool(origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget)
+        let pool = HTTPOriginPool(origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget,
+                                  shares: shares.table(for: origin))
         budget?.register(pool)
         pools.byOrigin[origin] = pool
         if pools.sweepID == nil {

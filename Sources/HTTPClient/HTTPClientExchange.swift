@@ -18,6 +18,10 @@ final class HTTPClientExchange {
     // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
     // `Connection`); the response head and body, mutated in place, keep them.
     let request: HTTPClientRequest
+    /// Who the request is sent for (``HTTPClientRequest/callerKey``), for the fair share of a full pool.
+    let callerKey: Int?
+    /// Set once the exchange has been passed over for its caller's share (counted once).
+    @exclusivity(unchecked) var passedOverForShare = false
     /// The length of the body sent with the head (`body`'s, or the streamed body's); nil when it is streamed without
     /// one (chunked).
     let bodyLength: Int64?
@@ -112,6 +116,7 @@ final class HTTPClientExchange {
          startedAt: UInt64, deadline: UInt64?, client: AnyObject? = nil) {
         self.client = client
         self.request = request
+        self.callerKey = request.callerKey
         self.bodyLength = streamedBody.map { $0.length } ?? Int64(body.count)
         self.body = body
         self.streamedBody = streamedBody

@@ -64,6 +64,9 @@ public struct HTTPClientRequest: Sendable {
     public var method: HTTPMethod
     public var headers: HTTPHeaders
     public var body: Body
+    /// Who the request is sent for (a hash of a client address or an API client's name, say), for the fair share of a
+    /// full pool (``HTTPClient/Configuration/maxShare``); nil: nobody in particular, never held back.
+    public var callerKey: Int?
 
     public init(method: HTTPMethod = .get, scheme: String, host: String, port: Int? = nil, target: String,
                 headers: HTTPHeaders = HTTPHeaders(), body: Body = .none) {

@@ -25,6 +25,8 @@ final class HTTPOriginPool {
     let tls: TLSContext?
     /// The client-wide cap on this origin's HTTP/1.1 connections across loops, if any.
     private let budget: HTTPOriginBudget?
+    /// Who holds how many connections, for the fair share of a full pool (nil without one).
+    private let shares: HTTPOriginShares?
     private var idle: [HTTP1ClientConnection] = []
     private var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
     private var waiting: [HTTPClientExchange] = []
@@ -43,12 +45,13 @@ final class HTTPOriginPool {
     @exclusivity(unchecked) private var isClosed = false
 
     init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?,
-         budget: HTTPOriginBudget? = nil) {
+         budget: HTTPOriginBudget? = nil, shares: HTTPOriginShares? = nil) {
         self.origin = origin
         self.loop = loop
         self.configuration = configuration
         self.tls = tls
         self.budget = budget
+        self.shares = shares
         switch configuration.http2 {
         case .never: learned = .http1
         case .always: learned = .http2
@@ -100,7 +103,7 @@ final class HTTPOriginPool {
         let address = self.addresses.count > 1 ? nextAddress() : nil
         let full = all.count >= configuration.maxConnectionsPerOrigin
         if !exchange.requiresFreshConnection, let connection = takeIdle(to: address, orAny: full) {
-            connection.start(exchange)
+            assign(exchange, to: connection)
             return
         }
         if !full {
@@ -206,12 +209,13 @@ final class HTTPOriginPool {
             connection.delegate = client
             all[ObjectIdentifier(client)] = client
             opened = client
-            client.start(exchange)
+            assign(exchange, to: client)
             try connection.start()
         } catch {
             // Not registered with the loop (or never made): no close callback will come, so undo it all here.
             if let opened {
                 all.removeValue(forKey: ObjectIdentifier(opened))
+                releaseShare(of: opened)
                 opened.connection.close()
             }
             budget?.release()
@@ -269,6 +273,7 @@ final class HTTPOriginPool {
     func adoptHTTP2(_ connection: Connection, from probe: HTTP1ClientConnection, pending: HTTPClientExchange?,
                     openedAt: UInt64) {
         if all.removeValue(forKey: ObjectIdentifier(probe)) != nil { budget?.release() }
+        releaseShare(of: probe)
         idle.removeAll { $0 === probe }
         let client: HTTP2ClientConnection
         do {
@@ -340,6 +345,9 @@ final class HTTPOriginPool {
     }
 
     private func nextWaiter() -> HTTPClientExchange? {
+        if let shares, waitingHead < waiting.count {
+            return nextWaiter(sharing: shares)
+        }
         while waitingHead < waiting.count {
             let exchange = waiting[waitingHead]
             waitingHead += 1
@@ -352,10 +360,54 @@ final class HTTPOriginPool {
         return nil
     }
 
+    /// The next waiter with the fair share (see ``HTTPOriginShares``): the first whose caller holds less than its share,
+    /// taken out of the queue wherever it is, else the first.
+    private func nextWaiter(sharing shares: HTTPOriginShares) -> HTTPClientExchange? {
+        let onWait = configuration.onFairShareWait
+        guard let index = shares.next(in: waiting, from: waitingHead, passedOver: { exchange in
+            guard !exchange.passedOverForShare else { return }
+            exchange.passedOverForShare = true
+            onWait?()
+        }) else {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+            return nil
+        }
+        let exchange = waiting[index]
+        if index == waitingHead {
+            waitingHead += 1
+        } else {
+            waiting.remove(at: index)
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        }
+        return exchange
+    }
+
+    /// Gives `exchange` to `connection`, counting the connection for the exchange's caller (fair share).
+    private func assign(_ exchange: HTTPClientExchange, to connection: HTTP1ClientConnection) {
+        if let shares, let caller = exchange.callerKey {
+            releaseShare(of: connection)
+            shares.take(caller)
+            connection.shareHolder = caller
+        }
+        connection.start(exchange)
+    }
+
+    /// `connection` no longer counts for the caller it was given to.
+    private func releaseShare(of connection: HTTP1ClientConnection) {
+        guard let holder = connection.shareHolder else { return }
+        connection.shareHolder = nil
+        shares?.give(holder)
+    }
+
     /// A connection finished an exchange and can take another.
     func release(_ connection: HTTP1ClientConnection) {
+        releaseShare(of: connection)
         if let next = nextWaiter() {
-            connection.start(next)
+            assign(next, to: connection)
         } else if budget?.hasHungryPools == true {
             // Another loop waits for a place in the client-wide budget: this connection's place goes to it.
             connection.connection.close()
@@ -372,6 +424,7 @@ final class HTTPOriginPool {
     func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
                           with error: HTTPClientError, reused: Bool) {
         if all.removeValue(forKey: ObjectIdentifier(connection)) != nil { budget?.release() }
+        releaseShare(of: connection)
         idle.removeAll { $0 === connection }
         if learned == .probing && !connection.isActive {
             // The probe failed: the next connection probes again.

@@ -98,6 +98,9 @@ public final class ByteStream: AsyncSequence, Sendable {
     /// The error the producer ended the stream with, if it failed.
     public var failure: (any Error)? { state.withLock { $0.failure } }
 
+    /// The bytes added and not taken by the consumer yet (what the stream holds in memory now).
+    public var bufferedByteCount: Int { state.withLock { $0.buffered } }
+
     private enum Step {
         case chunk([UInt8], resumeProducer: Bool)
         case end

@@ -691,14 +691,20 @@ fi
 
 # ---------------------------------------------------------------------------------------------------------------------
 # 6. Once more as compose.yaml's gateway service runs it.
-compose_settings=$("$PY" - "$COMPOSE" <<'PYTHON'
-import os, shlex, sys, yaml
+compose_settings=$("$PY" - "$COMPOSE" "$WORK" <<'PYTHON'
+import os, shlex, shutil, sys, yaml
 path = sys.argv[1]
 service = (yaml.safe_load(open(path)) or {}).get("services", {}).get("gateway") or {}
 base = os.path.dirname(os.path.abspath(path))
 binds = []
 for volume in service.get("volumes") or []:
     source, target, *mode = str(volume).split(":")
+    if not source.startswith((".", "/")):
+        # A named volume: a fresh, empty directory of its own, world-writable like the /tmp a volume starts from.
+        source = os.path.join(sys.argv[2], "volumes", source)
+        shutil.rmtree(source, ignore_errors=True)
+        os.makedirs(source)
+        os.chmod(source, 0o1777)
     binds.append(f"{os.path.normpath(os.path.join(base, source))}:{target}:{(mode or ['rw'])[0]}")
 env = service.get("environment") or {}
 env = [f"{k}={v}" for k, v in env.items()] if isinstance(env, dict) else list(env)
@@ -743,7 +749,7 @@ COMPOSE_HEALTHY_SECONDS=$HEALTHY
 say "  HEALTHCHECK passed ${COMPOSE_HEALTHY_SECONDS}s after start"
 [ "$(proc_field CapBnd)" = 0000000000000000 ] || [ "$COMPOSE_CAP_DROP_ALL" = 0 ] || fail "capability bounding set is $(proc_field CapBnd)"
 [ "$(proc_field NoNewPrivs)" = 1 ] || [ "$COMPOSE_NO_NEW_PRIVS" = 0 ] || fail "no_new_privs is not set"
-if [ "$COMPOSE_READ_ONLY" = 1 ] && in_container sh -c ': > /tmp/.verify-image-write-test' 2>/dev/null; then
+if [ "$COMPOSE_READ_ONLY" = 1 ] && in_container sh -c ': > /.verify-image-write-test' 2>/dev/null; then
     fail "read_only: true, but the root filesystem is writable"
 fi
 if [ -n "$COMPOSE_NOFILE" ]; then

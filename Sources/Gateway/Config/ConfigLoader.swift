@@ -160,6 +160,10 @@ private struct Builder {
                                                            "routes", "reload"]) else { return nil }
         var config = GatewayConfig(sourcePath: path)
         if let entry = top["server"], let server = server(entry) { config.server = server }
+        if top["server"] == nil {
+            BufferingConfigParser.checkDefaultTempDirectory(line: top.line, reader: reader,
+                                                            tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
+        }
         if let entry = top["admin"], let admin = admin(entry) { config.admin = admin }
         if let entry = top["logging"], let logging = logging(entry) { config.logging = logging }
         if let entry = top["clients"] { config.clients = clients(entry) }
@@ -206,7 +210,7 @@ private struct Builder {
     func server(_ entry: YAMLReader.Entry) -> ServerConfig? {
         guard let map = reader.mapping(entry.value, entry.path,
                                        allowed: ["listen", "threads", "http2", "io_uring", "tls", "compression", "limits",
-                                                 "trusted_proxies"])
+                                                 "trusted_proxies", "buffering"])
         else { return nil }
         var server = ServerConfig()
         if let item = map["listen"], let value = listenList(item) { server.listen = value }
@@ -236,7 +240,21 @@ private struct Builder {
         }
         if let item = map["limits"] { limits(item, into: &server.limits) }
         if let item = map["trusted_proxies"], let value = trustedProxies(item) { server.trustedProxies = value }
+        bufferingSettings(map, into: &server)
         return server
+    }
+
+    /// `server.buffering` (see ``BufferingConfigParser``); without it, the default temporary directory is checked.
+    func bufferingSettings(_ map: YAMLReader.Entries, into server: inout ServerConfig) {
+        if let item = map["buffering"] {
+            if let value = BufferingConfigParser.buffering(item, reader: reader,
+                                                           tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk) {
+                server.buffering = value
+            }
+        } else {
+            BufferingConfigParser.checkDefaultTempDirectory(line: map.line, reader: reader,
+                                                            tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
+        }
     }
 
     /// `server.trusted_proxies`: addresses and CIDR blocks.
@@ -472,7 +490,10 @@ private struct Builder {
                 upstream.timeout.response = value
             }
         }
-        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: ["max_connections", "http2", "max_wait", "max_waiting", "idle_timeout", "max_requests_per_connection"]) {
+        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: [
+            "max_connections", "http2", "max_wait", "max_waiting", "idle_timeout", "max_requests_per_connection",
+            "max_share",
+        ]) {
             if let max = pool["max_connections"], let value = reader.int(max, in: 1...100_000) {
                 upstream.pool.maxConnections = value
             }
@@ -483,6 +504,9 @@ private struct Builder {
             }
             if let cap = pool["max_requests_per_connection"], let value = reader.int(cap, in: 0...1_000_000_000) {
                 upstream.pool.maxRequestsPerConnection = value
+            }
+            if let share = pool["max_share"], let value = BufferingConfigParser.maxShare(share, reader: reader) {
+                upstream.pool.maxShare = value
             }
             if let mode = pool["http2"], let value = reader.scalar(mode.value, mode.path) {
                 if let parsed = UpstreamConfig.HTTP2Mode(rawValue: value.text) {
@@ -794,7 +818,7 @@ private struct Builder {
             let path = "\(entry.path)[\(index)]"
             guard let map = reader.mapping(node, path, allowed: [
                 "name", "match", "upstream", "rewrite", "coalesce", "coalesce_vary", "clients", "timeout", "retries",
-                "rate_limit", "websocket", "max_body_bytes",
+                "rate_limit", "websocket", "max_body_bytes", "buffering",
             ]) else { continue }
             let nameEntry = reader.requireKey(map, "name")
             let name = nameEntry.flatMap { reader.string($0) }
@@ -834,6 +858,7 @@ private struct Builder {
             route.websocket = options.websocket
             route.websocketIdleTimeout = options.websocketIdleTimeout
             route.maxBodyBytes = options.maxBodyBytes
+            if let item = map["buffering"], let value = reader.bool(item) { route.buffering = value }
             if route.websocket, let item = map["websocket"] {
                 let line = reader.line(of: item.value)
                 if stubUpstreams.contains(upstreamName) {

@@ -152,6 +152,8 @@ public struct ServerConfig: Sendable, Equatable {
     /// Peers whose `X-Forwarded-For` names the client (load balancers in front of the gateway), for the rate limit,
     /// `X-Real-IP` and the access log's `client_ip`. Default none.
     public var trustedProxies: [IPBlock] = []
+    /// How proxied responses are buffered (`server.buffering`).
+    public var buffering = BufferingConfig()
 
     public init() {}
 }
@@ -384,6 +386,9 @@ public struct UpstreamConfig: Sendable, Equatable {
         /// Requests (HTTP/1.1) or streams (HTTP/2) sent on one connection before it is retired (it finishes what it
         /// carries and closes); 0 = no limit. Default 0.
         public var maxRequestsPerConnection: Int = 0
+        /// `max_share`: while the pool is full and other callers wait, the most of it one caller (as `rate_limit` keys
+        /// callers) may hold; its further requests wait behind the others'. Default 0.5; 1 turns it off.
+        public var maxShare: Double = 0.5
 
         public init() {}
     }
@@ -637,6 +642,9 @@ public struct RouteConfig: Sendable, Equatable {
     public var timeout: Duration?
     public var retries: Retries?
     public var rateLimit: RateLimitConfig?
+    /// Whether a long upstream answer is buffered (see ``BufferingConfig``) rather than relayed at the client's pace.
+    /// Default true.
+    public var buffering: Bool = true
 
     public init(name: String, match: Match, upstream: String) {
         self.name = name

@@ -33,6 +33,7 @@ struct ForwardingHeadersPlugin: TransportPlugin {
         guard let gateway = GatewayTarget.unwrapped(target) else { return }
         gateway.markSent()
         if !gateway.perRequestHeaders.isEmpty { request.http.headers.replaceOrAdd(gateway.perRequestHeaders) }
+        request.http.callerKey = gateway.callerKey
         if let timeout = gateway.timeout {
             request.timeout = timeout
             request.deadline = gateway.deadline

@@ -21,9 +21,12 @@ final class GatewayHandler: HTTPServerHandler {
     private let relaying = AtomicCounter()
     /// Open WebSocket tunnels: a drain sends them their Close (see ``goAwayTunnels()``).
     private let openTunnels = OpenTunnels()
+    /// Response buffering (`server.buffering`); nil relays every long body at its client's pace.
+    private let buffering: ResponseBuffering?
 
-    init(state: GatewayStateBox) {
+    init(state: GatewayStateBox, buffering: ResponseBuffering? = nil) {
         self.state = state
+        self.buffering = buffering
     }
 
     /// Routes the request and authorises its caller on the event loop, with no task: what needs no upstream is
@@ -221,7 +224,22 @@ final class GatewayHandler: HTTPServerHandler {
                 method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
-                timeout: route.config.timeout, retries: route.config.retries)
+                timeout: route.config.timeout, retries: route.config.retries,
+                callerKey: forwardsHeaders ? callerKey(for: exchange) : nil)
+        }
+
+        /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
+        /// IPv6 one by its /64), hashed: for the fair share of a full upstream pool.
+        func callerKey(for exchange: Exchange) -> Int {
+            var hasher = Hasher()
+            if let clientName {
+                hasher.combine(1 as UInt8)
+                hasher.combine(clientName)
+            } else {
+                hasher.combine(2 as UInt8)
+                hasher.combine(exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? "")
+            }
+            return hasher.finalize()
         }
 
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
@@ -454,7 +472,15 @@ final class GatewayHandler: HTTPServerHandler {
                 let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started,
                                              tunnel: response.statusCode == 101 ? tunnel : nil, pending: relaying)
                 exchange.relayLog = log
-                let relayed = StreamedBodyRelay.relay(streamed, on: call.upstream.client?.currentLoop, log: log,
+                let loop = call.upstream.client?.currentLoop
+                if let buffering, response.statusCode != 101,
+                   ResponseBuffering.applies(route: call.route.config.buffering, upstreamHeaders: response.transportHeaders) {
+                    // Read as fast as the upstream sends, into memory and a temporary file: the upstream connection
+                    // is free again once the body is in, whatever the client's pace.
+                    let relayed = BufferedBodyRelay.relay(streamed, buffering: buffering, on: loop, log: log)
+                    return HTTPServerResponse(head: head, body: .stream(relayed))
+                }
+                let relayed = StreamedBodyRelay.relay(streamed, on: loop, log: log,
                                                       tunnel: response.statusCode == 101 ? tunnel : nil)
                 return HTTPServerResponse(head: head, body: .stream(relayed))
             }

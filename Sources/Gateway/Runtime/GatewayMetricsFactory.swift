@@ -88,6 +88,11 @@ enum Metric {
     static let minimumRateCuts = "moya_gateway_min_rate_cuts_total"
     static let acceptsRefused = "moya_gateway_accepts_refused_total"
     static let tokenFetches = "moya_gateway_upstream_token_fetches_total"
+    static let bufferedBytes = "moya_gateway_response_buffer_bytes"
+    static let bufferSpilled = "moya_gateway_response_buffer_spilled_total"
+    static let bufferOverflows = "moya_gateway_response_buffer_overflows_total"
+    static let fairShareWaits = "moya_gateway_upstream_fair_share_waits_total"
+    static let logLinesDropped = "moya_gateway_log_lines_dropped_total"
 
     private static let helpTexts: [String: String] = [
         requests: "Requests answered, by route and status",
@@ -105,6 +110,11 @@ enum Metric {
         minimumRateCuts: "Client connections and HTTP/2 streams cut for moving bytes below the minimum rate, by direction (send: a response, receive: a request body) and protocol (http1, http2)",
         acceptsRefused: "Accepts that failed for want of file descriptors (reason fd_limit: EMFILE, ENFILE) or socket memory (reason memory); accepting pauses 100 ms and is retried",
         tokenFetches: "Requests to an upstream's OAuth 2.0 token endpoint, by upstream and result (success or failure)",
+        bufferedBytes: "Bytes of proxied responses buffered for their clients now, in memory or in temporary files (where)",
+        bufferSpilled: "Proxied responses that went on in a temporary file past their memory buffer",
+        bufferOverflows: "Buffered responses whose rest went at the client's pace: a temporary file cap reached, or a file error (cause)",
+        fairShareWaits: "Requests passed over for a connection or stream because their caller held more than its share of a full upstream pool, by upstream",
+        logLinesDropped: "Log lines dropped because the output was full or stuck (a full disk, a pipe nobody reads)",
     ]
 
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not

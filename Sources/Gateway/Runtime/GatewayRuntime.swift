@@ -26,6 +26,8 @@ public final class GatewayRuntime: Sendable {
     /// The main listeners' request handler, for in-process benchmarks (`GatewayBench`).
     package let handler: HTTPServerHandler
     private let gatewayHandler: GatewayHandler
+    /// Response buffering's settings, accounting and metrics (`server.buffering`).
+    private let buffering: ResponseBuffering
 
     /// Builds the runtime for `config`; nothing is bound until ``start()``.
     public init(config: GatewayConfig) throws {
@@ -38,6 +40,15 @@ public final class GatewayRuntime: Sendable {
         self.logger = logger
         let registry = PrometheusCollectorRegistry()
         telemetry = Telemetry(registry: registry, sink: sink, settings: logSettings)
+        let buffering = ResponseBuffering(config.server.buffering, telemetry: telemetry) { message, reason in
+            logger.warning("\(message)", metadata: ["reason": .string(reason)])
+        }
+        // What a crash left in the temporary directory goes, and a directory where no file can be made stops the
+        // start rather than the first long answer.
+        try buffering.prepareDirectory()
+        self.buffering = buffering
+        telemetry.addScrapeSource { buffering.updateGauges() }
+        telemetry.countDroppedLogLines(of: sink)
         state = GatewayStateBox(GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger))
         startedConfig = config
         servedTLSFiles = Locked(TLSFiles(config))
@@ -49,7 +60,7 @@ public final class GatewayRuntime: Sendable {
         }
         let compression = config.server.compression.gzip
             ? CompressionPolicy(minimumBytes: config.server.compression.minBytes) : nil
-        let gatewayHandler = GatewayHandler(state: state)
+        let gatewayHandler = GatewayHandler(state: state, buffering: buffering)
         self.gatewayHandler = gatewayHandler
         handler = gatewayHandler
         // WebSockets over HTTP/2 (RFC 8441) are offered on every connection; a route that does not relay them
@@ -179,6 +190,7 @@ public final class GatewayRuntime: Sendable {
                 "keys": .array(needRestart.map { .string($0) })])
         }
         logSettings.update(config.logging)
+        buffering.update(config.server.buffering)
         server.update(limits: Self.serverLimits(config))
         state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger,
                                             previous: state.current))

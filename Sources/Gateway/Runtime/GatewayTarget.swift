@@ -37,6 +37,8 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let deadline: ContinuousClock.Instant?
     /// The route's retry policy, if any (see ``RouteRetryPlugin``).
     let retries: RouteConfig.Retries?
+    /// Who the call is made for, as the rate limit keys callers (for the fair share of a full upstream pool).
+    let callerKey: Int?
     /// The retries ``RouteRetryPlugin`` decided for this request (for the access log); held inline, not in an object
     /// of its own.
     private let retriesDecided = Atomic<Int>(0)
@@ -46,7 +48,9 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
-         perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?) {
+         perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
+         callerKey: Int? = nil) {
+        self.callerKey = callerKey
         self.provider = provider
         self.origin = origin
         self.upstreamTarget = upstreamTarget

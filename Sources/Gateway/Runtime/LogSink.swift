@@ -14,7 +14,13 @@ import NetCore
 /// per request; a quiet gateway's lines still appear at once.
 ///
 /// A file is opened for appending (`O_APPEND`), so a rotation that copies and truncates it (logrotate's
-/// `copytruncate`) goes on at its new end, and ``reopen()`` opens the path afresh after a rotation that moved it.
+/// `copytruncate`) goes on at its new end, and ``reopen()`` opens the path afresh after a rotation that moved it. An
+/// output that cannot be opened within ``openTimeout`` (a FIFO nobody reads, an open that hangs) is an error, at the
+/// start and at a reopen, rather than a wait for as long as it takes.
+///
+/// Lines dropped (the queue full behind a stuck output, or a write that failed: a full disk) are counted
+/// (``dropped``) and reported on stderr, at most once per ``dropReportInterval``, from a thread of their own (the writer
+/// may be the one stuck).
 public final class LogSink: Sendable {
     public enum Destination: Sendable {
         case stdout
@@ -28,6 +34,14 @@ public final class LogSink: Sendable {
     private let output: Locked<Int32>
     private let path: String?
     private let capacity: Int
+    /// Where the drop reports are written from (see ``reportDrops()``).
+    private let reportQueue = DispatchQueue(label: "moya-gateway.log-drop-report")
+    /// The stderr lines of the drop reports go through this (stderr's descriptor, or a test's).
+    private let reportOutput: Int32
+    /// The longest wait for an output to open.
+    public static let openTimeout: Duration = .seconds(1)
+    /// The shortest time between two reports of dropped lines on stderr (nanoseconds).
+    static let dropReportInterval: UInt64 = 60_000_000_000
     /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.
     static let batchDelay: UInt64 = 10_000_000
     /// The largest buffer kept for reuse after a write: a burst's does not stay allocated.
@@ -41,12 +55,19 @@ public final class LogSink: Sendable {
         var scheduled = false
         var lastWrite: UInt64 = 0
         var dropped = 0
+        /// Drops not reported on stderr yet, the last one's cause, and when the last report went (0: never).
+        var unreported = 0
+        var dropCause = ""
+        var lastReport: UInt64 = 0
+        var reportScheduled = false
         /// The buffer the writer last emptied, kept for the next batch.
         var spare: [UInt8] = []
     }
 
-    /// - Throws: ``OpenError`` when a file destination cannot be opened for appending.
-    public init(destination: Destination, capacity: Int = 65_536) throws(OpenError) {
+    /// - Parameter reportOutput: where drop reports go (stderr unless a test says otherwise).
+    /// - Throws: ``OpenError`` when a file destination cannot be opened for appending within ``openTimeout``.
+    public init(destination: Destination, capacity: Int = 65_536, reportOutput: Int32 = STDERR_FILENO) throws(OpenError) {
+        self.reportOutput = reportOutput
         switch destination {
         case .stdout:
             output = Locked(STDOUT_FILENO)
@@ -66,11 +87,86 @@ public final class LogSink: Sendable {
     }
 
     /// Opens `path` for appending, creating it (mode 0644) when it does not exist. A pipe, FIFO or terminal
-    /// (`/dev/stdout` in a container) is fine too.
-    private static func openForAppending(_ path: String) throws(OpenError) -> Int32 {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw OpenError(path: path, reason: String(cString: strerror(errno))) }
-        return fd
+    /// (`/dev/stdout` in a container) is fine too; a FIFO must have a reader within `timeout`, and an open that hangs
+    /// (a stale network mount) is given up after it.
+    static func openForAppending(_ path: String, timeout: Duration = LogSink.openTimeout) throws(OpenError) -> Int32 {
+        let attempt = OpenAttempt()
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: timeout.nanoseconds))
+        let waited = "waited \(Self.seconds(timeout))"
+        // On a thread of its own: `open` itself may block (it does not for a FIFO, opened non-blocking below).
+        DispatchQueue.global().async { attempt.run(path, until: deadline) }
+        guard attempt.done.wait(timeout: deadline + .milliseconds(100)) == .success, let outcome = attempt.finish() else {
+            attempt.abandon()
+            throw OpenError(path: path, reason: "the open did not return (\(waited))")
+        }
+        switch outcome {
+        case .success(let fd): return fd
+        case .failure(let code):
+            throw OpenError(path: path, reason: code == ENXIO ? "no process has the FIFO open for reading (\(waited))"
+                                                             : String(cString: strerror(code)))
+        }
+    }
+
+    /// `duration` as `1s`, `1.5s`.
+    private static func seconds(_ duration: Duration) -> String {
+        let value = duration.seconds
+        return value == value.rounded() ? "\(Int(value))s" : "\(value)s"
+    }
+
+    /// One `open` of ``openForAppending(_:timeout:)`` on its helper thread; a descriptor that comes after the caller
+    /// gave up is closed, by whichever of the two comes last.
+    private final class OpenAttempt: @unchecked Sendable {
+        enum Outcome {
+            case success(Int32)
+            case failure(Int32)
+        }
+
+        private struct State {
+            var outcome: Outcome?
+            var abandoned = false
+        }
+
+        let done = DispatchSemaphore(value: 0)
+        private let state = Locked(State())
+
+        func run(_ path: String, until deadline: DispatchTime) {
+            var fd: Int32
+            var failure: Int32 = 0
+            while true {
+                // Non-blocking, so that a FIFO without a reader fails (ENXIO) instead of waiting in `open`.
+                fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o644)
+                failure = fd >= 0 ? 0 : errno
+                if fd >= 0 || failure != ENXIO || DispatchTime.now() >= deadline { break }
+                usleep(20_000)
+            }
+            let outcome: Outcome
+            if fd >= 0 {
+                // Writes block again (the writer thread waits for a slow reader; the queue bounds the rest).
+                let flags = fcntl(fd, F_GETFL)
+                if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+                outcome = .success(fd)
+            } else {
+                outcome = .failure(failure)
+            }
+            let abandoned = state.withLock { state -> Bool in
+                state.outcome = outcome
+                return state.abandoned
+            }
+            if abandoned, fd >= 0 { close(fd) }
+            done.signal()
+        }
+
+        /// The outcome, once ``run(_:until:)`` has given it.
+        func finish() -> Outcome? { state.withLock { $0.outcome } }
+
+        /// The caller stopped waiting: the descriptor, whenever it comes, is closed.
+        func abandon() {
+            let outcome = state.withLock { state -> Outcome? in
+                state.abandoned = true
+                return state.outcome
+            }
+            if case .success(let fd) = outcome { close(fd) }
+        }
     }
 
     /// A log file that could not be opened for appending.
@@ -86,24 +182,30 @@ public final class LogSink: Sendable {
     /// The file lines go to, or nil for stdout and stderr.
     public var filePath: String? { path }
 
-    /// Opens the file destination's path again, after a rotation moved the file away: lines queued before the call
-    /// go to the old file, lines after it to the new one, and none is lost. Stdout and stderr are left as they are.
-    /// When the path cannot be opened, lines go on to the old file and the error is thrown.
+    /// Opens the file destination's path again, after a rotation moved the file away: lines queued before the new
+    /// file is open go to the old file, lines after it to the new one, and none is lost. Stdout and stderr are left as
+    /// they are. When the path cannot be opened within ``openTimeout``, lines go on to the old file and the error is
+    /// thrown.
     public func reopen() async throws(OpenError) {
         guard let path else { return }
         let result: Result<Void, OpenError> = await withCheckedContinuation { continuation in
-            queue.async { [self] in
-                drain()
+            // Opened on a thread of its own (up to `openTimeout`), so the writer goes on meanwhile.
+            DispatchQueue.global().async { [self] in
+                let fresh: Int32
                 do throws(OpenError) {
-                    let fresh = try Self.openForAppending(path)
+                    fresh = try Self.openForAppending(path)
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                    return
+                }
+                queue.async { [self] in
+                    drain()
                     let old = output.withLock { fd in
                         defer { fd = fresh }
                         return fd
                     }
                     close(old)
                     continuation.resume(returning: .success(()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
                 }
             }
         }
@@ -122,9 +224,14 @@ public final class LogSink: Sendable {
     /// Queues one line given as UTF-8 bytes (a newline is added).
     public func write(bytes line: UnsafeBufferPointer<UInt8>) {
         let now = DispatchTime.now().uptimeNanoseconds
+        var scheduleReport = false
+        defer { if scheduleReport { reportDrops() } }
         let wait = pending.withLock { state -> UInt64? in
             guard state.lines < capacity else {
                 state.dropped += 1
+                state.unreported += 1
+                state.dropCause = "the output takes lines more slowly than they come (queue of \(capacity) full)"
+                if !state.reportScheduled { scheduleReport = true }
                 return nil
             }
             state.bytes.append(contentsOf: line)
@@ -163,7 +270,15 @@ public final class LogSink: Sendable {
                 pending.withLock { $0.spare = batch }
                 return
             }
-            if !writeAll(batch) { pending.withLock { $0.dropped += lines } }
+            if let failure = writeAll(batch) {
+                let schedule = pending.withLock { state -> Bool in
+                    state.dropped += lines
+                    state.unreported += lines
+                    state.dropCause = "write: \(String(cString: strerror(failure)))"
+                    return !state.reportScheduled
+                }
+                if schedule { reportDrops() }
+            }
             batch.removeAll(keepingCapacity: batch.capacity <= Self.retainedBufferBytes)
             pending.withLock { state in
                 if state.spare.capacity < batch.capacity { state.spare = batch }
@@ -171,8 +286,8 @@ public final class LogSink: Sendable {
         }
     }
 
-    /// Writes `bytes` to the output, waiting while it is full; false when it fails.
-    private func writeAll(_ bytes: [UInt8]) -> Bool {
+    /// Writes `bytes` to the output, waiting while it is full; the `errno` of a write that failed, nil when all went.
+    private func writeAll(_ bytes: [UInt8]) -> Int32? {
         let fd = output.withLock { $0 }
         return bytes.withUnsafeBytes { raw in
             var offset = 0
@@ -183,10 +298,45 @@ public final class LogSink: Sendable {
                 } else if written < 0 && errno == EINTR {
                     continue
                 } else {
-                    return false
+                    return written < 0 ? errno : ENOSPC
                 }
             }
-            return true
+            return nil
+        }
+    }
+
+    /// Reports the lines dropped since the last report on stderr (one line: how many, since when, and why), now or,
+    /// when the last report is less than ``dropReportInterval`` old, once it is; from ``reportQueue``, so that a stuck
+    /// writer (or a stuck stderr) holds nobody else up.
+    private func reportDrops() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let delay = pending.withLock { state -> UInt64? in
+            guard !state.reportScheduled else { return nil }
+            state.reportScheduled = true
+            let since = now &- state.lastReport
+            return state.lastReport == 0 || since >= Self.dropReportInterval ? 0 : Self.dropReportInterval - since
+        }
+        guard let delay else { return }
+        reportQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { [self] in
+            let (count, cause, first) = pending.withLock { state -> (Int, String, Bool) in
+                defer {
+                    state.unreported = 0
+                    state.reportScheduled = false
+                    state.lastReport = DispatchTime.now().uptimeNanoseconds
+                }
+                return (state.unreported, state.dropCause, state.lastReport == 0)
+            }
+            guard count > 0 else { return }
+            let output = path.map { "logging.output \($0)" } ?? "logging.output"
+            var line = "moya-gateway: \(output): \(count) log line\(count == 1 ? "" : "s") dropped"
+                + (first ? "" : " in the last minute") + " (\(cause)); counted in moya_gateway_log_lines_dropped_total\n"
+            line.withUTF8 { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = Glibc.write(reportOutput, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { break }
+                }
+            }
         }
     }
 

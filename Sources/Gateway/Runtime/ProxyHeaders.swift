@@ -146,8 +146,10 @@ enum ProxyHeaders {
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
     }
 
-    /// Response fields never returned to the client: hop-by-hop, framing and the request id (the gateway sets it).
-    private static let droppedDownstream = HeaderNameSet(HopByHop.standard + ["Content-Length", "X-Request-Id"])
+    /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and
+    /// `X-Accel-Buffering` (the upstream's word to the gateway on buffering, which nginx does not pass on either).
+    private static let droppedDownstream = HeaderNameSet(HopByHop.standard + ["Content-Length", "X-Request-Id",
+                                                                              "X-Accel-Buffering"])
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
@@ -191,6 +193,7 @@ enum ProxyHeaders {
         headers = HopByHop.removing(from: headers)
         headers.remove(name: "Content-Length")
         headers.remove(name: "X-Request-Id")
+        headers.remove(name: "X-Accel-Buffering")
         headers.add(name: "Via", value: "1.1 moya-gateway")
         headers.add(name: "X-Request-Id", value: requestID)
         return headers

@@ -150,6 +150,15 @@ public final class Telemetry: Sendable {
     /// Exports how many client connections are open now.
     func openConnections(_ count: Int) {
         Meter(label: Metric.openConnections, factory: metricsFactory).set(Double(count))
+        for source in gaugeSources.withLock({ $0 }) { source() }
+    }
+
+    /// What sets the gauges read at each scrape of `/metrics` (buffered bytes, dropped log lines).
+    private let gaugeSources = Locked<[@Sendable () -> Void]>([])
+
+    /// Adds `source`, run at each scrape of `/metrics` (with ``openConnections(_:)``) to bring its metrics up to date.
+    func addScrapeSource(_ source: @escaping @Sendable () -> Void) {
+        gaugeSources.withLock { $0.append(source) }
     }
 }
 
@@ -157,4 +166,21 @@ public final class Telemetry: Sendable {
 struct UnroutedMetricKey: Hashable {
     let route: String
     let upstream: String
+}
+
+extension Telemetry {
+    /// Counts `sink`'s dropped lines in `moya_gateway_log_lines_dropped_total`, brought up to date at each scrape.
+    func countDroppedLogLines(of sink: LogSink) {
+        let counter = CoreMetrics.Counter(label: Metric.logLinesDropped, factory: metricsFactory)
+        counter.increment(by: 0)
+        let counted = Locked(0)
+        addScrapeSource {
+            let dropped = sink.dropped
+            let delta = counted.withLock { counted -> Int in
+                defer { counted = max(counted, dropped) }
+                return dropped - counted
+            }
+            if delta > 0 { counter.increment(by: delta) }
+        }
+    }
 }

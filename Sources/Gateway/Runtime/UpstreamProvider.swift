@@ -5,6 +5,7 @@ import FoundationNetworking
 import HTTPClient
 import HTTPWire
 import Logging
+import CoreMetrics
 import Moya
 import NetCore
 
@@ -103,6 +104,14 @@ final class UpstreamProvider: Sendable {
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
             configuration.servers = upstream.servers ?? []
+            if upstream.pool.maxShare < 1 {
+                configuration.maxShare = upstream.pool.maxShare
+                if let telemetry = health?.telemetry {
+                    let waits = CoreMetrics.Counter(label: Metric.fairShareWaits, dimensions: [("upstream", upstream.name)],
+                                                    factory: telemetry.metricsFactory)
+                    configuration.onFairShareWait = { waits.increment() }
+                }
+            }
             let client = HTTPClient(configuration: configuration, group: group)
             self.client = client
             clients.append(client)
@@ -111,6 +120,7 @@ final class UpstreamProvider: Sendable {
                 configuration.http2 = .never
                 configuration.maxConnectionsPerOrigin = .max
                 configuration.maxConnectionsPerOriginTotal = nil
+                configuration.maxShare = nil
                 let tunnelClient = HTTPClient(configuration: configuration, group: group)
                 clients.append(tunnelClient)
                 tunnelSession = Session(client: tunnelClient, headers: [:], startRequestsImmediately: false,

@@ -190,7 +190,7 @@ import Testing
             timeout: -1s
         """
         #expect(problems(text) == [
-            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, io_uring, tls, compression, limits, trusted_proxies)",
+            "conf/gw.yaml:3: server.threds: unknown key (expected one of: listen, threads, http2, io_uring, tls, compression, limits, trusted_proxies, buffering)",
             "conf/gw.yaml:4: server.http2: expected true or false, got 'maybe'",
             "conf/gw.yaml:6: server.limits.max_body_bytes: must be greater than 0",
             "conf/gw.yaml:7: server.limits.header_timeout: must be greater than 0",

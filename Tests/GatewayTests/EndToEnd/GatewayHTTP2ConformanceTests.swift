@@ -84,12 +84,21 @@ import Testing
         await upstream.shutdown()
     }
 
-    @Test func aStalledStreamHoldsDataBack() async throws {
+    /// H2-10: a stream stalled by a zero window over a 64 MiB answer. On a `buffering: false` route the upstream is
+    /// read only as far as the buffers in between; with buffering (the default) the upstream's answer is read whole
+    /// into a temporary file meanwhile (its connection free again), and in both the gateway's memory stays flat.
+    @Test(arguments: [false, true])
+    func aStalledStreamHoldsDataBack(buffering: Bool) async throws {
         let upstream = try await ConformanceUpstream.start()
         let directory = ProcessRunner.temporaryDirectory("gateway-h2spec-window")
         let certificates = try ProcessRunner.makeCertificates(in: directory)
-        let gateway = try await GatewayProcess(config: Self.gatewayConfig(upstreamPort: upstream.port, tlsPort: try freeLoopbackPort(),
-                                                                          certificates: certificates))
+        var config = Self.gatewayConfig(upstreamPort: upstream.port, tlsPort: try freeLoopbackPort(),
+                                        certificates: certificates)
+        if !buffering {
+            config = config.replacingOccurrences(of: "rewrite: { strip_prefix: /up } }",
+                                                 with: "rewrite: { strip_prefix: /up }, buffering: false }")
+        }
+        let gateway = try await GatewayProcess(config: config)
         let pid = gateway.process.processIdentifier
         let baseline = Self.residentKiB(pid)
         let port = gateway.port
@@ -103,17 +112,24 @@ import Testing
         // The script stalls the stream for about 4 s (headers, a 1 s wait, five 1-byte drips, a 3 s hold): sample
         // the gateway's memory meanwhile.
         var peak = baseline
-        for _ in 0..<25 {
+        var producedWhileStalled = 0
+        for round in 0..<25 {
             try await Task.sleep(for: .milliseconds(200))
             peak = max(peak, Self.residentKiB(pid))
+            if round == 15 { producedWhileStalled = upstream.producedBytes }
         }
         let output = try await run.value
         let result = try #require(Self.results(output)["H2-10"], "\(output.stdout) \(output.stderr)")
         #expect(result.passed, "\(result.detail)")
         #expect(peak - baseline < 16 * 1024, "gateway RSS grew \((peak - baseline) / 1024) MiB for a 64 MiB response held back")
-        // Read only as far as the buffers in between: the relay's, the client's, and the kernel's loopback socket
-        // buffers (several MiB with autotuning), far from the 64 MiB the upstream would send.
-        #expect(upstream.producedBytes < 16 << 20, "the upstream was read only as far as the buffers: \(upstream.producedBytes)")
+        if buffering {
+            // Read through while the client held the stream back: the upstream's part was over in moments.
+            #expect(producedWhileStalled == 64 << 20, "the upstream was read whole meanwhile: \(producedWhileStalled)")
+        } else {
+            // Read only as far as the buffers in between: the relay's, the client's, and the kernel's loopback
+            // socket buffers (several MiB with autotuning), far from the 64 MiB the upstream would send.
+            #expect(upstream.producedBytes < 16 << 20, "the upstream was read only as far as the buffers: \(upstream.producedBytes)")
+        }
         gateway.stop()
         await upstream.shutdown()
     }

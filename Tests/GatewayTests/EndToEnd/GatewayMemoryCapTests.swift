@@ -15,9 +15,11 @@ struct GatewayMemoryCapTests {
     static let cap = 256 << 20
     static let slowReaders = 16
 
+    /// Response buffering is on, with temporary files capped at 64 MiB in all: their page cache is charged to the
+    /// group too (reclaimable, but a charge at the cap all the same), and the slow readers' 4 GiB would fill it.
     static func config(upstreamPort: Int) -> String {
         """
-        \(GatewayProcess.listeners.replacingOccurrences(of: "threads: 1", with: "threads: 1\n  limits: { send_timeout: 3s }"))
+        \(GatewayProcess.listeners.replacingOccurrences(of: "threads: 1", with: "threads: 1\n  limits: { send_timeout: 3s }\n  buffering: { max_temp_total: 64MiB }"))
         upstreams:
           up: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { response: 60s }, pool: { max_connections: 64 } }
           stub: { stub: { status: 200, body: "stub" } }

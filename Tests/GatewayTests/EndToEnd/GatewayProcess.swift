@@ -121,6 +121,26 @@ final class GatewayProcess {
         return status
     }
 
+    /// Descriptors of the process open on files in `directory` (temporary files made without a name show as
+    /// `directory/#inode (deleted)`).
+    func openFiles(in directory: String) -> Int {
+        let fds = "/proc/\(process.processIdentifier)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []
+        return entries.filter { entry in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\(entry)") else { return false }
+            return target.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
+        }.count
+    }
+
+    /// The value of the metric sample `name` (with its labels, as `/metrics` writes them), or nil when absent.
+    func metric(_ name: String) -> Double? {
+        guard let text = try? ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(adminPort)/metrics"]).stdout else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1))
+        }
+        return nil
+    }
+
     var stdout: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
 

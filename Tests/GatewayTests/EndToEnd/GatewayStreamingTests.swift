@@ -8,13 +8,14 @@ import Glibc
 /// Long upstream bodies are relayed to the client as they arrive (not collected), intact, and a client that goes
 /// away stops the upstream read.
 @Suite(.serialized) struct GatewayStreamingTests {
-    static func config(upstreamPort: Int) -> String {
+    /// - Parameter buffering: the route's `buffering` (response buffering is on by default).
+    static func config(upstreamPort: Int, buffering: Bool = true) -> String {
         """
         \(GatewayProcess.listeners)
         upstreams:
           up: { base_url: "http://127.0.0.1:\(upstreamPort)", timeout: { response: 10s } }
         routes:
-          - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
+          - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up }, buffering: \(buffering) }
         """
     }
 
@@ -90,10 +91,11 @@ import Glibc
     /// than 64 MiB above idle (docs/reliability.md's bound; about 1 MiB since the byte stream lets go of each chunk it
     /// hands out, where it grew by 8 to 84 MiB before); to a client reading 2.5 MiB/s, the upstream is read only as
     /// far as the client has taken plus the buffers in between (back-pressure reaches the upstream), and memory
-    /// stays flat.
+    /// stays flat. On a `buffering: false` route: with buffering (the default) the upstream is read ahead into a
+    /// temporary file on purpose (see GatewayResponseBufferingTests).
     @Test func aGibibyteRelaysInBoundedMemoryToAFastAndASlowClient() async throws {
         let upstream = try await ConformanceUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port)
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, buffering: false)
             .replacingOccurrences(of: "response: 10s", with: "response: 60s"))
         let pid = gateway.process.processIdentifier
         let warm = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}",
@@ -170,12 +172,16 @@ import Glibc
     }
 
     /// SLOW-03 with `send_timeout`: a client that stops reading a long response is cut off once the response has made
-    /// no progress for that long (like nginx's `send_timeout`, between two writes; not a minimum rate), and the
-    /// upstream read stops with it.
-    @Test func aClientThatStopsReadingIsClosedAtTheSendTimeout() async throws {
+    /// no progress for that long (like nginx's `send_timeout`, between two writes; not a minimum rate). Without
+    /// buffering the upstream read stops with it; with buffering the upstream was read whole into a temporary file
+    /// meanwhile, which closes with the cut.
+    @Test(arguments: [false, true])
+    func aClientThatStopsReadingIsClosedAtTheSendTimeout(buffering: Bool) async throws {
         let upstream = try await ConformanceUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port)
-            .replacingOccurrences(of: "threads: 1", with: "threads: 1\n  limits: { send_timeout: 1s }"))
+        let temporary = ProcessRunner.temporaryDirectory("gateway-send-timeout-buffers")
+        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, buffering: buffering)
+            .replacingOccurrences(of: "threads: 1", with: "threads: 1\n  limits: { send_timeout: 1s }\n"
+                                  + "  buffering: { temp_dir: \(temporary) }"))
         let client = try RawClient(port: gateway.port)
         client.send("GET /up/big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
         _ = client.read(until: { $0.contains("\r\n\r\n") }, timeout: 5)
@@ -184,7 +190,13 @@ import Glibc
         let rest = client.readAll(timeout: 3)
         #expect(rest.closed, "closed by the gateway while the client was not reading")
         #expect(rest.bytes.count < 32 << 20)
-        #expect(upstream.producedBytes < 32 << 20, "the upstream was not read through: \(upstream.producedBytes)")
+        if buffering {
+            #expect(upstream.producedBytes == 64 << 20, "the upstream was read whole: \(upstream.producedBytes)")
+            #expect(gateway.openFiles(in: temporary) == 0, "the cut response's temporary file is closed")
+            #expect(gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}") == 0)
+        } else {
+            #expect(upstream.producedBytes < 32 << 20, "the upstream was not read through: \(upstream.producedBytes)")
+        }
         gateway.stop()
         await upstream.shutdown()
     }
