@@ -90,7 +90,8 @@ import Glibc
         let (rest, closed) = client.readAll(timeout: 3)
         #expect(closed)
         #expect(rest.count < 16 << 20, "\(rest.count) bytes after the cut")
-        #expect(upstream.produced < 64 << 20, "the upstream's answer was not read to its end")
+        // The upstream's answer itself is read at the upstream's pace (response buffering, on by default), so the cut
+        // is the client's alone: nothing is asserted about how much of it the upstream produced.
         #expect(gateway.stop() == 0)
         await upstream.shutdown()
     }
@@ -217,13 +218,11 @@ import Glibc
 /// The upstream of the minimum-rate tests: `/big?mb=N` streams N MiB with back-pressure, `/slow?ms=N` answers after N
 /// ms, `/events?count=N&ms=M` sends N server-sent events M ms apart, anything else reads the body and answers `ok`.
 final class RateUpstream: HTTPServerHandler {
-    private let state = Locked((produced: 0, uploads: 0))
+    private let uploadsRead = Locked(0)
     private let serving = LoopbackServer()
     var port: Int { serving.port }
-    /// Bytes the `/big` producers handed to the server.
-    var produced: Int { state.withLock { $0.produced } }
     /// Request bodies read to their end.
-    var uploads: Int { state.withLock { $0.uploads } }
+    var uploads: Int { uploadsRead.withLock { $0 } }
 
     static func start() async throws -> RateUpstream {
         let upstream = RateUpstream()
@@ -265,7 +264,7 @@ final class RateUpstream: HTTPServerHandler {
             guard (try? await request.body.collect(upTo: 1 << 24)) != nil else {
                 return HTTPServerResponse(status: 400, body: Array("body failed".utf8))
             }
-            state.withLock { $0.uploads += 1 }
+            uploadsRead.withLock { $0 += 1 }
             return HTTPServerResponse(status: 200, body: Array("ok".utf8))
         }
     }
@@ -280,7 +279,6 @@ final class RateUpstream: HTTPServerHandler {
             var sent = 0
             while sent < bytes, !stream.isFinished {
                 sent += chunk.count
-                state.withLock { $0.produced += chunk.count }
                 if !stream.yield(chunk) { _ = await iterator.next() }
             }
             stream.finish()
