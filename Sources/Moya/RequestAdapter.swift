@@ -23,6 +23,7 @@ public protocol RequestAdapter: PluginType {
     /// - Parameters:
     ///   - request: the prepared request (for a retry: the one sent last, or the one a retrier returned).
     ///   - target: the target, as the other hooks get it.
+    /// - Returns: the request to send (`request` itself when there is nothing to change).
     /// - Throws: to fail the request.
     func adapt(_ request: URLRequest, for target: TargetType) async throws -> URLRequest
 }

@@ -7,7 +7,9 @@
 /// last has expired.
 public protocol AccessTokenSource: AnyObject, Sendable {
     /// A token to send now: the current one while it is valid, else the one being obtained (waiting for it).
-    /// - Parameter deadline: the latest the caller waits; past it the call throws (a request's deadline).
+    /// - Parameter deadline: the latest the caller waits; past it the call throws (a request's deadline). `nil`:
+    ///   no limit.
+    /// - Returns: the token, without a scheme (sent as `Authorization: <scheme> <token>`).
     /// - Throws: ``AccessTokenSourceError`` when no token can be had (the reason says why; it never holds a secret
     ///   or a token), `CancellationError` when the calling task is cancelled.
     func token(before deadline: ContinuousClock.Instant?) async throws -> String
@@ -15,6 +17,7 @@ public protocol AccessTokenSource: AnyObject, Sendable {
     /// Reports that `token` was refused (an upstream answered `401` to a request that carried it): the source
     /// drops it if it is still the current one, so that the next ``token(before:)`` obtains another. A token that
     /// was already replaced is ignored, so any number of requests refused with the same token cause one renewal.
+    /// - Parameter token: the token the refused request carried, as ``token(before:)`` returned it.
     func invalidate(_ token: String)
 }
 
@@ -25,6 +28,12 @@ public struct AccessTokenGrant: Sendable, CustomStringConvertible, CustomDebugSt
     /// How long the token is valid from the moment the fetch started; `nil` until it is invalidated.
     public var lifetime: Duration?
 
+    /// Creates a grant, as a ``RenewingAccessTokenSource/Fetch`` function returns it.
+    /// - Parameters:
+    ///   - token: the token itself; it must not be empty and may hold only visible ASCII characters (a header must
+    ///     carry it), or the source refuses the grant as a failed fetch.
+    ///   - lifetime: how long the token is valid from the moment the fetch started; `nil`: until it is invalidated.
+    ///     A lifetime that is not positive is refused as a failed fetch.
     public init(token: String, lifetime: Duration?) {
         self.token = token
         self.lifetime = lifetime
@@ -32,6 +41,7 @@ public struct AccessTokenGrant: Sendable, CustomStringConvertible, CustomDebugSt
 
     /// Never shows the token.
     public var description: String { "AccessTokenGrant(token: [REDACTED], lifetime: \(lifetime.map { "\($0)" } ?? "none"))" }
+    /// The same as ``description``: never shows the token.
     public var debugDescription: String { description }
 }
 
@@ -43,11 +53,18 @@ public struct AccessTokenSourceError: Error, Sendable, Hashable, CustomStringCon
     /// that will not change (a `400 invalid_client`).
     public var isTransient: Bool
 
+    /// Creates an error.
+    /// - Parameters:
+    ///   - reason: what went wrong, for logs; it must hold no secret and no token (nor text from an answer that may
+    ///     hold one).
+    ///   - isTransient: whether trying again at once may help; `true` by default. A fetch round retries only
+    ///     transient failures (``AccessTokenRenewalPolicy/attempts``).
     public init(_ reason: String, isTransient: Bool = true) {
         self.reason = reason
         self.isTransient = isTransient
     }
 
+    /// `access token: <reason>`.
     public var description: String { "access token: \(reason)" }
 }
 
@@ -78,6 +95,14 @@ public struct AccessTokenRenewalPolicy: Sendable, Hashable {
     /// The longest ``failurePause``. Default 30 s.
     public var maxFailurePause: Duration
 
+    /// Creates a policy; every parameter has its property's default.
+    /// - Parameters:
+    ///   - renewBefore: how long before the token expires its renewal starts (``renewBefore``); 60 s by default.
+    ///   - attempts: attempts of one fetch round, 1 for no retry (``attempts``); 3 by default.
+    ///   - backoff: the pause before a round's second attempt, doubling for each further one (``backoff``); 200 ms by
+    ///     default.
+    ///   - failurePause: how long requests fail at once after a round failed (``failurePause``); 1 s by default.
+    ///   - maxFailurePause: the longest that pause grows to (``maxFailurePause``); 30 s by default.
     public init(renewBefore: Duration = .seconds(60), attempts: Int = 3, backoff: Duration = .milliseconds(200),
                 failurePause: Duration = .seconds(1), maxFailurePause: Duration = .seconds(30)) {
         self.renewBefore = renewBefore

@@ -27,6 +27,13 @@ public final class AccessTokenSourcePlugin: RequestAdapter, RequestRetrier, Send
     /// How many of a request's attempts may trigger a renewal on `401`.
     public let refreshAttempts: Int
 
+    /// Creates a plugin that sends the tokens of `source`.
+    /// - Parameters:
+    ///   - source: where the tokens come from, shared by every request of the provider (and by other providers given
+    ///     the same source).
+    ///   - authorizationType: the scheme for targets that are not ``AccessTokenAuthorizable``; `.bearer` by default.
+    ///   - refreshAttempts: how many of a request's attempts may invalidate their token on `401` and send the request
+    ///     again; 1 by default (only the first send), 0 never.
     public init(source: any AccessTokenSource, authorizationType: AuthorizationType = .bearer, refreshAttempts: Int = 1) {
         self.source = source
         self.authorizationType = authorizationType
@@ -39,6 +46,15 @@ public final class AccessTokenSourcePlugin: RequestAdapter, RequestRetrier, Send
         return authorizationType
     }
 
+    /// Sets `Authorization: <scheme> <token>` (replacing any the request had) with a token from ``source``, waiting
+    /// for one no longer than the request's `timeoutInterval`. A target whose ``AccessTokenAuthorizable/authorizationType``
+    /// is `nil` is left as it is.
+    /// - Parameters:
+    ///   - request: the request of this attempt.
+    ///   - target: the target; a ``MultiTarget`` is looked through to the target it wraps.
+    /// - Returns: `request` with the `Authorization` header set.
+    /// - Throws: the source's ``AccessTokenSourceError`` when it has no token to give before the request's deadline,
+    ///   `CancellationError` when the request is cancelled while it waits. Nothing is sent then.
     public func adapt(_ request: URLRequest, for target: TargetType) async throws -> URLRequest {
         guard let scheme = scheme(for: target) else { return request }
         let deadline = TransportErrors.timeout(of: request).map { ContinuousClock.now + $0 }

@@ -30,6 +30,7 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
     public struct Configuration: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
         /// The token endpoint, an absolute `https` URL (`http` works too: keep it to a loopback address).
         public var tokenURL: String
+        /// The client's id (`client_id`), as the authorization server registered it.
         public var clientID: String
         /// Never shown by ``description``.
         public var clientSecret: String
@@ -37,13 +38,27 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         public var scope: String?
         /// The `audience` parameter (Auth0, Okta and others ask for it); nil sends none.
         public var audience: String?
+        /// How the client authenticates to the token endpoint; ``ClientAuthentication/basic`` by default.
         public var clientAuthentication: ClientAuthentication
         /// Bounds each fetch attempt (connect, request and answer).
         public var timeout: Duration
         /// The lifetime assumed when the answer has no `expires_in`.
         public var defaultLifetime: Duration
+        /// When the token is renewed and how a failing fetch is retried.
         public var renewal: AccessTokenRenewalPolicy
 
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - tokenURL: the token endpoint, an absolute `https` URL (`http` works too: keep it to a loopback
+        ///     address, since the secret and the tokens travel on it). The source's initializer checks it.
+        ///   - clientID: the client's id.
+        ///   - clientSecret: the client's secret; never shown by ``description``.
+        ///   - scope: space-separated scopes to ask for; `nil` (the default) sends none.
+        ///   - audience: the `audience` parameter; `nil` (the default) sends none.
+        ///   - clientAuthentication: how the client authenticates; ``ClientAuthentication/basic`` by default.
+        ///   - timeout: bounds each fetch attempt (connect, request and answer); 10 s by default.
+        ///   - defaultLifetime: the lifetime assumed when an answer has no `expires_in`; 5 minutes by default.
+        ///   - renewal: when the token is renewed and how a failing fetch is retried; the policy's defaults by default.
         public init(tokenURL: String, clientID: String, clientSecret: String, scope: String? = nil,
                     audience: String? = nil, clientAuthentication: ClientAuthentication = .basic,
                     timeout: Duration = .seconds(10), defaultLifetime: Duration = .seconds(300),
@@ -59,13 +74,16 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
             self.renewal = renewal
         }
 
+        /// The endpoint, the client id and the authentication method; the secret as `[REDACTED]`.
         public var description: String {
             "OAuth2 client credentials (\(tokenURL), client \(clientID), secret [REDACTED], "
                 + "\(clientAuthentication.rawValue))"
         }
+        /// The same as ``description``: never shows the secret.
         public var debugDescription: String { description }
     }
 
+    /// What the source asks the token endpoint for, and how (as it was created with).
     public let configuration: Configuration
     private let renewing: RenewingAccessTokenSource
 
@@ -102,10 +120,18 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         }
     }
 
+    /// A token to send now: the current one while it is valid, else the one being fetched from the token endpoint
+    /// (waiting for it), as ``RenewingAccessTokenSource/token(before:)`` gives it.
+    /// - Parameter deadline: the latest the caller waits; `nil` (the default): no limit.
+    /// - Returns: the `access_token` of the endpoint's last answer.
+    /// - Throws: ``AccessTokenSourceError`` when no token can be had (the endpoint failed, answered something that
+    ///   is not a token, or not before `deadline`), `CancellationError` when the calling task is cancelled.
     public func token(before deadline: ContinuousClock.Instant? = nil) async throws -> String {
         try await renewing.token(before: deadline)
     }
 
+    /// Drops `token` if it is still the current one, so that the next ``token(before:)`` fetches another.
+    /// - Parameter token: the token a refused request carried (an upstream answered `401` to it).
     public func invalidate(_ token: String) {
         renewing.invalidate(token)
     }

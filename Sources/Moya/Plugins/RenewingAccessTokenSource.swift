@@ -24,6 +24,7 @@ public final class RenewingAccessTokenSource: AccessTokenSource {
     /// Called for every fetch and invalidation, on the thread that did it (keep it short).
     public typealias EventHandler = @Sendable (AccessTokenSourceEvent) -> Void
 
+    /// When the token is renewed and how a failing fetch is retried.
     public let policy: AccessTokenRenewalPolicy
     private let fetch: Fetch
     private let onEvent: EventHandler?
@@ -49,6 +50,13 @@ public final class RenewingAccessTokenSource: AccessTokenSource {
         return state.withLock { $0.token?.isUsable(at: now) ?? false }
     }
 
+    /// A token to send now: the current one while it is valid (starting its renewal in the background once it is
+    /// due), else the one being fetched, waiting for it. A fetch starts when none is under way, unless a round
+    /// failed within its pause: then the call throws that round's error at once.
+    /// - Parameter deadline: the latest the caller waits; `nil` (the default): no limit.
+    /// - Returns: the token of the last successful fetch.
+    /// - Throws: ``AccessTokenSourceError``: the failed round's, or one saying that `deadline` passed first;
+    ///   `CancellationError` when the calling task is cancelled while it waits.
     public func token(before deadline: ContinuousClock.Instant? = nil) async throws -> String {
         switch state.withLock({ look(&$0, now: .now) }) {
         case .token(let token): return token
@@ -57,6 +65,9 @@ public final class RenewingAccessTokenSource: AccessTokenSource {
         }
     }
 
+    /// Drops `token` if it is still the current one (and reports ``AccessTokenSourceEvent/invalidated``), so that
+    /// the next ``token(before:)`` fetches another; a token already replaced is ignored.
+    /// - Parameter token: the token a refused request carried.
     public func invalidate(_ token: String) {
         let dropped = state.withLock { state -> Bool in
             guard state.token?.value == token else { return false }
