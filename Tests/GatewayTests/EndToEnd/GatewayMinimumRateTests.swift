@@ -273,7 +273,7 @@ final class RateUpstream: HTTPServerHandler {
     private func produce(bytes: Int) -> ByteStream {
         let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let stream = ByteStream(onDemand: { signal.yield() })
-        Task { [self] in
+        Task {
             let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
             var iterator = demand.makeAsyncIterator()
             var sent = 0
