@@ -76,6 +76,11 @@ public struct HTTPHeaders: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         reserve(entries: capacity, bytes: capacity * 32)
     }
 
+    /// Reserves room for `fields` fields and `bytes` bytes of names and values.
+    package mutating func reserveCapacity(fields: Int, bytes: Int) {
+        reserve(entries: fields, bytes: bytes)
+    }
+
     // MARK: Reading fields by position (no strings, no reference counting)
 
     /// Calls `body` with the storage's regions (`ifEmpty` when there is none), without retaining the storage for the

@@ -78,6 +78,12 @@ struct HTTP1FieldSectionReader: Sendable {
                     return (.error(HTTP1ParseError(status: sizeStatus, reason: "too many header fields")), lineStart)
                 }
                 sectionBytes += lineLength
+                if headers.isEmpty {
+                    // Room for the fields at once, sized by the bytes at hand (most often the whole section): a
+                    // small request's list stays small, a large one is not regrown field by field.
+                    let pending = bytes.count - lineStart
+                    headers.reserveCapacity(fields: min(max(pending / 24, 8), 64), bytes: min(max(pending, 128), 8192))
+                }
                 add(field, of: line)
             }
             lineStart = index + 1
@@ -106,8 +112,6 @@ struct HTTP1FieldSectionReader: Sendable {
             if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
             token = .transferEncoding
         }
-        // Room for a typical section at once, instead of regrowing field by field.
-        if headers.isEmpty { headers.reserveCapacity(16) }
         headers.addValidated(name: field.name(in: line), value: value, token: token)
     }
 }
