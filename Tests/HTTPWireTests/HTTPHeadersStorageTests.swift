@@ -175,6 +175,23 @@ import Testing
                 == "User-Agent: a-client/1.2.3 (a long one)\r\nX-Empty: \r\nAccept: text/html\r\n")
     }
 
+    /// obs-text that is not valid UTF-8 goes on byte for byte (as nginx forwards it); only a `String` read of it shows
+    /// U+FFFD.
+    @Test func invalidUTF8InAValueIsForwardedAsReceived() throws {
+        var parser = HTTP1RequestParser()
+        let value: [UInt8] = [0x61, 0xFF, 0xC3, 0x28, 0x80, 0x62]
+        parser.append(Array("GET / HTTP/1.1\r\nHost: h\r\nX-Raw: ".utf8) + value + Array("\r\n\r\n".utf8))
+        guard case .head(let head, _)? = parser.next() else {
+            Issue.record("no head")
+            return
+        }
+        #expect(head.headers.first(name: "X-Raw") == String(decoding: value, as: UTF8.self))
+        #expect(head.headers.withField(at: 1) { _, bytes in Array(bytes) } == value)
+        var out: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: head.headers, into: &out) { $0 != .host }
+        #expect(out == Array("X-Raw: ".utf8) + value + [0x0D, 0x0A])
+    }
+
     @Test func theSerializerStillRefusesFieldsNotReadByTheParser() {
         var buffer: [UInt8] = []
         let badValue: HTTPHeaders = ["X-Injected": "a\r\nEvil: 1"]
