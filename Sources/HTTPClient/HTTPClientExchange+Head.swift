@@ -7,17 +7,48 @@ import HTTPWire
 /// HTTP/1.1 writes it straight from the exchange's request (``writeHead(into:)``), without building a second field list
 /// or copying the request; HTTP/2 asks for it as an ``HTTPRequestHead``.
 extension HTTPClientExchange {
-    /// Calls `visit` with each field of the head, in order.
-    func forEachHeadField<Failure: Error>(_ visit: (String, String) throws(Failure) -> Void) throws(Failure) {
+    /// The head as HTTP/1.1 bytes: the request's fields in order, copied from their bytes, without its framing
+    /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``).
+    func writeHead(into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+        try HTTP1Serializer.writeRequestLine(method: request.method, target: request.target, version: .http1_1,
+                                             into: &buffer)
         var hasHost = false
-        for field in request.headers {
-            let name = field.name
-            if name.equalsIgnoringASCIICase("Transfer-Encoding") || name.equalsIgnoringASCIICase("Content-Length") {
-                continue
+        try HTTP1Serializer.writeFields(of: request.headers, into: &buffer) { token in
+            switch token {
+            case .transferEncoding, .contentLength: return false
+            case .host: hasHost = true
+            default: break
             }
-            if !hasHost && name.equalsIgnoringASCIICase("Host") { hasHost = true }
-            try visit(name, field.value)
+            return true
         }
+        try writeAddedFields(hasHost: hasHost) { (name, value) throws(HTTP1SerializationError) in
+            try HTTP1Serializer.writeField(name: name, value: value, into: &buffer)
+        }
+        HTTP1Serializer.writeEndOfHead(into: &buffer)
+    }
+
+    /// The head as a value (for HTTP/2): the request's fields as ``writeHead(into:)`` chooses them, as bytes.
+    var requestHead: HTTPRequestHead {
+        var headers = HTTPHeaders()
+        let fields = request.headers
+        headers.reserveCapacity(fields.count + 2)
+        var hasHost = false
+        for index in 0..<fields.count {
+            switch fields.token(at: index) {
+            case .transferEncoding, .contentLength: continue
+            case .host: hasHost = true
+            default: break
+            }
+            headers.add(fieldAt: index, of: fields)
+        }
+        writeAddedFields(hasHost: hasHost) { (name, value) in headers.add(name: name, value: value) }
+        return HTTPRequestHead(method: request.method, target: request.target, version: .http1_1, headers: headers)
+    }
+
+    /// The fields the exchange adds after the request's: `Host` when the request has none, and the body's framing.
+    private func writeAddedFields<Failure: Error>(
+        hasHost: Bool, _ visit: (String, String) throws(Failure) -> Void
+    ) throws(Failure) {
         if !hasHost { try visit("Host", request.origin.hostHeader) }
         if let bodyLength {
             if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
@@ -26,23 +57,5 @@ extension HTTPClientExchange {
         } else {
             try visit("Transfer-Encoding", "chunked")
         }
-    }
-
-    /// The head as HTTP/1.1 bytes.
-    func writeHead(into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
-        try HTTP1Serializer.writeRequestLine(method: request.method, target: request.target, version: .http1_1,
-                                             into: &buffer)
-        try forEachHeadField { (name, value) throws(HTTP1SerializationError) in
-            try HTTP1Serializer.writeField(name: name, value: value, into: &buffer)
-        }
-        HTTP1Serializer.writeEndOfHead(into: &buffer)
-    }
-
-    /// The head as a value (for HTTP/2).
-    var requestHead: HTTPRequestHead {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headers.count + 2)
-        forEachHeadField { (name, value) in headers.add(name: name, value: value) }
-        return HTTPRequestHead(method: request.method, target: request.target, version: .http1_1, headers: headers)
     }
 }

@@ -26,22 +26,24 @@ struct HTTP1ResponseHeadWriter {
         if case .bytes(let body) = response.body { bodyLength = body.count }
         var hasDate = false
         var hasLength = false
-        for field in head.headers {
-            let name = field.name
-            if name.equalsIgnoringASCIICase("Content-Length") {
+        let headers = head.headers
+        for index in 0..<headers.count {
+            switch headers.token(at: index) {
+            case .contentLength:
                 if forbidsBody || hasLength { continue }
                 hasLength = true
                 if let bodyLength {
                     HTTP1Serializer.writeContentLength(bodyLength, into: &output)
                     continue
                 }
-            } else if name.equalsIgnoringASCIICase("Connection") || name.equalsIgnoringASCIICase("Keep-Alive")
-                        || name.equalsIgnoringASCIICase("Transfer-Encoding") {
+            case .connection, .keepAlive, .transferEncoding:
                 continue
-            } else if name.equalsIgnoringASCIICase("Date") {
+            case .date:
                 hasDate = true
+            default:
+                break
             }
-            try HTTP1Serializer.writeField(name: name, value: field.value, into: &output)
+            try HTTP1Serializer.writeField(at: index, of: headers, into: &output)
         }
         if !hasDate { output.append(contentsOf: dateFieldLine) }
         let bodyAllowed = !isHead && !forbidsBody
@@ -84,14 +86,14 @@ struct HTTP1ResponseHeadWriter {
         head.version = .http1_1
         try HTTP1Serializer.writeStatusLine(head, into: &output)
         var hasDate = false
-        for field in head.headers {
-            let name = field.name
-            if name.equalsIgnoringASCIICase("Content-Length") || name.equalsIgnoringASCIICase("Connection")
-                || name.equalsIgnoringASCIICase("Keep-Alive") || name.equalsIgnoringASCIICase("Transfer-Encoding") {
-                continue
+        let headers = head.headers
+        for index in 0..<headers.count {
+            switch headers.token(at: index) {
+            case .contentLength, .connection, .keepAlive, .transferEncoding: continue
+            case .date: hasDate = true
+            default: break
             }
-            if name.equalsIgnoringASCIICase("Date") { hasDate = true }
-            try HTTP1Serializer.writeField(name: name, value: field.value, into: &output)
+            try HTTP1Serializer.writeField(at: index, of: headers, into: &output)
         }
         if !hasDate { output.append(contentsOf: dateFieldLine) }
         try HTTP1Serializer.writeField(name: "Connection", value: "Upgrade", into: &output)

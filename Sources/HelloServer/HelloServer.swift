@@ -42,19 +42,25 @@ struct HelloServer {
             return HTTPServerResponse(status: response.status, headers: Self.endToEnd(response.headers), body: response.body)
         }
 
+        /// `headers` without the fields dropped both ways (`Connection`, `Keep-Alive`, `Transfer-Encoding`,
+        /// `Content-Length`, `TE`, `Trailer`, `Upgrade`, `Proxy-Connection`: the body's framing is the server's and the
+        /// client's own) and `extra`, compared by token and copied as bytes.
         private static func endToEnd(_ headers: HTTPHeaders, dropping extra: String = "") -> HTTPHeaders {
             var kept = HTTPHeaders()
             kept.reserveCapacity(headers.count)
-            for field in headers where !hopByHop.contains(where: field.name.equalsIgnoringASCIICase) &&
-                !field.name.equalsIgnoringASCIICase(extra) {
-                kept.add(field)
+            for index in 0..<headers.count {
+                switch headers.token(at: index) {
+                case .connection, .keepAlive, .transferEncoding, .contentLength, .te, .trailer, .upgrade, .proxyConnection:
+                    continue
+                default:
+                    if !extra.isEmpty && headers.withField(at: index, { name, _ in extra.equalsIgnoringASCIICase(name) }) {
+                        continue
+                    }
+                    kept.add(fieldAt: index, of: headers)
+                }
             }
             return kept
         }
-
-        /// Dropped both ways; the body's framing is the server's and the client's own.
-        private static let hopByHop = ["Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length", "TE", "Trailer",
-                                       "Upgrade", "Proxy-Connection"]
     }
 
     static func main() async throws {

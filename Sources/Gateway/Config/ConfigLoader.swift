@@ -102,7 +102,10 @@ public struct ConfigLoader: Sendable {
     public func load(path: String, text: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: text)
+            // `.basic`: no implicit tag resolution. The reader types every scalar itself from its text, and Yams'
+            // default resolver compiles its tag patterns as ICU regular expressions on first use: about 9 million
+            // instructions and ICU's code and Unicode sets paged in for the life of the process.
+            root = try Yams.compose(yaml: text, .basic)
         } catch {
             return .failure(ConfigErrors([ConfigLoader.syntaxProblem(error, file: path)]))
         }
@@ -1155,7 +1158,7 @@ private struct Builder {
             return "moya-param-\(parameters.count - 1)-"
         }.joined(separator: "/")
         let probeEntry = YAMLReader.Entry(key: entry.key, keyLine: entry.keyLine,
-                                          value: .scalar(Node.Scalar(probe, .implicit, .plain, entry.value.mark)),
+                                          value: .scalar(Node.Scalar(probe, Tag(.implicit, .basic), .plain, entry.value.mark)),
                                           path: entry.path)
         guard let normalized = routePath(probeEntry, stripTrailingSlash: false) else { return nil }
         var result = normalized

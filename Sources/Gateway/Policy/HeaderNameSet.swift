@@ -22,6 +22,13 @@ struct HeaderNameSet: Sendable {
         return Array(name.utf8).withUnsafeBufferPointer { contains($0, among: candidates) }
     }
 
+    /// Whether the name `bytes` spell is in the set, ignoring ASCII case.
+    func contains(bytes: UnsafeRawBufferPointer) -> Bool {
+        let length = bytes.count
+        guard length < byLength.count, !byLength[length].isEmpty else { return false }
+        return contains(bytes.assumingMemoryBound(to: UInt8.self), among: byLength[length])
+    }
+
     private func contains(_ bytes: UnsafeBufferPointer<UInt8>, among candidates: [[UInt8]]) -> Bool {
         candidates.contains { candidate in
             for index in 0..<bytes.count {

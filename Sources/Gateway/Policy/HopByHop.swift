@@ -29,7 +29,12 @@ public enum HopByHop {
 
     /// `headers` without its hop-by-hop fields.
     public static func removing(from headers: HTTPHeaders) -> HTTPHeaders {
-        let names = names(in: headers)
-        return HTTPHeaders(headers.compactMap { names.contains($0.name.lowercased()) ? nil : ($0.name, $0.value) })
+        // The standard names are tokens (`HTTPFieldName.isHopByHop`); only names listed in `Connection` are compared.
+        let listed = names(in: headers).subtracting(standard.map { $0.lowercased() })
+        var kept = headers
+        kept.removeAll { token, name in
+            token.isHopByHop || (!listed.isEmpty && listed.contains(String(decoding: name, as: UTF8.self).lowercased()))
+        }
+        return kept
     }
 }

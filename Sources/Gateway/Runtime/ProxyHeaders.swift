@@ -30,47 +30,55 @@ enum ProxyHeaders {
         // the forwarding list itself.
         var perRequest = HTTPHeaders()
         let capacity = client.count + configured.count + forwarding.count
-        func keep(_ field: HTTPHeaders.Field) {
+        // Fields go from list to list as bytes (`add(fieldAt:of:)`): no string is made for a field that is kept.
+        func keep(_ index: Int, of source: HTTPHeaders) {
             if perRequest.isEmpty { perRequest.reserveCapacity(capacity) }
-            perRequest.add(field)
+            perRequest.add(fieldAt: index, of: source)
         }
         let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
         var cookie: String?
         var cookieRepeated = false
-        for field in client {
-            let name = field.name
-            if notForwarded.contains(name) || isListed(name, in: listed)
-                || apiKeyHeader?.equalsIgnoringASCIICase(name) == true
-                || (dropAuthorization && name.equalsIgnoringASCIICase("authorization"))
-                || (!configured.isEmpty && configured.contains(name: name)) {
-                continue
+        for index in 0..<client.count {
+            let token = client.token(at: index)
+            let dropped = client.withField(at: index) { name, _ in
+                notForwarded.contains(bytes: name) || isListed(name, in: listed)
+                    || apiKeyHeader?.equalsIgnoringASCIICase(name) == true
+                    || (dropAuthorization && token == .authorization)
+                    || (!configured.isEmpty && configured.contains(nameBytes: name))
             }
+            if dropped { continue }
             if coalescing {
+                let name = client.name(at: index)
                 let lower = name.lowercased()
                 if identity.contains(lower) || vary.contains(lower) {
                     let separator = lower == "cookie" ? "; " : ", "
-                    stable[name] = stable[name].map { $0 + separator + field.value } ?? field.value
+                    let value = client.value(at: index)
+                    stable[name] = stable[name].map { $0 + separator + value } ?? value
                 } else {
-                    keep(field)
+                    keep(index, of: client)
                 }
                 continue
             }
-            if name.equalsIgnoringASCIICase("cookie") {
+            if token == .cookie {
+                let value = client.value(at: index)
                 if let first = cookie {
-                    cookie = first + "; " + field.value
+                    cookie = first + "; " + value
                     cookieRepeated = true
                     continue
                 }
-                cookie = field.value
+                cookie = value
             }
-            keep(field)
+            keep(index, of: client)
         }
         if cookieRepeated, let cookie { perRequest.replaceOrAdd(name: "Cookie", value: cookie) }
         if coalescing {
             for field in configured { stable[field.name] = field.value }
         } else {
-            for field in configured where forwarding.isEmpty || !forwarding.contains(name: field.name) {
-                keep(field)
+            for index in 0..<configured.count {
+                let replaced = !forwarding.isEmpty && configured.withField(at: index) { name, _ in
+                    forwarding.contains(nameBytes: name)
+                }
+                if !replaced { keep(index, of: configured) }
             }
         }
         if perRequest.isEmpty { return (stable, forwarding) }
@@ -136,6 +144,11 @@ enum ProxyHeaders {
         names.contains { $0.equalsIgnoringASCIICase(name) }
     }
 
+    /// ``isListed(_:in:)`` for a name's bytes.
+    private static func isListed(_ name: UnsafeRawBufferPointer, in names: [String]) -> Bool {
+        !names.isEmpty && names.contains { $0.equalsIgnoringASCIICase(name) }
+    }
+
     /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
     private static func connectionListed(in headers: HTTPHeaders) -> [String] {
         // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
@@ -165,9 +178,11 @@ enum ProxyHeaders {
         let listed = connectionListed(in: upstream)
         var headers = HTTPHeaders()
         headers.reserveCapacity(upstream.count + 2)
-        for field in upstream {
-            if droppedDownstream.contains(field.name) || isListed(field.name, in: listed) { continue }
-            headers.add(field)
+        for index in 0..<upstream.count {
+            let dropped = upstream.withField(at: index) { name, _ in
+                droppedDownstream.contains(bytes: name) || isListed(name, in: listed)
+            }
+            if !dropped { headers.add(fieldAt: index, of: upstream) }
         }
         headers.add(name: "Via", value: via(version))
         return headers

@@ -18,14 +18,11 @@ struct HTTP1FieldSectionReader: Sendable {
     private(set) var transferEncodingHadTrailingWhitespace = false
     private var sectionBytes = 0
     private var scanned = 0
-    /// Long names and values seen on this connection, kept across messages (see ``reset()``).
-    private var interner = HTTP1FieldInterner()
 
     init() {}
 
-    /// Readies the reader for the next message's section; the strings it may reuse are kept. Resets every stored
-    /// property but ``interner`` in place (a fresh reader assigned over this one cost a copy of the interner and a
-    /// release of every field).
+    /// Readies the reader for the next message's section. Resets every stored property in place (a fresh reader
+    /// assigned over this one cost a release of every field).
     mutating func reset() {
         headers = HTTPHeaders()
         hostValues = FramingFieldValues()
@@ -73,7 +70,7 @@ struct HTTP1FieldSectionReader: Sendable {
             }
             let line = UnsafeRawBufferPointer(rebasing: bytes[lineStart..<(index - 1)])
             if line.isEmpty { return (.complete, index + 1) }
-            switch HTTP1Grammar.parseFieldLine(line, interner: &interner) {
+            switch HTTP1Grammar.parseFieldLineBytes(line) {
             case .failure(let error):
                 return (.error(error), lineStart)
             case .success(let field):
@@ -81,7 +78,13 @@ struct HTTP1FieldSectionReader: Sendable {
                     return (.error(HTTP1ParseError(status: sizeStatus, reason: "too many header fields")), lineStart)
                 }
                 sectionBytes += lineLength
-                add(field)
+                if headers.isEmpty {
+                    // Room for the fields at once, sized by the bytes at hand (most often the whole section): a
+                    // small request's list stays small, a large one is not regrown field by field.
+                    let pending = bytes.count - lineStart
+                    headers.reserveCapacity(fields: min(max(pending / 24, 8), 64), bytes: min(max(pending, 128), 8192))
+                }
+                add(field, of: line)
             }
             lineStart = index + 1
         }
@@ -91,22 +94,25 @@ struct HTTP1FieldSectionReader: Sendable {
         HTTP1ParseError(status: status, reason: "header section too large")
     }
 
-    private mutating func add(_ field: consuming HTTP1Grammar.FieldLine) {
+    /// Appends the line's field to ``headers`` as bytes; only the framing fields' values become strings.
+    private mutating func add(_ field: HTTP1Grammar.FieldLineBytes, of line: UnsafeRawBufferPointer) {
+        let value = field.value(in: line)
+        let token: HTTPFieldName?
         switch field.kind {
         case .other:
-            break
+            token = nil
         case .host:
-            hostValues.append(field.value)
+            hostValues.append(HTTP1Grammar.string(value))
+            token = .host
         case .contentLength:
-            contentLengthValues.append(field.value)
+            contentLengthValues.append(HTTP1Grammar.string(value))
+            token = .contentLength
         case .transferEncoding:
-            transferEncodingValues.append(field.value)
+            transferEncodingValues.append(HTTP1Grammar.string(value))
             if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
+            token = .transferEncoding
         }
-        // Room for a typical section at once, instead of regrowing field by field.
-        if headers.isEmpty { headers.reserveCapacity(16) }
-        // The line's own strings go into the list (the framing values above are the only copies).
-        headers.add(HTTPHeaders.Field(name: field.name, value: field.value))
+        headers.addValidated(name: field.name(in: line), value: value, token: token)
     }
 }
 

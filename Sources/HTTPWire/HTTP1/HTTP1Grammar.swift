@@ -187,6 +187,39 @@ enum HTTP1Grammar {
     static func parseFieldLine(
         _ line: UnsafeRawBufferPointer, interner: inout HTTP1FieldInterner
     ) -> Result<FieldLine, HTTP1ParseError> {
+        switch parseFieldLineBytes(line) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let field):
+            return .success(FieldLine(
+                name: interner.string(field.name(in: line)),
+                value: interner.string(field.value(in: line)),
+                kind: field.kind,
+                hadTrailingWhitespace: field.hadTrailingWhitespace
+            ))
+        }
+    }
+
+    /// Where a field line's name and value lie in the line, with what ``parseFieldLine(_:)`` also tells.
+    struct FieldLineBytes: Sendable {
+        /// The name is `line[0..<nameCount]`, the value `line[valueStart..<valueEnd]` (optional whitespace trimmed).
+        var nameCount: Int
+        var valueStart: Int
+        var valueEnd: Int
+        var kind: FieldKind
+        var hadTrailingWhitespace: Bool
+
+        func name(in line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: line[0..<nameCount])
+        }
+
+        func value(in line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+            UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])
+        }
+    }
+
+    /// ``parseFieldLine(_:)`` without making strings: the same checks, and where the name and value are.
+    static func parseFieldLineBytes(_ line: UnsafeRawBufferPointer) -> Result<FieldLineBytes, HTTP1ParseError> {
         guard let first = line.first else { return .failure(.badRequest("empty field line")) }
         if first == sp || first == htab {
             return .failure(.badRequest("obsolete line folding or leading whitespace in field line"))
@@ -219,12 +252,8 @@ enum HTTP1Grammar {
         case 17 where equalsLowercase(nameBytes, "transfer-encoding"): kind = .transferEncoding
         default: kind = .other
         }
-        return .success(FieldLine(
-            name: interner.string(nameBytes),
-            value: interner.string(UnsafeRawBufferPointer(rebasing: line[start..<end])),
-            kind: kind,
-            hadTrailingWhitespace: trailing
-        ))
+        return .success(FieldLineBytes(nameCount: colonIndex, valueStart: start, valueEnd: end, kind: kind,
+                                       hadTrailingWhitespace: trailing))
     }
 
     // MARK: Field values

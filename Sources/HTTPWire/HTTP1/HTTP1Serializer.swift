@@ -175,10 +175,65 @@ public enum HTTP1Serializer {
     }
 
     private static func writeHeaders(_ headers: HTTPHeaders, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
-        for field in headers {
-            try writeField(name: field.name, value: field.value, into: &buffer)
-        }
+        try writeFields(of: headers, into: &buffer)
         writeEndOfHead(into: &buffer)
+    }
+
+    /// Appends the header line of the field at `index` of `headers`, from its bytes (validated as in
+    /// ``writeField(name:value:into:)`` unless the HTTP/1 parser read it).
+    public static func writeField(
+        at index: Int, of headers: HTTPHeaders, into buffer: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
+        let failure: HTTP1SerializationError? = headers.withRegions(ifEmpty: nil) { entries, bytes, header in
+            guard index >= 0 && index < header.count else { return nil }
+            return appendField(entries[index], bytes: bytes, into: &buffer)
+        }
+        if let failure { throw failure }
+    }
+
+    /// Appends `name: value CRLF` for `entry`; the error, and nothing appended, for a field that is not valid.
+    @inline(__always)
+    private static func appendField(
+        _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, into buffer: inout [UInt8]
+    ) -> HTTP1SerializationError? {
+        let name = UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
+        let value = UnsafeBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount))
+        if entry.flags & HTTPFieldEntry.validated == 0 {
+            guard HTTP1Grammar.isToken(name) else {
+                return HTTP1SerializationError(reason: "header name is not a token")
+            }
+            if let base = value.baseAddress,
+               !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count) {
+                return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
+            }
+        }
+        buffer.append(contentsOf: name)
+        buffer.append(HTTP1Grammar.colon)
+        buffer.append(HTTP1Grammar.sp)
+        buffer.append(contentsOf: value)
+        buffer.append(HTTP1Grammar.cr)
+        buffer.append(HTTP1Grammar.lf)
+        return nil
+    }
+
+    /// Appends a header line per field of `headers` for which `include` (given the field's name token) is true, from
+    /// the fields' bytes: a field the HTTP/1 parser read is copied as it is, any other is validated as in
+    /// ``writeField(name:value:into:)``.
+    public static func writeFields(
+        of headers: HTTPHeaders, into buffer: inout [UInt8], where include: (HTTPFieldName) -> Bool = { _ in true }
+    ) throws(HTTP1SerializationError) {
+        let failure: HTTP1SerializationError? = headers.withRegions(ifEmpty: nil) { entries, bytes, header in
+            var needed = 0
+            for index in 0..<header.count { needed += entries[index].byteCount + 4 }
+            buffer.reserveCapacity(buffer.count + needed)
+            for index in 0..<header.count {
+                let entry = entries[index]
+                guard include(entry.token) else { continue }
+                if let failure = appendField(entry, bytes: bytes, into: &buffer) { return failure }
+            }
+            return nil
+        }
+        if let failure { throw failure }
     }
 
     private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Deterministic per-request counts: instructions and runtime calls per request, under callgrind, for
+#   gateway-proxy   moya-gateway, one proxied route (threads 1, access log off, pool 64), GET /json
+#   gateway-stub    the same gateway, a stub route (no upstream), GET /stub
+#   engine-proxy    hello-server --proxy (HTTPServer + HTTPClient alone: no routing, Moya, plugins or logs)
+#   engine-stub     hello-server (the server alone, 13-byte answer)
+#   nginx-proxy     nginx proxy_pass, upstream keep-alive 64 (a reference: instructions and mallocs only mean much)
+#   nginx-stub      nginx return 200 (a reference)
+# all in front of one nginx upstream answering a 300-byte JSON (not under valgrind).
+#
+# Wall-clock and cycle counters are noise on a shared VM (and `perf stat -e instructions` is not supported on this
+# one); instruction and call counts are not. For each target, after WARMUP requests (pools filled, caches and lazily
+# made metadata ready), the counters are zeroed, N requests run and are dumped (callgrind_control -d), then 2N
+# requests run and are dumped: per request = (dump(2N) − dump(N)) / N, so what a run pays once (connections opened
+# and closed, the load tool's start) cancels out. The load is h2load --h1 -n N -c CONNS: an exact number of requests.
+# Counted over every thread of the process: Ir (instructions executed), and the calls of swift_retain/release,
+# swift_bridgeObjectRetain/Release, swift_allocObject, malloc/free, swift_task_switch, swift_task_alloc,
+# swift_continuation_resume and swift_beginAccess (tools/callgrind_counts.py).
+#
+#   Benchmarks/counts.sh                          # prints the table (markdown) on stdout
+#   SAVE=Benchmarks/counts-baseline.tsv Benchmarks/counts.sh      # writes the numbers as the new baseline
+#   CHECK=Benchmarks/counts-baseline.tsv Benchmarks/counts.sh     # also compares; exit 1 when a count rose
+#
+# Env: N=1000 WARMUP=300 CONNS=1 TARGETS="gateway-proxy gateway-stub engine-proxy engine-stub nginx-proxy nginx-stub"
+#      TOLERANCE=0.03 (a count may rise by this fraction, plus 0.5 per request, before CHECK fails)
+#      BIN_DIR= (release binaries to measure instead of building: for an A/B against a saved build) SKIP_BUILD=0
+#      IO_URING=1 (0: the gateway and the engine send with sendmsg) RUN_DIR=/tmp/moyabench-counts BASE_PORT=18400
+# Needs valgrind, h2load (nghttp2-client), nginx and a C compiler; installs the first three with apt when root.
+# valgrind 3.19 (Debian 12) cannot read the DWARF 5 of a Swift 6.3 binary and writes to the read-only mask that
+# libdispatch's sigsuspend passes, so the binaries run as copies without debug info (symbols kept) and with a
+# 20-line LD_PRELOAD shim that passes sigsuspend a copy of its mask.
+# Bounded: every load run is h2load -n under timeout; every process is stopped by PID on exit.
+set -euo pipefail
+
+ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
+HERE="$ROOT/Benchmarks"
+RUN_DIR="${RUN_DIR:-/tmp/moyabench-counts}"
+N="${N:-1000}"
+WARMUP="${WARMUP:-300}"
+CONNS="${CONNS:-1}"
+TARGETS="${TARGETS:-gateway-proxy gateway-stub engine-proxy engine-stub nginx-proxy nginx-stub}"
+TOLERANCE="${TOLERANCE:-0.03}"
+IO_URING="${IO_URING:-1}"
+BASE_PORT="${BASE_PORT:-18400}"
+HOST=127.0.0.1
+UP_PORT=$BASE_PORT
+GW_PORT=$((BASE_PORT + 1))
+GW_ADMIN=$((BASE_PORT + 2))
+ENGINE_PORT=$((BASE_PORT + 3))
+HELLO_PORT=$((BASE_PORT + 4))
+NGX_PORT=$((BASE_PORT + 5))
+START_TIMEOUT=600   # seconds for a process under valgrind to answer its first request (minutes on a busy VM)
+
+log() { echo "[counts $(date +%H:%M:%S)] $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ------------------------------------------------------------------ tools
+missing=()
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v h2load >/dev/null || missing+=(nghttp2-client)
+command -v nginx >/dev/null || missing+=(nginx-light)
+if ((${#missing[@]})); then
+    [[ $(id -u) == 0 ]] || die "needed: apt-get install -y ${missing[*]} (as root)"
+    log "installing ${missing[*]} (apt)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2 \
+        || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2; }
+fi
+for tool in valgrind callgrind_control h2load nginx curl objcopy cc python3 ss; do
+    command -v "$tool" >/dev/null || die "missing $tool"
+done
+for port in "$UP_PORT" "$GW_PORT" "$GW_ADMIN" "$ENGINE_PORT" "$HELLO_PORT" "$NGX_PORT"; do
+    ! ss -Hltn "sport = :$port" | grep -q . || die "port $port is taken (BASE_PORT= moves them all)"
+done
+
+if [[ -z "${BIN_DIR:-}" ]]; then
+    if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+        log "building release: moya-gateway, hello-server"
+        (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
+    fi
+    BIN_DIR="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+fi
+[[ -x "$BIN_DIR/moya-gateway" && -x "$BIN_DIR/hello-server" ]] || die "missing binaries in $BIN_DIR"
+
+rm -rf "$RUN_DIR"
+mkdir -p "$RUN_DIR/bin" "$RUN_DIR/dumps" "$RUN_DIR/upstream/tmp" "$RUN_DIR/nginx/tmp"
+objcopy --strip-debug "$BIN_DIR/moya-gateway" "$RUN_DIR/bin/moya-gateway"
+objcopy --strip-debug "$BIN_DIR/hello-server" "$RUN_DIR/bin/hello-server"
+cat >"$RUN_DIR/sigsuspend_shim.c" <<'C'
+/* valgrind 3.19's rt_sigsuspend wrapper edits the caller's mask in place; libdispatch passes a read-only one. */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int sigsuspend(const sigset_t *mask) {
+    sigset_t copy = *mask;
+    return (int)syscall(SYS_rt_sigsuspend, &copy, (long)(_NSIG / 8));
+}
+C
+cc -O2 -shared -fPIC -o "$RUN_DIR/sigsuspend_shim.so" "$RUN_DIR/sigsuspend_shim.c"
+
+# ------------------------------------------------------------------ processes
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+render_nginx() {   # render_nginx TEMPLATE DIR
+    sed -e "s|@RUN@|$2|g" -e "s|@UP_PORT@|$UP_PORT|g" -e "s|@NGX_PORT@|$NGX_PORT|g" "$HERE/conf/$1" >"$2/nginx.conf"
+}
+
+wait_answer() {   # wait_answer URL PID
+    local deadline=$((SECONDS + START_TIMEOUT))
+    until curl -sf -o /dev/null "$1"; do
+        kill -0 "$2" 2>/dev/null || die "the process for $1 ended (see $RUN_DIR/*.log)"
+        ((SECONDS < deadline)) || die "no answer from $1 within ${START_TIMEOUT}s"
+        sleep 1
+    done
+}
+
+CALLGRIND=(valgrind --tool=callgrind --dump-instr=no --collect-systime=no)
+
+start_valgrind() {   # start_valgrind NAME ARGS... -> VG_PID
+    local name=$1; shift
+    LD_PRELOAD="$RUN_DIR/sigsuspend_shim.so" "${CALLGRIND[@]}" \
+        --callgrind-out-file="$RUN_DIR/dumps/$name.%p" "$@" >"$RUN_DIR/$name.log" 2>&1 &
+    VG_PID=$!
+    PIDS+=("$VG_PID")
+}
+
+stop() {   # stop PID
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+load() {   # load URL REQUESTS
+    local out
+    out=$(timeout -k 5 900 h2load --h1 -n "$2" -c "$CONNS" "$1" 2>&1) || die "h2load failed against $1: $out"
+    grep -q "requests: $2 total, $2 started, $2 done, $2 succeeded" <<<"$out" \
+        || die "not every request succeeded against $1: $(grep -E 'requests:|status codes:' <<<"$out")"
+}
+
+# measure NAME PID URL: zero, N requests, dump, 2N requests, dump; appends "NAME Ir calls..." per request to RESULTS
+measure() {
+    local name=$1 pid=$2 url=$3 dumps
+    log "$name: $WARMUP warm-up requests, then $N and $((2 * N))"
+    load "$url" "$WARMUP"
+    callgrind_control -z "$pid" >/dev/null
+    load "$url" "$N"
+    callgrind_control --dump="$name-n" "$pid" >/dev/null
+    load "$url" $((2 * N))
+    callgrind_control --dump="$name-2n" "$pid" >/dev/null
+    sleep 1
+    dumps=("$RUN_DIR/dumps/"*".$pid."*)
+    ((${#dumps[@]} >= 2)) || die "callgrind wrote no dumps for $name"
+    python3 "$HERE/tools/callgrind_counts.py" --per-request "$N" --name "$name" \
+        "$(ls -v "${dumps[@]}" | tail -n 2 | head -n 1)" "$(ls -v "${dumps[@]}" | tail -n 1)" >>"$RESULTS"
+}
+
+RESULTS="$RUN_DIR/results.tsv"
+: >"$RESULTS"
+
+render_nginx nginx-counts-upstream.conf "$RUN_DIR/upstream"
+nginx -p "$RUN_DIR/upstream" -c "$RUN_DIR/upstream/nginx.conf" -e "$RUN_DIR/upstream/error.log" \
+    >"$RUN_DIR/upstream.log" 2>&1 &
+PIDS+=($!)
+UP_PID=$!
+wait_answer "http://$HOST:$UP_PORT/json" "$UP_PID"
+
+uring_flag=(); [[ "$IO_URING" == 1 ]] || uring_flag=(--no-io-uring)
+wants() { [[ " $TARGETS " == *" $1 "* ]]; }
+
+if wants gateway-proxy || wants gateway-stub; then
+    cat >"$RUN_DIR/gateway.yaml" <<YAML
+server: { listen: ["$HOST:$GW_PORT"], threads: 1, http2: false, io_uring: $([[ "$IO_URING" == 1 ]] && echo true || echo false) }
+admin: { listen: "$HOST:$GW_ADMIN" }
+logging: { access_log: false }
+upstreams:
+  bench: { base_url: "http://$HOST:$UP_PORT", pool: { max_connections: 64 } }
+  canned: { stub: { status: 200, headers: { Content-Type: application/json }, body: '{"id":12345,"status":"ok"}' } }
+routes:
+  - { name: json, match: { path: /json }, upstream: bench }
+  - { name: stub, match: { path: /stub }, upstream: canned }
+YAML
+    log "starting moya-gateway under callgrind (a minute or more)"
+    start_valgrind gateway "$RUN_DIR/bin/moya-gateway" serve --config "$RUN_DIR/gateway.yaml"
+    wait_answer "http://$HOST:$GW_ADMIN/readyz" "$VG_PID"
+    if wants gateway-proxy; then measure gateway-proxy "$VG_PID" "http://$HOST:$GW_PORT/json"; fi
+    if wants gateway-stub; then measure gateway-stub "$VG_PID" "http://$HOST:$GW_PORT/stub"; fi
+    stop "$VG_PID"
+fi
+if wants engine-proxy; then
+    log "starting hello-server --proxy under callgrind"
+    start_valgrind engine-proxy "$RUN_DIR/bin/hello-server" --port "$ENGINE_PORT" --threads 1 "${uring_flag[@]}" \
+        --proxy "http://$HOST:$UP_PORT/json"
+    wait_answer "http://$HOST:$ENGINE_PORT/json" "$VG_PID"
+    measure engine-proxy "$VG_PID" "http://$HOST:$ENGINE_PORT/json"
+    stop "$VG_PID"
+fi
+if wants engine-stub; then
+    log "starting hello-server under callgrind"
+    start_valgrind engine-stub "$RUN_DIR/bin/hello-server" --port "$HELLO_PORT" --threads 1 "${uring_flag[@]}"
+    wait_answer "http://$HOST:$HELLO_PORT/" "$VG_PID"
+    measure engine-stub "$VG_PID" "http://$HOST:$HELLO_PORT/"
+    stop "$VG_PID"
+fi
+if wants nginx-proxy || wants nginx-stub; then
+    render_nginx nginx-counts-proxy.conf "$RUN_DIR/nginx"
+    log "starting nginx (one process, no master) under callgrind"
+    start_valgrind nginx nginx -p "$RUN_DIR/nginx" -c "$RUN_DIR/nginx/nginx.conf" -e "$RUN_DIR/nginx/error.log"
+    wait_answer "http://$HOST:$NGX_PORT/json" "$VG_PID"
+    if wants nginx-proxy; then measure nginx-proxy "$VG_PID" "http://$HOST:$NGX_PORT/json"; fi
+    if wants nginx-stub; then measure nginx-stub "$VG_PID" "http://$HOST:$NGX_PORT/hello"; fi
+    stop "$VG_PID"
+fi
+
+{
+    echo "conditions: N=$N (and 2N) after $WARMUP warm-up requests, h2load --h1 -c $CONNS, io_uring=$IO_URING," \
+        "$(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD)), $(valgrind --version)"
+    echo
+    python3 "$HERE/tools/callgrind_counts.py" --table "$RESULTS"
+} | tee "$RUN_DIR/table.md"
+
+if [[ -n "${SAVE:-}" ]]; then
+    { echo "# Benchmarks/counts.sh, per request: target, then $(python3 "$HERE/tools/callgrind_counts.py" --columns)"
+      echo "# $(head -n 1 "$RUN_DIR/table.md")"
+      cat "$RESULTS"; } >"$SAVE"
+    log "baseline written to $SAVE"
+fi
+if [[ -n "${CHECK:-}" ]]; then
+    python3 "$HERE/tools/callgrind_counts.py" --check "$CHECK" --tolerance "$TOLERANCE" "$RESULTS"
+fi
