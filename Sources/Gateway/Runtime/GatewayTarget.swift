@@ -37,6 +37,9 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let deadline: ContinuousClock.Instant?
     /// The route's retry policy, if any (see ``RouteRetryPlugin``).
     let retries: RouteConfig.Retries?
+    /// A stub upstream's answer to this call, when the stub has a responder (`responses`, templates, faults): its
+    /// provider's stub closure and sample read it.
+    let stubDraw: StubDraw?
     /// The retries ``RouteRetryPlugin`` decided for this request (for the access log); held inline, not in an object
     /// of its own.
     private let retriesDecided = Atomic<Int>(0)
@@ -46,7 +49,8 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
-         perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?) {
+         perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
+         stubDraw: StubDraw? = nil) {
         self.provider = provider
         self.origin = origin
         self.upstreamTarget = upstreamTarget
@@ -60,6 +64,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
         self.timeout = timeout
         self.deadline = timeout.map { ContinuousClock.now + $0 }
         self.retries = retries
+        self.stubDraw = stubDraw
     }
 
     var baseURL: URL { URL(string: origin) ?? URL(fileURLWithPath: "/") }

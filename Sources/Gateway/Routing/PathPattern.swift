@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A path condition in the route syntax (`path`, `path_prefix`, `path_params` with `{name}` segments), compiled once
+/// for matching a normalised path without allocating: routes use its template parsing
+/// (``templateSegments(of:)``), stub responses (`stub.responses[].match`) the whole matcher.
+public struct PathPattern: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// No path condition: every path.
+        case any
+        /// The path must equal it.
+        case exact(String)
+        /// The path must equal it or continue it at a segment boundary (`/` matches everything).
+        case prefix(String)
+        /// Segments in order: the literal bytes, or `nil` for a `{parameter}` (one non-empty segment).
+        case template([[UInt8]?])
+    }
+
+    public let kind: Kind
+    /// The template's parameter names, in segment order (empty for the other kinds).
+    public let parameterNames: [String]
+
+    public static let any = PathPattern(kind: .any, parameterNames: [])
+
+    public static func exact(_ path: String) -> PathPattern { PathPattern(kind: .exact(path), parameterNames: []) }
+
+    public static func prefix(_ prefix: String) -> PathPattern { PathPattern(kind: .prefix(prefix), parameterNames: []) }
+
+    /// A `path_params` template (already validated by the loader: `{name}` segments with distinct names).
+    public static func template(_ template: String) -> PathPattern {
+        let (segments, names) = templateSegments(of: template)
+        return PathPattern(kind: .template(segments.map { $0.map { Array($0.utf8) } }), parameterNames: names)
+    }
+
+    /// A template's segments (`nil` for a `{parameter}`) and its parameter names in order: `/users/{id}/posts` →
+    /// `(["users", nil, "posts"], ["id"])`.
+    static func templateSegments(of template: String) -> (segments: [String?], names: [String]) {
+        var names: [String] = []
+        let segments: [String?] = PathNormalizer.segments(of: template).map { segment in
+            if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
+                names.append(String(segment.dropFirst().dropLast()))
+                return nil
+            }
+            return String(segment)
+        }
+        return (segments, names)
+    }
+
+    /// Whether the normalised `path` (no query) matches.
+    public func matches(_ path: Substring) -> Bool {
+        switch kind {
+        case .any:
+            return true
+        case .exact(let exact):
+            return path.utf8.elementsEqual(exact.utf8)
+        case .prefix(let prefix):
+            if prefix == "/" { return path.utf8.first == UInt8(ascii: "/") }
+            guard path.utf8.starts(with: prefix.utf8) else { return false }
+            let rest = path.utf8.dropFirst(prefix.utf8.count)
+            return rest.isEmpty || rest.first == UInt8(ascii: "/")
+        case .template(let segments):
+            return Self.withBytes(path) { Self.scan($0, segments, captured: nil) }
+        }
+    }
+
+    /// The values of the template's parameters in `path` (in ``parameterNames`` order), or nil when it does not match.
+    public func parameters(in path: Substring) -> [Substring]? {
+        guard case .template(let segments) = kind else { return matches(path) ? [] : nil }
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(parameterNames.count)
+        let matched = withUnsafeMutablePointer(to: &ranges) { captured in
+            Self.withBytes(path) { Self.scan($0, segments, captured: captured) }
+        }
+        guard matched else { return nil }
+        let utf8 = path.utf8
+        return ranges.map { range in
+            let lower = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+            let upper = utf8.index(utf8.startIndex, offsetBy: range.upperBound)
+            return path[lower..<upper]
+        }
+    }
+
+    private static func withBytes(_ path: Substring, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+        if let result = path.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(path.utf8).withUnsafeBufferPointer(body)
+    }
+
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, _ segments: [[UInt8]?], captured: UnsafeMutablePointer<[Range<Int>]>?) -> Bool {
+        let slash = UInt8(ascii: "/")
+        guard bytes.first == slash else { return false }
+        // `/` has no segments; `/a/b/` has three (the last empty), as `PathNormalizer.segments(of:)` counts them.
+        if bytes.count == 1 { return segments.isEmpty }
+        var start = 1
+        var index = 0
+        while true {
+            var end = start
+            while end < bytes.count && bytes[end] != slash { end += 1 }
+            guard index < segments.count else { return false }
+            if let literal = segments[index] {
+                guard end - start == literal.count else { return false }
+                let same = literal.withUnsafeBufferPointer { own in
+                    guard let ownBase = own.baseAddress, let base = bytes.baseAddress else { return own.isEmpty }
+                    return memcmp(ownBase, base + start, own.count) == 0
+                }
+                guard same else { return false }
+            } else {
+                guard end > start else { return false }
+                captured?.pointee.append(start..<end)
+            }
+            index += 1
+            if end >= bytes.count { break }
+            start = end + 1
+        }
+        return index == segments.count
+    }
+}
