@@ -636,7 +636,8 @@ extension GatewayHandler {
             secrets += [credentials.password.value,
                         Data("\(credentials.user):\(credentials.password.value)".utf8).base64EncodedString()]
         }
-        for field in upstream.headers { secrets.append(field.value) }
+        // Configured headers that carry a credential (by their name: a key, a token, a secret...).
+        for field in upstream.headers where Self.namesCredential(field.name) { secrets.append(field.value) }
         let apiKeyHeader = config.clients?.apiKeys?.header
         let identity = ExchangeRecorder.identityNames(apiKeyHeader: apiKeyHeader, redacted: config.logging.redactHeaders)
         for field in request.head.headers where identity.contains(field.name) {
@@ -655,6 +656,13 @@ extension GatewayHandler {
                          body: response.transportBody ?? Array(response.data),
                          duration: (ContinuousClock.now - exchange.started).seconds, secrets: secrets,
                          logger: exchange.snapshot.logger)
+    }
+
+    /// Whether a header's name says it carries a credential (`X-Upstream-Key`, `X-Auth-Token`, `X-Client-Secret`).
+    static func namesCredential(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return ["key", "token", "auth", "secret", "pass", "session", "cookie", "signature", "credential"]
+            .contains { lower.contains($0) }
     }
 
     /// The values of a `Cookie` (or a `Set-Cookie`'s first pair): `a=1; b=2` gives `1` and `2`.

@@ -264,8 +264,8 @@ public enum RecordingWriter {
     private static func absoluteDirectory(of path: String) -> String {
         let directory = (path as NSString).deletingLastPathComponent
         let base = directory.isEmpty ? "." : directory
-        if base.hasPrefix("/") { return base }
-        return (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(base)
+        if base.hasPrefix("/") { return (base as NSString).standardizingPath }
+        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(base) as NSString).standardizingPath
     }
 
     private static func fileName(_ text: String) -> String {

@@ -16,6 +16,9 @@ enum StubFaultResponse {
     /// The status logged for a fault that sends no answer (nginx's "closed without response").
     static let noResponseStatus = 444
 
+    /// How long a truncated body's first half is left to reach the client before the rest is cut off.
+    static let truncationPause = Duration.milliseconds(50)
+
     /// What the malformed response sends: not a status line any client accepts.
     static let malformedBytes = Array("HTTP/1.1 ??? moya-gateway stub: malformed response\r\nContent-Length: x\r\n\r\n".utf8)
 
@@ -39,7 +42,12 @@ enum StubFaultResponse {
             guard !isHead else { return HTTPServerResponse(head: head, body: .none) }
             let stream = ByteStream()
             stream.yield(Array(body.prefix(body.count / 2)))
-            stream.fail(ByteStreamError.aborted)
+            // Cut a moment later, as a server dying mid-body would: over HTTP/2 a reset queued with the data would
+            // drop the data (RST_STREAM discards the stream's unsent frames).
+            Task(executorPreference: loop) { [weak stream] in
+                try? await Task.sleep(for: truncationPause)
+                stream?.fail(ByteStreamError.aborted)
+            }
             return HTTPServerResponse(head: head, body: .stream(stream))
         case .slowBody:
             var head = response.head

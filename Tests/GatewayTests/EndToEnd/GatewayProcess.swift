@@ -34,9 +34,9 @@ final class GatewayProcess {
 
     /// Writes `config` and `files` (paths relative to ``directory``, written first), with `PORT` and `ADMIN` replaced
     /// in both, and starts the gateway, told where its config is as `location` says (without `--config` it runs in
-    /// ``directory``); waits for /readyz.
+    /// ``directory``); waits for /readyz. `command`: the subcommand (`record` with its options, say).
     init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
-         location: ConfigLocation = .argument) async throws {
+         location: ConfigLocation = .argument, command: String = "serve") async throws {
         directory = ProcessRunner.temporaryDirectory("gateway-e2e")
         port = try freeLoopbackPort()
         adminPort = try freeLoopbackPort()
@@ -51,7 +51,7 @@ final class GatewayProcess {
         // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
         // descriptors once more later, which can close a socket that reused the number.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        let serve = location == .argument ? "serve --config \"$1\"" : "serve"
+        let serve = location == .argument ? "\(command) --config \"$1\"" : command
         process.arguments = ["-c", "exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath, errPath]
         if location != .argument { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
