@@ -9,6 +9,8 @@ import UnixSignals
 struct GatewayService: Service {
     let runtime: GatewayRuntime
     let configPath: String
+    /// Applied to every configuration a reload loads (`spy` adds the recording to it).
+    var adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
@@ -29,7 +31,7 @@ struct GatewayService: Service {
     private func reload() {
         switch ConfigLoader().load(path: configPath, environment: ProcessInfo.processInfo.environment) {
         case .success(let config):
-            runtime.reload(with: config)
+            runtime.reload(with: adjust?(config) ?? config)
         case .failure(let errors):
             runtime.reloadRejected(problems: errors.problems.map(\.description))
         }

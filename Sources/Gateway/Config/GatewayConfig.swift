@@ -435,6 +435,9 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var validation: Validation = .none
     /// When set, the upstream is never contacted over the network.
     public var stub: StubConfig?
+    /// `moya-gateway spy`: recorded answers for an upstream that has a `base_url`: a request one of their responses
+    /// matches is answered from them, any other is proxied. Not read from the file.
+    public var spy: StubConfig?
     /// When set, calls are refused for a while after too many failed in a row.
     public var circuitBreaker: CircuitBreakerConfig?
     /// When set, each of the upstream's addresses is probed in the background, and one that fails its checks gets

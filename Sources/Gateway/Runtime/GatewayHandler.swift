@@ -50,8 +50,14 @@ final class GatewayHandler: HTTPServerHandler {
         }
         if let responder = call.upstream.responder, !call.route.config.coalesce, call.upstream.breaker == nil,
            request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished {
-            // A stub with a responder: its answer is drawn here, once; an immediate one is given at once.
-            let draw = StubDraw(answer: stubAnswer(responder, exchange: exchange, request: request, call: call, body: []))
+            // A stub with a responder: its answer is drawn here, once; an immediate one is given at once. A spy's
+            // request that no recorded response matches goes on to the upstream.
+            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: [])
+            if answer.unmatched && call.upstream.client != nil {
+                return .handle(context: DecidedCall(exchange: exchange, call: call))
+            }
+            exchange.record.stubbed = true
+            let draw = StubDraw(answer: answer)
             if draw.answer.delay <= 0 {
                 let target = call.target(for: exchange, request: request, body: [],
                                          forwardsHeaders: call.upstream.logsExchanges, stub: draw)
@@ -375,6 +381,7 @@ final class GatewayHandler: HTTPServerHandler {
             exchange.record.bytesIn = body.count
         }
         let stub = decidedStub ?? stubDraw(call, exchange: exchange, request: request, body: body, shared: key != nil)
+        if stub != nil { exchange.record.stubbed = true }
         let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
                                  key: key, stub: stub)
 
@@ -533,9 +540,17 @@ extension GatewayHandler {
     /// rewrite), with the client's headers and `body`.
     private func stubAnswer(_ responder: StubResponder, exchange: Exchange, request: borrowing HTTPServerRequest,
                             call: Call, body: [UInt8]) -> StubAnswer {
-        var stubRequest = StubRequest(method: request.head.method, target: call.upstreamPath, headers: request.head.headers,
+        var stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
                                       body: body, requestID: exchange.requestID)
         return responder.answer(for: &stubRequest, deadline: call.route.config.timeout.map { exchange.started + $0 })
+    }
+
+    /// The target a stub matches: the upstream's, without a spied upstream's base path (recorded without it).
+    private static func stubTarget(_ call: Call) -> String {
+        guard let base = call.upstream.upstream.baseURL?.basePath, !base.isEmpty, base != "/" else { return call.upstreamPath }
+        let (path, query) = ExchangeRecorder.split(call.upstreamPath)
+        let stripped = ExchangeRecorder.dropBase(base, from: path)
+        return query.map { stripped + "?" + $0 } ?? stripped
     }
 
     /// The call's stub answer when its upstream has a responder: drawn now, or, for a `shared` (coalesced) call, when
@@ -543,10 +558,12 @@ extension GatewayHandler {
     private func stubDraw(_ call: Call, exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
                           shared: Bool) -> StubDraw? {
         guard let responder = call.upstream.responder else { return nil }
-        guard shared else {
-            return StubDraw(answer: stubAnswer(responder, exchange: exchange, request: request, call: call, body: body))
+        // A spy (an upstream with a network client) draws at once: a call no recorded response matches is proxied.
+        guard shared, call.upstream.client == nil else {
+            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
+            return answer.unmatched && call.upstream.client != nil ? nil : StubDraw(answer: answer)
         }
-        let stubRequest = StubRequest(method: request.head.method, target: call.upstreamPath, headers: request.head.headers,
+        let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
                                       body: body, requestID: exchange.requestID)
         return StubDraw(pending: stubRequest, responder: responder,
                         deadline: call.route.config.timeout.map { exchange.started + $0 })
@@ -654,8 +671,15 @@ extension GatewayHandler {
                          requestHeaders: request.head.headers, varyNames: call.route.config.coalesceVary,
                          identityNames: identity, status: response.statusCode, responseHeaders: headers,
                          body: response.transportBody ?? Array(response.data),
-                         duration: (ContinuousClock.now - exchange.started).seconds, secrets: secrets,
+                         duration: Self.upstreamTime(response, since: exchange.started), secrets: secrets,
                          logger: exchange.snapshot.logger)
+    }
+
+    /// How long the upstream took to answer, in seconds, as a stub should take to: the client's time from sending to
+    /// the end of the body, without opening a connection (a replay opens none); else the time since the request came.
+    private static func upstreamTime(_ response: Moya.Response, since started: ContinuousClock.Instant) -> Double {
+        guard let timings = response.timings, timings.total > .zero else { return (ContinuousClock.now - started).seconds }
+        return max(timings.total - (timings.connect ?? .zero), .zero).seconds
     }
 
     /// Whether a header's name says it carries a credential (`X-Upstream-Key`, `X-Auth-Token`, `X-Client-Secret`).

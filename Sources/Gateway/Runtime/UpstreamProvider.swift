@@ -64,6 +64,7 @@ final class UpstreamProvider: Sendable {
         self.origin = knownOrigin.prefix
         self.logsExchanges = exchangeLogger != nil
         let responder = upstream.stub.flatMap { StubResponder.isNeeded(for: $0) ? StubResponder(stub: $0) : nil }
+            ?? upstream.spy.map { StubResponder(stub: $0) }
         self.responder = responder
         // A responder's answers are instant or not one by one (the handler asks it).
         let answersInstantly = responder == nil && (upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false)
@@ -133,12 +134,13 @@ final class UpstreamProvider: Sendable {
             UpstreamProvider.sampleResponse(stub: samples, sampler: sampler)
         }
         let stubClosure: MoyaProvider<MultiTarget>.StubClosure = { multi in
-            // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
-            guard let sampler else { return .never }
+            // A responder's answer (a stub's, or a spy's recorded one); a spy's other calls go over the network.
             if let draw = GatewayTarget.unwrapped(multi)?.stubDraw {
                 let delay = draw.answer.delay
                 return delay <= 0 ? .immediate : .delayed(seconds: delay)
             }
+            // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
+            guard let sampler else { return .never }
             if answersInstantly { return .immediate }
             let delay = sampler.nextDelay()
             return delay <= 0 ? .immediate : .delayed(seconds: delay)

@@ -192,6 +192,46 @@ struct GatewayRecordReplayTests {
         }
     }
 
+    /// `moya-gateway spy`: the recorded exchanges are answered from the recording (with the upstream gone too), the
+    /// others proxied; the access log says which (`stubbed`).
+    @Test func spyAnswersFromTheRecordingAndProxiesTheRest() async throws {
+        let upstreamPort = try freeLoopbackPort()
+        let upstream = Process()
+        upstream.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        upstream.arguments = [Self.script, "--port", String(upstreamPort)]
+        upstream.standardOutput = FileHandle.nullDevice
+        try ChildProcess.launch(upstream)
+        defer { if upstream.isRunning { ProcessRunner.stop(upstream) } }
+        let client = HTTPClient()
+        for _ in 0..<100 {
+            if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstreamPort)/v1/fast"))) != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let environment = ["WEB_KEY": Self.apiKey, "API_TOKEN": Self.token, "UPSTREAM_KEY": Self.upstreamKey]
+        let out = ProcessRunner.temporaryDirectory("spy") + "/out"
+        let config = Self.config(upstreamPort: upstreamPort).replacingOccurrences(of: "access_log: false", with: "access_log: true")
+        let recording = try await GatewayProcess(config: config, environment: environment, command: "record --out \"\(out)\"")
+        let recorded = try await client.execute(HTTPClientRequest(url: "\(recording.url)/api/users/1", headers: ["X-Api-Key": Self.apiKey]))
+        #expect(recorded.status == 200)
+        #expect(recording.stop(timeout: 30) == 0)
+
+        let spy = try await GatewayProcess(config: config, environment: environment, command: "spy --recording \"\(out)\"")
+        func get(_ path: String) async throws -> String {
+            let response = try await client.execute(HTTPClientRequest(url: "\(spy.url)\(path)", headers: ["X-Api-Key": Self.apiKey,
+                                                                                                           "X-Request-Id": path]))
+            return "\(response.status) \(String(decoding: response.body, as: UTF8.self))"
+        }
+        #expect(try await get("/api/users/1") == "200 " + String(decoding: recorded.body, as: UTF8.self))
+        #expect(try await get("/api/users/2") == #"200 {"user": "2", "query": ""}"#, "not recorded: proxied")
+        ProcessRunner.stop(upstream)
+        #expect(try await get("/api/users/1").hasPrefix("200 "), "answered from the recording with the upstream gone")
+        #expect(try await get("/api/users/3").hasPrefix("502 "))
+        spy.stop()
+        let lines = spy.accessLog
+        #expect(lines.first { $0["request_id"] as? String == "/api/users/1" }?["stubbed"] as? Bool == true)
+        #expect(lines.first { $0["request_id"] as? String == "/api/users/2" }?["stubbed"] as? Bool == false)
+    }
+
     /// The recording's stub files, as files for the replaying gateway's directory (its configuration names them
     /// relative to itself).
     static func stubFiles(in directory: String) throws -> [String: String] {
