@@ -5,29 +5,101 @@ import Locking
 /// query), the client's headers, the collected body, and the gateway's request id. Matching and templates read it.
 struct StubRequest: Sendable {
     let method: HTTPMethod
-    /// The path the upstream would get, without the query.
-    let path: Substring
-    /// The query without `?`, as sent; nil without one.
-    let query: Substring?
+    /// The origin-form target the upstream would get: path and query.
+    let target: String
+    /// How many UTF-8 bytes of ``target`` are the path (the rest, after `?`, the query).
+    private let pathLength: Int
     let headers: HTTPHeaders
     let body: [UInt8]
     let requestID: String
-    /// The values of the selected response's `{parameters}`, once it is chosen (only when a template uses them).
-    var pathParameters: [Substring]?
+    /// Where the selected response's `{parameters}` are in the path (UTF-8 offsets), once it is chosen (only when a
+    /// template uses them).
+    var pathParameters: StubPathParameters?
 
     /// `target`: origin-form path and query (`/users/7?verbose=1`).
     init(method: HTTPMethod, target: String, headers: HTTPHeaders, body: [UInt8], requestID: String) {
         self.method = method
-        if let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) {
-            path = target[..<mark]
-            query = target[target.utf8.index(after: mark)...]
-        } else {
-            path = target[...]
-            query = nil
-        }
+        self.target = target
+        let mark = target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }
+            ?? target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target.utf8.distance(from: target.utf8.startIndex, to: $0) }
+        pathLength = mark ?? target.utf8.count
         self.headers = headers
         self.body = body
         self.requestID = requestID
+    }
+
+    /// Whether the target has a query (`?`, even an empty one).
+    var hasQuery: Bool { pathLength < target.utf8.count }
+
+    /// The path the upstream would get, without the query.
+    var path: Substring {
+        let utf8 = target.utf8
+        return target[..<utf8.index(utf8.startIndex, offsetBy: pathLength)]
+    }
+
+    /// The query without `?`, as sent; nil without one.
+    var query: Substring? {
+        guard hasQuery else { return nil }
+        let utf8 = target.utf8
+        return target[utf8.index(utf8.startIndex, offsetBy: pathLength + 1)...]
+    }
+
+    /// The path's UTF-8, handed to `body` without a copy (the target is a native string).
+    func withPathBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        let length = pathLength
+        if let result = target.utf8.withContiguousStorageIfAvailable({ body(UnsafeBufferPointer(rebasing: $0[..<length])) }) {
+            return result
+        }
+        return Array(target.utf8.prefix(length)).withUnsafeBufferPointer(body)
+    }
+
+    /// The bytes of path parameter `position`, handed to `body` (nothing when there is no such parameter).
+    func withPathParameter(_ position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        guard let range = pathParameters?[position] else { return }
+        withPathBytes { bytes in
+            guard range.lowerBound >= 0, range.upperBound <= bytes.count else { return }
+            body(UnsafeBufferPointer(rebasing: bytes[range]))
+        }
+    }
+}
+
+/// Where a path's `{parameters}` are (UTF-8 offsets, in order): the first four held inline, so that a request's
+/// parameters take no allocation.
+struct StubPathParameters: Sendable, Equatable, ExpressibleByArrayLiteral {
+    private var inline: (Range<Int>, Range<Int>, Range<Int>, Range<Int>) = (0..<0, 0..<0, 0..<0, 0..<0)
+    private var more: [Range<Int>] = []
+    private(set) var count = 0
+
+    init() {}
+
+    init(arrayLiteral ranges: Range<Int>...) {
+        for range in ranges { append(range) }
+    }
+
+    mutating func append(_ range: Range<Int>) {
+        switch count {
+        case 0: inline.0 = range
+        case 1: inline.1 = range
+        case 2: inline.2 = range
+        case 3: inline.3 = range
+        default: more.append(range)
+        }
+        count += 1
+    }
+
+    subscript(position: Int) -> Range<Int>? {
+        guard position >= 0, position < count else { return nil }
+        switch position {
+        case 0: return inline.0
+        case 1: return inline.1
+        case 2: return inline.2
+        case 3: return inline.3
+        default: return more[position - 4]
+        }
+    }
+
+    static func == (lhs: StubPathParameters, rhs: StubPathParameters) -> Bool {
+        lhs.count == rhs.count && (0..<lhs.count).allSatisfy { lhs[$0] == rhs[$0] }
     }
 }
 

@@ -49,6 +49,59 @@ public struct StubTemplate: Sendable, Equatable {
     public let escaping: Escaping
     /// The literal bytes' total, to size the output once.
     public let literalByteCount: Int
+    /// ``parts`` as rendering reads them: plain values (offsets into ``literals`` and ``names``), so that walking
+    /// them retains nothing.
+    private let ops: [Op]
+    /// Every literal part's bytes, one after another.
+    private let literals: [UInt8]
+    /// The names `{{query.NAME}}` and `{{header.NAME}}` read, by the position an op gives.
+    private let names: [String]
+
+    /// A part with plain payloads.
+    private enum Op {
+        case literal(start: Int, count: Int)
+        case pathParameter(Int)
+        case query(Int)
+        case header(Int)
+        case requestID, method, path, now, uuid
+        case randomInt(low: Int64, high: Int64)
+    }
+
+    init(parts: [Part], escaping: Escaping, literalByteCount: Int) {
+        self.parts = parts
+        self.escaping = escaping
+        self.literalByteCount = literalByteCount
+        var ops: [Op] = []
+        var literals: [UInt8] = []
+        var names: [String] = []
+        for part in parts {
+            switch part {
+            case .literal(let bytes):
+                ops.append(.literal(start: literals.count, count: bytes.count))
+                literals.append(contentsOf: bytes)
+            case .pathParameter(let position): ops.append(.pathParameter(position))
+            case .query(let name):
+                ops.append(.query(names.count))
+                names.append(name)
+            case .header(let name):
+                ops.append(.header(names.count))
+                names.append(name)
+            case .requestID: ops.append(.requestID)
+            case .method: ops.append(.method)
+            case .path: ops.append(.path)
+            case .now: ops.append(.now)
+            case .uuid: ops.append(.uuid)
+            case .randomInt(let low, let high): ops.append(.randomInt(low: low, high: high))
+            }
+        }
+        self.ops = ops
+        self.literals = literals
+        self.names = names
+    }
+
+    public static func == (lhs: StubTemplate, rhs: StubTemplate) -> Bool {
+        lhs.parts == rhs.parts && lhs.escaping == rhs.escaping
+    }
 
     /// Whether a part reads the path parameters (the matched path is split only then).
     public var usesPathParameters: Bool {
@@ -179,32 +232,34 @@ public struct StubTemplate: Sendable, Equatable {
     func render(_ request: borrowing StubRequest, random: StubRandom) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(literalByteCount + 64)
-        for part in parts {
-            switch part {
-            case .literal(let bytes):
-                output.append(contentsOf: bytes)
-            case .pathParameter(let position):
-                if let parameters = request.pathParameters, parameters.indices.contains(position) {
-                    write(parameters[position].utf8, into: &output)
+        literals.withUnsafeBufferPointer { literals in
+            ops.withUnsafeBufferPointer { ops in
+                for op in ops {
+                    switch op {
+                    case .literal(let start, let count):
+                        output.append(contentsOf: UnsafeBufferPointer(rebasing: literals[start..<(start + count)]))
+                    case .pathParameter(let position):
+                        request.withPathParameter(position) { write($0, into: &output) }
+                    case .query(let name):
+                        if let query = request.query, let value = StubQuery.value(of: names[name], in: query) {
+                            write(value, into: &output)
+                        }
+                    case .header(let name):
+                        if let value = request.headers.first(name: names[name]) { write(value.utf8, into: &output) }
+                    case .requestID:
+                        write(request.requestID.utf8, into: &output)
+                    case .method:
+                        write(request.method.rawValue.utf8, into: &output)
+                    case .path:
+                        request.withPathBytes { write($0, into: &output) }
+                    case .now:
+                        output.append(contentsOf: Self.rfc3339Now())
+                    case .uuid:
+                        output.append(contentsOf: random.uuid())
+                    case .randomInt(let low, let high):
+                        output.append(contentsOf: String(random.integer(in: low...high)).utf8)
+                    }
                 }
-            case .query(let name):
-                if let query = request.query, let value = StubQuery.value(of: name, in: query) {
-                    write(value, into: &output)
-                }
-            case .header(let name):
-                if let value = request.headers.first(name: name) { write(value.utf8, into: &output) }
-            case .requestID:
-                write(request.requestID.utf8, into: &output)
-            case .method:
-                write(request.method.rawValue.utf8, into: &output)
-            case .path:
-                write(request.path.utf8, into: &output)
-            case .now:
-                output.append(contentsOf: Self.rfc3339Now())
-            case .uuid:
-                output.append(contentsOf: random.uuid())
-            case .randomInt(let low, let high):
-                output.append(contentsOf: String(random.integer(in: low...high)).utf8)
             }
         }
         return output
@@ -221,9 +276,22 @@ public struct StubTemplate: Sendable, Equatable {
         }
     }
 
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// Whether `byte` may need escaping in a JSON string (a quote, a backslash, a control character, or the lead
+    /// byte of U+2028/U+2029).
+    private static func mayNeedJSONEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0x7F || byte == 0xE2
+    }
+
     /// `value` escaped as inside a JSON string (RFC 8259), U+2028 and U+2029 included.
     static func appendJSONEscaped<Bytes: Sequence<UInt8>>(_ value: Bytes, into output: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
+        // Most values (ids, numbers, names) have nothing to escape: copied as they are.
+        if !value.contains(where: mayNeedJSONEscape) {
+            output.append(contentsOf: value)
+            return
+        }
+        let hex = Self.hex
         var pending: [UInt8] = []   // E2 80 of a possible U+2028/2029
         for byte in value {
             if !pending.isEmpty {

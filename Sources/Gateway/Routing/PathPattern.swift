@@ -24,12 +24,27 @@ public struct PathPattern: Sendable, Equatable {
     public let kind: Kind
     /// The template's parameter names, in segment order (empty for the other kinds).
     public let parameterNames: [String]
+    /// An exact path's or a prefix's bytes (empty otherwise), for matching without a `String` comparison.
+    private let literal: [UInt8]
+
+    private init(kind: Kind, parameterNames: [String]) {
+        self.kind = kind
+        self.parameterNames = parameterNames
+        switch kind {
+        case .exact(let text), .prefix(let text): literal = Array(text.utf8)
+        case .any, .template: literal = []
+        }
+    }
 
     public static let any = PathPattern(kind: .any, parameterNames: [])
 
     public static func exact(_ path: String) -> PathPattern { PathPattern(kind: .exact(path), parameterNames: []) }
 
     public static func prefix(_ prefix: String) -> PathPattern { PathPattern(kind: .prefix(prefix), parameterNames: []) }
+
+    public static func == (lhs: PathPattern, rhs: PathPattern) -> Bool {
+        lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames
+    }
 
     /// A `path_params` template (already validated by the loader: `{name}` segments with distinct names).
     public static func template(_ template: String) -> PathPattern {
@@ -64,25 +79,52 @@ public struct PathPattern: Sendable, Equatable {
             let rest = path.utf8.dropFirst(prefix.utf8.count)
             return rest.isEmpty || rest.first == UInt8(ascii: "/")
         case .template(let segments):
-            return Self.withBytes(path) { Self.scan($0, segments, captured: nil) }
+            return Self.withBytes(path) { Self.scan($0, segments, captured: nil, in: path) }
+        }
+    }
+
+    /// Where the template's parameters are in the normalised path whose UTF-8 is `bytes` (offsets, in
+    /// ``parameterNames`` order), or nil when it does not match.
+    func parameterRanges(bytes: UnsafeBufferPointer<UInt8>) -> StubPathParameters? {
+        guard case .template(let segments) = kind else { return matches(bytes: bytes) ? StubPathParameters() : nil }
+        var ranges = StubPathParameters()
+        let matched = withUnsafeMutablePointer(to: &ranges) { Self.scan(bytes, segments, ranges: $0) }
+        return matched ? ranges : nil
+    }
+
+    /// Whether the normalised path whose UTF-8 is `bytes` matches: ``matches(_:)`` for a caller that holds the bytes
+    /// already (a stub tries many patterns against one path).
+    func matches(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch kind {
+        case .any:
+            return true
+        case .exact:
+            return bytes.count == literal.count && Self.starts(bytes, with: literal)
+        case .prefix:
+            if literal == [UInt8(ascii: "/")] { return bytes.first == UInt8(ascii: "/") }
+            guard bytes.count >= literal.count, Self.starts(bytes, with: literal) else { return false }
+            return bytes.count == literal.count || bytes[literal.count] == UInt8(ascii: "/")
+        case .template(let segments):
+            return Self.scan(bytes, segments, captured: nil, in: "")
+        }
+    }
+
+    private static func starts(_ bytes: UnsafeBufferPointer<UInt8>, with literal: [UInt8]) -> Bool {
+        literal.withUnsafeBufferPointer { own in
+            guard let ownBase = own.baseAddress, let base = bytes.baseAddress else { return own.isEmpty }
+            return memcmp(ownBase, base, own.count) == 0
         }
     }
 
     /// The values of the template's parameters in `path` (in ``parameterNames`` order), or nil when it does not match.
     public func parameters(in path: Substring) -> [Substring]? {
         guard case .template(let segments) = kind else { return matches(path) ? [] : nil }
-        var ranges: [Range<Int>] = []
-        ranges.reserveCapacity(parameterNames.count)
-        let matched = withUnsafeMutablePointer(to: &ranges) { captured in
-            Self.withBytes(path) { Self.scan($0, segments, captured: captured) }
+        var values: [Substring] = []
+        values.reserveCapacity(parameterNames.count)
+        let matched = withUnsafeMutablePointer(to: &values) { captured in
+            Self.withBytes(path) { Self.scan($0, segments, captured: captured, in: path) }
         }
-        guard matched else { return nil }
-        let utf8 = path.utf8
-        return ranges.map { range in
-            let lower = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
-            let upper = utf8.index(utf8.startIndex, offsetBy: range.upperBound)
-            return path[lower..<upper]
-        }
+        return matched ? values : nil
     }
 
     private static func withBytes(_ path: Substring, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
@@ -90,7 +132,11 @@ public struct PathPattern: Sendable, Equatable {
         return Array(path.utf8).withUnsafeBufferPointer(body)
     }
 
-    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, _ segments: [[UInt8]?], captured: UnsafeMutablePointer<[Range<Int>]>?) -> Bool {
+    /// Whether `bytes` (the UTF-8 of `path`) match `segments`; each parameter's value is appended to `captured`, its
+    /// offsets to `ranges`.
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, _ segments: [[UInt8]?],
+                             captured: UnsafeMutablePointer<[Substring]>? = nil, in path: Substring = "",
+                             ranges: UnsafeMutablePointer<StubPathParameters>? = nil) -> Bool {
         let slash = UInt8(ascii: "/")
         guard bytes.first == slash else { return false }
         // `/` has no segments; `/a/b/` has three (the last empty), as `PathNormalizer.segments(of:)` counts them.
@@ -110,7 +156,12 @@ public struct PathPattern: Sendable, Equatable {
                 guard same else { return false }
             } else {
                 guard end > start else { return false }
-                captured?.pointee.append(start..<end)
+                ranges?.pointee.append(start..<end)
+                if let captured {
+                    let utf8 = path.utf8
+                    let lower = utf8.index(utf8.startIndex, offsetBy: start)
+                    captured.pointee.append(path[lower..<utf8.index(lower, offsetBy: end - start)])
+                }
             }
             index += 1
             if end >= bytes.count { break }

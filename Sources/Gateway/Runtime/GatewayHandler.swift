@@ -57,19 +57,18 @@ final class GatewayHandler: HTTPServerHandler {
                 return .handle(context: DecidedCall(exchange: exchange, call: call))
             }
             exchange.record.stubbed = true
-            let draw = StubDraw(answer: answer)
-            if draw.answer.delay <= 0 {
+            if answer.delay <= 0 {
                 let target = call.target(for: exchange, request: request, body: [],
-                                         forwardsHeaders: call.upstream.logsExchanges, stub: draw)
+                                         forwardsHeaders: call.upstream.logsExchanges, stubAnswer: answer)
                 if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
-                    let answer = stubResponse(for: result, draw: draw, call: call, request: request, exchange: &exchange)
-                    return .respond(finish(&exchange, response: answer, started: started))
+                    let response = stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
+                    return .respond(finish(&exchange, response: response, started: started))
                 }
             }
-            return .handle(context: DecidedCall(exchange: exchange, call: call, stub: draw))
+            return .handle(context: DecidedCall(exchange: exchange, call: call, stub: answer))
         }
-        if !call.route.config.coalesce, call.upstream.answersInstantly, request.declaredBodyLength ?? 0 == 0,
-           request.bodyIsFinished {
+        if !call.route.config.coalesce, call.upstream.answersInstantly, call.upstream.breaker == nil,
+           request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished {
             let target = call.target(for: exchange, request: request, body: [],
                                      forwardsHeaders: call.upstream.logsExchanges)
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
@@ -88,9 +87,9 @@ final class GatewayHandler: HTTPServerHandler {
         let exchange: Exchange
         let call: Call
         /// A stub responder's answer, drawn in `decide` (a sequence steps once per request).
-        let stub: StubDraw?
+        let stub: StubAnswer?
 
-        init(exchange: Exchange, call: Call, stub: StubDraw? = nil) {
+        init(exchange: Exchange, call: Call, stub: StubAnswer? = nil) {
             self.exchange = exchange
             self.call = call
             self.stub = stub
@@ -242,7 +241,7 @@ final class GatewayHandler: HTTPServerHandler {
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
                     streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
-                    forwardsHeaders: Bool = true, stub: StubDraw? = nil) -> GatewayTarget {
+                    forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) -> GatewayTarget {
             var (stable, perRequest) = forwardsHeaders
                 ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
             if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
@@ -251,7 +250,7 @@ final class GatewayHandler: HTTPServerHandler {
                 method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
-                timeout: route.config.timeout, retries: route.config.retries, stubDraw: stub)
+                timeout: route.config.timeout, retries: route.config.retries, stubAnswer: stubAnswer, stubDraw: stubDraw)
         }
 
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
@@ -354,7 +353,7 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// The answer to an upstream call.
     private func respond(_ exchange: inout Exchange, request: HTTPServerRequest,
-                         call: Call, stub decidedStub: StubDraw? = nil) async -> HTTPServerResponse {
+                         call: Call, stub decidedStub: StubAnswer? = nil) async -> HTTPServerResponse {
         let requestID = exchange.requestID
         let upstream = call.upstream
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
@@ -380,10 +379,11 @@ final class GatewayHandler: HTTPServerHandler {
             }
             exchange.record.bytesIn = body.count
         }
-        let stub = decidedStub ?? stubDraw(call, exchange: exchange, request: request, body: body, shared: key != nil)
+        let stub = decidedStub.map { StubCall(answer: $0, draw: nil) }
+            ?? stubCall(call, exchange: exchange, request: request, body: body, shared: key != nil)
         if stub != nil { exchange.record.stubbed = true }
         let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
-                                 key: key, stub: stub)
+                                 key: key, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
         var isTrial = false
         if let breaker = upstream.breaker {
@@ -399,7 +399,7 @@ final class GatewayHandler: HTTPServerHandler {
             }
         }
         var result: Result<Moya.Response, MoyaError>
-        var answered = stub
+        var answered: StubAnswer?
         if stub != nil, key == nil, let retries = call.route.config.retries, retries.attempts > 1 {
             // A stub's failures as an upstream's are retried as the route says (Moya's stubs have no retriers).
             (result, answered) = await retriedStubResult(target, call: call, exchange: exchange, request: request,
@@ -433,8 +433,8 @@ final class GatewayHandler: HTTPServerHandler {
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             }
         }
-        if let answered {
-            return stubResponse(for: result, draw: answered, call: call, request: request, exchange: &exchange)
+        if let answer = answered ?? target.stub {
+            return stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
         }
         return response(for: result, call: call, isHead: request.head.method == .head, tunnel: tunnel,
                         exchange: &exchange)
@@ -477,7 +477,7 @@ final class GatewayHandler: HTTPServerHandler {
                 if tunnel != nil, response.statusCode == 101 {
                     headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
                 }
-            } else if var stubHeaders = stub?.prepared.headers ?? call.upstream.stubResponseHeaders {
+            } else if var stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
                 stubHeaders.add(name: "X-Request-Id", value: requestID)
                 headers = stubHeaders
             } else {
@@ -500,7 +500,7 @@ final class GatewayHandler: HTTPServerHandler {
                                                       tunnel: response.statusCode == 101 ? tunnel : nil)
                 return HTTPServerResponse(head: head, body: .stream(relayed))
             }
-            let body = response.transportBody ?? stub?.prepared.body ?? call.upstream.stubBody(matching: response.data)
+            let body = response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response.data)
                 ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))
         case .failure(let error):
@@ -553,32 +553,37 @@ extension GatewayHandler {
         return query.map { stripped + "?" + $0 } ?? stripped
     }
 
+    /// A call a stub responder answers: its answer drawn now, or the draw a coalesced call's shared call makes.
+    private struct StubCall {
+        var answer: StubAnswer?
+        var draw: StubDraw?
+    }
+
     /// The call's stub answer when its upstream has a responder: drawn now, or, for a `shared` (coalesced) call, when
     /// the shared call asks for it, so that a flight draws once.
-    private func stubDraw(_ call: Call, exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
-                          shared: Bool) -> StubDraw? {
+    private func stubCall(_ call: Call, exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
+                          shared: Bool) -> StubCall? {
         guard let responder = call.upstream.responder else { return nil }
         // A spy (an upstream with a network client) draws at once: a call no recorded response matches is proxied.
         guard shared, call.upstream.client == nil else {
             let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
-            return answer.unmatched && call.upstream.client != nil ? nil : StubDraw(answer: answer)
+            return answer.unmatched && call.upstream.client != nil ? nil : StubCall(answer: answer, draw: nil)
         }
         let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
                                       body: body, requestID: exchange.requestID)
-        return StubDraw(pending: stubRequest, responder: responder,
-                        deadline: call.route.config.timeout.map { exchange.started + $0 })
+        return StubCall(answer: nil, draw: StubDraw(pending: stubRequest, responder: responder,
+                                                    deadline: call.route.config.timeout.map { exchange.started + $0 }))
     }
 
     /// The client's response for a stub responder's answer: as any stub's, with the answer's own head and body, and
     /// a fault acting on the client's connection acted out.
-    private func stubResponse(for result: Result<Moya.Response, MoyaError>, draw: StubDraw, call: Call,
+    private func stubResponse(for result: Result<Moya.Response, MoyaError>, answer: StubAnswer, call: Call,
                               request: borrowing HTTPServerRequest, exchange: inout Exchange) -> HTTPServerResponse {
-        let answer = draw.answer
         let answered = response(for: result, call: call, isHead: request.head.method == .head, stub: answer,
                                 exchange: &exchange)
         if answer.unmatched { exchange.record.upstreamError = "no stub response matched" }
         guard let fault = answer.clientFault, case .success(let moya) = result,
-              moya.statusCode == answer.prepared.status else { return answered }
+              moya.statusCode == answer.status else { return answered }
         exchange.record.upstreamError = "stub fault: \(fault.kind.rawValue)"
         return StubFaultResponse.applying(fault, to: answered, isHead: request.head.method == .head, loop: request.loop)
     }
@@ -588,24 +593,24 @@ extension GatewayHandler {
     /// methods, and not past the route's deadline. Returns the last result and its draw.
     private func retriedStubResult(_ first: GatewayTarget, call: Call, exchange: Exchange,
                                    request: HTTPServerRequest, body: [UInt8]) async
-        -> (Result<Moya.Response, MoyaError>, StubDraw?) {
+        -> (Result<Moya.Response, MoyaError>, StubAnswer?) {
         var target = first
         var attempt = 0
         while true {
             let result = await call.upstream.provider.requestInCurrentTask(MultiTarget(target))
             guard let retries = call.route.config.retries, attempt + 1 < retries.attempts,
                   request.head.method.isIdempotent, Self.stubResultIsRetried(result, statuses: retries.statuses),
-                  let responder = call.upstream.responder else { return (result, target.stubDraw) }
+                  let responder = call.upstream.responder else { return (result, target.stub) }
             let deadline = call.route.config.timeout.map { exchange.started + $0 }
-            if let deadline, ContinuousClock.now + (retries.backoff ?? .zero) >= deadline { return (result, target.stubDraw) }
+            if let deadline, ContinuousClock.now + (retries.backoff ?? .zero) >= deadline { return (result, target.stub) }
             if let backoff = retries.backoff {
-                do { try await _Concurrency.Task.sleep(for: backoff) } catch { return (result, target.stubDraw) }
+                do { try await _Concurrency.Task.sleep(for: backoff) } catch { return (result, target.stub) }
             }
             attempt += 1
             first.countRetry()
-            let draw = StubDraw(answer: stubAnswer(responder, exchange: exchange, request: request, call: call, body: body))
+            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
             target = call.target(for: exchange, request: request, body: body, forwardsHeaders: call.upstream.logsExchanges,
-                                 stub: draw)
+                                 stubAnswer: answer)
         }
     }
 

@@ -37,8 +37,10 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let deadline: ContinuousClock.Instant?
     /// The route's retry policy, if any (see ``RouteRetryPlugin``).
     let retries: RouteConfig.Retries?
-    /// A stub upstream's answer to this call, when the stub has a responder (`responses`, templates, faults): its
-    /// provider's stub closure and sample read it.
+    /// A stub upstream's answer to this call, when the stub has a responder (`responses`, templates, faults): drawn
+    /// when the call was decided, or (``stubDraw``) when a coalesced call's shared call asks for it. The provider's
+    /// stub closure and sample read it (see ``stub``).
+    let stubAnswer: StubAnswer?
     let stubDraw: StubDraw?
     /// The retries ``RouteRetryPlugin`` decided for this request (for the access log); held inline, not in an object
     /// of its own.
@@ -50,7 +52,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
          perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
-         stubDraw: StubDraw? = nil) {
+         stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) {
         self.provider = provider
         self.origin = origin
         self.upstreamTarget = upstreamTarget
@@ -64,8 +66,21 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
         self.timeout = timeout
         self.deadline = timeout.map { ContinuousClock.now + $0 }
         self.retries = retries
+        self.stubAnswer = stubAnswer
         self.stubDraw = stubDraw
     }
+
+    /// The stub's answer to this call, if a responder answers it.
+    var stub: StubAnswer? { stubAnswer ?? stubDraw?.answer }
+
+    /// The stub answer's delay, read without copying the answer.
+    var stubDelay: Double {
+        if let delay = stubAnswer?.delay { return delay }
+        return stubDraw?.answer.delay ?? 0
+    }
+
+    /// Whether a responder answers this call (see ``stub``).
+    var isStubbed: Bool { stubAnswer != nil || stubDraw != nil }
 
     var baseURL: URL { URL(string: origin) ?? URL(fileURLWithPath: "/") }
     var path: String { "" }

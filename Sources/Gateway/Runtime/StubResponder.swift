@@ -15,6 +15,11 @@ import Synchronization
 /// plain answer's head, body and Moya sample are made once, here.
 final class StubResponder: Sendable {
     private let responses: [CompiledStubResponse]
+    /// The responses' cheap conditions (method, first path segment, segment count), parallel to ``responses``:
+    /// plain values, so that the responses a request cannot match are passed over without touching them.
+    private let prefilters: [StubPrefilter]
+    /// Whether some response has header conditions (a request's header names are hashed for the prefilter only then).
+    private let readsHeaders: Bool
     private let fallback: CompiledStubAnswer?
     private let random: StubRandom
 
@@ -25,6 +30,8 @@ final class StubResponder: Sendable {
         responses = stub.responses.map { response in
             CompiledStubResponse(response, seeds: &derived)
         }
+        prefilters = responses.map { StubPrefilter($0.matcher) }
+        readsHeaders = responses.contains { !$0.matcher.headers.isEmpty }
         fallback = stub.hasDefault ? CompiledStubAnswer(stub.defaultAnswer, parameterNames: [], seed: derived.next()) : nil
     }
 
@@ -40,69 +47,92 @@ final class StubResponder: Sendable {
     /// 404. Steps a matched sequence and draws the latency and any fault. `deadline`: the route's, after which the
     /// answer is a timeout (504) at the deadline.
     func answer(for request: inout StubRequest, deadline: ContinuousClock.Instant?) -> StubAnswer {
+        // The path's bytes are taken once for every response tried; the chosen one's parameters are found there too.
+        let found = request.withPathBytes { firstMatch(request, pathBytes: $0) }
         var chosen: CompiledStubAnswer?
-        for response in responses where response.matcher.matches(request) {
-            chosen = response.nextAnswer()
-            if chosen?.usesPathParameters == true {
-                request.pathParameters = response.matcher.path.parameters(in: request.path)
-            }
-            break
+        if let found {
+            chosen = found.answer
+            request.pathParameters = found.parameters
         }
         guard let answer = chosen ?? fallback else {
-            let body = ErrorBody.bytes(.notFound, requestID: request.requestID)
-            return StubAnswer(prepared: StubPrepared(status: 404, headers: StubPrepared.errorHeaders, body: body),
-                              delay: 0, clientFault: nil, unmatched: true)
+            return StubAnswer(status: 404, headers: StubAnswer.errorHeaders,
+                              body: ErrorBody.bytes(.notFound, requestID: request.requestID), unmatched: true)
         }
         return answer.draw(for: request, random: random, deadline: deadline)
     }
+
+    /// The first response that matches `request` (whose path's UTF-8 is `pathBytes`): its answer for this request (a
+    /// sequence steps), and where its path parameters are when the answer's templates use them.
+    private func firstMatch(_ request: borrowing StubRequest, pathBytes: UnsafeBufferPointer<UInt8>)
+        -> (answer: CompiledStubAnswer?, parameters: StubPathParameters?)? {
+        let key = StubPrefilter.Key(request, pathBytes: pathBytes, readsHeaders: readsHeaders)
+        var found: Int?
+        for index in prefilters.indices where prefilters[index].admits(key)
+            && responses[index].matcher.matches(request, pathBytes: pathBytes, methodChecked: key.decidesMethod) {
+            found = index
+            break
+        }
+        guard let found else { return nil }
+        let response = responses[found]
+        let answer = response.nextAnswer()
+        guard answer?.usesPathParameters == true else { return (answer, nil) }
+        return (answer, response.matcher.path.parameterRanges(bytes: pathBytes))
+    }
 }
 
-/// A request's answer from a stub, as drawn: what Moya answers after `delay`, and a fault to act out on the client's
-/// connection once it has.
-struct StubAnswer: Sendable {
-    let prepared: StubPrepared
+/// A request's answer from a stub, as drawn: the status, headers (as the client gets them, without the request id)
+/// and body; what Moya answers after `delay`; and a fault to act out on the client's connection once it has.
+/// Immutable, and shared: an answer with nothing drawn per request (no template, latency or rate) is made once and
+/// given to every request; a templated one is made per request, its Moya sample when Moya asks for it.
+final class StubAnswer: @unchecked Sendable {
+    // Immutable after init; `EndpointSampleResponse` (an `HTTPURLResponse`, an `NSError`) is not `Sendable` by type.
+    let status: Int
+    let headers: HTTPWire.HTTPHeaders
+    let body: [UInt8]
     /// Seconds before Moya answers (the stub's latency).
     let delay: Double
     /// A fault acting on the client's connection (`mode: client`); the answer itself is what it cuts or slows.
     let clientFault: StubFaultConfig?
     /// No response matched and the stub has no default answer: the 404.
     let unmatched: Bool
+    /// The sample made once for an answer given again and again; nil: made from the status and body when asked.
+    private let prebuiltSample: EndpointSampleResponse?
 
-    init(prepared: StubPrepared, delay: Double, clientFault: StubFaultConfig?, unmatched: Bool = false) {
-        self.prepared = prepared
+    init(status: Int, headers: HTTPWire.HTTPHeaders, body: [UInt8], sample: EndpointSampleResponse? = nil,
+         delay: Double = 0, clientFault: StubFaultConfig? = nil, unmatched: Bool = false) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        prebuiltSample = sample
         self.delay = delay
         self.clientFault = clientFault
         self.unmatched = unmatched
     }
-}
-
-/// An answer ready to give: the status, the headers as the client gets them (without the request id), the body, and
-/// the `EndpointSampleResponse` Moya's stub returns for it. Made once for a plain answer, per request for a templated
-/// one.
-final class StubPrepared: @unchecked Sendable {
-    // Immutable after init; `EndpointSampleResponse` (an `HTTPURLResponse`, an `NSError`) is not `Sendable` by type.
-    let status: Int
-    let headers: HTTPWire.HTTPHeaders
-    let body: [UInt8]
-    let sample: EndpointSampleResponse
-
-    init(status: Int, headers: HTTPWire.HTTPHeaders, body: [UInt8], sample: EndpointSampleResponse? = nil) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.sample = sample ?? .networkResponse(status, Data(body))
-    }
 
     /// A failure as an upstream's: Moya's `.networkError`, which the gateway maps to 502 (504 for a timeout).
-    init(failure: NSError) {
-        status = 502
-        headers = StubPrepared.errorHeaders
-        body = []
-        sample = .networkError(failure)
+    convenience init(failure: NSError, delay: Double = 0) {
+        self.init(status: 502, headers: StubAnswer.errorHeaders, body: [], sample: .networkError(failure), delay: delay)
+    }
+
+    /// What Moya's stub answers.
+    var sample: EndpointSampleResponse { prebuiltSample ?? .networkResponse(status, Data(body)) }
+
+    /// The same without copying a rendered body into `Data`, for a provider whose plugins do not read a response's
+    /// data (none of the gateway's does, but the exchange logger): the gateway takes the body from the answer.
+    var sampleWithoutBody: EndpointSampleResponse { prebuiltSample ?? .networkResponse(status, Data()) }
+
+    /// This answer after `delay`, with `clientFault` (itself when neither changes anything).
+    func drawn(delay: Double, clientFault: StubFaultConfig?) -> StubAnswer {
+        if delay == self.delay && clientFault == nil && self.clientFault == nil { return self }
+        return StubAnswer(status: status, headers: headers, body: body, sample: prebuiltSample, delay: delay,
+                          clientFault: clientFault, unmatched: unmatched)
     }
 
     /// The fields of the gateway's JSON error bodies, as the client gets them.
     static let errorHeaders = ProxyHeaders.downstream(from: ["Content-Type": ErrorBody.contentType])
+
+    /// The route's deadline passed while the stub was still answering.
+    static let timedOut = StubAnswer(failure: StubFaultError.timedOut)
 }
 
 /// What a stub fault that acts as a failing upstream looks like to Moya: `NSURLErrorDomain` errors that carry the
@@ -154,10 +184,12 @@ private final class CompiledStubResponse: Sendable {
 /// or an injected error gives instead.
 private final class CompiledStubAnswer: Sendable {
     private let config: StubAnswerConfig
-    /// The answer when it has no template.
-    private let plain: StubPrepared?
+    /// The answer when it has no template (made once, given to every request).
+    private let plain: StubAnswer?
     /// `error_status`'s answer (its headers, no body).
-    private let failing: StubPrepared
+    private let failing: StubAnswer
+    /// The headers as the client gets them, when none is templated (made once).
+    private let downstreamHeaders: HTTPWire.HTTPHeaders
     /// Faults and the injected error by cumulative rate: a draw below an entry's bound gets it.
     private let outcomes: [(bound: Double, outcome: Outcome)]
     private let drawState: Locked<(latency: StubLatency, rolls: SplitMix64)>
@@ -167,24 +199,25 @@ private final class CompiledStubAnswer: Sendable {
 
     private enum Outcome: Sendable {
         case error
-        case fault(StubFaultConfig, StubPrepared?)
+        case fault(StubFaultConfig, StubAnswer?)
     }
 
     init(_ config: StubAnswerConfig, parameterNames: [String], seed: UInt64) {
         self.config = config
         let headers = ProxyHeaders.downstream(from: config.headers)
+        downstreamHeaders = headers
         plain = config.bodyTemplate == nil && config.headerTemplates.isEmpty
-            ? StubPrepared(status: config.status, headers: headers, body: config.body,
-                           sample: Self.sample(status: config.status, headers: config.headers, body: config.body))
+            ? StubAnswer(status: config.status, headers: headers, body: config.body,
+                         sample: Self.sample(status: config.status, headers: config.headers, body: config.body))
             : nil
-        failing = StubPrepared(status: config.errorStatus, headers: headers, body: [],
-                               sample: Self.sample(status: config.errorStatus, headers: config.headers, body: []))
+        failing = StubAnswer(status: config.errorStatus, headers: headers, body: [],
+                             sample: Self.sample(status: config.errorStatus, headers: config.headers, body: []))
         var bound = 0.0
         var outcomes: [(bound: Double, outcome: Outcome)] = []
         for fault in config.faults where fault.rate > 0 {
             bound += fault.rate
             let failure = fault.mode == .upstream && fault.kind != .slowBody
-                ? StubPrepared(failure: StubFaultError.error(fault.kind)) : nil
+                ? StubAnswer(failure: StubFaultError.error(fault.kind)) : nil
             outcomes.append((bound, .fault(fault, failure)))
         }
         if config.errorRate > 0 {
@@ -222,100 +255,50 @@ private final class CompiledStubAnswer: Sendable {
             delay = sampled
             outcome = outcomes.first { roll < $0.bound }?.outcome
         }
-        var prepared: StubPrepared
-        var clientFault: StubFaultConfig?
-        switch outcome {
-        case .error?:
-            prepared = failing
-        case .fault(let fault, let failure)?:
-            if let failure {
-                prepared = failure
-            } else {
-                prepared = render(request, random: random)
-                if fault.mode == .client {
-                    clientFault = fault
-                } else {
-                    // A slow upstream body: the gateway collects it, so its answer comes that much later.
-                    delay += fault.duration?.seconds ?? 0
-                }
-            }
-        case nil:
-            prepared = render(request, random: random)
-        }
         if let deadline {
             let left = (deadline - ContinuousClock.now).seconds
-            if delay >= left {
+            var slowBody = 0.0
+            if case .fault(let fault, nil)? = outcome, fault.mode == .upstream { slowBody = fault.duration?.seconds ?? 0 }
+            if delay + slowBody >= left {
                 // The route's timeout ends the wait as it ends an upstream's: 504 at the deadline.
-                delay = max(left, 0)
-                prepared = StubPrepared(failure: StubFaultError.timedOut)
-                clientFault = nil
+                return StubAnswer.timedOut.drawn(delay: max(left, 0), clientFault: nil)
             }
         }
-        return StubAnswer(prepared: prepared, delay: delay, clientFault: clientFault)
+        switch outcome {
+        case .error?:
+            return failing.drawn(delay: delay, clientFault: nil)
+        case .fault(let fault, let failure)?:
+            if let failure { return failure.drawn(delay: delay, clientFault: nil) }
+            if fault.mode == .client { return rendered(request, random: random, delay: delay, clientFault: fault) }
+            // A slow upstream body: the gateway collects it, so its answer comes that much later.
+            return rendered(request, random: random, delay: delay + (fault.duration?.seconds ?? 0), clientFault: nil)
+        case nil:
+            return rendered(request, random: random, delay: delay, clientFault: nil)
+        }
     }
 
     /// The answer filled in for `request` (the plain one when there is nothing to fill in).
-    private func render(_ request: borrowing StubRequest, random: StubRandom) -> StubPrepared {
-        if let plain { return plain }
+    private func rendered(_ request: borrowing StubRequest, random: StubRandom, delay: Double,
+                          clientFault: StubFaultConfig?) -> StubAnswer {
+        if let plain { return plain.drawn(delay: delay, clientFault: clientFault) }
         let body = config.bodyTemplate?.render(request, random: random) ?? config.body
-        var headers = config.headers
-        if !config.headerTemplates.isEmpty {
-            var fields = Array(config.headers)
-            for header in config.headerTemplates where fields.indices.contains(header.index) {
-                fields[header.index].value = String(decoding: header.template.render(request, random: random), as: UTF8.self)
-            }
-            headers = HTTPWire.HTTPHeaders(fields.map { ($0.name, $0.value) })
+        guard !config.headerTemplates.isEmpty else {
+            return StubAnswer(status: config.status, headers: downstreamHeaders, body: body, delay: delay,
+                              clientFault: clientFault)
         }
-        return StubPrepared(status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body)
+        var fields = Array(config.headers)
+        for header in config.headerTemplates where fields.indices.contains(header.index) {
+            fields[header.index].value = String(decoding: header.template.render(request, random: random), as: UTF8.self)
+        }
+        let headers = HTTPWire.HTTPHeaders(fields.map { ($0.name, $0.value) })
+        return StubAnswer(status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body, delay: delay,
+                          clientFault: clientFault)
     }
 }
 
-/// A response's `match` compiled: methods, the path pattern, query, headers and JSON body fields, checked in that
-/// order (cheapest first) without allocating, except for a JSON body, which is parsed once it is needed.
-struct StubMatcher: Sendable {
-    let methods: [HTTPMethod]?
-    let path: PathPattern
-    let query: [(name: [UInt8], value: [UInt8])]
-    let headers: [StubNameValue]
-    let json: [StubJSONField]
-
-    init(_ match: StubMatchConfig) {
-        methods = match.methods
-        if let exact = match.path {
-            path = .exact(exact)
-        } else if let prefix = match.pathPrefix {
-            path = .prefix(prefix)
-        } else if let template = match.pathParams {
-            path = .template(template)
-        } else {
-            path = .any
-        }
-        query = match.query.map { (Array($0.name.utf8), Array($0.value.utf8)) }
-        headers = match.headers
-        json = match.json
-    }
-
-    func matches(_ request: borrowing StubRequest) -> Bool {
-        if let methods, !(methods.contains(request.method) || (request.method == .head && methods.contains(.get))) {
-            return false
-        }
-        guard path.matches(request.path) else { return false }
-        if !query.isEmpty {
-            guard let raw = request.query else { return false }
-            for condition in query where !StubQuery.contains(name: condition.name, value: condition.value, in: raw) {
-                return false
-            }
-        }
-        for condition in headers where request.headers.first(name: condition.name) != condition.value {
-            return false
-        }
-        if !json.isEmpty && !StubJSON.matches(json, body: request.body) { return false }
-        return true
-    }
-}
-
-/// A call's stub answer: drawn when the call is decided, or, for a coalesced call, when the shared call first asks
-/// (its stub closure), so that a flight steps a sequence and draws a fault once rather than once per caller.
+/// A coalesced call's stub answer, drawn when the shared call first asks for it (its stub closure), so that a flight
+/// steps a sequence and draws a fault once rather than once per caller. (An answer drawn when the call is decided
+/// rides on the target itself: ``GatewayTarget/stubAnswer``.)
 final class StubDraw: Sendable {
     private enum State {
         case pending(StubRequest, StubResponder, ContinuousClock.Instant?)
@@ -323,8 +306,6 @@ final class StubDraw: Sendable {
     }
 
     private let state: Locked<State>
-
-    init(answer: StubAnswer) { state = Locked(.drawn(answer)) }
 
     init(pending request: StubRequest, responder: StubResponder, deadline: ContinuousClock.Instant?) {
         state = Locked(.pending(request, responder, deadline))

@@ -135,8 +135,8 @@ final class UpstreamProvider: Sendable {
         }
         let stubClosure: MoyaProvider<MultiTarget>.StubClosure = { multi in
             // A responder's answer (a stub's, or a spy's recorded one); a spy's other calls go over the network.
-            if let draw = GatewayTarget.unwrapped(multi)?.stubDraw {
-                let delay = draw.answer.delay
+            if let target = GatewayTarget.unwrapped(multi), target.isStubbed {
+                let delay = target.stubDelay
                 return delay <= 0 ? .immediate : .delayed(seconds: delay)
             }
             // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
@@ -165,10 +165,15 @@ final class UpstreamProvider: Sendable {
                 guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
-                // A responder's answer is the call's own (drawn once; the closure holds only the draw).
+                // A responder's answer is the call's own (drawn once; the closure holds only the target). Its body
+                // goes into Moya's response only for the exchange logger, the one plugin that reads it.
                 let sample: Endpoint.SampleResponseClosure
-                if let draw = target.stubDraw {
-                    sample = { draw.answer.prepared.sample }
+                if target.isStubbed {
+                    if target.provider.logsExchanges {
+                        sample = { target.stub?.sample ?? .networkResponse(502, Data()) }
+                    } else {
+                        sample = { target.stub?.sampleWithoutBody ?? .networkResponse(502, Data()) }
+                    }
                 } else {
                     sample = sampleResponse
                 }
