@@ -12,10 +12,6 @@ struct StubRequest: Sendable {
     let headers: HTTPHeaders
     let body: [UInt8]
     let requestID: String
-    /// Where the selected response's `{parameters}` are in the path (UTF-8 offsets), once it is chosen (only when a
-    /// template uses them).
-    var pathParameters: StubPathParameters?
-
     /// `target`: origin-form path and query (`/users/7?verbose=1`).
     init(method: HTTPMethod, target: String, headers: HTTPHeaders, body: [UInt8], requestID: String) {
         self.method = method
@@ -51,15 +47,6 @@ struct StubRequest: Sendable {
             return result
         }
         return Array(target.utf8.prefix(length)).withUnsafeBufferPointer(body)
-    }
-
-    /// The bytes of path parameter `position`, handed to `body` (nothing when there is no such parameter).
-    func withPathParameter(_ position: Int, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-        guard let range = pathParameters?[position] else { return }
-        withPathBytes { bytes in
-            guard range.lowerBound >= 0, range.upperBound <= bytes.count else { return }
-            body(UnsafeBufferPointer(rebasing: bytes[range]))
-        }
     }
 }
 

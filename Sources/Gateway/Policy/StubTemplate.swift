@@ -229,7 +229,7 @@ public struct StubTemplate: Sendable, Equatable {
     // MARK: Rendering
 
     /// The template filled in for `request`.
-    func render(_ request: borrowing StubRequest, random: StubRandom) -> [UInt8] {
+    func render(_ request: borrowing StubRequest, parameters: StubPathParameters? = nil, random: StubRandom) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(literalByteCount + 64)
         literals.withUnsafeBufferPointer { literals in
@@ -239,7 +239,12 @@ public struct StubTemplate: Sendable, Equatable {
                     case .literal(let start, let count):
                         output.append(contentsOf: UnsafeBufferPointer(rebasing: literals[start..<(start + count)]))
                     case .pathParameter(let position):
-                        request.withPathParameter(position) { write($0, into: &output) }
+                        if let range = parameters?[position] {
+                            request.withPathBytes { bytes in
+                                guard range.upperBound <= bytes.count else { return }
+                                write(UnsafeBufferPointer(rebasing: bytes[range]), into: &output)
+                            }
+                        }
                     case .query(let name):
                         if let query = request.query, let value = StubQuery.value(of: names[name], in: query) {
                             write(value, into: &output)

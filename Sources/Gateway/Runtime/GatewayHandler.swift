@@ -540,9 +540,9 @@ extension GatewayHandler {
     /// rewrite), with the client's headers and `body`.
     private func stubAnswer(_ responder: StubResponder, exchange: Exchange, request: borrowing HTTPServerRequest,
                             call: Call, body: [UInt8]) -> StubAnswer {
-        var stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
+        let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
                                       body: body, requestID: exchange.requestID)
-        return responder.answer(for: &stubRequest, deadline: call.route.config.timeout.map { exchange.started + $0 })
+        return responder.answer(for: stubRequest, deadline: call.route.config.timeout.map { exchange.started + $0 })
     }
 
     /// The target a stub matches: the upstream's, without a spied upstream's base path (recorded without it).

@@ -69,15 +69,19 @@ struct StubPrefilter: Sendable {
         var headerBits: UInt64
 
         init(_ request: borrowing StubRequest) {
-            self = request.withPathBytes { Key(request, pathBytes: $0, readsHeaders: true) }
+            let names = Set(request.headers.map { $0.name.lowercased() }).map { StubPrefilter.HeaderName($0) }
+            self = request.withPathBytes { Key(request, pathBytes: $0, headerNames: names) }
         }
 
-        /// `readsHeaders`: whether some response has header conditions (the names are hashed only then).
-        init(_ request: borrowing StubRequest, pathBytes: UnsafeBufferPointer<UInt8>, readsHeaders: Bool) {
+        /// `headerNames`: the header names the responses' conditions use; the request's bits are those of the ones
+        /// it has.
+        init(_ request: borrowing StubRequest, pathBytes: UnsafeBufferPointer<UInt8>, headerNames: [HeaderName]) {
             methodBit = StubPrefilter.bit(request.method)
             (firstSegment, segments) = StubPrefilter.shape(pathBytes)
             hasQuery = request.hasQuery
-            headerBits = readsHeaders ? request.headers.reduce(0) { $0 | StubPrefilter.headerBit($1.name) } : ~0
+            var bits: UInt64 = 0
+            for name in headerNames where request.headers.contains(name: name.name) { bits |= name.bit }
+            headerBits = bits
         }
 
         /// Whether the prefilter's method bits decide the method alone (it is one with a bit of its own).
@@ -177,6 +181,17 @@ struct StubPrefilter: Sendable {
             }
         }
         return (value == 0 ? 1 : value, segments)
+    }
+
+    /// A header name a condition uses, and its bit.
+    struct HeaderName: Sendable {
+        let name: String
+        let bit: UInt64
+
+        init(_ name: String) {
+            self.name = name
+            bit = StubPrefilter.headerBit(name)
+        }
     }
 
     /// A header name's bit (its case-insensitive FNV-1a hash, modulo 64): a request whose names' bits lack one of a

@@ -18,8 +18,8 @@ final class StubResponder: Sendable {
     /// The responses' cheap conditions (method, first path segment, segment count), parallel to ``responses``:
     /// plain values, so that the responses a request cannot match are passed over without touching them.
     private let prefilters: [StubPrefilter]
-    /// Whether some response has header conditions (a request's header names are hashed for the prefilter only then).
-    private let readsHeaders: Bool
+    /// The header names the responses' conditions use (each looked up once per request, for the prefilter).
+    private let headerNames: [StubPrefilter.HeaderName]
     private let fallback: CompiledStubAnswer?
     private let random: StubRandom
 
@@ -31,7 +31,13 @@ final class StubResponder: Sendable {
             CompiledStubResponse(response, seeds: &derived)
         }
         prefilters = responses.map { StubPrefilter($0.matcher) }
-        readsHeaders = responses.contains { !$0.matcher.headers.isEmpty }
+        var names: [String] = []
+        for response in responses {
+            for condition in response.matcher.headers where !names.contains(where: { $0.equalsIgnoringASCIICase(condition.name) }) {
+                names.append(condition.name)
+            }
+        }
+        headerNames = names.map(StubPrefilter.HeaderName.init)
         fallback = stub.hasDefault ? CompiledStubAnswer(stub.defaultAnswer, parameterNames: [], seed: derived.next()) : nil
     }
 
@@ -46,26 +52,23 @@ final class StubResponder: Sendable {
     /// The answer to `request`: the first response whose match holds (in file order), else the default answer, else
     /// 404. Steps a matched sequence and draws the latency and any fault. `deadline`: the route's, after which the
     /// answer is a timeout (504) at the deadline.
-    func answer(for request: inout StubRequest, deadline: ContinuousClock.Instant?) -> StubAnswer {
+    func answer(for request: borrowing StubRequest, deadline: ContinuousClock.Instant?) -> StubAnswer {
         // The path's bytes are taken once for every response tried; the chosen one's parameters are found there too.
         let found = request.withPathBytes { firstMatch(request, pathBytes: $0) }
-        var chosen: CompiledStubAnswer?
-        if let found {
-            chosen = found.answer
-            request.pathParameters = found.parameters
-        }
+        let chosen = found?.answer
+        let parameters = found?.parameters
         guard let answer = chosen ?? fallback else {
             return StubAnswer(status: 404, headers: StubAnswer.errorHeaders,
                               body: ErrorBody.bytes(.notFound, requestID: request.requestID), unmatched: true)
         }
-        return answer.draw(for: request, random: random, deadline: deadline)
+        return answer.draw(for: request, parameters: parameters, random: random, deadline: deadline)
     }
 
     /// The first response that matches `request` (whose path's UTF-8 is `pathBytes`): its answer for this request (a
     /// sequence steps), and where its path parameters are when the answer's templates use them.
     private func firstMatch(_ request: borrowing StubRequest, pathBytes: UnsafeBufferPointer<UInt8>)
         -> (answer: CompiledStubAnswer?, parameters: StubPathParameters?)? {
-        let key = StubPrefilter.Key(request, pathBytes: pathBytes, readsHeaders: readsHeaders)
+        let key = StubPrefilter.Key(request, pathBytes: pathBytes, headerNames: headerNames)
         var found: Int?
         for index in prefilters.indices where prefilters[index].admits(key)
             && responses[index].matcher.matches(request, pathBytes: pathBytes, methodChecked: key.decidesMethod) {
@@ -243,7 +246,8 @@ private final class CompiledStubAnswer: Sendable {
         return .response(response, Data(body))
     }
 
-    func draw(for request: borrowing StubRequest, random: StubRandom, deadline: ContinuousClock.Instant?) -> StubAnswer {
+    func draw(for request: borrowing StubRequest, parameters: StubPathParameters?, random: StubRandom,
+              deadline: ContinuousClock.Instant?) -> StubAnswer {
         var delay = 0.0
         var outcome: Outcome?
         if draws {
@@ -269,26 +273,30 @@ private final class CompiledStubAnswer: Sendable {
             return failing.drawn(delay: delay, clientFault: nil)
         case .fault(let fault, let failure)?:
             if let failure { return failure.drawn(delay: delay, clientFault: nil) }
-            if fault.mode == .client { return rendered(request, random: random, delay: delay, clientFault: fault) }
+            if fault.mode == .client {
+                return rendered(request, parameters: parameters, random: random, delay: delay, clientFault: fault)
+            }
             // A slow upstream body: the gateway collects it, so its answer comes that much later.
-            return rendered(request, random: random, delay: delay + (fault.duration?.seconds ?? 0), clientFault: nil)
+            return rendered(request, parameters: parameters, random: random, delay: delay + (fault.duration?.seconds ?? 0),
+                            clientFault: nil)
         case nil:
-            return rendered(request, random: random, delay: delay, clientFault: nil)
+            return rendered(request, parameters: parameters, random: random, delay: delay, clientFault: nil)
         }
     }
 
     /// The answer filled in for `request` (the plain one when there is nothing to fill in).
-    private func rendered(_ request: borrowing StubRequest, random: StubRandom, delay: Double,
-                          clientFault: StubFaultConfig?) -> StubAnswer {
+    private func rendered(_ request: borrowing StubRequest, parameters: StubPathParameters?, random: StubRandom,
+                          delay: Double, clientFault: StubFaultConfig?) -> StubAnswer {
         if let plain { return plain.drawn(delay: delay, clientFault: clientFault) }
-        let body = config.bodyTemplate?.render(request, random: random) ?? config.body
+        let body = config.bodyTemplate?.render(request, parameters: parameters, random: random) ?? config.body
         guard !config.headerTemplates.isEmpty else {
             return StubAnswer(status: config.status, headers: downstreamHeaders, body: body, delay: delay,
                               clientFault: clientFault)
         }
         var fields = Array(config.headers)
         for header in config.headerTemplates where fields.indices.contains(header.index) {
-            fields[header.index].value = String(decoding: header.template.render(request, random: random), as: UTF8.self)
+            fields[header.index].value = String(decoding: header.template.render(request, parameters: parameters, random: random),
+                                                as: UTF8.self)
         }
         let headers = HTTPWire.HTTPHeaders(fields.map { ($0.name, $0.value) })
         return StubAnswer(status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body, delay: delay,
@@ -316,8 +324,8 @@ final class StubDraw: Sendable {
             switch state {
             case .drawn(let answer):
                 return answer
-            case .pending(var request, let responder, let deadline):
-                let answer = responder.answer(for: &request, deadline: deadline)
+            case .pending(let request, let responder, let deadline):
+                let answer = responder.answer(for: request, deadline: deadline)
                 state = .drawn(answer)
                 return answer
             }

@@ -66,10 +66,10 @@ import Testing
         let body = #"{"id": "{{path.id}}", "q": "{{query.q}}", "t": "{{header.X-Tenant}}", "r": "{{request_id}}", "m": "{{method}} {{path}}", "n": {{random_int 5 5}}}"#
         let template = try #require(try StubTemplate.compile(Array(body.utf8), parameterNames: ["id"], escaping: .json))
         // A raw quote cannot reach a stub in a path (the router refuses it), but the escaping does not rely on that.
-        var request = Self.request(.get, "/users/a\"b?q=%22%5C%0A%E2%80%A8&x=1",
+        let request = Self.request(.get, "/users/a\"b?q=%22%5C%0A%E2%80%A8&x=1",
                                    headers: ["X-Tenant": "acme\"}, \"admin\": true"], id: "id-1")
-        request.pathParameters = [7..<10]   // `a"b`
-        let rendered = String(decoding: template.render(request, random: StubRandom(seed: 1)), as: UTF8.self)
+        let rendered = String(decoding: template.render(request, parameters: [7..<10], random: StubRandom(seed: 1)),   // `a"b`
+                              as: UTF8.self)
         #expect(rendered == #"{"id": "a\"b", "q": "\"\\\n\u2028", "t": "acme\"}, \"admin\": true", "r": "id-1", "m": "GET /users/a\"b", "n": 5}"#)
         let parsed = try JSONSerialization.jsonObject(with: Data(rendered.utf8)) as? [String: Any]
         #expect(parsed?["t"] as? String == "acme\"}, \"admin\": true", "a value never ends its string or adds a field")
@@ -115,8 +115,7 @@ import Testing
         let stub = try #require(try config(Self.stubConfig).upstream(named: "s")?.stub)
         let responder = StubResponder(stub: stub)
         func answer(_ request: StubRequest) -> StubAnswer {
-            var request = request
-            return responder.answer(for: &request, deadline: nil)
+            responder.answer(for: request, deadline: nil)
         }
         let tenant = answer(Self.request(.get, "/users/7", headers: ["X-Tenant": "acme"]))
         #expect(String(decoding: tenant.body, as: UTF8.self) == #"{"tenant": "acme", "id": "7"}"#)
@@ -135,10 +134,10 @@ import Testing
 
         // Seeded: the same answers in the same order from a new responder (a reload, another run).
         let again = StubResponder(stub: stub)
-        var first = Self.request(.get, "/users/1")
-        var second = Self.request(.get, "/users/1")
+        let first = Self.request(.get, "/users/1")
+        let second = Self.request(.get, "/users/1")
         let fresh = StubResponder(stub: stub)
-        #expect(again.answer(for: &first, deadline: nil).body == fresh.answer(for: &second, deadline: nil).body)
+        #expect(again.answer(for: first, deadline: nil).body == fresh.answer(for: second, deadline: nil).body)
     }
 
     @Test func aSequenceIsSharedByEveryThread() async throws {
@@ -156,8 +155,8 @@ import Testing
             for _ in 0..<8 {
                 group.addTask {
                     (0..<250).map { _ in
-                        var request = StubMatchingTests.request(.get, "/x")
-                        return responder.answer(for: &request, deadline: nil).status
+                        let request = StubMatchingTests.request(.get, "/x")
+                        return responder.answer(for: request, deadline: nil).status
                     }
                 }
             }
@@ -184,8 +183,8 @@ import Testing
         let responder = StubResponder(stub: stub)
         var resets = 0, upstreamFailures = 0, errors = 0, fine = 0
         for _ in 0..<10_000 {
-            var request = Self.request(.get, "/")
-            let answer = responder.answer(for: &request, deadline: nil)
+            let request = Self.request(.get, "/")
+            let answer = responder.answer(for: request, deadline: nil)
             if answer.clientFault?.kind == .connectionReset {
                 resets += 1
             } else if case .networkError = answer.sample {
@@ -211,8 +210,8 @@ import Testing
             """).upstream(named: "s")?.stub)
         #expect(StubResponder.isNeeded(for: stub), "a delayed stub is answered by a responder, which knows the deadline")
         let responder = StubResponder(stub: stub)
-        var request = Self.request(.get, "/")
-        let answer = responder.answer(for: &request, deadline: ContinuousClock.now + .milliseconds(100))
+        let request = Self.request(.get, "/")
+        let answer = responder.answer(for: request, deadline: ContinuousClock.now + .milliseconds(100))
         #expect(answer.delay <= 0.1)
         guard case .networkError(let error) = answer.sample else {
             Issue.record("expected a timeout")
