@@ -432,11 +432,13 @@ for directory in kustomization_dirs:
     check(bool(pdbs) and pdbs[0][1]["spec"].get("minAvailable") == 1, directory,
           "no PodDisruptionBudget with minAvailable 1")
 
-# The base's stub body is a copy (kustomize cannot read files outside the kustomization directory): keep it equal.
-base_stub = f"{K8S}/base/stubs/catalog.json"
-if os.path.exists(base_stub):
-    with open(base_stub, "rb") as a, open("Configuration/stubs/catalog.json", "rb") as b:
-        check(a.read() == b.read(), base_stub, "differs from Configuration/stubs/catalog.json (copy it again)")
+# The stub files under deploy/kubernetes are copies (kustomize cannot read files outside the kustomization
+# directory): keep each equal to Configuration/stubs/ of the same name.
+for copy in sorted(glob.glob(f"{K8S}/**/stubs/*", recursive=True)):
+    original = os.path.join("Configuration/stubs", os.path.basename(copy))
+    if os.path.isfile(copy) and os.path.isfile(original):
+        with open(copy, "rb") as a, open(original, "rb") as b:
+            check(a.read() == b.read(), copy, f"differs from {original} (copy it again)")
 
 # ---------------------------------------------------------------------------------------------------------------------
 # 3. Docker.

@@ -250,7 +250,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             }
         }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
-           immediate.head.status != 101 {
+           immediate.head.status != 101, immediate.fault == nil {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
             upgradeInput?.finish()
             var keepAlive = keepAlive
@@ -484,8 +484,15 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         for slot in slots { slot.task?.cancel() }
         slots.removeAll()
         retireWorker()
-        connection.closeAfterFlush(lingering: peerMaySend ? context.limits.lingeringClose : nil)
+        if resetsOnClose {
+            connection.reset()
+        } else {
+            connection.closeAfterFlush(lingering: peerMaySend ? context.limits.lingeringClose : nil)
+        }
     }
+
+    /// Set by a response whose fault is a reset (``HTTPServerResponseFault/reset``): the connection ends with a TCP RST.
+    private var resetsOnClose = false
 
     /// Cancels the handler answering `slot`. When that is the worker, it is retired: a cancelled task cannot run the
     /// next request.
@@ -513,6 +520,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 return switchProtocols(response.head, outbound: outbound, input: input, slot: slot)
             }
             input?.finish()
+        }
+        if let fault = response.fault {
+            // A deliberate failure (a stub's fault): none of the answer goes out, and the connection ends.
+            slot.keepAlive = false
+            switch fault {
+            case .reset: resetsOnClose = true
+            case .close: break
+            case .raw(let bytes): connection.write(bytes)
+            }
+            return false
         }
         if response.head.status == 101 {
             // Only an upgrade request answered with a stream can switch; any other 101 is the handler's mistake.

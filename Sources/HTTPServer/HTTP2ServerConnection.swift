@@ -573,6 +573,13 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             return startResponse(stream, with: answer)
         }
         stream.responded = true
+        if let fault = response.fault {
+            // A deliberate failure (a stub's fault): this stream only is reset, the connection goes on.
+            stream.finished = true
+            try? session.resetStream(streamID: stream.id, errorCode: fault.http2ErrorCode)
+            scheduleFlush()
+            return nil
+        }
         let response = stream.isTunnel ? tunnelAnswer(stream, response) : response
         var head = response.head
         head.version = .http2

@@ -94,6 +94,8 @@ public struct HTTPServerResponse: Sendable {
     /// of reading the next request: for an answer that leaves a large request body unread, which would otherwise be
     /// read and dropped to keep the connection. Over HTTP/2 only the stream ends (the rest of its body is refused).
     public var closesConnection = false
+    /// A failure to act out instead of sending this response (see ``HTTPServerResponseFault``); nil sends it.
+    package var fault: HTTPServerResponseFault?
 
     public init(head: HTTPResponseHead, body: Body = .none) {
         self.head = head

@@ -30,6 +30,7 @@ struct ResponseCompressor: Sendable {
     /// The response as it should be sent to `request`.
     func compress(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
         let isHead = request.head.method == .head
+        if response.fault != nil { return response }
         if case .none = response.body, !isHead { return response }
         if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
         var head = response.head

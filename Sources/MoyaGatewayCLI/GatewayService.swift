@@ -21,12 +21,14 @@ struct GatewayService: Service, CustomStringConvertible {
     /// What swift-service-lifecycle logs of the service: never the configuration, which holds stub bodies and headers
     /// (its secrets are redacted, but not everything sensitive is a secret).
     var description: String { "GatewayService(config: \(configPath), watch: \(watchFlag))" }
+    /// Applied to every configuration a reload loads (`spy` adds the recording to it).
+    var adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
         let (triggers, trigger) = AsyncStream<ConfigReloader.Trigger>.makeStream()
         let reloader = ConfigReloader(runtime: runtime, configPath: configPath, config: config, files: files,
-                                      watch: watchFlag) { trigger.yield(.filesChanged) }
+                                      watch: watchFlag, adjust: adjust) { trigger.yield(.filesChanged) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await signal in signals {

@@ -7,6 +7,6 @@ struct MoyaGatewayCommand: AsyncParsableCommand {
         commandName: "moya-gateway",
         abstract: "A configuration-driven HTTP gateway built on Moya.",
         version: GatewayVersion.current,
-        subcommands: [ServeCommand.self, CheckCommand.self, RoutesCommand.self]
+        subcommands: [ServeCommand.self, CheckCommand.self, RoutesCommand.self, RecordCommand.self, SpyCommand.self]
     )
 }

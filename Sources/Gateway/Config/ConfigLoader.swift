@@ -145,10 +145,12 @@ public struct ConfigLoader: Sendable {
 }
 
 /// Builds the model from the YAML tree. Every sub-builder reports through `reader` and returns nil on failure.
-private struct Builder {
+struct Builder {
     let reader: YAMLReader
     let loader: ConfigLoader
     let path: String
+    /// `clients.api_keys.header`, once read: stub matches and templates may not use it (no upstream gets it).
+    var apiKeyHeader: String?
 
     init(reader: YAMLReader, loader: ConfigLoader, path: String) {
         self.reader = reader
@@ -171,6 +173,7 @@ private struct Builder {
         if let entry = top["logging"], let logging = logging(entry) { config.logging = logging }
         if let entry = top["clients"] { config.clients = clients(entry) }
         if let entry = top["reload"], let reload = loader.reload(entry, reader: reader) { config.reload = reload }
+        apiKeyHeader = config.clients?.apiKeys?.header
         var declared: [String] = []
         if let entry = reader.requireKey(top, "upstreams") {
             config.upstreams = upstreams(entry)
@@ -179,6 +182,7 @@ private struct Builder {
         if let entry = reader.requireKey(top, "routes") {
             config.routes = routes(entry, declaredUpstreams: declared,
                                    stubUpstreams: Set(config.upstreams.filter(\.isStub).map(\.name)), clients: config.clients)
+            reportCoalescedStubFaults(config, routes: entry)
         }
         return config
     }
@@ -545,9 +549,8 @@ private struct Builder {
             }
         }
         if let item = map["circuit_breaker"] {
-            if map.has("stub") {
-                reader.report(line: item.keyLine, item.path, "a stub upstream has no circuit to break (use it with base_url)")
-            } else if let breaker = reader.mapping(item.value, item.path, allowed: ["failures", "open_for"]) {
+            // A stub's circuit counts its faults with `mode: upstream` and its 502-504 answers, as a real upstream's.
+            if let breaker = reader.mapping(item.value, item.path, allowed: ["failures", "open_for"]) {
                 var config = CircuitBreakerConfig()
                 if let failures = breaker["failures"], let value = reader.int(failures, in: 1...1_000_000) {
                     config.failures = value
@@ -664,6 +667,7 @@ private struct Builder {
     func stub(_ entry: YAMLReader.Entry) -> StubConfig? {
         guard let map = reader.mapping(entry.value, entry.path, allowed: [
             "status", "headers", "body", "body_file", "body_bytes", "delay", "latency", "error_rate", "error_status",
+            "faults", "template", "seed", "responses",
         ]) else { return nil }
         var stub = StubConfig()
         var ok = true
@@ -725,6 +729,7 @@ private struct Builder {
         if let item = map["error_status"] {
             if let value = reader.int(item, in: 400...599) { stub.errorStatus = value } else { ok = false }
         }
+        if !stubAnswers(map, entry, into: &stub) { ok = false }
         return ok ? stub : nil
     }
 

@@ -460,6 +460,9 @@ public struct UpstreamConfig: Sendable, Equatable {
     public var validation: Validation = .none
     /// When set, the upstream is never contacted over the network.
     public var stub: StubConfig?
+    /// `moya-gateway spy`: recorded answers for an upstream that has a `base_url`: a request one of their responses
+    /// matches is answered from them, any other is proxied. Not read from the file.
+    public var spy: StubConfig?
     /// When set, calls are refused for a while after too many failed in a row.
     public var circuitBreaker: CircuitBreakerConfig?
     /// When set, each of the upstream's addresses is probed in the background, and one that fails its checks gets
@@ -551,8 +554,39 @@ public struct StubConfig: Sendable, Equatable {
     public var errorRate: Double = 0
     /// Default 500.
     public var errorStatus: Int = 500
+    /// `faults`: failures injected instead of the answer (see ``StubFaultConfig``); responses inherit them.
+    public var faults: [StubFaultConfig] = []
+    /// The default answer's body compiled as a template (nil when it has no `{{…}}` or `template: false`).
+    public var bodyTemplate: StubTemplate?
+    /// The default answer's templated header values.
+    public var headerTemplates: [StubHeaderTemplate] = []
+    /// `responses`: answers chosen by matching the request, tried in order before the default answer.
+    public var responses: [StubResponseConfig] = []
+    /// Whether the stub has a default answer: without `responses` always; with them only when the stub sets
+    /// `status`, `body`, `body_file` or `body_bytes` itself. A request no response matches gets 404 otherwise.
+    public var hasDefault = true
+    /// `seed`: seeds every random choice of the stub (latencies, rates, `{{uuid}}`, `{{random_int}}`); nil: random.
+    public var seed: UInt64?
 
     public init() {}
+
+    /// The default answer as one of the stub's answers.
+    public var defaultAnswer: StubAnswerConfig {
+        var answer = StubAnswerConfig()
+        answer.status = status
+        answer.headers = headers
+        answer.body = body
+        answer.bodyFile = bodyFile
+        answer.bodyBytes = bodyBytes
+        answer.bodyTemplate = bodyTemplate
+        answer.headerTemplates = headerTemplates
+        answer.delay = delay
+        answer.latency = latency
+        answer.errorRate = errorRate
+        answer.errorStatus = errorStatus
+        answer.faults = faults
+        return answer
+    }
 }
 
 /// `stub.latency`: how a stub's delay is sampled. See ``StubLatency``.

@@ -117,13 +117,9 @@ public struct RouteTable: Sendable {
             if let path = route.match.path {
                 kind = .exact(path)
             } else if let template = route.match.pathParams {
-                let segments: [String?] = PathNormalizer.segments(of: template).map { segment in
-                    if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
-                        names.append(String(segment.dropFirst().dropLast()))
-                        return nil
-                    }
-                    return String(segment)
-                }
+                // The same parsing as a stub response's `match.path_params` (PathPattern).
+                let segments: [String?]
+                (segments, names) = PathPattern.templateSegments(of: template)
                 kind = .template(segments)
             } else {
                 kind = .prefix(route.match.pathPrefix ?? "/")

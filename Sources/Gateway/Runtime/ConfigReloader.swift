@@ -17,18 +17,22 @@ public final class ConfigReloader: Sendable {
     private let configPath: String
     private let flag: Bool
     private let onChange: @Sendable () -> Void
+    private let adjust: (@Sendable (GatewayConfig) -> GatewayConfig)?
     private let state: Locked<(watcher: ConfigFileWatcher?, files: Set<String>)>
 
     /// - Parameters:
     ///   - config: the configuration running now; `files`: the files its load read.
     ///   - watch: `serve --watch`: watch whatever the file's `reload.watch` says.
+    ///   - adjust: applied to every configuration a reload loads, before it is taken (`spy` adds its recording).
     ///   - onFilesChanged: called (on the watcher's thread) when a watched file changed: ask for a reload.
     public init(runtime: GatewayRuntime, configPath: String, config: GatewayConfig, files: Set<String>, watch: Bool,
+                adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil,
                 onFilesChanged: @escaping @Sendable () -> Void) {
         self.runtime = runtime
         self.configPath = configPath
         self.flag = watch
         self.onChange = onFilesChanged
+        self.adjust = adjust
         state = Locked((nil, files.union([configPath])))
         apply(config)
     }
@@ -40,7 +44,8 @@ public final class ConfigReloader: Sendable {
         }
         let files = ReferencedFiles()
         switch ConfigLoader().recording(into: files).load(path: configPath, environment: environment) {
-        case .success(let config):
+        case .success(let loaded):
+            let config = adjust?(loaded) ?? loaded
             if runtime.reload(with: config) {
                 watched(files.all, replacing: true)
                 apply(config)

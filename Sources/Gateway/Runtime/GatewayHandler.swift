@@ -23,10 +23,17 @@ final class GatewayHandler: HTTPServerHandler {
     private let openTunnels = OpenTunnels()
     /// Response buffering (`server.buffering`); nil relays every long body at its client's pace.
     private let buffering: ResponseBuffering?
+    /// `moya-gateway record`: what the proxied traffic is recorded into (nil when serving).
+    let recorder: ExchangeRecorder?
+    /// The longest upstream body collected (not relayed as it arrives): longer when recording, so that a body up to
+    /// the recorder's per-body cap can be recorded.
+    private let collectLimit: Int
 
-    init(state: GatewayStateBox, buffering: ResponseBuffering? = nil) {
+    init(state: GatewayStateBox, buffering: ResponseBuffering? = nil, recorder: ExchangeRecorder? = nil) {
         self.state = state
         self.buffering = buffering
+        self.recorder = recorder
+        collectLimit = recorder.map { max(StreamedBodyRelay.collectLimit, $0.limits.maxBodyBytes) } ?? StreamedBodyRelay.collectLimit
     }
 
     /// Routes the request and authorises its caller on the event loop, with no task: what needs no upstream is
@@ -44,8 +51,27 @@ final class GatewayHandler: HTTPServerHandler {
         case .call(let decided):
             call = decided
         }
-        if !call.route.config.coalesce, call.upstream.answersInstantly, request.declaredBodyLength ?? 0 == 0,
-           request.bodyIsFinished {
+        if let responder = call.upstream.responder, !call.route.config.coalesce, call.upstream.breaker == nil,
+           request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished {
+            // A stub with a responder: its answer is drawn here, once; an immediate one is given at once. A spy's
+            // request that no recorded response matches goes on to the upstream.
+            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: [])
+            if answer.unmatched && call.upstream.client != nil {
+                return .handle(context: DecidedCall(exchange: exchange, call: call))
+            }
+            exchange.record.stubbed = true
+            if answer.delay <= 0 {
+                let target = call.target(for: exchange, request: request, body: [],
+                                         forwardsHeaders: call.upstream.logsExchanges, stubAnswer: answer)
+                if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
+                    let response = stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
+                    return .respond(finish(&exchange, response: response, started: started))
+                }
+            }
+            return .handle(context: DecidedCall(exchange: exchange, call: call, stub: answer))
+        }
+        if !call.route.config.coalesce, call.upstream.answersInstantly, call.upstream.breaker == nil,
+           request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished {
             let target = call.target(for: exchange, request: request, body: [],
                                      forwardsHeaders: call.upstream.logsExchanges)
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
@@ -63,10 +89,13 @@ final class GatewayHandler: HTTPServerHandler {
         // Made on the loop and read once by the task it is handed to (which starts after it is made).
         let exchange: Exchange
         let call: Call
+        /// A stub responder's answer, drawn in `decide` (a sequence steps once per request).
+        let stub: StubAnswer?
 
-        init(exchange: Exchange, call: Call) {
+        init(exchange: Exchange, call: Call, stub: StubAnswer? = nil) {
             self.exchange = exchange
             self.call = call
+            self.stub = stub
         }
     }
 
@@ -93,7 +122,7 @@ final class GatewayHandler: HTTPServerHandler {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
         var exchange = decided.exchange
-        let response = await respond(&exchange, request: request, call: decided.call)
+        let response = await respond(&exchange, request: request, call: decided.call, stub: decided.stub)
         return finishHandled(&exchange, request: request, response: response)
     }
 
@@ -215,7 +244,7 @@ final class GatewayHandler: HTTPServerHandler {
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
                     streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
-                    forwardsHeaders: Bool = true) -> GatewayTarget {
+                    forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) -> GatewayTarget {
             var (stable, perRequest) = forwardsHeaders
                 ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
             if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
@@ -225,7 +254,7 @@ final class GatewayHandler: HTTPServerHandler {
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries,
-                callerKey: forwardsHeaders ? callerKey(for: exchange) : nil)
+                callerKey: forwardsHeaders ? callerKey(for: exchange) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
         }
 
         /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
@@ -342,7 +371,7 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// The answer to an upstream call.
     private func respond(_ exchange: inout Exchange, request: HTTPServerRequest,
-                         call: Call) async -> HTTPServerResponse {
+                         call: Call, stub decidedStub: StubAnswer? = nil) async -> HTTPServerResponse {
         let requestID = exchange.requestID
         let upstream = call.upstream
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
@@ -368,8 +397,11 @@ final class GatewayHandler: HTTPServerHandler {
             }
             exchange.record.bytesIn = body.count
         }
+        let stub = decidedStub.map { StubCall(answer: $0, draw: nil) }
+            ?? stubCall(call, exchange: exchange, request: request, body: body, shared: key != nil)
+        if stub != nil { exchange.record.stubbed = true }
         let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
-                                 key: key)
+                                 key: key, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
         var isTrial = false
         if let breaker = upstream.breaker {
@@ -384,15 +416,23 @@ final class GatewayHandler: HTTPServerHandler {
                                      extra: ["Retry-After": RetryAfter.value(wait)])
             }
         }
-        let result: Result<Moya.Response, MoyaError>
-        if key != nil {
+        var result: Result<Moya.Response, MoyaError>
+        var answered: StubAnswer?
+        if stub != nil, key == nil, let retries = call.route.config.retries, retries.attempts > 1 {
+            // A stub's failures as an upstream's are retried as the route says (Moya's stubs have no retriers).
+            (result, answered) = await retriedStubResult(target, call: call, exchange: exchange, request: request,
+                                                         body: body)
+        } else if key != nil {
             result = await upstream.provider.request(MultiTarget(target))
             exchange.record.coalesced = target.wasSent ? "leader" : "follower"
         } else {
             // Not shareable: sent in this task, on this event loop, without Moya's callback queue; a long body is
             // relayed to the client as it arrives instead of being collected.
             let provider = tunnel != nil ? upstream.tunnelProvider ?? upstream.provider : upstream.provider
-            result = await provider.requestInCurrentTask(MultiTarget(target), streamingBodiesAbove: StreamedBodyRelay.collectLimit)
+            result = await provider.requestInCurrentTask(MultiTarget(target), streamingBodiesAbove: collectLimit)
+        }
+        if let recorder, tunnel == nil, upstream.client != nil, key == nil || target.wasSent {
+            record(result, into: recorder, call: call, request: request, exchange: exchange)
         }
         exchange.record.retries = target.retryCount
         // A coalesced follower's answer is its leader's call: counted once.
@@ -411,6 +451,9 @@ final class GatewayHandler: HTTPServerHandler {
                 return errorResponse(.payloadTooLarge, requestID: requestID)
             }
         }
+        if let answer = answered ?? target.stub {
+            return stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
+        }
         return response(for: result, call: call, isHead: request.head.method == .head, tunnel: tunnel,
                         exchange: &exchange)
     }
@@ -420,7 +463,8 @@ final class GatewayHandler: HTTPServerHandler {
     /// empty body says nothing of the length a GET would get. A WebSocket handshake's 101 (with `tunnel`) keeps the
     /// upstream's `Upgrade`, and its body is the upstream's side of the tunnel.
     private func response(for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
-                          tunnel: WebSocketTunnel? = nil, exchange: inout Exchange) -> HTTPServerResponse {
+                          tunnel: WebSocketTunnel? = nil, stub: StubAnswer? = nil,
+                          exchange: inout Exchange) -> HTTPServerResponse {
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
         exchange.record.upstreamConnect = timings?.connect
         exchange.record.upstreamFirstByte = timings?.firstByte
@@ -453,7 +497,7 @@ final class GatewayHandler: HTTPServerHandler {
                 if tunnel != nil, response.statusCode == 101 {
                     headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
                 }
-            } else if var stubHeaders = call.upstream.stubResponseHeaders {
+            } else if var stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
                 stubHeaders.add(name: "X-Request-Id", value: requestID)
                 headers = stubHeaders
             } else {
@@ -484,7 +528,8 @@ final class GatewayHandler: HTTPServerHandler {
                                                       tunnel: response.statusCode == 101 ? tunnel : nil)
                 return HTTPServerResponse(head: head, body: .stream(relayed))
             }
-            let body = response.transportBody ?? call.upstream.stubBody(matching: response.data) ?? Array(response.data)
+            let body = response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response.data)
+                ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
@@ -516,6 +561,176 @@ final class GatewayHandler: HTTPServerHandler {
     }
 }
 
+// MARK: - Stub responders
+
+extension GatewayHandler {
+    /// The stub's answer to this call, drawn now: the request as the upstream would see it (after the route's
+    /// rewrite), with the client's headers and `body`.
+    private func stubAnswer(_ responder: StubResponder, exchange: Exchange, request: borrowing HTTPServerRequest,
+                            call: Call, body: [UInt8]) -> StubAnswer {
+        let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
+                                      body: body, requestID: exchange.requestID)
+        return responder.answer(for: stubRequest, deadline: call.route.config.timeout.map { exchange.started + $0 })
+    }
+
+    /// The target a stub matches: the upstream's, without a spied upstream's base path (recorded without it).
+    private static func stubTarget(_ call: Call) -> String {
+        guard let base = call.upstream.upstream.baseURL?.basePath, !base.isEmpty, base != "/" else { return call.upstreamPath }
+        let (path, query) = ExchangeRecorder.split(call.upstreamPath)
+        let stripped = ExchangeRecorder.dropBase(base, from: path)
+        return query.map { stripped + "?" + $0 } ?? stripped
+    }
+
+    /// A call a stub responder answers: its answer drawn now, or the draw a coalesced call's shared call makes.
+    private struct StubCall {
+        var answer: StubAnswer?
+        var draw: StubDraw?
+    }
+
+    /// The call's stub answer when its upstream has a responder: drawn now, or, for a `shared` (coalesced) call, when
+    /// the shared call asks for it, so that a flight draws once.
+    private func stubCall(_ call: Call, exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
+                          shared: Bool) -> StubCall? {
+        guard let responder = call.upstream.responder else { return nil }
+        // A spy (an upstream with a network client) draws at once: a call no recorded response matches is proxied.
+        guard shared, call.upstream.client == nil else {
+            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
+            return answer.unmatched && call.upstream.client != nil ? nil : StubCall(answer: answer, draw: nil)
+        }
+        let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
+                                      body: body, requestID: exchange.requestID)
+        return StubCall(answer: nil, draw: StubDraw(pending: stubRequest, responder: responder,
+                                                    deadline: call.route.config.timeout.map { exchange.started + $0 }))
+    }
+
+    /// The client's response for a stub responder's answer: as any stub's, with the answer's own head and body, and
+    /// a fault acting on the client's connection acted out.
+    private func stubResponse(for result: Result<Moya.Response, MoyaError>, answer: StubAnswer, call: Call,
+                              request: borrowing HTTPServerRequest, exchange: inout Exchange) -> HTTPServerResponse {
+        let answered = response(for: result, call: call, isHead: request.head.method == .head, stub: answer,
+                                exchange: &exchange)
+        if answer.unmatched { exchange.record.upstreamError = "no stub response matched" }
+        guard let fault = answer.clientFault, case .success(let moya) = result,
+              moya.statusCode == answer.status else { return answered }
+        exchange.record.upstreamError = "stub fault: \(fault.kind.rawValue)"
+        return StubFaultResponse.applying(fault, to: answered, isHead: request.head.method == .head, loop: request.loop)
+    }
+
+    /// A stub call with the route's `retries`: a failure an upstream's would be retried for (a reset or a close
+    /// before any answer; a status in `retries.statuses`) draws a new answer, within the attempts, for idempotent
+    /// methods, and not past the route's deadline. Returns the last result and its draw.
+    private func retriedStubResult(_ first: GatewayTarget, call: Call, exchange: Exchange,
+                                   request: HTTPServerRequest, body: [UInt8]) async
+        -> (Result<Moya.Response, MoyaError>, StubAnswer?) {
+        var target = first
+        var attempt = 0
+        while true {
+            let result = await call.upstream.provider.requestInCurrentTask(MultiTarget(target))
+            guard let retries = call.route.config.retries, attempt + 1 < retries.attempts,
+                  request.head.method.isIdempotent, Self.stubResultIsRetried(result, statuses: retries.statuses),
+                  let responder = call.upstream.responder else { return (result, target.stub) }
+            let deadline = call.route.config.timeout.map { exchange.started + $0 }
+            if let deadline, ContinuousClock.now + (retries.backoff ?? .zero) >= deadline { return (result, target.stub) }
+            if let backoff = retries.backoff {
+                do { try await _Concurrency.Task.sleep(for: backoff) } catch { return (result, target.stub) }
+            }
+            attempt += 1
+            first.countRetry()
+            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
+            target = call.target(for: exchange, request: request, body: body, forwardsHeaders: call.upstream.logsExchanges,
+                                 stubAnswer: answer)
+        }
+    }
+
+    /// Whether a stub's result is one a route retries: a status it lists, or a stub fault that, from an upstream,
+    /// would come before any byte of an answer (a reset, a close).
+    static func stubResultIsRetried(_ result: Result<Moya.Response, MoyaError>, statuses: [Int]) -> Bool {
+        switch result {
+        case .success(let response):
+            return statuses.contains(response.statusCode)
+        case .failure(let error):
+            if let response = error.response { return statuses.contains(response.statusCode) }
+            guard case .underlying(let underlying, _) = error else { return false }
+            let nsError = underlying as NSError
+            guard nsError.domain == NSURLErrorDomain, let fault = nsError.userInfo[StubFaultError.faultKey] as? String else {
+                return false
+            }
+            return fault == StubFaultConfig.Kind.connectionReset.rawValue
+                || fault == StubFaultConfig.Kind.emptyResponse.rawValue
+        }
+    }
+}
+
+// MARK: - Recording (`moya-gateway record`)
+
+extension GatewayHandler {
+    /// Hands a proxied exchange's answer to the recorder: a complete answer is recorded (see ``ExchangeRecorder``),
+    /// anything else counted.
+    private func record(_ result: Result<Moya.Response, MoyaError>, into recorder: ExchangeRecorder, call: Call,
+                        request: borrowing HTTPServerRequest, exchange: Exchange) {
+        guard let response = (try? result.get()) ?? result.failureResponse, let headers = response.transportHeaders else {
+            return recorder.skip(.failed)
+        }
+        if let streamed = response.streamedBody {
+            // Longer than the per-body cap: relayed to the client as it arrives, not recorded.
+            _ = streamed
+            return recorder.skip(.streamed)
+        }
+        let config = exchange.snapshot.config
+        let upstream = call.upstream.upstream
+        var secrets: [String] = []
+        if let token = upstream.accessToken {
+            secrets += [token.token.value, token.authorizationValue]
+        }
+        if let credentials = upstream.credentials {
+            secrets += [credentials.password.value,
+                        Data("\(credentials.user):\(credentials.password.value)".utf8).base64EncodedString()]
+        }
+        // Configured headers that carry a credential (by their name: a key, a token, a secret...).
+        for field in upstream.headers where Self.namesCredential(field.name) { secrets.append(field.value) }
+        let apiKeyHeader = config.clients?.apiKeys?.header
+        let identity = ExchangeRecorder.identityNames(apiKeyHeader: apiKeyHeader, redacted: config.logging.redactHeaders)
+        for field in request.head.headers where identity.contains(field.name) {
+            secrets.append(field.value)
+            secrets += Self.cookieValues(field.value)
+        }
+        for field in headers where field.name.equalsIgnoringASCIICase("Set-Cookie") || identity.contains(field.name) {
+            secrets.append(field.value)
+            secrets += Self.cookieValues(String(field.value.split(separator: ";").first ?? ""))
+        }
+        for key in config.clients?.apiKeys?.keys ?? [] { secrets.append(key.key.value) }
+        recorder.observe(upstream: upstream.name, basePath: upstream.baseURL?.basePath ?? "",
+                         method: request.head.method.rawValue, target: call.upstreamPath,
+                         requestHeaders: request.head.headers, varyNames: call.route.config.coalesceVary,
+                         identityNames: identity, status: response.statusCode, responseHeaders: headers,
+                         body: response.transportBody ?? Array(response.data),
+                         duration: Self.upstreamTime(response, since: exchange.started), secrets: secrets,
+                         logger: exchange.snapshot.logger)
+    }
+
+    /// How long the upstream took to answer, in seconds, as a stub should take to: the client's time from sending to
+    /// the end of the body, without opening a connection (a replay opens none); else the time since the request came.
+    private static func upstreamTime(_ response: Moya.Response, since started: ContinuousClock.Instant) -> Double {
+        guard let timings = response.timings, timings.total > .zero else { return (ContinuousClock.now - started).seconds }
+        return max(timings.total - (timings.connect ?? .zero), .zero).seconds
+    }
+
+    /// Whether a header's name says it carries a credential (`X-Upstream-Key`, `X-Auth-Token`, `X-Client-Secret`).
+    static func namesCredential(_ name: String) -> Bool {
+        let lower = name.lowercased()
+        return ["key", "token", "auth", "secret", "pass", "session", "cookie", "signature", "credential"]
+            .contains { lower.contains($0) }
+    }
+
+    /// The values of a `Cookie` (or a `Set-Cookie`'s first pair): `a=1; b=2` gives `1` and `2`.
+    private static func cookieValues(_ header: String) -> [String] {
+        header.split(separator: ";").compactMap { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            return parts.count == 2 ? String(parts[1]).trimmingSpaces() : nil
+        }
+    }
+}
+
 /// Maps a Moya failure to the error the client sees.
 enum GatewayErrorMapping {
     static func code(for error: MoyaError) -> GatewayErrorCode {
@@ -536,6 +751,9 @@ enum GatewayErrorMapping {
             if let token = underlying as? AccessTokenSourceError { return "no access token: \(token.reason)" }
             if let moya = underlying as? MoyaError { return reason(for: moya) }
             let nsError = underlying as NSError
+            if nsError.domain == NSURLErrorDomain, let fault = nsError.userInfo[StubFaultError.faultKey] as? String {
+                return "stub fault: \(fault)"
+            }
             if nsError.domain == NSURLErrorDomain { return urlErrorReason(code: nsError.code) }
             return String(describing: type(of: underlying))
         }

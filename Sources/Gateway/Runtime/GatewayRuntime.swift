@@ -29,8 +29,9 @@ public final class GatewayRuntime: Sendable {
     /// Response buffering's settings, accounting and metrics (`server.buffering`).
     private let buffering: ResponseBuffering
 
-    /// Builds the runtime for `config`; nothing is bound until ``start()``.
-    public init(config: GatewayConfig) throws {
+    /// Builds the runtime for `config`; nothing is bound until ``start()``. With `recorder` (`moya-gateway record`),
+    /// every proxied exchange is also handed to it.
+    public init(config: GatewayConfig, recorder: ExchangeRecorder? = nil) throws {
         let group = try EventLoopGroup(threads: config.server.threads, batchedSends: config.server.ioUring)
         self.group = group
         let sink = try LogSink(destination: config.logging.output.sinkDestination)
@@ -60,7 +61,7 @@ public final class GatewayRuntime: Sendable {
         }
         let compression = config.server.compression.gzip
             ? CompressionPolicy(minimumBytes: config.server.compression.minBytes) : nil
-        let gatewayHandler = GatewayHandler(state: state, buffering: buffering)
+        let gatewayHandler = GatewayHandler(state: state, buffering: buffering, recorder: recorder)
         self.gatewayHandler = gatewayHandler
         handler = gatewayHandler
         // WebSockets over HTTP/2 (RFC 8441) are offered on every connection; a route that does not relay them

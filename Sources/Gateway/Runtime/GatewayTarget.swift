@@ -39,6 +39,11 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let retries: RouteConfig.Retries?
     /// Who the call is made for, as the rate limit keys callers (for the fair share of a full upstream pool).
     let callerKey: Int?
+    /// A stub upstream's answer to this call, when the stub has a responder (`responses`, templates, faults): drawn
+    /// when the call was decided, or (``stubDraw``) when a coalesced call's shared call asks for it. The provider's
+    /// stub closure and sample read it (see ``stub``).
+    let stubAnswer: StubAnswer?
+    let stubDraw: StubDraw?
     /// The retries ``RouteRetryPlugin`` decided for this request (for the access log); held inline, not in an object
     /// of its own.
     private let retriesDecided = Atomic<Int>(0)
@@ -49,7 +54,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
          perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
-         callerKey: Int? = nil) {
+         callerKey: Int? = nil, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) {
         self.callerKey = callerKey
         self.provider = provider
         self.origin = origin
@@ -64,7 +69,21 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
         self.timeout = timeout
         self.deadline = timeout.map { ContinuousClock.now + $0 }
         self.retries = retries
+        self.stubAnswer = stubAnswer
+        self.stubDraw = stubDraw
     }
+
+    /// The stub's answer to this call, if a responder answers it.
+    var stub: StubAnswer? { stubAnswer ?? stubDraw?.answer }
+
+    /// The stub answer's delay, read without copying the answer.
+    var stubDelay: Double {
+        if let delay = stubAnswer?.delay { return delay }
+        return stubDraw?.answer.delay ?? 0
+    }
+
+    /// Whether a responder answers this call (see ``stub``).
+    var isStubbed: Bool { stubAnswer != nil || stubDraw != nil }
 
     var baseURL: URL { URL(string: origin) ?? URL(fileURLWithPath: "/") }
     var path: String { "" }

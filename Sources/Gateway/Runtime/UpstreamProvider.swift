@@ -20,6 +20,9 @@ final class UpstreamProvider: Sendable {
     /// which live as long as their sockets, against `pool.max_connections`.
     let tunnelProvider: MoyaProvider<MultiTarget>?
     private let latency: StubLatencySampler?
+    /// A stub's responder when it has `responses`, templates, faults or a `seed` (see ``StubResponder``); a plain stub
+    /// answers from the prebuilt samples instead.
+    let responder: StubResponder?
     /// A stub upstream's response headers as the client gets them, all but the request id (see
     /// ``ProxyHeaders/downstream(from:received:)``): made once, since answers from the stub carry no transport head.
     let stubResponseHeaders: HTTPWire.HTTPHeaders?
@@ -67,7 +70,11 @@ final class UpstreamProvider: Sendable {
         let knownOrigin = KnownOrigin(splitOrigin)
         self.origin = knownOrigin.prefix
         self.logsExchanges = exchangeLogger != nil
-        let answersInstantly = upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false
+        let responder = upstream.stub.flatMap { StubResponder.isNeeded(for: $0) ? StubResponder(stub: $0) : nil }
+            ?? upstream.spy.map { StubResponder(stub: $0) }
+        self.responder = responder
+        // A responder's answers are instant or not one by one (the handler asks it).
+        let answersInstantly = responder == nil && (upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false)
         self.answersInstantly = answersInstantly
         self.isStub = upstream.isStub
         self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil || upstream.oauth2 != nil
@@ -146,7 +153,12 @@ final class UpstreamProvider: Sendable {
         let sampleResponse: Endpoint.SampleResponseClosure = {
             UpstreamProvider.sampleResponse(stub: samples, sampler: sampler)
         }
-        let stubClosure: MoyaProvider<MultiTarget>.StubClosure = { _ in
+        let stubClosure: MoyaProvider<MultiTarget>.StubClosure = { multi in
+            // A responder's answer (a stub's, or a spy's recorded one); a spy's other calls go over the network.
+            if let target = GatewayTarget.unwrapped(multi), target.isStubbed {
+                let delay = target.stubDelay
+                return delay <= 0 ? .immediate : .delayed(seconds: delay)
+            }
             // The sampler exists for a stub only. Captures no `StubConfig`: copying one is a retain per field.
             guard let sampler else { return .never }
             if answersInstantly { return .immediate }
@@ -173,9 +185,21 @@ final class UpstreamProvider: Sendable {
                 guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
+                // A responder's answer is the call's own (drawn once; the closure holds only the target). Its body
+                // goes into Moya's response only for the exchange logger, the one plugin that reads it.
+                let sample: Endpoint.SampleResponseClosure
+                if target.isStubbed {
+                    if target.provider.logsExchanges {
+                        sample = { target.stub?.sample ?? .networkResponse(502, Data()) }
+                    } else {
+                        sample = { target.stub?.sampleWithoutBody ?? .networkResponse(502, Data()) }
+                    }
+                } else {
+                    sample = sampleResponse
+                }
                 // Origin and target kept apart: the transport lane sends the target without a URL string to split.
                 return Endpoint(origin: target.origin, target: target.upstreamTarget,
-                                sampleResponseClosure: sampleResponse, method: target.method, task: target.task,
+                                sampleResponseClosure: sample, method: target.method, task: target.task,
                                 httpHeaderFields: headers)
             },
             requestClosure: { endpoint, done in

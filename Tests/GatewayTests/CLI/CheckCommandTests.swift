@@ -196,7 +196,7 @@ import Testing
         #expect(rows == [
             ["#", "NAME", "MATCH", "HOST", "METHODS", "UPSTREAM", "REWRITE", "FLAGS"],
             ["1", "slow", "path /api/slow", "*", "*", "slow", "-", "stub timeout 1s"],
-            ["2", "user-by-id", "params /api/users/{id}", "*", "GET,HEAD,PUT,DELETE", "users", "-", "stub timeout 2s"],
+            ["2", "user-by-id", "params /api/users/{id}", "*", "GET,HEAD,PUT,DELETE", "users", "strip /api", "stub timeout 2s"],
             ["3", "catalog", "prefix /api/catalog", "*", "GET,HEAD", "catalog", "-", "stub coalesce(vary: Accept,Accept-Encoding)"],
             ["4", "users", "prefix /api/users", "*", "GET,HEAD,POST", "users", "strip /api", "stub"],
             ["5", "bulk", "prefix /bulk", "*", "GET,HEAD", "bulk", "-", "stub coalesce"],

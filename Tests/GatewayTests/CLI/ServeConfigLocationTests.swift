@@ -14,8 +14,11 @@ import Testing
         let config = try String(contentsOf: shipped.appendingPathComponent("gateway.yaml"), encoding: .utf8)
             .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:PORT")
             .replacingOccurrences(of: "127.0.0.1:9090", with: "127.0.0.1:ADMIN")
-        let catalog = try String(contentsOf: shipped.appendingPathComponent("stubs/catalog.json"), encoding: .utf8)
-        return (config, ["Configuration/stubs/catalog.json": catalog])
+        var files: [String: String] = [:]
+        for name in ["catalog.json", "user.json"] {
+            files["Configuration/stubs/\(name)"] = try String(contentsOf: shipped.appendingPathComponent("stubs/\(name)"), encoding: .utf8)
+        }
+        return (config, files)
     }
 
     static func text(_ response: HTTPClientResponse) -> String { String(decoding: response.body, as: UTF8.self) }
@@ -31,6 +34,17 @@ import Testing
         #expect(Self.text(catalog) == files["Configuration/stubs/catalog.json"], "the body file, byte for byte")
         let user = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users/7"))
         #expect(user.status == 200 && Self.text(user) == #"{"id": "7", "name": "Ada"}"#)
+        // The users stub's responses: a templated body file, a sequence on a JSON body, the default answer.
+        let other = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users/42"))
+        #expect(Self.text(other) == #"{"id": "42", "name": "Ada"}"#)
+        func create() async throws -> Int {
+            try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/api/users",
+                                                       body: .bytes(Array(#"{"name": "Ada"}"#.utf8)))).status
+        }
+        #expect(try await create() == 201)
+        #expect(try await create() == 409)
+        let list = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users"))
+        #expect(Self.text(list) == #"{"users": [{"id": "7", "name": "Ada"}]}"#)
         let bulk = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/bulk/x"))
         #expect(bulk.status == 200 && bulk.body.count == 64 << 10)
         // The normal latency (mean 200 ms, clamped to 50–500 ms) of the `slow` stub.
@@ -43,7 +57,7 @@ import Testing
         #expect(missing.status == 404)
         #expect(gateway.stop() == 0)
         let routes = Set(gateway.accessLog.compactMap { $0["route"] as? String })
-        #expect(routes == ["catalog", "user-by-id", "bulk", "slow"], "\(routes)")
+        #expect(routes == ["catalog", "user-by-id", "users", "bulk", "slow"], "\(routes)")
         #expect(gateway.accessLog.allSatisfy { ($0["route"] as? String) == nil || $0["stubbed"] as? Bool == true })
     }
 

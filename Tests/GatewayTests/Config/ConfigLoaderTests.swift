@@ -247,8 +247,14 @@ import Testing
             "conf/gw.yaml:2: upstreams.a.circuit_breaker.after: unknown key (expected one of: failures, open_for)",
             "conf/gw.yaml:2: upstreams.a.circuit_breaker.failures: must be between 1 and 1000000",
             "conf/gw.yaml:2: upstreams.a.circuit_breaker.open_for: must be greater than 0",
-            "conf/gw.yaml:3: upstreams.s.circuit_breaker: a stub upstream has no circuit to break (use it with base_url)",
-        ])
+        ], "a stub's circuit counts its faults with mode: upstream (issue 39), so a stub may have one")
+        let stubbed = try config("""
+            upstreams:
+              s: { stub: { status: 200 }, circuit_breaker: { failures: 2 } }
+            routes:
+              - { name: r, match: { path: /x }, upstream: s }
+            """)
+        #expect(stubbed.upstream(named: "s")?.circuitBreaker?.failures == 2)
     }
 
     @Test func healthCheckSettings() throws {

@@ -38,10 +38,10 @@ final class GatewayProcess {
     /// ``directory``) is where the config is read from instead of `gateway.yaml`; with it, `config` is not written
     /// and `setUp` (called with ``directory`` and the placeholder renderer before the start) makes the file (a
     /// Kubernetes volume's symlinks). `shellPrefix` runs in the shell before the gateway is exec'ed (for example
-    /// `ulimit -n 64; `).
+    /// `ulimit -n 64; `). `command`: the subcommand (`record` with its options, say).
     init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
          location: ConfigLocation = .argument, arguments: [String] = [], configFile: String? = nil,
-         shellPrefix: String = "",
+         shellPrefix: String = "", command: String = "serve",
          setUp: ((_ directory: String, _ render: (String) -> String) throws -> Void)? = nil) async throws {
         let directory = ProcessRunner.temporaryDirectory("gateway-e2e")
         self.directory = directory
@@ -61,7 +61,7 @@ final class GatewayProcess {
         // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
         // descriptors once more later, which can close a socket that reused the number.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        let serve = (location == .argument ? "serve --config \"$1\"" : "serve")
+        let serve = (location == .argument ? "\(command) --config \"$1\"" : command)
             + arguments.map { " '\($0)'" }.joined()
         process.arguments = ["-c", "\(shellPrefix)exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath,
                              errPath]
