@@ -14,7 +14,7 @@ enum ConfigTarget {
     static let target = FuzzTarget(
         name: "config",
         summary: "configuration loader: located one-line problems, no secrets in messages, accepted routes reachable",
-        maxLength: 8192, dictionary: "yaml.dict", run: run)
+        maxLength: 4096, dictionary: "yaml.dict", run: run)
 
     static func run(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
         guard let text = String(validating: bytes, as: UTF8.self) else { return }
@@ -24,6 +24,9 @@ enum ConfigTarget {
             try checkProblems(errors, text: text)
         case .success(let config):
             try checkAccepted(config)
+            guard case .success(let again) = HermeticConfig.load(text), again == config else {
+                throw failure("loading the same text again gives another result")
+            }
         }
     }
 

@@ -75,7 +75,16 @@ enum HTTP1RequestTarget {
             }
             try check(parser.bufferedByteCount <= appended, "more bytes buffered than received")
         }
-        if outcome.error == nil { outcome.buffered = parser.bufferedByteCount }
+        if outcome.error == nil {
+            outcome.buffered = parser.bufferedByteCount
+            // A connection closed while no request is under way must lose nothing: every request ended and only
+            // empty lines wait.
+            if !parser.isMidRequest {
+                let waiting = bytes[(bytes.count - parser.bufferedByteCount)...]
+                try check(outcome.requests.allSatisfy(\.ended) && waiting.allSatisfy { $0 == 0x0D || $0 == 0x0A },
+                          "not mid-request although a request is unfinished")
+            }
+        }
         return outcome
     }
 

@@ -136,8 +136,8 @@ enum HTTP1ResponseTarget {
         }
         let lengths = head.headers["Content-Length"]
         let codings = head.headers["Transfer-Encoding"]
-        try check(lengths.isEmpty || codings.isEmpty, "both Content-Length and Transfer-Encoding")
-        if exchange.head || head.status == 204 || head.status == 304 {
+        try check(head.status == 101 || lengths.isEmpty || codings.isEmpty, "both Content-Length and Transfer-Encoding")
+        if (exchange.head && head.status != 101) || head.status == 204 || head.status == 304 {
             try check(framing == .none && outcome.body.isEmpty, "a body for HEAD, 204 or 304")
         }
         switch framing {

@@ -38,9 +38,11 @@ enum URLTarget {
         try check(!FuzzBytes.contains(url.target, byte: UInt8(ascii: "#")), "fragment kept in the target")
         try check(!FuzzBytes.contains(url.host, byte: UInt8(ascii: "@")) && !FuzzBytes.contains(url.host, byte: UInt8(ascii: "/")),
                   "host \(url.host) with userinfo or path")
+        try check(!url.host.utf8.contains { $0 <= 0x20 || $0 == 0x7F }, "host \(url.host.debugDescription) with controls")
         // Brackets as a URL writes an IPv6 host; a host the lenient splitter took with brackets inside goes as it was.
-        let hostPart = FuzzBytes.contains(url.host, byte: UInt8(ascii: ":")) && !FuzzBytes.contains(url.host, byte: UInt8(ascii: "]"))
-            ? "[\(url.host)]" : url.host
+        let bracketed = (FuzzBytes.contains(url.host, byte: UInt8(ascii: ":")) || FuzzBytes.hasPrefix(url.host, "["))
+            && !FuzzBytes.contains(url.host, byte: UInt8(ascii: "]"))
+        let hostPart = bracketed ? "[\(url.host)]" : url.host
         let written = "\(url.scheme)://\(hostPart):\(url.port)\(url.target)"
         guard let again = try? HTTPURL(parsing: written) else {
             throw failure("the URL written back does not parse: \(written)")
