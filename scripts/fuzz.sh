@@ -48,11 +48,11 @@ done
 
 build() {
     echo "fuzz: building MoyaFuzz ($configuration, -sanitize=fuzzer,address) in $scratch"
-    # -Xcc: the C code built from source (libyaml under Yams, the shims) gets coverage too. gold's "Cannot export
-    # local symbol" lines about ASan's own symbols are noise.
+    # -Xcc: the C code built from source (libyaml under Yams, the shims) gets coverage too. Progress lines and gold's
+    # "Cannot export local symbol" lines about ASan's own symbols are left out.
     swift build -c "$configuration" --scratch-path "$scratch" --product MoyaFuzz \
         --sanitize=address -Xswiftc -sanitize=fuzzer -Xswiftc -DMOYA_FUZZING -Xcc -fsanitize=fuzzer-no-link \
-        2>&1 | grep -v "Cannot export local symbol" || true
+        2>&1 | grep -vE "Cannot export local symbol|^\[[0-9]+/[0-9]+\] |^(Fetching|Fetched|Creating working copy|Working copy|Computing|Computed) " || true
     [ -x "$scratch/$configuration/MoyaFuzz" ] || { echo "fuzz: build failed" >&2; exit 1; }
 }
 
