@@ -329,6 +329,60 @@ def h2_session():
     write(t, "bad-frame-size", settings + frame(PING, 0, 0, b"123"))
 
 
+def h2_response():
+    try:
+        import hpack
+    except ImportError:
+        print("seeds.py: hpack is missing (apt-get install python3-hpack): h2-response seeds skipped", file=sys.stderr)
+        return
+    t = "h2-response"
+
+    def block(headers):
+        return hpack.Encoder().encode(headers)
+
+    def head(stream, status, *fields, flags=END_HEADERS):
+        return frame(HEADERS, flags, stream, block([(":status", status)] + list(fields)))
+
+    start = frame(SETTINGS, 0, 0, struct.pack(">HI", 3, 100)) + frame(SETTINGS, 1, 0)
+    write(t, "three-answers", start + head(1, "200", ("content-type", "text/plain"), ("content-length", "5"))
+          + frame(DATA, END_STREAM, 1, b"hello") + head(3, "201", flags=END_HEADERS | END_STREAM)
+          + head(5, "200", ("content-length", "100"), flags=END_HEADERS | END_STREAM))
+    write(t, "interim-then-final", start + head(1, "100") + head(1, "103", ("link", "</a.css>; rel=preload"))
+          + head(1, "204", flags=END_HEADERS | END_STREAM))
+    write(t, "trailers", start + head(1, "200") + frame(DATA, 0, 1, b"abc")
+          + frame(HEADERS, END_HEADERS | END_STREAM, 1, block([("x-checksum", "1")])))
+    write(t, "trailers-with-pseudo", start + head(1, "200") + frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                                                                     block([(":status", "200")])))
+    for name, status in [("status-000", "000"), ("status-099", "099"), ("status-600", "600"), ("status-999", "999"),
+                         ("status-letters", "2x0"), ("status-long", "2000")]:
+        write(t, name, start + head(1, status, flags=END_HEADERS | END_STREAM))
+    write(t, "status-twice", start + frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                                           block([(":status", "200"), (":status", "404")])))
+    write(t, "status-missing", start + frame(HEADERS, END_HEADERS | END_STREAM, 1, block([("server", "x")])))
+    write(t, "status-after-field", start + frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                                                 block([("server", "x"), (":status", "200")])))
+    write(t, "request-pseudo-in-response", start + head(1, "200", (":path", "/"), flags=END_HEADERS | END_STREAM))
+    write(t, "uppercase-field", start + head(1, "200", ("X-Upper", "1"), flags=END_HEADERS | END_STREAM))
+    write(t, "connection-field", start + head(1, "200", ("connection", "close"), flags=END_HEADERS | END_STREAM))
+    write(t, "value-with-nul", start + head(1, "200", ("x-a", "a\0b"), flags=END_HEADERS | END_STREAM))
+    write(t, "body-beyond-length", start + head(1, "200", ("content-length", "2")) + frame(DATA, END_STREAM, 1, b"hello"))
+    write(t, "negative-length", start + head(1, "200", ("content-length", "-1")) + frame(DATA, END_STREAM, 1, b""))
+    write(t, "body-for-head", start + head(5, "200", ("content-length", "3")) + frame(DATA, END_STREAM, 5, b"abc"))
+    write(t, "reset-and-goaway", start + head(1, "200") + frame(RST, 0, 3, struct.pack(">I", 2))
+          + frame(GOAWAY, 0, 0, struct.pack(">II", 1, 0)) + frame(DATA, END_STREAM, 1, b"late"))
+    write(t, "push-promise", start + frame(PUSH, END_HEADERS, 1, struct.pack(">I", 2) + block(
+        [(":method", "GET"), (":scheme", "https"), (":authority", "x"), (":path", "/pushed")])))
+    write(t, "unopened-stream", start + head(7, "200", flags=END_HEADERS | END_STREAM))
+    write(t, "window-and-ping", start + frame(WINDOW, 0, 0, struct.pack(">I", 1 << 30)) + frame(PING, 0, 0, b"abcdefgh")
+          + frame(WINDOW, 0, 3, struct.pack(">I", 0)) + head(3, "200", flags=END_HEADERS | END_STREAM))
+    whole = block([(":status", "200"), ("x-long", "v" * 300)])
+    write(t, "continuation", start + frame(HEADERS, END_STREAM, 1, whole[:50]) + frame(CONTINUATION, 0, 1, whole[50:200])
+          + frame(CONTINUATION, END_HEADERS, 1, whole[200:]))
+    write(t, "padded-data", start + head(1, "200") + frame(DATA, END_STREAM | PADDED, 1, b"\x04body\0\0\0\0"))
+    write(t, "empty-data-flood", start + head(1, "200") + frame(DATA, 0, 1) * 120)
+    write(t, "no-settings", head(1, "200", flags=END_HEADERS | END_STREAM))
+
+
 def path():
     t = "path"
     cases = {
@@ -608,6 +662,7 @@ def main():
     http1_chunked()
     h2_fields()
     h2_session()
+    h2_response()
     path()
     routing()
     url()

@@ -52,6 +52,7 @@ package enum FuzzTargets {
         HTTP1ChunkedTarget.target,
         HTTP2FieldsTarget.target,
         HTTP2SessionTarget.target,
+        HTTP2ResponseTarget.target,
         PathTarget.target,
         RoutingTarget.target,
         URLTarget.target,
