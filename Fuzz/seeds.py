@@ -107,6 +107,8 @@ def http1_request():
     write(t, "chunk-extension-bws", request("POST / HTTP/1.1", "Host: x", "Transfer-Encoding: chunked",
                                             body="5 ;x=y\r\nhello\r\n0\r\n\r\n"))
     write(t, "incomplete-head", b"GET /slow HTTP/1.1\r\nHost: x\r\nX-Partial: ")
+    # Bytes that are not UTF-8 are read as U+FFFD: the head written out again is three times as long.
+    write(t, "non-utf8-value-expands", request("GET / HTTP/1.1", "Host: x", b"X-Bin: " + b"\xff" * 5500))
 
 
 def response(line, *fields, body=b"", flags=0):

@@ -181,8 +181,10 @@ enum HTTP1ResponseTarget {
         } catch {
             throw failure("an accepted head cannot be serialised: \(error.reason)")
         }
-        // Default limits: a reason phrase from bytes that are not UTF-8 is written three times as long.
-        var parser = HTTP1ResponseParser(limits: .init(maxBodyBytes: exchange.limits.maxBodyBytes))
+        // Wide limits: a byte that is not UTF-8 was read as U+FFFD and is written as three bytes, so a head within
+        // the limits can be written three times as long.
+        var parser = HTTP1ResponseParser(limits: .init(maxStatusLineBytes: 1 << 20, maxHeaderBytes: 1 << 20,
+                                                       maxHeaders: 1 << 20, maxBodyBytes: exchange.limits.maxBodyBytes))
         parser.expectResponse(to: exchange.method, bodyLimited: exchange.bodyLimited, upgrade: exchange.upgrade)
         parser.append(wire)
         guard case .head(let again, let againFraming)? = parser.next() else {
