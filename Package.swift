@@ -69,9 +69,17 @@ let package = Package(
                           path: "Benchmarks/GatewayBench"),
         .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServer", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
 
+        // Coverage-guided fuzz targets (docs/fuzzing.md). Built normally, `MoyaFuzz TARGET FILE...` runs inputs once (a
+        // replay); scripts/fuzz.sh builds them with `-sanitize=fuzzer,address -D MOYA_FUZZING` for libFuzzer.
+        .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
+        .target(name: "FuzzTargets", dependencies: ["Gateway", "HTTPClient", "HTTPWire"], path: "Fuzz/FuzzTargets"),
+        .executableTarget(name: "MoyaFuzz", dependencies: ["CFuzzerDriver", "FuzzTargets"], path: "Fuzz/MoyaFuzz"),
+
         // Raw sockets, process and certificate helpers shared by the test suites.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
+        // Every committed fuzz corpus (Fuzz/corpus) through its target once, invariants included.
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["Locking", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"],
                     exclude: ["h2"]),

@@ -1,5 +1,6 @@
 /// A minimal absolute-URL splitter for `http` and `https` (scheme, host, port, origin-form target), without
-/// Foundation, so the client can run on the hot path. It works on the string's UTF-8 bytes.
+/// Foundation, so the client can run on the hot path. It works on the string's UTF-8 bytes. The authority may not
+/// hold userinfo, spaces or control characters.
 public struct HTTPURL: Sendable, Hashable {
     public var scheme: String
     public var host: String
@@ -36,6 +37,8 @@ public struct HTTPURL: Sendable, Hashable {
             let byte = bytes[authorityEnd]
             if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
             if byte == UInt8(ascii: "@") { return nil }
+            // No space, control or DEL in the host or port: a NUL would end the name handed to getaddrinfo early.
+            if byte <= 0x20 || byte == 0x7F { return nil }
             authorityEnd += 1
         }
         guard authorityEnd > authorityStart else { return nil }

@@ -1,7 +1,7 @@
 /// Parses and checks an upstream `base_url`: `http` or `https`, a host, an optional port, an optional base path; no
 /// userinfo, query or fragment.
-enum UpstreamURLParser {
-    static func parse(_ text: String) -> Result<UpstreamURL, PathError> {
+package enum UpstreamURLParser {
+    package static func parse(_ text: String) -> Result<UpstreamURL, PathError> {
         guard let schemeEnd = text.range(of: "://") else {
             return .failure(PathError("missing scheme (use http:// or https://)"))
         }

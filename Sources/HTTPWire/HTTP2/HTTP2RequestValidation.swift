@@ -1,7 +1,7 @@
 /// RFC 9113 §8.2–8.3 checks on a received header block, applied on top of nghttp2's own HTTP messaging checks
 /// (so the result does not depend on what a given libnghttp2 version enforces), and the HTTP/2 → HTTP/1.1
 /// conversion.
-enum HTTP2Validation {
+package enum HTTP2Validation {
     /// Whether the field name `name` (in any case) is a connection-specific field, forbidden in HTTP/2 (RFC 9113
     /// §8.2.2): `connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`. By length, then by
     /// comparison: no hashing per field.
@@ -94,7 +94,7 @@ enum HTTP2Validation {
 
     /// Validates a complete request header block (fields in wire order, pseudo-headers included) and builds the
     /// request head; returns the reason on failure.
-    static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<HTTP2RequestHead, RequestError> {
+    package static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<HTTP2RequestHead, RequestError> {
         var method: String?, scheme: String?, authority: String?, path: String?, proto: String?
         var regularSeen = false
         var headers = HTTPHeaders()
@@ -165,7 +165,7 @@ enum HTTP2Validation {
     }
 
     /// Validates a trailer block: no pseudo-headers, valid names and values, no connection-specific fields.
-    static func validateTrailers(_ fields: [(name: String, value: String)]) -> HTTPHeaders? {
+    package static func validateTrailers(_ fields: [(name: String, value: String)]) -> HTTPHeaders? {
         var headers = HTTPHeaders()
         for (name, value) in fields {
             guard isValidName(name.utf8), isValidValue(value.utf8) else { return nil }

@@ -768,7 +768,9 @@ public final class HTTP2Session {
             headers.add(name: name, value: value)
         }
         stream.fields.removeAll()
-        guard let status else {
+        // A status outside 100–599 is malformed (RFC 9110 §15), as the HTTP/1.1 parser holds it: `000` or `999` would
+        // otherwise reach the gateway's client as a status it cannot write.
+        guard let status, (100...599).contains(status) else {
             reject(stream, code: .protocolError)
             return
         }

@@ -315,6 +315,30 @@ import Testing
         #expect(down.events.requests.map(\.0) == [5])
     }
 
+    /// Found by fuzzing (Fuzz/corpus/h2-response/status-*): a three-digit `:status` outside 100–599 was surfaced as a
+    /// response. It is malformed, as the HTTP/1.1 parser holds it: the stream is reset and the connection goes on.
+    @Test(arguments: ["000", "099", "600", "999"])
+    func responseStatusOutOfRangeIsReset(_ status: String) throws {
+        let client = try HTTP2Session(role: .client)
+        let first = try client.sendRequest(head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/a"),
+                                           endStream: true)
+        let second = try client.sendRequest(head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/b"),
+                                            endStream: true)
+        _ = try client.pendingOutput()
+        try client.feed(RawH2.settingsFrame()
+            + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: UInt32(first),
+                          payload: RawH2.hpack([(":status", status)]))
+            + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: UInt32(second),
+                          payload: RawH2.hpack([(":status", "200")])))
+        let output = RawH2.parse(try client.pendingOutput())
+        var events: [HTTP2Event] = []
+        while let event = client.nextEvent() { events.append(event) }
+        #expect(events.responses().map(\.0) == [second])
+        #expect(events.responses().first?.1.status == 200)
+        #expect(output.filter { $0.type == RawH2.rstStream && $0.stream == UInt32(first) }.compactMap(\.errorCode)
+                == [HTTP2ErrorCode.protocolError.rawValue])
+    }
+
     @Test func randomBytesNeverTrap() throws {
         var state: UInt64 = 0xDEADBEEF
         func next() -> UInt8 {
