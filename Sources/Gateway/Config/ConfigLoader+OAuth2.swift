@@ -40,7 +40,7 @@ extension ConfigLoader {
                                   + "127.0.0.1, [::1] or localhost), since the client secret and the tokens travel on it")
                 }
             case .failure(let error):
-                reader.report(line: value.line, item.path, "invalid token_url: \(error.reason)")
+                reader.report(line: value.line, item.path, "invalid token_url: \(value.hidingReason(error.reason))")
             }
         }
         let clientID = reader.requireKey(map, "client_id").flatMap { text($0, reader: reader) }

@@ -585,7 +585,7 @@ struct Builder {
         switch UpstreamURLParser.parse(value.text) {
         case .success(let url): return url
         case .failure(let error):
-            reader.report(line: value.line, entry.path, "invalid base_url: \(error.reason)")
+            reader.report(line: value.line, entry.path, "invalid base_url: \(value.hidingReason(error.reason))")
             return nil
         }
     }
@@ -821,6 +821,8 @@ struct Builder {
         }
         var result: [RouteConfig] = []
         var seenNames: [String: Int] = [:]
+        /// How messages name each route: its name, or a neutral phrase when the name came from the environment.
+        var shownNames: [Int: String] = [:]
         var matchesSeen: [(index: Int, route: RouteConfig)] = []
         for (index, node) in sequence.enumerated() {
             let path = "\(entry.path)[\(index)]"
@@ -829,11 +831,13 @@ struct Builder {
                 "rate_limit", "websocket", "max_body_bytes", "buffering",
             ]) else { continue }
             let nameEntry = reader.requireKey(map, "name")
-            let name = nameEntry.flatMap { reader.string($0) }
-            if let name, let nameEntry {
+            let nameValue = nameEntry.flatMap { reader.nonEmptyScalar($0) }
+            let name = nameValue?.text
+            if let nameValue { shownNames[index] = nameValue.shown }
+            if let name, let nameValue, let nameEntry {
                 if let first = seenNames[name] {
                     reader.report(line: reader.line(of: nameEntry.value), nameEntry.path,
-                                  "duplicate route name '\(name)' (also routes[\(first)])")
+                                  "duplicate route name \(nameValue.shown) (also routes[\(first)])")
                 } else {
                     seenNames[name] = index
                 }
@@ -841,12 +845,12 @@ struct Builder {
             let matchEntry = reader.requireKey(map, "match")
             let match = matchEntry.flatMap { self.match($0) }
             var upstreamName: String?
-            if let item = reader.requireKey(map, "upstream"), let value = reader.string(item) {
-                if declaredUpstreams.contains(value) {
-                    upstreamName = value
+            if let item = reader.requireKey(map, "upstream"), let value = reader.nonEmptyScalar(item) {
+                if declaredUpstreams.contains(value.text) {
+                    upstreamName = value.text
                 } else {
                     reader.report(line: reader.line(of: item.value), item.path,
-                                  "unknown upstream '\(value)' (not defined under upstreams)")
+                                  "unknown upstream \(value.shown) (not defined under upstreams)")
                 }
             }
             guard let name, let match, let upstreamName else {
@@ -881,7 +885,7 @@ struct Builder {
             if let shadowing = Builder.shadowingRoute(route, matchesSeen) {
                 reader.report(line: matchEntry.map { reader.line(of: $0.value, fallback: map.line) } ?? map.line,
                               "\(path).match",
-                              "duplicate match: every request it matches is already taken by routes[\(shadowing.index)] ('\(shadowing.route.name)')")
+                              "duplicate match: every request it matches is already taken by routes[\(shadowing.index)] (\(shownNames[shadowing.index] ?? "unnamed"))")
             }
             matchesSeen.append((index, route))
             result.append(route)
@@ -1247,16 +1251,19 @@ struct Builder {
     }
 
     func validateTemplate(_ template: String, _ entry: YAMLReader.Entry) -> Bool {
+        // A template that came from the environment or a secret file is never quoted, not even a parameter's name.
+        let hidden = reader.scalar(entry.value, entry.path).map { $0.fromEnvironment || $0.fromSecretFile } ?? false
+        func shown(_ name: Substring) -> String { hidden ? "(a value from the environment)" : "'\(name)'" }
         var names = Set<String>()
         for segment in PathNormalizer.segments(of: template) {
             if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
                 let name = segment.dropFirst().dropLast()
                 guard YAMLReader.isVariableName(name) else {
-                    reader.report(line: reader.line(of: entry.value), entry.path, "invalid parameter name '\(name)'")
+                    reader.report(line: reader.line(of: entry.value), entry.path, "invalid parameter name \(shown(name))")
                     return false
                 }
                 guard names.insert(String(name)).inserted else {
-                    reader.report(line: reader.line(of: entry.value), entry.path, "duplicate parameter '\(name)'")
+                    reader.report(line: reader.line(of: entry.value), entry.path, "duplicate parameter \(shown(name))")
                     return false
                 }
             } else if segment.contains("{") || segment.contains("}") {

@@ -17,6 +17,12 @@ struct ScalarValue {
         if fromEnvironment { return "a value from the environment" }
         return text.count > 80 ? "'\(text.prefix(80))…'" : "'\(text)'"
     }
+
+    /// `reason` (which may quote part of the URL) for a value that may be named, else one that says only what kind of
+    /// value was refused and what was expected.
+    func hidingReason(_ reason: String) -> String {
+        fromEnvironment || fromSecretFile ? "\(shown) that is not of the form http(s)://host[:port][/path]" : reason
+    }
 }
 
 /// Walks a composed YAML tree, collecting every problem with its line and key path.
@@ -222,6 +228,16 @@ final class YAMLReader {
     static func isVariableName(_ name: Substring) -> Bool {
         guard let first = name.first, first.isASCII, first.isLetter || first == "_" else { return false }
         return name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+    }
+
+    /// A non-empty scalar with where it came from, for values a message may name (``ScalarValue/shown``).
+    func nonEmptyScalar(_ entry: Entry) -> ScalarValue? {
+        guard let value = scalar(entry.value, entry.path) else { return nil }
+        if value.text.isEmpty {
+            report(line: value.line, entry.path, "must not be empty")
+            return nil
+        }
+        return value
     }
 
     func string(_ entry: Entry, nonEmpty: Bool = true) -> String? {

@@ -454,6 +454,27 @@ import Testing
         #expect(lines[0] == "conf/gw.yaml:2: server.threads: expected an integer, got a value from the environment")
     }
 
+    /// Names and URLs that came from the environment are not quoted either: an unknown upstream, a duplicate route
+    /// name, a route shadowed by one so named, a base_url or token_url whose scheme is refused, a parameter name (the
+    /// config fuzz target found the first).
+    @Test func namesAndURLsFromTheEnvironmentNeverAppearInMessages() {
+        let text = """
+        upstreams:
+          a: { base_url: "${SECRET}://h" }
+          b:
+            base_url: "http://127.0.0.1:1"
+            access_token: { type: oauth2_client_credentials, token_url: "${SECRET}://h/t", client_id: c, client_secret: s }
+        routes:
+          - { name: "${SECRET}", match: { path: /a }, upstream: b }
+          - { name: "${SECRET}", match: { path: /a }, upstream: "${SECRET}" }
+          - { name: c, match: { path_params: "/x/{${SECRET}}" }, upstream: b }
+        """
+        let lines = problems(text, env: ["SECRET": "hunter2-canary"])
+        #expect(lines.count >= 5, "\(lines)")
+        #expect(lines.allSatisfy { !$0.contains("hunter2-canary") }, "\(lines)")
+        #expect(lines.contains("conf/gw.yaml:8: routes[1].upstream: unknown upstream a value from the environment (not defined under upstreams)"), "\(lines)")
+    }
+
     @Test func durationsAndSizes() {
         #expect(ConfigValue.parseDuration("250ms") == .milliseconds(250))
         #expect(ConfigValue.parseDuration("10s") == .seconds(10))
