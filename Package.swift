@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["Locking", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"],
-                    exclude: ["h2"]),
+                    exclude: ["HTTP2/h2"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["Locking", "HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
         .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServer", "HTTPClient", "NetCore", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: [
