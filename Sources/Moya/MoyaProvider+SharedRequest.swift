@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 
 // MARK: - Sharing identical in-flight requests from async callers
 

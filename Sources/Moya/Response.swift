@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 /// Represents a response to a `MoyaProvider.request`.
@@ -31,7 +31,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
 
     /// The response head as the transport received it (field order and repetition kept); `nil` for stubs and
     /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
-    package var transportHeaders: HTTPWire.HTTPHeaders? { head?.transport.headers }
+    package var transportHeaders: HTTPFields? { head?.transport.headers }
 
     /// The HTTP version the response arrived in; `nil` for stubs and responses made by callers.
     package var transportVersion: HTTPVersion? { head?.transport.version }

@@ -4,14 +4,14 @@ import Glibc
 import HTTPWire
 
 /// A numeric IPv4 or IPv6 address as its bytes (an IPv4-mapped IPv6 address is its IPv4 address).
-public struct IPAddress: Hashable, Sendable {
+package struct IPAddress: Hashable, Sendable {
     /// 4 bytes (IPv4) or 16 (IPv6), network order.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// Parses a numeric address (`192.0.2.1`, `2001:db8::1`, `::ffff:192.0.2.1`); no brackets, ports or zone ids.
     init(bytes: [UInt8]) { self.bytes = bytes }
 
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         let text = String(text)
         var v4 = in_addr()
         var v6 = in6_addr()
@@ -38,9 +38,9 @@ public struct IPAddress: Hashable, Sendable {
 }
 
 /// An address block in CIDR notation (`10.0.0.0/8`, `2001:db8::/32`), or one address (`192.0.2.1`: a /32 or /128).
-public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
-    public let address: IPAddress
-    public let prefixLength: Int
+package struct IPBlock: Equatable, Sendable, CustomStringConvertible {
+    package let address: IPAddress
+    package let prefixLength: Int
 
     /// Parses `ADDRESS` or `ADDRESS/PREFIX`; nil for anything else (a prefix longer than the address, a host name).
     init(address: IPAddress, prefixLength: Int) {
@@ -48,7 +48,7 @@ public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
         self.prefixLength = prefixLength
     }
 
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = IPAddress(parts[0]) else { return nil }
         // Written as IPv6, an IPv4-mapped block keeps its IPv4 meaning: `::ffff:10.0.0.0/104` is `10.0.0.0/8`.
@@ -64,7 +64,7 @@ public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// Whether `candidate` is in this block (an IPv4 address is never in an IPv6 block, nor the other way round).
-    public func contains(_ candidate: IPAddress) -> Bool {
+    package func contains(_ candidate: IPAddress) -> Bool {
         guard candidate.bytes.count == address.bytes.count else { return false }
         var remaining = prefixLength
         for (own, other) in zip(address.bytes, candidate.bytes) where remaining > 0 {
@@ -75,7 +75,7 @@ public struct IPBlock: Equatable, Sendable, CustomStringConvertible {
         return true
     }
 
-    public var description: String { "\(address.text)/\(prefixLength)" }
+    package var description: String { "\(address.text)/\(prefixLength)" }
 }
 
 /// Who a call comes from, for the rate limit: the TCP peer, or, when the peer is one of `server.trusted_proxies`
@@ -102,7 +102,7 @@ enum ClientAddress {
 
     /// The client's address for a request from `peer` with `headers` (see ``resolve(peer:forwardedFor:trusted:)``):
     /// `X-Forwarded-For` is not even read without trusted proxies.
-    static func of(peer: String?, headers: HTTPHeaders?, trusted: [IPBlock]) -> String? {
+    static func of(peer: String?, headers: HTTPFields?, trusted: [IPBlock]) -> String? {
         guard !trusted.isEmpty else { return peer }
         return resolve(peer: peer, forwardedFor: headers?["X-Forwarded-For"] ?? [], trusted: trusted)
     }

@@ -21,17 +21,17 @@ enum ProxyHeaders {
     ///   `stable`, the endpoint's headers that a flight's identity includes, and the others are `perRequest`, added
     ///   to the one request that is sent. Otherwise every field is `perRequest` (no dictionary to build, hash and
     ///   sort): the client's in their order, then the configured ones, then `forwarding`.
-    static func upstreamHeaders(from client: HTTPHeaders, apiKeyHeader: String?, configured: HTTPHeaders,
-                                dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPHeaders)
-        -> (stable: [String: String], perRequest: HTTPHeaders) {
+    static func upstreamHeaders(from client: HTTPFields, apiKeyHeader: String?, configured: HTTPFields,
+                                dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPFields)
+        -> (stable: [String: String], perRequest: HTTPFields) {
         let listed = connectionListed(in: client)
         var stable: [String: String] = [:]
         // Made on the first field kept: a request whose fields are all dropped (a client sending only `Host`) sends
         // the forwarding list itself.
-        var perRequest = HTTPHeaders()
+        var perRequest = HTTPFields()
         let capacity = client.count + configured.count + forwarding.count
         // Fields go from list to list as bytes (`add(fieldAt:of:)`): no string is made for a field that is kept.
-        func keep(_ index: Int, of source: HTTPHeaders) {
+        func keep(_ index: Int, of source: HTTPFields) {
             if perRequest.isEmpty { perRequest.reserveCapacity(capacity) }
             perRequest.add(fieldAt: index, of: source)
         }
@@ -88,7 +88,7 @@ enum ProxyHeaders {
 
     /// Sets `fields` in `headers` (a `URLRequest`'s), replacing the fields of their names (compared
     /// case-insensitively); repeated names in `fields` are joined (`; ` for `Cookie`, `, ` otherwise).
-    static func merge(_ fields: HTTPHeaders, into headers: inout [String: String]) {
+    static func merge(_ fields: HTTPFields, into headers: inout [String: String]) {
         if !headers.isEmpty {
             headers = headers.filter { name, _ in !fields.contains(name: name) }
         }
@@ -105,9 +105,9 @@ enum ProxyHeaders {
 
     /// The forwarding headers for one caller. `clientAddress` (the peer, or behind trusted proxies the client they
     /// forwarded for) is sent as `X-Real-IP`, replacing any the client sent.
-    static func forwarding(client: HTTPHeaders, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
-                           version: HTTPVersion) -> HTTPHeaders {
-        var result = HTTPHeaders()
+    static func forwarding(client: HTTPFields, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
+                           version: HTTPVersion) -> HTTPFields {
+        var result = HTTPFields()
         result.reserveCapacity(6)
         result.add(name: "X-Request-Id", value: requestID)
         let previous = client["X-Forwarded-For"].joined(separator: ", ")
@@ -150,7 +150,7 @@ enum ProxyHeaders {
     }
 
     /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
-    private static func connectionListed(in headers: HTTPHeaders) -> [String] {
+    private static func connectionListed(in headers: HTTPFields) -> [String] {
         // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
         let namesOthers = headers.contains(name: "Connection") { value in
             !(value.equalsIgnoringASCIICase("keep-alive") || value.equalsIgnoringASCIICase("close"))
@@ -167,16 +167,16 @@ enum ProxyHeaders {
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
     /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
-    static func downstream(from upstream: HTTPHeaders, received version: HTTPVersion = .http1_1, requestID: String) -> HTTPHeaders {
+    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1, requestID: String) -> HTTPFields {
         var headers = downstream(from: upstream, received: version)
         headers.add(name: "X-Request-Id", value: requestID)
         return headers
     }
 
     /// The same without the request id, which goes last: a stub's, made once per upstream.
-    static func downstream(from upstream: HTTPHeaders, received version: HTTPVersion = .http1_1) -> HTTPHeaders {
+    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1) -> HTTPFields {
         let listed = connectionListed(in: upstream)
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         headers.reserveCapacity(upstream.count + 2)
         for index in 0..<upstream.count {
             let dropped = upstream.withField(at: index) { name, _ in
@@ -190,7 +190,7 @@ enum ProxyHeaders {
 
     /// The upstream's `Content-Length` when it framed the response: one value of digits only, and no
     /// `Transfer-Encoding` (which would override it); nil otherwise.
-    static func framingLength(of upstream: HTTPHeaders) -> String? {
+    static func framingLength(of upstream: HTTPFields) -> String? {
         guard !upstream.contains(name: "Transfer-Encoding") else { return nil }
         let values = upstream["Content-Length"]
         guard values.count == 1, let value = values.first, (1...19).contains(value.utf8.count),
@@ -199,8 +199,8 @@ enum ProxyHeaders {
     }
 
     /// The same for headers read from an `HTTPURLResponse`.
-    static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPHeaders {
-        var headers = HTTPHeaders()
+    static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPFields {
+        var headers = HTTPFields()
         for (key, value) in upstream {
             guard let name = key as? String else { continue }
             headers.add(name: name, value: "\(value)")

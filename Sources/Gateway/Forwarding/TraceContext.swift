@@ -5,7 +5,7 @@ import HTTPWire
 enum TraceContext {
     /// The trace id of a valid `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`, lower-case, ids not all zeros; a
     /// later version may append fields after a `-`), or nil.
-    static func traceID(in headers: HTTPHeaders) -> String? {
+    static func traceID(in headers: HTTPFields) -> String? {
         guard let value = headers.first(name: "traceparent") else { return nil }
         let bytes = Array(value.utf8)
         guard bytes.count >= 55, bytes.count == 55 || bytes[55] == UInt8(ascii: "-"),

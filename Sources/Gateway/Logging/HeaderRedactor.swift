@@ -2,37 +2,37 @@ import HTTPWire
 
 /// Replaces secret values before anything is logged: header values by name (case-insensitive), and query parameters
 /// whose names commonly carry credentials.
-public struct HeaderRedactor: Sendable {
-    public static let placeholder = "[REDACTED]"
+package struct HeaderRedactor: Sendable {
+    package static let placeholder = "[REDACTED]"
     /// Query parameter names whose values are redacted (compared case-insensitively).
-    public static let sensitiveQueryParameters = ["token", "access_token", "api_key", "apikey", "key", "password",
+    package static let sensitiveQueryParameters = ["token", "access_token", "api_key", "apikey", "key", "password",
                                                   "secret"]
 
     /// Lower-cased header names.
-    public let names: Set<String>
+    package let names: Set<String>
 
     /// `names`: the `logging.redact_headers` list.
-    public init(names: [String] = LoggingConfig.defaultRedactHeaders) {
+    package init(names: [String] = LoggingConfig.defaultRedactHeaders) {
         self.names = Set(names.map { $0.lowercased() })
     }
 
-    public func shouldRedact(name: String) -> Bool { names.contains(name.lowercased()) }
+    package func shouldRedact(name: String) -> Bool { names.contains(name.lowercased()) }
 
     /// The headers with every listed field's value replaced by `[REDACTED]` (names and order kept).
-    public func redact(_ headers: HTTPHeaders) -> HTTPHeaders {
-        HTTPHeaders(headers.map { field in
+    package func redact(_ headers: HTTPFields) -> HTTPFields {
+        HTTPFields(headers.map { field in
             (field.name, shouldRedact(name: field.name) ? HeaderRedactor.placeholder : field.value)
         })
     }
 
     /// `value`, or `[REDACTED]` when `name` is listed.
-    public func redact(name: String, value: String) -> String {
+    package func redact(name: String, value: String) -> String {
         shouldRedact(name: name) ? HeaderRedactor.placeholder : value
     }
 
     /// A target or URL with the values of sensitive query parameters replaced (`?token=[REDACTED]&a=1`). The path and
     /// other parameters are unchanged. A parameter name is compared after percent-decoding.
-    public static func redactQuery(in target: String) -> String {
+    package static func redactQuery(in target: String) -> String {
         let hasQuery = target.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "?")) }
         guard hasQuery ?? true, let mark = target.firstIndex(of: "?") else { return target }
         let query = target[target.index(after: mark)...]

@@ -4,10 +4,10 @@ import Logging
 /// A swift-log handler writing one JSON object per line (`ts`, `level`, `msg`, metadata) to a ``LogSink``, or plain
 /// text when the configuration says `format: text`. Values of metadata keys named like secrets are redacted. The
 /// level, format and redacted names come from shared ``LogSettings``, so a reload changes them for every logger.
-public struct JSONLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
+package struct JSONLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
     /// The settings' level, unless this logger was given its own.
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { levelOverride ?? settings.level }
         set { levelOverride = newValue }
     }
@@ -15,17 +15,17 @@ public struct JSONLogHandler: LogHandler {
     private let sink: LogSink
     private let settings: LogSettings
 
-    public init(sink: LogSink, settings: LogSettings) {
+    package init(sink: LogSink, settings: LogSettings) {
         self.sink = sink
         self.settings = settings
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var fields = metadata
         if let extra = event.metadata { fields.merge(extra) { $1 } }
         let timestamp = JSONLogHandler.timestamp()

@@ -21,8 +21,8 @@ import NetCore
 /// Lines dropped (the queue full behind a stuck output, or a write that failed: a full disk) are counted
 /// (``dropped``) and reported on stderr, at most once per ``dropReportInterval``, from a thread of their own (the writer
 /// may be the one stuck).
-public final class LogSink: Sendable {
-    public enum Destination: Sendable {
+package final class LogSink: Sendable {
+    package enum Destination: Sendable {
         case stdout
         case stderr
         case file(String)
@@ -39,7 +39,7 @@ public final class LogSink: Sendable {
     /// The stderr lines of the drop reports go through this (stderr's descriptor, or a test's).
     private let reportOutput: Int32
     /// The longest wait for an output to open.
-    public static let openTimeout: Duration = .seconds(1)
+    package static let openTimeout: Duration = .seconds(1)
     /// The shortest time between two reports of dropped lines on stderr (nanoseconds).
     static let dropReportInterval: UInt64 = 60_000_000_000
     /// The shortest time between two writes under load (nanoseconds): a line may wait this long for the lines after it.
@@ -66,7 +66,7 @@ public final class LogSink: Sendable {
 
     /// - Parameter reportOutput: where drop reports go (stderr unless a test says otherwise).
     /// - Throws: ``OpenError`` when a file destination cannot be opened for appending within ``openTimeout``.
-    public init(destination: Destination, capacity: Int = 65_536, reportOutput: Int32 = STDERR_FILENO) throws(OpenError) {
+    package init(destination: Destination, capacity: Int = 65_536, reportOutput: Int32 = STDERR_FILENO) throws(OpenError) {
         self.reportOutput = reportOutput
         switch destination {
         case .stdout:
@@ -170,23 +170,23 @@ public final class LogSink: Sendable {
     }
 
     /// A log file that could not be opened for appending.
-    public struct OpenError: Error, CustomStringConvertible {
-        public let path: String
+    package struct OpenError: Error, CustomStringConvertible {
+        package let path: String
         /// The system's reason (`Permission denied`, `No such file or directory`).
-        public var reason: String = ""
-        public var description: String {
+        package var reason: String = ""
+        package var description: String {
             "logging.output: cannot open \(path) for appending" + (reason.isEmpty ? "" : ": \(reason)")
         }
     }
 
     /// The file lines go to, or nil for stdout and stderr.
-    public var filePath: String? { path }
+    package var filePath: String? { path }
 
     /// Opens the file destination's path again, after a rotation moved the file away: lines queued before the new
     /// file is open go to the old file, lines after it to the new one, and none is lost. Stdout and stderr are left as
     /// they are. When the path cannot be opened within ``openTimeout``, lines go on to the old file and the error is
     /// thrown.
-    public func reopen() async throws(OpenError) {
+    package func reopen() async throws(OpenError) {
         guard let path else { return }
         let result: Result<Void, OpenError> = await withCheckedContinuation { continuation in
             // Opened on a thread of its own (up to `openTimeout`), so the writer goes on meanwhile.
@@ -213,16 +213,16 @@ public final class LogSink: Sendable {
     }
 
     /// Lines dropped because the writer could not keep up.
-    public var dropped: Int { pending.withLock { $0.dropped } }
+    package var dropped: Int { pending.withLock { $0.dropped } }
 
     /// Queues one line (a newline is added).
-    public func write(_ line: String) {
+    package func write(_ line: String) {
         var line = line
         line.withUTF8 { write(bytes: $0) }
     }
 
     /// Queues one line given as UTF-8 bytes (a newline is added).
-    public func write(bytes line: UnsafeBufferPointer<UInt8>) {
+    package func write(bytes line: UnsafeBufferPointer<UInt8>) {
         let now = DispatchTime.now().uptimeNanoseconds
         var scheduleReport = false
         defer { if scheduleReport { reportDrops() } }
@@ -343,7 +343,7 @@ public final class LogSink: Sendable {
     /// Waits until every queued line has been written, or `timeout` has passed: an output nobody reads (a full pipe)
     /// must not keep the process from exiting. Returns whether everything was written.
     @discardableResult
-    public func flush(timeout: Duration = .seconds(2)) -> Bool {
+    package func flush(timeout: Duration = .seconds(2)) -> Bool {
         // `Duration.nanoseconds` clamps (a negative timeout is 0), so no timeout can overflow here.
         let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: timeout.nanoseconds))
         repeat {

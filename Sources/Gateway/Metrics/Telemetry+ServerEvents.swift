@@ -1,5 +1,5 @@
 import CoreMetrics
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 #if canImport(Glibc)
 import Glibc

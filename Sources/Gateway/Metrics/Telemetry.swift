@@ -47,8 +47,8 @@ struct AccessRecord: Sendable {
 
 /// The access log (swift-log: one `access` event per request, one JSON line through ``JSONLogHandler``) and the
 /// metrics (swift-metrics, exported by swift-prometheus on the admin listener's `/metrics`).
-public final class Telemetry: Sendable {
-    public let registry: PrometheusCollectorRegistry
+package final class Telemetry: Sendable {
+    package let registry: PrometheusCollectorRegistry
     /// Makes every metric (swift-metrics), into `registry`.
     let metricsFactory: GatewayMetricsFactory
     let sink: LogSink
@@ -61,7 +61,7 @@ public final class Telemetry: Sendable {
     /// routing), by route and upstream name, made on first use.
     private let unroutedMetrics = Locked<[UnroutedMetricKey: RouteMetrics]>([:])
 
-    public init(registry: PrometheusCollectorRegistry, sink: LogSink, settings: LogSettings) {
+    package init(registry: PrometheusCollectorRegistry, sink: LogSink, settings: LogSettings) {
         self.registry = registry
         self.metricsFactory = GatewayMetricsFactory(registry: registry)
         self.sink = sink

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import Moya
 
 /// Applies a route's `retries`: idempotent methods only, and only when no response byte arrived (connect failures,

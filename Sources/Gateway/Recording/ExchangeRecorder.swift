@@ -13,15 +13,15 @@ import Logging
 /// as a credential (the injected token, the credentials, the client's `Authorization`, `Cookie` and API key) or the
 /// upstream set as a cookie is replaced by `[REDACTED]` wherever it appears in a recorded body or header. Memory is
 /// bounded by the two size caps; past them exchanges are counted, not kept.
-public final class ExchangeRecorder: Sendable {
+package final class ExchangeRecorder: Sendable {
     /// The caps, in bytes.
-    public struct Limits: Sendable {
+    package struct Limits: Sendable {
         /// The largest body recorded; a longer one is not (counted as over the cap).
-        public var maxBodyBytes: Int
+        package var maxBodyBytes: Int
         /// The most body bytes recorded in all; past it nothing more is (counted, and said once in the log).
-        public var maxTotalBytes: Int
+        package var maxTotalBytes: Int
 
-        public init(maxBodyBytes: Int = 1 << 20, maxTotalBytes: Int = 256 << 20) {
+        package init(maxBodyBytes: Int = 1 << 20, maxTotalBytes: Int = 256 << 20) {
             self.maxBodyBytes = maxBodyBytes
             self.maxTotalBytes = maxTotalBytes
         }
@@ -58,7 +58,7 @@ public final class ExchangeRecorder: Sendable {
     /// Durations kept per exchange (enough for a fit; memory stays bounded on a long run).
     static let maxSamples = 10_000
 
-    public let limits: Limits
+    package let limits: Limits
     private struct State {
         var entries: [String: Entry] = [:]
         var order: [String] = []
@@ -69,14 +69,14 @@ public final class ExchangeRecorder: Sendable {
     }
     private let state = Locked(State())
 
-    public init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
     }
 
     /// Records one complete upstream answer. `path` is the origin-form target the upstream got (with the base
     /// URL's path, which `basePath` names and which is dropped), `secrets` every credential value of the exchange.
-    func observe(upstream: String, basePath: String, method: String, target: String, requestHeaders: HTTPHeaders,
-                 varyNames: [String], identityNames: HeaderNameSet, status: Int, responseHeaders: HTTPHeaders,
+    func observe(upstream: String, basePath: String, method: String, target: String, requestHeaders: HTTPFields,
+                 varyNames: [String], identityNames: HeaderNameSet, status: Int, responseHeaders: HTTPFields,
                  body: [UInt8], duration: Double, secrets: [String], logger: Logger) {
         guard body.count <= limits.maxBodyBytes else { return skip(.streamed) }
         let (pathPart, queryPart) = Self.split(target)

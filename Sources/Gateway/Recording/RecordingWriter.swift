@@ -13,19 +13,19 @@ import Yams
 ///   Relative file paths are made absolute, since the recording lives elsewhere.
 /// - `stubs/UPSTREAM/NNNN-METHOD-PATH.EXT`: one body per exchange, decoded, used with `template: false`.
 /// - `recording.json`: an index of the exchanges (counts, medians, which bodies were gzip-encoded upstream).
-public enum RecordingWriter {
+package enum RecordingWriter {
     /// What was written, for the summary `record` prints at exit.
-    public struct Summary: Sendable, CustomStringConvertible {
-        public var directory: String
-        public var exchanges: Int
-        public var requests: Int
-        public var bodyBytes: Int
-        public var perUpstream: [(name: String, exchanges: Int)]
-        public var skipped: [(reason: String, count: Int)]
-        public var decoded: Int
-        public var notes: [String]
+    package struct Summary: Sendable, CustomStringConvertible {
+        package var directory: String
+        package var exchanges: Int
+        package var requests: Int
+        package var bodyBytes: Int
+        package var perUpstream: [(name: String, exchanges: Int)]
+        package var skipped: [(reason: String, count: Int)]
+        package var decoded: Int
+        package var notes: [String]
 
-        public var description: String {
+        package var description: String {
             var lines = ["record: wrote \(directory)/gateway.yaml: \(exchanges) distinct exchanges (\(bodyBytes) body bytes) from \(requests) recorded requests"]
             for upstream in perUpstream { lines.append("record:   upstream \(upstream.name): \(upstream.exchanges) exchanges") }
             let skippedTotal = skipped.reduce(0) { $0 + $1.count }
@@ -43,12 +43,12 @@ public enum RecordingWriter {
     }
 
     /// A problem writing the recording.
-    public struct WriteError: Error, CustomStringConvertible {
-        public var description: String
+    package struct WriteError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Makes `directory` (and its parents), which must not hold a recording or anything else yet.
-    public static func prepare(_ directory: String) throws(WriteError) {
+    package static func prepare(_ directory: String) throws(WriteError) {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         if manager.fileExists(atPath: directory, isDirectory: &isDirectory) {
@@ -68,7 +68,7 @@ public enum RecordingWriter {
     }
 
     /// Writes the recording of `recorder` for the configuration loaded from `configPath` into `directory`.
-    public static func write(_ recorder: ExchangeRecorder, configPath: String, config: GatewayConfig,
+    package static func write(_ recorder: ExchangeRecorder, configPath: String, config: GatewayConfig,
                              to directory: String) throws(WriteError) -> Summary {
         let (entries, observed, skipped, bodyBytes) = recorder.snapshot()
         guard let text = try? String(contentsOfFile: configPath, encoding: .utf8),

@@ -1,4 +1,4 @@
-import HTTPClient
+import HTTPClientCore
 import Locking
 import NetCore
 

@@ -1,5 +1,5 @@
 /// The error codes of the gateway's JSON error bodies, with their statuses.
-public enum GatewayErrorCode: String, Sendable, CaseIterable {
+package enum GatewayErrorCode: String, Sendable, CaseIterable {
     case notFound = "not_found"
     case methodNotAllowed = "method_not_allowed"
     case unauthorized
@@ -14,7 +14,7 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable {
     /// the upstream refused a fresh token): 502, and nothing was sent, or what was sent was refused.
     case upstreamAuthFailed = "upstream_auth_failed"
 
-    public var status: Int {
+    package var status: Int {
         switch self {
         case .notFound: return 404
         case .methodNotAllowed: return 405
@@ -32,16 +32,16 @@ public enum GatewayErrorCode: String, Sendable, CaseIterable {
 }
 
 /// `{"error": CODE, "request_id": ID}` bodies, served with `Content-Type: application/json`.
-public enum ErrorBody {
-    public static let contentType = "application/json"
+package enum ErrorBody {
+    package static let contentType = "application/json"
 
     /// The JSON text for `code` and `requestID` (escaped; no trailing newline).
-    public static func json(_ code: GatewayErrorCode, requestID: String) -> String {
+    package static func json(_ code: GatewayErrorCode, requestID: String) -> String {
         "{\"error\":\"\(code.rawValue)\",\"request_id\":\"\(escape(requestID))\"}"
     }
 
     /// The body as bytes.
-    public static func bytes(_ code: GatewayErrorCode, requestID: String) -> [UInt8] {
+    package static func bytes(_ code: GatewayErrorCode, requestID: String) -> [UInt8] {
         let id = escape(requestID).utf8
         var bytes: [UInt8] = []
         bytes.reserveCapacity(40 + code.rawValue.utf8.count + id.count)
@@ -55,7 +55,7 @@ public enum ErrorBody {
 
     /// JSON string escaping (RFC 8259): quotes, backslash, controls as `\uXXXX` or short forms; U+2028/2029 escaped too.
     /// Text with nothing to escape (request ids, most log fields) is returned as it is, without a copy.
-    public static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         let mayNeed = text.utf8.withContiguousStorageIfAvailable { bytes in bytes.contains(where: mayNeedEscaping) }
         guard mayNeed ?? text.utf8.contains(where: mayNeedEscaping) else { return text }
         var output = ""

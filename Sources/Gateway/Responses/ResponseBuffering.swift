@@ -68,7 +68,7 @@ final class ResponseBuffering: Sendable {
     /// Whether a long upstream answer with `upstreamHeaders` on a route whose `buffering` is `route` is buffered: the
     /// upstream's `X-Accel-Buffering: yes` or `no` decides (as in nginx); else a `text/event-stream` answer (server-sent
     /// events, which must reach the client as they come) is not; else the route's setting.
-    static func applies(route: Bool, upstreamHeaders: HTTPWire.HTTPHeaders?) -> Bool {
+    static func applies(route: Bool, upstreamHeaders: HTTPFields?) -> Bool {
         if let word = upstreamHeaders?.first(name: "X-Accel-Buffering") {
             if word.trimmingSpaces().lowercased() == "yes" { return true }
             if word.trimmingSpaces().lowercased() == "no" { return false }

@@ -1,4 +1,4 @@
-import HTTPClient
+import HTTPClientCore
 import NetCore
 
 /// Relays an upstream body that arrives as a stream to the client's response, with back-pressure both ways: an

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import Moya
 import NetCore
@@ -246,7 +246,7 @@ final class GatewayHandler: HTTPServerHandler {
                     streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
                     forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) -> GatewayTarget {
             var (stable, perRequest) = forwardsHeaders
-                ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
+                ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPFields())
             if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
@@ -274,7 +274,7 @@ final class GatewayHandler: HTTPServerHandler {
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
         /// them when the call is not shared).
         private func upstreamHeaders(for exchange: Exchange, request: borrowing HTTPServerRequest, key: CoalescingKey?)
-            -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
+            -> (stable: [String: String], perRequest: HTTPFields) {
             let head = request.head
             let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
                                                      clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
@@ -487,7 +487,7 @@ final class GatewayHandler: HTTPServerHandler {
                                                       metrics: exchange.record.routeMetrics)
             return errorResponse(code, requestID: requestID)
         case .success(let response):
-            var headers: HTTPWire.HTTPHeaders
+            var headers: HTTPFields
             if let transport = response.transportHeaders {
                 headers = ProxyHeaders.downstream(from: transport, received: response.transportVersion ?? .http1_1,
                                                   requestID: requestID)
@@ -555,7 +555,7 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
     private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:]) -> HTTPServerResponse {
-        var headers: HTTPWire.HTTPHeaders = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
+        var headers: HTTPFields = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
         for (name, value) in extra { headers.add(name: name, value: value) }
         return HTTPServerResponse(status: code.status, headers: headers, body: ErrorBody.bytes(code, requestID: requestID))
     }

@@ -7,12 +7,12 @@ import Darwin
 #endif
 
 /// A small, fast, seedable generator (SplitMix64), so stub latencies are reproducible in tests.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -24,22 +24,22 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 /// Samples a stub's delay from its `latency` distribution (or its fixed `delay`). Results are never negative and are
 /// clamped to the distribution's `min`/`max` where given. Normal samples use the Box–Muller transform; log-normal ones
 /// are `median × e^(sigma × z)` for a standard normal `z`.
-public struct StubLatency: Sendable {
-    public let distribution: StubLatencyConfig
+package struct StubLatency: Sendable {
+    package let distribution: StubLatencyConfig
     private var rng: SplitMix64
     private var spareNormal: Double?
 
-    public init(_ distribution: StubLatencyConfig, seed: UInt64) {
+    package init(_ distribution: StubLatencyConfig, seed: UInt64) {
         self.distribution = distribution
         self.rng = SplitMix64(seed: seed)
     }
 
     /// A sampler for a stub: its `latency`, else its fixed `delay`.
-    public init(stub: StubConfig, seed: UInt64) {
+    package init(stub: StubConfig, seed: UInt64) {
         self.init(stub.latency ?? .fixed(stub.delay), seed: seed)
     }
 
-    public mutating func sample() -> Duration {
+    package mutating func sample() -> Duration {
         switch distribution {
         case .fixed(let value):
             return max(.zero, value)

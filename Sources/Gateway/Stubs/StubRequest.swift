@@ -9,11 +9,11 @@ struct StubRequest: Sendable {
     let target: String
     /// How many UTF-8 bytes of ``target`` are the path (the rest, after `?`, the query).
     private let pathLength: Int
-    let headers: HTTPHeaders
+    let headers: HTTPFields
     let body: [UInt8]
     let requestID: String
     /// `target`: origin-form path and query (`/users/7?verbose=1`).
-    init(method: HTTPMethod, target: String, headers: HTTPHeaders, body: [UInt8], requestID: String) {
+    init(method: HTTPMethod, target: String, headers: HTTPFields, body: [UInt8], requestID: String) {
         self.method = method
         self.target = target
         let mark = target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }

@@ -90,7 +90,7 @@ final class StubResponder: Sendable {
 final class StubAnswer: @unchecked Sendable {
     // Immutable after init; `EndpointSampleResponse` (an `HTTPURLResponse`, an `NSError`) is not `Sendable` by type.
     let status: Int
-    let headers: HTTPWire.HTTPHeaders
+    let headers: HTTPFields
     let body: [UInt8]
     /// Seconds before Moya answers (the stub's latency).
     let delay: Double
@@ -101,7 +101,7 @@ final class StubAnswer: @unchecked Sendable {
     /// The sample made once for an answer given again and again; nil: made from the status and body when asked.
     private let prebuiltSample: EndpointSampleResponse?
 
-    init(status: Int, headers: HTTPWire.HTTPHeaders, body: [UInt8], sample: EndpointSampleResponse? = nil,
+    init(status: Int, headers: HTTPFields, body: [UInt8], sample: EndpointSampleResponse? = nil,
          delay: Double = 0, clientFault: StubFaultConfig? = nil, unmatched: Bool = false) {
         self.status = status
         self.headers = headers
@@ -192,7 +192,7 @@ private final class CompiledStubAnswer: Sendable {
     /// `error_status`'s answer (its headers, no body).
     private let failing: StubAnswer
     /// The headers as the client gets them, when none is templated (made once).
-    private let downstreamHeaders: HTTPWire.HTTPHeaders
+    private let downstreamHeaders: HTTPFields
     /// Faults and the injected error by cumulative rate: a draw below an entry's bound gets it.
     private let outcomes: [(bound: Double, outcome: Outcome)]
     private let drawState: Locked<(latency: StubLatency, rolls: SplitMix64)>
@@ -236,7 +236,7 @@ private final class CompiledStubAnswer: Sendable {
     }
 
     /// A sample made once: `HTTPURLResponse` creation (URL parsing, header dictionaries) is too costly per request.
-    private static func sample(status: Int, headers: HTTPWire.HTTPHeaders, body: [UInt8]) -> EndpointSampleResponse {
+    private static func sample(status: Int, headers: HTTPFields, body: [UInt8]) -> EndpointSampleResponse {
         var fields: [String: String] = [:]
         for field in headers { fields[field.name] = field.value }
         let url = URL(string: "http://stub.invalid/") ?? URL(fileURLWithPath: "/")
@@ -298,7 +298,7 @@ private final class CompiledStubAnswer: Sendable {
             fields[header.index].value = String(decoding: header.template.render(request, parameters: parameters, random: random),
                                                 as: UTF8.self)
         }
-        let headers = HTTPWire.HTTPHeaders(fields.map { ($0.name, $0.value) })
+        let headers = HTTPFields(fields.map { ($0.name, $0.value) })
         return StubAnswer(status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body, delay: delay,
                           clientFault: clientFault)
     }

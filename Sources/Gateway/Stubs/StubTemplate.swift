@@ -19,9 +19,9 @@ import HTTPWire
 /// Escaping (``Escaping``): in a body whose `Content-Type` is JSON every substituted value is escaped as inside a
 /// JSON string, so a value can never end the string or add to the document; in a header, control characters are
 /// dropped; other bodies get the values as they are.
-public struct StubTemplate: Sendable, Equatable {
+package struct StubTemplate: Sendable, Equatable {
     /// How substituted values are written.
-    public enum Escaping: Sendable, Equatable {
+    package enum Escaping: Sendable, Equatable {
         /// As they are (a body that is not JSON).
         case none
         /// As inside a JSON string: `"` → `\"`, `\` → `\\`, control characters → `\n`, `\u001f`…, U+2028/U+2029
@@ -31,7 +31,7 @@ public struct StubTemplate: Sendable, Equatable {
         case header
     }
 
-    public enum Part: Sendable, Equatable {
+    package enum Part: Sendable, Equatable {
         case literal([UInt8])
         /// A path parameter, by its position in the match's parameter names.
         case pathParameter(Int)
@@ -45,10 +45,10 @@ public struct StubTemplate: Sendable, Equatable {
         case randomInt(low: Int64, high: Int64)
     }
 
-    public let parts: [Part]
-    public let escaping: Escaping
+    package let parts: [Part]
+    package let escaping: Escaping
     /// The literal bytes' total, to size the output once.
-    public let literalByteCount: Int
+    package let literalByteCount: Int
     /// ``parts`` as rendering reads them: plain values (offsets into ``literals`` and ``names``), so that walking
     /// them retains nothing.
     private let ops: [Op]
@@ -99,23 +99,23 @@ public struct StubTemplate: Sendable, Equatable {
         self.names = names
     }
 
-    public static func == (lhs: StubTemplate, rhs: StubTemplate) -> Bool {
+    package static func == (lhs: StubTemplate, rhs: StubTemplate) -> Bool {
         lhs.parts == rhs.parts && lhs.escaping == rhs.escaping
     }
 
     /// Whether a part reads the path parameters (the matched path is split only then).
-    public var usesPathParameters: Bool {
+    package var usesPathParameters: Bool {
         parts.contains { if case .pathParameter = $0 { return true } else { return false } }
     }
 
     /// Why a template cannot be compiled (reported by the loader with the key's path and line).
-    public struct CompileError: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
+    package struct CompileError: Error, Sendable, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     /// `bytes` compiled; nil when they hold no `{{` (nothing to substitute: the bytes are sent as they are).
     /// `parameterNames`: the `{parameters}` the response's match defines.
-    public static func compile(_ bytes: [UInt8], parameterNames: [String], escaping: Escaping) throws(CompileError) -> StubTemplate? {
+    package static func compile(_ bytes: [UInt8], parameterNames: [String], escaping: Escaping) throws(CompileError) -> StubTemplate? {
         let open: [UInt8] = [UInt8(ascii: "{"), UInt8(ascii: "{")]
         guard bytes.count >= 2, containsOpening(bytes) else { return nil }
         var parts: [Part] = []

@@ -10,18 +10,18 @@ import HTTPWire
 /// fields changes the hash). FNV-1a is not cryptographic: it keeps accidental collisions out of reach (2^-64 birthday
 /// bound at 128 bits) and keeps credentials out of the key's memory and description; a deliberate collision would
 /// need the other caller's credentials in the first place. The hash is stable across processes and runs (no seed).
-public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
-    public var method: String
-    public var upstream: String
+package struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
+    package var method: String
+    package var upstream: String
     /// `origin + basePath + path` with the query parameters sorted (bytes unchanged otherwise).
-    public var url: String
+    package var url: String
     /// `lower-cased name:values joined by ", "` for each `coalesce_vary` header, in route order, then for each of the
     /// ``representationHeaders`` not among them that the request has.
-    public var vary: [String]
+    package var vary: [String]
     /// FNV-1a 128 over the identity parts; 0 never occurs for a non-empty identity in practice.
-    public var identity: UInt128
+    package var identity: UInt128
 
-    public init(method: String, upstream: String, url: String, vary: [String], identity: UInt128) {
+    package init(method: String, upstream: String, url: String, vary: [String], identity: UInt128) {
         self.method = method
         self.upstream = upstream
         self.url = url
@@ -32,11 +32,11 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     /// Request headers that select which representation, or which part of it, the upstream answers with (content
     /// negotiation, ranges, conditional requests): requests that differ in one of them never share a call, whether or
     /// not the route lists it in `coalesce_vary`.
-    public static let representationHeaders = ["Accept", "Accept-Encoding", "Accept-Language", "Range", "If-Range",
+    package static let representationHeaders = ["Accept", "Accept-Encoding", "Accept-Language", "Range", "If-Range",
                                                "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since"]
 
     /// Only GET and HEAD coalesce.
-    public static func isCoalescible(_ method: HTTPMethod) -> Bool { method == .get || method == .head }
+    package static func isCoalescible(_ method: HTTPMethod) -> Bool { method == .get || method == .head }
 
     /// The key for a request, or `nil` when the method does not coalesce.
     ///
@@ -45,8 +45,8 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     ///   - varyHeaders: the route's `coalesce_vary` names.
     ///   - requestHeaders: the client's headers (before the API-key header is removed is fine: it is not read).
     ///   - clientName: the API-key client, when one authenticated.
-    public static func make(method: HTTPMethod, upstream: String, upstreamURL: String, varyHeaders: [String],
-                            requestHeaders: HTTPHeaders, clientName: String?) -> CoalescingKey? {
+    package static func make(method: HTTPMethod, upstream: String, upstreamURL: String, varyHeaders: [String],
+                            requestHeaders: HTTPFields, clientName: String?) -> CoalescingKey? {
         guard isCoalescible(method) else { return nil }
         var vary = varyHeaders.map { name in
             name.lowercased() + ":" + requestHeaders[name].joined(separator: ", ")
@@ -61,7 +61,7 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL with its `&`-separated query parameters sorted by name (the bytes before `=`); parameters of the same
     /// name keep their order, which an API may give meaning to (`sort=name&sort=date`).
-    public static func sortedQuery(_ url: String) -> String {
+    package static func sortedQuery(_ url: String) -> String {
         guard let mark = url.firstIndex(of: "?") else { return url }
         let query = url[url.index(after: mark)...]
         let parameters = query.split(separator: "&", omittingEmptySubsequences: true).enumerated().map { index, parameter in
@@ -76,7 +76,7 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// FNV-1a 128 over `client`, `Authorization` values and `Cookie` values (tagged, length-prefixed).
-    public static func identityHash(clientName: String?, headers: HTTPHeaders) -> UInt128 {
+    package static func identityHash(clientName: String?, headers: HTTPFields) -> UInt128 {
         var hasher = FNV1a128()
         hasher.field(tag: 1, clientName ?? "")
         hasher.byte(clientName == nil ? 0 : 1)
@@ -86,29 +86,29 @@ public struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Never shows identity material beyond its hash.
-    public var description: String {
+    package var description: String {
         "\(method) \(upstream) \(url) vary=\(vary) id=\(String(identity, radix: 16))"
     }
 }
 
 /// FNV-1a with the 128-bit parameters (offset basis 0x6c62272e07bb014262b821756295c58d, prime 2^88 + 0x13b).
-public struct FNV1a128: Sendable {
-    public private(set) var value: UInt128 = 0x6c62272e_07bb0142_62b82175_6295c58d
+package struct FNV1a128: Sendable {
+    package private(set) var value: UInt128 = 0x6c62272e_07bb0142_62b82175_6295c58d
     static let prime: UInt128 = 0x00000000_01000000_00000000_0000013b
 
-    public init() {}
+    package init() {}
 
-    public mutating func byte(_ byte: UInt8) {
+    package mutating func byte(_ byte: UInt8) {
         value ^= UInt128(byte)
         value = value &* FNV1a128.prime
     }
 
-    public mutating func bytes<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+    package mutating func bytes<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
         for byte in bytes { self.byte(byte) }
     }
 
     /// A tag byte, the 8-byte little-endian length, then the bytes.
-    public mutating func field(tag: UInt8, _ string: String) {
+    package mutating func field(tag: UInt8, _ string: String) {
         byte(tag)
         var length = UInt64(string.utf8.count)
         for _ in 0..<8 {

@@ -28,7 +28,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     let stableHeaders: [String: String]
     /// Headers specific to this caller (request id, forwarding headers, and every forwarded header when the call is
     /// not shared); added by ``ForwardingHeadersPlugin`` so they do not split a coalesced flight.
-    let perRequestHeaders: HTTPWire.HTTPHeaders
+    let perRequestHeaders: HTTPFields
     /// The coalescing key when this request may share an upstream call; `nil` sends it alone.
     let flightKey: String?
     /// The route's whole-request timeout, if any.
@@ -53,7 +53,7 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
 
     init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
          streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
-         perRequestHeaders: HTTPWire.HTTPHeaders, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
+         perRequestHeaders: HTTPFields, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
          callerKey: Int? = nil, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) {
         self.callerKey = callerKey
         self.provider = provider

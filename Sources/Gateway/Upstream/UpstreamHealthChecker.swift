@@ -1,4 +1,4 @@
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import Locking
 import Logging
@@ -50,7 +50,7 @@ final class UpstreamHealthChecker: Sendable {
         let name: String
         let origin: HTTPOrigin
         let path: String
-        let headers: HTTPHeaders
+        let headers: HTTPFields
         let configuration: HTTPClient.Configuration
 
         init(upstream: UpstreamConfig, check: HealthCheckConfig) {

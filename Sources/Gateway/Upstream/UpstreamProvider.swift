@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import Logging
 import CoreMetrics
@@ -25,7 +25,7 @@ final class UpstreamProvider: Sendable {
     let responder: StubResponder?
     /// A stub upstream's response headers as the client gets them, all but the request id (see
     /// ``ProxyHeaders/downstream(from:received:)``): made once, since answers from the stub carry no transport head.
-    let stubResponseHeaders: HTTPWire.HTTPHeaders?
+    let stubResponseHeaders: HTTPFields?
     /// A stub upstream's body, as an array made once (its answers carry it as `Data`).
     private let stubBody: [UInt8]?
     /// The origin requests go to (`http://stub.invalid` for a stub), computed once. The same string is the transport
@@ -146,7 +146,7 @@ final class UpstreamProvider: Sendable {
         let samples = stub.map(StubSamples.init)
         self.latency = sampler
         self.stubResponseHeaders = stub.map { stub in
-            ProxyHeaders.downstream(from: HTTPWire.HTTPHeaders(stub.headers.map { ($0.name, $0.value) }))
+            ProxyHeaders.downstream(from: HTTPFields(stub.headers.map { ($0.name, $0.value) }))
         }
         self.stubBody = stub?.body
         // One closure for every endpoint of this upstream, rather than one made per request.

@@ -1,6 +1,6 @@
 import CoreMetrics
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import Logging
 import Moya
 import NetCore

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 import NetCore
 import Synchronization
@@ -21,11 +21,11 @@ final class WebSocketTunnel: Sendable {
     /// The route's `websocket.idle_timeout`; nil leaves the upstream's `timeout.response`.
     let idleTimeout: Duration?
     /// The fields that turn the upstream request into the handshake (the client's own were dropped as hop-by-hop).
-    let upstreamFields: HTTPHeaders
+    let upstreamFields: HTTPFields
     /// The `Sec-WebSocket-Key` the upstream is sent: the client's, or over HTTP/2 the gateway's own.
     private let key: String?
 
-    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPHeaders, key: String?,
+    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPFields, key: String?,
                  registry: OpenTunnels?) {
         self.source = source
         self.registry = registry
@@ -41,7 +41,7 @@ final class WebSocketTunnel: Sendable {
     static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider,
                         registry: OpenTunnels? = nil) -> WebSocketTunnel? {
         guard relays(request, route: route, upstream: upstream), let input = request.upgradeInput else { return nil }
-        var fields: HTTPHeaders = ["Connection": "Upgrade", "Upgrade": "websocket"]
+        var fields: HTTPFields = ["Connection": "Upgrade", "Upgrade": "websocket"]
         var key = request.head.headers.first(name: "Sec-WebSocket-Key")
         if request.head.version == .http2 {
             // RFC 8441 has no key: the upstream's HTTP/1.1 handshake needs one (RFC 6455 §4.1), and its accept value
@@ -57,7 +57,7 @@ final class WebSocketTunnel: Sendable {
     /// Whether an upstream's 101 carries the `Sec-WebSocket-Accept` its key calls for (RFC 6455 §4.2.2): one that does
     /// not has not understood the handshake (or answered another one), and the tunnel is not opened. A client that
     /// sent no key is the upstream's to refuse, and is not checked here.
-    func isAccepted(by headers: HTTPHeaders) -> Bool {
+    func isAccepted(by headers: HTTPFields) -> Bool {
         guard let key else { return true }
         guard let accept = headers.first(name: "Sec-WebSocket-Accept") else { return false }
         return accept == Self.acceptValue(for: key)

@@ -1,9 +1,9 @@
-/// The storage behind ``HTTPHeaders``: one heap block holding the field entries and, after them, the bytes of every
+/// The storage behind ``HTTPFields``: one heap block holding the field entries and, after them, the bytes of every
 /// name and value, back to back. An entry is a few integers (``HTTPFieldEntry``), so reading, iterating and copying
 /// fields between lists costs no reference counting per field, and no `String` is made unless one is asked for.
 ///
-/// Copy-on-write: ``HTTPHeaders`` mutates a storage only while it holds the one reference to it, and copies it
-/// otherwise (which is why ``HTTPHeaders`` is `Sendable`: a shared storage is never written). A field changed or removed leaves its old bytes in place (unreferenced); a copy or a growth writes only
+/// Copy-on-write: ``HTTPFields`` mutates a storage only while it holds the one reference to it, and copies it
+/// otherwise (which is why ``HTTPFields`` is `Sendable`: a shared storage is never written). A field changed or removed leaves its old bytes in place (unreferenced); a copy or a growth writes only
 /// the bytes still referenced.
 @usableFromInline
 final class HTTPFieldStorage: ManagedBuffer<HTTPFieldStorage.Header, UInt8> {
@@ -122,7 +122,7 @@ struct HTTPFieldEntries {
     }
 }
 
-/// One field of an ``HTTPHeaders`` list: where its name and value lie in the list's bytes, and the name's token.
+/// One field of an ``HTTPFields`` list: where its name and value lie in the list's bytes, and the name's token.
 @usableFromInline
 struct HTTPFieldEntry: Sendable, BitwiseCopyable {
     @usableFromInline var nameStart: UInt32

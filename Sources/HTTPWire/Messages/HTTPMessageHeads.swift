@@ -1,12 +1,12 @@
 /// The head of an HTTP request: method, target, version and header fields.
-public struct HTTPRequestHead: Sendable, Hashable {
-    public var method: HTTPMethod
+package struct HTTPRequestHead: Sendable, Hashable {
+    package var method: HTTPMethod
     /// The request target exactly as sent (origin form `/path?query` for normal requests).
-    public var target: String
-    public var version: HTTPVersion
-    public var headers: HTTPHeaders
+    package var target: String
+    package var version: HTTPVersion
+    package var headers: HTTPFields
 
-    public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders()) {
+    package init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPFields = HTTPFields()) {
         self.method = method
         self.target = target
         self.version = version
@@ -14,19 +14,19 @@ public struct HTTPRequestHead: Sendable, Hashable {
     }
 
     /// The path part of the target (before `?`).
-    public var path: Substring {
+    package var path: Substring {
         target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? Substring(target)
     }
 
     /// The query part of the target (after `?`), if any.
-    public var query: Substring? {
+    package var query: Substring? {
         guard let mark = target.firstIndex(of: "?") else { return nil }
         return target[target.index(after: mark)...]
     }
 
     /// Whether the client asked for the connection to stay open after this exchange (HTTP/1.0 needs
     /// `Connection: keep-alive`; HTTP/1.1 stays open unless `Connection: close`).
-    public var wantsKeepAlive: Bool {
+    package var wantsKeepAlive: Bool {
         if headers.containsToken("close", name: "Connection") { return false }
         if version >= .http1_1 { return true }
         return headers.containsToken("keep-alive", name: "Connection")
@@ -34,13 +34,13 @@ public struct HTTPRequestHead: Sendable, Hashable {
 }
 
 /// The head of an HTTP response: version, status, reason phrase and header fields.
-public struct HTTPResponseHead: Sendable, Hashable {
-    public var version: HTTPVersion
-    public var status: Int
-    public var reason: String
-    public var headers: HTTPHeaders
+package struct HTTPResponseHead: Sendable, Hashable {
+    package var version: HTTPVersion
+    package var status: Int
+    package var reason: String
+    package var headers: HTTPFields
 
-    public init(status: Int, reason: String? = nil, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders()) {
+    package init(status: Int, reason: String? = nil, version: HTTPVersion = .http1_1, headers: HTTPFields = HTTPFields()) {
         self.version = version
         self.status = status
         self.reason = reason ?? HTTPStatus.reasonPhrase(for: status)
@@ -49,13 +49,13 @@ public struct HTTPResponseHead: Sendable, Hashable {
 
     /// Replaces the status, and the reason phrase with the new status's own (a `400 Bad Request` made a 408 reads
     /// `408 Request Timeout`, not `408 Bad Request`).
-    public mutating func replaceStatus(with status: Int) {
+    package mutating func replaceStatus(with status: Int) {
         self.status = status
         reason = HTTPStatus.reasonPhrase(for: status)
     }
 
     /// Whether a response with this status never carries a body (1xx, 204, 304).
-    public var statusForbidsBody: Bool {
+    package var statusForbidsBody: Bool {
         (100..<200).contains(status) || status == 204 || status == 304
     }
 }

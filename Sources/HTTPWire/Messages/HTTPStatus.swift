@@ -1,7 +1,7 @@
 /// Reason phrases for the status codes an HTTP server commonly sends.
-public enum HTTPStatus {
+package enum HTTPStatus {
     /// The standard reason phrase for `status`, or an empty string for an unknown code.
-    public static func reasonPhrase(for status: Int) -> String {
+    package static func reasonPhrase(for status: Int) -> String {
         switch status {
         case 100: return "Continue"
         case 101: return "Switching Protocols"

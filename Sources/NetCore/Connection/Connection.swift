@@ -4,7 +4,7 @@ import Glibc
 import CNetShims
 
 /// Receives a ``Connection``'s events on its loop thread.
-public protocol ConnectionDelegate: AnyObject {
+package protocol ConnectionDelegate: AnyObject {
     /// The connection is ready for application bytes (after connect and any TLS handshake).
     func connectionDidBecomeActive(_ connection: Connection)
     /// Application bytes arrived (decrypted when TLS). Valid only during the call.
@@ -18,31 +18,31 @@ public protocol ConnectionDelegate: AnyObject {
 }
 
 extension ConnectionDelegate {
-    public func connectionDidBecomeActive(_ connection: Connection) {}
-    public func connectionDidReadEOF(_ connection: Connection) { connection.close() }
-    public func connectionDidDrainWrites(_ connection: Connection) {}
+    package func connectionDidBecomeActive(_ connection: Connection) {}
+    package func connectionDidReadEOF(_ connection: Connection) { connection.close() }
+    package func connectionDidDrainWrites(_ connection: Connection) {}
 }
 
 /// A non-blocking TCP connection owned by one ``EventLoop``, registered once edge-triggered, with an optional TLS layer
 /// over memory BIOs and a write queue flushed with `writev`.
 ///
 /// All methods must be called on the loop's thread.
-public final class Connection: EventLoopHandler {
+package final class Connection: EventLoopHandler {
     // State is `@exclusivity(unchecked)` where no access can overlap another: it is touched only on the loop thread,
     // and it is a scalar, a reference only ever read or assigned whole, or a value (the write queue) whose in-place
     // mutations call nothing that could reach it again. The runtime's dynamic check (a thread-local access-set update
     // per access, dozens per request) would buy nothing there. Anything mutated in place across a call out (a delegate,
     // a closure) must keep the check.
-    public let loop: EventLoop
-    @exclusivity(unchecked) public private(set) var fd: Int32
+    package let loop: EventLoop
+    @exclusivity(unchecked) package private(set) var fd: Int32
     /// Held strongly until the connection closes (the close breaks the cycle): a weak reference cost a side-table
     /// load on every read and drained write.
-    @exclusivity(unchecked) public var delegate: (any ConnectionDelegate)?
-    public let remoteAddress: SocketAddress?
+    @exclusivity(unchecked) package var delegate: (any ConnectionDelegate)?
+    package let remoteAddress: SocketAddress?
     /// Free for the owner: e.g. a deadline in ``EventLoop/now()`` nanoseconds checked by a sweep.
-    @exclusivity(unchecked) public var deadline: UInt64 = 0
+    @exclusivity(unchecked) package var deadline: UInt64 = 0
     /// Time of the last write progress, for send timeouts.
-    @exclusivity(unchecked) public private(set) var lastWriteProgress: UInt64 = 0
+    @exclusivity(unchecked) package private(set) var lastWriteProgress: UInt64 = 0
 
     private let tls: TLSSession?
     @exclusivity(unchecked) private var connecting: Bool
@@ -72,24 +72,24 @@ public final class Connection: EventLoopHandler {
     private var writeFailure: SystemError?
     @exclusivity(unchecked) private var writeQueue: [[UInt8]] = []
     @exclusivity(unchecked) private var writeOffset = 0
-    @exclusivity(unchecked) public private(set) var pendingWriteBytes = 0
+    @exclusivity(unchecked) package private(set) var pendingWriteBytes = 0
     /// Bytes handed to the kernel so far (ciphertext over TLS), for minimum-rate checks.
-    @exclusivity(unchecked) public private(set) var bytesSent = 0
+    @exclusivity(unchecked) package private(set) var bytesSent = 0
     /// Plaintext written before the TLS handshake finished.
     @exclusivity(unchecked) private var plaintextBeforeHandshake: [[UInt8]] = []
 
     /// Whether this connection speaks TLS.
-    public var isTLS: Bool { tls != nil }
+    package var isTLS: Bool { tls != nil }
     /// Whether the connection is closed, or closing after a failed write (what the peer sent before may still be
     /// delivered; nothing more is written), or lingering before it closes.
-    public var isClosed: Bool { closed || writeFailure != nil || lingeringUntil != 0 }
+    package var isClosed: Bool { closed || writeFailure != nil || lingeringUntil != 0 }
     /// The ALPN protocol agreed in the TLS handshake.
-    public var negotiatedProtocol: String? { tls?.negotiatedProtocol }
+    package var negotiatedProtocol: String? { tls?.negotiatedProtocol }
     /// The peer's certificate once the TLS handshake is done (the server's; or the client's under mutual TLS).
-    public var peerCertificate: TLSPeerCertificate? { tls?.peerCertificate }
+    package var peerCertificate: TLSPeerCertificate? { tls?.peerCertificate }
 
     /// Wraps an accepted socket; call ``start()`` to register it.
-    public init(acceptedFD fd: Int32, loop: EventLoop, remoteAddress: SocketAddress?, tls: TLSContext?) throws {
+    package init(acceptedFD fd: Int32, loop: EventLoop, remoteAddress: SocketAddress?, tls: TLSContext?) throws {
         self.fd = fd
         self.loop = loop
         self.remoteAddress = remoteAddress
@@ -99,7 +99,7 @@ public final class Connection: EventLoopHandler {
 
     /// Starts a connection to `address` (a numeric address), TLS when `tls` is given with `serverName` for SNI and
     /// the host-name check. The delegate hears ``ConnectionDelegate/connectionDidBecomeActive(_:)`` or a close.
-    public init(connectingTo address: SocketAddress, loop: EventLoop, tls: TLSContext?, serverName: String?) throws {
+    package init(connectingTo address: SocketAddress, loop: EventLoop, tls: TLSContext?, serverName: String?) throws {
         let (fd, connected) = try Socket.startConnect(to: address)
         self.fd = fd
         self.loop = loop
@@ -114,7 +114,7 @@ public final class Connection: EventLoopHandler {
     }
 
     /// Registers with the loop and starts reading.
-    public func start() throws {
+    package func start() throws {
         lastWriteProgress = EventLoop.now()
         do {
             try loop.register(fd: fd, handler: self)
@@ -125,7 +125,7 @@ public final class Connection: EventLoopHandler {
         if !connecting { didConnect() }
     }
 
-    public func handleEvents(_ events: UInt32) {
+    package func handleEvents(_ events: UInt32) {
         if closed { return }
         if connecting {
             if events & (cns_EPOLLOUT() | cns_EPOLLERR() | cns_EPOLLHUP()) != 0 {
@@ -172,10 +172,10 @@ public final class Connection: EventLoopHandler {
     // MARK: Reading
 
     /// Stops reading until ``resumeReading()`` (back-pressure); the kernel buffer then throttles the peer.
-    public func pauseReading() { readPaused = true }
+    package func pauseReading() { readPaused = true }
 
     /// Starts reading again, picking up bytes that arrived while paused.
-    public func resumeReading() {
+    package func resumeReading() {
         guard readPaused else { return }
         readPaused = false
         if readPending && !closed {
@@ -281,7 +281,7 @@ public final class Connection: EventLoopHandler {
     // MARK: Writing
 
     /// Queues `bytes` and writes as much as the socket takes now.
-    public func write(_ bytes: [UInt8]) {
+    package func write(_ bytes: [UInt8]) {
         guard !closed, writeFailure == nil, lingeringUntil == 0, !bytes.isEmpty else { return }
         if let tls {
             guard active else {
@@ -468,7 +468,7 @@ public final class Connection: EventLoopHandler {
     /// still sends until it closes its side, sends nothing for `lingering.idle`, `lingering.limit` has passed, or
     /// `lingering.maxBytes` were dropped (nginx's lingering close, with a byte bound). It counts as closed meanwhile
     /// (``isClosed``): nothing more is written or delivered.
-    public func closeAfterFlush(lingering: LingeringClose? = nil) {
+    package func closeAfterFlush(lingering: LingeringClose? = nil) {
         guard !closed, lingeringUntil == 0 else { return }
         if let lingering { lingerAfterWrites = lingering }
         if let tls, active {
@@ -515,7 +515,7 @@ public final class Connection: EventLoopHandler {
     }
 
     /// Closes now, dropping unwritten bytes.
-    public func close(error: (any Error)? = nil) {
+    package func close(error: (any Error)? = nil) {
         guard !closed else { return }
         if flushScheduled {
             // What was written before the close (a TLS alert, a last response) goes out first, as far as the socket
@@ -537,7 +537,7 @@ public final class Connection: EventLoopHandler {
     }
 
     /// Closes with a TCP RST instead of FIN, for connections in an unknown state.
-    public func reset() {
+    package func reset() {
         guard !closed else { return }
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
@@ -547,7 +547,7 @@ public final class Connection: EventLoopHandler {
 
 extension Connection {
     /// Closes a socket that was accepted but will not be served (over the connection limit, draining).
-    public static func closeAccepted(_ fd: Int32) {
+    package static func closeAccepted(_ fd: Int32) {
         Glibc.close(fd)
     }
 }

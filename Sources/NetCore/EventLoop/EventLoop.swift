@@ -8,7 +8,7 @@ import Synchronization
 /// Something registered with an ``EventLoop`` that wants readiness events for its file descriptor.
 ///
 /// Handlers live on the loop's thread: the loop calls them only from there.
-public protocol EventLoopHandler: AnyObject {
+package protocol EventLoopHandler: AnyObject {
     /// Called with the `epoll` event bits (`EPOLLIN`, `EPOLLOUT`, `EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`).
     func handleEvents(_ events: UInt32)
 }
@@ -17,7 +17,7 @@ public protocol EventLoopHandler: AnyObject {
 ///
 /// A loop is also a `TaskExecutor`: `Task(executorPreference: loop)` keeps async work on the loop's thread, so a request
 /// can travel from accept to response on one thread.
-public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringConvertible {
+package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringConvertible {
     private struct Registration {
         var handler: EventLoopHandler
         var generation: UInt32
@@ -39,10 +39,10 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     private let wakeFD: Int32
     /// The loop thread's id, written once before the loop runs.
     private let threadID = Atomic<UInt>(0)
-    public let index: Int
+    package let index: Int
     /// Whether the loop started sending in batches through io_uring (false where io_uring is unavailable: an old
     /// kernel, a container's seccomp profile, `kernel.io_uring_disabled`). It stops if the kernel refuses such a send.
-    public let sendsInBatches: Bool
+    package let sendsInBatches: Bool
     /// A read buffer shared by every connection of this loop (used only on the loop thread, only during a read).
     let readScratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Plaintext buffer for TLS reads, likewise shared.
@@ -74,14 +74,14 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     /// One clock read per round serves every per-request timestamp that coarse timeouts read (last activity, write
     /// progress, the `Date` header's second), as in nginx: at most one round stale, where a round is a few
     /// milliseconds at worst, against timeouts of seconds.
-    @exclusivity(unchecked) public private(set) var roundTime: UInt64 = EventLoop.now()
+    @exclusivity(unchecked) package private(set) var roundTime: UInt64 = EventLoop.now()
     private var nextTickHandlerID = 0
 
     /// Creates a loop and starts its thread.
     ///
     /// - Parameter batchedSends: send the writes of a round for all connections with one system call (io_uring) when
     ///   the kernel allows it (see ``sendsInBatches``); otherwise, and when false, one `sendmsg` per connection.
-    public init(index: Int = 0, batchedSends: Bool = true) throws {
+    package init(index: Int = 0, batchedSends: Bool = true) throws {
         self.index = index
         batchSender = batchedSends ? BatchSender() : nil
         sendsInBatches = batchSender != nil
@@ -107,27 +107,27 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         iovecScratch.deallocate()
     }
 
-    public var description: String { "EventLoop(\(index))" }
+    package var description: String { "EventLoop(\(index))" }
 
     /// Whether the caller runs on this loop's thread.
-    public var inEventLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
+    package var inEventLoop: Bool { threadID.load(ordering: .acquiring) == UInt(pthread_self()) }
 
     /// Runs `work` on the loop's thread, soon; from the loop itself it runs after the current event.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
+    package func execute(_ work: @escaping @Sendable () -> Void) {
         enqueue(.closure(work))
     }
 
     /// Runs `work` now if on the loop thread, else on the loop soon.
-    public func executeSoonOrNow(_ work: @escaping @Sendable () -> Void) {
+    package func executeSoonOrNow(_ work: @escaping @Sendable () -> Void) {
         if inEventLoop { work() } else { enqueue(.closure(work)) }
     }
 
     /// Enqueues non-Sendable work from the loop thread itself (e.g. deferring a callback to after the current event).
-    public func executeLocally(_ work: @escaping () -> Void) {
+    package func executeLocally(_ work: @escaping () -> Void) {
         localJobs.append(.closure(work))
     }
 
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         enqueue(.task(UnownedJob(job)))
     }
 
@@ -146,7 +146,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     // MARK: Registration
 
     /// Registers `fd` once, edge-triggered, for input, output and hang-up. Call on the loop thread.
-    public func register(fd: Int32, handler: EventLoopHandler) throws {
+    package func register(fd: Int32, handler: EventLoopHandler) throws {
         precondition(inEventLoop, "register must run on the loop thread")
         let generation = nextGeneration
         nextGeneration &+= 1
@@ -157,7 +157,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     }
 
     /// Registers a listening socket for input only, edge-triggered.
-    public func registerListener(fd: Int32, handler: EventLoopHandler) throws {
+    package func registerListener(fd: Int32, handler: EventLoopHandler) throws {
         precondition(inEventLoop, "register must run on the loop thread")
         let generation = nextGeneration
         nextGeneration &+= 1
@@ -177,7 +177,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     }
 
     /// Removes `fd`; call before closing it.
-    public func deregister(fd: Int32) {
+    package func deregister(fd: Int32) {
         let index = Int(fd)
         guard index >= 0, index < registrations.count, registrations[index] != nil else { return }
         registrations[index] = nil
@@ -188,7 +188,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
 
     /// Calls `body` on the loop thread at `deadline` (monotonic nanoseconds, see ``EventLoop/now()``).
     @discardableResult
-    public func schedule(atNanoseconds deadline: UInt64, _ body: @escaping () -> Void) -> LoopTimer {
+    package func schedule(atNanoseconds deadline: UInt64, _ body: @escaping () -> Void) -> LoopTimer {
         let timer = LoopTimer(deadline: deadline, body: body)
         if inEventLoop {
             timers.insert(timer)
@@ -201,13 +201,13 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
 
     /// Calls `body` on the loop thread after `delay`.
     @discardableResult
-    public func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
+    package func schedule(after delay: Duration, _ body: @escaping () -> Void) -> LoopTimer {
         schedule(atNanoseconds: EventLoop.now() &+ delay.nanoseconds, body)
     }
 
     /// Adds a handler called about every 250 ms with the current time, for coarse deadline sweeps
     /// (connection timeouts) that cost nothing per request. Returns an id for ``removeTickHandler(_:)``.
-    public func addTickHandler(_ body: @escaping (UInt64) -> Void) -> Int {
+    package func addTickHandler(_ body: @escaping (UInt64) -> Void) -> Int {
         precondition(inEventLoop, "tick handlers are added on the loop thread")
         nextTickHandlerID += 1
         tickHandlers.append((nextTickHandlerID, body))
@@ -215,7 +215,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
         return nextTickHandlerID
     }
 
-    public func removeTickHandler(_ id: Int) {
+    package func removeTickHandler(_ id: Int) {
         tickHandlers.removeAll { $0.id == id }
     }
 
@@ -229,7 +229,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     }
 
     /// Monotonic clock in nanoseconds.
-    public static func now() -> UInt64 {
+    package static func now() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
@@ -337,7 +337,7 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
     // MARK: Running
 
     /// Asks the loop to finish its queued work and exit its thread.
-    public func shutdown() {
+    package func shutdown() {
         stopRequested.store(true, ordering: .releasing)
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
@@ -444,14 +444,14 @@ public final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCon
 }
 
 /// Wraps a value the compiler cannot prove Sendable when the code guarantees it is used on one thread at a time.
-public struct UncheckedSendable<Value>: @unchecked Sendable {
-    public var value: Value
-    public init(_ value: Value) { self.value = value }
+package struct UncheckedSendable<Value>: @unchecked Sendable {
+    package var value: Value
+    package init(_ value: Value) { self.value = value }
 }
 
 extension Duration {
     /// The duration in whole nanoseconds, clamped to zero and `UInt64.max`.
-    public var nanoseconds: UInt64 {
+    package var nanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         // A negative duration of less than a second has whole seconds 0 and negative attoseconds.
         guard seconds >= 0, attoseconds >= 0 else { return 0 }

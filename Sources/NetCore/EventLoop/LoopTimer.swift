@@ -1,5 +1,5 @@
 /// A one-shot timer on an ``EventLoop``. Cancel it from the loop thread.
-public final class LoopTimer: @unchecked Sendable {
+package final class LoopTimer: @unchecked Sendable {
     let deadline: UInt64
     private var body: (() -> Void)?
 
@@ -9,10 +9,10 @@ public final class LoopTimer: @unchecked Sendable {
     }
 
     /// Whether ``cancel()`` ran or the timer fired.
-    public var isCancelled: Bool { body == nil }
+    package var isCancelled: Bool { body == nil }
 
     /// Stops the timer from firing; releases what its body captured.
-    public func cancel() { body = nil }
+    package func cancel() { body = nil }
 
     func fire() {
         let run = body

@@ -5,11 +5,11 @@ import CNetShims
 import Dispatch
 
 /// Blocking work (name resolution, file reads) run on a thread pool, never on a loop thread.
-public enum OffLoop {
+package enum OffLoop {
     private static let queue = DispatchQueue(label: "moya-gateway.blocking", attributes: .concurrent)
 
     /// Runs `work` on the blocking pool and returns its result.
-    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 continuation.resume(with: Result { try work() })
@@ -18,7 +18,7 @@ public enum OffLoop {
     }
 
     /// Resolves `host` to socket addresses with `getaddrinfo` off the loop; numeric hosts resolve without a lookup.
-    public static func resolve(host: String, port: Int) async throws -> [SocketAddress] {
+    package static func resolve(host: String, port: Int) async throws -> [SocketAddress] {
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if let numeric = SocketAddress(numericHost: bare, port: port) { return [numeric] }
         if bare == "localhost", let loopback = SocketAddress(numericHost: "127.0.0.1", port: port) { return [loopback] }
@@ -49,7 +49,7 @@ public enum OffLoop {
     }
 
     /// Reads a whole file off the loop.
-    public static func readFile(_ path: String) async throws -> [UInt8] {
+    package static func readFile(_ path: String) async throws -> [UInt8] {
         try await run {
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw SystemError.last("open \(path)") }

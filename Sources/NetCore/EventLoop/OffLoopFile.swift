@@ -5,9 +5,9 @@ import Glibc
 /// A regular file opened for reading in ranges, every read done on ``OffLoop``'s blocking pool (never on a loop
 /// thread). The descriptor stays open until the last reference goes away, so every range comes from the file that was
 /// opened, whatever happens to its path meanwhile.
-public final class OffLoopFile: Sendable {
+package final class OffLoopFile: Sendable {
     /// The file's size when it was opened.
-    public let size: Int64
+    package let size: Int64
     private let fd: Int32
 
     private init(fd: Int32, size: Int64) {
@@ -19,7 +19,7 @@ public final class OffLoopFile: Sendable {
 
     /// Opens `path` for reading and takes its size, off the loop.
     /// - Throws: ``SystemError`` when it cannot be opened or is not a regular file.
-    public static func open(_ path: String) async throws -> OffLoopFile {
+    package static func open(_ path: String) async throws -> OffLoopFile {
         try await OffLoop.run {
             let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { throw SystemError.last("open \(path)") }
@@ -39,7 +39,7 @@ public final class OffLoopFile: Sendable {
 
     /// Reads up to `maxCount` bytes at `offset` with one `pread`, off the loop. Empty at the end of the file; fewer
     /// than asked may come back before it (the next read goes on from there).
-    public func read(at offset: Int64, maxCount: Int) async throws -> [UInt8] {
+    package func read(at offset: Int64, maxCount: Int) async throws -> [UInt8] {
         guard maxCount > 0, offset >= 0 else { return [] }
         return try await OffLoop.run { [fd] in
             var bytes = [UInt8](repeating: 0, count: maxCount)

@@ -9,9 +9,9 @@ import CNetShims
 /// after a short pause or as soon as ``resumeAccepting()`` is called (when a connection closes). Each such failure is
 /// reported to `onAcceptFailure`, so that the owner can count it and say so (the connections waiting meanwhile stay in
 /// the kernel's backlog, unanswered).
-public final class Listener: EventLoopHandler {
-    public let loop: EventLoop
-    public let address: SocketAddress
+package final class Listener: EventLoopHandler {
+    package let loop: EventLoop
+    package let address: SocketAddress
     private var fd: Int32
     private let onAccept: (Int32, SocketAddress?) -> Void
     private let onAcceptFailure: ((Int32) -> Void)?
@@ -23,7 +23,7 @@ public final class Listener: EventLoopHandler {
     /// port its first loop bound; see ``Socket/listen(on:backlog:joiningOwnListener:)``). `onAcceptFailure` runs on
     /// the loop with the `errno` of each accept that failed for want of resources (`EMFILE`, `ENFILE`, `ENOBUFS`,
     /// `ENOMEM`), before the pause.
-    public init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024, joiningOwnListener: Bool = false,
+    package init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024, joiningOwnListener: Bool = false,
                 onAcceptFailure: ((Int32) -> Void)? = nil,
                 onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
         self.fd = try Socket.listen(on: address, backlog: backlog, joiningOwnListener: joiningOwnListener)
@@ -34,17 +34,17 @@ public final class Listener: EventLoopHandler {
     }
 
     /// Registers with the loop; call on the loop thread.
-    public func start() throws {
+    package func start() throws {
         try loop.registerListener(fd: fd, handler: self)
         acceptAll()
     }
 
-    public func handleEvents(_ events: UInt32) {
+    package func handleEvents(_ events: UInt32) {
         acceptAll()
     }
 
     /// Accepts again after a descriptor shortage.
-    public func resumeAccepting() {
+    package func resumeAccepting() {
         guard paused, fd >= 0 else { return }
         paused = false
         retryTimer?.cancel()
@@ -87,7 +87,7 @@ public final class Listener: EventLoopHandler {
     }
 
     /// Stops listening; connections already accepted are not affected.
-    public func close() {
+    package func close() {
         guard fd >= 0 else { return }
         retryTimer?.cancel()
         loop.deregister(fd: fd)

@@ -4,13 +4,13 @@ import Glibc
 import CNetShims
 
 /// Thin wrappers over the socket system calls the loops use. Every socket is non-blocking and close-on-exec.
-public enum Socket {
+package enum Socket {
     /// Opens a listening socket on `address` with `SO_REUSEADDR` and `SO_REUSEPORT`, so each loop can have its own.
     ///
     /// `SO_REUSEPORT` alone would let any process of the same user bind a port already listened on and silently take
     /// part of its connections. So unless `joiningOwnListener` (a further loop of one server joining the port its
     /// first loop bound), the port is first checked with a plain bind: `EADDRINUSE` when anyone listens there.
-    public static func listen(on address: SocketAddress, backlog: Int32 = 1024, joiningOwnListener: Bool = false) throws -> Int32 {
+    package static func listen(on address: SocketAddress, backlog: Int32 = 1024, joiningOwnListener: Bool = false) throws -> Int32 {
         if !joiningOwnListener && address.port != 0 { try checkNotListened(address) }
         let domain = address.family == .ipv4 ? AF_INET : AF_INET6
         let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -53,7 +53,7 @@ public enum Socket {
     }
 
     /// The port a socket is bound to (useful after binding port 0).
-    public static func localAddress(of fd: Int32) -> SocketAddress? {
+    package static func localAddress(of fd: Int32) -> SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {
@@ -63,7 +63,7 @@ public enum Socket {
     }
 
     /// Starts a non-blocking connect; returns the socket and whether it already completed.
-    public static func startConnect(to address: SocketAddress) throws -> (fd: Int32, connected: Bool) {
+    package static func startConnect(to address: SocketAddress) throws -> (fd: Int32, connected: Bool) {
         let domain = address.family == .ipv4 ? AF_INET : AF_INET6
         let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError.last("socket") }
@@ -77,7 +77,7 @@ public enum Socket {
     }
 
     /// The pending error of a socket (`SO_ERROR`), 0 when none.
-    public static func pendingError(_ fd: Int32) -> Int32 {
+    package static func pendingError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length)
@@ -85,13 +85,13 @@ public enum Socket {
     }
 
     /// Turns off Nagle's algorithm, so a response's last segment is not held for a delayed ACK.
-    public static func setNoDelay(_ fd: Int32) {
+    package static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Ignores SIGPIPE process-wide, so a write to a closed peer is an `EPIPE` error, not a crash.
-    public static func ignoreSIGPIPE() {
+    package static func ignoreSIGPIPE() {
         signal(SIGPIPE, SIG_IGN)
     }
 }

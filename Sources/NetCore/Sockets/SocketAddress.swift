@@ -4,16 +4,16 @@ import Glibc
 import CNetShims
 
 /// An IPv4 or IPv6 socket address.
-public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
-    public enum Family: Sendable, Hashable { case ipv4, ipv6 }
+package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
+    package enum Family: Sendable, Hashable { case ipv4, ipv6 }
 
-    public let family: Family
+    package let family: Family
     /// Numeric host (`127.0.0.1`, `::1`).
-    public let host: String
-    public let port: Int
+    package let host: String
+    package let port: Int
 
     /// Parses a numeric IPv4 or IPv6 address (no brackets) and a port.
-    public init?(numericHost host: String, port: Int) {
+    package init?(numericHost host: String, port: Int) {
         guard (0...65535).contains(port) else { return nil }
         var v4 = in_addr()
         var v6 = in6_addr()
@@ -29,7 +29,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `host:port` or `[v6]:port` with a numeric host (`localhost` is taken as 127.0.0.1).
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         var hostPart: Substring
         var portPart: Substring
         if text.hasPrefix("[") {
@@ -49,7 +49,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         self.init(numericHost: String(hostPart), port: port)
     }
 
-    public var description: String { family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// Calls `body` with this address as a `sockaddr`.
     func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {

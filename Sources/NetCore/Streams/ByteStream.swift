@@ -3,8 +3,8 @@ import Locking
 /// A single-consumer async stream of byte chunks with back-pressure: the producer (a connection on its loop) is told to
 /// pause when more than `highWaterMark` bytes are buffered and to resume once the consumer has taken them below
 /// `lowWaterMark`.
-public final class ByteStream: AsyncSequence, Sendable {
-    public typealias Element = [UInt8]
+package final class ByteStream: AsyncSequence, Sendable {
+    package typealias Element = [UInt8]
 
     private struct State {
         var chunks: [[UInt8]] = []
@@ -30,7 +30,7 @@ public final class ByteStream: AsyncSequence, Sendable {
     ///   - onDemand: called when the consumer has drained a paused producer's backlog.
     ///   - onRelease: called once, when the last reference to the stream goes away; a producer that holds the stream
     ///     only weakly learns here that nobody will read what it has not produced yet.
-    public init(highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {},
+    package init(highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {},
                 onRelease: @escaping @Sendable () -> Void = {}) {
         self.highWaterMark = highWaterMark
         self.lowWaterMark = lowWaterMark
@@ -41,7 +41,7 @@ public final class ByteStream: AsyncSequence, Sendable {
     deinit { onRelease() }
 
     /// A stream that already holds all of `bytes`.
-    public static func complete(_ bytes: [UInt8]) -> ByteStream {
+    package static func complete(_ bytes: [UInt8]) -> ByteStream {
         let stream = ByteStream()
         if !bytes.isEmpty { _ = stream.yield(bytes) }
         stream.finish()
@@ -50,7 +50,7 @@ public final class ByteStream: AsyncSequence, Sendable {
 
     /// Adds a chunk. Returns false when the producer should pause until `onDemand`.
     @discardableResult
-    public func yield(_ chunk: [UInt8]) -> Bool {
+    package func yield(_ chunk: [UInt8]) -> Bool {
         guard !chunk.isEmpty else { return true }
         let (waiter, keepGoing) = state.withLock { state -> (CheckedContinuation<[UInt8]?, any Error>?, Bool) in
             guard !state.finished else { return (nil, true) }
@@ -72,10 +72,10 @@ public final class ByteStream: AsyncSequence, Sendable {
     }
 
     /// Ends the stream normally.
-    public func finish() { end(nil) }
+    package func finish() { end(nil) }
 
     /// Ends the stream with an error the consumer will see after the buffered chunks.
-    public func fail(_ error: any Error) { end(error) }
+    package func fail(_ error: any Error) { end(error) }
 
     private func end(_ error: (any Error)?) {
         let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, any Error>? in
@@ -90,16 +90,16 @@ public final class ByteStream: AsyncSequence, Sendable {
     }
 
     /// Whether the producer has finished (normally or not).
-    public var isFinished: Bool { state.withLock { $0.finished } }
+    package var isFinished: Bool { state.withLock { $0.finished } }
 
     /// The bytes the producer has added so far, taken or not (a body cut short: how much of it arrived).
-    public var receivedByteCount: Int { state.withLock { $0.received } }
+    package var receivedByteCount: Int { state.withLock { $0.received } }
 
     /// The error the producer ended the stream with, if it failed.
-    public var failure: (any Error)? { state.withLock { $0.failure } }
+    package var failure: (any Error)? { state.withLock { $0.failure } }
 
     /// The bytes added and not taken by the consumer yet (what the stream holds in memory now).
-    public var bufferedByteCount: Int { state.withLock { $0.buffered } }
+    package var bufferedByteCount: Int { state.withLock { $0.buffered } }
 
     private enum Step {
         case chunk([UInt8], resumeProducer: Bool)
@@ -140,7 +140,7 @@ public final class ByteStream: AsyncSequence, Sendable {
     }
 
     /// The next chunk, or nil at the end.
-    public func next() async throws -> [UInt8]? {
+    package func next() async throws -> [UInt8]? {
         let step = state.withLock { take(&$0) }
         switch step {
         case .chunk(let chunk, let resume):
@@ -170,7 +170,7 @@ public final class ByteStream: AsyncSequence, Sendable {
     }
 
     /// Collects the whole stream, failing with ``ByteStreamError/tooLarge`` past `limit` bytes.
-    public func collect(upTo limit: Int) async throws -> [UInt8] {
+    package func collect(upTo limit: Int) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         while let chunk = try await next() {
             guard bytes.count + chunk.count <= limit else { throw ByteStreamError.tooLarge }
@@ -179,16 +179,16 @@ public final class ByteStream: AsyncSequence, Sendable {
         return bytes
     }
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         let stream: ByteStream
-        public mutating func next() async throws -> [UInt8]? { try await stream.next() }
+        package mutating func next() async throws -> [UInt8]? { try await stream.next() }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }
 }
 
 /// Errors from ``ByteStream``.
-public enum ByteStreamError: Error, Sendable, Hashable {
+package enum ByteStreamError: Error, Sendable, Hashable {
     /// The stream held more bytes than the caller allowed.
     case tooLarge
     /// The producer went away before finishing (connection closed or reset).

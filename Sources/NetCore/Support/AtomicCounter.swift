@@ -1,14 +1,14 @@
 import Synchronization
 
 /// A shareable atomic integer, for counts several loops update (open connections, requests).
-public final class AtomicCounter: Sendable {
+package final class AtomicCounter: Sendable {
     private let storage: Atomic<Int>
 
-    public init(_ value: Int = 0) { storage = Atomic(value) }
+    package init(_ value: Int = 0) { storage = Atomic(value) }
 
-    public var value: Int { storage.load(ordering: .relaxed) }
+    package var value: Int { storage.load(ordering: .relaxed) }
 
     /// Adds `delta` and returns the new value.
     @discardableResult
-    public func add(_ delta: Int) -> Int { storage.wrappingAdd(delta, ordering: .relaxed).newValue }
+    package func add(_ delta: Int) -> Int { storage.wrappingAdd(delta, ordering: .relaxed).newValue }
 }

@@ -2,9 +2,9 @@ import COpenSSL
 
 /// SHA-1 through OpenSSL, for protocols that still name it (the WebSocket handshake's accept value, RFC 6455 §4.2.2).
 /// Not for anything that needs collision resistance.
-public enum SHA1 {
+package enum SHA1 {
     /// The 20-byte digest of `bytes`.
-    public static func digest(_ bytes: [UInt8]) -> [UInt8] {
+    package static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 20)
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { raw in

@@ -5,7 +5,7 @@ import COpenSSL
 
 /// An OpenSSL `SSL_CTX` for a server (with SNI certificate choice, ALPN selection and optional client certificates)
 /// or a client (with verification and an optional client certificate).
-public final class TLSContext: @unchecked Sendable {
+package final class TLSContext: @unchecked Sendable {
     let context: OpaquePointer
     /// Contexts of the server's other certificates (index `i + 1` in ``serverNames``); owned by this context.
     private var alternates: [TLSContext] = []
@@ -14,12 +14,12 @@ public final class TLSContext: @unchecked Sendable {
     private var rejectUnknownServerNames = false
     /// ALPN protocols in wire format (length-prefixed).
     let alpnWire: [UInt8]
-    public let isServer: Bool
+    package let isServer: Bool
     let clientConfiguration: TLSClientConfiguration?
 
     /// Builds a server context; fails with the file and OpenSSL's reason when a certificate, key or CA file is
     /// unusable.
-    public convenience init(server configuration: TLSServerConfiguration) throws {
+    package convenience init(server configuration: TLSServerConfiguration) throws {
         try self.init(serverCertificate: configuration.defaultCertificate, configuration: configuration)
         rejectUnknownServerNames = configuration.rejectUnknownServerNames
         serverNames.add(names(of: configuration.defaultCertificate), index: 0)
@@ -147,7 +147,7 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// Builds a client context.
-    public init(client configuration: TLSClientConfiguration) throws {
+    package init(client configuration: TLSClientConfiguration) throws {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw TLSContext.lastError("SSL_CTX_new") }
         self.context = context
         self.isServer = false

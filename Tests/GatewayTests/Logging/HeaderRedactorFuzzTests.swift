@@ -58,7 +58,7 @@ import Testing
                     pairs.append((random.pick(Self.harmlessNames), random.filler() + "ok"))
                 }
             }
-            let redacted = redactor.redact(HTTPHeaders(pairs))
+            let redacted = redactor.redact(HTTPFields(pairs))
             let leaked = redacted.filter { $0.value.contains(Self.canary) }
             #expect(leaked.isEmpty, "seed \(seed) round \(round): \(pairs) left \(leaked.map(\.name))")
             #expect(redacted.count == pairs.count, "names and order kept")

@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct CoalescingKeyTests {
     func key(_ method: HTTPMethod = .get, url: String = "http://u:1/v1/x?b=2&a=1", vary: [String] = ["Accept"],
-             headers: HTTPHeaders = ["Accept": "application/json"], client: String? = nil) -> CoalescingKey? {
+             headers: HTTPFields = ["Accept": "application/json"], client: String? = nil) -> CoalescingKey? {
         CoalescingKey.make(method: method, upstream: "users", upstreamURL: url, varyHeaders: vary,
                            requestHeaders: headers, clientName: client)
     }
@@ -18,7 +18,7 @@ import Testing
 
     /// COAL-02: content negotiation, range and conditional headers are in every key, listed in `coalesce_vary` or not.
     @Test func headersThatSelectAVariantAreAlwaysInTheKey() {
-        let plain: HTTPHeaders = ["Accept": "application/json"]
+        let plain: HTTPFields = ["Accept": "application/json"]
         for (name, value) in [("Accept-Encoding", "gzip"), ("Accept-Language", "de"), ("Range", "bytes=0-9"),
                               ("If-Range", "\"v1\""), ("If-None-Match", "\"v1\""), ("If-Match", "\"v1\""),
                               ("If-Modified-Since", "Sat, 28 Nov 2026 03:00:00 GMT"),
@@ -93,7 +93,7 @@ import Testing
         let canary = "canary-\(UInt64.random(in: 0...UInt64.max))"
         let names = ["Authorization", "AUTHORIZATION", "authorization", "aUtHoRiZaTiOn", "cookie", "SET-COOKIE",
                      "x-api-key", "Proxy-Authorization"]
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         for name in names { headers.add(name: name, value: "x \(canary) y") }
         headers.add(name: "Accept", value: "text/plain")
         let redacted = redactor.redact(headers)
@@ -117,7 +117,7 @@ import Testing
 
 @Suite struct HopByHopTests {
     @Test func removesStandardAndConnectionListedFields() {
-        let headers: HTTPHeaders = [
+        let headers: HTTPFields = [
             "Connection": "keep-alive, X-Internal, host", "Keep-Alive": "timeout=5", "TE": "trailers",
             "Transfer-Encoding": "chunked", "Upgrade": "h2c", "Proxy-Authorization": "Basic x",
             "Proxy-Connection": "keep-alive", "Trailer": "X", "x-internal": "1", "Host": "gw", "Accept": "*/*",

@@ -10,7 +10,7 @@ import Testing
     static let logger = Logger(label: "test")
 
     static func observe(_ recorder: ExchangeRecorder, target: String = "/v1/users/7?b=2&a=1", body: [UInt8] = Array("{}".utf8),
-                        requestHeaders: HTTPHeaders = [:], responseHeaders: HTTPHeaders = ["Content-Type": "application/json"],
+                        requestHeaders: HTTPFields = [:], responseHeaders: HTTPFields = ["Content-Type": "application/json"],
                         duration: Double = 0.02, secrets: [String] = []) {
         recorder.observe(upstream: "users", basePath: "/v1", method: "GET", target: target, requestHeaders: requestHeaders,
                          varyNames: ["X-Tenant", "Authorization"],

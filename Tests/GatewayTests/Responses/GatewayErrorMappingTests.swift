@@ -1,4 +1,4 @@
-import HTTPClient
+import HTTPClientCore
 import Moya
 import Testing
 @testable import Gateway

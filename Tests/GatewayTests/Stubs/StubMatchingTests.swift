@@ -6,7 +6,7 @@ import Testing
 /// Stub matching and templates in process (issue 39): path patterns in the route syntax, query and header
 /// conditions, JSON body fields, template rendering with its escaping, sequences and seeded draws.
 @Suite struct StubMatchingTests {
-    static func request(_ method: HTTPMethod = .get, _ target: String, headers: HTTPHeaders = [:], body: String = "",
+    static func request(_ method: HTTPMethod = .get, _ target: String, headers: HTTPFields = [:], body: String = "",
                         id: String = "req-1") -> StubRequest {
         StubRequest(method: method, target: target, headers: headers, body: Array(body.utf8), requestID: id)
     }
@@ -260,7 +260,7 @@ import Testing
             let prefilter = StubPrefilter(matcher)
             for method in methods {
                 for path in paths {
-                    for headers: HTTPHeaders in [[:], ["x-tenant": "acme", "Accept": "*/*"]] {
+                    for headers: HTTPFields in [[:], ["x-tenant": "acme", "Accept": "*/*"]] {
                         let request = StubMatchingTests.request(method, path, headers: headers)
                         let accepted = matcher.matches(request)
                         let admitted = prefilter.admits(StubPrefilter.Key(request))

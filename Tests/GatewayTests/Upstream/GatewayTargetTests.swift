@@ -35,7 +35,7 @@ import Testing
         let upstream = try #require(config.upstreams.first)
         let provider = UpstreamProvider(upstream: upstream, group: group, retries: false)
         return GatewayTarget(provider: provider, origin: provider.origin, upstreamTarget: "/r", method: .get, body: Data(),
-                             stableHeaders: [:], perRequestHeaders: HTTPHeaders(), flightKey: nil, timeout: nil, retries: nil)
+                             stableHeaders: [:], perRequestHeaders: HTTPFields(), flightKey: nil, timeout: nil, retries: nil)
     }
 
     @Test func aGatewayTargetIsFoundInsideAMultiTargetAndOnItsOwn() throws {

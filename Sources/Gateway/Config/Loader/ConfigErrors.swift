@@ -1,17 +1,17 @@
 /// One problem found while loading a configuration file.
-public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
+package struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
     /// The file as given to the loader.
-    public var file: String
+    package var file: String
     /// 1-based line.
-    public var line: Int
+    package var line: Int
     /// 1-based column, set only for YAML syntax errors.
-    public var column: Int?
+    package var column: Int?
     /// The key path, `server.limits.max_body_bytes` or `routes[0].upstream`; `(file)` or `(yaml)` when none applies.
-    public var keyPath: String
+    package var keyPath: String
     /// What is wrong. Never contains a value that came from the environment.
-    public var reason: String
+    package var reason: String
 
-    public init(file: String, line: Int, column: Int? = nil, keyPath: String, reason: String) {
+    package init(file: String, line: Int, column: Int? = nil, keyPath: String, reason: String) {
         self.file = file
         self.line = line
         self.column = column
@@ -21,7 +21,7 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
 
     /// `FILE:LINE: key.path: reason`, always (a YAML syntax error's key path is `(yaml)`; its column is in the reason),
     /// on one line: control characters from the file (a quoted key or value may hold a newline or a tab) are escaped.
-    public var description: String {
+    package var description: String {
         ConfigProblem.escapingControls("\(file):\(line): \(keyPath): \(reason)")
     }
 
@@ -48,19 +48,19 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Every problem found in a configuration file, in file order.
-public struct ConfigErrors: Error, Sendable, Hashable, CustomStringConvertible {
-    public var problems: [ConfigProblem]
+package struct ConfigErrors: Error, Sendable, Hashable, CustomStringConvertible {
+    package var problems: [ConfigProblem]
 
-    public init(_ problems: [ConfigProblem]) { self.problems = problems }
+    package init(_ problems: [ConfigProblem]) { self.problems = problems }
 
     /// One problem per line.
-    public var description: String { problems.map(\.description).joined(separator: "\n") }
+    package var description: String { problems.map(\.description).joined(separator: "\n") }
 }
 
 /// Parsers for the file's duration and size notations.
-public enum ConfigValue {
+package enum ConfigValue {
     /// `250ms`, `10s`, `2m` (also fractional `1.5s`); `0` alone is zero. `nil` when malformed.
-    public static func parseDuration(_ text: String) -> Duration? {
+    package static func parseDuration(_ text: String) -> Duration? {
         let trimmed = text.trimmingSpaces()
         if trimmed == "0" { return .zero }
         let units: [(String, Int64)] = [("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)]
@@ -73,7 +73,7 @@ public enum ConfigValue {
     }
 
     /// `1048576`, `512KiB`, `10MiB` (also `KB`/`MB` = 1000-based, `GiB`). `nil` when malformed or overflowing.
-    public static func parseSize(_ text: String) -> Int64? {
+    package static func parseSize(_ text: String) -> Int64? {
         let trimmed = text.trimmingSpaces()
         let units: [(String, Int64)] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10),
                                         ("GB", 1_000_000_000), ("MB", 1_000_000), ("KB", 1000), ("B", 1)]

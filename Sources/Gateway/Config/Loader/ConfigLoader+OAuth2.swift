@@ -125,7 +125,7 @@ extension ConfigLoader {
 
     /// Loads the CA bundle at `path` as an HTTPS client would; its error, if any. A file that is not on disk is
     /// left to ``fileExists`` (tests check paths that exist only in memory).
-    public static let caBundleProblemOnDisk: @Sendable (String) -> String? = { path in
+    package static let caBundleProblemOnDisk: @Sendable (String) -> String? = { path in
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
             _ = try TLSContext(client: TLSClientConfiguration(caFile: path))

@@ -2,13 +2,13 @@ import Locking
 
 /// The files a configuration load read or checked: the configuration file itself, `${file:...}` secret files, stub
 /// `body_file`s, the TLS certificate and key, CA bundles. What `serve --watch` watches (see ``ConfigFileWatcher``).
-public final class ReferencedFiles: Sendable {
+package final class ReferencedFiles: Sendable {
     private let paths = Locked<Set<String>>([])
 
-    public init() {}
+    package init() {}
 
     /// Every path noted so far, as the loader resolved it.
-    public var all: Set<String> { paths.withLock { $0 } }
+    package var all: Set<String> { paths.withLock { $0 } }
 
     func insert(_ path: String) {
         paths.withLock { _ = $0.insert(path) }
@@ -18,7 +18,7 @@ public final class ReferencedFiles: Sendable {
 extension ConfigLoader {
     /// This loader, noting in `files` every file it reads or checks (not `logging.output`, which the gateway writes
     /// rather than reads).
-    public func recording(into files: ReferencedFiles) -> ConfigLoader {
+    package func recording(into files: ReferencedFiles) -> ConfigLoader {
         var loader = self
         let readFile = self.readFile
         let fileExists = self.fileExists

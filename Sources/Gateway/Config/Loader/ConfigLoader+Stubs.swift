@@ -236,9 +236,9 @@ extension Builder {
                 fields.removeAll { $0.0.name.equalsIgnoringASCIICase(header.name) }
             }
             for header in headers {
-                fields.append((HTTPHeaders.Field(name: header.name, value: header.value), header.source))
+                fields.append((HTTPFields.Field(name: header.name, value: header.value), header.source))
             }
-            result.answer.headers = HTTPHeaders(fields.map { ($0.0.name, $0.0.value) })
+            result.answer.headers = HTTPFields(fields.map { ($0.0.name, $0.0.value) })
             result.headerSources = fields.map(\.1)
         }
         if let body = keys.body {

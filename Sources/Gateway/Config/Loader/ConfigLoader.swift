@@ -10,20 +10,20 @@ import Yams
 /// system, read through ``readFile`` for `body_file`, checked through ``fileExists`` for TLS files and `ca_file`, and
 /// the server certificate's pair and dates checked through ``checkServerCertificate`` (all injectable for tests). Every
 /// problem is collected; none stops the others from being found.
-public struct ConfigLoader: Sendable {
+package struct ConfigLoader: Sendable {
     /// Reads a whole file; `nil` when it cannot be read.
-    public var readFile: @Sendable (String) -> [UInt8]?
+    package var readFile: @Sendable (String) -> [UInt8]?
     /// Whether a readable regular file exists at the path.
-    public var fileExists: @Sendable (String) -> Bool
+    package var fileExists: @Sendable (String) -> Bool
     /// Why the server certificate and private key at these paths cannot be served (they do not match, the certificate
     /// has expired or is not valid yet, a file is not PEM), or nil when they can.
-    public var checkServerCertificate: @Sendable (_ certificate: String, _ privateKey: String) -> String?
+    package var checkServerCertificate: @Sendable (_ certificate: String, _ privateKey: String) -> String?
     /// Why log lines could not be appended to the file at this path (`logging.output`), or nil when they can.
-    public var logOutputProblem: @Sendable (String) -> String?
+    package var logOutputProblem: @Sendable (String) -> String?
     /// Why the CA bundle at this path (a `ca_file`) cannot be loaded, or nil when it can.
-    public var checkCABundle: @Sendable (String) -> String?
+    package var checkCABundle: @Sendable (String) -> String?
 
-    public init(readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
+    package init(readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
                 fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk,
                 checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader.serverCertificateProblemOnDisk,
                 logOutputProblem: @escaping @Sendable (String) -> String? = ConfigLoader.logOutputProblemOnDisk,
@@ -37,7 +37,7 @@ public struct ConfigLoader: Sendable {
 
     /// An existing file must be writable and not a directory; a new one needs a writable directory to be made in.
     /// Nothing is created or changed.
-    public static let logOutputProblemOnDisk: @Sendable (String) -> String? = { path in
+    package static let logOutputProblemOnDisk: @Sendable (String) -> String? = { path in
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             if isDirectory.boolValue { return "is a directory" }
@@ -52,7 +52,7 @@ public struct ConfigLoader: Sendable {
     }
 
     /// Builds the TLS context `serve` would build from the files; its error, if any.
-    public static let serverCertificateProblemOnDisk: @Sendable (String, String) -> String? = { certificate, key in
+    package static let serverCertificateProblemOnDisk: @Sendable (String, String) -> String? = { certificate, key in
         do {
             _ = try TLSContext(server: TLSServerConfiguration(
                 defaultCertificate: TLSCertificateFiles(certificateChainPath: certificate, privateKeyPath: key)))
@@ -64,29 +64,29 @@ public struct ConfigLoader: Sendable {
         }
     }
 
-    public static let readFileFromDisk: @Sendable (String) -> [UInt8]? = { path in
+    package static let readFileFromDisk: @Sendable (String) -> [UInt8]? = { path in
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         return [UInt8](data)
     }
 
-    public static let fileExistsOnDisk: @Sendable (String) -> Bool = { path in
+    package static let fileExistsOnDisk: @Sendable (String) -> Bool = { path in
         var isDirectory: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
             && FileManager.default.isReadableFile(atPath: path)
     }
 
     /// The file used when neither `--config` nor `$MOYA_GATEWAY_CONFIG` is given.
-    public static let defaultPath = "Configuration/gateway.yaml"
+    package static let defaultPath = "Configuration/gateway.yaml"
 
     /// `explicit` (from `--config`), else `$MOYA_GATEWAY_CONFIG`, else ``defaultPath``.
-    public static func resolvePath(explicit: String?, environment: [String: String]) -> String {
+    package static func resolvePath(explicit: String?, environment: [String: String]) -> String {
         if let explicit, !explicit.isEmpty { return explicit }
         if let fromEnvironment = environment["MOYA_GATEWAY_CONFIG"], !fromEnvironment.isEmpty { return fromEnvironment }
         return defaultPath
     }
 
     /// Reads the file at `path` and loads it.
-    public func load(path: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
+    package func load(path: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
         guard let bytes = readFile(path) else {
             return .failure(ConfigErrors([ConfigProblem(file: path, line: 1, keyPath: "(file)",
                                                         reason: "cannot read the configuration file")]))
@@ -99,7 +99,7 @@ public struct ConfigLoader: Sendable {
     }
 
     /// Loads configuration `text` that was read from `path` (used for messages and to resolve relative paths).
-    public func load(path: String, text: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
+    package func load(path: String, text: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
         let root: Node?
         do {
             // `.basic`: no implicit tag resolution. The reader types every scalar itself from its text, and Yams'
@@ -590,9 +590,9 @@ struct Builder {
         }
     }
 
-    func headers(_ entry: YAMLReader.Entry) -> HTTPHeaders? {
+    func headers(_ entry: YAMLReader.Entry) -> HTTPFields? {
         guard let pairs = reader.stringMap(entry) else { return nil }
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         var ok = true
         for pair in pairs {
             guard HeaderName.isValid(pair.key) else {

@@ -8,26 +8,26 @@ import Foundation
 /// connection goes back to the pool as soon as the body has been read, whatever the client's pace; the client is fed
 /// from the buffers. A route's `buffering: false`, a `text/event-stream` answer or one carrying `X-Accel-Buffering: no`
 /// is relayed at the client's pace instead (and `X-Accel-Buffering: yes` buffers on any route, as in nginx).
-public struct BufferingConfig: Sendable, Equatable {
+package struct BufferingConfig: Sendable, Equatable {
     /// Bytes of one response held in memory for its client before the rest goes to a temporary file. Default 256 KiB.
-    public var memory: Int = 256 * 1024
+    package var memory: Int = 256 * 1024
     /// The directory of the temporary files (resolved against the configuration file's directory). Default `/tmp`.
-    public var tempDirectory: String = "/tmp"
+    package var tempDirectory: String = "/tmp"
     /// The largest temporary file of one response; past it, the rest of that response is relayed at the client's
     /// pace (nginx's `proxy_max_temp_file_size`, whose default this is). 0: no temporary files. Default 1 GiB.
-    public var maxTempFileSize: Int64 = 1 << 30
+    package var maxTempFileSize: Int64 = 1 << 30
     /// The most bytes in temporary files at once, all responses together; past it, the rest of a response that
     /// needs more is relayed at the client's pace, so that the disk cannot be filled. Default 1 GiB.
-    public var maxTempTotal: Int64 = 1 << 30
+    package var maxTempTotal: Int64 = 1 << 30
 
-    public init() {}
+    package init() {}
 
     /// The keys of `server.buffering`.
     static let keys = ["memory", "temp_dir", "max_temp_file_size", "max_temp_total"]
 
     /// Why temporary files cannot be made in `path` (not a directory, not writable, a read-only file system), or nil
     /// when they can. Nothing is created or changed.
-    public static let tempDirectoryProblemOnDisk: @Sendable (String) -> String? = { path in
+    package static let tempDirectoryProblemOnDisk: @Sendable (String) -> String? = { path in
         var status = stat()
         guard stat(path, &status) == 0 else { return String(cString: strerror(errno)) }
         guard status.st_mode & S_IFMT == S_IFDIR else { return "not a directory" }

@@ -1,5 +1,5 @@
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import Logging
 import NetCore
@@ -9,22 +9,22 @@ import NetCore
 /// Produced only by ``ConfigLoader``; every value here has passed the schema checks described in
 /// `docs/configuration.md`. Relative file paths (TLS files, `ca_file`, stub `body_file`) are already resolved against the
 /// configuration file's directory.
-public struct GatewayConfig: Sendable, Equatable {
+package struct GatewayConfig: Sendable, Equatable {
     /// The path of the file this configuration was loaded from, as given to the loader.
-    public var sourcePath: String
-    public var server: ServerConfig
-    public var admin: AdminConfig
-    public var logging: LoggingConfig
+    package var sourcePath: String
+    package var server: ServerConfig
+    package var admin: AdminConfig
+    package var logging: LoggingConfig
     /// Who may call the gateway; `nil` when the file has no `clients` section (everyone may).
-    public var clients: ClientsConfig?
+    package var clients: ClientsConfig?
     /// Upstreams in declaration order; names are unique.
-    public var upstreams: [UpstreamConfig]
+    package var upstreams: [UpstreamConfig]
     /// Routes in declaration order (the router orders them by precedence); names are unique.
-    public var routes: [RouteConfig]
+    package var routes: [RouteConfig]
     /// `reload`: reloading when the files change.
-    public var reload = ReloadConfig()
+    package var reload = ReloadConfig()
 
-    public init(sourcePath: String, server: ServerConfig = ServerConfig(), admin: AdminConfig = AdminConfig(),
+    package init(sourcePath: String, server: ServerConfig = ServerConfig(), admin: AdminConfig = AdminConfig(),
                 logging: LoggingConfig = LoggingConfig(), clients: ClientsConfig? = nil,
                 upstreams: [UpstreamConfig] = [], routes: [RouteConfig] = []) {
         self.sourcePath = sourcePath
@@ -37,48 +37,48 @@ public struct GatewayConfig: Sendable, Equatable {
     }
 
     /// The upstream called `name`, if declared.
-    public func upstream(named name: String) -> UpstreamConfig? {
+    package func upstream(named name: String) -> UpstreamConfig? {
         upstreams.first { $0.name == name }
     }
 }
 
 /// A secret string from the configuration (token, password, API key). Its description never shows the value, so
 /// printing or logging a config value cannot leak it.
-public struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct Secret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The secret itself. Use it only to put it on the wire.
-    public let value: String
+    package let value: String
 
-    public init(_ value: String) { self.value = value }
+    package init(_ value: String) { self.value = value }
 
-    public var description: String { "[REDACTED]" }
-    public var debugDescription: String { "Secret([REDACTED])" }
+    package var description: String { "[REDACTED]" }
+    package var debugDescription: String { "Secret([REDACTED])" }
 }
 
 /// A listening address: `host:port`, or `[v6addr]:port` for IPv6.
-public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+package struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// The host without brackets (`127.0.0.1`, `::1`, `0.0.0.0`, `localhost`).
-    public var host: String
-    public var port: Int
+    package var host: String
+    package var port: Int
 
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
     /// Whether the host is an IPv6 literal (contains `:`).
-    public var isIPv6: Bool { host.contains(":") }
+    package var isIPv6: Bool { host.contains(":") }
 
     /// `host:port`, with brackets around IPv6 hosts.
-    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// The socket address (`localhost` is 127.0.0.1).
-    public var socketAddress: SocketAddress? {
+    package var socketAddress: SocketAddress? {
         SocketAddress(numericHost: host == "localhost" ? "127.0.0.1" : host, port: port)
     }
 
     /// Parses `host:port` or `[v6]:port`; `nil` when malformed (port must be 0...65535; 0 = any free port) or when the
     /// host is neither a numeric address nor `localhost` (listeners bind without name resolution).
-    public static func parse(_ text: String) -> ListenAddress? {
+    package static func parse(_ text: String) -> ListenAddress? {
         guard let address = split(text),
               address.host == "localhost" || SocketAddress(numericHost: address.host, port: address.port) != nil
         else { return nil }
@@ -114,12 +114,12 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
 
 /// One of an upstream's `servers`: a numeric address, `localhost` (127.0.0.1) or a host name, and a port; the
 /// client's own type, which resolves it.
-public typealias UpstreamServer = HTTPClient.Configuration.Server
+package typealias UpstreamServer = HTTPClient.Configuration.Server
 
 extension UpstreamServer {
     /// Parses `host:port` or `[v6]:port` (port 1...65535); `nil` when malformed, or when a name is not one (labels of
     /// letters, digits, `-` and `_`, 1 to 63 characters each, 253 in all).
-    public static func parse(_ text: String) -> UpstreamServer? {
+    package static func parse(_ text: String) -> UpstreamServer? {
         guard let address = ListenAddress.split(text), address.port != 0 else { return nil }
         if address.host == "localhost" || SocketAddress(numericHost: address.host, port: address.port) != nil {
             return UpstreamServer(host: address.host, port: address.port)
@@ -135,77 +135,77 @@ extension UpstreamServer {
 
 // MARK: - server
 
-public struct ServerConfig: Sendable, Equatable {
+package struct ServerConfig: Sendable, Equatable {
     /// Cleartext listeners. Default `["127.0.0.1:8080"]`.
-    public var listen: [ListenAddress] = [ListenAddress(host: "127.0.0.1", port: 8080)]
+    package var listen: [ListenAddress] = [ListenAddress(host: "127.0.0.1", port: 8080)]
     /// Event loops; 0 = one per core. Default 0.
-    public var threads: Int = 0
+    package var threads: Int = 0
     /// h2 via ALPN on TLS listeners, h2c prior knowledge on cleartext ones. Default true.
-    public var http2: Bool = true
+    package var http2: Bool = true
     /// Each event loop sends the writes of a round, for all its connections, with one io_uring call when the kernel
     /// allows it (falling back to one `sendmsg` each otherwise); false: always one `sendmsg` each. Default true.
-    public var ioUring: Bool = true
+    package var ioUring: Bool = true
     /// Optional TLS listeners.
-    public var tls: ServerTLSConfig?
-    public var compression = CompressionConfig()
-    public var limits = LimitsConfig()
+    package var tls: ServerTLSConfig?
+    package var compression = CompressionConfig()
+    package var limits = LimitsConfig()
     /// Peers whose `X-Forwarded-For` names the client (load balancers in front of the gateway), for the rate limit,
     /// `X-Real-IP` and the access log's `client_ip`. Default none.
-    public var trustedProxies: [IPBlock] = []
+    package var trustedProxies: [IPBlock] = []
     /// How proxied responses are buffered (`server.buffering`).
-    public var buffering = BufferingConfig()
+    package var buffering = BufferingConfig()
 
-    public init() {}
+    package init() {}
 }
 
-public struct ServerTLSConfig: Sendable, Equatable {
-    public var listen: [ListenAddress]
+package struct ServerTLSConfig: Sendable, Equatable {
+    package var listen: [ListenAddress]
     /// PEM certificate chain, resolved path.
-    public var certificate: String
+    package var certificate: String
     /// PEM private key, resolved path.
-    public var privateKey: String
+    package var privateKey: String
 
-    public init(listen: [ListenAddress], certificate: String, privateKey: String) {
+    package init(listen: [ListenAddress], certificate: String, privateKey: String) {
         self.listen = listen
         self.certificate = certificate
         self.privateKey = privateKey
     }
 }
 
-public struct CompressionConfig: Sendable, Equatable {
+package struct CompressionConfig: Sendable, Equatable {
     /// Default true.
-    public var gzip: Bool = true
+    package var gzip: Bool = true
     /// Smallest body compressed. Default 1024.
-    public var minBytes: Int = 1024
+    package var minBytes: Int = 1024
 
-    public init() {}
+    package init() {}
 }
 
-public struct LimitsConfig: Sendable, Equatable {
-    public var maxHeaderBytes: Int = 16384
-    public var maxHeaders: Int = 100
-    public var maxBodyBytes: Int64 = 10 * 1024 * 1024
-    public var headerTimeout: Duration = .seconds(10)
-    public var bodyTimeout: Duration = .seconds(30)
-    public var idleTimeout: Duration = .seconds(60)
+package struct LimitsConfig: Sendable, Equatable {
+    package var maxHeaderBytes: Int = 16384
+    package var maxHeaders: Int = 100
+    package var maxBodyBytes: Int64 = 10 * 1024 * 1024
+    package var headerTimeout: Duration = .seconds(10)
+    package var bodyTimeout: Duration = .seconds(30)
+    package var idleTimeout: Duration = .seconds(60)
     /// Longest time a response write may make no progress (a client that stops reading) before the connection closes.
-    public var sendTimeout: Duration = .seconds(60)
-    public var maxConnections: Int = 10000
-    public var drainTimeout: Duration = .seconds(30)
+    package var sendTimeout: Duration = .seconds(60)
+    package var maxConnections: Int = 10000
+    package var drainTimeout: Duration = .seconds(30)
     /// Slowest pace (bytes per second) a client may take a response at while bytes wait for it; 0 disables.
-    public var minSendRate: Int64 = 1024
+    package var minSendRate: Int64 = 1024
     /// Slowest pace (bytes per second) a client may send a request body at while the gateway reads it; 0 disables.
-    public var minReceiveRate: Int64 = 1024
+    package var minReceiveRate: Int64 = 1024
     /// How far behind the minimum rates a transfer may fall before it is cut.
-    public var minRateWindow: Duration = .seconds(10)
+    package var minRateWindow: Duration = .seconds(10)
     /// HTTP/1.1 requests, or HTTP/2 streams, served on one client connection before it is closed (HTTP/2: a
     /// graceful GOAWAY); 0 = no limit. Default 1000.
-    public var maxRequestsPerConnection: Int = 1000
+    package var maxRequestsPerConnection: Int = 1000
 
-    public init() {}
+    package init() {}
 
     /// These limits applied over the server's own defaults (the server has a few limits the file does not set).
-    public var httpServerLimits: HTTPServerLimits {
+    package var httpServerLimits: HTTPServerLimits {
         var limits = HTTPServerLimits()
         limits.maxHeaderBytes = maxHeaderBytes
         limits.maxHeaders = maxHeaders
@@ -227,17 +227,17 @@ public struct LimitsConfig: Sendable, Equatable {
 
 // MARK: - admin, logging, clients
 
-public struct AdminConfig: Sendable, Equatable {
+package struct AdminConfig: Sendable, Equatable {
     /// Default `127.0.0.1:9090`.
-    public var listen = ListenAddress(host: "127.0.0.1", port: 9090)
+    package var listen = ListenAddress(host: "127.0.0.1", port: 9090)
 
-    public init() {}
+    package init() {}
 }
 
-public struct LoggingConfig: Sendable, Equatable {
-    public enum Format: String, Sendable, Equatable { case json, text }
+package struct LoggingConfig: Sendable, Equatable {
+    package enum Format: String, Sendable, Equatable { case json, text }
 
-    public enum Output: Sendable, Equatable {
+    package enum Output: Sendable, Equatable {
         case stdout
         case stderr
         /// A file path, resolved against the config file's directory.
@@ -245,51 +245,51 @@ public struct LoggingConfig: Sendable, Equatable {
     }
 
     /// The default `redact_headers` list.
-    public static let defaultRedactHeaders = ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"]
+    package static let defaultRedactHeaders = ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"]
 
     /// Default `.info`.
-    public var level: Logger.Level = .info
+    package var level: Logger.Level = .info
     /// Default `.json`.
-    public var format: Format = .json
+    package var format: Format = .json
     /// Default true.
-    public var accessLog: Bool = true
+    package var accessLog: Bool = true
     /// Default `.stdout`.
-    public var output: Output = .stdout
+    package var output: Output = .stdout
     /// Header names whose values are replaced by `[REDACTED]` in every log line.
-    public var redactHeaders: [String] = LoggingConfig.defaultRedactHeaders
+    package var redactHeaders: [String] = LoggingConfig.defaultRedactHeaders
 
-    public init() {}
+    package init() {}
 }
 
-public struct ClientsConfig: Sendable, Equatable {
-    public var apiKeys: APIKeysConfig?
+package struct ClientsConfig: Sendable, Equatable {
+    package var apiKeys: APIKeysConfig?
 
-    public init(apiKeys: APIKeysConfig? = nil) { self.apiKeys = apiKeys }
+    package init(apiKeys: APIKeysConfig? = nil) { self.apiKeys = apiKeys }
 }
 
-public struct APIKeysConfig: Sendable, Equatable {
-    public struct Client: Sendable, Equatable {
-        public var name: String
-        public var key: Secret
+package struct APIKeysConfig: Sendable, Equatable {
+    package struct Client: Sendable, Equatable {
+        package var name: String
+        package var key: Secret
 
-        public init(name: String, key: Secret) {
+        package init(name: String, key: Secret) {
             self.name = name
             self.key = key
         }
     }
 
     /// The request header that carries the key. Default `X-Api-Key`.
-    public var header: String = "X-Api-Key"
+    package var header: String = "X-Api-Key"
     /// Clients in declaration order; names and keys are unique.
-    public var keys: [Client] = []
+    package var keys: [Client] = []
 
-    public init(header: String = "X-Api-Key", keys: [Client] = []) {
+    package init(header: String = "X-Api-Key", keys: [Client] = []) {
         self.header = header
         self.keys = keys
     }
 
     /// The client whose key is `key`, compared in constant time per key.
-    public func client(forKey key: String) -> Client? {
+    package func client(forKey key: String) -> Client? {
         var found: Client?
         for client in keys where constantTimeEquals(client.key.value, key) { found = client }
         return found
@@ -315,111 +315,111 @@ func constantTimeEquals(_ lhs: String, _ rhs: String) -> Bool {
 // MARK: - upstreams
 
 /// An upstream's `base_url`, split: origin and base path.
-public struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
+package struct UpstreamURL: Sendable, Hashable, CustomStringConvertible {
     /// `http` or `https`.
-    public var scheme: String
+    package var scheme: String
     /// Host without brackets.
-    public var host: String
+    package var host: String
     /// Explicit or default (80/443) port.
-    public var port: Int
+    package var port: Int
     /// Base path without a trailing slash; `""` for the root. Upstream targets are `basePath + routePath`.
-    public var basePath: String
+    package var basePath: String
 
-    public init(scheme: String, host: String, port: Int, basePath: String) {
+    package init(scheme: String, host: String, port: Int, basePath: String) {
         self.scheme = scheme
         self.host = host
         self.port = port
         self.basePath = basePath
     }
 
-    public var isTLS: Bool { scheme == "https" }
+    package var isTLS: Bool { scheme == "https" }
 
     /// `scheme://host[:port]` (port omitted when it is the scheme's default).
-    public var origin: String {
+    package var origin: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let isDefault = (scheme == "http" && port == 80) || (scheme == "https" && port == 443)
         return isDefault ? "\(scheme)://\(hostPart)" : "\(scheme)://\(hostPart):\(port)"
     }
 
     /// The value for a `Host` header to this upstream.
-    public var hostHeader: String {
+    package var hostHeader: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         let isDefault = (scheme == "http" && port == 80) || (scheme == "https" && port == 443)
         return isDefault ? hostPart : "\(hostPart):\(port)"
     }
 
-    public var description: String { origin + basePath }
+    package var description: String { origin + basePath }
 }
 
-public struct UpstreamConfig: Sendable, Equatable {
-    public enum HTTP2Mode: String, Sendable, Equatable { case auto, always, never }
+package struct UpstreamConfig: Sendable, Equatable {
+    package enum HTTP2Mode: String, Sendable, Equatable { case auto, always, never }
 
     /// `validation:` — Moya's `ValidationType`.
-    public enum Validation: String, Sendable, Equatable {
+    package enum Validation: String, Sendable, Equatable {
         case none
         case success
         case successAndRedirect = "success_and_redirect"
     }
 
-    public struct Timeout: Sendable, Equatable {
+    package struct Timeout: Sendable, Equatable {
         /// Per attempt. Default 2s.
-        public var connect: Duration = .seconds(2)
+        package var connect: Duration = .seconds(2)
         /// Time to the response head, per attempt. Default 30s.
-        public var response: Duration = .seconds(30)
+        package var response: Duration = .seconds(30)
 
-        public init() {}
+        package init() {}
     }
 
-    public struct Pool: Sendable, Equatable {
+    package struct Pool: Sendable, Equatable {
         /// Default 64.
-        public var maxConnections: Int = 64
+        package var maxConnections: Int = 64
         /// Default `.auto` (h2 if ALPN offers it).
-        public var http2: HTTP2Mode = .auto
+        package var http2: HTTP2Mode = .auto
         /// How long a request may wait for a connection (or an HTTP/2 stream) when the pool is at its limit before it
         /// fails with 503. Default 10 s.
-        public var maxWait: Duration = .seconds(10)
+        package var maxWait: Duration = .seconds(10)
         /// How long an idle connection to the upstream is kept for reuse. Default 60 s.
-        public var idleTimeout: Duration = .seconds(60)
+        package var idleTimeout: Duration = .seconds(60)
         /// Most requests waiting for a connection (or an HTTP/2 stream) per thread; more get 503 at once. Default
         /// 1024; 0 queues none.
-        public var maxWaiting: Int = 1024
+        package var maxWaiting: Int = 1024
         /// Requests (HTTP/1.1) or streams (HTTP/2) sent on one connection before it is retired (it finishes what it
         /// carries and closes); 0 = no limit. Default 0.
-        public var maxRequestsPerConnection: Int = 0
+        package var maxRequestsPerConnection: Int = 0
         /// `max_share`: while the pool is full and other callers wait, the most of it one caller (as `rate_limit` keys
         /// callers) may hold; its further requests wait behind the others'. Default 0.5; 1 turns it off.
-        public var maxShare: Double = 0.5
+        package var maxShare: Double = 0.5
 
-        public init() {}
+        package init() {}
     }
 
-    public struct TLS: Sendable, Equatable {
+    package struct TLS: Sendable, Equatable {
         /// Default true.
-        public var verify: Bool = true
+        package var verify: Bool = true
         /// Extra CA bundle, resolved path.
-        public var caFile: String?
+        package var caFile: String?
 
-        public init() {}
+        package init() {}
     }
 
-    public struct AccessToken: Sendable, Equatable {
-        public enum Kind: Sendable, Equatable {
+    package struct AccessToken: Sendable, Equatable {
+        package enum Kind: Sendable, Equatable {
             case bearer
             case basic
             case custom(scheme: String)
         }
 
-        public var type: Kind
-        public var token: Secret
+        package var type: Kind
+        package var token: Secret
 
-        public init(type: Kind, token: Secret) {
+        package init(type: Kind, token: Secret) {
             self.type = type
             self.token = token
         }
 
         /// The `Authorization` header value (`Bearer TOKEN`, `Basic TOKEN`, `SCHEME TOKEN`), as Moya's
         /// `AccessTokenPlugin` builds it.
-        public var authorizationValue: String {
+        package var authorizationValue: String {
             switch type {
             case .bearer: return "Bearer \(token.value)"
             case .basic: return "Basic \(token.value)"
@@ -428,90 +428,90 @@ public struct UpstreamConfig: Sendable, Equatable {
         }
     }
 
-    public struct Credentials: Sendable, Equatable {
-        public var user: String
-        public var password: Secret
+    package struct Credentials: Sendable, Equatable {
+        package var user: String
+        package var password: Secret
         /// Send Basic up front instead of answering a 401 challenge. Default false.
-        public var preemptive: Bool = false
+        package var preemptive: Bool = false
 
-        public init(user: String, password: Secret, preemptive: Bool = false) {
+        package init(user: String, password: Secret, preemptive: Bool = false) {
             self.user = user
             self.password = password
             self.preemptive = preemptive
         }
     }
 
-    public var name: String
+    package var name: String
     /// Absent only for stub upstreams.
-    public var baseURL: UpstreamURL?
+    package var baseURL: UpstreamURL?
     /// `servers`: the servers connections go to, in turn, instead of the base URL's host (which is still sent in
     /// `Host` and as the TLS server name); nil resolves the host.
-    public var servers: [UpstreamServer]?
+    package var servers: [UpstreamServer]?
     /// Added to every request to this upstream.
-    public var headers = HTTPHeaders()
-    public var timeout = Timeout()
-    public var pool = Pool()
-    public var tls = TLS()
-    public var accessToken: AccessToken?
+    package var headers = HTTPFields()
+    package var timeout = Timeout()
+    package var pool = Pool()
+    package var tls = TLS()
+    package var accessToken: AccessToken?
     /// `access_token` with `type: oauth2_client_credentials` (then ``accessToken`` is nil).
-    public var oauth2: OAuth2ClientCredentialsConfig?
-    public var credentials: Credentials?
+    package var oauth2: OAuth2ClientCredentialsConfig?
+    package var credentials: Credentials?
     /// Default `.none`.
-    public var validation: Validation = .none
+    package var validation: Validation = .none
     /// When set, the upstream is never contacted over the network.
-    public var stub: StubConfig?
+    package var stub: StubConfig?
     /// `moya-gateway spy`: recorded answers for an upstream that has a `base_url`: a request one of their responses
     /// matches is answered from them, any other is proxied. Not read from the file.
-    public var spy: StubConfig?
+    package var spy: StubConfig?
     /// When set, calls are refused for a while after too many failed in a row.
-    public var circuitBreaker: CircuitBreakerConfig?
+    package var circuitBreaker: CircuitBreakerConfig?
     /// When set, each of the upstream's addresses is probed in the background, and one that fails its checks gets
     /// no requests until it passes again.
-    public var healthCheck: HealthCheckConfig?
+    package var healthCheck: HealthCheckConfig?
 
-    public init(name: String, baseURL: UpstreamURL? = nil) {
+    package init(name: String, baseURL: UpstreamURL? = nil) {
         self.name = name
         self.baseURL = baseURL
     }
 
-    public var isStub: Bool { stub != nil }
+    package var isStub: Bool { stub != nil }
 }
 
 /// `circuit_breaker`: stop calling an upstream that keeps failing, and answer 503 at once instead.
-public struct CircuitBreakerConfig: Sendable, Equatable {
+package struct CircuitBreakerConfig: Sendable, Equatable {
     /// Failed calls in a row (no answer, or 502, 503 or 504) that open the circuit. Default 5.
-    public var failures: Int = 5
+    package var failures: Int = 5
     /// How long an open circuit refuses calls before it lets one trial call through. Default 10 s.
-    public var openFor: Duration = .seconds(10)
+    package var openFor: Duration = .seconds(10)
 
-    public init() {}
+    package init() {}
 }
 
 /// `health_check`: active checks of each address of an upstream (its `servers`, or its host name's addresses).
-public struct HealthCheckConfig: Sendable, Equatable {
+package struct HealthCheckConfig: Sendable, Equatable {
     /// The path (and query) probed with GET on each address. Required.
-    public var path: String
+    package var path: String
     /// Time between two rounds of probes. Default 5 s.
-    public var interval: Duration = .seconds(5)
+    package var interval: Duration = .seconds(5)
     /// How long a probe may take. Default 1 s.
-    public var timeout: Duration = .seconds(1)
+    package var timeout: Duration = .seconds(1)
     /// Failed probes in a row (no answer in time, or a status outside 200–399) that take an address out. Default 2.
-    public var unhealthyAfter: Int = 2
+    package var unhealthyAfter: Int = 2
     /// Passed probes in a row that bring it back. Default 2.
-    public var healthyAfter: Int = 2
+    package var healthyAfter: Int = 2
     /// Fields sent with every probe, over the upstream's `headers` and `User-Agent` (a health endpoint that wants a
     /// key of its own, say `${file:...}`). Never logged.
-    public var headers = HTTPHeaders()
+    package var headers = HTTPFields()
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 }
 
 /// `routes[].rate_limit`: how often a caller may call a route; past it the gateway answers 429 with `Retry-After`.
-public struct RateLimitConfig: Sendable, Equatable {
+package struct RateLimitConfig: Sendable, Equatable {
     /// Who shares a budget.
-    public enum Scope: String, Sendable, Equatable {
+    package enum Scope: String, Sendable, Equatable {
         /// Each caller its own: the API-key client when `clients.api_keys` is set, else the peer address.
         case caller
         /// One budget for the whole route, whoever calls.
@@ -519,15 +519,15 @@ public struct RateLimitConfig: Sendable, Equatable {
     }
 
     /// Calls allowed per `per`, once the burst is spent.
-    public var requests: Int
+    package var requests: Int
     /// Default 1 s.
-    public var per: Duration = .seconds(1)
+    package var per: Duration = .seconds(1)
     /// Calls allowed at once by a caller that has not called for a while. Default `requests`.
-    public var burst: Int
+    package var burst: Int
     /// Default `caller`.
-    public var by: Scope = .caller
+    package var by: Scope = .caller
 
-    public init(requests: Int, per: Duration = .seconds(1), burst: Int? = nil, by: Scope = .caller) {
+    package init(requests: Int, per: Duration = .seconds(1), burst: Int? = nil, by: Scope = .caller) {
         self.requests = requests
         self.per = per
         self.burst = burst ?? requests
@@ -536,42 +536,42 @@ public struct RateLimitConfig: Sendable, Equatable {
 }
 
 /// A stubbed upstream's canned response (Moya's `StubBehavior` and sample data).
-public struct StubConfig: Sendable, Equatable {
+package struct StubConfig: Sendable, Equatable {
     /// Default 200.
-    public var status: Int = 200
-    public var headers = HTTPHeaders()
+    package var status: Int = 200
+    package var headers = HTTPFields()
     /// The response body: from `body`, from `body_file` (read at load time), or `body_bytes` generated bytes.
-    public var body: [UInt8] = []
+    package var body: [UInt8] = []
     /// The resolved `body_file` path, when the body came from a file.
-    public var bodyFile: String?
+    package var bodyFile: String?
     /// `body_bytes`: the body is this many generated bytes (for load tests); `body` then holds them.
-    public var bodyBytes: Int?
+    package var bodyBytes: Int?
     /// `delay`: fixed delay; `.zero` = immediate. Mutually exclusive with `latency`.
-    public var delay: Duration = .zero
+    package var delay: Duration = .zero
     /// `latency`: a sampled delay per response.
-    public var latency: StubLatencyConfig?
+    package var latency: StubLatencyConfig?
     /// Fraction 0...1 of responses that answer `errorStatus` instead. Default 0.
-    public var errorRate: Double = 0
+    package var errorRate: Double = 0
     /// Default 500.
-    public var errorStatus: Int = 500
+    package var errorStatus: Int = 500
     /// `faults`: failures injected instead of the answer (see ``StubFaultConfig``); responses inherit them.
-    public var faults: [StubFaultConfig] = []
+    package var faults: [StubFaultConfig] = []
     /// The default answer's body compiled as a template (nil when it has no `{{…}}` or `template: false`).
-    public var bodyTemplate: StubTemplate?
+    package var bodyTemplate: StubTemplate?
     /// The default answer's templated header values.
-    public var headerTemplates: [StubHeaderTemplate] = []
+    package var headerTemplates: [StubHeaderTemplate] = []
     /// `responses`: answers chosen by matching the request, tried in order before the default answer.
-    public var responses: [StubResponseConfig] = []
+    package var responses: [StubResponseConfig] = []
     /// Whether the stub has a default answer: without `responses` always; with them only when the stub sets
     /// `status`, `body`, `body_file` or `body_bytes` itself. A request no response matches gets 404 otherwise.
-    public var hasDefault = true
+    package var hasDefault = true
     /// `seed`: seeds every random choice of the stub (latencies, rates, `{{uuid}}`, `{{random_int}}`); nil: random.
-    public var seed: UInt64?
+    package var seed: UInt64?
 
-    public init() {}
+    package init() {}
 
     /// The default answer as one of the stub's answers.
-    public var defaultAnswer: StubAnswerConfig {
+    package var defaultAnswer: StubAnswerConfig {
         var answer = StubAnswerConfig()
         answer.status = status
         answer.headers = headers
@@ -590,7 +590,7 @@ public struct StubConfig: Sendable, Equatable {
 }
 
 /// `stub.latency`: how a stub's delay is sampled. See ``StubLatency``.
-public enum StubLatencyConfig: Sendable, Equatable {
+package enum StubLatencyConfig: Sendable, Equatable {
     /// Always `value` (`distribution: fixed`, `mean:`).
     case fixed(Duration)
     /// Uniform in `min...max`.
@@ -604,19 +604,19 @@ public enum StubLatencyConfig: Sendable, Equatable {
 
 // MARK: - routes
 
-public struct RouteConfig: Sendable, Equatable {
-    public struct Match: Sendable, Equatable {
+package struct RouteConfig: Sendable, Equatable {
+    package struct Match: Sendable, Equatable {
         /// Exactly one of the three is set.
-        public var path: String?
-        public var pathPrefix: String?
+        package var path: String?
+        package var pathPrefix: String?
         /// A template such as `/api/users/{id}`; a parameter matches one non-empty segment.
-        public var pathParams: String?
+        package var pathParams: String?
         /// `nil` = every method. Case-sensitive; GET also allows HEAD.
-        public var methods: [HTTPMethod]?
+        package var methods: [HTTPMethod]?
         /// Lower-cased host without port; `nil` = any host.
-        public var host: String?
+        package var host: String?
 
-        public init(path: String? = nil, pathPrefix: String? = nil, pathParams: String? = nil,
+        package init(path: String? = nil, pathPrefix: String? = nil, pathParams: String? = nil,
                     methods: [HTTPMethod]? = nil, host: String? = nil) {
             self.path = path
             self.pathPrefix = pathPrefix
@@ -626,61 +626,61 @@ public struct RouteConfig: Sendable, Equatable {
         }
     }
 
-    public struct Rewrite: Sendable, Equatable {
-        public var stripPrefix: String?
-        public var addPrefix: String?
+    package struct Rewrite: Sendable, Equatable {
+        package var stripPrefix: String?
+        package var addPrefix: String?
 
-        public init(stripPrefix: String? = nil, addPrefix: String? = nil) {
+        package init(stripPrefix: String? = nil, addPrefix: String? = nil) {
             self.stripPrefix = stripPrefix
             self.addPrefix = addPrefix
         }
     }
 
-    public struct Retries: Sendable, Equatable {
+    package struct Retries: Sendable, Equatable {
         /// `attempts`: total attempts including the first (1 = no retry). Idempotent methods only, and only when no
         /// response byte arrived.
-        public var attempts: Int
+        package var attempts: Int
         /// Also retry when the upstream answers one of these statuses (default none).
-        public var statuses: [Int] = []
+        package var statuses: [Int] = []
         /// Pause between attempts (default none).
-        public var backoff: Duration?
+        package var backoff: Duration?
 
-        public init(attempts: Int, statuses: [Int] = [], backoff: Duration? = nil) {
+        package init(attempts: Int, statuses: [Int] = [], backoff: Duration? = nil) {
             self.attempts = attempts
             self.statuses = statuses
             self.backoff = backoff
         }
     }
 
-    public var name: String
-    public var match: Match
+    package var name: String
+    package var match: Match
     /// The name of an upstream in ``GatewayConfig/upstreams``.
-    public var upstream: String
-    public var rewrite: Rewrite?
+    package var upstream: String
+    package var rewrite: Rewrite?
     /// Default false. Only GET and HEAD coalesce.
-    public var coalesce: Bool = false
-    public var coalesceVary: [String] = []
+    package var coalesce: Bool = false
+    package var coalesceVary: [String] = []
     /// Default false. When true, an HTTP/1.1 request asking to upgrade to `websocket` is relayed to the upstream as
     /// a WebSocket handshake and, once the upstream answers 101, its connection becomes a byte tunnel both ways.
     /// Other requests on the route are proxied as usual; an upgrade on a route without it is not forwarded.
-    public var websocket: Bool = false
+    package var websocket: Bool = false
     /// How long a tunnel may carry nothing either way before it is closed (`websocket: { idle_timeout: }`); nil: the
     /// upstream's `timeout.response`.
-    public var websocketIdleTimeout: Duration?
+    package var websocketIdleTimeout: Duration?
     /// The largest request body this route takes, above or below `server.limits.max_body_bytes` (an upload route's
     /// 1 GiB, a JSON API's 64 KiB); nil: the server's.
-    public var maxBodyBytes: Int64?
+    package var maxBodyBytes: Int64?
     /// API-key client names allowed on this route; `nil` = any caller the `clients` section admits.
-    public var clients: [String]?
+    package var clients: [String]?
     /// The whole request's deadline, retries included.
-    public var timeout: Duration?
-    public var retries: Retries?
-    public var rateLimit: RateLimitConfig?
+    package var timeout: Duration?
+    package var retries: Retries?
+    package var rateLimit: RateLimitConfig?
     /// Whether a long upstream answer is buffered (see ``BufferingConfig``) rather than relayed at the client's pace.
     /// Default true.
-    public var buffering: Bool = true
+    package var buffering: Bool = true
 
-    public init(name: String, match: Match, upstream: String) {
+    package init(name: String, match: Match, upstream: String) {
         self.name = name
         self.match = match
         self.upstream = upstream

@@ -1,9 +1,9 @@
 /// `upstreams.NAME.access_token` with `type: oauth2_client_credentials`: the gateway obtains the upstream's bearer
 /// tokens itself, from an OAuth 2.0 token endpoint (the client-credentials grant, RFC 6749 §4.4), through Moya's
 /// `OAuth2ClientCredentialsTokenSource`.
-public struct OAuth2ClientCredentialsConfig: Sendable, Equatable {
+package struct OAuth2ClientCredentialsConfig: Sendable, Equatable {
     /// How the gateway authenticates to the token endpoint.
-    public enum AuthMethod: String, Sendable, Equatable {
+    package enum AuthMethod: String, Sendable, Equatable {
         /// `Authorization: Basic` (`client_secret_basic`).
         case basic
         /// In the form body (`client_secret_post`).
@@ -11,32 +11,32 @@ public struct OAuth2ClientCredentialsConfig: Sendable, Equatable {
     }
 
     /// The token endpoint: `https`, or `http` to a loopback address only.
-    public var tokenURL: UpstreamURL
-    public var clientID: String
-    public var clientSecret: Secret
+    package var tokenURL: UpstreamURL
+    package var clientID: String
+    package var clientSecret: Secret
     /// Space-separated scopes; nil sends none.
-    public var scope: String?
+    package var scope: String?
     /// The `audience` parameter; nil sends none.
-    public var audience: String?
+    package var audience: String?
     /// Default `.basic`.
-    public var authMethod: AuthMethod = .basic
+    package var authMethod: AuthMethod = .basic
     /// Bounds each request to the token endpoint. Default 10 s.
-    public var timeout: Duration = .seconds(10)
+    package var timeout: Duration = .seconds(10)
     /// The lifetime assumed when an answer has no `expires_in`. Default 5 min.
-    public var defaultLifetime: Duration = .seconds(300)
+    package var defaultLifetime: Duration = .seconds(300)
     /// How long before expiry the token is renewed in the background (at most half its lifetime). Default 60 s.
-    public var renewBefore: Duration = .seconds(60)
+    package var renewBefore: Duration = .seconds(60)
     /// Verification of the token endpoint's certificate, as an upstream's `tls`.
-    public var tls = UpstreamConfig.TLS()
+    package var tls = UpstreamConfig.TLS()
 
-    public init(tokenURL: UpstreamURL, clientID: String, clientSecret: Secret) {
+    package init(tokenURL: UpstreamURL, clientID: String, clientSecret: Secret) {
         self.tokenURL = tokenURL
         self.clientID = clientID
         self.clientSecret = clientSecret
     }
 
     /// The token endpoint's URL as requested (`https://auth.example.com/oauth2/token`).
-    public var tokenURLString: String { tokenURL.origin + (tokenURL.basePath.isEmpty ? "/" : tokenURL.basePath) }
+    package var tokenURLString: String { tokenURL.origin + (tokenURL.basePath.isEmpty ? "/" : tokenURL.basePath) }
 
     /// Whether `host` is a loopback address or `localhost`, where plain `http` to a token endpoint is allowed.
     static func isLoopback(_ host: String) -> Bool {

@@ -1,14 +1,14 @@
 /// `reload`: reloading by itself when the configuration file, or a file it names, changes on disk.
-public struct ReloadConfig: Sendable, Equatable {
+package struct ReloadConfig: Sendable, Equatable {
     /// Watch the configuration file, the files it names (stub bodies, secret files, certificates, CA bundles) and
     /// their directories (a Kubernetes ConfigMap or Secret volume's `..data` swap), and reload as SIGHUP does when
     /// one changes. `serve --watch` turns it on whatever the file says. Default false.
-    public var watch = false
+    package var watch = false
     /// How long the files must stay unchanged before the reload: a burst of changes (an editor's save, a volume
     /// update, a certificate and its key) makes one reload. Default 500 ms.
-    public var debounce: Duration = .milliseconds(500)
+    package var debounce: Duration = .milliseconds(500)
 
-    public init(watch: Bool = false, debounce: Duration = .milliseconds(500)) {
+    package init(watch: Bool = false, debounce: Duration = .milliseconds(500)) {
         self.watch = watch
         self.debounce = debounce
     }

@@ -3,59 +3,59 @@ import HTTPWire
 /// One answer a stub can give: the head, the body (plain or templated) and how it is delivered (latency, injected
 /// errors and faults). The stub's own keys make its default answer; each of its `responses` (and each step of a
 /// `sequence`) is one of these, with what it does not set taken from the level above (see `docs/configuration.md`).
-public struct StubAnswerConfig: Sendable, Equatable {
+package struct StubAnswerConfig: Sendable, Equatable {
     /// Default 200.
-    public var status: Int = 200
-    public var headers = HTTPHeaders()
+    package var status: Int = 200
+    package var headers = HTTPFields()
     /// The body as written (or read from `body_file`, or generated for `body_bytes`).
-    public var body: [UInt8] = []
+    package var body: [UInt8] = []
     /// The resolved `body_file` path, when the body came from a file.
-    public var bodyFile: String?
+    package var bodyFile: String?
     /// `body_bytes`, when the body was generated.
-    public var bodyBytes: Int?
+    package var bodyBytes: Int?
     /// The body compiled as a template; nil when it has no `{{…}}` (or `template: false`): sent as it is.
-    public var bodyTemplate: StubTemplate?
+    package var bodyTemplate: StubTemplate?
     /// Header values compiled as templates, by their position in ``headers``; empty when none has a `{{…}}`.
-    public var headerTemplates: [StubHeaderTemplate] = []
+    package var headerTemplates: [StubHeaderTemplate] = []
     /// `delay`: fixed delay; `.zero` = immediate. Mutually exclusive with `latency`.
-    public var delay: Duration = .zero
+    package var delay: Duration = .zero
     /// `latency`: a sampled delay per response.
-    public var latency: StubLatencyConfig?
+    package var latency: StubLatencyConfig?
     /// Fraction 0...1 of answers replaced by `errorStatus`.
-    public var errorRate: Double = 0
+    package var errorRate: Double = 0
     /// Default 500.
-    public var errorStatus: Int = 500
+    package var errorStatus: Int = 500
     /// Faults injected instead of the answer, each at its rate.
-    public var faults: [StubFaultConfig] = []
+    package var faults: [StubFaultConfig] = []
 
-    public init() {}
+    package init() {}
 
     /// Whether the answer has neither a delay nor a latency distribution (it is given at once, unless a fault that
     /// takes time is drawn).
-    public var isImmediate: Bool { latency == nil && delay <= .zero }
+    package var isImmediate: Bool { latency == nil && delay <= .zero }
 }
 
 /// A header whose value is a template (`X-Echo: "{{header.X-Tenant}}"`).
-public struct StubHeaderTemplate: Sendable, Equatable {
+package struct StubHeaderTemplate: Sendable, Equatable {
     /// The field's position in the answer's headers.
-    public var index: Int
-    public var template: StubTemplate
+    package var index: Int
+    package var template: StubTemplate
 
-    public init(index: Int, template: StubTemplate) {
+    package init(index: Int, template: StubTemplate) {
         self.index = index
         self.template = template
     }
 }
 
 /// `stub.responses[i]`: the answer (or sequence of answers) given to the requests its `match` selects.
-public struct StubResponseConfig: Sendable, Equatable {
-    public var match: StubMatchConfig
+package struct StubResponseConfig: Sendable, Equatable {
+    package var match: StubMatchConfig
     /// One answer, or a `sequence`'s steps in order (the last repeats once the others have been given).
-    public var answers: [StubAnswerConfig]
+    package var answers: [StubAnswerConfig]
     /// Whether the response is a `sequence` (its steps advance on every request it answers).
-    public var isSequence: Bool
+    package var isSequence: Bool
 
-    public init(match: StubMatchConfig, answers: [StubAnswerConfig], isSequence: Bool) {
+    package init(match: StubMatchConfig, answers: [StubAnswerConfig], isSequence: Bool) {
         self.match = match
         self.answers = answers
         self.isSequence = isSequence
@@ -64,48 +64,48 @@ public struct StubResponseConfig: Sendable, Equatable {
 
 /// `stub.responses[i].match`: what a request (as the upstream would see it, after the route's `rewrite`) must be for
 /// the response to answer it. Every condition given must hold; none given matches every request.
-public struct StubMatchConfig: Sendable, Equatable {
+package struct StubMatchConfig: Sendable, Equatable {
     /// `nil` = every method; GET also allows HEAD, as for routes.
-    public var methods: [HTTPMethod]?
+    package var methods: [HTTPMethod]?
     /// At most one of the three, in the route syntax (`path`, `path_prefix`, `path_params` with `{name}` segments).
-    public var path: String?
-    public var pathPrefix: String?
-    public var pathParams: String?
+    package var path: String?
+    package var pathPrefix: String?
+    package var pathParams: String?
     /// Query parameters that must be present with these values (compared decoded: `%XX` and `+` for a space).
-    public var query: [StubNameValue] = []
+    package var query: [StubNameValue] = []
     /// Request headers that must be present with exactly these values (names without case).
-    public var headers: [StubNameValue] = []
+    package var headers: [StubNameValue] = []
     /// Fields of a JSON request body that must equal these values (a field path is its keys joined with `.`).
-    public var json: [StubJSONField] = []
+    package var json: [StubJSONField] = []
 
-    public init() {}
+    package init() {}
 
     /// The names of the `{parameters}` of ``pathParams``, in order (what a template's `{{path.NAME}}` may use).
-    public var parameterNames: [String] {
+    package var parameterNames: [String] {
         guard let pathParams else { return [] }
         return PathPattern.template(pathParams).parameterNames
     }
 }
 
 /// A name and the value it must have.
-public struct StubNameValue: Sendable, Equatable {
-    public var name: String
-    public var value: String
+package struct StubNameValue: Sendable, Equatable {
+    package var name: String
+    package var value: String
 
-    public init(name: String, value: String) {
+    package init(name: String, value: String) {
         self.name = name
         self.value = value
     }
 }
 
 /// A JSON body field and the value it must equal.
-public struct StubJSONField: Sendable, Equatable {
+package struct StubJSONField: Sendable, Equatable {
     /// The keys from the body's top-level object down (`user.address.city` → `["user", "address", "city"]`); a key
     /// that is a number also indexes an array.
-    public var path: [String]
-    public var value: StubJSONValue
+    package var path: [String]
+    package var value: StubJSONValue
 
-    public init(path: [String], value: StubJSONValue) {
+    package init(path: [String], value: StubJSONValue) {
         self.path = path
         self.value = value
     }
@@ -113,7 +113,7 @@ public struct StubJSONField: Sendable, Equatable {
 
 /// A JSON value, as written in a match (`7`, `"7"`, `true`, `null`, lists, mappings). Numbers compare as numbers
 /// (`7` equals `7.0`), and a quoted YAML scalar is a string (`'7'` does not equal the number 7).
-public indirect enum StubJSONValue: Sendable, Equatable {
+package indirect enum StubJSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -123,8 +123,8 @@ public indirect enum StubJSONValue: Sendable, Equatable {
 }
 
 /// `faults[i]`: a failure injected instead of the answer, at `rate`.
-public struct StubFaultConfig: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct StubFaultConfig: Sendable, Equatable {
+    package enum Kind: String, Sendable, CaseIterable {
         /// The connection is reset before any byte of the answer.
         case connectionReset = "connection_reset"
         /// The connection is closed without an answer.
@@ -138,7 +138,7 @@ public struct StubFaultConfig: Sendable, Equatable {
     }
 
     /// Whom the fault acts on.
-    public enum Mode: String, Sendable {
+    package enum Mode: String, Sendable {
         /// The client's connection (over HTTP/2, its stream only), as WireMock's faults act on their caller.
         case client
         /// The gateway: the stub fails as an upstream would, and the gateway's retries, circuit breaker and 502/504
@@ -146,15 +146,15 @@ public struct StubFaultConfig: Sendable, Equatable {
         case upstream
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// Fraction 0...1 of answers that get this fault.
-    public var rate: Double
+    package var rate: Double
     /// Default `client`.
-    public var mode: Mode = .client
+    package var mode: Mode = .client
     /// `slow_body`: how long the body takes to arrive (required there, not used by the others).
-    public var duration: Duration?
+    package var duration: Duration?
 
-    public init(kind: Kind, rate: Double, mode: Mode = .client, duration: Duration? = nil) {
+    package init(kind: Kind, rate: Double, mode: Mode = .client, duration: Duration? = nil) {
         self.kind = kind
         self.rate = rate
         self.mode = mode
