@@ -1,7 +1,7 @@
 import NetCore
 
 /// Limits and timeouts the HTTP server enforces on every connection.
-package struct HTTPServerLimits: Sendable {
+package struct HTTPServerLimits: Sendable, Equatable {
     /// Longest request line accepted; longer gets 414.
     package var maxRequestLineBytes: Int = 8 * 1024
     /// Largest header section accepted; larger gets 431.

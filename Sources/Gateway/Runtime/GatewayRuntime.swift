@@ -84,8 +84,7 @@ package final class GatewayRuntime: Sendable {
     /// The HTTP server's limits for `config`. Its body limit is the largest any route takes (a route's own
     /// `max_body_bytes` is checked by the gateway), so that an upload route may take more than the server's default.
     static func serverLimits(_ config: GatewayConfig) -> HTTPServerLimits {
-        var limits = config.server.limits.httpServerLimits
-        limits.maxConnections = config.server.limits.maxConnections
+        var limits = config.server.limits.server
         limits.maxBodyBytes = config.routes.reduce(limits.maxBodyBytes) { max($0, $1.maxBodyBytes ?? 0) }
         return limits
     }

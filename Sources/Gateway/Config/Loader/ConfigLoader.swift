@@ -303,7 +303,7 @@ struct Builder {
         }
         if let item = map["drain_timeout"], let value = reader.duration(item) { limits.drainTimeout = value }
         if let item = map["max_requests_per_connection"], let value = reader.int(item, in: 0...1_000_000_000) {
-            limits.maxRequestsPerConnection = value
+            limits.maxRequestsPerConnection = value == 0 ? .max : value
         }
         minimumRates(map, into: &limits)
     }
