@@ -269,7 +269,7 @@ fi
 printf "%s\n" "$C_BINDS" | while IFS=: read -r source target mode; do
     [ -n "$source" ] || continue
     mount --bind "$source" "$root$target"
-    [ "$mode" = ro ] && mount -o remount,bind,ro "$root$target"
+    if [ "$mode" = ro ]; then mount -o remount,bind,ro "$root$target"; fi
 done
 [ "$C_RO" = 1 ] && mount -o remount,bind,ro "$root"
 [ "$C_NET" = private ] && ip link set lo up
