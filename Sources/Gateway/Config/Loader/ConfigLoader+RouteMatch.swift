@@ -88,12 +88,9 @@ extension Builder {
                         // The gateway answers both with 405 itself (no tunnels; TRACE would echo injected credentials).
                         reader.report(line: value.line, itemPath, "\(value.text) is never routed")
                         ok = false
-                    } else if !value.text.isEmpty,
-                              value.text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0 == "-" || $0 == "_") }) {
-                        if !methods.contains(HTTPMethod(value.text)) { methods.append(HTTPMethod(value.text)) }
+                    } else if let method = method(value, path: itemPath) {
+                        if !methods.contains(method) { methods.append(method) }
                     } else {
-                        reader.report(line: value.line, itemPath,
-                                      "invalid method \(value.shown) (methods are case-sensitive upper-case tokens, e.g. GET)")
                         ok = false
                     }
                 }
@@ -116,6 +113,18 @@ extension Builder {
             }
         }
         return ok ? match : nil
+    }
+
+    /// A method as `match.methods` lists it: a case-sensitive upper-case token (`-` and `_` allowed); nil when not
+    /// (reported).
+    func method(_ value: ScalarValue, path: String) -> HTTPMethod? {
+        guard !value.text.isEmpty,
+              value.text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0 == "-" || $0 == "_") }) else {
+            reader.report(line: value.line, path,
+                          "invalid method \(value.shown) (methods are case-sensitive upper-case tokens, e.g. GET)")
+            return nil
+        }
+        return HTTPMethod(value.text)
     }
 
     func validateTemplate(_ template: String, _ entry: YAMLReader.Entry) -> Bool {

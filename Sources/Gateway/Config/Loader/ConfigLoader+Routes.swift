@@ -47,21 +47,12 @@ extension Builder {
             }
             guard let name, let match, let upstreamName else {
                 // Still validate the remaining keys for their own problems.
-                _ = routeOptions(map, match: nil, clients: clients)
+                var unnamed = RouteConfig(name: "", match: RouteConfig.Match(), upstream: "")
+                _ = routeOptions(map, match: nil, clients: clients, into: &unnamed)
                 continue
             }
             var route = RouteConfig(name: name, match: match, upstream: upstreamName)
-            guard let options = routeOptions(map, match: match, clients: clients) else { continue }
-            route.rewrite = options.rewrite
-            route.coalesce = options.coalesce
-            route.coalesceVary = options.coalesceVary
-            route.clients = options.clients
-            route.timeout = options.timeout
-            route.retries = options.retries
-            route.rateLimit = options.rateLimit
-            route.websocket = options.websocket
-            route.websocketIdleTimeout = options.websocketIdleTimeout
-            route.maxBodyBytes = options.maxBodyBytes
+            guard routeOptions(map, match: match, clients: clients, into: &route) else { continue }
             if let item = map["buffering"], let value = reader.bool(item) { route.buffering = value }
             if route.websocket, let item = map["websocket"] {
                 let line = reader.line(of: item.value)
@@ -114,41 +105,30 @@ extension Builder {
             .map { $0.hasPrefix("{") ? "{}" : String($0) }.joined(separator: "/")
     }
 
-    struct RouteOptions {
-        var rewrite: RouteConfig.Rewrite?
-        var coalesce = false
-        var coalesceVary: [String] = []
-        var clients: [String]?
-        var timeout: Duration?
-        var retries: RouteConfig.Retries?
-        var rateLimit: RateLimitConfig?
-        var websocket = false
-        var websocketIdleTimeout: Duration?
-        var maxBodyBytes: Int64?
-    }
-
-    func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?) -> RouteOptions? {
-        var options = RouteOptions()
+    /// A route's options past its name, match and upstream (`buffering` aside), read into `route`; false when one is
+    /// invalid (reported).
+    func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?,
+                      into route: inout RouteConfig) -> Bool {
         var ok = true
         if let item = map["rewrite"] {
-            if let rewrite = rewrite(item, match: match) { options.rewrite = rewrite } else { ok = false }
+            if let rewrite = rewrite(item, match: match) { route.rewrite = rewrite } else { ok = false }
         }
         if let item = map["coalesce"] {
-            if let value = reader.bool(item) { options.coalesce = value } else { ok = false }
+            if let value = reader.bool(item) { route.coalesce = value } else { ok = false }
         }
         if let item = map["websocket"] {
             if case .mapping = item.value {
                 // `{ idle_timeout: 10m }`: on, with its own idle limit.
                 if let settings = reader.mapping(item.value, item.path, allowed: ["idle_timeout"]) {
-                    options.websocket = true
+                    route.websocket = true
                     if let idle = settings["idle_timeout"] {
-                        if let value = reader.duration(idle) { options.websocketIdleTimeout = value } else { ok = false }
+                        if let value = reader.duration(idle) { route.websocketIdleTimeout = value } else { ok = false }
                     }
                 } else {
                     ok = false
                 }
             } else if let value = reader.bool(item) {
-                options.websocket = value
+                route.websocket = value
             } else {
                 ok = false
             }
@@ -157,7 +137,7 @@ extension Builder {
             if let values = reader.list(item) {
                 for (index, value) in values.enumerated() {
                     if HeaderName.isValid(value.text) {
-                        options.coalesceVary.append(value.text)
+                        route.coalesceVary.append(value.text)
                     } else {
                         reader.report(line: value.line, "\(item.path)[\(index)]", "invalid header name \(value.shown)")
                         ok = false
@@ -187,24 +167,24 @@ extension Builder {
                                   "route lists clients but clients.api_keys is not configured")
                     ok = false
                 }
-                options.clients = names
+                route.clients = names
             } else {
                 ok = false
             }
         }
         if let item = map["timeout"] {
-            if let value = reader.duration(item) { options.timeout = value } else { ok = false }
+            if let value = reader.duration(item) { route.timeout = value } else { ok = false }
         }
         if let item = map["retries"] {
-            if let retries = retries(item) { options.retries = retries } else { ok = false }
+            if let retries = retries(item) { route.retries = retries } else { ok = false }
         }
         if let item = map["rate_limit"] {
-            if let limit = rateLimit(item) { options.rateLimit = limit } else { ok = false }
+            if let limit = rateLimit(item) { route.rateLimit = limit } else { ok = false }
         }
         if let item = map["max_body_bytes"] {
-            if let value = reader.size(item, allowZero: true) { options.maxBodyBytes = value } else { ok = false }
+            if let value = reader.size(item, allowZero: true) { route.maxBodyBytes = value } else { ok = false }
         }
-        return ok ? options : nil
+        return ok
     }
 
     func rateLimit(_ entry: YAMLReader.Entry) -> RateLimitConfig? {

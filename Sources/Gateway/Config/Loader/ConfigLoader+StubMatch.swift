@@ -32,12 +32,9 @@ extension Builder {
             if let values = reader.list(item, allowSingle: true), !values.isEmpty {
                 var methods: [HTTPMethod] = []
                 for (index, value) in values.enumerated() {
-                    if !value.text.isEmpty,
-                       value.text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0 == "-" || $0 == "_") }) {
-                        if !methods.contains(HTTPMethod(value.text)) { methods.append(HTTPMethod(value.text)) }
+                    if let method = method(value, path: "\(item.path)[\(index)]") {
+                        if !methods.contains(method) { methods.append(method) }
                     } else {
-                        reader.report(line: value.line, "\(item.path)[\(index)]",
-                                      "invalid method \(value.shown) (methods are case-sensitive upper-case tokens, e.g. GET)")
                         ok = false
                     }
                 }

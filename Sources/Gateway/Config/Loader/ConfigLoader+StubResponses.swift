@@ -75,32 +75,10 @@ extension Builder {
             reader.report(line: map.line, path,
                           "use only one of body, body_file and body_bytes (found \(bodySources.joined(separator: ", ")))")
             ok = false
-        } else if let item = map["body"], let value = reader.scalar(item.value, item.path) {
-            keys.body = (Array(value.text.utf8), nil, nil, Source(line: value.line, path: item.path))
-        } else if let item = map["body_file"], let value = reader.scalar(item.value, item.path) {
-            let resolved = resolve(value.text)
-            if value.text.isEmpty {
-                reader.report(line: value.line, item.path, "must not be empty")
-                ok = false
-            } else if let bytes = loader.readFile(resolved) {
-                keys.body = (bytes, resolved, nil, Source(line: value.line, path: item.path))
-            } else {
-                reader.report(line: value.line, item.path,
-                              value.fromEnvironment ? "cannot read the file" : "cannot read the file \(resolved)")
-                ok = false
-            }
-        } else if let item = map["body_bytes"] {
-            if let size = reader.size(item, allowZero: true) {
-                if size > 1 << 30 {
-                    reader.report(line: reader.line(of: item.value), item.path, "must be at most 1GiB")
-                    ok = false
-                } else {
-                    keys.body = (StubBody.generate(count: Int(size)), nil, Int(size),
-                                 Source(line: item.keyLine, path: item.path))
-                }
-            } else {
-                ok = false
-            }
+        } else if let item = map["body"] ?? map["body_file"] ?? map["body_bytes"] {
+            let (body, valid) = answerBody(item)
+            keys.body = body
+            if !valid { ok = false }
         }
         if let item = map["delay"] {
             if let value = reader.duration(item, allowZero: true) { keys.delay = value } else { ok = false }
@@ -187,28 +165,7 @@ extension Builder {
         return false
     }
 
-    // MARK: headers
-
-    /// A `headers` mapping in order, each with where it was written; nil when a name or value is invalid.
-    func headerList(_ entry: YAMLReader.Entry) -> [(name: String, value: String, source: Source)]? {
-        guard let pairs = reader.stringMap(entry) else { return nil }
-        var result: [(name: String, value: String, source: Source)] = []
-        var ok = true
-        for pair in pairs {
-            guard HeaderName.isValid(pair.key) else {
-                reader.report(line: pair.value.line, pair.path, "invalid header name")
-                ok = false
-                continue
-            }
-            guard HeaderName.isValidValue(pair.value.text) else {
-                reader.report(line: pair.value.line, pair.path, "invalid header value (control characters)")
-                ok = false
-                continue
-            }
-            result.append((pair.key, pair.value.text, Source(line: pair.value.line, path: pair.path)))
-        }
-        return ok ? result : nil
-    }
+    // MARK: header sources
 
     /// Where each field of a `headers` mapping was written (read without reporting: it was parsed already).
     func headerSources(_ entry: YAMLReader.Entry?) -> [Source] {

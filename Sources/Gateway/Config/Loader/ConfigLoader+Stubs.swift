@@ -25,35 +25,15 @@ extension Builder {
                           "use only one of body, body_file and body_bytes (found \(bodySources.joined(separator: ", ")))")
             ok = false
         }
-        if let item = map["body"], let value = reader.scalar(item.value, item.path) {
-            stub.body = Array(value.text.utf8)
-        }
-        if let item = map["body_file"], let value = reader.scalar(item.value, item.path) {
-            let resolved = resolve(value.text)
-            if value.text.isEmpty {
-                reader.report(line: value.line, item.path, "must not be empty")
-                ok = false
-            } else if let bytes = loader.readFile(resolved) {
-                stub.body = bytes
-                stub.bodyFile = resolved
-            } else {
-                reader.report(line: value.line, item.path,
-                              value.fromEnvironment ? "cannot read the file" : "cannot read the file \(resolved)")
-                ok = false
+        // Each source is read, even past a conflict, for its own problems.
+        for item in bodySources.compactMap({ map[$0] }) {
+            let (body, valid) = answerBody(item)
+            if let body {
+                stub.body = body.bytes
+                if let file = body.file { stub.bodyFile = file }
+                if let generated = body.generated { stub.bodyBytes = generated }
             }
-        }
-        if let item = map["body_bytes"] {
-            if let size = reader.size(item, allowZero: true) {
-                if size > 1 << 30 {
-                    reader.report(line: reader.line(of: item.value), item.path, "must be at most 1GiB")
-                    ok = false
-                } else {
-                    stub.bodyBytes = Int(size)
-                    stub.body = StubBody.generate(count: Int(size))
-                }
-            } else {
-                ok = false
-            }
+            if !valid { ok = false }
         }
         if let item = map["delay"] {
             if let value = reader.duration(item, allowZero: true) { stub.delay = value } else { ok = false }
@@ -152,6 +132,41 @@ extension Builder {
         }
     }
 
+    /// An answer's body from `body`, `body_file` (read now) or `body_bytes` (generated now), whichever `item` is: the
+    /// bytes, the resolved file, the generated count and where it was written. `valid` is false when a problem was
+    /// reported.
+    func answerBody(_ item: YAMLReader.Entry) -> (body: AnswerBody?, valid: Bool) {
+        switch item.key {
+        case "body":
+            guard let value = reader.scalar(item.value, item.path) else { return (nil, true) }
+            return ((Array(value.text.utf8), nil, nil, Source(line: value.line, path: item.path)), true)
+        case "body_file":
+            guard let value = reader.scalar(item.value, item.path) else { return (nil, true) }
+            let resolved = resolve(value.text)
+            if value.text.isEmpty {
+                reader.report(line: value.line, item.path, "must not be empty")
+                return (nil, false)
+            }
+            guard let bytes = loader.readFile(resolved) else {
+                reader.report(line: value.line, item.path,
+                              value.fromEnvironment ? "cannot read the file" : "cannot read the file \(resolved)")
+                return (nil, false)
+            }
+            return ((bytes, resolved, nil, Source(line: value.line, path: item.path)), true)
+        default:
+            guard let size = reader.size(item, allowZero: true) else { return (nil, false) }
+            guard size <= 1 << 30 else {
+                reader.report(line: reader.line(of: item.value), item.path, "must be at most 1GiB")
+                return (nil, false)
+            }
+            return ((StubBody.generate(count: Int(size)), nil, Int(size), Source(line: item.keyLine, path: item.path)),
+                    true)
+        }
+    }
+
+    /// A body as ``answerBody(_:)`` reads it.
+    typealias AnswerBody = (bytes: [UInt8], file: String?, generated: Int?, source: Source)
+
     /// Where a value was written, for messages.
     struct Source {
         var line: Int
@@ -173,7 +188,7 @@ extension Builder {
     struct AnswerKeys {
         var status: Int?
         var headers: [(name: String, value: String, source: Source)]?
-        var body: (bytes: [UInt8], file: String?, generated: Int?, source: Source)?
+        var body: AnswerBody?
         var delay: Duration?
         var latency: StubLatencyConfig?
         var errorRate: (value: Double, source: Source)?

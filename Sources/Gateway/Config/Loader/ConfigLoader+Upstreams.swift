@@ -51,40 +51,8 @@ extension Builder {
         if let item = map["headers"] {
             if let headers = headers(item) { upstream.headers = headers } else { ok = false }
         }
-        if let item = map["timeout"], let timeout = reader.mapping(item.value, item.path, allowed: ["connect", "response"]) {
-            if let connect = timeout["connect"], let value = reader.duration(connect) { upstream.timeout.connect = value }
-            if let response = timeout["response"], let value = reader.duration(response) {
-                upstream.timeout.response = value
-            }
-        }
-        if let item = map["pool"], let pool = reader.mapping(item.value, item.path, allowed: [
-            "max_connections", "http2", "max_wait", "max_waiting", "idle_timeout", "max_requests_per_connection",
-            "max_share",
-        ]) {
-            if let max = pool["max_connections"], let value = reader.int(max, in: 1...100_000) {
-                upstream.pool.maxConnections = value
-            }
-            if let wait = pool["max_wait"], let value = reader.duration(wait) { upstream.pool.maxWait = value }
-            if let idle = pool["idle_timeout"], let value = reader.duration(idle) { upstream.pool.idleTimeout = value }
-            if let waiting = pool["max_waiting"], let value = reader.int(waiting, in: 0...1_000_000) {
-                upstream.pool.maxWaiting = value
-            }
-            if let cap = pool["max_requests_per_connection"], let value = reader.int(cap, in: 0...1_000_000_000) {
-                upstream.pool.maxRequestsPerConnection = value
-            }
-            if let share = pool["max_share"], let value = BufferingConfigParser.maxShare(share, reader: reader) {
-                upstream.pool.maxShare = value
-            }
-            if let mode = pool["http2"], let value = reader.scalar(mode.value, mode.path) {
-                if let parsed = UpstreamConfig.HTTP2Mode(rawValue: value.text) {
-                    upstream.pool.http2 = parsed
-                } else if value.text == "true" || value.text == "false" {
-                    upstream.pool.http2 = value.text == "true" ? .always : .never
-                } else {
-                    reader.report(line: value.line, mode.path, "invalid value \(value.shown) (auto, always or never)")
-                }
-            }
-        }
+        if let item = map["timeout"] { timeout(item, into: &upstream.timeout) }
+        if let item = map["pool"] { pool(item, into: &upstream.pool) }
         if let item = map["tls"], let tls = reader.mapping(item.value, item.path, allowed: ["verify", "ca_file"]) {
             if let verify = tls["verify"], let value = reader.bool(verify) { upstream.tls.verify = value }
             if let ca = tls["ca_file"] { upstream.tls.caFile = loader.caFile(ca, reader: reader) }
@@ -110,14 +78,7 @@ extension Builder {
         }
         if let item = map["circuit_breaker"] {
             // A stub's circuit counts its faults with `mode: upstream` and its 502-504 answers, as a real upstream's.
-            if let breaker = reader.mapping(item.value, item.path, allowed: ["failures", "open_for"]) {
-                var config = CircuitBreakerConfig()
-                if let failures = breaker["failures"], let value = reader.int(failures, in: 1...1_000_000) {
-                    config.failures = value
-                }
-                if let openFor = breaker["open_for"], let value = reader.duration(openFor) { config.openFor = value }
-                upstream.circuitBreaker = config
-            }
+            if let breaker = circuitBreaker(item) { upstream.circuitBreaker = breaker }
         }
         if let item = map["health_check"] {
             if map.has("stub") {
@@ -140,6 +101,55 @@ extension Builder {
         return ok ? upstream : nil
     }
 
+    /// `timeout`: `connect` and `response`.
+    func timeout(_ entry: YAMLReader.Entry, into timeout: inout UpstreamConfig.Timeout) {
+        guard let map = reader.mapping(entry.value, entry.path, allowed: ["connect", "response"]) else { return }
+        if let connect = map["connect"], let value = reader.duration(connect) { timeout.connect = value }
+        if let response = map["response"], let value = reader.duration(response) { timeout.response = value }
+    }
+
+    /// `pool`: connections, HTTP/2, waiting, idle time, requests per connection, one caller's share.
+    func pool(_ entry: YAMLReader.Entry, into settings: inout UpstreamConfig.Pool) {
+        guard let pool = reader.mapping(entry.value, entry.path, allowed: [
+            "max_connections", "http2", "max_wait", "max_waiting", "idle_timeout", "max_requests_per_connection",
+            "max_share",
+        ]) else { return }
+        if let max = pool["max_connections"], let value = reader.int(max, in: 1...100_000) {
+            settings.maxConnections = value
+        }
+        if let wait = pool["max_wait"], let value = reader.duration(wait) { settings.maxWait = value }
+        if let idle = pool["idle_timeout"], let value = reader.duration(idle) { settings.idleTimeout = value }
+        if let waiting = pool["max_waiting"], let value = reader.int(waiting, in: 0...1_000_000) {
+            settings.maxWaiting = value
+        }
+        if let cap = pool["max_requests_per_connection"], let value = reader.int(cap, in: 0...1_000_000_000) {
+            settings.maxRequestsPerConnection = value
+        }
+        if let share = pool["max_share"], let value = BufferingConfigParser.maxShare(share, reader: reader) {
+            settings.maxShare = value
+        }
+        if let mode = pool["http2"], let value = reader.scalar(mode.value, mode.path) {
+            if let parsed = UpstreamConfig.HTTP2Mode(rawValue: value.text) {
+                settings.http2 = parsed
+            } else if value.text == "true" || value.text == "false" {
+                settings.http2 = value.text == "true" ? .always : .never
+            } else {
+                reader.report(line: value.line, mode.path, "invalid value \(value.shown) (auto, always or never)")
+            }
+        }
+    }
+
+    /// `circuit_breaker`: the `failures` in a row that open it, and `open_for`.
+    func circuitBreaker(_ entry: YAMLReader.Entry) -> CircuitBreakerConfig? {
+        guard let map = reader.mapping(entry.value, entry.path, allowed: ["failures", "open_for"]) else { return nil }
+        var breaker = CircuitBreakerConfig()
+        if let failures = map["failures"], let value = reader.int(failures, in: 1...1_000_000) {
+            breaker.failures = value
+        }
+        if let openFor = map["open_for"], let value = reader.duration(openFor) { breaker.openFor = value }
+        return breaker
+    }
+
     func baseURL(_ entry: YAMLReader.Entry) -> UpstreamURL? {
         guard let value = reader.scalar(entry.value, entry.path) else { return nil }
         switch UpstreamURLParser.parse(value.text) {
@@ -150,9 +160,18 @@ extension Builder {
         }
     }
 
+    /// A `headers` mapping (see ``headerList(_:)``).
     func headers(_ entry: YAMLReader.Entry) -> HTTPFields? {
-        guard let pairs = reader.stringMap(entry) else { return nil }
+        guard let list = headerList(entry) else { return nil }
         var headers = HTTPFields()
+        for header in list { headers.add(name: header.name, value: header.value) }
+        return headers
+    }
+
+    /// A `headers` mapping in order, each with where it was written; nil when a name or value is invalid.
+    func headerList(_ entry: YAMLReader.Entry) -> [(name: String, value: String, source: Source)]? {
+        guard let pairs = reader.stringMap(entry) else { return nil }
+        var result: [(name: String, value: String, source: Source)] = []
         var ok = true
         for pair in pairs {
             guard HeaderName.isValid(pair.key) else {
@@ -165,9 +184,9 @@ extension Builder {
                 ok = false
                 continue
             }
-            headers.add(name: pair.key, value: pair.value.text)
+            result.append((pair.key, pair.value.text, Source(line: pair.value.line, path: pair.path)))
         }
-        return ok ? headers : nil
+        return ok ? result : nil
     }
 
     func accessToken(_ entry: YAMLReader.Entry) -> UpstreamConfig.AccessToken? {
