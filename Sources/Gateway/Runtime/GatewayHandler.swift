@@ -206,6 +206,15 @@ final class GatewayHandler: HTTPServerHandler {
                                                     trusted: snapshot.config.server.trustedProxies)
             record.traceID = TraceContext.traceID(in: head.headers)
         }
+
+        /// Notes the route (and the API-key client, once known) in the access-log record.
+        mutating func note(_ routed: Admission.Routed) {
+            record.route = routed.route.name
+            record.upstream = routed.route.upstream.name
+            record.upstreamPath = routed.upstreamPath
+            record.routeMetrics = routed.runtime?.metrics
+            if let client = routed.clientName { record.client = client }
+        }
     }
 
     /// What routing and the caller's authorisation decided: an answer of the gateway's own, or an upstream call.
@@ -286,88 +295,27 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
-    /// The largest request body `route` takes: its `max_body_bytes`, else the server's.
-    static func bodyLimit(_ route: RouteConfig, _ config: GatewayConfig) -> Int64 {
-        route.maxBodyBytes ?? config.server.limits.maxBodyBytes
-    }
-
-    /// The methods a route without `match.methods` allows, as `Allow` lists them.
-    static let allMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-    /// Routing, then the caller's identity (API keys), the route's allowed clients and its rate limit.
+    /// Admission (see ``Admission``), then what it decided in the access-log record: the route, the client, a rate
+    /// limit's refusal.
     private func prepare(_ exchange: inout Exchange, request: borrowing HTTPServerRequest) -> Decision {
-        let requestID = exchange.requestID
-        let method = request.head.method
-        if method == .trace || method == .connect {
-            return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
-                                         extra: ["Allow": Self.allMethods.joined(separator: ", ")]))
-        }
-        let route: CompiledRoute
-        let upstreamPath: String
-        switch exchange.snapshot.routes.route(request.head) {
-        case .notFound:
-            return .answer(errorResponse(.notFound, requestID: requestID))
-        case .methodNotAllowed(let allow):
-            return .answer(errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": allow.joined(separator: ", ")]))
-        case .badRequest:
-            return .answer(errorResponse(.badRequest, requestID: requestID))
-        case .matched(let matched, let path, _):
-            route = matched
-            upstreamPath = path
-        }
-        let runtime = exchange.snapshot.runtime(of: route)
-        if WebSocketTunnel.isRefusedExtendedConnect(request, route: route.config, upstream: runtime?.provider) {
-            // An HTTP/2 client asking for a tunnel (RFC 8441) where there is none: a plain GET's 200 would tell it
-            // the tunnel is open.
-            return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
-                                         extra: ["Allow": (route.allowedMethods ?? Self.allMethods).joined(separator: ", ")]))
-        }
-        exchange.record.route = route.name
-        exchange.record.upstream = route.upstream.name
-        exchange.record.upstreamPath = upstreamPath
-        exchange.record.routeMetrics = runtime?.metrics
-
-        var clientName: String?
-        let apiKeys = exchange.snapshot.config.clients?.apiKeys
-        if let apiKeys {
-            guard let key = request.head.headers.first(name: apiKeys.header),
-                  let client = apiKeys.client(forKey: key) else {
-                return .answer(errorResponse(.unauthorized, requestID: requestID))
-            }
-            clientName = client.name
-            exchange.record.client = client.name
-        }
-        if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
-            return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
-        }
-        if let declared = request.declaredBodyLength, declared > Self.bodyLimit(route.config, exchange.snapshot.config) {
-            // Refused before a byte of it is read: the connection closes rather than read and drop the rest.
-            var refusal = errorResponse(.payloadTooLarge, requestID: requestID)
-            refusal.closesConnection = true
-            return .answer(refusal)
-        }
-        if let limit = route.config.rateLimit, let limiter = runtime?.rateLimiter {
-            let caller = limit.by == .route ? "" : clientName ?? callerAddress(exchange)
-            if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
+        let snapshot = exchange.snapshot
+        switch Admission.decide(request, clientAddress: exchange.record.clientAddress, snapshot: snapshot) {
+        case .unrouted(let refusal):
+            return .answer(errorResponse(refusal, requestID: exchange.requestID))
+        case .refused(let refusal, let routed):
+            exchange.note(routed)
+            if refusal.code == .tooManyRequests {
                 exchange.record.upstreamError = "rate limited"
-                exchange.snapshot.telemetry.rateLimited(route: route.name, metrics: runtime?.metrics)
-                return .answer(errorResponse(.tooManyRequests, requestID: requestID, extra: ["Retry-After": RetryAfter.value(wait)]))
+                snapshot.telemetry.rateLimited(route: routed.route.name, metrics: routed.runtime?.metrics)
             }
+            return .answer(errorResponse(refusal, requestID: exchange.requestID))
+        case .admitted(let routed, let upstream):
+            exchange.note(routed)
+            exchange.record.stubbed = upstream.isStub
+            return .call(Call(route: routed.route, upstream: upstream, upstreamPath: routed.upstreamPath,
+                              clientName: routed.clientName, apiKeyHeader: snapshot.config.clients?.apiKeys?.header))
         }
-        guard let upstream = runtime?.provider else {
-            return .answer(errorResponse(.badGateway, requestID: requestID))
-        }
-        exchange.record.stubbed = upstream.isStub
-        return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
-                          apiKeyHeader: apiKeys?.header))
     }
-
-    /// The rate limit's caller when there is no API key: the client's address (see ``ClientAddress``), an IPv6 one
-    /// by its /64.
-    private func callerAddress(_ exchange: Exchange) -> String {
-        exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? ""
-    }
-
 
     /// The answer to an upstream call.
     private func respond(_ exchange: inout Exchange, request: HTTPServerRequest,
@@ -378,7 +326,7 @@ final class GatewayHandler: HTTPServerHandler {
         let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
-        let maxBodyBytes = Int(clamping: Self.bodyLimit(call.route.config, exchange.snapshot.config))
+        let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route.config, exchange.snapshot.config))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
@@ -551,6 +499,13 @@ final class GatewayHandler: HTTPServerHandler {
         } else {
             exchange.snapshot.telemetry.record(exchange.record)
         }
+        return response
+    }
+
+    /// The answer to a request admission refused.
+    private func errorResponse(_ refusal: Admission.Refusal, requestID: String) -> HTTPServerResponse {
+        var response = errorResponse(refusal.code, requestID: requestID, extra: refusal.headers)
+        response.closesConnection = refusal.closesConnection
         return response
     }
 
