@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPClientCore
+import Locking
 
 // MARK: - Method
 

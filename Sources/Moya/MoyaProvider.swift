@@ -345,10 +345,3 @@ final class OnceAction: @unchecked Sendable {
         action?()
     }
 }
-
-/// Carries a value that is not `Sendable` across a concurrency boundary the code has made safe by other means
-/// (a lock, a serial queue, or a single hand-off).
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}

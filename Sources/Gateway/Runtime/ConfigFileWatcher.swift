@@ -183,11 +183,3 @@ package struct ConfigFileWatcherError: Error, CustomStringConvertible {
     package var description: String
     init(_ description: String) { self.description = description }
 }
-
-extension Duration {
-    /// Whole milliseconds, rounded down.
-    fileprivate var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

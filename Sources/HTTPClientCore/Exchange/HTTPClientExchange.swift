@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 
 /// One request/response exchange as it moves through a pool and onto a connection. Loop thread only.

@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 
 /// A response from ``HTTPClient/execute(streaming:deadline:timeout:progress:)``: the head as soon as it arrived, and the body

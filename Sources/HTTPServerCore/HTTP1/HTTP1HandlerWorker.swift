@@ -1,3 +1,4 @@
+import Locking
 import NetCore
 
 /// Runs one HTTP/1 connection's handlers one after another in a single long-lived task.

@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 
 /// Serves HTTP/1.1 on one connection: parses requests, hands them to the handler, writes responses in order

@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 
 /// Serves HTTP/2 on one connection with an ``HTTP2Session`` (nghttp2) in server mode: every request stream goes to

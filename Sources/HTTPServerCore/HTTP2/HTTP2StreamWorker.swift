@@ -1,3 +1,4 @@
+import Locking
 import NetCore
 
 /// Runs HTTP/2 streams' handlers, one after another, in a long-lived task that waits in its loop's pool between them.

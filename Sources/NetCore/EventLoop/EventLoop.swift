@@ -442,21 +442,3 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         }
     }
 }
-
-/// Wraps a value the compiler cannot prove Sendable when the code guarantees it is used on one thread at a time.
-package struct UncheckedSendable<Value>: @unchecked Sendable {
-    package var value: Value
-    package init(_ value: Value) { self.value = value }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds, clamped to zero and `UInt64.max`.
-    package var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        // A negative duration of less than a second has whole seconds 0 and negative attoseconds.
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return UInt64.max }
-        return whole &+ UInt64(attoseconds / 1_000_000_000)
-    }
-}

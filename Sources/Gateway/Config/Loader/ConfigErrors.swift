@@ -124,17 +124,9 @@ extension String {
 }
 
 extension Duration {
-    /// The duration in whole milliseconds (saturating), for printing.
-    var approximateMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (ms, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        if overflow { return seconds < 0 ? Int64.min : Int64.max }
-        return ms.addingReportingOverflow(attoseconds / 1_000_000_000_000_000).partialValue
-    }
-
     /// `250ms`, `10s`, `2m` form for printing.
     var configDescription: String {
-        let ms = approximateMilliseconds
+        let ms = milliseconds
         if ms != 0, ms % 60_000 == 0 { return "\(ms / 60_000)m" }
         if ms % 1000 == 0 { return "\(ms / 1000)s" }
         return "\(ms)ms"
