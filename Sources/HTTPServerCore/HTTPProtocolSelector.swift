@@ -70,6 +70,12 @@ final class HTTPProtocolSelector: HTTPServerConnectionHandler {
         guard !decided, !connection.isClosed else { return nil }
         decided = true
         let handler = HTTP1ServerConnection(connection: connection, context: context)
+        handOver(to: handler)
+        return handler
+    }
+
+    /// Makes `handler` the connection's, and gives it what was read while the protocol was undecided.
+    private func handOver(to handler: some HTTPServerConnectionHandler) {
         context.replaceHandler(of: connection, with: handler)
         handler.connectionDidBecomeActive(connection)
         let bytes = buffered
@@ -77,7 +83,6 @@ final class HTTPProtocolSelector: HTTPServerConnectionHandler {
         if !bytes.isEmpty {
             bytes.withUnsafeBytes { handler.connection(connection, didRead: $0) }
         }
-        return handler
     }
 
     private func switchToHTTP2() {
@@ -90,13 +95,7 @@ final class HTTPProtocolSelector: HTTPServerConnectionHandler {
             connection.close(error: error)
             return
         }
-        context.replaceHandler(of: connection, with: handler)
-        handler.connectionDidBecomeActive(connection)
-        let bytes = buffered
-        buffered = []
-        if !bytes.isEmpty {
-            bytes.withUnsafeBytes { handler.connection(connection, didRead: $0) }
-        }
+        handOver(to: handler)
     }
 
     // MARK: Timeouts and drain

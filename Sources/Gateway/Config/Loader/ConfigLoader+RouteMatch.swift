@@ -52,28 +52,13 @@ extension Builder {
         }
         var match = RouteConfig.Match()
         var ok = true
-        let kinds = ["path", "path_prefix", "path_params"].filter { map.has($0) }
-        if kinds.isEmpty {
+        if !["path", "path_prefix", "path_params"].contains(where: map.has) {
             reader.report(line: map.line, entry.path, "one of path, path_prefix or path_params is required")
             ok = false
-        } else if kinds.count > 1 {
-            reader.report(line: map.line, entry.path,
-                          "use only one of path, path_prefix and path_params (found \(kinds.joined(separator: ", ")))")
-            ok = false
         }
-        if let item = map["path"] {
-            if let value = routePath(item, stripTrailingSlash: false) { match.path = value } else { ok = false }
-        }
-        if let item = map["path_prefix"] {
-            if let value = routePath(item, stripTrailingSlash: true) { match.pathPrefix = value } else { ok = false }
-        }
-        if let item = map["path_params"] {
-            if let value = templatePath(item), validateTemplate(value, item) {
-                match.pathParams = value
-            } else {
-                ok = false
-            }
-        }
+        let paths = matchPaths(map, entry)
+        (match.path, match.pathPrefix, match.pathParams) = (paths.path, paths.prefix, paths.params)
+        if !paths.valid { ok = false }
         if let item = map["methods"] {
             if let values = reader.list(item) {
                 if values.isEmpty {
@@ -113,6 +98,34 @@ extension Builder {
             }
         }
         return ok ? match : nil
+    }
+
+    /// A match's `path`, `path_prefix` or `path_params` (a route's or a stub response's), of which it may set one.
+    /// `valid` is false when a problem was reported.
+    func matchPaths(_ map: YAMLReader.Entries, _ entry: YAMLReader.Entry)
+        -> (path: String?, prefix: String?, params: String?, valid: Bool) {
+        var valid = true
+        let kinds = ["path", "path_prefix", "path_params"].filter { map.has($0) }
+        if kinds.count > 1 {
+            reader.report(line: map.line, entry.path,
+                          "use only one of path, path_prefix and path_params (found \(kinds.joined(separator: ", ")))")
+            valid = false
+        }
+        var path: String?
+        var prefix: String?
+        var params: String?
+        if let item = map["path"] {
+            path = routePath(item, stripTrailingSlash: false)
+            if path == nil { valid = false }
+        }
+        if let item = map["path_prefix"] {
+            prefix = routePath(item, stripTrailingSlash: true)
+            if prefix == nil { valid = false }
+        }
+        if let item = map["path_params"] {
+            if let value = templatePath(item), validateTemplate(value, item) { params = value } else { valid = false }
+        }
+        return (path, prefix, params, valid)
     }
 
     /// A method as `match.methods` lists it: a case-sensitive upper-case token (`-` and `_` allowed); nil when not

@@ -9,25 +9,9 @@ extension Builder {
         ]) else { return nil }
         var match = StubMatchConfig()
         var ok = true
-        let kinds = ["path", "path_prefix", "path_params"].filter { map.has($0) }
-        if kinds.count > 1 {
-            reader.report(line: map.line, entry.path,
-                          "use only one of path, path_prefix and path_params (found \(kinds.joined(separator: ", ")))")
-            ok = false
-        }
-        if let item = map["path"] {
-            if let value = routePath(item, stripTrailingSlash: false) { match.path = value } else { ok = false }
-        }
-        if let item = map["path_prefix"] {
-            if let value = routePath(item, stripTrailingSlash: true) { match.pathPrefix = value } else { ok = false }
-        }
-        if let item = map["path_params"] {
-            if let value = templatePath(item), validateTemplate(value, item) {
-                match.pathParams = value
-            } else {
-                ok = false
-            }
-        }
+        let paths = matchPaths(map, entry)
+        (match.path, match.pathPrefix, match.pathParams) = (paths.path, paths.prefix, paths.params)
+        if !paths.valid { ok = false }
         if let item = map["methods"] {
             if let values = reader.list(item, allowSingle: true), !values.isEmpty {
                 var methods: [HTTPMethod] = []
