@@ -17,7 +17,7 @@ import NetCore
 /// A client that leaves stops the upstream read at once (the exchange is cancelled) and the file closes. Every file
 /// operation runs off the loop; the file closes when the body has been handed over, the client left, or the relay went.
 final class BufferedBodyRelay: Sendable {
-    private struct State {
+    struct State {
         /// Bytes written to the file (its length since it was last emptied), and how many of them went to the client.
         var written: Int64 = 0
         var fed: Int64 = 0
@@ -51,7 +51,7 @@ final class BufferedBodyRelay: Sendable {
     }
 
     /// What the reader does with its next chunk.
-    private enum Step {
+    enum Step {
         case direct(emptyFile: TemporaryBufferFile?)
         case spill(offset: Int64)
         case tail
@@ -59,7 +59,7 @@ final class BufferedBodyRelay: Sendable {
     }
 
     /// What the feeder does next.
-    private enum FeederStep {
+    enum FeederStep {
         case read(TemporaryBufferFile, offset: Int64, count: Int)
         case give([UInt8])
         case finish(failure: (any Error)?)
@@ -67,23 +67,23 @@ final class BufferedBodyRelay: Sendable {
         case stop
     }
 
-    private let state = Locked(State())
-    private let buffering: ResponseBuffering
-    private let plan: ResponseBuffering.Plan
-    private let log: RelayedResponseLog?
-    private let client: WeakByteStream
-    private let feederWake: AsyncStream<Void>.Continuation
-    private let feederWakes: AsyncStream<Void>
-    private let readerWake: AsyncStream<Void>.Continuation
-    private let readerWakes: AsyncStream<Void>
-    private let loop: EventLoop?
+    let state = Locked(State())
+    let buffering: ResponseBuffering
+    let plan: ResponseBuffering.Plan
+    let log: RelayedResponseLog?
+    let client: WeakByteStream
+    let feederWake: AsyncStream<Void>.Continuation
+    let feederWakes: AsyncStream<Void>
+    let readerWake: AsyncStream<Void>.Continuation
+    let readerWakes: AsyncStream<Void>
+    let loop: EventLoop?
 
     /// The most read from the file at once.
     static let pieceSize = 256 * 1024
     /// The most written to the file at once (chunks that are already waiting when one is written go with it).
     static let writeBatch = 256 * 1024
 
-    private init(buffering: ResponseBuffering, plan: ResponseBuffering.Plan, log: RelayedResponseLog?,
+    init(buffering: ResponseBuffering, plan: ResponseBuffering.Plan, log: RelayedResponseLog?,
                  upstream: HTTPClientStreamingResponse, loop: EventLoop?) {
         self.buffering = buffering
         self.plan = plan
@@ -120,320 +120,10 @@ final class BufferedBodyRelay: Sendable {
         return output
     }
 
-    // MARK: reader
-
-    private func read(_ upstream: HTTPClientStreamingResponse) async {
-        var wakes = readerWakes.makeAsyncIterator()
-        var failure: (any Error)?
-        // A chunk already taken from the upstream that goes next.
-        var taken: [UInt8]?
-        reading: while true {
-            let chunk: [UInt8]
-            if let held = taken {
-                chunk = held
-                taken = nil
-            } else {
-                do {
-                    guard let next = try await upstream.body.next() else { break reading }
-                    chunk = next
-                } catch {
-                    failure = error
-                    break reading
-                }
-            }
-            var toPass: [UInt8]?
-            var ended = false
-            switch step(for: chunk.count) {
-            case .gone:
-                return upstream.cancel()
-            case .direct(let emptied):
-                if let emptied { await emptied.truncate() }
-                guard hand(chunk) else { return upstream.cancel() }
-            case .spill(let offset):
-                // The chunks already waiting behind this one go to the file with it, in one write: fewer trips off
-                // the loop, and no wait for bytes that have not come.
-                var batch = chunk
-                while batch.count < Self.writeBatch, upstream.body.bufferedByteCount > 0 {
-                    let more: [UInt8]?
-                    do {
-                        more = try await upstream.body.next()
-                    } catch {
-                        failure = error
-                        ended = true
-                        break
-                    }
-                    guard let more else {
-                        ended = true
-                        break
-                    }
-                    guard reserveMore(more.count, fileEnd: offset + Int64(batch.count)) else {
-                        taken = more
-                        break
-                    }
-                    batch.append(contentsOf: more)
-                }
-                if await !spill(batch, at: offset) { toPass = batch }
-            case .tail:
-                toPass = chunk
-            }
-            if let toPass {
-                // At the client's pace: the feeder takes the chunk when the client's stream has room.
-                guard pass(toPass) else { return upstream.cancel() }
-                while state.withLock({ $0.tail != nil && !$0.clientGone }) {
-                    if await wakes.next() == nil { break }
-                }
-                if state.withLock({ $0.clientGone }) { return upstream.cancel() }
-            }
-            if ended { break reading }
-        }
-        readerEnded(failure: failure)
-    }
-
-    /// Reserves the file space of `count` more bytes for a write that ends at `fileEnd` so far; false (buffering
-    /// stopped, unless the client left) when a cap is reached.
-    private func reserveMore(_ count: Int, fileEnd: Int64) -> Bool {
-        var overflow: ResponseBuffering.Overflow?
-        let reserved = state.withLock { state -> Bool in
-            if state.clientGone || state.capped { return false }
-            let size = Int64(count)
-            guard fileEnd + size <= plan.maxFileSize else {
-                state.capped = true
-                overflow = .fileSize
-                return false
-            }
-            guard buffering.reserveDisk(size) else {
-                state.capped = true
-                overflow = .total
-                return false
-            }
-            state.reserved += size
-            return true
-        }
-        if let overflow { buffering.overflowed(overflow) }
-        return reserved
-    }
-
-    /// Decides where the next chunk of `count` bytes goes (reserving its file space when it goes to the file).
-    private func step(for count: Int) -> Step {
-        var overflow: ResponseBuffering.Overflow?
-        let step = state.withLock { state -> Step in
-            if state.clientGone { return .gone }
-            if state.spilling, state.fed == state.written, state.tail == nil, !state.feederBusy, state.clientHasRoom,
-               !state.capped {
-                // The feeder has caught up: straight to the client again, and the file's space back.
-                state.spilling = false
-                if state.written > 0 {
-                    buffering.releaseDisk(state.reserved)
-                    state.reserved = 0
-                    state.written = 0
-                    state.fed = 0
-                    return .direct(emptyFile: state.file)
-                }
-            }
-            if !state.spilling { return .direct(emptyFile: nil) }
-            if state.capped { return .tail }
-            let size = Int64(count)
-            guard state.written + size <= plan.maxFileSize else {
-                state.capped = true
-                if plan.maxFileSize > 0 { overflow = .fileSize }
-                return .tail
-            }
-            guard buffering.reserveDisk(size) else {
-                state.capped = true
-                overflow = .total
-                return .tail
-            }
-            state.reserved += size
-            return .spill(offset: state.written)
-        }
-        if let overflow { buffering.overflowed(overflow) }
-        return step
-    }
-
-    /// Hands `chunk` straight to the client; false when the client has left.
-    private func hand(_ chunk: [UInt8]) -> Bool {
-        let demands = state.withLock { $0.demands }
-        guard let accepted = client.offer(chunk) else {
-            clientLeft()
-            return false
-        }
-        state.withLock { state in
-            state.relayed += chunk.count
-            if !accepted {
-                // Full: the next chunks go to the file until the feeder catches up.
-                if state.demands == demands { state.clientHasRoom = false }
-                state.spilling = true
-            }
-        }
-        noteMemory()
-        return true
-    }
-
-    /// Writes `chunk` to the file at `offset` (its space reserved), making the file first if need be; false, with
-    /// the reservation given back and buffering stopped, when the file cannot be made or written.
-    private func spill(_ chunk: [UInt8], at offset: Int64) async -> Bool {
-        var file = state.withLock { $0.file }
-        do {
-            if file == nil {
-                let made = try await TemporaryBufferFile.make(in: plan.directory)
-                file = made
-                state.withLock { $0.file = made }
-            }
-            guard let file else { return false }
-            try await file.write(chunk, at: offset)
-        } catch {
-            // Its space back (unless the client left meanwhile, and all of it went back then).
-            let unused = state.withLock { state -> Int64 in
-                let unused = min(Int64(chunk.count), state.reserved)
-                state.reserved -= unused
-                state.capped = true
-                return unused
-            }
-            buffering.releaseDisk(unused)
-            buffering.overflowed(.error)
-            buffering.fileFailed(error)
-            return false
-        }
-        let first = state.withLock { state -> Bool in
-            state.written = offset + Int64(chunk.count)
-            defer { state.everSpilled = true }
-            return !state.everSpilled
-        }
-        if first { buffering.spilled() }
-        startFeeder()
-        feederWake.yield()
-        return true
-    }
-
-    /// Hands `chunk` to the feeder (the reader then waits until it has been taken); false when the client left.
-    private func pass(_ chunk: [UInt8]) -> Bool {
-        let gone = state.withLock { state -> Bool in
-            if state.clientGone { return true }
-            state.tail = chunk
-            return false
-        }
-        if gone { return false }
-        noteMemory()
-        startFeeder()
-        feederWake.yield()
-        return true
-    }
-
-    /// The upstream body ended (with `failure`, when it was cut): the client's stream ends here when nothing waits
-    /// for it, else once the feeder has handed everything on.
-    private func readerEnded(failure: (any Error)?) {
-        let finishHere = state.withLock { state -> Bool in
-            state.readerDone = true
-            state.failure = failure
-            state.upstream = nil
-            guard !state.ended, !state.clientGone, state.fed == state.written, state.tail == nil, !state.feederBusy
-            else { return false }
-            state.ended = true
-            return true
-        }
-        if finishHere {
-            finishClient(failure: failure)
-            feederWake.finish()
-        } else {
-            feederWake.yield()
-        }
-    }
-
-    // MARK: feeder
-
-    private func startFeeder() {
-        let start = state.withLock { state -> Bool in
-            defer { state.feederStarted = true }
-            return !state.feederStarted
-        }
-        guard start else { return }
-        Task(executorPreference: loop) { await self.feed() }
-    }
-
-    private func feed() async {
-        var wakes = feederWakes.makeAsyncIterator()
-        while true {
-            let next = state.withLock { state -> FeederStep in
-                if state.ended || state.clientGone { return .stop }
-                if state.clientHasRoom, state.fed < state.written, let file = state.file {
-                    state.feederBusy = true
-                    return .read(file, offset: state.fed, count: Int(min(state.written - state.fed, Int64(Self.pieceSize))))
-                }
-                if state.clientHasRoom, let tail = state.tail {
-                    state.tail = nil
-                    state.feederBusy = true
-                    return .give(tail)
-                }
-                if state.readerDone, state.fed == state.written, state.tail == nil {
-                    state.ended = true
-                    return .finish(failure: state.failure)
-                }
-                return .wait
-            }
-            switch next {
-            case .stop:
-                return
-            case .wait:
-                if await wakes.next() == nil { return }
-            case .finish(let failure):
-                finishClient(failure: failure)
-                return
-            case .give(let chunk):
-                readerWake.yield()
-                guard give(chunk, fromFile: 0) else { return }
-            case .read(let file, let offset, let count):
-                let piece: [UInt8]
-                do {
-                    piece = try await file.read(at: offset, count: count)
-                } catch {
-                    fileReadFailed(error)
-                    return
-                }
-                guard give(piece, fromFile: count) else { return }
-            }
-        }
-    }
-
-    /// Hands a piece to the client (`fromFile` of its bytes read from the file); false when the client has left.
-    private func give(_ piece: [UInt8], fromFile: Int) -> Bool {
-        let demands = state.withLock { $0.demands }
-        let accepted = client.offer(piece)
-        state.withLock { state in
-            state.feederBusy = false
-            guard accepted != nil else { return }
-            state.fed += Int64(fromFile)
-            state.relayed += piece.count
-            if accepted == false, state.demands == demands { state.clientHasRoom = false }
-        }
-        guard accepted != nil else {
-            clientLeft()
-            return false
-        }
-        noteMemory()
-        return true
-    }
-
-    /// The file could not be read back: the client's response is cut (its stream fails) and the upstream read stops.
-    private func fileReadFailed(_ error: any Error) {
-        let (end, upstream) = state.withLock { state -> (Bool, HTTPClientStreamingResponse?) in
-            state.feederBusy = false
-            defer { state.ended = true }
-            return (!state.ended, state.upstream)
-        }
-        upstream?.cancel()
-        buffering.fileFailed(error)
-        guard end else { return }
-        client.stream?.fail(error)
-        closeFile()
-        noteMemory(ending: true)
-        log?.end(bytes: state.withLock { $0.relayed }, cut: "temporary file read failed")
-        readerWake.finish()
-    }
-
     // MARK: both ends
 
     /// Ends the client's stream (normally, or with the upstream's failure after what arrived before it).
-    private func finishClient(failure: (any Error)?) {
+    func finishClient(failure: (any Error)?) {
         if let failure { client.stream?.fail(failure) } else { client.stream?.finish() }
         closeFile()
         noteMemory(ending: true)
@@ -447,7 +137,7 @@ final class BufferedBodyRelay: Sendable {
     }
 
     /// The client's stream has room again (drained below its low-water mark).
-    private func clientWantsMore() {
+    func clientWantsMore() {
         state.withLock { state in
             state.clientHasRoom = true
             state.demands &+= 1
@@ -458,7 +148,7 @@ final class BufferedBodyRelay: Sendable {
 
     /// The server dropped the client's stream (the client left, or the response was cut): the upstream read stops,
     /// the file closes, both tasks end.
-    private func clientLeft() {
+    func clientLeft() {
         let (end, upstream) = state.withLock { state -> (Bool, HTTPClientStreamingResponse?) in
             state.clientGone = true
             defer { state.ended = true }
@@ -474,7 +164,7 @@ final class BufferedBodyRelay: Sendable {
     }
 
     /// Lets go of the file (it closes once no read holds it) and gives its space back.
-    private func closeFile() {
+    func closeFile() {
         let reserved = state.withLock { state -> Int64 in
             state.file = nil
             defer { state.reserved = 0 }
@@ -484,7 +174,7 @@ final class BufferedBodyRelay: Sendable {
     }
 
     /// Tells ``ResponseBuffering`` how much this response holds in memory now (none once it has ended).
-    private func noteMemory(ending: Bool = false) {
+    func noteMemory(ending: Bool = false) {
         let held = ending ? 0 : (client.stream?.bufferedByteCount ?? 0) + state.withLock { $0.tail?.count ?? 0 }
         let delta = state.withLock { state -> Int in
             defer { state.memoryReported = held }
@@ -495,7 +185,7 @@ final class BufferedBodyRelay: Sendable {
 }
 
 /// The client's response stream, held weakly so that the server dropping it is what tells the relay the client left.
-private final class WeakByteStream: @unchecked Sendable {
+final class WeakByteStream: @unchecked Sendable {
     // Set once, before either task starts; read by them after.
     weak var stream: ByteStream?
 

@@ -161,262 +161,11 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         }
     }
 
-    // MARK: Adding fields
-
-    /// Appends a field, keeping any existing field of the same name.
-    package mutating func add(name: String, value: String) {
-        HTTPFields.withBytes(of: name) { nameBytes in
-            HTTPFields.withBytes(of: value) { valueBytes in
-                append(name: nameBytes, value: valueBytes, token: HTTPFieldName.lookup(nameBytes), flags: 0)
-            }
-        }
-    }
-
-    /// Appends a field as it is.
-    package mutating func add(_ field: Field) {
-        add(name: field.name, value: field.value)
-    }
-
-    /// Appends the field at `index` of `other` (its bytes and token, as they are: no string is made).
-    package mutating func add(fieldAt index: Int, of other: HTTPFields) {
-        other.withRegions(ifEmpty: ()) { entries, bytes, header in
-            guard index >= 0 && index < header.count else { return }
-            let entry = entries[index]
-            append(name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
-                   value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
-                   token: entry.token, flags: entry.flags)
-        }
-    }
-
-    /// Appends a field whose name is a token and whose value has only field-value bytes, as the HTTP/1 parsers check
-    /// (the serializer then copies it without checking again). `token` is the name's, if the caller knows it.
-    package mutating func addValidated(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
-                                       token: HTTPFieldName? = nil) {
-        append(name: name, value: value, token: token ?? HTTPFieldName.lookup(name), flags: HTTPFieldEntry.validated)
-    }
-
-    /// Appends `other`'s fields, in order, keeping every existing field.
-    package mutating func append(contentsOf other: HTTPFields) {
-        guard !other.isEmpty else { return }
-        if storage == nil {
-            storage = other.storage
-            return
-        }
-        other.withRegions(ifEmpty: ()) { entries, bytes, header in
-            var needed = 0
-            for index in 0..<header.count { needed += entries[index].byteCount }
-            reserve(entries: count + header.count, bytes: needed)
-            for index in 0..<header.count {
-                let entry = entries[index]
-                append(name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
-                       value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
-                       token: entry.token, flags: entry.flags)
-            }
-        }
-    }
-
-    // MARK: Replacing and removing
-
-    /// Replaces every field named `name` with one field holding `value`, at the position of the first.
-    package mutating func replaceOrAdd(name: String, value: String) {
-        guard let first = firstIndex(name: name) else {
-            add(name: name, value: value)
-            return
-        }
-        setValue(value, at: first)
-        HTTPFields.withBytes(of: name) { nameBytes in
-            let query = HTTPFieldName.lookup(nameBytes)
-            removeAll(after: first) { token, candidate in HTTPFields.matches(token, candidate, query, nameBytes) }
-        }
-    }
-
-    /// Sets the value of the field at `index` (its new bytes are appended; the entry points at them).
-    package mutating func setValue(_ value: String, at index: Int) {
-        guard index >= 0, index < count else { return }
-        HTTPFields.withBytes(of: value) { valueBytes in
-            makeRoom(entries: 0, bytes: valueBytes.count)
-            withRegions(ifEmpty: ()) { entries, bytes, header in
-                let start = header.byteCount
-                if let base = valueBytes.baseAddress, !valueBytes.isEmpty {
-                    UnsafeMutableRawPointer(bytes + start).copyMemory(from: base, byteCount: valueBytes.count)
-                }
-                header.byteCount = start + valueBytes.count
-                var entry = entries[index]
-                entry.valueStart = HTTPFields.offset(start)
-                entry.valueCount = HTTPFields.offset(valueBytes.count)
-                entry.flags &= ~HTTPFieldEntry.validated
-                entries[index] = entry
-            }
-        }
-    }
-
-    /// Removes every field whose name `other` has (ignoring ASCII case), then appends `other`'s fields in order:
-    /// `other` replaces what it names, repeated fields included, and leaves the rest alone.
-    package mutating func replaceOrAdd(_ other: HTTPFields) {
-        if isEmpty {
-            self = other
-            return
-        }
-        removeAll { token, name in other.contains(token: token, bytes: name) }
-        append(contentsOf: other)
-    }
-
-    /// Removes every field named `name`.
-    package mutating func remove(name: String) {
-        guard firstIndex(name: name) != nil else { return }
-        HTTPFields.withBytes(of: name) { nameBytes in
-            let query = HTTPFieldName.lookup(nameBytes)
-            removeAll { token, candidate in HTTPFields.matches(token, candidate, query, nameBytes) }
-        }
-    }
-
-    /// Removes every field for which `shouldRemove` (given its token and the bytes of its name) is true, keeping the
-    /// others in order.
-    package mutating func removeAll(
-        where shouldRemove: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) throws -> Bool
-    ) rethrows {
-        try removeAll(after: -1, where: shouldRemove)
-    }
-
-    private mutating func removeAll(
-        after first: Int, where shouldRemove: (HTTPFieldName, UnsafeRawBufferPointer) throws -> Bool
-    ) rethrows {
-        guard count > first + 1 else { return }
-        // Find the first field to remove before making the storage unique: most calls remove nothing.
-        var firstRemoved: Int?
-        try withRegions(ifEmpty: ()) { entries, bytes, header in
-            for index in (first + 1)..<header.count {
-                let entry = entries[index]
-                if try shouldRemove(entry.token, UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart),
-                                                                       count: Int(entry.nameCount))) {
-                    firstRemoved = index
-                    return
-                }
-            }
-        }
-        guard let firstRemoved else { return }
-        makeRoom(entries: 0, bytes: 0)
-        try withRegions(ifEmpty: ()) { entries, bytes, header in
-            var kept = firstRemoved
-            for index in (firstRemoved + 1)..<header.count {
-                let entry = entries[index]
-                if try shouldRemove(entry.token, UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart),
-                                                                       count: Int(entry.nameCount))) {
-                    continue
-                }
-                entries[kept] = entry
-                kept += 1
-            }
-            header.count = kept
-        }
-    }
-
-    // MARK: Lookup
-
-    /// Whether a field named `name` is present.
-    package func contains(name: String) -> Bool {
-        firstIndex(name: name) != nil
-    }
-
-    /// Whether a field named as the bytes `name` spell (ignoring ASCII case) is present.
-    package func contains(nameBytes name: UnsafeRawBufferPointer) -> Bool {
-        firstIndex(token: HTTPFieldName.lookup(name), bytes: name, from: 0) != nil
-    }
-
-    /// Whether a field has the token `token` (when it is not ``HTTPFieldName/other``) or the name `bytes`.
-    func contains(token: HTTPFieldName, bytes: UnsafeRawBufferPointer) -> Bool {
-        firstIndex(token: token, bytes: bytes, from: 0) != nil
-    }
-
-    /// Whether a field named `name` has a value for which `predicate` is true.
-    package func contains(name: String, where predicate: (String) -> Bool) -> Bool {
-        HTTPFields.withBytes(of: name) { nameBytes in
-            let token = HTTPFieldName.lookup(nameBytes)
-            var index = 0
-            while let found = firstIndex(token: token, bytes: nameBytes, from: index) {
-                if predicate(value(at: found)) { return true }
-                index = found + 1
-            }
-            return false
-        }
-    }
-
-    /// The value of the first field named `name`.
-    package func first(name: String) -> String? {
-        firstIndex(name: name).map { value(at: $0) }
-    }
-
-    /// The values of every field named `name`, in order.
-    package subscript(name: String) -> [String] {
-        HTTPFields.withBytes(of: name) { nameBytes in
-            let token = HTTPFieldName.lookup(nameBytes)
-            var values: [String] = []
-            var index = 0
-            while let found = firstIndex(token: token, bytes: nameBytes, from: index) {
-                values.append(value(at: found))
-                index = found + 1
-            }
-            return values
-        }
-    }
-
-    /// The comma-separated elements of every field named `name` (for list-valued fields such as `Connection`),
-    /// trimmed of optional whitespace, empty elements dropped.
-    package func tokens(name: String) -> [Substring] {
-        self[name].flatMap { value in
-            value.split(separator: ",").map { $0.trimmingHTTPWhitespace() }.filter { !$0.isEmpty }
-        }
-    }
-
-    /// Whether the list-valued field `name` contains `token`, ignoring ASCII case.
-    package func containsToken(_ token: String, name: String) -> Bool {
-        guard !isEmpty else { return false }
-        return HTTPFields.withBytes(of: name) { nameBytes in
-            HTTPFields.withBytes(of: token) { tokenBytes in
-                let nameToken = HTTPFieldName.lookup(nameBytes)
-                var index = 0
-                while let found = firstIndex(token: nameToken, bytes: nameBytes, from: index) {
-                    if withField(at: found, { _, value in HTTPFields.list(value, contains: tokenBytes) }) { return true }
-                    index = found + 1
-                }
-                return false
-            }
-        }
-    }
-
-    /// Whether the comma-separated `list` has a non-empty element equal to `token` (ignoring ASCII case) once trimmed
-    /// of optional whitespace; scans the bytes without splitting.
-    static func list(_ list: String, contains token: String) -> Bool {
-        withBytes(of: list) { listBytes in withBytes(of: token) { HTTPFields.list(listBytes, contains: $0) } }
-    }
-
-    static func list(_ bytes: UnsafeRawBufferPointer, contains token: UnsafeRawBufferPointer) -> Bool {
-        var elementStart = 0
-        var index = 0
-        while true {
-            let atEnd = index == bytes.count
-            if atEnd || bytes[index] == UInt8(ascii: ",") {
-                var lower = elementStart
-                var upper = index
-                while lower < upper, bytes[lower] == UInt8(ascii: " ") || bytes[lower] == UInt8(ascii: "\t") {
-                    lower += 1
-                }
-                while lower < upper, bytes[upper - 1] == UInt8(ascii: " ") || bytes[upper - 1] == UInt8(ascii: "\t") {
-                    upper -= 1
-                }
-                if lower < upper, HTTPFields.equalsIgnoringASCIICase(UnsafeRawBufferPointer(rebasing: bytes[lower..<upper]), token) {
-                    return true
-                }
-                if atEnd { return false }
-                elementStart = index + 1
-            }
-            index += 1
-        }
-    }
 
     package var description: String {
         map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
+
 
     // MARK: Equality and hashing: the fields' bytes, in order
 
@@ -444,10 +193,11 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         }
     }
 
+
     // MARK: Storage
 
     /// Room for `entries` fields in all and `bytes` more bytes, in a storage this value alone holds.
-    private mutating func makeRoom(entries: Int, bytes: Int) {
+    mutating func makeRoom(entries: Int, bytes: Int) {
         // Checked before any other reference to the storage is taken (a local one would make it look shared).
         if isKnownUniquelyReferenced(&storage),
            Unmanaged.passUnretained(storage.unsafelyUnwrapped)._withUnsafeGuaranteedRef({
@@ -467,11 +217,11 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
             bytes: fits ? Swift.max(bytes, header.byteCapacity - header.byteCount) : Swift.max(bytes, header.byteCapacity))
     }
 
-    private mutating func reserve(entries: Int, bytes: Int) {
+    mutating func reserve(entries: Int, bytes: Int) {
         makeRoom(entries: entries, bytes: bytes)
     }
 
-    private mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName,
+    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName,
                                  flags: UInt8) {
         makeRoom(entries: count + 1, bytes: name.count + value.count)
         withRegions(ifEmpty: ()) { entries, bytes, header in
@@ -494,14 +244,14 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     }
 
     /// `value` as a 32-bit offset: a list's bytes stay under 4 GiB (the parsers' limits are far below).
-    private static func offset(_ value: Int) -> UInt32 {
+    static func offset(_ value: Int) -> UInt32 {
         guard let offset = UInt32(exactly: value) else { fatalError("HTTPFields: more than 4 GiB of field bytes") }
         return offset
     }
 
     /// The first field at or after `start` with the token `token` (when it is not ``HTTPFieldName/other``: one byte
     /// compared per field) or, for another name, the name `bytes` ignoring ASCII case.
-    private func firstIndex(token: HTTPFieldName, bytes name: UnsafeRawBufferPointer, from start: Int) -> Int? {
+    func firstIndex(token: HTTPFieldName, bytes name: UnsafeRawBufferPointer, from start: Int) -> Int? {
         withRegions(ifEmpty: nil) { entries, bytes, header -> Int? in
             guard start < header.count else { return nil }
             if token != .other {
@@ -546,60 +296,5 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
             return result
         }
         return try Array(string.utf8).withUnsafeBytes(body)
-    }
-}
-
-extension String {
-    /// Whether the string's UTF-8 equals `bytes`, ignoring ASCII case (a field name read from ``HTTPFields`` bytes).
-    package func equalsIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        utf8.count == bytes.count && HTTPFields.withBytes(of: self) { HTTPFields.equalsIgnoringASCIICase($0, bytes) }
-    }
-
-    /// ASCII case-insensitive equality, the comparison HTTP uses for field names and tokens.
-    @inlinable
-    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        String.equalsIgnoringASCIICase(utf8, other.utf8)
-    }
-
-    /// ASCII case-insensitive equality of two UTF-8 byte sequences.
-    @inlinable
-    static func equalsIgnoringASCIICase<L: Collection<UInt8>, R: Collection<UInt8>>(_ lhs: L, _ rhs: R) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        // Native strings and byte buffers: compare in place (iterating two generic collections costs more than the
-        // comparison itself).
-        if let result = lhs.withContiguousStorageIfAvailable({ left in
-            rhs.withContiguousStorageIfAvailable { right in equalsIgnoringASCIICase(left, right) }
-        }), let result {
-            return result
-        }
-        for (a, b) in zip(lhs, rhs) where a != b {
-            guard asciiCaseInsensitiveEqual(a, b) else { return false }
-        }
-        return true
-    }
-
-    @inlinable
-    static func equalsIgnoringASCIICase(_ lhs: UnsafeBufferPointer<UInt8>, _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard lhs.count == rhs.count else { return false }
-        for index in 0..<lhs.count where lhs[index] != rhs[index] {
-            guard asciiCaseInsensitiveEqual(lhs[index], rhs[index]) else { return false }
-        }
-        return true
-    }
-
-    /// Whether two different bytes are the same ASCII letter in different case.
-    @inlinable
-    static func asciiCaseInsensitiveEqual(_ a: UInt8, _ b: UInt8) -> Bool {
-        a | 0x20 == b | 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z")
-    }
-}
-
-extension Substring {
-    /// The substring without leading and trailing spaces and horizontal tabs (HTTP's optional whitespace).
-    package func trimmingHTTPWhitespace() -> Substring {
-        var result = self
-        while let first = result.first, first == " " || first == "\t" { result.removeFirst() }
-        while let last = result.last, last == " " || last == "\t" { result.removeLast() }
-        return result
     }
 }
