@@ -135,7 +135,6 @@ extension Endpoint {
 
 /// Extension for converting an `Endpoint` into a `URLRequest`.
 extension Endpoint {
-    // swiftlint:disable cyclomatic_complexity
     /// Returns the `Endpoint` converted to a `URLRequest` if valid. Throws an error otherwise.
     ///
     /// The request has the endpoint's URL, method and headers, and what its task encodes (see ``Task``).
@@ -190,7 +189,6 @@ extension Endpoint {
             return request
         }
     }
-    // swiftlint:enable cyclomatic_complexity
 }
 
 // MARK: - Equatable and Hashable

@@ -214,7 +214,6 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         return requestNormal(target, callbackQueue: callbackQueue, progress: progress, completion: completion)
     }
 
-    // swiftlint:disable function_parameter_count
     /// Answers a request from its endpoint's sample response, at once or after a delay.
     ///
     /// When overriding this method, call `notifyPluginsOfImpendingStub` to prepare your request
@@ -260,7 +259,6 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         }
         return cancellableToken
     }
-    // swiftlint:enable function_parameter_count
 }
 
 // MARK: Stubbing
