@@ -90,13 +90,20 @@ package enum HTTP1Serializer {
             return false
         }
         buffer.reserveCapacity(buffer.count + name.count + value.count + 4)
+        appendFieldLine(name: name, value: value, to: &buffer)
+        return true
+    }
+
+    /// Appends `name: value CRLF`, as they are (the callers have checked them).
+    @inline(__always)
+    private static func appendFieldLine(name: some Collection<UInt8>, value: some Collection<UInt8>,
+                                        to buffer: inout [UInt8]) {
         buffer.append(contentsOf: name)
         buffer.append(HTTP1Grammar.colon)
         buffer.append(HTTP1Grammar.sp)
         buffer.append(contentsOf: value)
         buffer.append(HTTP1Grammar.cr)
         buffer.append(HTTP1Grammar.lf)
-        return true
     }
 
     /// ``writeField(name:value:into:)`` for strings without contiguous UTF-8 (bridged), and to name the error.
@@ -109,12 +116,7 @@ package enum HTTP1Serializer {
         guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
             throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
         }
-        buffer.append(contentsOf: name)
-        buffer.append(HTTP1Grammar.colon)
-        buffer.append(HTTP1Grammar.sp)
-        buffer.append(contentsOf: value)
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        appendFieldLine(name: name, value: value, to: &buffer)
     }
 
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
@@ -207,12 +209,7 @@ package enum HTTP1Serializer {
                 return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
             }
         }
-        buffer.append(contentsOf: name)
-        buffer.append(HTTP1Grammar.colon)
-        buffer.append(HTTP1Grammar.sp)
-        buffer.append(contentsOf: value)
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        appendFieldLine(name: name, value: value, to: &buffer)
         return nil
     }
 
