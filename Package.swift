@@ -38,11 +38,11 @@ let package = Package(
         .target(name: "NetCore", dependencies: ["CNetShims", "COpenSSL", "Locking"], swiftSettings: runOnCallersExecutor),
         // Wire formats: HTTP/1.1 codec, HTTP/2 over nghttp2, gzip/deflate over zlib. No I/O.
         .target(name: "HTTPWire", dependencies: ["CNghttp2", "CZlib", "Locking"]),
-        .target(name: "HTTPServer", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
-        .target(name: "HTTPClient", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
-        .target(name: "Moya", dependencies: ["HTTPClient", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(name: "HTTPClientCore", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(name: "Moya", dependencies: ["HTTPClientCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
         .target(name: "Gateway", dependencies: [
-            "Moya", "HTTPServer", "HTTPClient", "HTTPWire", "NetCore", "Locking",
+            "Moya", "HTTPServerCore", "HTTPClientCore", "HTTPWire", "NetCore", "Locking",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Yams", package: "Yams"),
             .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -57,22 +57,22 @@ let package = Package(
         ]),
 
         // A hello-world server for benchmarks against nginx `return 200`.
-        .executableTarget(name: "HelloServer", dependencies: ["HTTPClient", "HTTPServer", "HTTPWire", "NetCore"]),
+        .executableTarget(name: "HelloServer", dependencies: ["HTTPClientCore", "HTTPServerCore", "HTTPWire", "NetCore"]),
         // Client benchmark (Benchmarks/run.sh): N keep-alive connections looping HTTPClient.execute for D seconds.
-        .executableTarget(name: "ClientBench", dependencies: ["HTTPClient", "HTTPWire", "NetCore"],
+        .executableTarget(name: "ClientBench", dependencies: ["HTTPClientCore", "HTTPWire", "NetCore"],
                           path: "Benchmarks/ClientBench"),
         // Moya overhead benchmark (Benchmarks/MoyaBench/run.sh): stubbed requests, and MoyaProvider vs HTTPClient.execute.
-        .executableTarget(name: "MoyaBench", dependencies: ["Moya", "HTTPClient", "HTTPWire", "NetCore"],
+        .executableTarget(name: "MoyaBench", dependencies: ["Moya", "HTTPClientCore", "HTTPWire", "NetCore"],
                           path: "Benchmarks/MoyaBench", exclude: ["run.sh"]),
         // The gateway's handler driven in-process (Benchmarks/GatewayBench): CPU per request without client sockets.
-        .executableTarget(name: "GatewayBench", dependencies: ["Gateway", "HTTPServer", "HTTPWire", "NetCore"],
+        .executableTarget(name: "GatewayBench", dependencies: ["Gateway", "HTTPServerCore", "HTTPWire", "NetCore"],
                           path: "Benchmarks/GatewayBench"),
-        .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServer", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
+        .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServerCore", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
 
         // Coverage-guided fuzz targets (docs/fuzzing.md). Built normally, `MoyaFuzz TARGET FILE...` runs inputs once (a
         // replay); scripts/fuzz.sh builds them with `-sanitize=fuzzer,address -D MOYA_FUZZING` for libFuzzer.
         .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
-        .target(name: "FuzzTargets", dependencies: ["Gateway", "HTTPClient", "HTTPWire"], path: "Fuzz/FuzzTargets"),
+        .target(name: "FuzzTargets", dependencies: ["Gateway", "HTTPClientCore", "HTTPWire"], path: "Fuzz/FuzzTargets"),
         .executableTarget(name: "MoyaFuzz", dependencies: ["CFuzzerDriver", "FuzzTargets"], path: "Fuzz/MoyaFuzz"),
 
         // Raw sockets, process and certificate helpers shared by the test suites.
@@ -81,12 +81,12 @@ let package = Package(
         // Every committed fuzz corpus (Fuzz/corpus) through its target once, invariants included.
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["Locking", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"],
-                    exclude: ["h2"]),
-        .testTarget(name: "HTTPClientTests", dependencies: ["Locking", "HTTPClient", "HTTPServer", "NetCore", "HTTPWire", "TestSupport"]),
-        .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServer", "HTTPClient", "NetCore", "TestSupport"]),
+        .testTarget(name: "HTTPServerCoreTests", dependencies: ["Locking", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"],
+                    exclude: ["HTTP2/h2"]),
+        .testTarget(name: "HTTPClientCoreTests", dependencies: ["Locking", "HTTPClientCore", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"]),
+        .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServerCore", "HTTPClientCore", "NetCore", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "HTTPServer", "HTTPClient", "HTTPWire", "Locking", "NetCore", "TestSupport",
+            "Gateway", "HTTPServerCore", "HTTPClientCore", "HTTPWire", "Locking", "NetCore", "TestSupport",
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 swift build --build-tests
+# The sources' format (.swift-format); a finding fails the run after the tests, which run regardless.
+format_status=0
+scripts/check-format.sh || format_status=$?
 # Deploy artefacts (Docker, Kubernetes, systemd) and every shipped configuration, checked without a container engine.
 scripts/check-deploy.sh
 # Moya's DocC documentation: builds without warnings, every public declaration documented, the pages' code compiles.
@@ -25,6 +28,10 @@ failed=$(grep -cE "^✘ Test [^ ]+\(.*\) failed after" "$log" || true)
 if [ "$fuzz_status" -ne 0 ]; then
     echo "fuzz: FAILED (scripts/fuzz.sh --brief; its findings are in Fuzz/findings)"
     [ "$status" -ne 0 ] || status=$fuzz_status
+fi
+if [ "$format_status" -ne 0 ]; then
+    echo "format: FAILED (scripts/check-format.sh; swift format format --in-place --recursive fixes it)"
+    [ "$status" -ne 0 ] || status=$format_status
 fi
 if [ -n "$total" ]; then
     echo "tests: $(( total - failed )) passed, ${failed} failed"

@@ -18,7 +18,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import NetCore
 

@@ -13,7 +13,7 @@
 import Glibc
 #endif
 import Gateway
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 import NetCore
 import Synchronization
@@ -58,7 +58,7 @@ func fail(_ message: String) -> Never {
 func run(_ handler: HTTPServerHandler, loop: EventLoop, options: Options, seconds: Double, limit: Int) async -> (Int, [Int: Int]) {
     let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
     let method = HTTPMethod(rawValue: options.method)
-    var headers = HTTPHeaders()
+    var headers = HTTPFields()
     headers.add(name: "Host", value: "127.0.0.1:8080")
     headers.add(name: "User-Agent", value: "curl/7.88.1")
     headers.add(name: "Accept", value: "*/*")

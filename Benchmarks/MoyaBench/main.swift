@@ -19,7 +19,7 @@
 import Glibc
 #endif
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import Moya
 import NetCore

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 import NetCore
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPServerCore
 import Moya
 
 /// Runs the README's requests with both the completion-handler and the async API. Returns the exit status: 0 when

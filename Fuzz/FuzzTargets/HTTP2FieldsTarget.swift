@@ -117,7 +117,7 @@ enum HTTP2FieldsTarget {
         case .head(let head, _)?:
             // The parser drops whitespace around a value (a cookie list whose last cookie was empty ends in "; ").
             var expected = converted
-            expected.headers = HTTPHeaders(converted.headers.map { ($0.name, trimmingWhitespace($0.value)) })
+            expected.headers = HTTPFields(converted.headers.map { ($0.name, trimmingWhitespace($0.value)) })
             try check(head == expected, "the HTTP/1.1 request parses as another head: \(converted) -> \(head)")
             try check(parser.bufferedByteCount == 0, "bytes left after the head: a second request could follow")
         case .error?:

@@ -1,5 +1,5 @@
 import Gateway
-import HTTPClient
+import HTTPClientCore
 
 /// `url`: a string through the client's `HTTPURL(parsing:)` and the configuration's `UpstreamURLParser` (`base_url`).
 ///

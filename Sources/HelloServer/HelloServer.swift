@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import NetCore
 
@@ -45,8 +45,8 @@ struct HelloServer {
         /// `headers` without the fields dropped both ways (`Connection`, `Keep-Alive`, `Transfer-Encoding`,
         /// `Content-Length`, `TE`, `Trailer`, `Upgrade`, `Proxy-Connection`: the body's framing is the server's and the
         /// client's own) and `extra`, compared by token and copied as bytes.
-        private static func endToEnd(_ headers: HTTPHeaders, dropping extra: String = "") -> HTTPHeaders {
-            var kept = HTTPHeaders()
+        private static func endToEnd(_ headers: HTTPFields, dropping extra: String = "") -> HTTPFields {
+            var kept = HTTPFields()
             kept.reserveCapacity(headers.count)
             for index in 0..<headers.count {
                 switch headers.token(at: index) {

@@ -9,12 +9,12 @@ import Glibc
 /// `Synchronization.Mutex` takes its contended path through futex calls in the uninstrumented Swift runtime: TSan
 /// does not see that lock, and reports every access made under it as a race. This class has the same `init` and
 /// `withLock` as the `Mutex` the other builds use (see the typealias below), so the code is the same in both.
-public final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     private var value: Value
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
     /// A lock around `value`.
-    public init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = value
         pthread_mutex_init(mutex, nil)
     }
@@ -25,7 +25,7 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with the value, the lock held.
-    public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+    package func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
@@ -36,5 +36,5 @@ import Synchronization
 
 /// A value behind a lock: `Synchronization.Mutex`, stored inline. A ThreadSanitizer build (`-D MOYA_TSAN_LOCKS`)
 /// uses a pthread mutex instead, one TSan can see.
-public typealias Locked<Value: ~Copyable> = Mutex<Value>
+package typealias Locked<Value: ~Copyable> = Mutex<Value>
 #endif

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 extension Endpoint {
@@ -18,7 +18,7 @@ extension Endpoint {
         case .requestData(let data): body = data.isEmpty ? .none : .bytes([UInt8](data))
         default: return nil
         }
-        var headers = HTTPWire.HTTPHeaders()
+        var headers = HTTPFields()
         if let fields = httpHeaderFields, !fields.isEmpty {
             headers.reserveCapacity(fields.count + 2)
             for (name, value) in fields.sorted(by: { $0.key < $1.key })

@@ -135,7 +135,6 @@ extension Endpoint {
 
 /// Extension for converting an `Endpoint` into a `URLRequest`.
 extension Endpoint {
-    // swiftlint:disable cyclomatic_complexity
     /// Returns the `Endpoint` converted to a `URLRequest` if valid. Throws an error otherwise.
     ///
     /// The request has the endpoint's URL, method and headers, and what its task encodes (see ``Task``).
@@ -161,7 +160,7 @@ extension Endpoint {
             return request
         case let .requestJSONEncodable(encodable):
             return try request.encoded(encodable: encodable)
-        case let .requestCustomJSONEncodable(encodable, encoder: encoder):
+        case let .requestCustomJSONEncodable(encodable, encoder):
             return try request.encoded(encodable: encodable, encoder: encoder)
         case let .requestParameters(parameters, parameterEncoding):
             return try request.encoded(parameters: parameters, parameterEncoding: parameterEncoding)
@@ -170,11 +169,11 @@ extension Endpoint {
             return try request.encoded(parameters: urlParameters, parameterEncoding: parameterEncoding)
         case let .downloadParameters(parameters, parameterEncoding, _):
             return try request.encoded(parameters: parameters, parameterEncoding: parameterEncoding)
-        case let .requestCompositeData(bodyData: bodyData, urlParameters: urlParameters):
+        case let .requestCompositeData(bodyData, urlParameters):
             request.httpBody = bodyData
             let parameterEncoding = URLEncoding(destination: .queryString)
             return try request.encoded(parameters: urlParameters, parameterEncoding: parameterEncoding)
-        case let .requestCompositeParameters(bodyParameters: bodyParameters, bodyEncoding: bodyParameterEncoding, urlParameters: urlParameters):
+        case let .requestCompositeParameters(bodyParameters, bodyEncoding: bodyParameterEncoding, urlParameters):
             if let bodyParameterEncoding = bodyParameterEncoding as? URLEncoding, bodyParameterEncoding.destination != .httpBody {
                 // Moya calls fatalError here; a bad task is input, so it is reported as an encoding error.
                 throw MoyaError.parameterEncoding(MoyaRequestError.compositeBodyEncodingNotHTTPBody)
@@ -190,7 +189,6 @@ extension Endpoint {
             return request
         }
     }
-    // swiftlint:enable cyclomatic_complexity
 }
 
 // MARK: - Equatable and Hashable

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 
 /// A type representing possible errors Moya can throw.
 ///
@@ -87,7 +87,7 @@ extension MoyaError: LocalizedError {
             return "Status code didn't fall within the given range."
         case .underlying(let error, _):
             // The transport's errors are not `LocalizedError`s: Foundation would describe them as "The operation could
-            // not be completed. (HTTPClient.HTTPClientError error 2.)". Their own description is the readable one.
+            // not be completed. (HTTPClientCore.HTTPClientError error 2.)". Their own description is the readable one.
             if let transportError = error as? HTTPClientError { return transportError.description }
             return error.localizedDescription
         case .requestMapping:

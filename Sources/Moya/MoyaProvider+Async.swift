@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 // MARK: - async/await (AsyncMoya, from Moya's unreleased development branch, plus conveniences)
 

@@ -2,7 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
+import Locking
 
 // MARK: - Method
 
@@ -94,7 +95,7 @@ public extension MoyaProvider {
     ///   - plugins: The plugins whose `didReceive` sees the result.
     ///   - request: The prepared request, which becomes the response's `request`.
     /// - Returns: The function that runs the stub.
-    final func createStubFunction(_ token: CancellableToken, forTarget target: Target, withCompletion completion: @escaping Moya.Completion, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> (() -> Void) { // swiftlint:disable:this function_parameter_count
+    final func createStubFunction(_ token: CancellableToken, forTarget target: Target, withCompletion completion: @escaping Moya.Completion, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> (() -> Void) {
         {
             if token.isCancelled {
                 self.cancelCompletion(completion, target: target)

@@ -1,5 +1,6 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
+import Locking
 
 // MARK: - Sharing identical in-flight requests from async callers
 

@@ -214,7 +214,6 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         return requestNormal(target, callbackQueue: callbackQueue, progress: progress, completion: completion)
     }
 
-    // swiftlint:disable function_parameter_count
     /// Answers a request from its endpoint's sample response, at once or after a delay.
     ///
     /// When overriding this method, call `notifyPluginsOfImpendingStub` to prepare your request
@@ -260,7 +259,6 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
         }
         return cancellableToken
     }
-    // swiftlint:enable function_parameter_count
 }
 
 // MARK: Stubbing
@@ -344,11 +342,4 @@ final class OnceAction: @unchecked Sendable {
         }
         action?()
     }
-}
-
-/// Carries a value that is not `Sendable` across a concurrency boundary the code has made safe by other means
-/// (a lock, a serial queue, or a single hand-off).
-struct UncheckedSendable<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

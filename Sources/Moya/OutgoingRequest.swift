@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import Synchronization
 
 /// A prepared request as the provider sends it, again when a challenge or a retrier asks: a `URLRequest` through the

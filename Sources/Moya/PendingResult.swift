@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// The first value delivered by a callback, awaited without suspending when it is already there: the bridge from a
 /// completion that may fire synchronously (a request closure, an immediate stub) or later, from any thread, to one

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 /// Represents a response to a `MoyaProvider.request`.
@@ -31,7 +31,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
 
     /// The response head as the transport received it (field order and repetition kept); `nil` for stubs and
     /// responses made by callers. For the gateway, which copies headers without going through `HTTPURLResponse`.
-    package var transportHeaders: HTTPWire.HTTPHeaders? { head?.transport.headers }
+    package var transportHeaders: HTTPFields? { head?.transport.headers }
 
     /// The HTTP version the response arrived in; `nil` for stubs and responses made by callers.
     package var transportVersion: HTTPVersion? { head?.transport.version }
@@ -111,14 +111,12 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
 
 public extension Response {
 
-    /**
-     Returns the `Response` if the `statusCode` falls within the specified range.
-
-     - parameters:
-        - statusCodes: The range of acceptable status codes.
-     - returns: The response itself.
-     - throws: `MoyaError.statusCode` when others are encountered.
-    */
+    /// Returns the `Response` if the `statusCode` falls within the specified range.
+    ///
+    /// - parameters:
+    ///    - statusCodes: The range of acceptable status codes.
+    /// - returns: The response itself.
+    /// - throws: `MoyaError.statusCode` when others are encountered.
     func filter<R: RangeExpression>(statusCodes: R) throws -> Response where R.Bound == Int {
         guard statusCodes.contains(statusCode) else {
             throw MoyaError.statusCode(self)
@@ -126,46 +124,38 @@ public extension Response {
         return self
     }
 
-    /**
-     Returns the `Response` if it has the specified `statusCode`.
-
-     - parameters:
-        - statusCode: The acceptable status code.
-     - returns: The response itself.
-     - throws: `MoyaError.statusCode` when others are encountered.
-    */
+    /// Returns the `Response` if it has the specified `statusCode`.
+    ///
+    /// - parameters:
+    ///    - statusCode: The acceptable status code.
+    /// - returns: The response itself.
+    /// - throws: `MoyaError.statusCode` when others are encountered.
     func filter(statusCode: Int) throws -> Response {
         try filter(statusCodes: statusCode...statusCode)
     }
 
-    /**
-     Returns the `Response` if the `statusCode` falls within the range 200 - 299.
-
-     - returns: The response itself.
-     - throws: `MoyaError.statusCode` when others are encountered.
-    */
+    /// Returns the `Response` if the `statusCode` falls within the range 200 - 299.
+    ///
+    /// - returns: The response itself.
+    /// - throws: `MoyaError.statusCode` when others are encountered.
     func filterSuccessfulStatusCodes() throws -> Response {
         try filter(statusCodes: 200...299)
     }
 
-    /**
-     Returns the `Response` if the `statusCode` falls within the range 200 - 399.
-
-     - returns: The response itself.
-     - throws: `MoyaError.statusCode` when others are encountered.
-    */
+    /// Returns the `Response` if the `statusCode` falls within the range 200 - 399.
+    ///
+    /// - returns: The response itself.
+    /// - throws: `MoyaError.statusCode` when others are encountered.
     func filterSuccessfulStatusAndRedirectCodes() throws -> Response {
         try filter(statusCodes: 200...399)
     }
 
-    /**
-     Maps data received from the signal into a JSON object.
-
-     - parameter failsOnEmptyData: A Boolean value determining
-     whether the mapping should fail if the data is empty.
-     - returns: The JSON object (fragments allowed), or `NSNull()` for empty data when `failsOnEmptyData` is false.
-     - throws: `MoyaError.jsonMapping` when the data is not JSON.
-     */
+    /// Maps data received from the signal into a JSON object.
+    ///
+    /// - parameter failsOnEmptyData: A Boolean value determining
+    /// whether the mapping should fail if the data is empty.
+    /// - returns: The JSON object (fragments allowed), or `NSNull()` for empty data when `failsOnEmptyData` is false.
+    /// - throws: `MoyaError.jsonMapping` when the data is not JSON.
     func mapJSON(failsOnEmptyData: Bool = true) throws -> Any {
         do {
             return try JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
@@ -177,13 +167,11 @@ public extension Response {
         }
     }
 
-    /**
-     Maps data received from the signal into a String.
-
-     - parameter keyPath: Optional dot-separated key path at which to find the string (for example `"a.b"`).
-     - returns: The body decoded as UTF-8, or the string at the key path of the JSON body.
-     - throws: `MoyaError.stringMapping`, or `MoyaError.jsonMapping` when a key path is given and the data is not JSON.
-     */
+    /// Maps data received from the signal into a String.
+    ///
+    /// - parameter keyPath: Optional dot-separated key path at which to find the string (for example `"a.b"`).
+    /// - returns: The body decoded as UTF-8, or the string at the key path of the JSON body.
+    /// - throws: `MoyaError.stringMapping`, or `MoyaError.jsonMapping` when a key path is given and the data is not JSON.
     func mapString(atKeyPath keyPath: String? = nil) throws -> String {
         if let keyPath {
             // Key path was provided, try to parse string at key path
@@ -201,20 +189,18 @@ public extension Response {
         }
     }
 
-    /**
-     Maps data received from the signal into a Decodable object.
-
-     A value at the key path that is not an object or an array (a string, a number) is decoded as it is. With
-     `failsOnEmptyData` false, empty data decodes as `{}`, then as `[{}]`, so a type whose properties are all optional
-     still gets a value.
-
-     - parameter type: The type to decode.
-     - parameter keyPath: Optional dot-separated key path at which to find the object.
-     - parameter decoder: A `JSONDecoder` instance which is used to decode data to an object.
-     - parameter failsOnEmptyData: Whether empty data (or a missing key path) fails the mapping.
-     - returns: The decoded value.
-     - throws: `MoyaError.jsonMapping` or `MoyaError.objectMapping` (which carries this response).
-     */
+    /// Maps data received from the signal into a Decodable object.
+    ///
+    /// A value at the key path that is not an object or an array (a string, a number) is decoded as it is. With
+    /// `failsOnEmptyData` false, empty data decodes as `{}`, then as `[{}]`, so a type whose properties are all optional
+    /// still gets a value.
+    ///
+    /// - parameter type: The type to decode.
+    /// - parameter keyPath: Optional dot-separated key path at which to find the object.
+    /// - parameter decoder: A `JSONDecoder` instance which is used to decode data to an object.
+    /// - parameter failsOnEmptyData: Whether empty data (or a missing key path) fails the mapping.
+    /// - returns: The decoded value.
+    /// - throws: `MoyaError.jsonMapping` or `MoyaError.objectMapping` (which carries this response).
     func map<D: Decodable>(_ type: D.Type, atKeyPath keyPath: String? = nil, using decoder: JSONDecoder = JSONDecoder(), failsOnEmptyData: Bool = true) throws -> D {
         let serializeToData: (Any) throws -> Data? = { jsonObject in
             guard JSONSerialization.isValidJSONObject(jsonObject) else {

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 
 /// Whether and how a `Session` follows HTTP redirects: Alamofire's `Redirector`.
 ///

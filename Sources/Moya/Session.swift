@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 /// The transport a `MoyaProvider` sends requests with (Alamofire's `Session`): MoyaGateway's own HTTP client (no
@@ -125,8 +125,8 @@ public final class Session: Sendable {
     }
 
     /// The headers actually sent: the session's, then the request's (request wins, case-insensitively).
-    func mergedHeaders(for request: URLRequest) -> HTTPWire.HTTPHeaders {
-        var result = HTTPWire.HTTPHeaders()
+    func mergedHeaders(for request: URLRequest) -> HTTPFields {
+        var result = HTTPFields()
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
         for (name, value) in headers.sorted(by: { $0.key < $1.key })
         where !requestHeaders.keys.contains(where: { $0.equalsIgnoringASCIICase(name) }) {

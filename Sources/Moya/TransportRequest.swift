@@ -1,4 +1,4 @@
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 /// A request as Moya's transport sends it: the HTTP client's request and the whole-exchange timeout that a

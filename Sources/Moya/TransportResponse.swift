@@ -3,7 +3,7 @@ import Locking
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 /// A response head as the transport received it: status, version, header fields, timings and the request URL. Converting it
@@ -12,7 +12,7 @@ import HTTPWire
 struct TransportResponse: @unchecked Sendable {
     let status: Int
     let version: HTTPVersion
-    let headers: HTTPWire.HTTPHeaders
+    let headers: HTTPFields
     let timings: HTTPClientTimings
     let url: ResponseURL
     let streamed: HTTPClientStreamingResponse?
@@ -30,7 +30,7 @@ struct TransportResponse: @unchecked Sendable {
                   timings: response.timings, url: url, streamed: response, body: [])
     }
 
-    private init(status: Int, version: HTTPVersion, headers: HTTPWire.HTTPHeaders, timings: HTTPClientTimings,
+    private init(status: Int, version: HTTPVersion, headers: HTTPFields, timings: HTTPClientTimings,
                  url: ResponseURL, streamed: HTTPClientStreamingResponse?, body: [UInt8]) {
         self.status = status
         self.version = version

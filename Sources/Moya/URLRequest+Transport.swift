@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
+import HTTPClientCore
 
 extension URLRequest {
     /// The `URLRequest` equivalent of a transport request; nil when its URL does not parse.

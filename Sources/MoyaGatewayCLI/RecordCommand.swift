@@ -43,22 +43,10 @@ struct RecordCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let recorder = ExchangeRecorder(limits: .init(maxBodyBytes: Int(maxBody), maxTotalBytes: Int(clamping: maxTotal)))
-        Socket.ignoreSIGPIPE()
-        let runtime: GatewayRuntime
-        do {
-            runtime = try GatewayRuntime(config: config, recorder: recorder)
-            try await runtime.start()
-        } catch {
-            StandardError.print("\(options.path): cannot start: \(error)")
-            throw ExitCode(1)
-        }
-        var group = ServiceGroupConfiguration(
-            services: [.init(service: GatewayService(runtime: runtime, configPath: options.path, watchFlag: false,
-                                                     config: config, files: files.all))],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: runtime.logger)
-        group.maximumGracefulShutdownDuration = config.server.limits.drainTimeout + .seconds(10)
-        try await ServiceGroup(configuration: group).run()
+        let runtime = try await GatewayService.start(config, recorder: recorder, path: options.path)
+        try await GatewayService(runtime: runtime, configPath: options.path, watchFlag: false, config: config,
+                                 files: files.all)
+            .runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
         // The file as it is now (a reload may have changed it), else the one started with.
         let final = (try? ConfigLoader().load(path: options.path, environment: options.environment).get()) ?? config
         do {

@@ -25,22 +25,9 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let files = ReferencedFiles()
         guard let config = options.load(noting: files) else { throw ExitCode(1) }
-        Socket.ignoreSIGPIPE()
-        let runtime: GatewayRuntime
-        do {
-            runtime = try GatewayRuntime(config: config)
-            try await runtime.start()
-        } catch {
-            StandardError.print("\(options.path): cannot start: \(error)")
-            throw ExitCode(1)
-        }
-        var group = ServiceGroupConfiguration(
-            services: [.init(service: GatewayService(runtime: runtime, configPath: options.path, watchFlag: watch,
-                                                     config: config, files: files.all))],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: runtime.logger)
-        // The drain has its own deadline; this only bounds a drain that hangs.
-        group.maximumGracefulShutdownDuration = config.server.limits.drainTimeout + .seconds(10)
-        try await ServiceGroup(configuration: group).run()
+        let runtime = try await GatewayService.start(config, path: options.path)
+        try await GatewayService(runtime: runtime, configPath: options.path, watchFlag: watch, config: config,
+                                 files: files.all)
+            .runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
     }
 }

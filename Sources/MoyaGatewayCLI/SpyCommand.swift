@@ -30,25 +30,14 @@ struct SpyCommand: AsyncParsableCommand {
             StandardError.print("\(recordingPath): records none of the upstreams with a base_url in \(options.path)")
             throw ExitCode(1)
         }
-        Socket.ignoreSIGPIPE()
-        let runtime: GatewayRuntime
-        do {
-            runtime = try GatewayRuntime(config: spied)
-            try await runtime.start()
-        } catch {
-            StandardError.print("\(options.path): cannot start: \(error)")
-            throw ExitCode(1)
-        }
+        let runtime = try await GatewayService.start(spied, path: options.path)
         runtime.logger.notice("spying", metadata: ["recording": "\(recordingPath)", "upstreams": "\(names.joined(separator: ","))"])
         var service = GatewayService(runtime: runtime, configPath: options.path, watchFlag: false, config: spied,
                                      files: files.all)
         service.adjust = { config in
             Self.recorded(recordingPath, environment: environment).map { Self.spying(config, on: $0) } ?? config
         }
-        var group = ServiceGroupConfiguration(services: [.init(service: service)],
-                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: runtime.logger)
-        group.maximumGracefulShutdownDuration = config.server.limits.drainTimeout + .seconds(10)
-        try await ServiceGroup(configuration: group).run()
+        try await service.runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
     }
 
     /// The recording's configuration; its problems printed as `check` prints them.

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 @testable import Moya
 
 @Suite struct RetryPolicyTests {

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 @testable import Moya
 
@@ -53,7 +53,7 @@ import HTTPWire
     }
 
     @Test func convertsResponse() {
-        let head = HTTPResponseHead(status: 201, headers: HTTPWire.HTTPHeaders([("Content-Type", "text/plain"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")]))
+        let head = HTTPResponseHead(status: 201, headers: HTTPFields([("Content-Type", "text/plain"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")]))
         let response = HTTPClientResponse(head: head, body: Array("ok".utf8), timings: HTTPClientTimings())
         let http = Session.httpURLResponse(for: response, url: URL(string: "https://example.com/x"))
         #expect(http?.statusCode == 201)

@@ -1,13 +1,13 @@
 import Foundation
 
 /// Finds an executable built by `swift build` for this package: next to the test bundle, else under `.build/debug`.
-public enum BuiltProducts {
+package enum BuiltProducts {
     /// The package root, from this file's path (Tests/TestSupport/BuiltProducts.swift).
-    public static let packageRoot = URL(fileURLWithPath: #filePath)
+    package static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The executable `name`, or nil when it has not been built.
-    public static func executable(named name: String) -> URL? {
+    package static func executable(named name: String) -> URL? {
         var candidates: [URL] = []
         #if os(macOS)
         for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {

@@ -8,11 +8,11 @@ import Foundation
 /// "parent" is the thread that forked, not the process: children are started from one thread that lives as long as
 /// the test process, never from a pool thread that may exit while its child is still needed. Without `setpriv` the
 /// child is started as it is.
-public enum ChildProcess {
+package enum ChildProcess {
     private static let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     /// Runs `process` (its executable and arguments as set) as described above; throws what `Process.run()` throws.
-    public static func launch(_ process: Process) throws {
+    package static func launch(_ process: Process) throws {
         if let setpriv, let executable = process.executableURL {
             process.arguments = ["--pdeathsig", "KILL", "--", executable.path] + (process.arguments ?? [])
             process.executableURL = URL(fileURLWithPath: setpriv)

@@ -6,19 +6,19 @@ import Glibc
 /// Probes a server's cap on open connections over raw sockets: `cap` connections each get one keep-alive request
 /// answered and are held; one more connection sends the same request; then the first held one closes and new
 /// connections (with `Connection: close`) are tried for up to 2.5 s. Blocking: run it off the cooperative pool.
-public struct ConnectionCapProbe: Sendable {
+package struct ConnectionCapProbe: Sendable {
     /// How many of the held connections were answered 200.
-    public var held: Int
+    package var held: Int
     /// Whether the connection past the cap was closed, and how many bytes it got before that.
-    public var overClosed: Bool
-    public var overBytes: Int
+    package var overClosed: Bool
+    package var overBytes: Int
     /// Whether a new connection was served once one of the held ones closed.
-    public var servedAfter: Bool
+    package var servedAfter: Bool
 
     /// Runs the probe against `port`, whose cap is `cap`.
     /// - Parameters:
     ///   - target: the request target (`/hello`); an answer is complete when it ends with `bodyEnd`.
-    public static func run(port: Int, cap: Int, target: String, bodyEnd: String) throws -> ConnectionCapProbe {
+    package static func run(port: Int, cap: Int, target: String, bodyEnd: String) throws -> ConnectionCapProbe {
         var clients = try (0..<cap).map { _ in try RawClient(port: port) }
         var held = 0
         for client in clients {

@@ -8,21 +8,21 @@ import Glibc
 ///
 /// Needs the v1 memory hierarchy mounted at `/sys/fs/cgroup/memory` and the right to make groups in it (root); see
 /// ``isAvailable``.
-public final class MemoryCgroup {
+package final class MemoryCgroup {
     /// The v1 memory hierarchy's root.
-    public static let root = "/sys/fs/cgroup/memory"
+    package static let root = "/sys/fs/cgroup/memory"
 
     /// Whether a group can be made here: the v1 memory hierarchy is mounted and writable.
-    public static var isAvailable: Bool {
+    package static var isAvailable: Bool {
         FileManager.default.fileExists(atPath: "\(root)/memory.limit_in_bytes") && access(root, W_OK) == 0
     }
 
     /// The group's directory.
-    public let path: String
+    package let path: String
 
     /// Makes the group `name` (suffixed with this process's pid) capped at `limit` bytes, swap included, so that a
     /// process over the cap is killed rather than swapped out.
-    public init(name: String, limit: Int) throws {
+    package init(name: String, limit: Int) throws {
         path = "\(Self.root)/\(name)-\(getpid())"
         try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
@@ -35,19 +35,19 @@ public final class MemoryCgroup {
     }
 
     /// Moves `pid` (all its threads) into the group.
-    public func add(_ pid: Int32) throws { try write("cgroup.procs", String(pid)) }
+    package func add(_ pid: Int32) throws { try write("cgroup.procs", String(pid)) }
 
     /// The cap in bytes, as the kernel rounded it.
-    public var limit: Int { integer("memory.limit_in_bytes") }
+    package var limit: Int { integer("memory.limit_in_bytes") }
 
     /// The group's peak charge in bytes since it was made.
-    public var peakUsage: Int { integer("memory.max_usage_in_bytes") }
+    package var peakUsage: Int { integer("memory.max_usage_in_bytes") }
 
     /// How often a charge hit the cap (the kernel then reclaims, or kills).
-    public var failures: Int { integer("memory.failcnt") }
+    package var failures: Int { integer("memory.failcnt") }
 
     /// Processes the OOM killer killed in this group (`oom_kill` of `memory.oom_control`).
-    public var oomKills: Int {
+    package var oomKills: Int {
         let control = (try? String(contentsOfFile: "\(path)/memory.oom_control", encoding: .utf8)) ?? ""
         let line = control.split(separator: "\n").first { $0.hasPrefix("oom_kill ") }
         return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
@@ -55,7 +55,7 @@ public final class MemoryCgroup {
 
     /// Removes the group. Processes still in it are moved back to the root group first (a group with members cannot
     /// be removed).
-    public func remove() {
+    package func remove() {
         let members = (try? String(contentsOfFile: "\(path)/cgroup.procs", encoding: .utf8)) ?? ""
         for pid in members.split(separator: "\n") {
             try? String(pid).write(toFile: "\(Self.root)/cgroup.procs", atomically: false, encoding: .utf8)

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Two blocking calls awaited from `Task.detached` would hold both of the pool's threads on a two-CPU machine, and an
 /// in-process upstream's tasks would then never run.
-public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }

@@ -1,12 +1,12 @@
 import Foundation
 
 /// A process's memory as `/proc/PID/status` reports it, in bytes (0 when unreadable).
-public enum ProcessMemory {
+package enum ProcessMemory {
     /// Resident set size now (`VmRSS`).
-    public static func resident(_ pid: Int32) -> Int { field("VmRSS:", of: pid) }
+    package static func resident(_ pid: Int32) -> Int { field("VmRSS:", of: pid) }
 
     /// The largest resident set size since the process started (`VmHWM`).
-    public static func peakResident(_ pid: Int32) -> Int { field("VmHWM:", of: pid) }
+    package static func peakResident(_ pid: Int32) -> Int { field("VmHWM:", of: pid) }
 
     private static func field(_ name: String, of pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

@@ -1,15 +1,15 @@
 import Foundation
 
 /// Runs external programs (curl, openssl, nginx, python) for tests and collects their output.
-public enum ProcessRunner {
-    public struct Output: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
+package enum ProcessRunner {
+    package struct Output: Sendable {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
     }
 
     /// Finds `name` on PATH (and in /usr/sbin for nginx).
-    public static func which(_ name: String) -> String? {
+    package static func which(_ name: String) -> String? {
         let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":/usr/sbin:/usr/bin:/sbin:/bin"
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/\(name)"
@@ -19,7 +19,7 @@ public enum ProcessRunner {
     }
 
     /// Runs `executable` with `arguments`, waiting at most `timeout` seconds (then it is killed).
-    public static func run(_ executable: String, _ arguments: [String], input: Data? = nil,
+    package static func run(_ executable: String, _ arguments: [String], input: Data? = nil,
                            environment: [String: String]? = nil, timeout: Double = 30) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : (which(executable) ?? executable))
@@ -53,7 +53,7 @@ public enum ProcessRunner {
     /// The child is reaped here with `waitpid` rather than left to Foundation alone: Foundation's `Process` sometimes
     /// misses a child's exit (the child stays a zombie, `isRunning` stays true and `waitUntilExit()` spins forever),
     /// which hung a whole test run.
-    public static func waitForExit(_ process: Process, timeout: Double) -> Int32 {
+    package static func waitForExit(_ process: Process, timeout: Double) -> Int32 {
         let pid = process.processIdentifier
         guard pid > 0 else { return process.terminationStatus }
         let deadline = Date().addingTimeInterval(timeout)
@@ -81,7 +81,7 @@ public enum ProcessRunner {
     /// Sends `signal` to `process` and waits for it to exit (killing it after `timeout` seconds); its exit status as
     /// ``waitForExit(_:timeout:)`` says.
     @discardableResult
-    public static func stop(_ process: Process, signal: Int32 = SIGKILL, timeout: Double = 10) -> Int32 {
+    package static func stop(_ process: Process, signal: Int32 = SIGKILL, timeout: Double = 10) -> Int32 {
         let pid = process.processIdentifier
         guard pid > 0 else { return process.terminationStatus }
         kill(pid, signal)
@@ -89,7 +89,7 @@ public enum ProcessRunner {
     }
 
     /// A fresh temporary directory.
-    public static func temporaryDirectory(_ prefix: String = "moya-gateway-test") -> String {
+    package static func temporaryDirectory(_ prefix: String = "moya-gateway-test") -> String {
         let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
@@ -97,7 +97,7 @@ public enum ProcessRunner {
 
     /// Makes a self-signed CA and a server certificate for `names` (DNS names and IP 127.0.0.1) with the openssl CLI.
     /// Returns (caCertificate, serverCertificate, serverKey) paths.
-    public static func makeCertificates(in directory: String, commonName: String = "localhost") throws -> (ca: String, cert: String, key: String) {
+    package static func makeCertificates(in directory: String, commonName: String = "localhost") throws -> (ca: String, cert: String, key: String) {
         let ca = "\(directory)/ca.pem", caKey = "\(directory)/ca.key"
         let cert = "\(directory)/server.pem", key = "\(directory)/server.key", csr = "\(directory)/server.csr"
         let ext = "\(directory)/ext.cnf"
@@ -117,7 +117,7 @@ public enum ProcessRunner {
 
     /// Makes a self-signed certificate for `localhost` valid only between the two dates (`YYYYMMDDHHMMSSZ`, e.g. an
     /// expired one) with `openssl ca`. Returns (certificate, key) paths.
-    public static func makeCertificate(in directory: String, notBefore: String, notAfter: String) throws -> (cert: String, key: String) {
+    package static func makeCertificate(in directory: String, notBefore: String, notAfter: String) throws -> (cert: String, key: String) {
         let key = "\(directory)/dated.key", csr = "\(directory)/dated.csr", cert = "\(directory)/dated.pem"
         let config = "\(directory)/dated-ca.cnf"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -4,11 +4,11 @@ import Glibc
 #endif
 
 /// A blocking TCP client for tests: sends exact bytes and reads what comes back, with a timeout.
-public final class RawClient: Sendable {
-    public let fd: Int32
+package final class RawClient: Sendable {
+    package let fd: Int32
 
     /// Connects to `127.0.0.1:port` (or `host`).
-    public init(port: Int, host: String = "127.0.0.1") throws {
+    package init(port: Int, host: String = "127.0.0.1") throws {
         let isV6 = host.contains(":")
         fd = socket(isV6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
@@ -38,9 +38,9 @@ public final class RawClient: Sendable {
 
     deinit { close(fd) }
 
-    public func send(_ text: String) { send(Array(text.utf8)) }
+    package func send(_ text: String) { send(Array(text.utf8)) }
 
-    public func send(_ bytes: [UInt8]) {
+    package func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -51,16 +51,16 @@ public final class RawClient: Sendable {
 
     /// Makes closing (at deinit) reset the connection (`SO_LINGER` 0): the peer sees the client gone at once,
     /// whatever it still had to send.
-    public func resetOnClose() {
+    package func resetOnClose() {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     }
 
     /// Half-closes the sending side.
-    public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+    package func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 
     /// Reads until the peer closes or `timeout` passes with no data; returns what arrived and whether it closed.
-    public func readAll(timeout: Double = 2) -> (bytes: [UInt8], closed: Bool) {
+    package func readAll(timeout: Double = 2) -> (bytes: [UInt8], closed: Bool) {
         var result: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -74,7 +74,7 @@ public final class RawClient: Sendable {
     }
 
     /// Reads until `predicate` holds for what arrived, the peer closes, or `timeout` passes.
-    public func read(until predicate: (String) -> Bool, timeout: Double = 2) -> String {
+    package func read(until predicate: (String) -> Bool, timeout: Double = 2) -> String {
         var result: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         let end = Date().addingTimeInterval(timeout)
@@ -93,13 +93,13 @@ public final class RawClient: Sendable {
 
 extension String {
     /// The number of non-overlapping occurrences of `needle`.
-    public func occurrences(of needle: String) -> Int {
+    package func occurrences(of needle: String) -> Int {
         components(separatedBy: needle).count - 1
     }
 }
 
 /// A loopback port nobody listens on right now (bound to port 0, read back, closed).
-public func freeLoopbackPort() throws -> Int {
+package func freeLoopbackPort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw POSIXError(.EMFILE) }
     defer { close(fd) }
@@ -119,7 +119,7 @@ public func freeLoopbackPort() throws -> Int {
 }
 
 /// Whether this machine has an IPv6 loopback (`::1` can be bound): containers may run without one.
-public func ipv6LoopbackIsAvailable() -> Bool {
+package func ipv6LoopbackIsAvailable() -> Bool {
     let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }

@@ -6,12 +6,12 @@ import Glibc
 /// A loopback port where connecting hangs: a listener that never accepts, its accept queue already full, so the kernel
 /// drops further SYNs and a `connect` to it neither succeeds nor is refused until the caller gives up. It stands in for
 /// an address whose host is down (no RST comes back), without sending anything off the machine.
-public final class UnansweredListener: Sendable {
-    public let port: Int
+package final class UnansweredListener: Sendable {
+    package let port: Int
     private let listener: Int32
     private let fillers: [Int32]
 
-    public init() throws {
+    package init() throws {
         // Backlog 0: the accept queue is full with one established connection.
         let (listener, port) = try ListeningSocket.open(host: "127.0.0.1", backlog: 0)
         // Non-blocking connects until one stays pending: from then on the queue is full.

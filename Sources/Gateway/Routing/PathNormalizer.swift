@@ -1,25 +1,25 @@
 /// An origin-form request target after normalisation: the path used both to match routes and to build the upstream
 /// target (so what is matched is exactly what is forwarded), and the query exactly as sent.
-public struct NormalizedTarget: Sendable, Hashable {
+package struct NormalizedTarget: Sendable, Hashable {
     /// Starts with `/`; no `.`/`..` or empty segments (a trailing `/` is kept); unreserved characters decoded; other
     /// percent-escapes upper-cased and never decoded.
-    public var path: String
+    package var path: String
     /// The query without `?`, unchanged; `nil` when the target had no `?`.
-    public var query: String?
+    package var query: String?
 
-    public init(path: String, query: String?) {
+    package init(path: String, query: String?) {
         self.path = path
         self.query = query
     }
 }
 
 /// Why a target was refused (answered 400).
-public struct PathError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var reason: String
+package struct PathError: Error, Sendable, Hashable, CustomStringConvertible {
+    package var reason: String
 
-    public init(_ reason: String) { self.reason = reason }
+    package init(_ reason: String) { self.reason = reason }
 
-    public var description: String { reason }
+    package var description: String { reason }
 }
 
 /// Request-target and path normalisation (RFC 3986 §6.2.2, §5.2.4) with the refusals that keep the gateway from being
@@ -29,9 +29,9 @@ public struct PathError: Error, Sendable, Hashable, CustomStringConvertible {
 /// (including a raw backslash, spaces, controls, non-ASCII), invalid percent-encoding, `%2F`, `%5C`, encoded controls
 /// (`%00`…`%1F`, `%7F`), percent-encoded bytes that are not valid UTF-8 (overlong `%C0%AE`), `..` that would climb above
 /// the root, and dot segments carrying parameters (`..;`, `.;x`), which some upstream servers treat as `..`.
-public enum PathNormalizer {
+package enum PathNormalizer {
     /// Splits and normalises an origin-form target (`/path?query`).
-    public static func normalize(target: String) -> Result<NormalizedTarget, PathError> {
+    package static func normalize(target: String) -> Result<NormalizedTarget, PathError> {
         if target.isEmpty { return .failure(PathError("empty request target")) }
         if target == "*" { return .failure(PathError("asterisk-form target")) }
         guard target.utf8.first == UInt8(ascii: "/") else {
@@ -80,7 +80,7 @@ public enum PathNormalizer {
     }
 
     /// Normalises a path (no query). Idempotent: normalising the result gives the result.
-    public static func normalize(path: String) -> Result<String, PathError> {
+    package static func normalize(path: String) -> Result<String, PathError> {
         let bytes = Array(path.utf8)
         if bytes.contains(UInt8(ascii: "?")) || bytes.contains(UInt8(ascii: "#")) {
             return .failure(PathError("path contains '?' or '#'"))

@@ -9,8 +9,8 @@ import Darwin
 /// A path condition in the route syntax (`path`, `path_prefix`, `path_params` with `{name}` segments), compiled once
 /// for matching a normalised path without allocating: routes use its template parsing
 /// (``templateSegments(of:)``), stub responses (`stub.responses[].match`) the whole matcher.
-public struct PathPattern: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct PathPattern: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// No path condition: every path.
         case any
         /// The path must equal it.
@@ -21,9 +21,9 @@ public struct PathPattern: Sendable, Equatable {
         case template([[UInt8]?])
     }
 
-    public let kind: Kind
+    package let kind: Kind
     /// The template's parameter names, in segment order (empty for the other kinds).
-    public let parameterNames: [String]
+    package let parameterNames: [String]
     /// An exact path's or a prefix's bytes (empty otherwise), for matching without a `String` comparison.
     private let literal: [UInt8]
 
@@ -36,18 +36,18 @@ public struct PathPattern: Sendable, Equatable {
         }
     }
 
-    public static let any = PathPattern(kind: .any, parameterNames: [])
+    package static let any = PathPattern(kind: .any, parameterNames: [])
 
-    public static func exact(_ path: String) -> PathPattern { PathPattern(kind: .exact(path), parameterNames: []) }
+    package static func exact(_ path: String) -> PathPattern { PathPattern(kind: .exact(path), parameterNames: []) }
 
-    public static func prefix(_ prefix: String) -> PathPattern { PathPattern(kind: .prefix(prefix), parameterNames: []) }
+    package static func prefix(_ prefix: String) -> PathPattern { PathPattern(kind: .prefix(prefix), parameterNames: []) }
 
-    public static func == (lhs: PathPattern, rhs: PathPattern) -> Bool {
+    package static func == (lhs: PathPattern, rhs: PathPattern) -> Bool {
         lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames
     }
 
     /// A `path_params` template (already validated by the loader: `{name}` segments with distinct names).
-    public static func template(_ template: String) -> PathPattern {
+    package static func template(_ template: String) -> PathPattern {
         let (segments, names) = templateSegments(of: template)
         return PathPattern(kind: .template(segments.map { $0.map { Array($0.utf8) } }), parameterNames: names)
     }
@@ -67,7 +67,7 @@ public struct PathPattern: Sendable, Equatable {
     }
 
     /// Whether the normalised `path` (no query) matches.
-    public func matches(_ path: Substring) -> Bool {
+    package func matches(_ path: Substring) -> Bool {
         switch kind {
         case .any:
             return true
@@ -117,7 +117,7 @@ public struct PathPattern: Sendable, Equatable {
     }
 
     /// The values of the template's parameters in `path` (in ``parameterNames`` order), or nil when it does not match.
-    public func parameters(in path: Substring) -> [Substring]? {
+    package func parameters(in path: Substring) -> [Substring]? {
         guard case .template(let segments) = kind else { return matches(path) ? [] : nil }
         var values: [Substring] = []
         values.reserveCapacity(parameterNames.count)

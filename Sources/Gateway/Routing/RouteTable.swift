@@ -4,8 +4,8 @@ import HTTPWire
 ///
 /// A class: every request's routing result carries its route, and copying a struct this size (a route's and an
 /// upstream's whole configuration) retains every field each time.
-public final class CompiledRoute: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package final class CompiledRoute: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// `match.path`: the normalised path must equal it.
         case exact(String)
         /// `match.path_params`: segments, `nil` for a parameter (named in ``parameterNames``).
@@ -15,14 +15,14 @@ public final class CompiledRoute: Sendable, Equatable {
     }
 
     /// The route's position in the file.
-    public let declarationIndex: Int
-    public let config: RouteConfig
-    public let upstream: UpstreamConfig
-    public let kind: Kind
+    package let declarationIndex: Int
+    package let config: RouteConfig
+    package let upstream: UpstreamConfig
+    package let kind: Kind
     /// Names of the template's parameters, in segment order.
-    public let parameterNames: [String]
+    package let parameterNames: [String]
 
-    public init(declarationIndex: Int, config: RouteConfig, upstream: UpstreamConfig, kind: Kind, parameterNames: [String]) {
+    package init(declarationIndex: Int, config: RouteConfig, upstream: UpstreamConfig, kind: Kind, parameterNames: [String]) {
         self.declarationIndex = declarationIndex
         self.config = config
         self.upstream = upstream
@@ -30,21 +30,21 @@ public final class CompiledRoute: Sendable, Equatable {
         self.parameterNames = parameterNames
     }
 
-    public static func == (lhs: CompiledRoute, rhs: CompiledRoute) -> Bool {
+    package static func == (lhs: CompiledRoute, rhs: CompiledRoute) -> Bool {
         lhs === rhs || (lhs.declarationIndex == rhs.declarationIndex && lhs.config == rhs.config
                         && lhs.upstream == rhs.upstream && lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames)
     }
 
-    public var name: String { config.name }
+    package var name: String { config.name }
 
     /// Whether `method` is allowed: no list allows everything; GET also allows HEAD. Case-sensitive.
-    public func allows(_ method: HTTPMethod) -> Bool {
+    package func allows(_ method: HTTPMethod) -> Bool {
         guard let methods = config.match.methods else { return true }
         return methods.contains(method) || (method == .head && methods.contains(.get))
     }
 
     /// The methods for `Allow` (GET adds HEAD); `nil` when every method is allowed.
-    public var allowedMethods: [String]? {
+    package var allowedMethods: [String]? {
         guard let methods = config.match.methods else { return nil }
         var names: [String] = []
         for method in methods {
@@ -55,7 +55,7 @@ public final class CompiledRoute: Sendable, Equatable {
     }
 
     /// The match as written for `routes` output (`path /x`, `prefix /api`, `params /u/{id}`).
-    public var matchDescription: String {
+    package var matchDescription: String {
         switch kind {
         case .exact(let path): return "path \(path)"
         case .prefix(let prefix): return "prefix \(prefix)"
@@ -81,7 +81,7 @@ public final class CompiledRoute: Sendable, Equatable {
 }
 
 /// What the router decided for a request.
-public enum RouteResult: Sendable, Equatable {
+package enum RouteResult: Sendable, Equatable {
     /// `upstreamPath` is the origin-form target to send upstream: the upstream's base path, the rewritten normalised
     /// path and the query exactly as the client sent it (`/v1/users/7?x=1`). It always starts with the base path.
     case matched(CompiledRoute, upstreamPath: String, pathParams: [String: String])
@@ -95,9 +95,9 @@ public enum RouteResult: Sendable, Equatable {
 
 /// The route table: routes from a ``GatewayConfig`` in precedence order. Immutable and `Sendable`; build a new one on
 /// reload.
-public struct RouteTable: Sendable {
+package struct RouteTable: Sendable {
     /// Routes in the order they are tried.
-    public let routes: [CompiledRoute]
+    package let routes: [CompiledRoute]
     /// Positions in ``routes`` of the exact-path routes, by path (each list in precedence order). Exact routes sort
     /// before every other kind, so trying these and then ``otherRoutes`` keeps the precedence order.
     private let exactRoutes: [String: [Int]]
@@ -108,7 +108,7 @@ public struct RouteTable: Sendable {
 
     /// Compiles the routes of a loaded configuration (routes whose upstream is missing are skipped; the loader never
     /// produces such a configuration).
-    public init(config: GatewayConfig) {
+    package init(config: GatewayConfig) {
         var compiled: [CompiledRoute] = []
         for (index, route) in config.routes.enumerated() {
             guard let upstream = config.upstream(named: route.upstream) else { continue }
@@ -143,12 +143,12 @@ public struct RouteTable: Sendable {
     }
 
     /// Routes a request head: its method, `Host` header and target.
-    public func route(_ head: HTTPRequestHead) -> RouteResult {
+    package func route(_ head: HTTPRequestHead) -> RouteResult {
         resolve(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target)
     }
 
     /// Routes `method` + `target`; `host` is the `Host` header (or `:authority`), compared without port and case.
-    public func route(method: HTTPMethod, host: String?, target: String) -> RouteResult {
+    package func route(method: HTTPMethod, host: String?, target: String) -> RouteResult {
         resolve(method: method, host: host, target: target)
     }
 

@@ -1,9 +1,9 @@
 /// The text table `moya-gateway routes` prints: one line per route in precedence order.
-public enum RouteTableFormatter {
-    public static let columns = ["#", "NAME", "MATCH", "HOST", "METHODS", "UPSTREAM", "REWRITE", "FLAGS"]
+package enum RouteTableFormatter {
+    package static let columns = ["#", "NAME", "MATCH", "HOST", "METHODS", "UPSTREAM", "REWRITE", "FLAGS"]
 
     /// Rows of cells, without the header.
-    public static func rows(_ table: RouteTable) -> [[String]] {
+    package static func rows(_ table: RouteTable) -> [[String]] {
         table.routes.enumerated().map { position, route in
             let config = route.config
             var rewrite: [String] = []
@@ -37,7 +37,7 @@ public enum RouteTableFormatter {
     }
 
     /// The aligned table with a header line; ends with a newline.
-    public static func format(_ table: RouteTable) -> String {
+    package static func format(_ table: RouteTable) -> String {
         let all = [columns] + rows(table)
         var widths = Array(repeating: 0, count: columns.count)
         for row in all {

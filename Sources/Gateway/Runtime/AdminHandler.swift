@@ -1,4 +1,4 @@
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 import Synchronization
 

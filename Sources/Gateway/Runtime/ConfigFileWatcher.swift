@@ -15,7 +15,7 @@ import Glibc
 /// deletions and attribute changes count; plain writes to a file still open (a log file beside the configuration)
 /// do not. Once events stop for the debounce, or after ten debounces of events that do not stop, `onChange` is called
 /// on the watcher's thread; the files to watch are then set again with ``watch(_:)``.
-public final class ConfigFileWatcher: Sendable {
+package final class ConfigFileWatcher: Sendable {
     private let inotify: Int32
     /// The read and write ends of the pipe that stops the thread.
     private let stopPipe: (read: Int32, write: Int32)
@@ -35,7 +35,7 @@ public final class ConfigFileWatcher: Sendable {
     ///   - debounce: how long events must stop before `onChange` (see ``setDebounce(_:)``).
     ///   - onChange: called once per burst of changes, on the watcher's thread.
     /// - Throws: when inotify or the pipe cannot be had (too many instances or descriptors).
-    public init(debounce: Duration, onChange: @escaping @Sendable () -> Void) throws {
+    package init(debounce: Duration, onChange: @escaping @Sendable () -> Void) throws {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw ConfigFileWatcherError("inotify_init1 failed (errno \(errno))") }
         var ends: [Int32] = [0, 0]
@@ -66,7 +66,7 @@ public final class ConfigFileWatcher: Sendable {
     /// theirs. Paths are used as given (relative ones against the working directory).
     /// - Returns: the directories that could not be watched (missing, not readable), for the log.
     @discardableResult
-    public func watch(_ files: Set<String>) -> [String] {
+    package func watch(_ files: Set<String>) -> [String] {
         var wanted: [String: Set<String>] = [:]
         func add(_ path: String) {
             let directory = (path as NSString).deletingLastPathComponent
@@ -98,12 +98,12 @@ public final class ConfigFileWatcher: Sendable {
     }
 
     /// Changes the quiet period (a reload that changed `reload.debounce`).
-    public func setDebounce(_ debounce: Duration) {
+    package func setDebounce(_ debounce: Duration) {
         state.withLock { $0.debounce = debounce }
     }
 
     /// Stops the thread (it ends within its current wait); `onChange` is not called again.
-    public func stop() {
+    package func stop() {
         let first = state.withLock { state -> Bool in
             defer { state.stopped = true }
             return !state.stopped
@@ -179,15 +179,7 @@ public final class ConfigFileWatcher: Sendable {
 }
 
 /// Why a ``ConfigFileWatcher`` could not start.
-public struct ConfigFileWatcherError: Error, CustomStringConvertible {
-    public var description: String
+package struct ConfigFileWatcherError: Error, CustomStringConvertible {
+    package var description: String
     init(_ description: String) { self.description = description }
-}
-
-extension Duration {
-    /// Whole milliseconds, rounded down.
-    fileprivate var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 }

@@ -6,9 +6,9 @@ import Logging
 /// is loaded as `check` loads it (noting the files it reads), then taken (``GatewayRuntime/reload(with:)``) or
 /// rejected with its problems. With `serve --watch` or `reload.watch: true` it keeps a ``ConfigFileWatcher`` on the
 /// files the last loads read, and turns it on or off, or changes its debounce, as reloads change `reload`.
-public final class ConfigReloader: Sendable {
+package final class ConfigReloader: Sendable {
     /// Why a reload runs.
-    public enum Trigger: Sendable {
+    package enum Trigger: Sendable {
         case signal
         case filesChanged
     }
@@ -25,7 +25,7 @@ public final class ConfigReloader: Sendable {
     ///   - watch: `serve --watch`: watch whatever the file's `reload.watch` says.
     ///   - adjust: applied to every configuration a reload loads, before it is taken (`spy` adds its recording).
     ///   - onFilesChanged: called (on the watcher's thread) when a watched file changed: ask for a reload.
-    public init(runtime: GatewayRuntime, configPath: String, config: GatewayConfig, files: Set<String>, watch: Bool,
+    package init(runtime: GatewayRuntime, configPath: String, config: GatewayConfig, files: Set<String>, watch: Bool,
                 adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil,
                 onFilesChanged: @escaping @Sendable () -> Void) {
         self.runtime = runtime
@@ -38,7 +38,7 @@ public final class ConfigReloader: Sendable {
     }
 
     /// Loads the file again and takes it, or logs why not (the running configuration stays).
-    public func reload(_ trigger: Trigger, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package func reload(_ trigger: Trigger, environment: [String: String] = ProcessInfo.processInfo.environment) {
         if trigger == .filesChanged {
             runtime.logger.notice("configuration files changed; reloading", metadata: ["config": .string(configPath)])
         }
@@ -60,7 +60,7 @@ public final class ConfigReloader: Sendable {
     }
 
     /// The files watched now (when the watch is on).
-    public var watchedFiles: Set<String> { state.withLock { $0.files } }
+    package var watchedFiles: Set<String> { state.withLock { $0.files } }
 
     /// Notes the files a load read: they replace the watched set after a load that was taken, and join it after one
     /// that was not (the running configuration still uses the old ones).
@@ -105,7 +105,7 @@ public final class ConfigReloader: Sendable {
     }
 
     /// Stops the watch (the drain).
-    public func stop() {
+    package func stop() {
         state.withLock { state in
             state.watcher?.stop()
             state.watcher = nil

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import Moya
 import NetCore
@@ -183,191 +183,33 @@ final class GatewayHandler: HTTPServerHandler {
         }
     }
 
-    /// One request as it goes through the handler: its snapshot, id and access-log record. The request itself is
-    /// passed beside it, borrowed: a copy costs a reference count per field.
-    private struct Exchange {
-        let snapshot: GatewaySnapshot
-        let requestID: String
-        var record: AccessRecord
-        /// When the request reached the handler.
-        let started: ContinuousClock.Instant
-        /// Set when the response body is relayed: the access-log line waits for the body's end.
-        var relayLog: RelayedResponseLog?
-
-        init(request: borrowing HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
-             started: ContinuousClock.Instant) {
-            self.snapshot = snapshot
-            self.started = started
-            let head = request.head
-            requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
-            record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
-                                  bytesIn: Int(request.declaredBodyLength ?? 0))
-            record.clientAddress = ClientAddress.of(peer: request.remoteAddress?.host, headers: head.headers,
-                                                    trusted: snapshot.config.server.trustedProxies)
-            record.traceID = TraceContext.traceID(in: head.headers)
-        }
-    }
-
     /// What routing and the caller's authorisation decided: an answer of the gateway's own, or an upstream call.
     private enum Decision {
         case answer(HTTPServerResponse)
         case call(Call)
     }
 
-    /// An upstream call, all but its body decided. The request, its id and the client's address are passed in (not
-    /// copied here: a copy of the request costs a reference count per field).
-    private struct Call {
-        let route: CompiledRoute
-        let upstream: UpstreamProvider
-        let upstreamPath: String
-        let clientName: String?
-        let apiKeyHeader: String?
-
-        /// The coalescing key, when this call may share an upstream call.
-        func coalescingKey(for request: borrowing HTTPServerRequest) -> CoalescingKey? {
-            let method = request.head.method
-            guard route.config.coalesce && CoalescingKey.isCoalescible(method) else { return nil }
-            return CoalescingKey.make(method: method, upstream: route.upstream.name,
-                                      upstreamURL: upstream.origin + upstreamPath, varyHeaders: route.config.coalesceVary,
-                                      requestHeaders: request.head.headers, clientName: clientName)
-        }
-
-        /// The path and query sent upstream: a shared call's query has its parameters sorted, as in its key, so that
-        /// requests that differ only in parameter order share it and send the same request however they arrived.
-        func sentPath(key: CoalescingKey?) -> String {
-            // The key's URL is `origin + upstreamPath` with the query sorted: its path part, without sorting again.
-            guard let key, key.url.utf8.count > upstream.origin.utf8.count else { return upstreamPath }
-            return String(decoding: key.url.utf8.dropFirst(upstream.origin.utf8.count), as: UTF8.self)
-        }
-
-        /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
-        /// a stub that answers at once and logs no exchange: nobody would see them).
-        func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
-                    streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
-                    forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) -> GatewayTarget {
-            var (stable, perRequest) = forwardsHeaders
-                ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPWire.HTTPHeaders())
-            if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
-            return GatewayTarget(
-                provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
-                method: request.head.method,
-                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
-                perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
-                timeout: route.config.timeout, retries: route.config.retries,
-                callerKey: forwardsHeaders ? callerKey(for: exchange) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
-        }
-
-        /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
-        /// IPv6 one by its /64), hashed: for the fair share of a full upstream pool.
-        func callerKey(for exchange: Exchange) -> Int {
-            var hasher = Hasher()
-            if let clientName {
-                hasher.combine(1 as UInt8)
-                hasher.combine(clientName)
-            } else {
-                hasher.combine(2 as UInt8)
-                hasher.combine(exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? "")
-            }
-            return hasher.finalize()
-        }
-
-        /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
-        /// them when the call is not shared).
-        private func upstreamHeaders(for exchange: Exchange, request: borrowing HTTPServerRequest, key: CoalescingKey?)
-            -> (stable: [String: String], perRequest: HTTPWire.HTTPHeaders) {
-            let head = request.head
-            let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
-                                                     clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
-                                                     requestID: exchange.requestID, version: head.version)
-            return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
-                                                dropAuthorization: upstream.injectsCredentials,
-                                                varyHeaders: route.config.coalesceVary, coalescing: key != nil,
-                                                forwarding: forwarding)
-        }
-    }
-
-    /// The largest request body `route` takes: its `max_body_bytes`, else the server's.
-    static func bodyLimit(_ route: RouteConfig, _ config: GatewayConfig) -> Int64 {
-        route.maxBodyBytes ?? config.server.limits.maxBodyBytes
-    }
-
-    /// The methods a route without `match.methods` allows, as `Allow` lists them.
-    static let allMethods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-    /// Routing, then the caller's identity (API keys), the route's allowed clients and its rate limit.
+    /// Admission (see ``Admission``), then what it decided in the access-log record: the route, the client, a rate
+    /// limit's refusal.
     private func prepare(_ exchange: inout Exchange, request: borrowing HTTPServerRequest) -> Decision {
-        let requestID = exchange.requestID
-        let method = request.head.method
-        if method == .trace || method == .connect {
-            return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
-                                         extra: ["Allow": Self.allMethods.joined(separator: ", ")]))
-        }
-        let route: CompiledRoute
-        let upstreamPath: String
-        switch exchange.snapshot.routes.route(request.head) {
-        case .notFound:
-            return .answer(errorResponse(.notFound, requestID: requestID))
-        case .methodNotAllowed(let allow):
-            return .answer(errorResponse(.methodNotAllowed, requestID: requestID, extra: ["Allow": allow.joined(separator: ", ")]))
-        case .badRequest:
-            return .answer(errorResponse(.badRequest, requestID: requestID))
-        case .matched(let matched, let path, _):
-            route = matched
-            upstreamPath = path
-        }
-        let runtime = exchange.snapshot.runtime(of: route)
-        if WebSocketTunnel.isRefusedExtendedConnect(request, route: route.config, upstream: runtime?.provider) {
-            // An HTTP/2 client asking for a tunnel (RFC 8441) where there is none: a plain GET's 200 would tell it
-            // the tunnel is open.
-            return .answer(errorResponse(.methodNotAllowed, requestID: requestID,
-                                         extra: ["Allow": (route.allowedMethods ?? Self.allMethods).joined(separator: ", ")]))
-        }
-        exchange.record.route = route.name
-        exchange.record.upstream = route.upstream.name
-        exchange.record.upstreamPath = upstreamPath
-        exchange.record.routeMetrics = runtime?.metrics
-
-        var clientName: String?
-        let apiKeys = exchange.snapshot.config.clients?.apiKeys
-        if let apiKeys {
-            guard let key = request.head.headers.first(name: apiKeys.header),
-                  let client = apiKeys.client(forKey: key) else {
-                return .answer(errorResponse(.unauthorized, requestID: requestID))
-            }
-            clientName = client.name
-            exchange.record.client = client.name
-        }
-        if let allowed = route.config.clients, !allowed.contains(clientName ?? "") {
-            return .answer(errorResponse(clientName == nil ? .unauthorized : .forbidden, requestID: requestID))
-        }
-        if let declared = request.declaredBodyLength, declared > Self.bodyLimit(route.config, exchange.snapshot.config) {
-            // Refused before a byte of it is read: the connection closes rather than read and drop the rest.
-            var refusal = errorResponse(.payloadTooLarge, requestID: requestID)
-            refusal.closesConnection = true
-            return .answer(refusal)
-        }
-        if let limit = route.config.rateLimit, let limiter = runtime?.rateLimiter {
-            let caller = limit.by == .route ? "" : clientName ?? callerAddress(exchange)
-            if case .refused(let wait) = limiter.admit(caller, now: EventLoop.now()) {
+        let snapshot = exchange.snapshot
+        switch Admission.decide(request, clientAddress: exchange.record.clientAddress, snapshot: snapshot) {
+        case .unrouted(let refusal):
+            return .answer(errorResponse(refusal, requestID: exchange.requestID))
+        case .refused(let refusal, let routed):
+            exchange.note(routed)
+            if refusal.code == .tooManyRequests {
                 exchange.record.upstreamError = "rate limited"
-                exchange.snapshot.telemetry.rateLimited(route: route.name, metrics: runtime?.metrics)
-                return .answer(errorResponse(.tooManyRequests, requestID: requestID, extra: ["Retry-After": RetryAfter.value(wait)]))
+                snapshot.telemetry.rateLimited(route: routed.route.name, metrics: routed.runtime?.metrics)
             }
+            return .answer(errorResponse(refusal, requestID: exchange.requestID))
+        case .admitted(let routed, let upstream):
+            exchange.note(routed)
+            exchange.record.stubbed = upstream.isStub
+            return .call(Call(route: routed.route, upstream: upstream, upstreamPath: routed.upstreamPath,
+                              clientName: routed.clientName, apiKeyHeader: snapshot.config.clients?.apiKeys?.header))
         }
-        guard let upstream = runtime?.provider else {
-            return .answer(errorResponse(.badGateway, requestID: requestID))
-        }
-        exchange.record.stubbed = upstream.isStub
-        return .call(Call(route: route, upstream: upstream, upstreamPath: upstreamPath, clientName: clientName,
-                          apiKeyHeader: apiKeys?.header))
     }
-
-    /// The rate limit's caller when there is no API key: the client's address (see ``ClientAddress``), an IPv6 one
-    /// by its /64.
-    private func callerAddress(_ exchange: Exchange) -> String {
-        exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? ""
-    }
-
 
     /// The answer to an upstream call.
     private func respond(_ exchange: inout Exchange, request: HTTPServerRequest,
@@ -378,7 +220,7 @@ final class GatewayHandler: HTTPServerHandler {
         let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
-        let maxBodyBytes = Int(clamping: Self.bodyLimit(call.route.config, exchange.snapshot.config))
+        let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route.config, exchange.snapshot.config))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
@@ -462,7 +304,7 @@ final class GatewayHandler: HTTPServerHandler {
     /// framed it when its body is relayed as it arrives (not chunked anew) and when it answers a HEAD request, whose
     /// empty body says nothing of the length a GET would get. A WebSocket handshake's 101 (with `tunnel`) keeps the
     /// upstream's `Upgrade`, and its body is the upstream's side of the tunnel.
-    private func response(for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
+    func response(for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
                           tunnel: WebSocketTunnel? = nil, stub: StubAnswer? = nil,
                           exchange: inout Exchange) -> HTTPServerResponse {
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
@@ -487,7 +329,7 @@ final class GatewayHandler: HTTPServerHandler {
                                                       metrics: exchange.record.routeMetrics)
             return errorResponse(code, requestID: requestID)
         case .success(let response):
-            var headers: HTTPWire.HTTPHeaders
+            var headers: HTTPFields
             if let transport = response.transportHeaders {
                 headers = ProxyHeaders.downstream(from: transport, received: response.transportVersion ?? .http1_1,
                                                   requestID: requestID)
@@ -554,246 +396,16 @@ final class GatewayHandler: HTTPServerHandler {
         return response
     }
 
+    /// The answer to a request admission refused.
+    private func errorResponse(_ refusal: Admission.Refusal, requestID: String) -> HTTPServerResponse {
+        var response = errorResponse(refusal.code, requestID: requestID, extra: refusal.headers)
+        response.closesConnection = refusal.closesConnection
+        return response
+    }
+
     private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:]) -> HTTPServerResponse {
-        var headers: HTTPWire.HTTPHeaders = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
+        var headers: HTTPFields = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
         for (name, value) in extra { headers.add(name: name, value: value) }
         return HTTPServerResponse(status: code.status, headers: headers, body: ErrorBody.bytes(code, requestID: requestID))
-    }
-}
-
-// MARK: - Stub responders
-
-extension GatewayHandler {
-    /// The stub's answer to this call, drawn now: the request as the upstream would see it (after the route's
-    /// rewrite), with the client's headers and `body`.
-    private func stubAnswer(_ responder: StubResponder, exchange: Exchange, request: borrowing HTTPServerRequest,
-                            call: Call, body: [UInt8]) -> StubAnswer {
-        let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
-                                      body: body, requestID: exchange.requestID)
-        return responder.answer(for: stubRequest, deadline: call.route.config.timeout.map { exchange.started + $0 })
-    }
-
-    /// The target a stub matches: the upstream's, without a spied upstream's base path (recorded without it).
-    private static func stubTarget(_ call: Call) -> String {
-        guard let base = call.upstream.upstream.baseURL?.basePath, !base.isEmpty, base != "/" else { return call.upstreamPath }
-        let (path, query) = ExchangeRecorder.split(call.upstreamPath)
-        let stripped = ExchangeRecorder.dropBase(base, from: path)
-        return query.map { stripped + "?" + $0 } ?? stripped
-    }
-
-    /// A call a stub responder answers: its answer drawn now, or the draw a coalesced call's shared call makes.
-    private struct StubCall {
-        var answer: StubAnswer?
-        var draw: StubDraw?
-    }
-
-    /// The call's stub answer when its upstream has a responder: drawn now, or, for a `shared` (coalesced) call, when
-    /// the shared call asks for it, so that a flight draws once.
-    private func stubCall(_ call: Call, exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
-                          shared: Bool) -> StubCall? {
-        guard let responder = call.upstream.responder else { return nil }
-        // A spy (an upstream with a network client) draws at once: a call no recorded response matches is proxied.
-        guard shared, call.upstream.client == nil else {
-            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
-            return answer.unmatched && call.upstream.client != nil ? nil : StubCall(answer: answer, draw: nil)
-        }
-        let stubRequest = StubRequest(method: request.head.method, target: Self.stubTarget(call), headers: request.head.headers,
-                                      body: body, requestID: exchange.requestID)
-        return StubCall(answer: nil, draw: StubDraw(pending: stubRequest, responder: responder,
-                                                    deadline: call.route.config.timeout.map { exchange.started + $0 }))
-    }
-
-    /// The client's response for a stub responder's answer: as any stub's, with the answer's own head and body, and
-    /// a fault acting on the client's connection acted out.
-    private func stubResponse(for result: Result<Moya.Response, MoyaError>, answer: StubAnswer, call: Call,
-                              request: borrowing HTTPServerRequest, exchange: inout Exchange) -> HTTPServerResponse {
-        let answered = response(for: result, call: call, isHead: request.head.method == .head, stub: answer,
-                                exchange: &exchange)
-        if answer.unmatched { exchange.record.upstreamError = "no stub response matched" }
-        guard let fault = answer.clientFault, case .success(let moya) = result,
-              moya.statusCode == answer.status else { return answered }
-        exchange.record.upstreamError = "stub fault: \(fault.kind.rawValue)"
-        return StubFaultResponse.applying(fault, to: answered, isHead: request.head.method == .head, loop: request.loop)
-    }
-
-    /// A stub call with the route's `retries`: a failure an upstream's would be retried for (a reset or a close
-    /// before any answer; a status in `retries.statuses`) draws a new answer, within the attempts, for idempotent
-    /// methods, and not past the route's deadline. Returns the last result and its draw.
-    private func retriedStubResult(_ first: GatewayTarget, call: Call, exchange: Exchange,
-                                   request: HTTPServerRequest, body: [UInt8]) async
-        -> (Result<Moya.Response, MoyaError>, StubAnswer?) {
-        var target = first
-        var attempt = 0
-        while true {
-            let result = await call.upstream.provider.requestInCurrentTask(MultiTarget(target))
-            guard let retries = call.route.config.retries, attempt + 1 < retries.attempts,
-                  request.head.method.isIdempotent, Self.stubResultIsRetried(result, statuses: retries.statuses),
-                  let responder = call.upstream.responder else { return (result, target.stub) }
-            let deadline = call.route.config.timeout.map { exchange.started + $0 }
-            if let deadline, ContinuousClock.now + (retries.backoff ?? .zero) >= deadline { return (result, target.stub) }
-            if let backoff = retries.backoff {
-                do { try await _Concurrency.Task.sleep(for: backoff) } catch { return (result, target.stub) }
-            }
-            attempt += 1
-            first.countRetry()
-            let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
-            target = call.target(for: exchange, request: request, body: body, forwardsHeaders: call.upstream.logsExchanges,
-                                 stubAnswer: answer)
-        }
-    }
-
-    /// Whether a stub's result is one a route retries: a status it lists, or a stub fault that, from an upstream,
-    /// would come before any byte of an answer (a reset, a close).
-    static func stubResultIsRetried(_ result: Result<Moya.Response, MoyaError>, statuses: [Int]) -> Bool {
-        switch result {
-        case .success(let response):
-            return statuses.contains(response.statusCode)
-        case .failure(let error):
-            if let response = error.response { return statuses.contains(response.statusCode) }
-            guard case .underlying(let underlying, _) = error else { return false }
-            let nsError = underlying as NSError
-            guard nsError.domain == NSURLErrorDomain, let fault = nsError.userInfo[StubFaultError.faultKey] as? String else {
-                return false
-            }
-            return fault == StubFaultConfig.Kind.connectionReset.rawValue
-                || fault == StubFaultConfig.Kind.emptyResponse.rawValue
-        }
-    }
-}
-
-// MARK: - Recording (`moya-gateway record`)
-
-extension GatewayHandler {
-    /// Hands a proxied exchange's answer to the recorder: a complete answer is recorded (see ``ExchangeRecorder``),
-    /// anything else counted.
-    private func record(_ result: Result<Moya.Response, MoyaError>, into recorder: ExchangeRecorder, call: Call,
-                        request: borrowing HTTPServerRequest, exchange: Exchange) {
-        guard let response = (try? result.get()) ?? result.failureResponse, let headers = response.transportHeaders else {
-            return recorder.skip(.failed)
-        }
-        if let streamed = response.streamedBody {
-            // Longer than the per-body cap: relayed to the client as it arrives, not recorded.
-            _ = streamed
-            return recorder.skip(.streamed)
-        }
-        let config = exchange.snapshot.config
-        let upstream = call.upstream.upstream
-        var secrets: [String] = []
-        if let token = upstream.accessToken {
-            secrets += [token.token.value, token.authorizationValue]
-        }
-        if let credentials = upstream.credentials {
-            secrets += [credentials.password.value,
-                        Data("\(credentials.user):\(credentials.password.value)".utf8).base64EncodedString()]
-        }
-        // Configured headers that carry a credential (by their name: a key, a token, a secret...).
-        for field in upstream.headers where Self.namesCredential(field.name) { secrets.append(field.value) }
-        let apiKeyHeader = config.clients?.apiKeys?.header
-        let identity = ExchangeRecorder.identityNames(apiKeyHeader: apiKeyHeader, redacted: config.logging.redactHeaders)
-        for field in request.head.headers where identity.contains(field.name) {
-            secrets.append(field.value)
-            secrets += Self.cookieValues(field.value)
-        }
-        for field in headers where field.name.equalsIgnoringASCIICase("Set-Cookie") || identity.contains(field.name) {
-            secrets.append(field.value)
-            secrets += Self.cookieValues(String(field.value.split(separator: ";").first ?? ""))
-        }
-        for key in config.clients?.apiKeys?.keys ?? [] { secrets.append(key.key.value) }
-        recorder.observe(upstream: upstream.name, basePath: upstream.baseURL?.basePath ?? "",
-                         method: request.head.method.rawValue, target: call.upstreamPath,
-                         requestHeaders: request.head.headers, varyNames: call.route.config.coalesceVary,
-                         identityNames: identity, status: response.statusCode, responseHeaders: headers,
-                         body: response.transportBody ?? Array(response.data),
-                         duration: Self.upstreamTime(response, since: exchange.started), secrets: secrets,
-                         logger: exchange.snapshot.logger)
-    }
-
-    /// How long the upstream took to answer, in seconds, as a stub should take to: the client's time from sending to
-    /// the end of the body, without opening a connection (a replay opens none); else the time since the request came.
-    private static func upstreamTime(_ response: Moya.Response, since started: ContinuousClock.Instant) -> Double {
-        guard let timings = response.timings, timings.total > .zero else { return (ContinuousClock.now - started).seconds }
-        return max(timings.total - (timings.connect ?? .zero), .zero).seconds
-    }
-
-    /// Whether a header's name says it carries a credential (`X-Upstream-Key`, `X-Auth-Token`, `X-Client-Secret`).
-    static func namesCredential(_ name: String) -> Bool {
-        let lower = name.lowercased()
-        return ["key", "token", "auth", "secret", "pass", "session", "cookie", "signature", "credential"]
-            .contains { lower.contains($0) }
-    }
-
-    /// The values of a `Cookie` (or a `Set-Cookie`'s first pair): `a=1; b=2` gives `1` and `2`.
-    private static func cookieValues(_ header: String) -> [String] {
-        header.split(separator: ";").compactMap { pair in
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            return parts.count == 2 ? String(parts[1]).trimmingSpaces() : nil
-        }
-    }
-}
-
-/// Maps a Moya failure to the error the client sees.
-enum GatewayErrorMapping {
-    static func code(for error: MoyaError) -> GatewayErrorCode {
-        switch error {
-        case .underlying(let underlying, _):
-            return code(forUnderlying: underlying)
-        case .requestMapping, .parameterEncoding, .encodableMapping:
-            return .badRequest
-        default:
-            return .badGateway
-        }
-    }
-
-    /// A short, secret-free reason for the access log.
-    static func reason(for error: MoyaError) -> String {
-        if case .underlying(let underlying, _) = error {
-            if let client = underlying as? HTTPClientError { return client.description }
-            if let token = underlying as? AccessTokenSourceError { return "no access token: \(token.reason)" }
-            if let moya = underlying as? MoyaError { return reason(for: moya) }
-            let nsError = underlying as NSError
-            if nsError.domain == NSURLErrorDomain, let fault = nsError.userInfo[StubFaultError.faultKey] as? String {
-                return "stub fault: \(fault)"
-            }
-            if nsError.domain == NSURLErrorDomain { return urlErrorReason(code: nsError.code) }
-            return String(describing: type(of: underlying))
-        }
-        if case .statusCode(let response) = error { return "status \(response.statusCode) failed validation" }
-        return error.errorDescription ?? "\(error)"
-    }
-
-    /// What Moya's `NSURLErrorDomain` errors mean, in the access log's words (a cancelled call is the client's leaving
-    /// or the drain, not an upstream fault).
-    private static func urlErrorReason(code: Int) -> String {
-        switch code {
-        case NSURLErrorCancelled: return "cancelled"
-        case NSURLErrorTimedOut: return "timed out"
-        case NSURLErrorHTTPTooManyRedirects: return "too many redirects"
-        default: return "URL error \(code)"
-        }
-    }
-
-    static func code(forUnderlying error: any Error) -> GatewayErrorCode {
-        if error is AccessTokenSourceError { return .upstreamAuthFailed }
-        if let client = error as? HTTPClientError {
-            switch client {
-            case .connectTimeout, .responseTimeout, .responseBodyTimeout: return .gatewayTimeout
-            // No connection to the upstream could be had in time: the gateway's own capacity, the request never
-            // left (so 503, safe to retry, rather than 504, which says the upstream was too slow to answer).
-            case .poolExhausted, .poolWaitTimeout, .shutDown: return .serviceUnavailable
-            default: return .badGateway
-            }
-        }
-        if let moya = error as? MoyaError { return code(for: moya) }
-        let nsError = error as NSError
-        if nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorTimedOut { return .gatewayTimeout }
-        return .badGateway
-    }
-}
-
-extension Result where Success == Moya.Response, Failure == MoyaError {
-    /// The response a failure carries (a status that failed validation), if any.
-    var failureResponse: Moya.Response? {
-        if case .failure(let error) = self { return error.response }
-        return nil
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 import Locking
 import Logging
@@ -7,9 +7,9 @@ import NetCore
 import Prometheus
 
 /// A running gateway: the main listeners, the admin listener, the current configuration snapshot, reload and drain.
-public final class GatewayRuntime: Sendable {
-    public let group: EventLoopGroup
-    public let logger: Logger
+package final class GatewayRuntime: Sendable {
+    package let group: EventLoopGroup
+    package let logger: Logger
     private let telemetry: Telemetry
     private let state: GatewayStateBox
     private let server: HTTPServer
@@ -31,7 +31,7 @@ public final class GatewayRuntime: Sendable {
 
     /// Builds the runtime for `config`; nothing is bound until ``start()``. With `recorder` (`moya-gateway record`),
     /// every proxied exchange is also handed to it.
-    public init(config: GatewayConfig, recorder: ExchangeRecorder? = nil) throws {
+    package init(config: GatewayConfig, recorder: ExchangeRecorder? = nil) throws {
         let group = try EventLoopGroup(threads: config.server.threads, batchedSends: config.server.ioUring)
         self.group = group
         let sink = try LogSink(destination: config.logging.output.sinkDestination)
@@ -84,8 +84,7 @@ public final class GatewayRuntime: Sendable {
     /// The HTTP server's limits for `config`. Its body limit is the largest any route takes (a route's own
     /// `max_body_bytes` is checked by the gateway), so that an upload route may take more than the server's default.
     static func serverLimits(_ config: GatewayConfig) -> HTTPServerLimits {
-        var limits = config.server.limits.httpServerLimits
-        limits.maxConnections = config.server.limits.maxConnections
+        var limits = config.server.limits.server
         limits.maxBodyBytes = config.routes.reduce(limits.maxBodyBytes) { max($0, $1.maxBodyBytes ?? 0) }
         return limits
     }
@@ -141,7 +140,7 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// Binds the listeners and starts serving; `/readyz` turns 200.
-    public func start() async throws {
+    package func start() async throws {
         try await adminServer.start()
         try await server.start()
         admin.setReady(true)
@@ -154,8 +153,8 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// The bound main listener addresses.
-    public var localAddresses: [SocketAddress] { server.localAddresses }
-    public var adminAddresses: [SocketAddress] { adminServer.localAddresses }
+    package var localAddresses: [SocketAddress] { server.localAddresses }
+    package var adminAddresses: [SocketAddress] { adminServer.localAddresses }
 
     /// Swaps in a new configuration (routes, upstreams, plugins) atomically and applies its logging settings and server
     /// limits; the settings in ``keysNeedingRestart(from:to:)`` change only with a restart, which is logged as a warning.
@@ -165,7 +164,7 @@ public final class GatewayRuntime: Sendable {
     /// (``reloadRejected(problems:)``, with OpenSSL's reason), and the running configuration and certificate stay.
     /// - Returns: whether the configuration was taken.
     @discardableResult
-    public func reload(with config: GatewayConfig) -> Bool {
+    package func reload(with config: GatewayConfig) -> Bool {
         reloading.withLock { _ in apply(config) }
     }
 
@@ -208,7 +207,7 @@ public final class GatewayRuntime: Sendable {
     /// (logrotate's default `create` mode) goes on in a new file at the same path. Lines logged before go to the old
     /// file, none is lost; a path that cannot be opened leaves the lines going to the old file, and says so there.
     /// Nothing happens with stdout or stderr.
-    public func reopenLogFile() async {
+    package func reopenLogFile() async {
         guard let path = telemetry.sink.filePath else { return }
         do {
             try await telemetry.sink.reopen()
@@ -221,14 +220,14 @@ public final class GatewayRuntime: Sendable {
 
     /// A reload whose configuration was rejected: the running one stays; logged with the problems and counted
     /// (`moya_gateway_config_reloads_total{result="failure"}`, `moya_gateway_config_last_reload_successful` 0).
-    public func reloadRejected(problems: [String]) {
+    package func reloadRejected(problems: [String]) {
         telemetry.reloaded(successfully: false)
         logger.error("reload rejected; keeping the running configuration", metadata: ["problems": .array(problems.map { .string($0) })])
     }
 
     /// Drains: `/readyz` turns 503, WebSocket tunnels get their Close, listeners close, in-flight requests finish (up
     /// to the drain timeout), then the admin listener closes.
-    public func drain() async {
+    package func drain() async {
         admin.setReady(false)
         let tunnels = gatewayHandler.goAwayTunnels()
         logger.notice("draining", metadata: [
@@ -245,9 +244,9 @@ public final class GatewayRuntime: Sendable {
 }
 
 /// A start-up failure with a readable reason.
-public struct GatewayStartError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct GatewayStartError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 extension LoggingConfig.Output {

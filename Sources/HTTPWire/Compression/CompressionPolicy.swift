@@ -10,17 +10,17 @@
 ///
 /// A HEAD request is decided as its GET would be, so that its answer carries the same fields (RFC 9110 §9.3.2): the
 /// caller rewrites the head and sends no body.
-public struct CompressionPolicy: Sendable, Hashable {
+package struct CompressionPolicy: Sendable, Hashable {
     /// Bodies shorter than this are sent as they are.
-    public var minimumBytes: Int
+    package var minimumBytes: Int
     /// zlib level, 1...9. The default, 1, is nginx's `gzip_comp_level` default.
-    public var level: Int32
+    package var level: Int32
     /// Codings offered, in order of preference.
-    public var codings: [ContentCoding]
+    package var codings: [ContentCoding]
     /// Extra media types (lowercase, without parameters) to compress besides the built-in list.
-    public var extraCompressibleTypes: Set<String>
+    package var extraCompressibleTypes: Set<String>
 
-    public init(minimumBytes: Int = 1024, level: Int32 = 1, codings: [ContentCoding] = [.gzip, .deflate],
+    package init(minimumBytes: Int = 1024, level: Int32 = 1, codings: [ContentCoding] = [.gzip, .deflate],
                 extraCompressibleTypes: Set<String> = []) {
         self.minimumBytes = minimumBytes
         self.level = level
@@ -29,7 +29,7 @@ public struct CompressionPolicy: Sendable, Hashable {
     }
 
     /// The outcome for one response.
-    public enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         /// Compress the body with this coding; apply `apply(_:to:)` to the head.
         case compress(ContentCoding)
         /// Send the body as it is. `varyOnAcceptEncoding` says the choice depended on `Accept-Encoding` (the
@@ -38,7 +38,7 @@ public struct CompressionPolicy: Sendable, Hashable {
     }
 
     /// Decides for `response` to a request with `requestMethod` and `requestHeaders`.
-    public func decide(requestMethod: HTTPMethod, requestHeaders: HTTPHeaders, response: HTTPResponseHead) -> Decision {
+    package func decide(requestMethod: HTTPMethod, requestHeaders: HTTPFields, response: HTTPResponseHead) -> Decision {
         guard isEligible(requestMethod: requestMethod, response: response),
               !requestHeaders.contains(name: "Range") else {
             return .identity(varyOnAcceptEncoding: false)
@@ -51,7 +51,7 @@ public struct CompressionPolicy: Sendable, Hashable {
     }
 
     /// Whether the response could be compressed for some client (everything but the `Accept-Encoding` check).
-    public func isEligible(requestMethod: HTTPMethod, response: HTTPResponseHead) -> Bool {
+    package func isEligible(requestMethod: HTTPMethod, response: HTTPResponseHead) -> Bool {
         let status = response.status
         if (100..<200).contains(status) || status == 204 || status == 206 || status == 304 { return false }
         let headers = response.headers
@@ -72,7 +72,7 @@ public struct CompressionPolicy: Sendable, Hashable {
     /// Whether a `Content-Type` value names a compressible media type: `text/*` (except `text/event-stream`,
     /// which needs flushing per event), `application/json`, `application/javascript`, `application/xml`,
     /// any `+json` or `+xml` suffix, `image/svg+xml`, and `extraCompressibleTypes`.
-    public func isCompressible(contentType: String) -> Bool {
+    package func isCompressible(contentType: String) -> Bool {
         let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
             .map { $0.trimmingHTTPWhitespace().lowercased() } ?? ""
         if mediaType.isEmpty { return false }
@@ -91,7 +91,7 @@ public struct CompressionPolicy: Sendable, Hashable {
     /// Rewrites `head` for a body compressed with `coding`: sets `Content-Encoding`, adds `Accept-Encoding` to
     /// `Vary` (unless already listed or `Vary: *`), removes `Content-Length` (the length changes) and turns a
     /// strong `ETag` into a weak one (the bytes differ from the identity representation).
-    public func apply(_ coding: ContentCoding, to head: inout HTTPResponseHead) {
+    package func apply(_ coding: ContentCoding, to head: inout HTTPResponseHead) {
         head.headers.replaceOrAdd(name: "Content-Encoding", value: coding.rawValue)
         head.headers.remove(name: "Content-Length")
         CompressionPolicy.addVary(to: &head)
@@ -102,7 +102,7 @@ public struct CompressionPolicy: Sendable, Hashable {
 
     /// Adds `Accept-Encoding` to `Vary` unless it is already there or `Vary` is `*`; an existing `Vary` list is
     /// merged into one field (`Vary: Origin, Accept-Encoding`).
-    public static func addVary(to head: inout HTTPResponseHead) {
+    package static func addVary(to head: inout HTTPResponseHead) {
         let tokens = head.headers.tokens(name: "Vary")
         if tokens.contains(where: { $0 == "*" || String($0).equalsIgnoringASCIICase("Accept-Encoding") }) { return }
         if tokens.isEmpty {

@@ -1,19 +1,19 @@
 /// A content coding (RFC 9110 §8.4.1) such as `gzip`. Codings are case-insensitive tokens; the raw value is
 /// always lowercase.
-public struct ContentCoding: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
-    public let rawValue: String
+package struct ContentCoding: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+    package let rawValue: String
 
     /// Creates a coding from a token, lowercased. `x-gzip` is the same coding as `gzip` (RFC 9110 §8.4.1.3).
-    public init(rawValue: String) {
+    package init(rawValue: String) {
         let lower = rawValue.lowercased()
         self.rawValue = lower == "x-gzip" ? "gzip" : lower
     }
 
-    public static let gzip = ContentCoding(rawValue: "gzip")
-    public static let deflate = ContentCoding(rawValue: "deflate")
-    public static let identity = ContentCoding(rawValue: "identity")
+    package static let gzip = ContentCoding(rawValue: "gzip")
+    package static let deflate = ContentCoding(rawValue: "deflate")
+    package static let identity = ContentCoding(rawValue: "identity")
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// A parsed `Accept-Encoding` field (RFC 9110 §12.5.3).
@@ -21,28 +21,28 @@ public struct ContentCoding: Sendable, Hashable, RawRepresentable, CustomStringC
 /// Entries are `coding` or `coding;q=value`, case-insensitive. Entries that do not parse (a bad token, a
 /// q-value outside 0...1 or with more than three decimals, an unknown parameter) are ignored rather than
 /// failing the whole field.
-public struct AcceptEncoding: Sendable, Hashable {
+package struct AcceptEncoding: Sendable, Hashable {
     /// One acceptable coding with its quality, `*` kept as the coding `*`.
-    public struct Entry: Sendable, Hashable {
-        public var coding: String
+    package struct Entry: Sendable, Hashable {
+        package var coding: String
         /// Quality in thousandths, 0...1000 (q=0.5 is 500), so comparisons are exact.
-        public var quality: Int
+        package var quality: Int
     }
 
     /// The entries that parsed, in order.
-    public var entries: [Entry]
+    package var entries: [Entry]
     /// Whether the request carried an `Accept-Encoding` field at all. Without one, any coding is allowed by
     /// the RFC, but a server should send identity; `negotiate` does.
-    public var isPresent: Bool
+    package var isPresent: Bool
 
     /// Parses every `Accept-Encoding` field in `headers`, as one list.
-    public init(headers: HTTPHeaders) {
+    package init(headers: HTTPFields) {
         let values = headers["Accept-Encoding"]
         self.init(values: values, isPresent: !values.isEmpty)
     }
 
     /// Parses one field value.
-    public init(_ headerValue: String) {
+    package init(_ headerValue: String) {
         self.init(values: [headerValue], isPresent: true)
     }
 
@@ -92,7 +92,7 @@ public struct AcceptEncoding: Sendable, Hashable {
 
     /// The quality (0...1000) the field gives `coding`: its own entry (the highest if repeated), else the `*`
     /// entry, else 1000 for identity (always acceptable unless excluded) and 0 for anything else.
-    public func quality(of coding: ContentCoding) -> Int {
+    package func quality(of coding: ContentCoding) -> Int {
         let own = entries.filter { $0.coding == coding.rawValue }
         if !own.isEmpty { return own.map(\.quality).max() ?? 0 }
         let star = entries.filter { $0.coding == "*" }
@@ -107,7 +107,7 @@ public struct AcceptEncoding: Sendable, Hashable {
     ///   `available` decides (gzip before deflate by default), and a compressed coding beats identity unless
     ///   identity is listed (itself or through `*`) with a strictly higher quality.
     /// - Returns `nil` when nothing, not even identity, is acceptable (the server may answer 406 or send identity).
-    public func negotiate(available: [ContentCoding] = [.gzip, .deflate]) -> ContentCoding? {
+    package func negotiate(available: [ContentCoding] = [.gzip, .deflate]) -> ContentCoding? {
         guard isPresent else { return .identity }
         var best: ContentCoding?
         var bestQuality = 0

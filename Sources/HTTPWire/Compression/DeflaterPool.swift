@@ -5,10 +5,10 @@ import Locking
 /// Setting up a zlib stream allocates about 256 KiB (window, hash chains, pending buffer); doing that per response
 /// costs more than compressing a small body. The pool keeps up to `capacity` idle streams and resets them
 /// (`deflateReset`) between bodies. A stream is used by one caller at a time: it leaves the pool while it works.
-public final class DeflaterPool: Sendable {
-    public let coding: ContentCoding
-    public let level: Int32
-    public let capacity: Int
+package final class DeflaterPool: Sendable {
+    package let coding: ContentCoding
+    package let level: Int32
+    package let capacity: Int
     private let idle = Locked<[UnsafeTransfer]>([])
 
     /// A deflater handed between callers through the pool; only one holder uses it at a time.
@@ -16,14 +16,14 @@ public final class DeflaterPool: Sendable {
         let deflater: Deflater
     }
 
-    public init(coding: ContentCoding, level: Int32, capacity: Int = 8) {
+    package init(coding: ContentCoding, level: Int32, capacity: Int = 8) {
         self.coding = coding
         self.level = level
         self.capacity = capacity
     }
 
     /// Compresses a whole body with a pooled stream (a new one when none is idle).
-    public func compress(_ bytes: [UInt8]) throws(CompressionError) -> [UInt8] {
+    package func compress(_ bytes: [UInt8]) throws(CompressionError) -> [UInt8] {
         let deflater: Deflater
         if let reused = idle.withLock({ $0.popLast() }) {
             deflater = reused.deflater

@@ -1,7 +1,7 @@
 import CZlib
 
 /// Errors from `Deflater` and `Inflater`.
-public enum CompressionError: Error, Sendable, Hashable {
+package enum CompressionError: Error, Sendable, Hashable {
     /// zlib could not set up a stream (bad level, out of memory); carries zlib's return code.
     case initializationFailed(Int32)
     /// The compressed input is not valid gzip, zlib or raw deflate data.
@@ -21,14 +21,14 @@ private let zlibChunkSize = 16 * 1024
 ///
 /// Feed chunks with `compress(_:)`, optionally `flush()` to push out everything so far (for streamed responses),
 /// and end with `finish()`. Not thread-safe; use from one thread.
-public final class Deflater {
+package final class Deflater {
     private let stream: UnsafeMutablePointer<z_stream>
     private var finished = false
 
     /// - Parameters:
     ///   - coding: `.gzip` (windowBits 15+16) or `.deflate` (zlib format, windowBits 15).
     ///   - level: 0...9, default 6.
-    public init(coding: ContentCoding, level: Int32 = 6) throws(CompressionError) {
+    package init(coding: ContentCoding, level: Int32 = 6) throws(CompressionError) {
         let windowBits: Int32
         switch coding {
         case .gzip: windowBits = 15 + 16
@@ -53,17 +53,17 @@ public final class Deflater {
     }
 
     /// Compresses `chunk`; returns whatever compressed bytes zlib has ready (possibly none).
-    public func compress(_ chunk: some Collection<UInt8>) throws(CompressionError) -> [UInt8] {
+    package func compress(_ chunk: some Collection<UInt8>) throws(CompressionError) -> [UInt8] {
         try run(chunk, flush: Z_NO_FLUSH)
     }
 
     /// Compresses `chunk` and flushes (Z_SYNC_FLUSH) so the peer can decode everything sent so far.
-    public func flush(_ chunk: some Collection<UInt8> = [UInt8]()) throws(CompressionError) -> [UInt8] {
+    package func flush(_ chunk: some Collection<UInt8> = [UInt8]()) throws(CompressionError) -> [UInt8] {
         try run(chunk, flush: Z_SYNC_FLUSH)
     }
 
     /// Ends the stream and returns the remaining bytes, including the gzip or zlib trailer.
-    public func finish() throws(CompressionError) -> [UInt8] {
+    package func finish() throws(CompressionError) -> [UInt8] {
         let out = try run([UInt8](), flush: Z_FINISH)
         finished = true
         return out
@@ -105,14 +105,14 @@ public final class Deflater {
     }
 
     /// Makes a finished (or used) stream ready for a new body, keeping zlib's memory (`deflateReset`).
-    public func reset() throws(CompressionError) {
+    package func reset() throws(CompressionError) {
         guard deflateReset(stream) == Z_OK else { throw CompressionError.initializationFailed(Z_STREAM_ERROR) }
         finished = false
     }
 
     /// Compresses a whole body on a fresh or reset stream in one `deflate(Z_FINISH)` call, straight from `bytes`
     /// into an output sized by `deflateBound` (no intermediate copies), and finishes the stream.
-    public func compressWhole(_ bytes: [UInt8]) throws(CompressionError) -> [UInt8] {
+    package func compressWhole(_ bytes: [UInt8]) throws(CompressionError) -> [UInt8] {
         guard !finished else { throw CompressionError.streamFinished }
         finished = true
         let bound = Int(deflateBound(stream, UInt(bytes.count)))
@@ -134,7 +134,7 @@ public final class Deflater {
     }
 
     /// Compresses `bytes` in one call.
-    public static func compress(_ bytes: some Collection<UInt8>, coding: ContentCoding, level: Int32 = 6) throws(CompressionError) -> [UInt8] {
+    package static func compress(_ bytes: some Collection<UInt8>, coding: ContentCoding, level: Int32 = 6) throws(CompressionError) -> [UInt8] {
         let deflater = try Deflater(coding: coding, level: level)
         var out = try deflater.compress(bytes)
         out += try deflater.finish()
@@ -149,7 +149,7 @@ public final class Deflater {
 /// decoded in sequence. Output is capped at `maxOutputBytes` in total and at `maxRatio` times the compressed input
 /// (once more than `ratioGraceBytes` have been produced); either cap throws `.limitExceeded` before more memory
 /// than one scratch chunk past the cap is used. Not thread-safe.
-public final class Inflater {
+package final class Inflater {
     private let stream: UnsafeMutablePointer<z_stream>
     private let maxOutputBytes: Int
     private let maxRatio: Int
@@ -159,10 +159,10 @@ public final class Inflater {
     private var isGzip = false
     private var streamEnded = false
     private var failed = false
-    public private(set) var totalIn = 0
-    public private(set) var totalOut = 0
+    package private(set) var totalIn = 0
+    package private(set) var totalOut = 0
 
-    public init(maxOutputBytes: Int = 64 * 1024 * 1024, maxRatio: Int = 1000, ratioGraceBytes: Int = 1024 * 1024) throws(CompressionError) {
+    package init(maxOutputBytes: Int = 64 * 1024 * 1024, maxRatio: Int = 1000, ratioGraceBytes: Int = 1024 * 1024) throws(CompressionError) {
         self.maxOutputBytes = maxOutputBytes
         self.maxRatio = maxRatio
         self.ratioGraceBytes = ratioGraceBytes
@@ -183,10 +183,10 @@ public final class Inflater {
     }
 
     /// Whether the compressed stream has ended (its trailer was read).
-    public var isFinished: Bool { streamEnded }
+    package var isFinished: Bool { streamEnded }
 
     /// Decompresses `chunk`, returning the bytes it produced.
-    public func decompress(_ chunk: some Collection<UInt8>) throws(CompressionError) -> [UInt8] {
+    package func decompress(_ chunk: some Collection<UInt8>) throws(CompressionError) -> [UInt8] {
         guard !failed else { throw CompressionError.streamFinished }
         var input = Array(chunk)
         if !formatChosen {
@@ -205,7 +205,7 @@ public final class Inflater {
     }
 
     /// Checks that the stream ended properly; throws `.truncatedInput` if it did not.
-    public func finish() throws(CompressionError) {
+    package func finish() throws(CompressionError) {
         if !formatChosen && pendingHeader.isEmpty { throw CompressionError.truncatedInput }
         guard streamEnded else { throw CompressionError.truncatedInput }
     }
@@ -302,7 +302,7 @@ public final class Inflater {
     }
 
     /// Decompresses a whole body in one call.
-    public static func decompress(_ bytes: some Collection<UInt8>, maxOutputBytes: Int = 64 * 1024 * 1024,
+    package static func decompress(_ bytes: some Collection<UInt8>, maxOutputBytes: Int = 64 * 1024 * 1024,
                                   maxRatio: Int = 1000) throws(CompressionError) -> [UInt8] {
         let inflater = try Inflater(maxOutputBytes: maxOutputBytes, maxRatio: maxRatio)
         let out = try inflater.decompress(bytes)

@@ -10,7 +10,7 @@ struct HTTP1FieldSectionReader: Sendable {
         case error(HTTP1ParseError)
     }
 
-    private(set) var headers = HTTPHeaders()
+    private(set) var headers = HTTPFields()
     private(set) var hostValues = FramingFieldValues()
     private(set) var contentLengthValues = FramingFieldValues()
     private(set) var transferEncodingValues = FramingFieldValues()
@@ -24,7 +24,7 @@ struct HTTP1FieldSectionReader: Sendable {
     /// Readies the reader for the next message's section. Resets every stored property in place (a fresh reader
     /// assigned over this one cost a release of every field).
     mutating func reset() {
-        headers = HTTPHeaders()
+        headers = HTTPFields()
         hostValues = FramingFieldValues()
         contentLengthValues = FramingFieldValues()
         transferEncodingValues = FramingFieldValues()

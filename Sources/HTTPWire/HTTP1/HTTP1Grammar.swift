@@ -5,7 +5,7 @@ import Glibc
 /// Byte classes and small grammar rules of RFC 9110 / RFC 9112 shared by the HTTP/1 parsers and serializer.
 ///
 /// Everything here works on raw bytes, never traps, and allocates only for the final strings.
-enum HTTP1Grammar {
+package enum HTTP1Grammar {
     static let cr: UInt8 = 0x0D
     static let lf: UInt8 = 0x0A
     static let sp: UInt8 = 0x20
@@ -14,7 +14,7 @@ enum HTTP1Grammar {
 
     /// `tchar` (RFC 9110 §5.6.2): `!#$%&'*+-.^_`|~`, digits and letters.
     @inline(__always)
-    static func isTokenChar(_ byte: UInt8) -> Bool {
+    package static func isTokenChar(_ byte: UInt8) -> Bool {
         isInClass(byte, low: 0x03ff_6cfa_0000_0000, high: 0x57ff_ffff_c7ff_fffe)
     }
 
@@ -30,7 +30,7 @@ enum HTTP1Grammar {
     /// A byte allowed inside a field value: HTAB, SP, VCHAR, obs-text (0x80-0xFF). Excludes CR, LF, NUL, other
     /// controls and DEL.
     @inline(__always)
-    static func isFieldValueByte(_ byte: UInt8) -> Bool {
+    package static func isFieldValueByte(_ byte: UInt8) -> Bool {
         byte == htab || (byte >= 0x20 && byte != 0x7F)
     }
 
@@ -81,14 +81,14 @@ enum HTTP1Grammar {
     }
 
     /// Whether every byte is a `tchar` and there is at least one.
-    static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
+    package static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
         !bytes.isEmpty && allBytes(bytes, isTokenChar)
     }
 
     /// Whether `test` holds for every byte: over contiguous bytes (any native string's) when there are, which the
     /// generic `allSatisfy` over a `String.UTF8View` is not.
     @inline(__always)
-    static func allBytes(_ bytes: some Collection<UInt8>, _ test: (UInt8) -> Bool) -> Bool {
+    package static func allBytes(_ bytes: some Collection<UInt8>, _ test: (UInt8) -> Bool) -> Bool {
         if let result = bytes.withContiguousStorageIfAvailable({ buffer -> Bool in
             for byte in buffer where !test(byte) { return false }
             return true

@@ -1,5 +1,5 @@
 /// How the body of an HTTP/1 request is delimited (RFC 9112 §6.3).
-public enum HTTP1BodyFraming: Sendable, Hashable {
+package enum HTTP1BodyFraming: Sendable, Hashable {
     /// No body: neither Content-Length nor Transfer-Encoding was sent.
     case none
     /// Exactly this many bytes follow the head (possibly zero).
@@ -9,7 +9,7 @@ public enum HTTP1BodyFraming: Sendable, Hashable {
 }
 
 /// One step of parsing an HTTP/1 request stream, produced by ``HTTP1RequestParser/next()``.
-public enum HTTP1RequestEvent: Sendable, Hashable {
+package enum HTTP1RequestEvent: Sendable, Hashable {
     /// A complete, validated request head and the way its body is framed.
     case head(HTTPRequestHead, HTTP1BodyFraming)
     /// The next bytes of the body (already de-chunked), in order, as soon as they arrived. A body may be split

@@ -12,7 +12,7 @@
 ///
 /// After `.error` the byte stream cannot be framed any more: the caller must answer the error's status with
 /// `Connection: close` and close the connection. Nothing here traps on any input.
-public struct HTTP1RequestParser: Sendable {
+package struct HTTP1RequestParser: Sendable {
     private enum State: Sendable {
         case start
         case requestLine
@@ -39,37 +39,37 @@ public struct HTTP1RequestParser: Sendable {
     private var body = HTTP1BodyDecoder(state: .finished, maxBodyBytes: 0, maxTrailerBytes: 0, maxTrailers: 0)
 
     /// Creates a parser enforcing `limits`.
-    public init(limits: HTTP1ParserLimits = .init()) {
+    package init(limits: HTTP1ParserLimits = .init()) {
         self.limits = limits
     }
 
     /// Adds received bytes. They are copied into the parser's own buffer (and dropped after an error).
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if case .failed = state { return }
         buffer.append(bytes)
     }
 
     /// Adds received bytes. They are copied into the parser's own buffer (and dropped after an error).
-    public mutating func append(_ bytes: [UInt8]) {
+    package mutating func append(_ bytes: [UInt8]) {
         if case .failed = state { return }
         buffer.append(bytes)
     }
 
     /// Bytes received and not yet returned in an event.
-    public var bufferedByteCount: Int { buffer.readableCount }
+    package var bufferedByteCount: Int { buffer.readableCount }
 
     /// Hands over the bytes received and not yet parsed, leaving none: after a request that switched protocols
     /// (`101 Switching Protocols`), what follows its head is the new protocol's, not HTTP/1.
-    public mutating func takeBufferedBytes() -> [UInt8] {
+    package mutating func takeBufferedBytes() -> [UInt8] {
         buffer.read(buffer.readableCount)
     }
 
     /// Whether received bytes are waiting to be parsed (for example a pipelined request after `.end`).
-    public var hasBufferedRequestBytes: Bool { buffer.readableCount > 0 }
+    package var hasBufferedRequestBytes: Bool { buffer.readableCount > 0 }
 
     /// Whether a request has started and not ended: true once any byte beyond leading empty lines arrived, until
     /// the request's `.end`; also true after an error. A connection closed while this is false lost nothing.
-    public var isMidRequest: Bool {
+    package var isMidRequest: Bool {
         switch state {
         case .start:
             return buffer.withReadableBytes { bytes in
@@ -81,7 +81,7 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     /// The next event, or nil when more bytes are needed.
-    public mutating func next() -> HTTP1RequestEvent? {
+    package mutating func next() -> HTTP1RequestEvent? {
         while true {
             switch state {
             case .failed(let error):

@@ -1,5 +1,5 @@
 /// How the body of an HTTP/1 response is delimited (RFC 9112 §6.3).
-public enum HTTP1ResponseBodyFraming: Sendable, Hashable {
+package enum HTTP1ResponseBodyFraming: Sendable, Hashable {
     /// No body: a response to HEAD, a 204 or a 304 (whatever its headers claim), or Content-Length 0 is reported
     /// as `.contentLength(0)`.
     case none
@@ -12,7 +12,7 @@ public enum HTTP1ResponseBodyFraming: Sendable, Hashable {
 }
 
 /// One step of parsing an upstream's HTTP/1 response, produced by ``HTTP1ResponseParser/next()``.
-public enum HTTP1ResponseEvent: Sendable, Hashable {
+package enum HTTP1ResponseEvent: Sendable, Hashable {
     /// An interim 1xx response (100 Continue, 102, 103 Early Hints). The final response follows.
     case informational(HTTPResponseHead)
     /// The validated head of the final response and the way its body is framed.

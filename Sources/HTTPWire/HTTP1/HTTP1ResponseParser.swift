@@ -11,22 +11,22 @@
 /// After an error the connection must be
 /// discarded. Bytes that arrive beyond the end of a response are never handed to the next response: they set
 /// ``hasUnexpectedBytes`` and the connection must not be reused.
-public struct HTTP1ResponseParser: Sendable {
+package struct HTTP1ResponseParser: Sendable {
     /// Size and count limits for upstream responses.
-    public struct Limits: Sendable, Hashable {
+    package struct Limits: Sendable, Hashable {
         /// The longest status line accepted, excluding its CRLF.
-        public var maxStatusLineBytes: Int
+        package var maxStatusLineBytes: Int
         /// The largest header section accepted (field lines with their CRLF and the final empty line); also bounds
         /// trailers.
-        public var maxHeaderBytes: Int
+        package var maxHeaderBytes: Int
         /// The most header fields accepted; also bounds trailers.
-        public var maxHeaders: Int
+        package var maxHeaders: Int
         /// The largest body accepted, or nil for no limit (bodies are streamed, not buffered).
-        public var maxBodyBytes: Int64?
+        package var maxBodyBytes: Int64?
         /// The most interim (1xx) responses accepted before the final one.
-        public var maxInformationalResponses: Int
+        package var maxInformationalResponses: Int
 
-        public init(
+        package init(
             maxStatusLineBytes: Int = 8192,
             maxHeaderBytes: Int = 32768,
             maxHeaders: Int = 100,
@@ -71,20 +71,20 @@ public struct HTTP1ResponseParser: Sendable {
 
     /// Whether bytes arrived that belong to no expected response (after a complete response, or while none was
     /// expected). They are discarded; the connection must be closed, not reused.
-    public private(set) var hasUnexpectedBytes = false
+    package private(set) var hasUnexpectedBytes = false
 
     /// Whether any byte arrived since the last ``expectResponse(to:)``. A request whose connection closed before
     /// any response byte may be retried on a fresh connection if it is idempotent.
-    public private(set) var hasReceivedResponseBytes = false
+    package private(set) var hasReceivedResponseBytes = false
 
     /// Creates a parser enforcing `limits`. It expects no response until ``expectResponse(to:)``.
-    public init(limits: Limits = .init()) {
+    package init(limits: Limits = .init()) {
         self.limits = limits
         self.configuredMaxBodyBytes = limits.maxBodyBytes
     }
 
     /// Whether the parser waits for (or is inside) a response.
-    public var isAwaitingResponse: Bool {
+    package var isAwaitingResponse: Bool {
         switch state {
         case .statusLine, .headers, .body: return true
         case .idle, .failed: return false
@@ -99,7 +99,7 @@ public struct HTTP1ResponseParser: Sendable {
     /// new protocol's).
     /// Call it before writing the request. If unexpected bytes arrived, or a response is still in progress, the next
     /// event is an error.
-    public mutating func expectResponse(to method: HTTPMethod, bodyLimited: Bool = true, upgrade: Bool = false) {
+    package mutating func expectResponse(to method: HTTPMethod, bodyLimited: Bool = true, upgrade: Bool = false) {
         limits.maxBodyBytes = bodyLimited ? configuredMaxBodyBytes : nil
         if case .failed = state { return }
         if isAwaitingResponse {
@@ -120,7 +120,7 @@ public struct HTTP1ResponseParser: Sendable {
 
     /// Adds received bytes. Bytes that arrive while no response is expected are discarded and set
     /// ``hasUnexpectedBytes``.
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         guard acceptsBytes() else { return }
         buffer.append(bytes)
@@ -128,7 +128,7 @@ public struct HTTP1ResponseParser: Sendable {
 
     /// Adds received bytes. Bytes that arrive while no response is expected are discarded and set
     /// ``hasUnexpectedBytes``.
-    public mutating func append(_ bytes: [UInt8]) {
+    package mutating func append(_ bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
         guard acceptsBytes() else { return }
         buffer.append(bytes)
@@ -148,10 +148,10 @@ public struct HTTP1ResponseParser: Sendable {
     }
 
     /// Bytes received and not yet returned in an event.
-    public var bufferedByteCount: Int { buffer.readableCount }
+    package var bufferedByteCount: Int { buffer.readableCount }
 
     /// The next event, or nil when more bytes are needed (or no response is expected).
-    public mutating func next() -> HTTP1ResponseEvent? {
+    package mutating func next() -> HTTP1ResponseEvent? {
         while true {
             switch state {
             case .idle:
@@ -197,7 +197,7 @@ public struct HTTP1ResponseParser: Sendable {
     /// Reports that the upstream closed the connection and returns the resulting event: `.end` for a body read
     /// until close, `.error` for a response cut short (head, Content-Length or chunked body), nil if no response
     /// was in progress. If body bytes were still buffered this returns them first; keep calling ``next()``.
-    public mutating func connectionClosed() -> HTTP1ResponseEvent? {
+    package mutating func connectionClosed() -> HTTP1ResponseEvent? {
         eof = true
         return next()
     }

@@ -3,9 +3,9 @@
 /// Every part is validated while it is copied: methods and field names must be tokens, targets visible ASCII, and
 /// reason phrases and field values may not contain CR, LF, NUL or other controls except HTAB, so a serialized head
 /// can never carry an injected line. On error the buffer may hold a partial head and must be discarded.
-public enum HTTP1Serializer {
+package enum HTTP1Serializer {
     /// Appends `method SP target SP version CRLF`, the header lines and the final CRLF.
-    public static func writeRequestHead(
+    package static func writeRequestHead(
         _ head: HTTPRequestHead, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
         try writeRequestLine(method: head.method, target: head.target, version: head.version, into: &buffer)
@@ -14,7 +14,7 @@ public enum HTTP1Serializer {
 
     /// Appends `method SP target SP version CRLF` only. Follow it with ``writeField(name:value:into:)`` per field and
     /// ``writeEndOfHead(into:)``.
-    public static func writeRequestLine(
+    package static func writeRequestLine(
         method: HTTPMethod, target: String, version: HTTPVersion, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
         let method = method.rawValue.utf8
@@ -36,7 +36,7 @@ public enum HTTP1Serializer {
     }
 
     /// Appends the status line, the header lines and the final CRLF.
-    public static func writeResponseHead(
+    package static func writeResponseHead(
         _ head: HTTPResponseHead, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
         try writeStatusLine(head, into: &buffer)
@@ -45,7 +45,7 @@ public enum HTTP1Serializer {
 
     /// Appends only the status line of `head` (`HTTP/1.1 200 OK CRLF`); its headers are not written. Follow it with
     /// ``writeField(name:value:into:)`` per field and ``writeEndOfHead(into:)``.
-    public static func writeStatusLine(
+    package static func writeStatusLine(
         _ head: HTTPResponseHead, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
         if head.version == .http1_1, let line = commonStatusLine(head.status, reason: head.reason) {
@@ -71,7 +71,7 @@ public enum HTTP1Serializer {
     }
 
     /// Appends one header line, `name: value CRLF`, validating both.
-    public static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    package static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
         let written = name.utf8.withContiguousStorageIfAvailable { name in
             value.utf8.withContiguousStorageIfAvailable { value in
                 writeValidField(name: name, value: value, into: &buffer)
@@ -90,13 +90,20 @@ public enum HTTP1Serializer {
             return false
         }
         buffer.reserveCapacity(buffer.count + name.count + value.count + 4)
+        appendFieldLine(name: name, value: value, to: &buffer)
+        return true
+    }
+
+    /// Appends `name: value CRLF`, as they are (the callers have checked them).
+    @inline(__always)
+    private static func appendFieldLine(name: some Collection<UInt8>, value: some Collection<UInt8>,
+                                        to buffer: inout [UInt8]) {
         buffer.append(contentsOf: name)
         buffer.append(HTTP1Grammar.colon)
         buffer.append(HTTP1Grammar.sp)
         buffer.append(contentsOf: value)
         buffer.append(HTTP1Grammar.cr)
         buffer.append(HTTP1Grammar.lf)
-        return true
     }
 
     /// ``writeField(name:value:into:)`` for strings without contiguous UTF-8 (bridged), and to name the error.
@@ -109,16 +116,11 @@ public enum HTTP1Serializer {
         guard !value.contains(where: { !HTTP1Grammar.isFieldValueByte($0) }) else {
             throw HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
         }
-        buffer.append(contentsOf: name)
-        buffer.append(HTTP1Grammar.colon)
-        buffer.append(HTTP1Grammar.sp)
-        buffer.append(contentsOf: value)
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        appendFieldLine(name: name, value: value, to: &buffer)
     }
 
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
-    public static func writeContentLength(_ length: Int, into buffer: inout [UInt8]) {
+    package static func writeContentLength(_ length: Int, into buffer: inout [UInt8]) {
         let name: StaticString = "Content-Length: "
         name.withUTF8Buffer { buffer.append(contentsOf: $0) }
         writeDecimal(max(0, length), into: &buffer)
@@ -137,14 +139,14 @@ public enum HTTP1Serializer {
     }
 
     /// Appends the empty line that ends a head.
-    public static func writeEndOfHead(into buffer: inout [UInt8]) {
+    package static func writeEndOfHead(into buffer: inout [UInt8]) {
         buffer.append(HTTP1Grammar.cr)
         buffer.append(HTTP1Grammar.lf)
     }
 
     /// Appends one chunk: its size in hex, CRLF, the bytes and CRLF. Writes nothing for empty input (an empty
     /// chunk would end the body).
-    public static func writeChunk(_ bytes: UnsafeRawBufferPointer, into buffer: inout [UInt8]) {
+    package static func writeChunk(_ bytes: UnsafeRawBufferPointer, into buffer: inout [UInt8]) {
         guard !bytes.isEmpty else { return }
         writeChunkSize(bytes.count, into: &buffer)
         buffer.append(contentsOf: bytes)
@@ -153,12 +155,12 @@ public enum HTTP1Serializer {
     }
 
     /// Appends one chunk holding `bytes`; nothing for an empty array.
-    public static func writeChunk(_ bytes: [UInt8], into buffer: inout [UInt8]) {
+    package static func writeChunk(_ bytes: [UInt8], into buffer: inout [UInt8]) {
         bytes.withUnsafeBytes { writeChunk($0, into: &buffer) }
     }
 
     /// Appends the last chunk and an empty trailer section: `0 CRLF CRLF`.
-    public static func writeLastChunk(into buffer: inout [UInt8]) {
+    package static func writeLastChunk(into buffer: inout [UInt8]) {
         buffer.append(contentsOf: [0x30, HTTP1Grammar.cr, HTTP1Grammar.lf, HTTP1Grammar.cr, HTTP1Grammar.lf])
     }
 
@@ -174,15 +176,15 @@ public enum HTTP1Serializer {
         buffer.append(0x30 &+ UInt8(version.minor))
     }
 
-    private static func writeHeaders(_ headers: HTTPHeaders, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    private static func writeHeaders(_ headers: HTTPFields, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
         try writeFields(of: headers, into: &buffer)
         writeEndOfHead(into: &buffer)
     }
 
     /// Appends the header line of the field at `index` of `headers`, from its bytes (validated as in
     /// ``writeField(name:value:into:)`` unless the HTTP/1 parser read it).
-    public static func writeField(
-        at index: Int, of headers: HTTPHeaders, into buffer: inout [UInt8]
+    package static func writeField(
+        at index: Int, of headers: HTTPFields, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
         let failure: HTTP1SerializationError? = headers.withRegions(ifEmpty: nil) { entries, bytes, header in
             guard index >= 0 && index < header.count else { return nil }
@@ -207,20 +209,15 @@ public enum HTTP1Serializer {
                 return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
             }
         }
-        buffer.append(contentsOf: name)
-        buffer.append(HTTP1Grammar.colon)
-        buffer.append(HTTP1Grammar.sp)
-        buffer.append(contentsOf: value)
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        appendFieldLine(name: name, value: value, to: &buffer)
         return nil
     }
 
     /// Appends a header line per field of `headers` for which `include` (given the field's name token) is true, from
     /// the fields' bytes: a field the HTTP/1 parser read is copied as it is, any other is validated as in
     /// ``writeField(name:value:into:)``.
-    public static func writeFields(
-        of headers: HTTPHeaders, into buffer: inout [UInt8], where include: (HTTPFieldName) -> Bool = { _ in true }
+    package static func writeFields(
+        of headers: HTTPFields, into buffer: inout [UInt8], where include: (HTTPFieldName) -> Bool = { _ in true }
     ) throws(HTTP1SerializationError) {
         let failure: HTTP1SerializationError? = headers.withRegions(ifEmpty: nil) { entries, bytes, header in
             var needed = 0

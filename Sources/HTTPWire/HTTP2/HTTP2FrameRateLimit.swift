@@ -3,20 +3,20 @@
 /// to end a flood, with a GOAWAY whose debug data names it.
 ///
 /// A pure state machine; times are monotonic nanoseconds.
-public struct HTTP2FrameRateLimit: Sendable, Hashable {
-    public let burst: UInt64
-    public let ratePerSecond: UInt64
+package struct HTTP2FrameRateLimit: Sendable, Hashable {
+    package let burst: UInt64
+    package let ratePerSecond: UInt64
     private var tokens: UInt64
     private var second: UInt64?
 
-    public init(burst: UInt64, ratePerSecond: UInt64) {
+    package init(burst: UInt64, ratePerSecond: UInt64) {
         self.burst = max(1, burst)
         self.ratePerSecond = ratePerSecond
         self.tokens = self.burst
     }
 
     /// Takes a token for one frame at `now`; false when none is left (the peer floods).
-    public mutating func take(now: UInt64) -> Bool {
+    package mutating func take(now: UInt64) -> Bool {
         let current = now / 1_000_000_000
         if let second, current > second {
             let (refill, overflow) = (current - second).multipliedReportingOverflow(by: ratePerSecond)

@@ -97,7 +97,7 @@ package enum HTTP2Validation {
     package static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<HTTP2RequestHead, RequestError> {
         var method: String?, scheme: String?, authority: String?, path: String?, proto: String?
         var regularSeen = false
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         headers.reserveCapacity(fields.count)
         var hosts: [String] = []
         var contentLengths: [String] = []
@@ -165,8 +165,8 @@ package enum HTTP2Validation {
     }
 
     /// Validates a trailer block: no pseudo-headers, valid names and values, no connection-specific fields.
-    package static func validateTrailers(_ fields: [(name: String, value: String)]) -> HTTPHeaders? {
-        var headers = HTTPHeaders()
+    package static func validateTrailers(_ fields: [(name: String, value: String)]) -> HTTPFields? {
+        var headers = HTTPFields()
         for (name, value) in fields {
             guard isValidName(name.utf8), isValidValue(value.utf8) else { return nil }
             if isConnectionSpecific(name) || name == "te" { return nil }
@@ -177,10 +177,10 @@ package enum HTTP2Validation {
 }
 
 /// Why a request cannot be used.
-public struct RequestError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
-    public var description: String { reason }
+package struct RequestError: Error, Sendable, Hashable, CustomStringConvertible {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
+    package var description: String { reason }
 }
 
 extension HTTP2RequestHead {
@@ -192,7 +192,7 @@ extension HTTP2RequestHead {
     /// - Pseudo-headers, `host`, `te` and connection-specific fields are dropped.
     /// - Every name, value, the method, target and host are checked again, so a head built by hand cannot inject
     ///   a line into the HTTP/1.1 request: any CR, LF, NUL, space in the target, or invalid name throws.
-    public func toHTTP1Request() throws(RequestError) -> HTTPRequestHead {
+    package func toHTTP1Request() throws(RequestError) -> HTTPRequestHead {
         guard HTTP1Grammar.isToken(method.rawValue.utf8) else {
             throw RequestError("invalid method")
         }
@@ -211,7 +211,7 @@ extension HTTP2RequestHead {
             }
             target = path
         }
-        var out = HTTPHeaders()
+        var out = HTTPFields()
         out.reserveCapacity(headers.count + 1)
         out.add(name: "Host", value: host)
         var cookies: [String] = []

@@ -14,15 +14,15 @@
 /// work than the concurrent-stream limit allows anyway. Each completed response pays one cancellation back.
 ///
 /// A pure state machine; times are monotonic nanoseconds.
-public struct HTTP2ResetBudget: Sendable, Hashable {
+package struct HTTP2ResetBudget: Sendable, Hashable {
     /// Cancellations beyond completions that bring the budget to its limit.
-    public let limit: Int
+    package let limit: Int
     /// Streams older than this when reset do not count (nanoseconds).
-    public let prematureAge: UInt64
+    package let prematureAge: UInt64
     /// Young cancellations not yet paid back by completions.
-    public private(set) var debt = 0
+    package private(set) var debt = 0
 
-    public init(limit: Int, prematureAge: Duration) {
+    package init(limit: Int, prematureAge: Duration) {
         self.limit = max(1, limit)
         let (seconds, attoseconds) = prematureAge.components
         self.prematureAge = seconds < 0 ? 0
@@ -31,18 +31,18 @@ public struct HTTP2ResetBudget: Sendable, Hashable {
 
     /// Whether the client has cancelled ``limit`` more young streams than it let complete: new streams are held back
     /// before their handlers start.
-    public var isAtLimit: Bool { debt >= limit }
+    package var isAtLimit: Bool { debt >= limit }
 
     /// The peer reset a stream opened at `openedAt` whose response was not complete, at `now`; true when that takes
     /// the budget past its limit: the connection is to be told GOAWAY(ENHANCE_YOUR_CALM).
     @discardableResult
-    public mutating func streamCancelled(openedAt: UInt64, now: UInt64) -> Bool {
+    package mutating func streamCancelled(openedAt: UInt64, now: UInt64) -> Bool {
         if now < openedAt || now - openedAt < prematureAge { debt += 1 }
         return debt > limit
     }
 
     /// A stream's response was sent in full.
-    public mutating func streamCompleted() {
+    package mutating func streamCompleted() {
         if debt > 0 { debt -= 1 }
     }
 }

@@ -20,9 +20,9 @@ import Glibc
 /// `streamSendBufferSize` bytes, and `.windowAvailable` says when to resume.
 ///
 /// Not thread-safe: use from one thread (the connection's event loop).
-public final class HTTP2Session {
-    public let role: HTTP2Role
-    public let settings: HTTP2Settings
+package final class HTTP2Session {
+    package let role: HTTP2Role
+    package let settings: HTTP2Settings
 
     private var session: OpaquePointer?
     private var streams: [Int32: StreamState] = [:]
@@ -56,7 +56,7 @@ public final class HTTP2Session {
     /// Whether any GOAWAY has been handed out.
     private var goAwayWritten = false
     /// The GOAWAY this session sent or queued because of the peer's behaviour (a flood, rapid reset), if any.
-    public private(set) var abuseGoAway: HTTP2GoAway?
+    package private(set) var abuseGoAway: HTTP2GoAway?
     private let dataProvider = HTTP2Session.makeDataProvider()
 
     final class StreamState {
@@ -98,7 +98,7 @@ public final class HTTP2Session {
     }
 
     /// Creates a session and queues our SETTINGS (and, for a client, the connection preface).
-    public init(role: HTTP2Role, settings: HTTP2Settings = HTTP2Settings()) throws(HTTP2Error) {
+    package init(role: HTTP2Role, settings: HTTP2Settings = HTTP2Settings()) throws(HTTP2Error) {
         self.role = role
         self.settings = settings
         self.resetBudget = HTTP2ResetBudget(limit: settings.maxPrematureResets ?? Int(settings.maxConcurrentStreams),
@@ -164,7 +164,7 @@ public final class HTTP2Session {
     /// Processes bytes read from the peer. Throws on a fatal error (bad preface, flood, too many CONTINUATION
     /// frames, …): drain output then close the connection. Protocol errors nghttp2 answers with GOAWAY do not
     /// throw; the GOAWAY shows up in the output and `isFinished` becomes true once it is written.
-    public func feed(_ bytes: UnsafeRawBufferPointer) throws(HTTP2Error) {
+    package func feed(_ bytes: UnsafeRawBufferPointer) throws(HTTP2Error) {
         guard let session, !failed else {
             throw HTTP2Error(kind: .sessionClosed, message: "session already failed")
         }
@@ -181,7 +181,7 @@ public final class HTTP2Session {
     }
 
     /// `feed` for an array.
-    public func feed(_ bytes: [UInt8]) throws(HTTP2Error) {
+    package func feed(_ bytes: [UInt8]) throws(HTTP2Error) {
         var failure: HTTP2Error?
         bytes.withUnsafeBytes { raw in
             do throws(HTTP2Error) { try feed(raw) } catch { failure = error }
@@ -191,7 +191,7 @@ public final class HTTP2Session {
 
     /// Appends bytes to write to the peer to `buffer`, stopping once `buffer` holds at least `limit` bytes
     /// (pass a limit to stop pulling body data while the socket is not writable).
-    public func drainOutput(into buffer: inout [UInt8], limit: Int = .max) throws(HTTP2Error) {
+    package func drainOutput(into buffer: inout [UInt8], limit: Int = .max) throws(HTTP2Error) {
         guard let session else { throw HTTP2Error(kind: .sessionClosed, message: "no session") }
         while buffer.count < limit && !terminated {
             var data: UnsafePointer<UInt8>?
@@ -206,14 +206,14 @@ public final class HTTP2Session {
     }
 
     /// All bytes ready to write.
-    public func pendingOutput() throws(HTTP2Error) -> [UInt8] {
+    package func pendingOutput() throws(HTTP2Error) -> [UInt8] {
         var out: [UInt8] = []
         try drainOutput(into: &out)
         return out
     }
 
     /// The next event, or nil when none is waiting.
-    public func nextEvent() -> HTTP2Event? {
+    package func nextEvent() -> HTTP2Event? {
         while eventHead < events.count {
             let event = events[eventHead]
             eventHead += 1
@@ -231,13 +231,13 @@ public final class HTTP2Session {
 
     /// Whether the session is done (GOAWAY exchanged and no active stream, or a fatal error): close the socket
     /// after writing any output.
-    public var isFinished: Bool {
+    package var isFinished: Bool {
         guard let session, !failed, !terminated else { return true }
         return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
     }
 
     /// Whether nghttp2 has output to write.
-    public var wantsWrite: Bool {
+    package var wantsWrite: Bool {
         guard let session, !failed, !terminated else { return false }
         return nghttp2_session_want_write(session) != 0
     }
@@ -245,7 +245,7 @@ public final class HTTP2Session {
     /// The GOAWAY frame to write after `error` ended the session (see ``feed(_:)``), unless a GOAWAY was already
     /// written or the error calls for none (``HTTP2Error/goAway``): nghttp2 stops without one for a CONTINUATION or
     /// acknowledgement flood, so the peer would not learn why. Call after draining the output.
-    public func goAwayFrame(after error: HTTP2Error) -> [UInt8] {
+    package func goAwayFrame(after error: HTTP2Error) -> [UInt8] {
         guard role == .server, !goAwayWritten, let goAway = error.goAway else { return [] }
         goAwayWritten = true
         if abuseGoAway == nil { abuseGoAway = goAway }
@@ -257,7 +257,7 @@ public final class HTTP2Session {
 
     /// Acknowledges `count` body bytes of `streamID` as passed on, so WINDOW_UPDATE can let the peer send more.
     /// Bytes of a stream that has closed were already credited back when it closed; such calls are ignored.
-    public func consumed(streamID: Int32, count: Int) {
+    package func consumed(streamID: Int32, count: Int) {
         guard let session, let stream = streams[streamID], count > 0 else { return }
         let amount = min(count, stream.unconsumed)
         guard amount > 0 else { return }
@@ -266,7 +266,7 @@ public final class HTTP2Session {
     }
 
     /// Body bytes queued for `streamID` and not yet handed to nghttp2.
-    public func bufferedOutbound(streamID: Int32) -> Int {
+    package func bufferedOutbound(streamID: Int32) -> Int {
         streams[streamID]?.outboundBuffered ?? 0
     }
 
@@ -275,7 +275,7 @@ public final class HTTP2Session {
     /// Sends the response head for `streamID`. With `endStream` the response has no body; otherwise send it with
     /// `sendBody`. Connection-specific fields and fields with invalid names or values are dropped, names
     /// lowercased.
-    public func sendResponse(streamID: Int32, head: HTTPResponseHead, endStream: Bool) throws(HTTP2Error) {
+    package func sendResponse(streamID: Int32, head: HTTPResponseHead, endStream: Bool) throws(HTTP2Error) {
         guard role == .server else { throw HTTP2Error(kind: .invalidState, message: "client cannot send a response") }
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
         guard let stream = streams[streamID], stream.surfaced, !stream.hasProvider, !stream.localEnded else {
@@ -303,7 +303,7 @@ public final class HTTP2Session {
     /// the body ends after them. Returns `false` when the stream's queue is full (`streamSendBufferSize`): stop
     /// producing until `.windowAvailable(streamID)`. Extra bytes are still queued, so nothing is lost.
     @discardableResult
-    public func sendBody(streamID: Int32, bytes: some Collection<UInt8>, endStream: Bool) throws(HTTP2Error) -> Bool {
+    package func sendBody(streamID: Int32, bytes: some Collection<UInt8>, endStream: Bool) throws(HTTP2Error) -> Bool {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
         guard let stream = streams[streamID], stream.hasProvider, !stream.outboundEnd else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) cannot take body bytes")
@@ -330,7 +330,7 @@ public final class HTTP2Session {
 
     /// Resets `streamID` with `errorCode` (for example `.cancel` when the upstream failed mid-response). No
     /// `.streamReset` event follows for it, only `.streamClosed`.
-    public func resetStream(streamID: Int32, errorCode: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
+    package func resetStream(streamID: Int32, errorCode: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
         guard let stream = streams[streamID] else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
@@ -345,7 +345,7 @@ public final class HTTP2Session {
     /// sent in full: RST_STREAM with NO_ERROR after the response's END_STREAM (RFC 9113 §8.1), so that the reset
     /// cannot overtake the response (a reset submitted at once would be sent before the response's DATA frames, and
     /// the client would lose the answer).
-    public func stopRequestAfterResponse(streamID: Int32) throws(HTTP2Error) {
+    package func stopRequestAfterResponse(streamID: Int32) throws(HTTP2Error) {
         guard let stream = streams[streamID] else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
         }
@@ -364,7 +364,7 @@ public final class HTTP2Session {
     ///   complete, then `isFinished` becomes true.
     /// - `graceful: true` on a client, or a second call: the final GOAWAY with `errorCode`.
     /// - `graceful: false`: GOAWAY with `errorCode` and the session stops; open streams are abandoned.
-    public func goAway(graceful: Bool, errorCode: HTTP2ErrorCode = .noError) throws(HTTP2Error) {
+    package func goAway(graceful: Bool, errorCode: HTTP2ErrorCode = .noError) throws(HTTP2Error) {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
         if !graceful {
             let rc = nghttp2_session_terminate_session(session, errorCode.rawValue)
@@ -387,17 +387,17 @@ public final class HTTP2Session {
     }
 
     /// Whether the final GOAWAY was sent or queued (by `goAway` or by the request cap); no new streams are taken.
-    public var isDraining: Bool { finalGoAwaySubmitted }
+    package var isDraining: Bool { finalGoAwaySubmitted }
 
     /// Requests accepted so far (server).
-    public var requestCount: Int { requestsAccepted }
+    package var requestCount: Int { requestsAccepted }
 
     // MARK: - Client API
 
     /// Whether a new request would start now: the peer's MAX_CONCURRENT_STREAMS leaves room, no GOAWAY was sent
     /// or received, and stream ids are not exhausted. `sendRequest` also works when this is false, but nghttp2
     /// then holds the HEADERS back until a stream closes.
-    public var canOpenStream: Bool {
+    package var canOpenStream: Bool {
         guard role == .client, let session, !failed else { return false }
         guard nghttp2_session_check_request_allowed(session) != 0 else { return false }
         let limit = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
@@ -405,12 +405,12 @@ public final class HTTP2Session {
     }
 
     /// Streams this client opened that are not closed yet (including ones nghttp2 holds back).
-    public var activeLocalStreams: Int { openLocalStreams }
+    package var activeLocalStreams: Int { openLocalStreams }
 
     /// Sends a request and returns its stream id. Without `endStream`, send the body with `sendBody`.
     /// `host` is folded into `:authority`; connection-specific fields and `te` (other than `trailers`) are
     /// dropped; fields with invalid names or values are dropped.
-    public func sendRequest(head: HTTP2RequestHead, endStream: Bool) throws(HTTP2Error) -> Int32 {
+    package func sendRequest(head: HTTP2RequestHead, endStream: Bool) throws(HTTP2Error) -> Int32 {
         guard role == .client else { throw HTTP2Error(kind: .invalidState, message: "server cannot send a request") }
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
         guard nghttp2_session_check_request_allowed(session) != 0 else {
@@ -467,7 +467,7 @@ public final class HTTP2Session {
     /// Appends the fields of `headers` that are safe to send to `out`: connection-specific and invalid fields dropped.
     /// Names keep their case here; ``withNVArray(_:_:)`` lower-cases them as it copies them out, so that no lower-cased
     /// string is made per field.
-    static func appendOutboundFields(_ headers: HTTPHeaders, isRequest: Bool, to out: inout [(String, String)]) {
+    static func appendOutboundFields(_ headers: HTTPFields, isRequest: Bool, to out: inout [(String, String)]) {
         let nominated: Set<String> = headers.contains(name: "connection")
             ? Set(headers.tokens(name: "connection").map { $0.lowercased() }) : []
         out.reserveCapacity(out.count + headers.count)
@@ -551,7 +551,7 @@ public final class HTTP2Session {
     }
 
     /// Server: sends `goAway` because of the peer's behaviour (see ``goAway(_:_:terminating:)``).
-    public func goAway(_ goAway: HTTP2GoAway, terminating: Bool) {
+    package func goAway(_ goAway: HTTP2GoAway, terminating: Bool) {
         self.goAway(goAway.errorCode, goAway.debugData, terminating: terminating)
     }
 
@@ -582,19 +582,19 @@ public final class HTTP2Session {
     /// Server: whether the client has cancelled as many more young streams than it let complete as the rapid-reset
     /// budget allows (see ``HTTP2ResetBudget``): a new stream's handler should wait briefly, so that one cancelled at
     /// once starts nothing (and its cancellation earns the connection a GOAWAY).
-    public var holdsNewStreams: Bool { resetBudget.isAtLimit }
+    package var holdsNewStreams: Bool { resetBudget.isAtLimit }
 
     /// Response body bytes handed to nghttp2 so far, all streams together (they leave as the windows allow).
-    public private(set) var dataSent = 0
+    package private(set) var dataSent = 0
 
     /// Response body bytes of `streamID` handed to nghttp2 so far (0 for a stream the session no longer knows).
-    public func bodyBytesSent(streamID: Int32) -> Int {
+    package func bodyBytesSent(streamID: Int32) -> Int {
         streams[streamID]?.outboundSent ?? 0
     }
 
     /// How much the peer's flow-control windows let the session send now: on the connection, and on `streamID`
     /// (nil when the stream is not open). Zero or less is a window the peer holds shut.
-    public func sendWindow(streamID: Int32? = nil) -> (connection: Int, stream: Int?) {
+    package func sendWindow(streamID: Int32? = nil) -> (connection: Int, stream: Int?) {
         guard let session else { return (0, nil) }
         let connection = Int(nghttp2_session_get_remote_window_size(session))
         guard let streamID, streams[streamID] != nil else { return (connection, nil) }
@@ -748,7 +748,7 @@ public final class HTTP2Session {
             return
         }
         var status: Int?
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         for (name, value) in stream.fields {
             if name == ":status" {
                 // `:status` once, first, three digits (RFC 9113 §8.3.2); any other pseudo-header is malformed.

@@ -1,33 +1,33 @@
 import CNghttp2
 
 /// Which end of the connection a session plays.
-public enum HTTP2Role: Sendable, Hashable {
+package enum HTTP2Role: Sendable, Hashable {
     case server
     case client
 }
 
 /// An HTTP/2 error code (RFC 9113 §7) as carried by RST_STREAM and GOAWAY.
-public struct HTTP2ErrorCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public init(_ rawValue: UInt32) { self.rawValue = rawValue }
+package struct HTTP2ErrorCode: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+    package init(_ rawValue: UInt32) { self.rawValue = rawValue }
 
-    public static let noError = HTTP2ErrorCode(0x0)
-    public static let protocolError = HTTP2ErrorCode(0x1)
-    public static let internalError = HTTP2ErrorCode(0x2)
-    public static let flowControlError = HTTP2ErrorCode(0x3)
-    public static let settingsTimeout = HTTP2ErrorCode(0x4)
-    public static let streamClosed = HTTP2ErrorCode(0x5)
-    public static let frameSizeError = HTTP2ErrorCode(0x6)
-    public static let refusedStream = HTTP2ErrorCode(0x7)
-    public static let cancel = HTTP2ErrorCode(0x8)
-    public static let compressionError = HTTP2ErrorCode(0x9)
-    public static let connectError = HTTP2ErrorCode(0xa)
-    public static let enhanceYourCalm = HTTP2ErrorCode(0xb)
-    public static let inadequateSecurity = HTTP2ErrorCode(0xc)
-    public static let http11Required = HTTP2ErrorCode(0xd)
+    package static let noError = HTTP2ErrorCode(0x0)
+    package static let protocolError = HTTP2ErrorCode(0x1)
+    package static let internalError = HTTP2ErrorCode(0x2)
+    package static let flowControlError = HTTP2ErrorCode(0x3)
+    package static let settingsTimeout = HTTP2ErrorCode(0x4)
+    package static let streamClosed = HTTP2ErrorCode(0x5)
+    package static let frameSizeError = HTTP2ErrorCode(0x6)
+    package static let refusedStream = HTTP2ErrorCode(0x7)
+    package static let cancel = HTTP2ErrorCode(0x8)
+    package static let compressionError = HTTP2ErrorCode(0x9)
+    package static let connectError = HTTP2ErrorCode(0xa)
+    package static let enhanceYourCalm = HTTP2ErrorCode(0xb)
+    package static let inadequateSecurity = HTTP2ErrorCode(0xc)
+    package static let http11Required = HTTP2ErrorCode(0xd)
 
-    public var description: String {
+    package var description: String {
         let names = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
                      "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
                      "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
@@ -37,8 +37,8 @@ public struct HTTP2ErrorCode: Sendable, Hashable, RawRepresentable, CustomString
 
 /// A fatal session error, or a misuse of the API. After a fatal error (`isFatal`) the caller should drain any
 /// output (it may hold a GOAWAY) and close the connection.
-public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+package struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: Sendable, Hashable {
         /// The client did not start with the HTTP/2 connection preface.
         case badPreface
         /// The peer queued too many frames that need an answer (SETTINGS/PING ACK flood) or other flood.
@@ -57,12 +57,12 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         case streamsExhausted
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// nghttp2's error code (negative), or 0 when the error is ours.
-    public var code: Int32
-    public var message: String
+    package var code: Int32
+    package var message: String
 
-    public init(kind: Kind, code: Int32 = 0, message: String) {
+    package init(kind: Kind, code: Int32 = 0, message: String) {
         self.kind = kind
         self.code = code
         self.message = message
@@ -81,7 +81,7 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// The GOAWAY a server sends when this fatal error ends the connection (nil when none is sent: a client that did
     /// not start with the preface may not speak HTTP/2 at all): the error code and debug data naming the reason.
-    public var goAway: HTTP2GoAway? {
+    package var goAway: HTTP2GoAway? {
         switch kind {
         case .badPreface, .invalidStream, .invalidState, .streamsExhausted: return nil
         case .tooManyContinuations: return HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "CONTINUATION flood")
@@ -92,90 +92,90 @@ public struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the connection must be closed.
-    public var isFatal: Bool {
+    package var isFatal: Bool {
         switch kind {
         case .badPreface, .flooded, .tooManyContinuations, .sessionError, .sessionClosed: return true
         case .invalidStream, .invalidState, .streamsExhausted: return false
         }
     }
 
-    public var description: String { "HTTP2Error(\(kind), \(code)): \(message)" }
+    package var description: String { "HTTP2Error(\(kind), \(code)): \(message)" }
 }
 
 /// Connection settings and abuse limits for one `HTTP2Session`.
-public struct HTTP2Settings: Sendable, Hashable {
+package struct HTTP2Settings: Sendable, Hashable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS we advertise. Excess peer streams get RST_STREAM(REFUSED_STREAM).
-    public var maxConcurrentStreams: UInt32 = 100
+    package var maxConcurrentStreams: UInt32 = 100
     /// SETTINGS_INITIAL_WINDOW_SIZE we advertise: how much DATA a peer may send per stream before `consumed`.
-    public var initialWindowSize: UInt32 = 65_535
+    package var initialWindowSize: UInt32 = 65_535
     /// Our connection-level receive window (the peer's budget for all streams together).
-    public var connectionWindowSize: Int32 = 1 << 20
+    package var connectionWindowSize: Int32 = 1 << 20
     /// SETTINGS_MAX_FRAME_SIZE we advertise (16384...16777215).
-    public var maxFrameSize: UInt32 = 16_384
+    package var maxFrameSize: UInt32 = 16_384
     /// SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (RFC 9113 size: name + value + 32 per field).
     /// A larger header block resets the stream with ENHANCE_YOUR_CALM and is never surfaced.
-    public var maxHeaderListSize: UInt32 = 32 * 1024
+    package var maxHeaderListSize: UInt32 = 32 * 1024
     /// SETTINGS_HEADER_TABLE_SIZE for the HPACK decoder.
-    public var headerTableSize: UInt32 = 4096
+    package var headerTableSize: UInt32 = 4096
     /// Server only: token bucket for RST_STREAM frames received (CVE-2023-44487), whatever stream they name. When it
     /// runs dry the session ends the connection with GOAWAY(ENHANCE_YOUR_CALM) and debug data saying why (nghttp2's
     /// own bucket, which would send GOAWAY(INTERNAL_ERROR) without a reason, is set to twice this as a backstop).
     /// nghttp2's defaults are burst 1000, 33 per second.
-    public var streamResetBurst: UInt64 = 1000
-    public var streamResetRate: UInt64 = 33
+    package var streamResetBurst: UInt64 = 1000
+    package var streamResetRate: UInt64 = 33
     /// Server only: streams the peer may cancel (RST_STREAM) before their responses are complete, within
     /// ``prematureResetAge`` of opening them, beyond the streams it let complete (see ``HTTP2ResetBudget``). At this
     /// many, new streams are held back briefly before their handlers start; one more cancellation, and the connection
     /// is told GOAWAY(ENHANCE_YOUR_CALM) and takes no new stream. So a client that cancels every stream (rapid reset),
     /// each reset in a packet of its own, gets at most this many requests started. nil: the concurrent-stream limit
     /// (``maxConcurrentStreams``).
-    public var maxPrematureResets: Int? = nil
+    package var maxPrematureResets: Int? = nil
     /// Server only: a stream reset later than this after it opened is not counted by ``maxPrematureResets``.
-    public var prematureResetAge: Duration = .seconds(1)
+    package var prematureResetAge: Duration = .seconds(1)
     /// CONTINUATION frames allowed after one HEADERS (CVE-2024-28182). More is fatal.
-    public var maxContinuations: Int = 8
+    package var maxContinuations: Int = 8
     /// Outgoing SETTINGS/PING ACKs allowed to queue unsent before the peer counts as flooding (fatal).
-    public var maxOutboundAck: Int = 1000
+    package var maxOutboundAck: Int = 1000
     /// Entries allowed in one SETTINGS frame.
-    public var maxSettingsEntries: Int = 32
+    package var maxSettingsEntries: Int = 32
     /// Server only: after this many requests the server sends a graceful GOAWAY whose last-stream-id is the
     /// last accepted request; `nil` for no cap.
-    public var maxRequestsPerConnection: Int? = 1000
+    package var maxRequestsPerConnection: Int? = 1000
     /// Resets the *session* sends because of peer behaviour (malformed requests, refused streams, flow control
     /// errors: the "MadeYouReset" class, CVE-2025-8671) allowed per connection before it is closed with
     /// GOAWAY(ENHANCE_YOUR_CALM). Resets requested through `resetStream` are not counted.
-    public var maxPeerInducedResets: Int = 1000
+    package var maxPeerInducedResets: Int = 1000
     /// Consecutive DATA frames with an empty payload and no END_STREAM allowed before the connection is closed with
     /// GOAWAY(ENHANCE_YOUR_CALM) (the empty-frames flood, CVE-2019-9518). Any DATA frame with a payload resets the
     /// count.
-    public var maxConsecutiveEmptyDataFrames: Int = 100
+    package var maxConsecutiveEmptyDataFrames: Int = 100
     /// Per-stream outbound buffer: `sendBody` returns `false` (pause the producer) once this many bytes are
     /// queued; `.windowAvailable` follows when the queue drains below half.
-    public var streamSendBufferSize: Int = 64 * 1024
+    package var streamSendBufferSize: Int = 64 * 1024
     /// Server only: advertise SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441), so that clients may open WebSockets (and
     /// other protocols) with an extended CONNECT (`:method CONNECT` with `:protocol`). Off by default: a handler
     /// that does not relay tunnels must not be offered them.
-    public var enableConnectProtocol = false
+    package var enableConnectProtocol = false
 
-    public init() {}
+    package init() {}
 }
 
 /// The head of an HTTP/2 request: the pseudo-header fields and the regular fields.
-public struct HTTP2RequestHead: Sendable, Hashable {
-    public var method: HTTPMethod
+package struct HTTP2RequestHead: Sendable, Hashable {
+    package var method: HTTPMethod
     /// `:scheme`; nil only for CONNECT.
-    public var scheme: String?
+    package var scheme: String?
     /// `:authority`, if sent (a request may carry `host` instead).
-    public var authority: String?
+    package var authority: String?
     /// `:path`; nil only for CONNECT.
-    public var path: String?
+    package var path: String?
     /// `:protocol` of an extended CONNECT (RFC 8441), if any.
-    public var extendedProtocol: String?
+    package var extendedProtocol: String?
     /// Regular fields, lowercase names, in the order received. Includes `host` if the client sent one.
-    public var headers: HTTPHeaders
+    package var headers: HTTPFields
 
-    public init(method: HTTPMethod, scheme: String? = "https", authority: String?, path: String?,
-                extendedProtocol: String? = nil, headers: HTTPHeaders = HTTPHeaders()) {
+    package init(method: HTTPMethod, scheme: String? = "https", authority: String?, path: String?,
+                extendedProtocol: String? = nil, headers: HTTPFields = HTTPFields()) {
         self.method = method
         self.scheme = scheme
         self.authority = authority
@@ -186,7 +186,7 @@ public struct HTTP2RequestHead: Sendable, Hashable {
 
     /// A request head for an HTTP/1.1 request, for sending over HTTP/2: `Host` becomes `:authority` (unless
     /// `authority` is given) and the target becomes `:path`.
-    public init(_ head: HTTPRequestHead, scheme: String = "https", authority: String? = nil) {
+    package init(_ head: HTTPRequestHead, scheme: String = "https", authority: String? = nil) {
         var headers = head.headers
         let host = authority ?? headers.first(name: "host")
         headers.remove(name: "host")
@@ -199,7 +199,7 @@ public struct HTTP2RequestHead: Sendable, Hashable {
 }
 
 /// Something that happened on the connection; read with `HTTP2Session.nextEvent()`.
-public enum HTTP2Event: Sendable, Hashable {
+package enum HTTP2Event: Sendable, Hashable {
     /// Server: a complete, valid request head. `endStream` means there is no body.
     case request(streamID: Int32, head: HTTP2RequestHead, endStream: Bool)
     /// Server: request body bytes. Call `consumed(streamID:count:)` once they have been passed on.
@@ -213,7 +213,7 @@ public enum HTTP2Event: Sendable, Hashable {
     /// Client: the response is complete.
     case responseEnd(streamID: Int32)
     /// Trailer fields; `.requestEnd` / `.responseEnd` follows.
-    case trailers(streamID: Int32, headers: HTTPHeaders)
+    case trailers(streamID: Int32, headers: HTTPFields)
     /// A stream already surfaced ended abnormally: the peer reset it, or the session reset it because of a
     /// protocol violation (for example DATA beyond `content-length`). Cancel work for it. Not emitted for
     /// resets you asked for with `resetStream`.
@@ -230,7 +230,7 @@ public enum HTTP2Event: Sendable, Hashable {
 
 extension HTTP2Event {
     /// The stream an event belongs to, nil for connection-level events.
-    public var streamID: Int32? {
+    package var streamID: Int32? {
         switch self {
         case .request(let id, _, _), .requestBody(let id, _), .requestEnd(let id), .response(let id, _, _),
              .responseBody(let id, _), .responseEnd(let id), .trailers(let id, _), .streamReset(let id, _),
@@ -245,19 +245,19 @@ extension HTTP2Event {
 
 /// A GOAWAY the session sent or is to send because of the peer: the error code and the debug data that names the
 /// reason (RFC 9113 §6.8: diagnostic data, here a short ASCII text).
-public struct HTTP2GoAway: Sendable, Hashable, CustomStringConvertible {
-    public var errorCode: HTTP2ErrorCode
-    public var debugData: String
+package struct HTTP2GoAway: Sendable, Hashable, CustomStringConvertible {
+    package var errorCode: HTTP2ErrorCode
+    package var debugData: String
 
-    public init(errorCode: HTTP2ErrorCode, debugData: String) {
+    package init(errorCode: HTTP2ErrorCode, debugData: String) {
         self.errorCode = errorCode
         self.debugData = debugData
     }
 
-    public var description: String { "GOAWAY(\(errorCode), \"\(debugData)\")" }
+    package var description: String { "GOAWAY(\(errorCode), \"\(debugData)\")" }
 
     /// The frame as it goes on the wire, with `lastStreamID` (RFC 9113 §6.8).
-    public func frame(lastStreamID: Int32) -> [UInt8] {
+    package func frame(lastStreamID: Int32) -> [UInt8] {
         let debug = Array(debugData.utf8.prefix(256))
         let length = 8 + debug.count
         var frame: [UInt8] = [UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),

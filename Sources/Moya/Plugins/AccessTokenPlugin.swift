@@ -38,16 +38,14 @@ public enum AuthorizationType: Equatable, Sendable {
 
 // MARK: - AccessTokenPlugin
 
-/**
- A plugin for adding basic or bearer-type authorization headers to requests. Example:
-
- ```
- Authorization: Basic <token>
- Authorization: Bearer <token>
- Authorization: <Custom> <token>
- ```
-
- */
+/// A plugin for adding basic or bearer-type authorization headers to requests. Example:
+///
+/// ```
+/// Authorization: Basic <token>
+/// Authorization: Bearer <token>
+/// Authorization: <Custom> <token>
+/// ```
+///
 public struct AccessTokenPlugin: PluginType {
 
     /// A closure returning the token for a target (the wrapped target, for a `MultiTarget`).
@@ -56,24 +54,20 @@ public struct AccessTokenPlugin: PluginType {
     /// A closure returning the access token to be applied in the header.
     public let tokenClosure: TokenClosure
 
-    /**
-     Initialize a new `AccessTokenPlugin`.
-
-     - parameters:
-        - tokenClosure: A closure returning the token to be applied in the pattern `Authorization: <AuthorizationType> <token>`
-     */
+    /// Initialize a new `AccessTokenPlugin`.
+    ///
+    /// - parameters:
+    ///    - tokenClosure: A closure returning the token to be applied in the pattern `Authorization: <AuthorizationType> <token>`
     public init(tokenClosure: @escaping TokenClosure) {
         self.tokenClosure = tokenClosure
     }
 
-    /**
-     Prepare a request by adding an authorization header if necessary.
-
-     - parameters:
-        - request: The request to modify.
-        - target: The target of the request.
-     - returns: The modified `URLRequest`.
-     */
+    /// Prepare a request by adding an authorization header if necessary.
+    ///
+    /// - parameters:
+    ///    - request: The request to modify.
+    ///    - target: The target of the request.
+    /// - returns: The modified `URLRequest`.
     public func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
 
         guard let authorizable = target as? AccessTokenAuthorizable,

@@ -176,10 +176,8 @@ public extension NetworkLoggerPlugin {
     struct Configuration {
 
         // MARK: - Typealiases
-        // swiftlint:disable nesting
         /// A closure receiving the entries of one event (a request, a response or an error) in one call.
         public typealias OutputType = (_ target: TargetType, _ items: [String]) -> Void
-        // swiftlint:enable nesting
 
         // MARK: - Properties
 
@@ -274,12 +272,10 @@ public extension NetworkLoggerPlugin.Configuration {
     struct Formatter {
 
         // MARK: Typealiases
-        // swiftlint:disable nesting
         /// A closure turning a request or response body into text.
         public typealias DataFormatterType = (Data) -> (String)
         /// A closure making one log entry of an identifier (`"Request"`, `"Response Body"`, ...) and a message.
         public typealias EntryFormatterType = (_ identifier: String, _ message: String, _ target: TargetType) -> String
-        // swiftlint:enable nesting
 
         // MARK: Properties
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 
 /// An ``AccessTokenSource`` that obtains tokens with the OAuth 2.0 client-credentials grant (RFC 6749 §4.4): a `POST`
@@ -149,7 +149,7 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         var fields = [("grant_type", "client_credentials")]
         if let scope = configuration.scope { fields.append(("scope", scope)) }
         if let audience = configuration.audience { fields.append(("audience", audience)) }
-        var headers = HTTPWire.HTTPHeaders()
+        var headers = HTTPFields()
         headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         headers.add(name: "Accept", value: "application/json")
         switch configuration.clientAuthentication {

@@ -95,7 +95,7 @@ import Testing
         #expect(ResponseBuffering.applies(route: true, upstreamHeaders: ["X-Accel-Buffering": "maybe"]))
         #expect(ResponseBuffering.applies(route: true, upstreamHeaders: nil))
         // Never forwarded to the client.
-        let upstream: HTTPWire.HTTPHeaders = ["X-Accel-Buffering": "no", "Content-Type": "text/plain"]
+        let upstream: HTTPFields = ["X-Accel-Buffering": "no", "Content-Type": "text/plain"]
         let down = ProxyHeaders.downstream(from: upstream, requestID: "r")
         #expect(!down.contains(name: "X-Accel-Buffering"))
         #expect(down.first(name: "Content-Type") == "text/plain")

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+import HTTPServerCore
 import Testing
 @testable import Gateway
 
@@ -69,15 +69,14 @@ import Testing
     @Test func requestsPerConnectionLimits() throws {
         let defaults = try config("upstreams: { a: { base_url: http://x } }\nroutes: []")
         #expect(defaults.server.limits.maxRequestsPerConnection == 1000)
-        #expect(defaults.server.limits.httpServerLimits.maxRequestsPerConnection == 1000)
+        #expect(defaults.server.limits.server.maxRequestsPerConnection == 1000)
         #expect(defaults.upstream(named: "a")?.pool.maxRequestsPerConnection == 0)
         let set = try config("""
         server: { limits: { max_requests_per_connection: 0 } }
         upstreams: { a: { base_url: http://x, pool: { max_requests_per_connection: 100 } } }
         routes: []
         """)
-        #expect(set.server.limits.maxRequestsPerConnection == 0)
-        #expect(set.server.limits.httpServerLimits.maxRequestsPerConnection == .max, "0: no limit")
+        #expect(set.server.limits.maxRequestsPerConnection == .max, "0: no limit")
         #expect(set.upstream(named: "a")?.pool.maxRequestsPerConnection == 100)
         #expect(problems("""
         server: { limits: { max_requests_per_connection: -1 } }

@@ -19,7 +19,7 @@ import Testing
         let limits = try config(Self.file("{}")).server.limits
         #expect(limits.minSendRate == 1024 && limits.minReceiveRate == 1024)
         #expect(limits.minRateWindow == .seconds(10))
-        let server = limits.httpServerLimits
+        let server = limits.server
         #expect(server.minSendRate == 1024 && server.minReceiveRate == 1024 && server.minRateWindow == .seconds(10))
     }
 
@@ -30,7 +30,7 @@ import Testing
         #expect(limits.minRateWindow == .seconds(30))
         let bytes = try config(Self.file("{ min_send_rate: 512, min_receive_rate: 2KiB }")).server.limits
         #expect(bytes.minSendRate == 512 && bytes.minReceiveRate == 2048)
-        #expect(bytes.httpServerLimits.minSendRate == 512 && bytes.httpServerLimits.minReceiveRate == 2048)
+        #expect(bytes.server.minSendRate == 512 && bytes.server.minReceiveRate == 2048)
     }
 
     @Test func badValuesAreRejectedWithTheirPlace() {

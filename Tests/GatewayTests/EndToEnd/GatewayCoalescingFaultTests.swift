@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import NetCore
 import TestSupport
@@ -98,7 +98,7 @@ import Testing
         let identities = await withTaskGroup(of: Int.self) { group in
             for index in 0..<6 {
                 group.addTask {
-                    let headers: HTTPHeaders = ["Cookie": "session=\(index % 2 == 0 ? "alice" : "bob")"]
+                    let headers: HTTPFields = ["Cookie": "session=\(index % 2 == 0 ? "alice" : "bob")"]
                     return (try? await client.execute(HTTPClientRequest(url: url, headers: headers)))?.status ?? -1
                 }
             }

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import TestSupport
 import Testing
@@ -164,7 +164,7 @@ import Glibc
             await withTaskGroup(of: Int.self) { group in
                 for index in 0..<count {
                     group.addTask {
-                        var headers = HTTPHeaders()
+                        var headers = HTTPFields()
                         if let id = identity(index) { headers.add(name: "Cookie", value: "session=\(id)") }
                         let request = try? HTTPClientRequest(method: method, url: "\(base)/api/slow?ms=300&k=\(method)", headers: headers)
                         return (try? await client.execute(request!))?.status ?? -1
@@ -216,7 +216,7 @@ import Glibc
                 for index in 0..<count {
                     group.addTask {
                         let request = try? HTTPClientRequest(method: method, url: "\(base)/shared/slow?\(query(index))",
-                                                             headers: HTTPHeaders(headers(index)))
+                                                             headers: HTTPFields(headers(index)))
                         return (try? await client.execute(request!))?.status ?? -1
                     }
                 }

@@ -1,18 +1,18 @@
 import Foundation
-import HTTPServer
+import HTTPServerCore
 import HTTPWire
 import Locking
 import NetCore
 import TestSupport
 import Testing
 
-/// The hostile HTTP/2 clients of docs/reliability.md §2.2 (H2-01 .. H2-17, `Tests/HTTPServerTests/h2/h2spec.py`) against
+/// The hostile HTTP/2 clients of docs/reliability.md §2.2 (H2-01 .. H2-17, `Tests/HTTPServerCoreTests/HTTP2/h2/h2spec.py`) against
 /// the real `moya-gateway` binary, h2c on its cleartext listener and h2 over TLS, proxying to an upstream that records
 /// what reached it.
 @Suite(.serialized) struct GatewayHTTP2ConformanceTests {
     static let suiteScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("HTTPServerTests/h2/h2spec.py").path
+        .appendingPathComponent("HTTPServerCoreTests/HTTP2/h2/h2spec.py").path
 
     static func gatewayConfig(upstreamPort: Int, tlsPort: Int, certificates: (ca: String, cert: String, key: String)) -> String {
         """

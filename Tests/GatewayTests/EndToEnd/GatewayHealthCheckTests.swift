@@ -1,6 +1,6 @@
 import Foundation
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import Locking
 import NetCore
@@ -16,7 +16,7 @@ private final class InstanceHealth: Sendable {
     let healthy = Atomic<Bool>(true)
     let probes = Atomic<Int>(0)
     /// The fields of the last probe.
-    let lastProbe = Locked<HTTPHeaders>([:])
+    let lastProbe = Locked<HTTPFields>([:])
 }
 
 /// An upstream instance that says who it is, whose `/healthz` answers 200 or 503 as the test sets it.
@@ -47,7 +47,7 @@ private final class Instance: Sendable {
 
     func setHealthy(_ value: Bool) { health.healthy.store(value, ordering: .relaxed) }
     var probeCount: Int { health.probes.load(ordering: .relaxed) }
-    var lastProbe: HTTPHeaders { health.lastProbe.withLock { $0 } }
+    var lastProbe: HTTPFields { health.lastProbe.withLock { $0 } }
 }
 
 /// `health_check`: each address of an upstream is probed; one that fails its checks gets no requests until it passes

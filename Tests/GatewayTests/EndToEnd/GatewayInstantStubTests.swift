@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import TestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 import NetCore
 import TestSupport

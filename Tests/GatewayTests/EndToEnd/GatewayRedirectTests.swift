@@ -1,6 +1,6 @@
 import Foundation
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import Locking
 import NetCore

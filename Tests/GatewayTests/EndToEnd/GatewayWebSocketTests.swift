@@ -1,7 +1,7 @@
 import Foundation
 import NetCore
 import HTTPWire
-import HTTPServer
+import HTTPServerCore
 import TestSupport
 import Synchronization
 import Testing

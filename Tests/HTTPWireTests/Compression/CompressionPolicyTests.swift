@@ -46,9 +46,9 @@ import Testing
 
     @Test(arguments: cases)
     func decisions(_ c: Case) {
-        var request = HTTPHeaders()
+        var request = HTTPFields()
         if let value = c.acceptEncoding { request.add(name: "Accept-Encoding", value: value) }
-        let response = HTTPResponseHead(status: c.status, headers: HTTPHeaders(c.headers))
+        let response = HTTPResponseHead(status: c.status, headers: HTTPFields(c.headers))
         #expect(CompressionPolicy().decide(requestMethod: c.method, requestHeaders: request, response: response) == c.expected)
     }
 
@@ -73,14 +73,14 @@ import Testing
     }
 
     @Test func rangeRequestsAreNotCompressed() {
-        let request: HTTPHeaders = ["Accept-Encoding": "gzip", "Range": "bytes=0-99"]
+        let request: HTTPFields = ["Accept-Encoding": "gzip", "Range": "bytes=0-99"]
         let response = HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain", "Content-Length": "5000"])
         #expect(CompressionPolicy().decide(requestMethod: .get, requestHeaders: request, response: response)
             == .identity(varyOnAcceptEncoding: false))
     }
 
     @Test func varyWithSeveralFieldsIsMergedIntoOne() {
-        var head = HTTPResponseHead(status: 200, headers: HTTPHeaders([("Vary", "Origin"), ("Vary", "Cookie")]))
+        var head = HTTPResponseHead(status: 200, headers: HTTPFields([("Vary", "Origin"), ("Vary", "Cookie")]))
         CompressionPolicy.addVary(to: &head)
         #expect(head.headers["vary"] == ["Origin, Cookie, Accept-Encoding"])
         var fresh = HTTPResponseHead(status: 200)

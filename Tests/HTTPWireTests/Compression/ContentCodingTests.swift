@@ -41,13 +41,13 @@ import Testing
 
     @Test(arguments: cases)
     func negotiation(_ c: Case) {
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         if let value = c.header { headers.add(name: "Accept-Encoding", value: value) }
         #expect(AcceptEncoding(headers: headers).negotiate() == c.expected)
     }
 
     @Test func repeatedFieldsAreOneList() {
-        let headers: HTTPHeaders = ["Accept-Encoding": "gzip;q=0", "accept-encoding": "deflate"]
+        let headers: HTTPFields = ["Accept-Encoding": "gzip;q=0", "accept-encoding": "deflate"]
         #expect(AcceptEncoding(headers: headers).negotiate() == .deflate)
     }
 

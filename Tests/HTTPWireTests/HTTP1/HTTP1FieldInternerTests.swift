@@ -35,7 +35,7 @@ import Testing
     }
 
     /// Ported from the check that a connection's parser handed out the same interned strings for long fields message
-    /// after message: the parsers now keep fields as bytes (`HTTPHeaders`' storage) and make no string at all, so what
+    /// after message: the parsers now keep fields as bytes (`HTTPFields`' storage) and make no string at all, so what
     /// is left to hold is that each message's head keeps its own fields while the parser goes on to the next.
     @Test func aConnectionsResponsesKeepTheirLongFieldsAcrossMessages() {
         var parser = HTTP1ResponseParser(limits: .init())

@@ -22,7 +22,7 @@ struct ValidRequestCase: Sendable, CustomTestStringConvertible {
 private func head(
     _ method: HTTPMethod, _ target: String, _ version: HTTPVersion, _ headers: [(String, String)]
 ) -> HTTPRequestHead {
-    HTTPRequestHead(method: method, target: target, version: version, headers: HTTPHeaders(headers))
+    HTTPRequestHead(method: method, target: target, version: version, headers: HTTPFields(headers))
 }
 
 private func head(_ method: HTTPMethod, _ target: String, _ headers: [(String, String)]) -> HTTPRequestHead {

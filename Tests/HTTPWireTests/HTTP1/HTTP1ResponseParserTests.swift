@@ -62,7 +62,7 @@ let hostileResponseCases: [HostileResponseCase] = [
 
 private func response(_ status: Int, _ headers: [(String, String)], reason: String? = nil,
                       version: HTTPVersion = .http1_1) -> HTTPResponseHead {
-    HTTPResponseHead(status: status, reason: reason, version: version, headers: HTTPHeaders(headers))
+    HTTPResponseHead(status: status, reason: reason, version: version, headers: HTTPFields(headers))
 }
 
 @Suite struct HTTP1ResponseParserTests {

@@ -1,7 +1,7 @@
 import Testing
 @testable import HTTPWire
 
-private func getHead(_ path: String = "/", headers: HTTPHeaders = HTTPHeaders()) -> HTTP2RequestHead {
+private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -> HTTP2RequestHead {
     HTTP2RequestHead(method: .get, scheme: "https", authority: "example.com", path: path, headers: headers)
 }
 
@@ -300,7 +300,7 @@ private func getHead(_ path: String = "/", headers: HTTPHeaders = HTTPHeaders())
 
     @Test func outboundHeadersAreSanitised() throws {
         let pair = try H2Pair()
-        var headers: HTTPHeaders = ["X-Good": "1", "Transfer-Encoding": "chunked", "Keep-Alive": "5", "X-Bad": "a\r\nInjected: yes",
+        var headers: HTTPFields = ["X-Good": "1", "Transfer-Encoding": "chunked", "Keep-Alive": "5", "X-Bad": "a\r\nInjected: yes",
                                     "Connection": "x-hop", "X-Hop": "1", "TE": "gzip"]
         headers.add(name: "Bad Name", value: "v")
         let id = try pair.client.sendRequest(head: getHead(headers: headers), endStream: true)

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import NetCore
 @testable import Moya
@@ -32,7 +32,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
     private let lock = NSLock()
     private var counts: [String: Int] = [:]
     private var bodies: [String: [UInt8]] = [:]
-    private var requestHeaders: [String: HTTPWire.HTTPHeaders] = [:]
+    private var requestHeaders: [String: HTTPFields] = [:]
     private var started: [String] = []
     private var methods: [String: String] = [:]
     private var bearer = "initial"
@@ -65,7 +65,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
     func lastBody(_ target: String) -> [UInt8]? { lock.withLock { bodies[target] } }
 
     /// The headers of the last request for `target`.
-    func lastHeaders(_ target: String) -> HTTPWire.HTTPHeaders? { lock.withLock { requestHeaders[target] } }
+    func lastHeaders(_ target: String) -> HTTPFields? { lock.withLock { requestHeaders[target] } }
 
     /// The method of the last request for `target`.
     func lastMethod(_ target: String) -> String? { lock.withLock { methods[target] } }
@@ -105,7 +105,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             return json(["delay": ms])
         case "bytes":
             let n = Int(parts.dropFirst().first ?? "") ?? 0
-            var headers = HTTPWire.HTTPHeaders()
+            var headers = HTTPFields()
             headers.add(name: "Content-Type", value: "application/octet-stream")
             headers.add(name: "Content-Length", value: String(n))
             return HTTPServerResponse(status: 200, headers: headers, body: Httpbin.bytes(n))
@@ -116,7 +116,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             if request.head.headers.first(name: "Authorization") == expected {
                 return json(["authenticated": true, "user": parts[1]] as [String: Any])
             }
-            var headers = HTTPWire.HTTPHeaders()
+            var headers = HTTPFields()
             headers.add(name: "WWW-Authenticate", value: "Basic realm=\"x\"")
             return HTTPServerResponse(status: 401, headers: headers, body: [])
         case "digest-auth" where parts.count == 3:
@@ -125,7 +125,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             let failures = Int(parts[2]) ?? 0
             return count <= failures ? HTTPServerResponse(status: 503, body: []) : json(["attempt": count])
         case "fixed":
-            var headers = HTTPWire.HTTPHeaders()
+            var headers = HTTPFields()
             headers.add(name: "Content-Type", value: "text/plain")
             headers.add(name: "Date", value: "Mon, 01 Jan 2024 00:00:00 GMT")
             headers.add(name: "Set-Cookie", value: "session=secret")
@@ -144,7 +144,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
         case "bearer":
             let token = validToken
             if request.head.headers.first(name: "Authorization") == "Bearer \(token)" { return json(["token": token]) }
-            var headers = HTTPWire.HTTPHeaders()
+            var headers = HTTPFields()
             headers.add(name: "WWW-Authenticate", value: "Bearer")
             return HTTPServerResponse(status: 401, headers: headers, body: [])
         default:
@@ -179,14 +179,14 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
     }
 
     private func redirect(_ status: Int, to location: String?) -> HTTPServerResponse {
-        var headers = HTTPWire.HTTPHeaders()
+        var headers = HTTPFields()
         if let location { headers.add(name: "Location", value: location) }
         return HTTPServerResponse(status: status, headers: headers, body: Array("redirect".utf8))
     }
 
     private func json(_ object: [String: Any], status: Int = 200) -> HTTPServerResponse {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        var headers = HTTPWire.HTTPHeaders()
+        var headers = HTTPFields()
         headers.add(name: "Content-Type", value: "application/json")
         return HTTPServerResponse(status: status, headers: headers, body: [UInt8](data))
     }
@@ -205,7 +205,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
                 return json(["authenticated": true, "user": user] as [String: Any])
             }
         }
-        var headers = HTTPWire.HTTPHeaders()
+        var headers = HTTPFields()
         headers.add(name: "WWW-Authenticate", value: "Digest realm=\"\(realm)\", qop=\"auth\", nonce=\"\(Httpbin.digestNonce)\", opaque=\"5ccc069c403ebaf9f0171e9517f40e41\"")
         return HTTPServerResponse(status: 401, headers: headers, body: [])
     }

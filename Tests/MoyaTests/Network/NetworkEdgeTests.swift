@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 @testable import Moya
 
 /// Less common paths against the loopback httpbin: HEAD, timeouts, re-sent bodies, concurrency, encodings.

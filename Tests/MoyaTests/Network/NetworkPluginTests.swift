@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 @testable import Moya
 
@@ -110,7 +110,7 @@ struct CountingRetrier: RequestRetrier {
         let result = await provider.request(target)
         guard case .failure(.underlying(let error, nil)) = result else { Issue.record("expected a connection failure, got \(result)"); return }
         guard case HTTPClientError.connectFailed = error else { Issue.record("expected connectFailed, got \(error)"); return }
-        // Readable, not Foundation's "The operation could not be completed. (HTTPClient.HTTPClientError error 2.)".
+        // Readable, not Foundation's "The operation could not be completed. (HTTPClientCore.HTTPClientError error 2.)".
         #expect(result.failureDescription?.hasPrefix("connect failed") == true, "\(result.failureDescription ?? "")")
         #expect(attempts.values.map(\.attempt) == [0, 1, 2], "three sends: the first and two retries")
         #expect(attempts.values.map(\.retried) == [true, true, false])

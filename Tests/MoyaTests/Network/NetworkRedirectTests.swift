@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 @testable import Moya
 
 /// Redirects against the loopback httpbin: what is followed, how methods, bodies and credentials change, the

@@ -2,8 +2,8 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClient
-import HTTPServer
+import HTTPClientCore
+import HTTPServerCore
 import HTTPWire
 import NetCore
 import Testing

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 @testable import Moya
 
 /// A session's `RequestInterceptor` (Alamofire's, as Moya re-exports it) adapts every attempt after the plugins, and

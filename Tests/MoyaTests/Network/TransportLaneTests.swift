@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Testing
-import HTTPClient
+import HTTPClientCore
 import HTTPWire
 @testable import Moya
 

@@ -1,0 +1,216 @@
+import HTTPWire
+
+/// Builds the headers sent upstream and returned to the client.
+enum ProxyHeaders {
+    /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For` and `Via`, appended
+    /// to).
+    static let gatewayOwned = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
+                               "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "via", "forwarded"]
+
+    /// Headers that select the response or identify the caller: they stay in the coalescing identity.
+    static let identity: Set<String> = ["authorization", "cookie"]
+
+    /// The headers sent upstream for one caller. Hop-by-hop fields (and names the client lists in `Connection`), the
+    /// API-key header and gateway-owned fields are removed; the client's `Authorization` is dropped when
+    /// `dropAuthorization` (the upstream injects credentials); a field the upstream configures (`configured`) replaces the client's of that name; `forwarding` (see
+    /// ``forwarding(client:peer:clientAddress:isTLS:requestID:version:)``) replaces a configured field of its name. Repeated fields
+    /// stay separate, except `Cookie`, joined into one (HTTP/1.1 allows one; HTTP/2 clients split it).
+    ///
+    /// - Parameter coalescing: whether the request may share an upstream call. Then the fields that select the
+    ///   response (`Authorization`, `Cookie`, the route's `coalesce_vary` headers and the configured headers) are
+    ///   `stable`, the endpoint's headers that a flight's identity includes, and the others are `perRequest`, added
+    ///   to the one request that is sent. Otherwise every field is `perRequest` (no dictionary to build, hash and
+    ///   sort): the client's in their order, then the configured ones, then `forwarding`.
+    static func upstreamHeaders(from client: HTTPFields, apiKeyHeader: String?, configured: HTTPFields,
+                                dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPFields)
+        -> (stable: [String: String], perRequest: HTTPFields) {
+        let listed = connectionListed(in: client)
+        var stable: [String: String] = [:]
+        // Made on the first field kept: a request whose fields are all dropped (a client sending only `Host`) sends
+        // the forwarding list itself.
+        var perRequest = HTTPFields()
+        let capacity = client.count + configured.count + forwarding.count
+        // Fields go from list to list as bytes (`add(fieldAt:of:)`): no string is made for a field that is kept.
+        func keep(_ index: Int, of source: HTTPFields) {
+            if perRequest.isEmpty { perRequest.reserveCapacity(capacity) }
+            perRequest.add(fieldAt: index, of: source)
+        }
+        let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
+        var cookie: String?
+        var cookieRepeated = false
+        for index in 0..<client.count {
+            let token = client.token(at: index)
+            let dropped = client.withField(at: index) { name, _ in
+                notForwarded.contains(bytes: name) || isListed(name, in: listed)
+                    || apiKeyHeader?.equalsIgnoringASCIICase(name) == true
+                    || (dropAuthorization && token == .authorization)
+                    || (!configured.isEmpty && configured.contains(nameBytes: name))
+            }
+            if dropped { continue }
+            if coalescing {
+                let name = client.name(at: index)
+                let lower = name.lowercased()
+                if identity.contains(lower) || vary.contains(lower) {
+                    let separator = lower == "cookie" ? "; " : ", "
+                    let value = client.value(at: index)
+                    stable[name] = stable[name].map { $0 + separator + value } ?? value
+                } else {
+                    keep(index, of: client)
+                }
+                continue
+            }
+            if token == .cookie {
+                let value = client.value(at: index)
+                if let first = cookie {
+                    cookie = first + "; " + value
+                    cookieRepeated = true
+                    continue
+                }
+                cookie = value
+            }
+            keep(index, of: client)
+        }
+        if cookieRepeated, let cookie { perRequest.replaceOrAdd(name: "Cookie", value: cookie) }
+        if coalescing {
+            for field in configured { stable[field.name] = field.value }
+        } else {
+            for index in 0..<configured.count {
+                let replaced = !forwarding.isEmpty && configured.withField(at: index) { name, _ in
+                    forwarding.contains(nameBytes: name)
+                }
+                if !replaced { keep(index, of: configured) }
+            }
+        }
+        if perRequest.isEmpty { return (stable, forwarding) }
+        perRequest.append(contentsOf: forwarding)
+        return (stable, perRequest)
+    }
+
+    /// Sets `fields` in `headers` (a `URLRequest`'s), replacing the fields of their names (compared
+    /// case-insensitively); repeated names in `fields` are joined (`; ` for `Cookie`, `, ` otherwise).
+    static func merge(_ fields: HTTPFields, into headers: inout [String: String]) {
+        if !headers.isEmpty {
+            headers = headers.filter { name, _ in !fields.contains(name: name) }
+        }
+        headers.reserveCapacity(headers.count + fields.count)
+        for field in fields {
+            if let existing = headers[field.name] {
+                let separator = field.name.equalsIgnoringASCIICase("cookie") ? "; " : ", "
+                headers[field.name] = existing + separator + field.value
+            } else {
+                headers[field.name] = field.value
+            }
+        }
+    }
+
+    /// The forwarding headers for one caller. `clientAddress` (the peer, or behind trusted proxies the client they
+    /// forwarded for) is sent as `X-Real-IP`, replacing any the client sent.
+    static func forwarding(client: HTTPFields, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
+                           version: HTTPVersion) -> HTTPFields {
+        var result = HTTPFields()
+        result.reserveCapacity(6)
+        result.add(name: "X-Request-Id", value: requestID)
+        let previous = client["X-Forwarded-For"].joined(separator: ", ")
+        if let peer {
+            result.add(name: "X-Forwarded-For", value: previous.isEmpty ? peer : previous + ", " + peer)
+        } else if !previous.isEmpty {
+            result.add(name: "X-Forwarded-For", value: previous)
+        }
+        if let clientAddress { result.add(name: "X-Real-IP", value: clientAddress) }
+        result.add(name: "X-Forwarded-Proto", value: isTLS ? "https" : "http")
+        if let host = client.first(name: "Host") { result.add(name: "X-Forwarded-Host", value: host) }
+        let previousVia = client["Via"].joined(separator: ", ")
+        result.add(name: "Via", value: previousVia.isEmpty ? via(version) : previousVia + ", " + via(version))
+        return result
+    }
+
+    /// This hop's `Via` entry for a message received in `version` (RFC 9110 §7.6.3): `1.1 moya-gateway`,
+    /// `2 moya-gateway`.
+    static func via(_ version: HTTPVersion) -> String {
+        switch (version.major, version.minor) {
+        case (1, 1): return "1.1 moya-gateway"
+        case (2, _): return "2 moya-gateway"
+        case (1, 0): return "1.0 moya-gateway"
+        default: return version.minor == 0 ? "\(version.major) moya-gateway" : "\(version.major).\(version.minor) moya-gateway"
+        }
+    }
+
+    /// Client fields never forwarded as they are: the gateway's own and the standard hop-by-hop ones.
+    private static let notForwarded = HeaderNameSet(gatewayOwned + HopByHop.standard)
+
+    /// Whether `name` is one of `names`, ignoring ASCII case (a few length checks for most names: cheaper than
+    /// lower-casing the name and hashing it).
+    private static func isListed(_ name: String, in names: [String]) -> Bool {
+        names.contains { $0.equalsIgnoringASCIICase(name) }
+    }
+
+    /// ``isListed(_:in:)`` for a name's bytes.
+    private static func isListed(_ name: UnsafeRawBufferPointer, in names: [String]) -> Bool {
+        !names.isEmpty && names.contains { $0.equalsIgnoringASCIICase(name) }
+    }
+
+    /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
+    private static func connectionListed(in headers: HTTPFields) -> [String] {
+        // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
+        let namesOthers = headers.contains(name: "Connection") { value in
+            !(value.equalsIgnoringASCIICase("keep-alive") || value.equalsIgnoringASCIICase("close"))
+        }
+        guard namesOthers else { return [] }
+        return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
+    }
+
+    /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and
+    /// `X-Accel-Buffering` (the upstream's word to the gateway on buffering, which nginx does not pass on either).
+    private static let droppedDownstream = HeaderNameSet(HopByHop.standard + ["Content-Length", "X-Request-Id",
+                                                                              "X-Accel-Buffering"])
+
+    /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
+    /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
+    /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
+    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1, requestID: String) -> HTTPFields {
+        var headers = downstream(from: upstream, received: version)
+        headers.add(name: "X-Request-Id", value: requestID)
+        return headers
+    }
+
+    /// The same without the request id, which goes last: a stub's, made once per upstream.
+    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1) -> HTTPFields {
+        let listed = connectionListed(in: upstream)
+        var headers = HTTPFields()
+        headers.reserveCapacity(upstream.count + 2)
+        for index in 0..<upstream.count {
+            let dropped = upstream.withField(at: index) { name, _ in
+                droppedDownstream.contains(bytes: name) || isListed(name, in: listed)
+            }
+            if !dropped { headers.add(fieldAt: index, of: upstream) }
+        }
+        headers.add(name: "Via", value: via(version))
+        return headers
+    }
+
+    /// The upstream's `Content-Length` when it framed the response: one value of digits only, and no
+    /// `Transfer-Encoding` (which would override it); nil otherwise.
+    static func framingLength(of upstream: HTTPFields) -> String? {
+        guard !upstream.contains(name: "Transfer-Encoding") else { return nil }
+        let values = upstream["Content-Length"]
+        guard values.count == 1, let value = values.first, (1...19).contains(value.utf8.count),
+              value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return value
+    }
+
+    /// The same for headers read from an `HTTPURLResponse`.
+    static func downstream(from upstream: [AnyHashable: Any], requestID: String) -> HTTPFields {
+        var headers = HTTPFields()
+        for (key, value) in upstream {
+            guard let name = key as? String else { continue }
+            headers.add(name: name, value: "\(value)")
+        }
+        headers = HopByHop.removing(from: headers)
+        headers.remove(name: "Content-Length")
+        headers.remove(name: "X-Request-Id")
+        headers.remove(name: "X-Accel-Buffering")
+        headers.add(name: "Via", value: "1.1 moya-gateway")
+        headers.add(name: "X-Request-Id", value: requestID)
+        return headers
+    }
+}

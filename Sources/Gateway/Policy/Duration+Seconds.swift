@@ -1,4 +1,0 @@
-extension Duration {
-    /// The duration in seconds as a `Double`.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

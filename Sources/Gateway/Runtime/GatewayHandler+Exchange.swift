@@ -1,0 +1,111 @@
+import Foundation
+import HTTPServerCore
+import HTTPWire
+
+extension GatewayHandler {
+    /// One request as it goes through the handler: its snapshot, id and access-log record. The request itself is
+    /// passed beside it, borrowed: a copy costs a reference count per field.
+    struct Exchange {
+        let snapshot: GatewaySnapshot
+        let requestID: String
+        var record: AccessRecord
+        /// When the request reached the handler.
+        let started: ContinuousClock.Instant
+        /// Set when the response body is relayed: the access-log line waits for the body's end.
+        var relayLog: RelayedResponseLog?
+
+        init(request: borrowing HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
+             started: ContinuousClock.Instant) {
+            self.snapshot = snapshot
+            self.started = started
+            let head = request.head
+            requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
+            record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
+                                  bytesIn: Int(request.declaredBodyLength ?? 0))
+            record.clientAddress = ClientAddress.of(peer: request.remoteAddress?.host, headers: head.headers,
+                                                    trusted: snapshot.config.server.trustedProxies)
+            record.traceID = TraceContext.traceID(in: head.headers)
+        }
+
+        /// Notes the route (and the API-key client, once known) in the access-log record.
+        mutating func note(_ routed: Admission.Routed) {
+            record.route = routed.route.name
+            record.upstream = routed.route.upstream.name
+            record.upstreamPath = routed.upstreamPath
+            record.routeMetrics = routed.runtime?.metrics
+            if let client = routed.clientName { record.client = client }
+        }
+    }
+
+    /// An upstream call, all but its body decided. The request, its id and the client's address are passed in (not
+    /// copied here: a copy of the request costs a reference count per field).
+    struct Call {
+        let route: CompiledRoute
+        let upstream: UpstreamProvider
+        let upstreamPath: String
+        let clientName: String?
+        let apiKeyHeader: String?
+
+        /// The coalescing key, when this call may share an upstream call.
+        func coalescingKey(for request: borrowing HTTPServerRequest) -> CoalescingKey? {
+            let method = request.head.method
+            guard route.config.coalesce && CoalescingKey.isCoalescible(method) else { return nil }
+            return CoalescingKey.make(method: method, upstream: route.upstream.name,
+                                      upstreamURL: upstream.origin + upstreamPath, varyHeaders: route.config.coalesceVary,
+                                      requestHeaders: request.head.headers, clientName: clientName)
+        }
+
+        /// The path and query sent upstream: a shared call's query has its parameters sorted, as in its key, so that
+        /// requests that differ only in parameter order share it and send the same request however they arrived.
+        func sentPath(key: CoalescingKey?) -> String {
+            // The key's URL is `origin + upstreamPath` with the query sorted: its path part, without sorting again.
+            guard let key, key.url.utf8.count > upstream.origin.utf8.count else { return upstreamPath }
+            return String(decoding: key.url.utf8.dropFirst(upstream.origin.utf8.count), as: UTF8.self)
+        }
+
+        /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
+        /// a stub that answers at once and logs no exchange: nobody would see them).
+        func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
+                    streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
+                    forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) -> GatewayTarget {
+            var (stable, perRequest) = forwardsHeaders
+                ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPFields())
+            if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
+            return GatewayTarget(
+                provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
+                method: request.head.method,
+                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
+                perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
+                timeout: route.config.timeout, retries: route.config.retries,
+                callerKey: forwardsHeaders ? callerKey(for: exchange) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
+        }
+
+        /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
+        /// IPv6 one by its /64), hashed: for the fair share of a full upstream pool.
+        func callerKey(for exchange: Exchange) -> Int {
+            var hasher = Hasher()
+            if let clientName {
+                hasher.combine(1 as UInt8)
+                hasher.combine(clientName)
+            } else {
+                hasher.combine(2 as UInt8)
+                hasher.combine(exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? "")
+            }
+            return hasher.finalize()
+        }
+
+        /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
+        /// them when the call is not shared).
+        private func upstreamHeaders(for exchange: Exchange, request: borrowing HTTPServerRequest, key: CoalescingKey?)
+            -> (stable: [String: String], perRequest: HTTPFields) {
+            let head = request.head
+            let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
+                                                     clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
+                                                     requestID: exchange.requestID, version: head.version)
+            return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
+                                                dropAuthorization: upstream.injectsCredentials,
+                                                varyHeaders: route.config.coalesceVary, coalescing: key != nil,
+                                                forwarding: forwarding)
+        }
+    }
+}

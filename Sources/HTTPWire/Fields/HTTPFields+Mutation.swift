@@ -1,0 +1,152 @@
+/// Adding, replacing and removing fields.
+extension HTTPFields {
+    // MARK: Adding fields
+
+    /// Appends a field, keeping any existing field of the same name.
+    package mutating func add(name: String, value: String) {
+        HTTPFields.withBytes(of: name) { nameBytes in
+            HTTPFields.withBytes(of: value) { valueBytes in
+                append(name: nameBytes, value: valueBytes, token: HTTPFieldName.lookup(nameBytes), flags: 0)
+            }
+        }
+    }
+
+    /// Appends a field as it is.
+    package mutating func add(_ field: Field) {
+        add(name: field.name, value: field.value)
+    }
+
+    /// Appends the field at `index` of `other` (its bytes and token, as they are: no string is made).
+    package mutating func add(fieldAt index: Int, of other: HTTPFields) {
+        other.withRegions(ifEmpty: ()) { entries, bytes, header in
+            guard index >= 0 && index < header.count else { return }
+            let entry = entries[index]
+            append(name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                   value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+                   token: entry.token, flags: entry.flags)
+        }
+    }
+
+    /// Appends a field whose name is a token and whose value has only field-value bytes, as the HTTP/1 parsers check
+    /// (the serializer then copies it without checking again). `token` is the name's, if the caller knows it.
+    package mutating func addValidated(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+                                       token: HTTPFieldName? = nil) {
+        append(name: name, value: value, token: token ?? HTTPFieldName.lookup(name), flags: HTTPFieldEntry.validated)
+    }
+
+    /// Appends `other`'s fields, in order, keeping every existing field.
+    package mutating func append(contentsOf other: HTTPFields) {
+        guard !other.isEmpty else { return }
+        if storage == nil {
+            storage = other.storage
+            return
+        }
+        other.withRegions(ifEmpty: ()) { entries, bytes, header in
+            var needed = 0
+            for index in 0..<header.count { needed += entries[index].byteCount }
+            reserve(entries: count + header.count, bytes: needed)
+            for index in 0..<header.count {
+                let entry = entries[index]
+                append(name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                       value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+                       token: entry.token, flags: entry.flags)
+            }
+        }
+    }
+
+    // MARK: Replacing and removing
+
+    /// Replaces every field named `name` with one field holding `value`, at the position of the first.
+    package mutating func replaceOrAdd(name: String, value: String) {
+        guard let first = firstIndex(name: name) else {
+            add(name: name, value: value)
+            return
+        }
+        setValue(value, at: first)
+        HTTPFields.withBytes(of: name) { nameBytes in
+            let query = HTTPFieldName.lookup(nameBytes)
+            removeAll(after: first) { token, candidate in HTTPFields.matches(token, candidate, query, nameBytes) }
+        }
+    }
+
+    /// Sets the value of the field at `index` (its new bytes are appended; the entry points at them).
+    package mutating func setValue(_ value: String, at index: Int) {
+        guard index >= 0, index < count else { return }
+        HTTPFields.withBytes(of: value) { valueBytes in
+            makeRoom(entries: 0, bytes: valueBytes.count)
+            withRegions(ifEmpty: ()) { entries, bytes, header in
+                let start = header.byteCount
+                if let base = valueBytes.baseAddress, !valueBytes.isEmpty {
+                    UnsafeMutableRawPointer(bytes + start).copyMemory(from: base, byteCount: valueBytes.count)
+                }
+                header.byteCount = start + valueBytes.count
+                var entry = entries[index]
+                entry.valueStart = HTTPFields.offset(start)
+                entry.valueCount = HTTPFields.offset(valueBytes.count)
+                entry.flags &= ~HTTPFieldEntry.validated
+                entries[index] = entry
+            }
+        }
+    }
+
+    /// Removes every field whose name `other` has (ignoring ASCII case), then appends `other`'s fields in order:
+    /// `other` replaces what it names, repeated fields included, and leaves the rest alone.
+    package mutating func replaceOrAdd(_ other: HTTPFields) {
+        if isEmpty {
+            self = other
+            return
+        }
+        removeAll { token, name in other.contains(token: token, bytes: name) }
+        append(contentsOf: other)
+    }
+
+    /// Removes every field named `name`.
+    package mutating func remove(name: String) {
+        guard firstIndex(name: name) != nil else { return }
+        HTTPFields.withBytes(of: name) { nameBytes in
+            let query = HTTPFieldName.lookup(nameBytes)
+            removeAll { token, candidate in HTTPFields.matches(token, candidate, query, nameBytes) }
+        }
+    }
+
+    /// Removes every field for which `shouldRemove` (given its token and the bytes of its name) is true, keeping the
+    /// others in order.
+    package mutating func removeAll(
+        where shouldRemove: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) throws -> Bool
+    ) rethrows {
+        try removeAll(after: -1, where: shouldRemove)
+    }
+
+    private mutating func removeAll(
+        after first: Int, where shouldRemove: (HTTPFieldName, UnsafeRawBufferPointer) throws -> Bool
+    ) rethrows {
+        guard count > first + 1 else { return }
+        // Find the first field to remove before making the storage unique: most calls remove nothing.
+        var firstRemoved: Int?
+        try withRegions(ifEmpty: ()) { entries, bytes, header in
+            for index in (first + 1)..<header.count {
+                let entry = entries[index]
+                if try shouldRemove(entry.token, UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart),
+                                                                       count: Int(entry.nameCount))) {
+                    firstRemoved = index
+                    return
+                }
+            }
+        }
+        guard let firstRemoved else { return }
+        makeRoom(entries: 0, bytes: 0)
+        try withRegions(ifEmpty: ()) { entries, bytes, header in
+            var kept = firstRemoved
+            for index in (firstRemoved + 1)..<header.count {
+                let entry = entries[index]
+                if try shouldRemove(entry.token, UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart),
+                                                                       count: Int(entry.nameCount))) {
+                    continue
+                }
+                entries[kept] = entry
+                kept += 1
+            }
+            header.count = kept
+        }
+    }
+}
