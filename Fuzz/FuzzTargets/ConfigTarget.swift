@@ -33,18 +33,23 @@ enum ConfigTarget {
     static func checkProblems(_ errors: ConfigErrors, text: String) throws(FuzzFailure) {
         try check(!errors.problems.isEmpty, "refused without a problem")
         let lines = yamlLineCount(text)
-        let mayShowEnvironmentSecret = FuzzBytes.contains(text, HermeticConfig.environmentSecret)
-        let mayShowFileSecret = FuzzBytes.contains(text, HermeticConfig.fileSecret)
+        // Compared without case: a value may be shown lower-cased (a base_url's scheme was).
+        let lowerText = FuzzBytes.asciiLowercased(text)
+        let environmentSecret = FuzzBytes.asciiLowercased(HermeticConfig.environmentSecret)
+        let fileSecret = FuzzBytes.asciiLowercased(HermeticConfig.fileSecret)
+        let mayShowEnvironmentSecret = FuzzBytes.contains(lowerText, environmentSecret)
+        let mayShowFileSecret = FuzzBytes.contains(lowerText, fileSecret)
         for problem in errors.problems {
             let line = problem.description
+            let lowerLine = FuzzBytes.asciiLowercased(line)
             try check(problem.file == HermeticConfig.path, "problem in another file: \(line)")
             try check(problem.line >= 1 && problem.line <= lines + 1, "line \(problem.line) of \(lines): \(line)")
             try check(!problem.keyPath.isEmpty, "a problem without key path: \(line)")
             try check(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
                       "control characters in \(line.debugDescription)")
-            try check(mayShowEnvironmentSecret || !FuzzBytes.contains(line, HermeticConfig.environmentSecret),
+            try check(mayShowEnvironmentSecret || !FuzzBytes.contains(lowerLine, environmentSecret),
                       "a value from the environment in \(line)")
-            try check(mayShowFileSecret || !FuzzBytes.contains(line, HermeticConfig.fileSecret),
+            try check(mayShowFileSecret || !FuzzBytes.contains(lowerLine, fileSecret),
                       "a value from a secret file in \(line)")
         }
     }
@@ -85,10 +90,15 @@ enum ConfigTarget {
         return lines
     }
 
-    /// Whether `text` names `body_bytes` with anything but a short plain number (a few KB at most).
+    /// Whether `text` names `body_bytes` with anything but a short plain number (a few KB at most). `max_body_bytes`
+    /// is another key.
     static func buildsLargeBody(_ text: String) -> Bool {
         var rest = Substring(text)
         while let found = rest.range(of: "body_bytes") {
+            if let before = rest[..<found.lowerBound].last, before.isLetter || before.isNumber || before == "_" {
+                rest = rest[found.upperBound...]
+                continue
+            }
             var value = rest[found.upperBound...].drop { $0 == "\"" || $0 == "'" || $0 == " " }
             guard value.first == ":" else { return true }
             value = value.dropFirst().drop { $0 == " " }

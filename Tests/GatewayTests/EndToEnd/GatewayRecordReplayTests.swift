@@ -193,7 +193,7 @@ struct GatewayRecordReplayTests {
     }
 
     /// `moya-gateway spy`: the recorded exchanges are answered from the recording (with the upstream gone too), the
-    /// others proxied; the access log says which (`stubbed`).
+    /// others proxied; the access log says which (`stubbed`); a reload (SIGHUP) reads the recording again.
     @Test func spyAnswersFromTheRecordingAndProxiesTheRest() async throws {
         let upstreamPort = try freeLoopbackPort()
         let upstream = Process()
@@ -226,6 +226,24 @@ struct GatewayRecordReplayTests {
         ProcessRunner.stop(upstream)
         #expect(try await get("/api/users/1").hasPrefix("200 "), "answered from the recording with the upstream gone")
         #expect(try await get("/api/users/3").hasPrefix("502 "))
+
+        // A reload reads the recording again: its edited body is answered from then on.
+        let recordedBody = String(decoding: recorded.body, as: UTF8.self)
+        var edited = 0
+        for file in FileManager.default.enumerator(atPath: out)?.compactMap({ $0 as? String }) ?? []
+        where file.hasPrefix("stubs/") && (try? String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)) == recordedBody {
+            try #"{"edited": true}"#.write(toFile: "\(out)/\(file)", atomically: true, encoding: .utf8)
+            edited += 1
+        }
+        #expect(edited == 1, "the recorded body is one file of the recording")
+        spy.signal(SIGHUP)
+        var answer = ""
+        for _ in 0..<100 {
+            answer = try await get("/api/users/1")
+            if answer == #"200 {"edited": true}"# { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(answer == #"200 {"edited": true}"#, "the reloaded recording answers")
         spy.stop()
         let lines = spy.accessLog
         #expect(lines.first { $0["request_id"] as? String == "/api/users/1" }?["stubbed"] as? Bool == true)
