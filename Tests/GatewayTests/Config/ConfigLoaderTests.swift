@@ -475,6 +475,28 @@ import Testing
         #expect(lines.contains("conf/gw.yaml:8: routes[1].upstream: unknown upstream a value from the environment (not defined under upstreams)"), "\(lines)")
     }
 
+    /// The other names the config fuzz target saw quoted: a route shadowed by one named from the environment, and a
+    /// template's parameters (invalid or repeated) named from it.
+    @Test func shadowingRoutesAndTemplateParametersFromTheEnvironmentAreNotQuoted() {
+        let text = """
+        upstreams:
+          b: { stub: { status: 200 } }
+        routes:
+          - { name: "${NAME}", match: { path: /c }, upstream: b }
+          - { name: shadowed, match: { path: /c }, upstream: b }
+          - { name: p, match: { path_params: "/u/{${PARAM}}" }, upstream: b }
+          - { name: q, match: { path_params: "/v/{x}/{${X}}" }, upstream: b }
+        """
+        let lines = problems(text, env: ["NAME": "Hunter3-Canary", "PARAM": "hunter4-canary!", "X": "x"])
+        #expect(lines.allSatisfy { !$0.lowercased().contains("canary") }, "\(lines)")
+        #expect(lines == [
+            "conf/gw.yaml:5: routes[1].match: duplicate match: every request it matches is already taken by routes[0] "
+                + "(a value from the environment)",
+            "conf/gw.yaml:6: routes[2].match.path_params: invalid parameter name (a value from the environment)",
+            "conf/gw.yaml:7: routes[3].match.path_params: duplicate parameter (a value from the environment)",
+        ], "\(lines)")
+    }
+
     @Test func durationsAndSizes() {
         #expect(ConfigValue.parseDuration("250ms") == .milliseconds(250))
         #expect(ConfigValue.parseDuration("10s") == .seconds(10))
