@@ -11,7 +11,7 @@ let package = Package(
     products: [
         .library(name: "Moya", targets: ["Moya"]),
         .executable(name: "moya-gateway", targets: ["MoyaGatewayCLI"]),
-        .executable(name: "hello-server", targets: ["HelloServer"]),
+        .executable(name: "hello-server", targets: ["HelloServer"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -22,7 +22,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         // `swift package generate-documentation --target Moya` (scripts/docs.sh): a command plugin, built only when
         // the documentation is; `swift build` compiles nothing of it.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
     ],
     targets: [
         // C libraries from Debian, imported through shims for the macros Swift cannot see.
@@ -35,39 +35,55 @@ let package = Package(
         // The lock every layer above uses: `Synchronization.Mutex`, or one ThreadSanitizer sees (scripts/tsan.sh).
         .target(name: "Locking"),
         // Event loops, sockets, timers, TLS.
-        .target(name: "NetCore", dependencies: ["CNetShims", "COpenSSL", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(
+            name: "NetCore", dependencies: ["CNetShims", "COpenSSL", "Locking"], swiftSettings: runOnCallersExecutor),
         // Wire formats: HTTP/1.1 codec, HTTP/2 over nghttp2, gzip/deflate over zlib. No I/O.
         .target(name: "HTTPWire", dependencies: ["CNghttp2", "CZlib", "Locking"]),
-        .target(name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
-        .target(name: "HTTPClientCore", dependencies: ["NetCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
-        .target(name: "Moya", dependencies: ["HTTPClientCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
-        .target(name: "Gateway", dependencies: [
-            "Moya", "HTTPServerCore", "HTTPClientCore", "HTTPWire", "NetCore", "Locking",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Yams", package: "Yams"),
-            .product(name: "CoreMetrics", package: "swift-metrics"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ], swiftSettings: runOnCallersExecutor),
-        .executableTarget(name: "MoyaGatewayCLI", dependencies: [
-            "Gateway",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            .product(name: "Logging", package: "swift-log"),
-        ]),
+        .target(
+            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "Locking"],
+            swiftSettings: runOnCallersExecutor),
+        .target(
+            name: "HTTPClientCore", dependencies: ["NetCore", "HTTPWire", "Locking"],
+            swiftSettings: runOnCallersExecutor),
+        .target(
+            name: "Moya", dependencies: ["HTTPClientCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "Moya", "HTTPServerCore", "HTTPClientCore", "HTTPWire", "NetCore", "Locking",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus")
+            ], swiftSettings: runOnCallersExecutor),
+        .executableTarget(
+            name: "MoyaGatewayCLI",
+            dependencies: [
+                "Gateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log")
+            ]),
 
         // A hello-world server for benchmarks against nginx `return 200`.
-        .executableTarget(name: "HelloServer", dependencies: ["HTTPClientCore", "HTTPServerCore", "HTTPWire", "NetCore"]),
+        .executableTarget(
+            name: "HelloServer", dependencies: ["HTTPClientCore", "HTTPServerCore", "HTTPWire", "NetCore"]),
         // Client benchmark (Benchmarks/run.sh): N keep-alive connections looping HTTPClient.execute for D seconds.
-        .executableTarget(name: "ClientBench", dependencies: ["HTTPClientCore", "HTTPWire", "NetCore"],
-                          path: "Benchmarks/ClientBench"),
+        .executableTarget(
+            name: "ClientBench", dependencies: ["HTTPClientCore", "HTTPWire", "NetCore"],
+            path: "Benchmarks/ClientBench"),
         // Moya overhead benchmark (Benchmarks/MoyaBench/run.sh): stubbed requests, and MoyaProvider vs HTTPClient.execute.
-        .executableTarget(name: "MoyaBench", dependencies: ["Moya", "HTTPClientCore", "HTTPWire", "NetCore"],
-                          path: "Benchmarks/MoyaBench", exclude: ["run.sh"]),
+        .executableTarget(
+            name: "MoyaBench", dependencies: ["Moya", "HTTPClientCore", "HTTPWire", "NetCore"],
+            path: "Benchmarks/MoyaBench", exclude: ["run.sh"]),
         // The gateway's handler driven in-process (Benchmarks/GatewayBench): CPU per request without client sockets.
-        .executableTarget(name: "GatewayBench", dependencies: ["Gateway", "HTTPServerCore", "HTTPWire", "NetCore"],
-                          path: "Benchmarks/GatewayBench"),
-        .executableTarget(name: "MoyaSample", dependencies: ["Moya", "HTTPServerCore", "HTTPWire", "NetCore"], path: "Examples/MoyaSample"),
+        .executableTarget(
+            name: "GatewayBench", dependencies: ["Gateway", "HTTPServerCore", "HTTPWire", "NetCore"],
+            path: "Benchmarks/GatewayBench"),
+        .executableTarget(
+            name: "MoyaSample", dependencies: ["Moya", "HTTPServerCore", "HTTPWire", "NetCore"],
+            path: "Examples/MoyaSample"),
 
         // Coverage-guided fuzz targets (docs/fuzzing.md). Built normally, `MoyaFuzz TARGET FILE...` runs inputs once (a
         // replay); scripts/fuzz.sh builds them with `-sanitize=fuzzer,address -D MOYA_FUZZING` for libFuzzer.
@@ -81,16 +97,23 @@ let package = Package(
         // Every committed fuzz corpus (Fuzz/corpus) through its target once, invariants included.
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"]),
         .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "TestSupport"]),
-        .testTarget(name: "HTTPServerCoreTests", dependencies: ["Locking", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"],
-                    exclude: ["HTTP2/h2"]),
-        .testTarget(name: "HTTPClientCoreTests", dependencies: ["Locking", "HTTPClientCore", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"]),
-        .testTarget(name: "MoyaTests", dependencies: ["Moya", "HTTPServerCore", "HTTPClientCore", "NetCore", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: [
-            "Gateway", "HTTPServerCore", "HTTPClientCore", "HTTPWire", "Locking", "NetCore", "TestSupport",
-            .product(name: "CoreMetrics", package: "swift-metrics"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "Prometheus", package: "swift-prometheus"),
-        ],
-                    exclude: ["EndToEnd/faults"]),
+        .testTarget(
+            name: "HTTPServerCoreTests",
+            dependencies: ["Locking", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"],
+            exclude: ["HTTP2/h2"]),
+        .testTarget(
+            name: "HTTPClientCoreTests",
+            dependencies: ["Locking", "HTTPClientCore", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"]),
+        .testTarget(
+            name: "MoyaTests", dependencies: ["Moya", "HTTPServerCore", "HTTPClientCore", "NetCore", "TestSupport"]),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "HTTPServerCore", "HTTPClientCore", "HTTPWire", "Locking", "NetCore", "TestSupport",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus")
+            ],
+            exclude: ["EndToEnd/faults"])
     ]
 )

@@ -15,12 +15,13 @@
 // a per-request deadline (deadline + 5 s), and --max-requests in total. Stops a task after 100 errors.
 // Loopback only. Output: one JSON line on stdout, a human summary on stderr.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import HTTPClientCore
 import HTTPWire
 import NetCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Options {
     var url = "http://127.0.0.1:18180/"
@@ -67,7 +68,10 @@ func jsonEscaped(_ text: String) -> String {
     var out = ""
     for ch in text {
         if ch == "\\" || ch == "\"" { out.append("\\") }
-        if ch == "\n" { out.append(" "); continue }
+        if ch == "\n" {
+            out.append(" ")
+            continue
+        }
         out.append(ch)
     }
     return out
@@ -87,14 +91,17 @@ func monotonicNs() -> UInt64 {
 }
 
 /// Runs `connections` tasks that loop `execute()` until `untilNs`; latencies are kept only when `record`.
-func drive(client: HTTPClient, request: HTTPClientRequest, connections: Int, untilNs: UInt64, perTaskCap: Int,
-           record: Bool, loops: EventLoopGroup?) async -> [TaskResult] {
+func drive(
+    client: HTTPClient, request: HTTPClientRequest, connections: Int, untilNs: UInt64, perTaskCap: Int,
+    record: Bool, loops: EventLoopGroup?
+) async -> [TaskResult] {
     await withTaskGroup(of: TaskResult.self) { group in
         for _ in 0..<connections {
             group.addTask(executorPreference: loops?.next()) {
                 var result = TaskResult()
                 if record { result.latenciesNs.reserveCapacity(min(perTaskCap, 400_000)) }
-                let hardDeadline = ContinuousClock.now + .nanoseconds(Int64(untilNs &- min(untilNs, monotonicNs())))
+                let hardDeadline =
+                    ContinuousClock.now + .nanoseconds(Int64(untilNs &- min(untilNs, monotonicNs())))
                     + .seconds(5)
                 var done = 0
                 while done < perTaskCap, result.errors < 100 {
@@ -143,8 +150,9 @@ let perTaskCap = max(1, options.maxRequests / options.connections)
 // Warm-up: opens the connections and lets the allocator and caches settle; not counted.
 if options.warmup > 0 {
     let until = monotonicNs() + UInt64(options.warmup * 1e9)
-    let warm = await drive(client: client, request: request, connections: options.connections, untilNs: until,
-                           perTaskCap: perTaskCap, record: false, loops: options.onLoops ? group : nil)
+    let warm = await drive(
+        client: client, request: request, connections: options.connections, untilNs: until,
+        perTaskCap: perTaskCap, record: false, loops: options.onLoops ? group : nil)
     let errors = warm.reduce(0) { $0 + $1.errors }
     if errors > 0 {
         warn("ClientBench: \(errors) errors during warm-up, e.g. \(warm.first { $0.errors > 0 }!.lastError)\n")
@@ -153,8 +161,10 @@ if options.warmup > 0 {
 
 let cpu0 = cpuMicros()
 let t0 = monotonicNs()
-let results = await drive(client: client, request: request, connections: options.connections,
-                          untilNs: t0 + UInt64(options.duration * 1e9), perTaskCap: perTaskCap, record: true, loops: options.onLoops ? group : nil)
+let results = await drive(
+    client: client, request: request, connections: options.connections,
+    untilNs: t0 + UInt64(options.duration * 1e9), perTaskCap: perTaskCap, record: true,
+    loops: options.onLoops ? group : nil)
 let t1 = monotonicNs()
 let cpu1 = cpuMicros()
 
@@ -174,14 +184,16 @@ func f(_ x: Double, _ digits: Int = 1) -> String {
     let scale = pow(10.0, Double(digits))
     return String((x * scale).rounded() / scale)
 }
-print("{\"tool\":\"ClientBench\",\"url\":\"\(options.url)\",\"http2\":\"\(options.http2.rawValue)\",\"connections\":\(options.connections),"
-      + "\"threads\":\(options.threads),\"seconds\":\(f(seconds, 3)),\"requests\":\(total),\"ok\":\(ok),"
-      + "\"non200\":\(non200),\"errors\":\(errors),\"rps\":\(f(rps)),\"cpu_us_per_req\":\(f(cpuPerReq, 2)),"
-      + "\"cpu_s\":\(f((cpu1 - cpu0) / 1e6, 3)),\"p50_us\":\(f(percentile(latencies, 50))),"
-      + "\"p99_us\":\(f(percentile(latencies, 99))),\"max_us\":\(f(percentile(latencies, 100))),"
-      + "\"last_error\":\"\(escapedError)\"}")
-warn("ClientBench: \(total) requests in \(f(seconds, 2)) s = \(f(rps, 0)) req/s, "
-      + "CPU \(f(cpuPerReq, 2)) µs/req, p50 \(f(percentile(latencies, 50), 0)) µs, "
-      + "p99 \(f(percentile(latencies, 99), 0)) µs, non-200 \(non200), errors \(errors)\n")
+print(
+    "{\"tool\":\"ClientBench\",\"url\":\"\(options.url)\",\"http2\":\"\(options.http2.rawValue)\",\"connections\":\(options.connections),"
+        + "\"threads\":\(options.threads),\"seconds\":\(f(seconds, 3)),\"requests\":\(total),\"ok\":\(ok),"
+        + "\"non200\":\(non200),\"errors\":\(errors),\"rps\":\(f(rps)),\"cpu_us_per_req\":\(f(cpuPerReq, 2)),"
+        + "\"cpu_s\":\(f((cpu1 - cpu0) / 1e6, 3)),\"p50_us\":\(f(percentile(latencies, 50))),"
+        + "\"p99_us\":\(f(percentile(latencies, 99))),\"max_us\":\(f(percentile(latencies, 100))),"
+        + "\"last_error\":\"\(escapedError)\"}")
+warn(
+    "ClientBench: \(total) requests in \(f(seconds, 2)) s = \(f(rps, 0)) req/s, "
+        + "CPU \(f(cpuPerReq, 2)) µs/req, p50 \(f(percentile(latencies, 50), 0)) µs, "
+        + "p99 \(f(percentile(latencies, 99), 0)) µs, non-200 \(non200), errors \(errors)\n")
 client.shutdown()
 exit(errors > 0 && ok == 0 ? 1 : 0)

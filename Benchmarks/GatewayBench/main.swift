@@ -9,14 +9,15 @@
 // upstream exchange through the HTTP client (loopback upstreams only). Prints one JSON line: requests/s, CPU µs per
 // request (getrusage of the whole process, all threads) and the status counts.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import Gateway
 import HTTPServerCore
 import HTTPWire
 import NetCore
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Options {
     var config = "Configuration/gateway.yaml"
@@ -45,7 +46,8 @@ struct Options {
 func cpuMicros() -> Double {
     var usage = rusage()
     _ = getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
+        + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
 }
 
 func fail(_ message: String) -> Never {
@@ -55,7 +57,9 @@ func fail(_ message: String) -> Never {
 }
 
 /// Runs `concurrency` loops of handler calls on `loop` for `seconds` (or `limit` requests); returns the count and statuses.
-func run(_ handler: HTTPServerHandler, loop: EventLoop, options: Options, seconds: Double, limit: Int) async -> (Int, [Int: Int]) {
+func run(_ handler: HTTPServerHandler, loop: EventLoop, options: Options, seconds: Double, limit: Int) async -> (
+    Int, [Int: Int]
+) {
     let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
     let method = HTTPMethod(rawValue: options.method)
     var headers = HTTPFields()
@@ -71,8 +75,9 @@ func run(_ handler: HTTPServerHandler, loop: EventLoop, options: Options, second
                 var count = 0
                 var statuses: [Int: Int] = [:]
                 while count < perTask && ContinuousClock.now < deadline {
-                    let request = HTTPServerRequest(head: head, body: .complete([]), declaredBodyLength: nil,
-                                                    remoteAddress: remote, isTLS: false, loop: loop)
+                    let request = HTTPServerRequest(
+                        head: head, body: .complete([]), declaredBodyLength: nil,
+                        remoteAddress: remote, isTLS: false, loop: loop)
                     // As the server does: the loop's decision first, then the task's handling when it asks for one.
                     let response: HTTPServerResponse
                     switch handler.decide(request) {
@@ -116,11 +121,14 @@ if options.warmup > 0 {
 }
 let cpu0 = cpuMicros()
 let start = ContinuousClock.now
-let (count, statuses) = await run(runtime.handler, loop: loop, options: options, seconds: options.duration,
-                                  limit: options.maxRequests)
+let (count, statuses) = await run(
+    runtime.handler, loop: loop, options: options, seconds: options.duration,
+    limit: options.maxRequests)
 let elapsed = start.duration(to: .now)
 let cpu = cpuMicros() - cpu0
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 let statusText = statuses.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
-print("{\"path\":\"\(options.path)\",\"requests\":\(count),\"rps\":\(Int(Double(count) / seconds)),"
-      + "\"cpu_us_per_request\":\(Double(Int(cpu / Double(max(count, 1)) * 100)) / 100),\"statuses\":{\(statusText)}}")
+print(
+    "{\"path\":\"\(options.path)\",\"requests\":\(count),\"rps\":\(Int(Double(count) / seconds)),"
+        + "\"cpu_us_per_request\":\(Double(Int(cpu / Double(max(count, 1)) * 100)) / 100),\"statuses\":{\(statusText)}}"
+)

@@ -15,14 +15,15 @@
 // modes also print Moya's extra CPU per request relative to `client`. The session sends no default headers, so
 // Moya and the bare client send identical requests. Loopback URLs only.
 
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import HTTPClientCore
 import HTTPWire
 import Moya
 import NetCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Options {
     var url = "http://127.0.0.1:18280/"
@@ -98,12 +99,16 @@ func drive(tasks: Int, untilNs: UInt64, cap: Int, _ send: @escaping @Sendable ()
                 return tally
             }
         }
-        return await group.reduce(into: Tally()) { $0.ok += $1.ok; $0.failed += $1.failed }
+        return await group.reduce(into: Tally()) {
+            $0.ok += $1.ok
+            $0.failed += $1.failed
+        }
     }
 }
 
 /// Measures one mode: warm-up, then the timed run; prints and returns the CPU µs per request.
-func measure(_ mode: String, tasks: Int, options: Options, _ send: @escaping @Sendable () async -> Bool) async -> Double {
+func measure(_ mode: String, tasks: Int, options: Options, _ send: @escaping @Sendable () async -> Bool) async -> Double
+{
     let cap = max(1, options.maxRequests / tasks)
     if options.warmup > 0 {
         _ = await drive(tasks: tasks, untilNs: monotonicNs() + UInt64(options.warmup * 1e9), cap: cap, send)
@@ -115,11 +120,13 @@ func measure(_ mode: String, tasks: Int, options: Options, _ send: @escaping @Se
     let cpu = cpuMicros() - cpu0
     let total = tally.ok + tally.failed
     let perRequest = total > 0 ? cpu / Double(total) : 0
-    print("{\"tool\":\"MoyaBench\",\"mode\":\"\(mode)\",\"tasks\":\(tasks),\"seconds\":\(f(seconds, 3)),"
-          + "\"requests\":\(total),\"failed\":\(tally.failed),\"rps\":\(f(Double(tally.ok) / seconds)),"
-          + "\"cpu_us_per_req\":\(f(perRequest, 2))}")
-    warn("MoyaBench \(mode): \(total) requests in \(f(seconds, 2)) s = \(f(Double(tally.ok) / seconds, 0)) req/s, "
-         + "CPU \(f(perRequest, 2)) µs/req, failed \(tally.failed)\n")
+    print(
+        "{\"tool\":\"MoyaBench\",\"mode\":\"\(mode)\",\"tasks\":\(tasks),\"seconds\":\(f(seconds, 3)),"
+            + "\"requests\":\(total),\"failed\":\(tally.failed),\"rps\":\(f(Double(tally.ok) / seconds)),"
+            + "\"cpu_us_per_req\":\(f(perRequest, 2))}")
+    warn(
+        "MoyaBench \(mode): \(total) requests in \(f(seconds, 2)) s = \(f(Double(tally.ok) / seconds, 0)) req/s, "
+            + "CPU \(f(perRequest, 2)) µs/req, failed \(tally.failed)\n")
     return perRequest
 }
 
@@ -154,7 +161,8 @@ func run(_ options: Options) async throws {
     let networked = MoyaProvider<BenchTarget>(session: session)
     let laned = MoyaProvider<BenchTarget>(
         endpointClosure: MoyaProvider<BenchTarget>.defaultEndpointMapping,
-        requestClosure: MoyaProvider<BenchTarget>.defaultRequestMapping, stubClosure: MoyaProvider<BenchTarget>.neverStub,
+        requestClosure: MoyaProvider<BenchTarget>.defaultRequestMapping,
+        stubClosure: MoyaProvider<BenchTarget>.neverStub,
         session: Session(client: client, headers: [:], redirectHandler: .doNotFollow),
         plugins: [], trackInflights: false, transportMapping: { $0.transportRequest() })
     let request = try HTTPClientRequest(url: options.url)

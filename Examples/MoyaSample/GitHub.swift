@@ -62,8 +62,8 @@ extension GitHub: TargetType {
     var headers: [String: String]? { ["Accept": "application/vnd.github+json"] }
 }
 
-private extension String {
-    var urlEscaped: String { addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? self }
+extension String {
+    fileprivate var urlEscaped: String { addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? self }
 }
 
 // MARK: - Models

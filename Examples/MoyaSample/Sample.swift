@@ -28,12 +28,12 @@ func runSample() async -> Int32 {
         let ok = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             provider.request(target) { result in
                 switch result {
-                case let .success(moyaResponse):
-                    let data = moyaResponse.data // Data, your JSON response is probably in here!
-                    let statusCode = moyaResponse.statusCode // Int - 200, 401, 500, etc
+                case .success(let moyaResponse):
+                    let data = moyaResponse.data  // Data, your JSON response is probably in here!
+                    let statusCode = moyaResponse.statusCode  // Int - 200, 401, 500, etc
                     print("[completion] \(describe(target)): \(statusCode) \(summary(of: target, data))")
                     continuation.resume(returning: statusCode == 200)
-                case let .failure(error):
+                case .failure(let error):
                     print("[completion] \(describe(target)): failed: \(error.localizedDescription)")
                     continuation.resume(returning: false)
                 }
@@ -88,7 +88,9 @@ private func summary(of target: GitHub, _ data: Data) -> String {
         guard let user = try? decoder.decode(User.self, from: data) else { return "(not a user)" }
         return "\(user.name ?? user.login) (@\(user.login), id \(user.id)), \(user.publicRepos ?? 0) public repos"
     case .userRepositories:
-        guard let repositories = try? decoder.decode([Repository].self, from: data) else { return "(not a repository list)" }
+        guard let repositories = try? decoder.decode([Repository].self, from: data) else {
+            return "(not a repository list)"
+        }
         return repositories.map { "\($0.name) ★\($0.stargazersCount)" }.joined(separator: ", ")
     }
 }

@@ -45,12 +45,15 @@ enum ConfigTarget {
             try check(problem.file == HermeticConfig.path, "problem in another file: \(line)")
             try check(problem.line >= 1 && problem.line <= lines + 1, "line \(problem.line) of \(lines): \(line)")
             try check(!problem.keyPath.isEmpty, "a problem without key path: \(line)")
-            try check(!line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
-                      "control characters in \(line.debugDescription)")
-            try check(mayShowEnvironmentSecret || !FuzzBytes.contains(lowerLine, environmentSecret),
-                      "a value from the environment in \(line)")
-            try check(mayShowFileSecret || !FuzzBytes.contains(lowerLine, fileSecret),
-                      "a value from a secret file in \(line)")
+            try check(
+                !line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) },
+                "control characters in \(line.debugDescription)")
+            try check(
+                mayShowEnvironmentSecret || !FuzzBytes.contains(lowerLine, environmentSecret),
+                "a value from the environment in \(line)")
+            try check(
+                mayShowFileSecret || !FuzzBytes.contains(lowerLine, fileSecret),
+                "a value from a secret file in \(line)")
         }
     }
 

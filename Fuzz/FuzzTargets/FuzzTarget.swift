@@ -16,8 +16,10 @@ package struct FuzzTarget: Sendable {
     /// Runs one input.
     private let function: @Sendable (UnsafeRawBufferPointer) throws(FuzzFailure) -> Void
 
-    package init(name: String, summary: String, maxLength: Int, dictionary: String?,
-                 run: @escaping @Sendable (UnsafeRawBufferPointer) throws(FuzzFailure) -> Void) {
+    package init(
+        name: String, summary: String, maxLength: Int, dictionary: String?,
+        run: @escaping @Sendable (UnsafeRawBufferPointer) throws(FuzzFailure) -> Void
+    ) {
         self.name = name
         self.summary = summary
         self.maxLength = maxLength
@@ -57,7 +59,7 @@ package enum FuzzTargets {
         RoutingTarget.target,
         URLTarget.target,
         SizeDurationTarget.target,
-        ConfigTarget.target,
+        ConfigTarget.target
     ]
 
     package static func named(_ name: String) -> FuzzTarget? {
@@ -75,8 +77,10 @@ package struct FuzzFailure: Error, Sendable, CustomStringConvertible {
 
 /// Throws ``FuzzFailure`` with `message` unless `condition` holds.
 @inline(__always)
-func check(_ condition: Bool, _ message: @autoclosure () -> String,
-           file: StaticString = #fileID, line: UInt = #line) throws(FuzzFailure) {
+func check(
+    _ condition: Bool, _ message: @autoclosure () -> String,
+    file: StaticString = #fileID, line: UInt = #line
+) throws(FuzzFailure) {
     if !condition { throw FuzzFailure(message: message(), location: "\(file):\(line)") }
 }
 
@@ -128,7 +132,7 @@ enum FuzzBytes {
     static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "!#$%&'*+-.^_`|~".utf8.contains(byte)
@@ -200,10 +204,12 @@ extension FuzzBytes {
     }
 
     static func contains(_ text: String, _ needle: String) -> Bool {
-        let haystack = Array(text.utf8), needle = Array(needle.utf8)
+        let haystack = Array(text.utf8)
+        let needle = Array(needle.utf8)
         guard !needle.isEmpty else { return true }
         guard haystack.count >= needle.count else { return false }
-        for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
             return true
         }
         return false
@@ -213,7 +219,9 @@ extension FuzzBytes {
     static func split(_ text: String, atFirst byte: UInt8) -> (before: String, after: String?) {
         let bytes = Array(text.utf8)
         guard let index = bytes.firstIndex(of: byte) else { return (text, nil) }
-        return (String(decoding: bytes[..<index], as: UTF8.self), String(decoding: bytes[(index + 1)...], as: UTF8.self))
+        return (
+            String(decoding: bytes[..<index], as: UTF8.self), String(decoding: bytes[(index + 1)...], as: UTF8.self)
+        )
     }
 
     /// ASCII letters lower-cased, everything else as it is.

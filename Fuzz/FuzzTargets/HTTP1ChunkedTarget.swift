@@ -36,8 +36,9 @@ enum HTTP1ChunkedTarget {
         if whole.ended {
             guard let reference else { throw failure("accepted a body the lenient decoder refuses") }
             try check(reference.body == whole.body, "decoded body differs from the reference decoder's")
-            try check(whole.rest == bytes.count - reference.consumed,
-                      "ended at byte \(bytes.count - whole.rest), the reference at \(reference.consumed)")
+            try check(
+                whole.rest == bytes.count - reference.consumed,
+                "ended at byte \(bytes.count - whole.rest), the reference at \(reference.consumed)")
             try checkReencoding(whole.body)
         }
     }
@@ -76,9 +77,11 @@ enum HTTP1ChunkedTarget {
     static func decodeResponse(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) -> Decoded {
         // The request parser's limits (body and trailer section), so that both decoders run alike.
         let request = HTTP1ParserLimits()
-        var parser = HTTP1ResponseParser(limits: .init(maxHeaderBytes: request.maxHeaderBytes,
-                                                       maxHeaders: request.maxHeaders,
-                                                       maxBodyBytes: request.maxBodyBytes))
+        var parser = HTTP1ResponseParser(
+            limits: .init(
+                maxHeaderBytes: request.maxHeaderBytes,
+                maxHeaders: request.maxHeaders,
+                maxBodyBytes: request.maxBodyBytes))
         parser.expectResponse(to: .post)
         parser.append(responseHead)
         parser.append(bytes)

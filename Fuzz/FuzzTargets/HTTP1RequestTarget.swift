@@ -13,12 +13,14 @@ enum HTTP1RequestTarget {
         maxLength: 16384, dictionary: "http.dict", run: run)
 
     /// Limits that any head the parser accepted fits in once written out again.
-    static let roundTripLimits = HTTP1ParserLimits(maxRequestLineBytes: 1 << 20, maxHeaderBytes: 1 << 20,
-                                                   maxHeaders: 1 << 20, maxBodyBytes: .max)
+    static let roundTripLimits = HTTP1ParserLimits(
+        maxRequestLineBytes: 1 << 20, maxHeaderBytes: 1 << 20,
+        maxHeaders: 1 << 20, maxBodyBytes: .max)
 
     /// Small limits, so that every limit is within reach of short inputs.
-    static let tightLimits = HTTP1ParserLimits(maxRequestLineBytes: 64, maxHeaderBytes: 256, maxHeaders: 6,
-                                               maxBodyBytes: 64)
+    static let tightLimits = HTTP1ParserLimits(
+        maxRequestLineBytes: 64, maxHeaderBytes: 256, maxHeaders: 6,
+        maxBodyBytes: 64)
 
     struct Request: Equatable {
         var head: HTTPRequestHead
@@ -45,8 +47,10 @@ enum HTTP1RequestTarget {
     }
 
     /// Feeds `pieces` of `bytes` one after another, reading every event after each.
-    static func parse(_ bytes: UnsafeRawBufferPointer, pieces: [Range<Int>],
-                      limits: HTTP1ParserLimits) throws(FuzzFailure) -> Outcome {
+    static func parse(
+        _ bytes: UnsafeRawBufferPointer, pieces: [Range<Int>],
+        limits: HTTP1ParserLimits
+    ) throws(FuzzFailure) -> Outcome {
         var parser = HTTP1RequestParser(limits: limits)
         var outcome = Outcome()
         var appended = 0
@@ -73,7 +77,8 @@ enum HTTP1RequestTarget {
                     outcome.error = error
                     try check(parser.next() == .error(error), "the error is not repeated")
                     try check(parser.bufferedByteCount == 0, "bytes kept after an error")
-                    try check([400, 413, 414, 431, 501, 505].contains(error.status), "unexpected status \(error.status)")
+                    try check(
+                        [400, 413, 414, 431, 501, 505].contains(error.status), "unexpected status \(error.status)")
                     break feeding
                 }
             }
@@ -85,15 +90,18 @@ enum HTTP1RequestTarget {
             // empty lines wait.
             if !parser.isMidRequest {
                 let waiting = bytes[(bytes.count - parser.bufferedByteCount)...]
-                try check(outcome.requests.allSatisfy(\.ended) && waiting.allSatisfy { $0 == 0x0D || $0 == 0x0A },
-                          "not mid-request although a request is unfinished")
+                try check(
+                    outcome.requests.allSatisfy(\.ended) && waiting.allSatisfy { $0 == 0x0D || $0 == 0x0A },
+                    "not mid-request although a request is unfinished")
             }
         }
         return outcome
     }
 
-    static func checkRequests(_ outcome: Outcome, input: UnsafeRawBufferPointer,
-                              limits: HTTP1ParserLimits) throws(FuzzFailure) {
+    static func checkRequests(
+        _ outcome: Outcome, input: UnsafeRawBufferPointer,
+        limits: HTTP1ParserLimits
+    ) throws(FuzzFailure) {
         var bodyBytes = 0
         for (index, request) in outcome.requests.enumerated() {
             let isLast = index == outcome.requests.count - 1
@@ -106,8 +114,9 @@ enum HTTP1RequestTarget {
                 try check(request.body.isEmpty, "body bytes without framing")
             case .contentLength(let length):
                 try check(length >= 0, "negative Content-Length")
-                try check(request.ended ? Int64(request.body.count) == length : Int64(request.body.count) < length,
-                          "body of \(request.body.count) bytes for Content-Length \(length) (ended: \(request.ended))")
+                try check(
+                    request.ended ? Int64(request.body.count) == length : Int64(request.body.count) < length,
+                    "body of \(request.body.count) bytes for Content-Length \(length) (ended: \(request.ended))")
             case .chunked:
                 break
             }
@@ -116,18 +125,22 @@ enum HTTP1RequestTarget {
         try check(bodyBytes <= input.count, "more body bytes than input bytes")
     }
 
-    static func checkHead(_ head: HTTPRequestHead, framing: HTTP1BodyFraming,
-                          limits: HTTP1ParserLimits) throws(FuzzFailure) {
+    static func checkHead(
+        _ head: HTTPRequestHead, framing: HTTP1BodyFraming,
+        limits: HTTP1ParserLimits
+    ) throws(FuzzFailure) {
         try check(FuzzBytes.isToken(head.method.rawValue), "method is not a token: \(head.method)")
-        try check(!head.target.utf8.isEmpty && head.target.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x23 },
-                  "target with invalid bytes: \(head.target)")
+        try check(
+            !head.target.utf8.isEmpty && head.target.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x23 },
+            "target with invalid bytes: \(head.target)")
         try check(head.target.utf8.count <= limits.maxRequestLineBytes, "target longer than the request line limit")
         try check(head.version == .http1_0 || head.version == .http1_1, "version \(head.version)")
         try check(head.headers.count <= limits.maxHeaders, "more fields than max_headers")
         var sectionBytes = 2
         for field in head.headers {
             try check(FuzzBytes.isToken(field.name), "field name is not a token: \(field.name)")
-            try check(FuzzBytes.isCleanFieldValue(field.value), "field value not clean: \(field.value.debugDescription)")
+            try check(
+                FuzzBytes.isCleanFieldValue(field.value), "field value not clean: \(field.value.debugDescription)")
             sectionBytes += FuzzBytes.wireCount(field.name) + FuzzBytes.wireCount(field.value) + 3
         }
         try check(sectionBytes <= limits.maxHeaderBytes, "field section larger than max_header_bytes")
@@ -141,8 +154,9 @@ enum HTTP1RequestTarget {
         switch framing {
         case .none: try check(lengths.isEmpty && codings.isEmpty, "framing fields without framing")
         case .contentLength(let length):
-            try check(lengths.count == 1 && FuzzBytes.decimalValue(lengths[0]) == length,
-                      "Content-Length \(lengths) read as \(length)")
+            try check(
+                lengths.count == 1 && FuzzBytes.decimalValue(lengths[0]) == length,
+                "Content-Length \(lengths) read as \(length)")
         case .chunked: try check(codings.count == 1 && head.version == .http1_1, "chunked without Transfer-Encoding")
         }
         if head.method == .connect {

@@ -26,9 +26,11 @@ enum HTTP1ResponseTarget {
         init(flags: UInt8) {
             head = flags & 1 != 0
             upgrade = flags & 2 != 0
-            limits = flags & 4 != 0
-                ? HTTP1ResponseParser.Limits(maxStatusLineBytes: 64, maxHeaderBytes: 256, maxHeaders: 6,
-                                             maxBodyBytes: 64, maxInformationalResponses: 2)
+            limits =
+                flags & 4 != 0
+                ? HTTP1ResponseParser.Limits(
+                    maxStatusLineBytes: 64, maxHeaderBytes: 256, maxHeaders: 6,
+                    maxBodyBytes: 64, maxInformationalResponses: 2)
                 : HTTP1ResponseParser.Limits(maxBodyBytes: 1 << 20)
             bodyLimited = flags & 8 == 0
         }
@@ -67,8 +69,10 @@ enum HTTP1ResponseTarget {
         try checkOutcome(whole, input: bytes, exchange: exchange)
     }
 
-    static func parse(_ bytes: UnsafeRawBufferPointer, pieces: [Range<Int>],
-                      exchange: Exchange) throws(FuzzFailure) -> Outcome {
+    static func parse(
+        _ bytes: UnsafeRawBufferPointer, pieces: [Range<Int>],
+        exchange: Exchange
+    ) throws(FuzzFailure) -> Outcome {
         var parser = HTTP1ResponseParser(limits: exchange.limits)
         parser.expectResponse(to: exchange.method, bodyLimited: exchange.bodyLimited, upgrade: exchange.upgrade)
         var outcome = Outcome()
@@ -114,9 +118,12 @@ enum HTTP1ResponseTarget {
         return outcome
     }
 
-    static func checkOutcome(_ outcome: Outcome, input: UnsafeRawBufferPointer,
-                             exchange: Exchange) throws(FuzzFailure) {
-        try check(outcome.informational.count <= exchange.limits.maxInformationalResponses, "too many interim responses")
+    static func checkOutcome(
+        _ outcome: Outcome, input: UnsafeRawBufferPointer,
+        exchange: Exchange
+    ) throws(FuzzFailure) {
+        try check(
+            outcome.informational.count <= exchange.limits.maxInformationalResponses, "too many interim responses")
         for head in outcome.informational {
             try check((100..<200).contains(head.status) && head.status != 101, "interim status \(head.status)")
             try checkHead(head, limits: exchange.limits)
@@ -145,14 +152,16 @@ enum HTTP1ResponseTarget {
             try check(outcome.body.isEmpty, "body bytes without framing")
         case .contentLength(let length):
             try check(lengths.count >= 1, "Content-Length framing without the field")
-            try check(outcome.ended ? Int64(outcome.body.count) == length : Int64(outcome.body.count) < length,
-                      "body of \(outcome.body.count) bytes for Content-Length \(length)")
+            try check(
+                outcome.ended ? Int64(outcome.body.count) == length : Int64(outcome.body.count) < length,
+                "body of \(outcome.body.count) bytes for Content-Length \(length)")
             if let limit = exchange.bodyLimit { try check(length <= limit, "Content-Length beyond the limit") }
         case .chunked:
             try check(codings.count >= 1 && head.version == .http1_1, "chunked without Transfer-Encoding in HTTP/1.1")
         case .untilClose:
             // A 101's framing fields mean nothing: what follows its head is the new protocol's.
-            try check(head.status == 101 || (lengths.isEmpty && codings.isEmpty), "read until close despite framing fields")
+            try check(
+                head.status == 101 || (lengths.isEmpty && codings.isEmpty), "read until close despite framing fields")
         }
         if let limit = exchange.bodyLimit {
             try check(Int64(outcome.body.count) <= limit, "body beyond the limit")
@@ -167,14 +176,17 @@ enum HTTP1ResponseTarget {
         var sectionBytes = 2
         for field in head.headers {
             try check(FuzzBytes.isToken(field.name), "field name is not a token: \(field.name)")
-            try check(FuzzBytes.isCleanFieldValue(field.value), "field value not clean: \(field.value.debugDescription)")
+            try check(
+                FuzzBytes.isCleanFieldValue(field.value), "field value not clean: \(field.value.debugDescription)")
             sectionBytes += FuzzBytes.wireCount(field.name) + FuzzBytes.wireCount(field.value) + 3
         }
         try check(sectionBytes <= limits.maxHeaderBytes, "field section larger than max_header_bytes")
     }
 
-    static func checkRoundTrip(_ head: HTTPResponseHead, framing: HTTP1ResponseBodyFraming,
-                               exchange: Exchange) throws(FuzzFailure) {
+    static func checkRoundTrip(
+        _ head: HTTPResponseHead, framing: HTTP1ResponseBodyFraming,
+        exchange: Exchange
+    ) throws(FuzzFailure) {
         var wire: [UInt8] = []
         do {
             try HTTP1Serializer.writeResponseHead(head, into: &wire)
@@ -183,8 +195,10 @@ enum HTTP1ResponseTarget {
         }
         // Wide limits: a byte that is not UTF-8 was read as U+FFFD and is written as three bytes, so a head within
         // the limits can be written three times as long.
-        var parser = HTTP1ResponseParser(limits: .init(maxStatusLineBytes: 1 << 20, maxHeaderBytes: 1 << 20,
-                                                       maxHeaders: 1 << 20, maxBodyBytes: exchange.limits.maxBodyBytes))
+        var parser = HTTP1ResponseParser(
+            limits: .init(
+                maxStatusLineBytes: 1 << 20, maxHeaderBytes: 1 << 20,
+                maxHeaders: 1 << 20, maxBodyBytes: exchange.limits.maxBodyBytes))
         parser.expectResponse(to: exchange.method, bodyLimited: exchange.bodyLimited, upgrade: exchange.upgrade)
         parser.append(wire)
         guard case .head(let again, let againFraming)? = parser.next() else {

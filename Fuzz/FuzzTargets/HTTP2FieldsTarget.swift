@@ -18,15 +18,20 @@ enum HTTP2FieldsTarget {
         summary: "HTTP/2 request header validation and the HTTP/1.1 conversion, with a serializer/parser round trip",
         maxLength: 4096, dictionary: "h2.dict", run: run)
 
-    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding",
-                                                  "upgrade"]
+    static let connectionSpecific: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding",
+        "upgrade"
+    ]
 
     static func run(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
         var fields: [(name: String, value: String)] = []
         for line in FuzzBytes.split(bytes, separator: 0x0A) where !line.isEmpty {
             if let tab = line.firstIndex(of: 0x09) {
-                fields.append((FuzzBytes.string(UnsafeRawBufferPointer(rebasing: line[..<tab])),
-                               FuzzBytes.string(UnsafeRawBufferPointer(rebasing: line[(tab + 1)...]))))
+                fields.append(
+                    (
+                        FuzzBytes.string(UnsafeRawBufferPointer(rebasing: line[..<tab])),
+                        FuzzBytes.string(UnsafeRawBufferPointer(rebasing: line[(tab + 1)...]))
+                    ))
             } else {
                 fields.append((FuzzBytes.string(line), ""))
             }
@@ -34,8 +39,10 @@ enum HTTP2FieldsTarget {
         if let trailers = HTTP2Validation.validateTrailers(fields) {
             try check(trailers.count == fields.count, "trailers lost or gained fields")
             for field in trailers {
-                try check(!FuzzBytes.hasPrefix(field.name, ":") && !connectionSpecific.contains(field.name) && field.name != "te",
-                          "a forbidden trailer field: \(field.name)")
+                try check(
+                    !FuzzBytes.hasPrefix(field.name, ":") && !connectionSpecific.contains(field.name)
+                        && field.name != "te",
+                    "a forbidden trailer field: \(field.name)")
             }
         }
         guard case .success(let head) = HTTP2Validation.validateRequest(fields) else { return }
@@ -50,30 +57,40 @@ enum HTTP2FieldsTarget {
         try checkRoundTrip(converted)
     }
 
-    static func checkValidated(_ head: HTTP2RequestHead,
-                               fields: [(name: String, value: String)]) throws(FuzzFailure) {
+    static func checkValidated(
+        _ head: HTTP2RequestHead,
+        fields: [(name: String, value: String)]
+    ) throws(FuzzFailure) {
         try check(FuzzBytes.isToken(head.method.rawValue), "method is not a token")
         if head.method == .connect && head.extendedProtocol == nil {
             try check(head.scheme == nil && head.path == nil && head.authority != nil, "malformed CONNECT accepted")
         } else {
             guard let scheme = head.scheme, let path = head.path else { throw failure("no :scheme or :path") }
             try check(!scheme.isEmpty && scheme.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "invalid :scheme")
-            try check(FuzzBytes.hasPrefix(path, "/") || (path == "*" && head.method == .options), "invalid :path \(path)")
+            try check(
+                FuzzBytes.hasPrefix(path, "/") || (path == "*" && head.method == .options), "invalid :path \(path)")
             try check(path.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F }, ":path with spaces or controls")
         }
-        try check(head.headers.count == fields.filter { !FuzzBytes.hasPrefix($0.name, ":") }.count, "regular fields lost")
+        try check(
+            head.headers.count == fields.filter { !FuzzBytes.hasPrefix($0.name, ":") }.count, "regular fields lost")
         for field in head.headers {
-            try check(FuzzBytes.isToken(field.name) && field.name == field.name.lowercased(),
-                      "field name not a lower-case token: \(field.name)")
-            try check(FuzzBytes.isCleanFieldValue(field.value), "field value not clean: \(field.value.debugDescription)")
+            try check(
+                FuzzBytes.isToken(field.name) && field.name == field.name.lowercased(),
+                "field name not a lower-case token: \(field.name)")
+            try check(
+                FuzzBytes.isCleanFieldValue(field.value), "field value not clean: \(field.value.debugDescription)")
             try check(!connectionSpecific.contains(field.name), "connection-specific field \(field.name)")
-            if field.name == "te" { try check(FuzzBytes.asciiLowercased(field.value) == "trailers", "te other than trailers") }
+            if field.name == "te" {
+                try check(FuzzBytes.asciiLowercased(field.value) == "trailers", "te other than trailers")
+            }
         }
         try check(head.headers["host"].count <= 1, "more than one host")
     }
 
-    static func checkConverted(_ converted: HTTPRequestHead, from head: HTTP2RequestHead,
-                               fields: [(name: String, value: String)]) throws(FuzzFailure) {
+    static func checkConverted(
+        _ converted: HTTPRequestHead, from head: HTTP2RequestHead,
+        fields: [(name: String, value: String)]
+    ) throws(FuzzFailure) {
         let host = head.authority ?? head.headers.first(name: "host")
         guard let first = converted.headers.first(where: { _ in true }) else { throw failure("no fields at all") }
         try check(first.name == "Host" && first.value == host, "Host is not the first field, or not :authority")
@@ -87,8 +104,9 @@ enum HTTP2FieldsTarget {
         var cookieFields = 0
         for field in converted.headers {
             let name = FuzzBytes.asciiLowercased(field.name)
-            try check(!FuzzBytes.hasPrefix(name, ":") && name != "te" && !connectionSpecific.contains(name),
-                      "forwarded a field HTTP/1.1 must not get: \(field.name)")
+            try check(
+                !FuzzBytes.hasPrefix(name, ":") && name != "te" && !connectionSpecific.contains(name),
+                "forwarded a field HTTP/1.1 must not get: \(field.name)")
             if name == "cookie" { cookieFields += 1 }
         }
         let cookies = fields.filter { $0.name == "cookie" }.map(\.value)
@@ -131,7 +149,8 @@ enum HTTP2FieldsTarget {
     static func trimmingWhitespace(_ value: String) -> String {
         let bytes = Array(value.utf8)
         guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
-              let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
+            let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })
+        else { return "" }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

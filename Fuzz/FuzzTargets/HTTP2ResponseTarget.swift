@@ -15,8 +15,10 @@ enum HTTP2ResponseTarget {
         summary: "HTTP/2 client session over nghttp2: an upstream's frames in pieces, response heads, event order",
         maxLength: 16384, dictionary: "h2.dict", run: run)
 
-    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding",
-                                                  "upgrade"]
+    static let connectionSpecific: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding",
+        "upgrade"
+    ]
 
     enum Phase: Equatable { case waiting, open, ended, closed }
 
@@ -27,13 +29,18 @@ enum HTTP2ResponseTarget {
         var output: [UInt8] = []
         do {
             session = try HTTP2Session(role: .client)
-            let get = try session.sendRequest(head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/a",
-                                                                     headers: ["accept": "*/*"]), endStream: true)
-            let post = try session.sendRequest(head: HTTP2RequestHead(method: .post, authority: "upstream", path: "/b",
-                                                                      headers: ["content-length": "5"]), endStream: false)
+            let get = try session.sendRequest(
+                head: HTTP2RequestHead(
+                    method: .get, authority: "upstream", path: "/a",
+                    headers: ["accept": "*/*"]), endStream: true)
+            let post = try session.sendRequest(
+                head: HTTP2RequestHead(
+                    method: .post, authority: "upstream", path: "/b",
+                    headers: ["content-length": "5"]), endStream: false)
             _ = try session.sendBody(streamID: post, bytes: Array("hello".utf8), endStream: true)
-            headStream = try session.sendRequest(head: HTTP2RequestHead(method: .head, authority: "upstream", path: "/c"),
-                                                 endStream: true)
+            headStream = try session.sendRequest(
+                head: HTTP2RequestHead(method: .head, authority: "upstream", path: "/c"),
+                endStream: true)
             for id in [get, post, headStream] { phases[id] = .waiting }
             try session.drainOutput(into: &output)
         } catch {
@@ -62,8 +69,10 @@ enum HTTP2ResponseTarget {
         try check(bodyBytes <= bytes.count, "more body bytes than input bytes")
     }
 
-    static func handle(_ event: HTTP2Event, session: HTTP2Session, phases: inout [Int32: Phase], headStream: Int32,
-                       bodyBytes: inout Int) throws(FuzzFailure) {
+    static func handle(
+        _ event: HTTP2Event, session: HTTP2Session, phases: inout [Int32: Phase], headStream: Int32,
+        bodyBytes: inout Int
+    ) throws(FuzzFailure) {
         func phase(_ id: Int32) -> String { String(describing: phases[id]) }
         switch event {
         case .response(let id, let head, let endStream):
@@ -71,11 +80,13 @@ enum HTTP2ResponseTarget {
             phases[id] = endStream ? .ended : .open
             try check((200...599).contains(head.status), "final response status \(head.status)")
             for field in head.headers {
-                try check(FuzzBytes.isToken(field.name) && FuzzBytes.asciiLowercased(field.name) == field.name,
-                          "field name \(field.name)")
+                try check(
+                    FuzzBytes.isToken(field.name) && FuzzBytes.asciiLowercased(field.name) == field.name,
+                    "field name \(field.name)")
                 try check(!connectionSpecific.contains(field.name), "connection-specific field \(field.name)")
-                try check(field.value.utf8.allSatisfy { $0 != 0 && $0 != 0x0A && $0 != 0x0D },
-                          "NUL, CR or LF in \(field.name)")
+                try check(
+                    field.value.utf8.allSatisfy { $0 != 0 && $0 != 0x0A && $0 != 0x0D },
+                    "NUL, CR or LF in \(field.name)")
             }
         case .responseBody(let id, let chunk):
             try check(phases[id] == .open, "body on stream \(id) in phase \(phase(id))")
@@ -85,8 +96,9 @@ enum HTTP2ResponseTarget {
         case .trailers(let id, let trailers):
             try check(phases[id] == .open || phases[id] == .ended, "trailers on stream \(id) in phase \(phase(id))")
             for field in trailers {
-                try check(!FuzzBytes.hasPrefix(field.name, ":") && !connectionSpecific.contains(field.name),
-                          "trailer field \(field.name)")
+                try check(
+                    !FuzzBytes.hasPrefix(field.name, ":") && !connectionSpecific.contains(field.name),
+                    "trailer field \(field.name)")
             }
         case .responseEnd(let id):
             try check(phases[id] == .open || phases[id] == .ended, "end of stream \(id) in phase \(phase(id))")

@@ -54,8 +54,10 @@ enum HTTP2SessionTarget {
         try check(bodyBytes <= bytes.count, "more body bytes than input bytes")
     }
 
-    static func handle(_ event: HTTP2Event, session: HTTP2Session, phases: inout [Int32: StreamPhase],
-                       bodyBytes: inout Int) throws(FuzzFailure) {
+    static func handle(
+        _ event: HTTP2Event, session: HTTP2Session, phases: inout [Int32: StreamPhase],
+        bodyBytes: inout Int
+    ) throws(FuzzFailure) {
         switch event {
         case .request(let id, let head, let endStream):
             try check(phases[id] == nil, "a second request on stream \(id)")

@@ -17,7 +17,7 @@ enum HermeticConfig {
         "UPSTREAM_URL": "http://127.0.0.1:9001/v1",
         "PORT": "8080",
         "LISTEN": "127.0.0.1:8080",
-        "EMPTY": "",
+        "EMPTY": ""
     ]
 
     static let files: [String: [UInt8]] = [
@@ -29,7 +29,7 @@ enum HermeticConfig {
         "/fuzz/tls/server.pem": Array("-----BEGIN CERTIFICATE-----\n".utf8),
         "/fuzz/tls/server.key": Array("-----BEGIN PRIVATE KEY-----\n".utf8),
         "/fuzz/tls/other.key": Array("-----BEGIN PRIVATE KEY-----\n".utf8),
-        "/fuzz/tls/ca.pem": Array("-----BEGIN CERTIFICATE-----\n".utf8),
+        "/fuzz/tls/ca.pem": Array("-----BEGIN CERTIFICATE-----\n".utf8)
     ]
 
     static let loader = ConfigLoader(

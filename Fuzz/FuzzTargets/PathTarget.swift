@@ -28,9 +28,11 @@ enum PathTarget {
             }
             try check(full == normalized.path, "fast path \(normalized.path) and full normaliser \(full) differ")
         case .failure:
-            if FuzzBytes.hasPrefix(text, "/") && !hasFragment, case .success = PathNormalizer.normalize(path: pathPart) {
-                try check(!(expectedQuery.map(isValidQuery) ?? true),
-                          "a target refused although its path and query are valid")
+            if FuzzBytes.hasPrefix(text, "/") && !hasFragment, case .success = PathNormalizer.normalize(path: pathPart)
+            {
+                try check(
+                    !(expectedQuery.map(isValidQuery) ?? true),
+                    "a target refused although its path and query are valid")
             }
         }
         if expectedQuery == nil && !hasFragment, case .success(let path) = PathNormalizer.normalize(path: text) {
@@ -53,12 +55,14 @@ enum PathTarget {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
                 try check(index + 2 < bytes.count, "a cut escape in \(path)")
-                let high = bytes[index + 1], low = bytes[index + 2]
+                let high = bytes[index + 1]
+                let low = bytes[index + 2]
                 try check(isUpperHex(high) && isUpperHex(low), "an escape not in upper case in \(path)")
                 let value = hexValue(high) << 4 | hexValue(low)
                 try check(!isUnreserved(value), "an escaped unreserved byte in \(path)")
-                try check(value >= 0x20 && value != 0x7F && value != UInt8(ascii: "/") && value != UInt8(ascii: "\\"),
-                          "an escaped slash, backslash or control in \(path)")
+                try check(
+                    value >= 0x20 && value != 0x7F && value != UInt8(ascii: "/") && value != UInt8(ascii: "\\"),
+                    "an escaped slash, backslash or control in \(path)")
                 index += 3
                 continue
             }
@@ -93,7 +97,7 @@ enum PathTarget {
     static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "-._~".utf8.contains(byte)

@@ -64,8 +64,11 @@ enum RoutingTarget {
         let normalized = PathNormalizer.normalize(target: target)
         switch result {
         case .matched(let route, let upstreamPath, let params):
-            guard case .success(let normal) = normalized else { throw failure("matched a target the normaliser refuses") }
-            try checkMatch(route, upstreamPath: upstreamPath, params: params, method: method, host: host, normal: normal)
+            guard case .success(let normal) = normalized else {
+                throw failure("matched a target the normaliser refuses")
+            }
+            try checkMatch(
+                route, upstreamPath: upstreamPath, params: params, method: method, host: host, normal: normal)
         case .methodNotAllowed(let allow):
             guard case .success = normalized else { throw failure("405 for a target the normaliser refuses") }
             try check(!allow.isEmpty, "405 without Allow")
@@ -78,14 +81,17 @@ enum RoutingTarget {
             }
         }
         if method != .connect, case .success(let normal) = normalized {
-            let again = table.route(method: method, host: host,
-                                    target: normal.path + (normal.query.map { "?" + $0 } ?? ""))
+            let again = table.route(
+                method: method, host: host,
+                target: normal.path + (normal.query.map { "?" + $0 } ?? ""))
             try check(again == result, "the normalised target routes differently: \(result) vs \(again)")
         }
     }
 
-    static func checkMatch(_ route: CompiledRoute, upstreamPath: String, params: [String: String], method: HTTPMethod,
-                           host: String?, normal: NormalizedTarget) throws(FuzzFailure) {
+    static func checkMatch(
+        _ route: CompiledRoute, upstreamPath: String, params: [String: String], method: HTTPMethod,
+        host: String?, normal: NormalizedTarget
+    ) throws(FuzzFailure) {
         try check(route.allows(method), "matched a route that does not allow \(method)")
         if let routeHost = route.config.match.host {
             try check(host.map(hostName) == routeHost, "matched host \(routeHost) for Host \(String(describing: host))")
@@ -95,11 +101,15 @@ enum RoutingTarget {
         case .exact(let exact):
             try check(exact == path, "exact route \(exact) matched \(path)")
         case .prefix(let prefix):
-            try check(prefix == "/" || path == prefix || path.hasPrefix(prefix + "/"),
-                      "prefix \(prefix) matched \(path) off a segment boundary")
+            try check(
+                prefix == "/" || path == prefix || path.hasPrefix(prefix + "/"),
+                "prefix \(prefix) matched \(path) off a segment boundary")
         case .template(let segments):
-            let pathSegments = path == "/" ? [] : path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-                .map(String.init)
+            let pathSegments =
+                path == "/"
+                ? []
+                : path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+                    .map(String.init)
             try check(pathSegments.count == segments.count, "template with \(segments.count) segments matched \(path)")
             try check(params.count == route.parameterNames.count, "parameters \(params) for \(route.parameterNames)")
             for (literal, segment) in zip(segments, pathSegments) {
@@ -117,7 +127,8 @@ enum RoutingTarget {
         }
         try check(again == upstreamOnlyPath, "upstream path \(upstreamPath) is not normalised")
         let query = upstreamPath.firstIndex(of: "?").map { String(upstreamPath[upstreamPath.index(after: $0)...]) }
-        try check(query == normal.query, "query \(String(describing: normal.query)) became \(String(describing: query))")
+        try check(
+            query == normal.query, "query \(String(describing: normal.query)) became \(String(describing: query))")
     }
 
     /// A Host header's name as routes compare it: lower case, no port, no trailing dot, no IPv6 brackets.

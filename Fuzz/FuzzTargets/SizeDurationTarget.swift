@@ -18,18 +18,21 @@ enum SizeDurationTarget {
         let size = ConfigValue.parseSize(text)
         let duration = ConfigValue.parseDuration(text)
         try check(ConfigValue.parseSize(" \t" + text + "\t ") == size, "surrounding whitespace changes the size")
-        try check(ConfigValue.parseDuration(" \t" + text + " \t") == duration, "surrounding whitespace changes the duration")
+        try check(
+            ConfigValue.parseDuration(" \t" + text + " \t") == duration, "surrounding whitespace changes the duration")
         if let size {
             try check(size >= 0, "negative size \(size)")
             // The notation reads at most 18 digits (999 PB); a larger size from a unit has no byte spelling.
             if String(size).count <= 18 {
-                try check(ConfigValue.parseSize(String(size)) == size, "size \(size) written in bytes parses differently")
+                try check(
+                    ConfigValue.parseSize(String(size)) == size, "size \(size) written in bytes parses differently")
                 try check(ConfigValue.parseSize("\(size)B") == size, "size \(size)B parses differently")
             }
         }
         let trimmed = text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
         if !trimmed.isEmpty, trimmed.count <= 18, trimmed.allSatisfy({ $0.isASCII && $0.isNumber }) {
-            try check(size == Int64(String(trimmed)), "digits \(String(trimmed)) read as size \(String(describing: size))")
+            try check(
+                size == Int64(String(trimmed)), "digits \(String(trimmed)) read as size \(String(describing: size))")
         }
         if let duration {
             try check(duration >= .zero, "negative duration \(duration)")
@@ -39,8 +42,9 @@ enum SizeDurationTarget {
                 let total = nanoseconds.partialValue.addingReportingOverflow(attoseconds / 1_000_000_000)
                 if !total.overflow, total.partialValue % 1_000_000 == 0 {
                     let milliseconds = total.partialValue / 1_000_000
-                    try check(ConfigValue.parseDuration("\(milliseconds)ms") == duration,
-                              "duration \(duration) written as \(milliseconds)ms parses differently")
+                    try check(
+                        ConfigValue.parseDuration("\(milliseconds)ms") == duration,
+                        "duration \(duration) written as \(milliseconds)ms parses differently")
                 }
             }
         }

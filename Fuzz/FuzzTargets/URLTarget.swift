@@ -10,7 +10,8 @@ import HTTPClientCore
 enum URLTarget {
     static let target = FuzzTarget(
         name: "url",
-        summary: "HTTPURL and base_url parsers: well-formed parts, round trips, config-accepted URLs parse in the client",
+        summary:
+            "HTTPURL and base_url parsers: well-formed parts, round trips, config-accepted URLs parse in the client",
         maxLength: 2048, dictionary: "path.dict", run: run)
 
     static func run(_ bytes: UnsafeRawBufferPointer) throws(FuzzFailure) {
@@ -25,8 +26,9 @@ enum URLTarget {
             guard let parsed = try? HTTPURL(parsing: origin) else {
                 throw failure("the client cannot parse the accepted base_url \(origin)")
             }
-            try check(parsed.scheme == upstream.scheme && parsed.host.lowercased() == upstream.host
-                      && parsed.port == upstream.port, "client and base_url parsers disagree on \(origin)")
+            try check(
+                parsed.scheme == upstream.scheme && parsed.host.lowercased() == upstream.host
+                    && parsed.port == upstream.port, "client and base_url parsers disagree on \(origin)")
         }
     }
 
@@ -36,11 +38,15 @@ enum URLTarget {
         try check((1...65535).contains(url.port), "port \(url.port)")
         try check(FuzzBytes.hasPrefix(url.target, "/"), "target \(url.target) does not start with /")
         try check(!FuzzBytes.contains(url.target, byte: UInt8(ascii: "#")), "fragment kept in the target")
-        try check(!FuzzBytes.contains(url.host, byte: UInt8(ascii: "@")) && !FuzzBytes.contains(url.host, byte: UInt8(ascii: "/")),
-                  "host \(url.host) with userinfo or path")
-        try check(!url.host.utf8.contains { $0 <= 0x20 || $0 == 0x7F }, "host \(url.host.debugDescription) with controls")
+        try check(
+            !FuzzBytes.contains(url.host, byte: UInt8(ascii: "@"))
+                && !FuzzBytes.contains(url.host, byte: UInt8(ascii: "/")),
+            "host \(url.host) with userinfo or path")
+        try check(
+            !url.host.utf8.contains { $0 <= 0x20 || $0 == 0x7F }, "host \(url.host.debugDescription) with controls")
         // Brackets as a URL writes an IPv6 host; a host the lenient splitter took with brackets inside goes as it was.
-        let bracketed = (FuzzBytes.contains(url.host, byte: UInt8(ascii: ":")) || FuzzBytes.hasPrefix(url.host, "["))
+        let bracketed =
+            (FuzzBytes.contains(url.host, byte: UInt8(ascii: ":")) || FuzzBytes.hasPrefix(url.host, "["))
             && !FuzzBytes.contains(url.host, byte: UInt8(ascii: "]"))
         let hostPart = bracketed ? "[\(url.host)]" : url.host
         let written = "\(url.scheme)://\(hostPart):\(url.port)\(url.target)"

@@ -32,7 +32,9 @@ enum MoyaFuzz {
             target = named
             arguments.remove(at: 1)
             setenv("MOYA_FUZZ_TARGET", named.name, 1)
-        } else if let name = getenv("MOYA_FUZZ_TARGET").map({ String(cString: $0) }), let named = FuzzTargets.named(name) {
+        } else if let name = getenv("MOYA_FUZZ_TARGET").map({ String(cString: $0) }),
+            let named = FuzzTargets.named(name)
+        {
             target = named
         } else {
             printError("usage: MoyaFuzz --list | TARGET [libFuzzer flags] [CORPUS_DIR|FILE]...\n")

@@ -164,8 +164,9 @@ package final class HTTPClient: Sendable {
 
     /// Creates a client on `group`'s loops, or on a private loop when `group` is nil.
     package convenience init(configuration: Configuration = Configuration(), group: EventLoopGroup? = nil) {
-        self.init(configuration: configuration, group: group,
-                  resolver: { try await OffLoop.resolve(host: $0, port: $1) })
+        self.init(
+            configuration: configuration, group: group,
+            resolver: { try await OffLoop.resolve(host: $0, port: $1) })
     }
 
     /// A client whose host names resolve with `resolver` (tests: a name with several addresses).
@@ -181,13 +182,18 @@ package final class HTTPClient: Sendable {
         }
         tlsContext = Locked(nil)
         resolutions = HostResolutionCache(ttl: configuration.nameResolutionTTL, resolver: resolver)
-        serverList = configuration.servers.isEmpty ? nil
-            : ServerListResolution(servers: configuration.servers, ttl: configuration.nameResolutionTTL,
-                                   resolver: resolver)
+        serverList =
+            configuration.servers.isEmpty
+            ? nil
+            : ServerListResolution(
+                servers: configuration.servers, ttl: configuration.nameResolutionTTL,
+                resolver: resolver)
         pools = self.group.loops.map { _ in UncheckedSendable(LoopPools()) }
         budgets = HTTPOriginBudgets(limit: configuration.maxConnectionsPerOriginTotal)
-        shareTables = HTTPOriginShareTables(share: configuration.maxShare, capacity: configuration.maxConnectionsPerOriginTotal
-                                            ?? configuration.maxConnectionsPerOrigin)
+        shareTables = HTTPOriginShareTables(
+            share: configuration.maxShare,
+            capacity: configuration.maxConnectionsPerOriginTotal
+                ?? configuration.maxConnectionsPerOrigin)
     }
 
     private static func fallbackGroup() -> EventLoopGroup {
@@ -208,8 +214,10 @@ package final class HTTPClient: Sendable {
     ///     extra reading of it); with a `deadline` too, the earlier of the two applies.
     ///   - progress: upload and download progress callbacks.
     /// - Throws: ``HTTPClientError``; ``HTTPClientError/cancelled`` when the calling task is cancelled.
-    package func execute(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
-                        progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponse {
+    package func execute(
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
+        progress: HTTPClientProgress = HTTPClientProgress()
+    ) async throws -> HTTPClientResponse {
         try await run(request, deadline: deadline, timeout: timeout, progress: progress) { .collected($0) }
     }
 
@@ -219,9 +227,11 @@ package final class HTTPClient: Sendable {
     /// ``HTTPClientError/responseBodyTimeout``. Not retried once the head arrived; decompression is not applied.
     /// `timeout` as in ``execute(_:deadline:timeout:progress:)``.
     /// - Throws: ``HTTPClientError``, before the head; errors after it end the body stream.
-    package func execute(streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
-                        timeout: Duration? = nil,
-                        progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientStreamingResponse {
+    package func execute(
+        streaming request: HTTPClientRequest, deadline: ContinuousClock.Instant? = nil,
+        timeout: Duration? = nil,
+        progress: HTTPClientProgress = HTTPClientProgress()
+    ) async throws -> HTTPClientStreamingResponse {
         try await run(request, deadline: deadline, timeout: timeout, progress: progress) { .streamed($0) }
     }
 
@@ -230,16 +240,19 @@ package final class HTTPClient: Sendable {
     /// exchange for both, so a caller relaying bodies of any size pays for a stream only when it needs one. The
     /// collected case is decoded as configured; the streamed one is not. The collected-body limit does not apply.
     /// `timeout` as in ``execute(_:deadline:timeout:progress:)``.
-    package func execute(_ request: HTTPClientRequest, streamingBodiesLongerThan threshold: Int,
-                        deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
-                        progress: HTTPClientProgress = HTTPClientProgress()) async throws -> HTTPClientResponseOrStream {
+    package func execute(
+        _ request: HTTPClientRequest, streamingBodiesLongerThan threshold: Int,
+        deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
+        progress: HTTPClientProgress = HTTPClientProgress()
+    ) async throws -> HTTPClientResponseOrStream {
         try await run(request, deadline: deadline, timeout: timeout, progress: progress) {
             .collectedOrStreamed(threshold: threshold, $0)
         }
     }
 
     private func run<Result: Sendable>(
-        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?, progress: HTTPClientProgress,
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+        progress: HTTPClientProgress,
         delivery: @Sendable (UnsafeContinuation<Result, any Error>) -> HTTPClientExchange.Delivery
     ) async throws -> Result {
         guard !isShutDown.load(ordering: .relaxed) else { throw HTTPClientError.shutDown }
@@ -255,7 +268,9 @@ package final class HTTPClient: Sendable {
             }
             try Task.checkCancellation()
         }
-        var addresses = serverList == nil ? resolutions.knownAddresses(host: request.host, port: request.port)
+        var addresses =
+            serverList == nil
+            ? resolutions.knownAddresses(host: request.host, port: request.port)
             : serverList?.knownAddresses()
         if addresses == nil {
             addresses = try await self.addresses(for: request.origin)
@@ -263,8 +278,9 @@ package final class HTTPClient: Sendable {
             // cancels the exchange).
             try Task.checkCancellation()
         }
-        let start = try prepare(request, deadline: deadline, timeout: timeout, progress: progress, file: file,
-                                addresses: usable(addresses ?? []))
+        let start = try prepare(
+            request, deadline: deadline, timeout: timeout, progress: progress, file: file,
+            addresses: usable(addresses ?? []))
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 start.begin(delivering: delivery(continuation))
@@ -321,9 +337,10 @@ package final class HTTPClient: Sendable {
 
         private func submit(_ delivery: HTTPClientExchange.Delivery) {
             guard exchange.begin(delivering: delivery) else { return }
-            let pool = HTTPClient.pool(for: exchange.request.origin, in: loopPools, loop: loop,
-                                       configuration: client.configuration, tls: tls, budgets: client.budgets,
-                                       shares: client.shareTables)
+            let pool = HTTPClient.pool(
+                for: exchange.request.origin, in: loopPools, loop: loop,
+                configuration: client.configuration, tls: tls, budgets: client.budgets,
+                shares: client.shareTables)
             pool.submit(exchange, addresses: addresses)
         }
 
@@ -333,8 +350,10 @@ package final class HTTPClient: Sendable {
     }
 
     /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
-    private func prepare(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
-                         progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress]) throws -> PreparedExchange {
+    private func prepare(
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+        progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress]
+    ) throws -> PreparedExchange {
         let body: [UInt8]
         let streamedBody: StreamedRequestBody?
         var upgradeBody: StreamedRequestBody?
@@ -376,7 +395,9 @@ package final class HTTPClient: Sendable {
         // One reading of the loop's clock serves as the exchange's start and as the base of its deadline (the caller's
         // clock is read only for a deadline given as an instant).
         let now = EventLoop.now()
-        var deadlineNanos = deadline.map { instant in now.addingSaturated(ContinuousClock.now.duration(to: instant).nanoseconds) }
+        var deadlineNanos = deadline.map { instant in
+            now.addingSaturated(ContinuousClock.now.duration(to: instant).nanoseconds)
+        }
         if let timeout {
             let bound = now.addingSaturated(timeout.nanoseconds)
             deadlineNanos = min(deadlineNanos ?? bound, bound)
@@ -386,17 +407,21 @@ package final class HTTPClient: Sendable {
             configuration: configuration, loop: loop, startedAt: now, deadline: deadlineNanos, client: self)
         exchange.upgradeBody = upgradeBody
         exchange.tunnelIdleTimeout = tunnelIdleTimeout
-        return PreparedExchange(exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
-                                addresses: addresses)
+        return PreparedExchange(
+            exchange: exchange, client: self, loop: loop, loopPools: pools[loopIndex].value, tls: tls,
+            addresses: addresses)
     }
 
-    private static func pool(for origin: HTTPOrigin, in pools: LoopPools, loop: EventLoop,
-                             configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets,
-                             shares: HTTPOriginShareTables) -> HTTPOriginPool {
+    private static func pool(
+        for origin: HTTPOrigin, in pools: LoopPools, loop: EventLoop,
+        configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets,
+        shares: HTTPOriginShareTables
+    ) -> HTTPOriginPool {
         if let pool = pools.byOrigin[origin] { return pool }
         let budget = budgets.budget(for: origin)
-        let pool = HTTPOriginPool(origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget,
-                                  shares: shares.table(for: origin))
+        let pool = HTTPOriginPool(
+            origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget,
+            shares: shares.table(for: origin))
         budget?.register(pool)
         pools.byOrigin[origin] = pool
         if pools.sweepID == nil {

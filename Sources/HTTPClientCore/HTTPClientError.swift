@@ -51,7 +51,8 @@ package enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case .responseBodyTimeout: return "response body timed out"
         case .tlsFailed(let reason): return "TLS failed: \(reason)"
         case .malformedResponse(let reason): return "malformed response: \(reason)"
-        case .connectionClosed(let started): return started ? "connection closed mid-response" : "connection closed before a response"
+        case .connectionClosed(let started):
+            return started ? "connection closed mid-response" : "connection closed before a response"
         case .streamReset(let code): return "stream reset by the server (\(code))"
         case .poolExhausted: return "connection pool exhausted"
         case .poolWaitTimeout: return "timed out waiting for a connection"

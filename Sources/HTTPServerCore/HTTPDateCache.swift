@@ -1,8 +1,8 @@
+import NetCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-
-import NetCore
 
 /// The `Date` header value (IMF-fixdate), formatted at most once per second per loop; the wall clock is read only when
 /// the loop's ``EventLoop/roundTime`` has passed the next second's start.
@@ -51,6 +51,7 @@ final class HTTPDateCache {
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let day = days[Int(parts.tm_wday) % 7]
         let month = months[Int(parts.tm_mon) % 12]
-        return "\(day), \(two(parts.tm_mday)) \(month) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+        return
+            "\(day), \(two(parts.tm_mday)) \(month) \(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

@@ -30,10 +30,12 @@ package final class HTTPServer: Sendable {
         /// What the server reports as it happens (minimum-rate cuts, accepts that failed), for its owner's metrics.
         package var events: HTTPServerEvents
 
-        package init(listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,
-                    limits: HTTPServerLimits = HTTPServerLimits(), http2: Bool = true,
-                    http2Settings: HTTP2Settings = HTTP2Settings(), compression: CompressionPolicy? = nil,
-                    events: HTTPServerEvents = HTTPServerEvents()) {
+        package init(
+            listen: [SocketAddress], tlsListen: [SocketAddress] = [], tls: TLSServerConfiguration? = nil,
+            limits: HTTPServerLimits = HTTPServerLimits(), http2: Bool = true,
+            http2Settings: HTTP2Settings = HTTP2Settings(), compression: CompressionPolicy? = nil,
+            events: HTTPServerEvents = HTTPServerEvents()
+        ) {
             self.events = events
             self.listen = listen
             self.tlsListen = tlsListen
@@ -74,10 +76,13 @@ package final class HTTPServer: Sendable {
         var contexts: [UncheckedSendable<HTTPServerLoopContext>] = []
         let handshakeTimeout = configuration.tls?.handshakeTimeout ?? .seconds(10)
         for loop in group.loops {
-            contexts.append(UncheckedSendable(HTTPServerLoopContext(
-                loop: loop, handler: handler, compressor: compressor, limits: configuration.limits, handshakeTimeout: handshakeTimeout,
-                http2: configuration.http2, http2Settings: configuration.http2Settings,
-                events: configuration.events, openConnections: openConnectionCount)))
+            contexts.append(
+                UncheckedSendable(
+                    HTTPServerLoopContext(
+                        loop: loop, handler: handler, compressor: compressor, limits: configuration.limits,
+                        handshakeTimeout: handshakeTimeout,
+                        http2: configuration.http2, http2Settings: configuration.http2Settings,
+                        events: configuration.events, openConnections: openConnectionCount)))
         }
         self.contexts = contexts
     }
@@ -127,7 +132,9 @@ package final class HTTPServer: Sendable {
         do {
             for address in configuration.listen { cleartext.append(try await bindOnAllLoops(address, tls: nil)) }
             if !configuration.tlsListen.isEmpty, let tlsContext {
-                for address in configuration.tlsListen { secure.append(try await bindOnAllLoops(address, tls: tlsContext)) }
+                for address in configuration.tlsListen {
+                    secure.append(try await bindOnAllLoops(address, tls: tlsContext))
+                }
             }
         } catch {
             await forceClose()

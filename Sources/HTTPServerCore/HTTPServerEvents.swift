@@ -17,8 +17,10 @@ package struct HTTPServerEvents: Sendable {
     /// listener pauses and tries again (see ``NetCore/Listener``).
     package var acceptFailed: (@Sendable (Int32) -> Void)?
 
-    package init(minimumRateCut: (@Sendable (Direction, HTTPVersion) -> Void)? = nil,
-                acceptFailed: (@Sendable (Int32) -> Void)? = nil) {
+    package init(
+        minimumRateCut: (@Sendable (Direction, HTTPVersion) -> Void)? = nil,
+        acceptFailed: (@Sendable (Int32) -> Void)? = nil
+    ) {
         self.minimumRateCut = minimumRateCut
         self.acceptFailed = acceptFailed
     }

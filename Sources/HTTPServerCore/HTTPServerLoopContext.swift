@@ -37,9 +37,13 @@ final class HTTPServerLoopContext {
     private var draining = false
     private var drainedWaiters: [@Sendable () -> Void] = []
 
-    init(loop: EventLoop, handler: any HTTPServerHandler, compressor: ResponseCompressor? = nil, limits: HTTPServerLimits, handshakeTimeout: Duration,
-         http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(), events: HTTPServerEvents = HTTPServerEvents(),
-         openConnections: AtomicCounter) {
+    init(
+        loop: EventLoop, handler: any HTTPServerHandler, compressor: ResponseCompressor? = nil,
+        limits: HTTPServerLimits, handshakeTimeout: Duration,
+        http2: Bool = false, http2Settings: HTTP2Settings = HTTP2Settings(),
+        events: HTTPServerEvents = HTTPServerEvents(),
+        openConnections: AtomicCounter
+    ) {
         self.events = events
         self.loop = loop
         self.dateCache = HTTPDateCache(loop: loop)
@@ -58,7 +62,9 @@ final class HTTPServerLoopContext {
     var http2SessionSettings: HTTP2Settings {
         var settings = http2Settings
         let limit = limits.maxRequestsPerConnection
-        settings.maxRequestsPerConnection = limit == .max ? settings.maxRequestsPerConnection
+        settings.maxRequestsPerConnection =
+            limit == .max
+            ? settings.maxRequestsPerConnection
             : min(settings.maxRequestsPerConnection ?? .max, limit)
         return settings
     }
@@ -74,8 +80,10 @@ final class HTTPServerLoopContext {
     func listen(on address: SocketAddress, tls: TLSContext?, joiningOwnListener: Bool) throws -> SocketAddress {
         let isTLS = tls != nil
         if let tls, tlsContext == nil { tlsContext = tls }
-        let listener = try Listener(address: address, loop: loop, joiningOwnListener: joiningOwnListener,
-                                    onAcceptFailure: events.acceptFailed) { [weak self] fd, remote in
+        let listener = try Listener(
+            address: address, loop: loop, joiningOwnListener: joiningOwnListener,
+            onAcceptFailure: events.acceptFailed
+        ) { [weak self] fd, remote in
             guard let self else {
                 Connection.closeAccepted(fd)
                 return
@@ -99,7 +107,8 @@ final class HTTPServerLoopContext {
         }
         do {
             let connection = try Connection(acceptedFD: fd, loop: loop, remoteAddress: remote, tls: tls)
-            let server: any HTTPServerConnectionHandler = http2
+            let server: any HTTPServerConnectionHandler =
+                http2
                 ? HTTPProtocolSelector(connection: connection, context: self)
                 : HTTP1ServerConnection(connection: connection, context: self)
             connection.delegate = server

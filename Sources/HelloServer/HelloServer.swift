@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import NetCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A minimal server for benchmarks: `hello-server [--port N] [--threads N] [--no-io-uring]` answers every request with a
 /// 200 and a 13-byte body, the same work nginx does for `return 200 "Hello, World!"`. With `--proxy URL` it relays every
@@ -14,8 +15,9 @@ import NetCore
 struct HelloServer {
     struct Hello: HTTPServerHandler {
         /// Built once, as nginx compiles `return 200 "..."` once: each request shares its storage.
-        private let response = HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"],
-                                                  body: Array("Hello, World!".utf8))
+        private let response = HTTPServerResponse(
+            status: 200, headers: ["Content-Type": "text/plain"],
+            body: Array("Hello, World!".utf8))
 
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
             response
@@ -34,12 +36,14 @@ struct HelloServer {
         let origin: HTTPOrigin
 
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-            let outgoing = HTTPClientRequest(method: request.head.method, origin: origin, target: request.head.target,
-                                             headers: Self.endToEnd(request.head.headers, dropping: "Host"))
+            let outgoing = HTTPClientRequest(
+                method: request.head.method, origin: origin, target: request.head.target,
+                headers: Self.endToEnd(request.head.headers, dropping: "Host"))
             guard let response = try? await client.execute(outgoing) else {
                 return HTTPServerResponse(status: 502, body: [])
             }
-            return HTTPServerResponse(status: response.status, headers: Self.endToEnd(response.headers), body: response.body)
+            return HTTPServerResponse(
+                status: response.status, headers: Self.endToEnd(response.headers), body: response.body)
         }
 
         /// `headers` without the fields dropped both ways (`Connection`, `Keep-Alive`, `Transfer-Encoding`,
@@ -50,10 +54,13 @@ struct HelloServer {
             kept.reserveCapacity(headers.count)
             for index in 0..<headers.count {
                 switch headers.token(at: index) {
-                case .connection, .keepAlive, .transferEncoding, .contentLength, .te, .trailer, .upgrade, .proxyConnection:
+                case .connection, .keepAlive, .transferEncoding, .contentLength, .te, .trailer, .upgrade,
+                    .proxyConnection:
                     continue
                 default:
-                    if !extra.isEmpty && headers.withField(at: index, { name, _ in extra.equalsIgnoringASCIICase(name) }) {
+                    if !extra.isEmpty
+                        && headers.withField(at: index, { name, _ in extra.equalsIgnoringASCIICase(name) })
+                    {
                         continue
                     }
                     kept.add(fieldAt: index, of: headers)
@@ -70,13 +77,15 @@ struct HelloServer {
             return Int(arguments[index + 1]) ?? fallback
         }
         Socket.ignoreSIGPIPE()
-        let group = try EventLoopGroup(threads: value("--threads", default: 1),
-                                       batchedSends: !arguments.contains("--no-io-uring"))
+        let group = try EventLoopGroup(
+            threads: value("--threads", default: 1),
+            batchedSends: !arguments.contains("--no-io-uring"))
         let address = SocketAddress(numericHost: "127.0.0.1", port: value("--port", default: 8081))!
         let handler: any HTTPServerHandler
         if let index = arguments.firstIndex(of: "--proxy"), index + 1 < arguments.count {
             guard let url = try? HTTPClientRequest(url: arguments[index + 1]),
-                  ["127.0.0.1", "::1", "localhost"].contains(url.host) else {
+                ["127.0.0.1", "::1", "localhost"].contains(url.host)
+            else {
                 let message = Array("hello-server: --proxy takes a loopback http URL\n".utf8)
                 _ = message.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
                 exit(2)

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -10,14 +11,18 @@ enum AuthenticationChallenge {
     /// The `Authorization` value answering the challenge in `result`, or nil when there is no `401` Basic/Digest
     /// challenge, or the credential has no user and password.
     /// `method` and `uri` are the request's method and request-target (path and query), which a Digest answer signs.
-    static func authorization(answering result: Result<Moya.Response, MoyaError>, method: String, uri: String,
-                              credential: URLCredential) -> String? {
+    static func authorization(
+        answering result: Result<Moya.Response, MoyaError>, method: String, uri: String,
+        credential: URLCredential
+    ) -> String? {
         guard let response = result.httpResponse, response.statusCode == 401,
-              let user = credential.user, let password = credential.password,
-              let header = headerValue(response.response, "WWW-Authenticate") else { return nil }
+            let user = credential.user, let password = credential.password,
+            let header = headerValue(response.response, "WWW-Authenticate")
+        else { return nil }
         let challenges = parseChallenges(header)
         if let digest = challenges.first(where: { $0.scheme == "digest" }) {
-            return digestAuthorization(challenge: digest.parameters, user: user, password: password, method: method, uri: uri)
+            return digestAuthorization(
+                challenge: digest.parameters, user: user, password: password, method: method, uri: uri)
         }
         if challenges.contains(where: { $0.scheme == "basic" }) {
             return basicAuthorization(user: user, password: password)
@@ -50,7 +55,10 @@ enum AuthenticationChallenge {
         func skipSpaces() { while let c = scanner.first, c == " " || c == "\t" || c == "," { scanner.removeFirst() } }
         func token() -> String {
             var result = ""
-            while let c = scanner.first, c != " ", c != "\t", c != ",", c != "=" { result.append(c); scanner.removeFirst() }
+            while let c = scanner.first, c != " ", c != "\t", c != ",", c != "=" {
+                result.append(c)
+                scanner.removeFirst()
+            }
             return result
         }
         while true {
@@ -64,13 +72,21 @@ enum AuthenticationChallenge {
                     scanner.removeFirst()
                     while let c = scanner.first, c != "\"" {
                         scanner.removeFirst()
-                        if c == "\\", let escaped = scanner.first { value.append(escaped); scanner.removeFirst() } else { value.append(c) }
+                        if c == "\\", let escaped = scanner.first {
+                            value.append(escaped)
+                            scanner.removeFirst()
+                        } else {
+                            value.append(c)
+                        }
                     }
                     if !scanner.isEmpty { scanner.removeFirst() }
                 } else {
                     value = token()
                     // token68 padding
-                    while scanner.first == "=" { value.append("="); scanner.removeFirst() }
+                    while scanner.first == "=" {
+                        value.append("=")
+                        scanner.removeFirst()
+                    }
                 }
                 if !challenges.isEmpty { challenges[challenges.count - 1].parameters[word.lowercased()] = value }
             } else if !word.isEmpty {
@@ -81,15 +97,19 @@ enum AuthenticationChallenge {
     }
 
     /// RFC 7616 Digest with MD5 (and `qop=auth` when offered).
-    static func digestAuthorization(challenge: [String: String], user: String, password: String, method: String, uri: String,
-                                    cnonce: String = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()) -> String? {
+    static func digestAuthorization(
+        challenge: [String: String], user: String, password: String, method: String, uri: String,
+        cnonce: String = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    ) -> String? {
         guard let realm = challenge["realm"], let nonce = challenge["nonce"] else { return nil }
         let algorithm = challenge["algorithm"] ?? "MD5"
         guard algorithm.uppercased() == "MD5" || algorithm.uppercased() == "MD5-SESS" else { return nil }
         var ha1 = MD5.hex("\(user):\(realm):\(password)")
         if algorithm.uppercased() == "MD5-SESS" { ha1 = MD5.hex("\(ha1):\(nonce):\(cnonce)") }
         let ha2 = MD5.hex("\(method):\(uri)")
-        let qops = (challenge["qop"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let qops = (challenge["qop"] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
         var parts = ["username=\"\(user)\"", "realm=\"\(realm)\"", "nonce=\"\(nonce)\"", "uri=\"\(uri)\""]
         if qops.contains("auth") {
             let nc = "00000001"
@@ -111,12 +131,17 @@ enum MD5 {
     }
 
     static func digest(_ message: [UInt8]) -> [UInt8] {
-        let s: [UInt32] = [7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-                           5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
-                           4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-                           6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21]
+        let s: [UInt32] = [
+            7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
+            5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
+            4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
+            6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21
+        ]
         let k: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4294967296.0)) }
-        var a0: UInt32 = 0x67452301, b0: UInt32 = 0xefcdab89, c0: UInt32 = 0x98badcfe, d0: UInt32 = 0x10325476
+        var a0: UInt32 = 0x6745_2301
+        var b0: UInt32 = 0xefcd_ab89
+        var c0: UInt32 = 0x98ba_dcfe
+        var d0: UInt32 = 0x1032_5476
         var bytes = message
         let bitLength = UInt64(message.count) &* 8
         bytes.append(0x80)
@@ -126,23 +151,41 @@ enum MD5 {
             var m = [UInt32](repeating: 0, count: 16)
             for i in 0..<16 {
                 let j = chunk + i * 4
-                m[i] = UInt32(bytes[j]) | UInt32(bytes[j + 1]) << 8 | UInt32(bytes[j + 2]) << 16 | UInt32(bytes[j + 3]) << 24
+                m[i] =
+                    UInt32(bytes[j]) | UInt32(bytes[j + 1]) << 8 | UInt32(bytes[j + 2]) << 16 | UInt32(bytes[j + 3])
+                    << 24
             }
-            var a = a0, b = b0, c = c0, d = d0
+            var a = a0
+            var b = b0
+            var c = c0
+            var d = d0
             for i in 0..<64 {
                 var f: UInt32
                 let g: Int
                 switch i {
-                case 0..<16: f = (b & c) | (~b & d); g = i
-                case 16..<32: f = (d & b) | (~d & c); g = (5 * i + 1) % 16
-                case 32..<48: f = b ^ c ^ d; g = (3 * i + 5) % 16
-                default: f = c ^ (b | ~d); g = (7 * i) % 16
+                case 0..<16:
+                    f = (b & c) | (~b & d)
+                    g = i
+                case 16..<32:
+                    f = (d & b) | (~d & c)
+                    g = (5 * i + 1) % 16
+                case 32..<48:
+                    f = b ^ c ^ d
+                    g = (3 * i + 5) % 16
+                default:
+                    f = c ^ (b | ~d)
+                    g = (7 * i) % 16
                 }
                 f = f &+ a &+ k[i] &+ m[g]
-                a = d; d = c; c = b
+                a = d
+                d = c
+                c = b
                 b = b &+ (f << s[i] | f >> (32 - s[i]))
             }
-            a0 = a0 &+ a; b0 = b0 &+ b; c0 = c0 &+ c; d0 = d0 &+ d
+            a0 = a0 &+ a
+            b0 = b0 &+ b
+            c0 = c0 &+ c
+            d0 = d0 &+ d
         }
         return [a0, b0, c0, d0].flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> (8 * UInt32($0))) } }
     }

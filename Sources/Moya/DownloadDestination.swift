@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -22,7 +23,9 @@ public struct DownloadOptions: OptionSet, Sendable {
 
 /// Closure deciding where a finished download goes: gets the temporary file URL and the response, returns the
 /// destination URL and options.
-public typealias DownloadDestination = (_ temporaryURL: URL, _ response: HTTPURLResponse) -> (destinationURL: URL, options: DownloadOptions)
+public typealias DownloadDestination = (_ temporaryURL: URL, _ response: HTTPURLResponse) -> (
+    destinationURL: URL, options: DownloadOptions
+)
 
 /// Namespace mirroring Alamofire's `DownloadRequest` names used with Moya downloads.
 public enum DownloadRequest {
@@ -40,9 +43,11 @@ public enum DownloadRequest {
     ///     when the directory has no URL there).
     ///   - options: How the file is moved there.
     /// - Returns: A ``DownloadDestination`` for `.downloadDestination(_:)` or `.downloadParameters(...)`.
-    public static func suggestedDownloadDestination(for directory: FileManager.SearchPathDirectory = .documentDirectory,
-                                                    in domain: FileManager.SearchPathDomainMask = .userDomainMask,
-                                                    options: Options = []) -> DownloadDestination {
+    public static func suggestedDownloadDestination(
+        for directory: FileManager.SearchPathDirectory = .documentDirectory,
+        in domain: FileManager.SearchPathDomainMask = .userDomainMask,
+        options: Options = []
+    ) -> DownloadDestination {
         { temporaryURL, response in
             let directoryURLs = FileManager.default.urls(for: directory, in: domain)
             let fileName = response.url?.lastPathComponent ?? temporaryURL.lastPathComponent

@@ -10,8 +10,10 @@ extension Endpoint {
     ///   - knownOrigin: an origin most endpoints of the caller go to: a URL that starts with its prefix and then `/`
     ///     is split without parsing it again.
     /// - Returns: `.failure(.requestMapping)` for a URL the transport cannot send to.
-    package func transportRequest(omittingHeader omittedHeader: String? = nil,
-                                  knownOrigin: KnownOrigin? = nil) -> Result<TransportRequest, MoyaError>? {
+    package func transportRequest(
+        omittingHeader omittedHeader: String? = nil,
+        knownOrigin: KnownOrigin? = nil
+    ) -> Result<TransportRequest, MoyaError>? {
         let body: HTTPClientRequest.Body
         switch task {
         case .requestPlain: body = .none
@@ -28,11 +30,15 @@ extension Endpoint {
         }
         let method = HTTPMethod(rawValue: method.rawValue)
         if let knownOrigin, let target = target(after: knownOrigin.prefix) {
-            return .success(TransportRequest(http: HTTPClientRequest(method: method, origin: knownOrigin.origin, target: target,
-                                                                     headers: headers, body: body)))
+            return .success(
+                TransportRequest(
+                    http: HTTPClientRequest(
+                        method: method, origin: knownOrigin.origin, target: target,
+                        headers: headers, body: body)))
         }
         do {
-            return .success(TransportRequest(http: try HTTPClientRequest(method: method, url: url, headers: headers, body: body)))
+            return .success(
+                TransportRequest(http: try HTTPClientRequest(method: method, url: url, headers: headers, body: body)))
         } catch {
             return .failure(.requestMapping(url))
         }
@@ -44,7 +50,8 @@ extension Endpoint {
         case .url(let url):
             return Self.target(of: url, after: prefix)
         case .split(let origin, let target):
-            guard origin == prefix, target.utf8.first == UInt8(ascii: "/"), !target.utf8.contains(UInt8(ascii: "#")) else {
+            guard origin == prefix, target.utf8.first == UInt8(ascii: "/"), !target.utf8.contains(UInt8(ascii: "#"))
+            else {
                 return Self.target(of: origin + target, after: prefix)
             }
             return target
@@ -59,7 +66,8 @@ extension Endpoint {
         return url.withUTF8 { url in
             prefix.withUTF8 { prefix -> String? in
                 guard url.count > prefix.count, let urlStart = url.baseAddress, let prefixStart = prefix.baseAddress,
-                      memcmp(urlStart, prefixStart, prefix.count) == 0 else { return nil }
+                    memcmp(urlStart, prefixStart, prefix.count) == 0
+                else { return nil }
                 let rest = UnsafeBufferPointer(rebasing: url[prefix.count...])
                 guard rest[0] == UInt8(ascii: "/"), !rest.contains(UInt8(ascii: "#")) else { return nil }
                 return String(decoding: rest, as: UTF8.self)

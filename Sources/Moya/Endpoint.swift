@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -57,11 +58,13 @@ open class Endpoint {
     ///   - method: The HTTP method.
     ///   - task: What the request carries.
     ///   - httpHeaderFields: The request's headers.
-    public init(url: String,
-                sampleResponseClosure: @escaping SampleResponseClosure,
-                method: Moya.Method,
-                task: Task,
-                httpHeaderFields: [String: String]?) {
+    public init(
+        url: String,
+        sampleResponseClosure: @escaping SampleResponseClosure,
+        method: Moya.Method,
+        task: Task,
+        httpHeaderFields: [String: String]?
+    ) {
         self.location = .url(url)
         self.sampleResponseClosure = sampleResponseClosure
         self.method = method
@@ -71,14 +74,19 @@ open class Endpoint {
 
     /// An endpoint for `target` (origin form: a path and an optional query) at `origin` (`scheme://host[:port]`): its
     /// `url` is the two joined, made only when read.
-    package convenience init(origin: String, target: String, sampleResponseClosure: @escaping SampleResponseClosure,
-                             method: Moya.Method, task: Task, httpHeaderFields: [String: String]?) {
-        self.init(location: .split(origin: origin, target: target), sampleResponseClosure: sampleResponseClosure,
-                  method: method, task: task, httpHeaderFields: httpHeaderFields)
+    package convenience init(
+        origin: String, target: String, sampleResponseClosure: @escaping SampleResponseClosure,
+        method: Moya.Method, task: Task, httpHeaderFields: [String: String]?
+    ) {
+        self.init(
+            location: .split(origin: origin, target: target), sampleResponseClosure: sampleResponseClosure,
+            method: method, task: task, httpHeaderFields: httpHeaderFields)
     }
 
-    init(location: Location, sampleResponseClosure: @escaping SampleResponseClosure, method: Moya.Method, task: Task,
-         httpHeaderFields: [String: String]?) {
+    init(
+        location: Location, sampleResponseClosure: @escaping SampleResponseClosure, method: Moya.Method, task: Task,
+        httpHeaderFields: [String: String]?
+    ) {
         self.location = location
         self.sampleResponseClosure = sampleResponseClosure
         self.method = method
@@ -92,8 +100,9 @@ open class Endpoint {
     ///   endpoint keeps its fields as they are (`nil` included).
     /// - Returns: The new endpoint.
     open func adding(newHTTPHeaderFields: [String: String]) -> Endpoint {
-        Endpoint(location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
-                 httpHeaderFields: add(httpHeaderFields: newHTTPHeaderFields))
+        Endpoint(
+            location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
+            httpHeaderFields: add(httpHeaderFields: newHTTPHeaderFields))
     }
 
     /// Convenience method for creating a new `Endpoint` with the same properties as the receiver, but with replaced `task` parameter.
@@ -101,8 +110,9 @@ open class Endpoint {
     /// - Parameter task: The new task.
     /// - Returns: The new endpoint.
     open func replacing(task: Task) -> Endpoint {
-        Endpoint(location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
-                 httpHeaderFields: httpHeaderFields)
+        Endpoint(
+            location: location, sampleResponseClosure: sampleResponseClosure, method: method, task: task,
+            httpHeaderFields: httpHeaderFields)
     }
 
     fileprivate func add(httpHeaderFields headers: [String: String]?) -> [String: String]? {
@@ -158,33 +168,37 @@ extension Endpoint {
         case .requestData(let data):
             request.httpBody = data
             return request
-        case let .requestJSONEncodable(encodable):
+        case .requestJSONEncodable(let encodable):
             return try request.encoded(encodable: encodable)
-        case let .requestCustomJSONEncodable(encodable, encoder):
+        case .requestCustomJSONEncodable(let encodable, let encoder):
             return try request.encoded(encodable: encodable, encoder: encoder)
-        case let .requestParameters(parameters, parameterEncoding):
+        case .requestParameters(let parameters, let parameterEncoding):
             return try request.encoded(parameters: parameters, parameterEncoding: parameterEncoding)
-        case let .uploadCompositeMultipartFormData(_, urlParameters):
+        case .uploadCompositeMultipartFormData(_, let urlParameters):
             let parameterEncoding = URLEncoding(destination: .queryString)
             return try request.encoded(parameters: urlParameters, parameterEncoding: parameterEncoding)
-        case let .downloadParameters(parameters, parameterEncoding, _):
+        case .downloadParameters(let parameters, let parameterEncoding, _):
             return try request.encoded(parameters: parameters, parameterEncoding: parameterEncoding)
-        case let .requestCompositeData(bodyData, urlParameters):
+        case .requestCompositeData(let bodyData, let urlParameters):
             request.httpBody = bodyData
             let parameterEncoding = URLEncoding(destination: .queryString)
             return try request.encoded(parameters: urlParameters, parameterEncoding: parameterEncoding)
-        case let .requestCompositeParameters(bodyParameters, bodyEncoding: bodyParameterEncoding, urlParameters):
-            if let bodyParameterEncoding = bodyParameterEncoding as? URLEncoding, bodyParameterEncoding.destination != .httpBody {
+        case .requestCompositeParameters(let bodyParameters, bodyEncoding: let bodyParameterEncoding, let urlParameters):
+            if let bodyParameterEncoding = bodyParameterEncoding as? URLEncoding,
+                bodyParameterEncoding.destination != .httpBody
+            {
                 // Moya calls fatalError here; a bad task is input, so it is reported as an encoding error.
                 throw MoyaError.parameterEncoding(MoyaRequestError.compositeBodyEncodingNotHTTPBody)
             }
-            let bodyfulRequest = try request.encoded(parameters: bodyParameters, parameterEncoding: bodyParameterEncoding)
+            let bodyfulRequest = try request.encoded(
+                parameters: bodyParameters, parameterEncoding: bodyParameterEncoding)
             let urlEncoding = URLEncoding(destination: .queryString)
             return try bodyfulRequest.encoded(parameters: urlParameters, parameterEncoding: urlEncoding)
         default:
             // The deprecated multipart cases.
             if let urlParameters = task.multipartURLParameters {
-                return try request.encoded(parameters: urlParameters, parameterEncoding: URLEncoding(destination: .queryString))
+                return try request.encoded(
+                    parameters: urlParameters, parameterEncoding: URLEncoding(destination: .queryString))
             }
             return request
         }
@@ -197,7 +211,12 @@ extension Endpoint {
 /// case-insensitively), body bytes (JSON bodies compared canonically), and the upload payload. Closures (sample
 /// responses, download destinations) are not compared.
 struct EndpointIdentity: Hashable {
-    enum Kind: Hashable { case data, uploadFile(URL), multipart(MultipartFormData), download }
+    enum Kind: Hashable {
+        case data
+        case uploadFile(URL)
+        case multipart(MultipartFormData)
+        case download
+    }
 
     let url: String
     let method: String
@@ -271,8 +290,9 @@ struct EndpointIdentity: Hashable {
 
     static func canonical(body: Data?, headers: [String: String]) -> Data? {
         guard let body, !body.isEmpty, headers["content-type"]?.lowercased().contains("json") == true,
-              let object = try? JSONSerialization.jsonObject(with: body, options: .fragmentsAllowed),
-              let sorted = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed]) else {
+            let object = try? JSONSerialization.jsonObject(with: body, options: .fragmentsAllowed),
+            let sorted = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed])
+        else {
             return body
         }
         return sorted

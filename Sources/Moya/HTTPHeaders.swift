@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -191,30 +192,34 @@ extension HTTPHeader: CustomStringConvertible {
     public var description: String { "\(name): \(value)" }
 }
 
-public extension HTTPHeader {
+extension HTTPHeader {
     /// An `Accept` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func accept(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept", value: value) }
+    public static func accept(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept", value: value) }
 
     /// An `Accept-Charset` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func acceptCharset(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Charset", value: value) }
+    public static func acceptCharset(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Charset", value: value) }
 
     /// An `Accept-Language` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func acceptLanguage(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Language", value: value) }
+    public static func acceptLanguage(_ value: String) -> HTTPHeader {
+        HTTPHeader(name: "Accept-Language", value: value)
+    }
 
     /// An `Accept-Encoding` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func acceptEncoding(_ value: String) -> HTTPHeader { HTTPHeader(name: "Accept-Encoding", value: value) }
+    public static func acceptEncoding(_ value: String) -> HTTPHeader {
+        HTTPHeader(name: "Accept-Encoding", value: value)
+    }
 
     /// `Basic` credentials, base64-encoded as `username:password`.
     ///
@@ -222,7 +227,7 @@ public extension HTTPHeader {
     ///   - username: The user name.
     ///   - password: The password.
     /// - Returns: The `Authorization` header.
-    static func authorization(username: String, password: String) -> HTTPHeader {
+    public static func authorization(username: String, password: String) -> HTTPHeader {
         authorization("Basic \(Data("\(username):\(password)".utf8).base64EncodedString())")
     }
 
@@ -230,70 +235,74 @@ public extension HTTPHeader {
     ///
     /// - Parameter bearerToken: The token.
     /// - Returns: The `Authorization` header.
-    static func authorization(bearerToken: String) -> HTTPHeader { authorization("Bearer \(bearerToken)") }
+    public static func authorization(bearerToken: String) -> HTTPHeader { authorization("Bearer \(bearerToken)") }
 
     /// An `Authorization` header.
     ///
     /// - Parameter value: The header's whole value, scheme included.
     /// - Returns: The header.
-    static func authorization(_ value: String) -> HTTPHeader { HTTPHeader(name: "Authorization", value: value) }
+    public static func authorization(_ value: String) -> HTTPHeader { HTTPHeader(name: "Authorization", value: value) }
 
     /// A `Content-Disposition` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func contentDisposition(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Disposition", value: value) }
+    public static func contentDisposition(_ value: String) -> HTTPHeader {
+        HTTPHeader(name: "Content-Disposition", value: value)
+    }
 
     /// A `Content-Encoding` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func contentEncoding(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Encoding", value: value) }
+    public static func contentEncoding(_ value: String) -> HTTPHeader {
+        HTTPHeader(name: "Content-Encoding", value: value)
+    }
 
     /// A `Content-Type` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func contentType(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Type", value: value) }
+    public static func contentType(_ value: String) -> HTTPHeader { HTTPHeader(name: "Content-Type", value: value) }
 
     /// A `User-Agent` header.
     ///
     /// - Parameter value: The header's value.
     /// - Returns: The header.
-    static func userAgent(_ value: String) -> HTTPHeader { HTTPHeader(name: "User-Agent", value: value) }
+    public static func userAgent(_ value: String) -> HTTPHeader { HTTPHeader(name: "User-Agent", value: value) }
 
     /// `gzip;q=1.0, deflate;q=0.9`: what the transport decodes.
-    static let defaultAcceptEncoding = acceptEncoding(Session.defaultAcceptEncoding)
+    public static let defaultAcceptEncoding = acceptEncoding(Session.defaultAcceptEncoding)
     /// The preferred languages, at most six, with decreasing quality.
-    static let defaultAcceptLanguage = acceptLanguage(Session.defaultAcceptLanguage)
+    public static let defaultAcceptLanguage = acceptLanguage(Session.defaultAcceptLanguage)
     /// `<executable>/<version> (<bundle>; build:<build>; Linux <x.y.z>) Moya/<version>`.
-    static let defaultUserAgent = userAgent(Session.defaultUserAgent)
+    public static let defaultUserAgent = userAgent(Session.defaultUserAgent)
 }
 
-public extension URLSessionConfiguration {
+extension URLSessionConfiguration {
     /// `httpAdditionalHeaders` as ``HTTPHeaders`` (Alamofire's extension): what `Session(configuration:)` adds to
     /// every request. Non-string keys or values are skipped when read.
-    var headers: HTTPHeaders {
+    public var headers: HTTPHeaders {
         get { HTTPHeaders(stringFieldsOf: httpAdditionalHeaders ?? [:]) }
         set { httpAdditionalHeaders = newValue.dictionary }
     }
 }
 
-public extension URLRequest {
+extension URLRequest {
     /// `allHTTPHeaderFields` as ``HTTPHeaders`` (Alamofire's extension).
-    var headers: HTTPHeaders {
+    public var headers: HTTPHeaders {
         get { allHTTPHeaderFields.map(HTTPHeaders.init) ?? HTTPHeaders() }
         set { allHTTPHeaderFields = newValue.dictionary }
     }
 }
 
-public extension HTTPURLResponse {
+extension HTTPURLResponse {
     /// `allHeaderFields` as ``HTTPHeaders`` (Alamofire's extension); non-string keys or values are skipped.
-    var headers: HTTPHeaders { HTTPHeaders(stringFieldsOf: allHeaderFields) }
+    public var headers: HTTPHeaders { HTTPHeaders(stringFieldsOf: allHeaderFields) }
 }
 
-private extension Array where Element == HTTPHeader {
-    func index(of name: String) -> Int? {
+extension Array where Element == HTTPHeader {
+    fileprivate func index(of name: String) -> Int? {
         let lowercased = name.lowercased()
         return firstIndex { $0.name.lowercased() == lowercased }
     }

@@ -35,9 +35,9 @@ public enum MoyaError: Swift.Error {
     case parameterEncoding(Swift.Error)
 }
 
-public extension MoyaError {
+extension MoyaError {
     /// Depending on error type, returns a `Response` object.
-    var response: Moya.Response? {
+    public var response: Moya.Response? {
         switch self {
         case .imageMapping(let response): return response
         case .jsonMapping(let response): return response
@@ -136,7 +136,8 @@ public enum MoyaRequestError: Swift.Error, LocalizedError, Equatable {
         case .emptyMultipartForm:
             return "A multipart/form-data upload needs at least one part."
         case .compositeBodyEncodingNotHTTPBody:
-            return "Only URLEncoding with an .httpBody destination can be used as the body encoding of requestCompositeParameters."
+            return
+                "Only URLEncoding with an .httpBody destination can be used as the body encoding of requestCompositeParameters."
         case .unsupportedURL(let url):
             return "The URL \(url) is not an absolute http or https URL."
         case .stubBehaviorNever:

@@ -3,7 +3,7 @@ import Locking
 
 // MARK: - async/await (AsyncMoya, from Moya's unreleased development branch, plus conveniences)
 
-public extension MoyaProvider {
+extension MoyaProvider {
 
     /// Sends a request and returns its result. Cancelling the calling Swift task cancels the request (the result is
     /// then `.failure(.underlying(NSURLErrorCancelled, nil))`). A task cancelled before the call sends nothing: the
@@ -16,7 +16,7 @@ public extension MoyaProvider {
     ///
     /// - Parameter target: The target to send.
     /// - Returns: The response, or the error, after the plugins' `process`.
-    func request(_ target: Target) async -> Result<Response, MoyaError> {
+    public func request(_ target: Target) async -> Result<Response, MoyaError> {
         if callbackQueue == nil {
             return trackInflights ? await requestSharingInflights(target) : await requestInCurrentTask(target)
         }
@@ -27,9 +27,10 @@ public extension MoyaProvider {
                 if AsyncTask.isCancelled {
                     // The network task starts detached from this one: without this check it could send the request
                     // before the cancellation reaches its token.
-                    self.cancelCompletion({ result in
-                        once.resume(self.plugins.reduce(result) { $1.process($0, target: target) })
-                    }, target: target)
+                    self.cancelCompletion(
+                        { result in
+                            once.resume(self.plugins.reduce(result) { $1.process($0, target: target) })
+                        }, target: target)
                     return
                 }
                 let token = self.request(target, callbackQueue: nil, progress: nil) { result in
@@ -48,7 +49,7 @@ public extension MoyaProvider {
     /// - Returns: The response, after the plugins' `process`.
     /// - Throws: The ``MoyaError`` the request failed with (a status the target's `validationType` rejects is
     ///   `.underlying(MoyaError.statusCode(response), response)`).
-    func response(_ target: Target) async throws(MoyaError) -> Response {
+    public func response(_ target: Target) async throws(MoyaError) -> Response {
         try await request(target).get()
     }
 
@@ -58,34 +59,37 @@ public extension MoyaProvider {
     ///
     /// - Parameter target: The target to send.
     /// - Returns: A stream of progress events that ends when the request does.
-    func requestWithProgress(_ target: Target) -> AsyncStream<Result<ProgressResponse, MoyaError>> {
+    public func requestWithProgress(_ target: Target) -> AsyncStream<Result<ProgressResponse, MoyaError>> {
         AsyncStream { continuation in
             let state = ProgressStreamState()
             let stream = UncheckedSendable(continuation)
-            let token = self.request(target, callbackQueue: nil, progress: { progress in
-                if progress.completed { state.markCompleted() }
-                stream.value.yield(.success(progress))
-            }, completion: { result in
-                switch result {
-                case .success(let response):
-                    if !state.isCompleted { stream.value.yield(.success(ProgressResponse(response: response))) }
-                case .failure(let error):
-                    stream.value.yield(.failure(error))
-                }
-                stream.value.finish()
-            })
+            let token = self.request(
+                target, callbackQueue: nil,
+                progress: { progress in
+                    if progress.completed { state.markCompleted() }
+                    stream.value.yield(.success(progress))
+                },
+                completion: { result in
+                    switch result {
+                    case .success(let response):
+                        if !state.isCompleted { stream.value.yield(.success(ProgressResponse(response: response))) }
+                    case .failure(let error):
+                        stream.value.yield(.failure(error))
+                    }
+                    stream.value.finish()
+                })
             let cancellable = UncheckedSendable(token)
             continuation.onTermination = { _ in cancellable.value.cancel() }
         }
     }
 }
 
-public extension AsyncSequence where Element == Result<ProgressResponse, MoyaError> {
+extension AsyncSequence where Element == Result<ProgressResponse, MoyaError> {
     /// Calls `body` for every element.
     ///
     /// - Parameter body: Called with each element, in order.
     /// - Throws: What `body` or the sequence throws.
-    func forEach(_ body: (Element) async throws -> Void) async rethrows {
+    public func forEach(_ body: (Element) async throws -> Void) async rethrows {
         for try await element in self {
             try await body(element)
         }

@@ -1,8 +1,9 @@
 import Foundation
+import HTTPClientCore
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
 
 // MARK: - Sending in the calling task (package-internal fast path)
 
@@ -21,38 +22,50 @@ extension MoyaProvider {
     ///
     /// With `streamingBodiesAbove`, a network response whose body is longer than that many bytes (or of unknown
     /// length) is not collected: its `data` is empty and `streamedBody` delivers the bytes with back-pressure.
-    package func requestInCurrentTask(_ target: Target, streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
+    package func requestInCurrentTask(_ target: Target, streamingBodiesAbove: Int? = nil) async -> Result<
+        Moya.Response, MoyaError
+    > {
         // The plugins' view of the target, made once: converting a large target (a `MultiTarget`) to an existential
         // allocates a box on every hook call otherwise.
         let pluginTarget: TargetType = target
-        let result = await unprocessedResult(target, pluginTarget: pluginTarget, endpoint: endpoint(target),
-                                             streamingBodiesAbove: streamingBodiesAbove)
+        let result = await unprocessedResult(
+            target, pluginTarget: pluginTarget, endpoint: endpoint(target),
+            streamingBodiesAbove: streamingBodiesAbove)
         return plugins.reduce(result) { $1.process($0, target: pluginTarget) }
     }
 
     /// The pipeline of ``requestInCurrentTask(_:streamingBodiesAbove:)`` up to `didReceive`: the result before the
     /// plugins' `process`.
-    func unprocessedResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
-                           streamingBodiesAbove: Int? = nil) async -> Result<Moya.Response, MoyaError> {
-        switch transportStep(target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove) {
+    func unprocessedResult(
+        _ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
+        streamingBodiesAbove: Int? = nil
+    ) async -> Result<Moya.Response, MoyaError> {
+        switch transportStep(
+            target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
+        {
         case .finished(let result):
             return result
         case .stub(let source, let behavior):
-            return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: behavior,
-                                    requestSource: source)
+            return await stubResult(
+                target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: behavior,
+                requestSource: source)
         case .send(let outgoing, let requestType):
-            let result = await sendWithRetries(outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
-                                               retriers: retriers, progress: HTTPClientProgress())
+            let result = await sendWithRetries(
+                outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
+                retriers: retriers, progress: HTTPClientProgress())
             plugins.forEach { $0.didReceive(result, target: pluginTarget) }
             return result
         case .urlRequest(let stubBehavior):
-            return await urlRequestResult(target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
-                                          streamingBodiesAbove: streamingBodiesAbove)
+            return await urlRequestResult(
+                target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                streamingBodiesAbove: streamingBodiesAbove)
         }
     }
 
-    private func urlRequestResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
-                                  streamingBodiesAbove: Int?) async -> Result<Moya.Response, MoyaError> {
+    private func urlRequestResult(
+        _ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+        streamingBodiesAbove: Int?
+    ) async -> Result<Moya.Response, MoyaError> {
         let request: URLRequest
         switch await builtRequest(endpoint) {
         case .success(let built): request = built
@@ -62,8 +75,9 @@ extension MoyaProvider {
 
         guard case .never = stubBehavior else {
             let prepared = notifyPluginsOfImpendingStub(for: request, target: target)
-            return await stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
-                                    requestSource: RequestTypeWrapper(request: prepared))
+            return await stubResult(
+                target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: stubBehavior,
+                requestSource: RequestTypeWrapper(request: prepared))
         }
         var plan: TransferPlan
         do {
@@ -75,17 +89,20 @@ extension MoyaProvider {
         let prepared = plugins.reduce(request) { $1.prepare($0, target: pluginTarget) }
         let requestType = RequestTypeWrapper(request: prepared, sessionHeaders: session.headers)
         plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
-        let result = await sendWithRetries(URLRequestOutgoing(request: prepared, plan: plan), target: target,
-                                           pluginTarget: pluginTarget, requestType: requestType, retriers: retriers,
-                                           progress: HTTPClientProgress())
+        let result = await sendWithRetries(
+            URLRequestOutgoing(request: prepared, plan: plan), target: target,
+            pluginTarget: pluginTarget, requestType: requestType, retriers: retriers,
+            progress: HTTPClientProgress())
         plugins.forEach { $0.didReceive(result, target: pluginTarget) }
         return result
     }
 
     /// The synchronous part of ``unprocessedResult(_:pluginTarget:endpoint:streamingBodiesAbove:)`` (kept out of the
     /// async function, whose every local costs a task allocation).
-    private func transportStep(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
-                               streamingBodiesAbove: Int?) -> TransportStep {
+    private func transportStep(
+        _ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
+        streamingBodiesAbove: Int?
+    ) -> TransportStep {
         let stubBehavior = stubClosure(target)
         guard let lane = transportLane, let mapped = lane.mapping(endpoint) else { return .urlRequest(stubBehavior) }
         var request: TransportRequest
@@ -101,7 +118,8 @@ extension MoyaProvider {
             return .stub(announce(consume request, pluginTarget: pluginTarget), stubBehavior)
         }
         let requestType = announce(request, pluginTarget: pluginTarget)
-        return .send(TransportOutgoing(request, source: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
+        return .send(
+            TransportOutgoing(request, source: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
     }
 
     /// Runs the plugins' transport `prepare` on `request`.
@@ -133,8 +151,9 @@ extension MoyaProvider {
         case .success(var request):
             prepare(&request, lane: lane, pluginTarget: pluginTarget)
             let requestType = announce(consume request, pluginTarget: pluginTarget)
-            result = stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins,
-                                requestSource: requestType)
+            result = stubResult(
+                target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins,
+                requestSource: requestType)
         case .failure(let error):
             result = .failure(error)
         }
@@ -142,8 +161,10 @@ extension MoyaProvider {
     }
 
     /// A stub's result, after its delay (cancelling the task during the delay cancels the request).
-    private func stubResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, behavior: Moya.StubBehavior,
-                            requestSource: RequestTypeWrapper) async -> Result<Moya.Response, MoyaError> {
+    private func stubResult(
+        _ target: Target, pluginTarget: TargetType, endpoint: Endpoint, behavior: Moya.StubBehavior,
+        requestSource: RequestTypeWrapper
+    ) async -> Result<Moya.Response, MoyaError> {
         if case .delayed(let seconds) = behavior {
             do {
                 // Bounded to an hour; NaN (which `min`/`max` pass through) waits not at all rather than trapping.
@@ -153,7 +174,8 @@ extension MoyaProvider {
                 return cancelledResult(pluginTarget)
             }
         }
-        return stubResult(target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins, requestSource: requestSource)
+        return stubResult(
+            target, pluginTarget: pluginTarget, endpoint: endpoint, plugins: plugins, requestSource: requestSource)
     }
 
     /// The cancellation error, after the plugins' `didReceive`.

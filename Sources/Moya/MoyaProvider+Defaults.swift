@@ -1,16 +1,17 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 /// These functions are default mappings to `MoyaProvider`'s properties: endpoints, requests, session etc.
-public extension MoyaProvider {
+extension MoyaProvider {
     /// The endpoint for a target: `URL(target:)`, a `200` stub with `sampleData`, the target's method, task and
     /// headers.
     ///
     /// - Parameter target: The target to map.
     /// - Returns: The target's endpoint.
-    final class func defaultEndpointMapping(for target: Target) -> Endpoint {
+    public final class func defaultEndpointMapping(for target: Target) -> Endpoint {
         Endpoint(
             url: URL(target: target).absoluteString,
             sampleResponseClosure: { .networkResponse(200, target.sampleData) },
@@ -26,7 +27,7 @@ public extension MoyaProvider {
     /// - Parameters:
     ///   - endpoint: The endpoint to build the request of, with `Endpoint.urlRequest()`.
     ///   - closure: Called at once with the request or the error.
-    final class func defaultRequestMapping(for endpoint: Endpoint, closure: RequestResultClosure) {
+    public final class func defaultRequestMapping(for endpoint: Endpoint, closure: RequestResultClosure) {
         do {
             let urlRequest = try endpoint.urlRequest()
             closure(.success(urlRequest))
@@ -43,7 +44,7 @@ public extension MoyaProvider {
     /// client, with `startRequestsImmediately == false` (the name is kept from Moya; there is no Alamofire).
     ///
     /// - Returns: A new session that follows redirects and shares the process-wide HTTP client.
-    final class func defaultAlamofireSession() -> Session {
+    public final class func defaultAlamofireSession() -> Session {
         Session(headers: Session.defaultHTTPHeaders, startRequestsImmediately: false)
     }
 }

@@ -1,13 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPClientCore
 import Locking
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 // MARK: - Method
 
-public extension MoyaProvider {
+extension MoyaProvider {
 
     /// Performs normal requests: endpoint, stub behaviour, in-flight sharing, request closure, then the network or
     /// the stub. The completion (after the plugins' `process`) is called exactly once.
@@ -18,7 +19,10 @@ public extension MoyaProvider {
     ///   - progress: Called with upload or download progress.
     ///   - completion: Called once with the result.
     /// - Returns: A token that cancels the request.
-    func requestNormal(_ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion) -> Cancellable {
+    public func requestNormal(
+        _ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?,
+        completion: @escaping Moya.Completion
+    ) -> Cancellable {
         let endpoint = self.endpoint(target)
         let stubBehavior = self.stubClosure(target)
         let plugins = self.plugins
@@ -32,9 +36,10 @@ public extension MoyaProvider {
         let call: InflightCall
         let waiterToken: Cancellable
         if trackInflights {
-            let joined = inflight.join(identity: EndpointIdentity(endpoint), endpoint: endpoint,
-                                       completion: pluginsWithCompletion, queue: callbackQueue,
-                                       defaultQueue: defaultCallbackQueue)
+            let joined = inflight.join(
+                identity: EndpointIdentity(endpoint), endpoint: endpoint,
+                completion: pluginsWithCompletion, queue: callbackQueue,
+                defaultQueue: defaultCallbackQueue)
             if joined.isDuplicate { return joined.token }
             call = joined.call
             waiterToken = joined.token
@@ -66,7 +71,9 @@ public extension MoyaProvider {
                 return
             }
 
-            cancellableToken.innerCancellable = self.performRequest(target, request: request, callbackQueue: callbackQueue, progress: progress, completion: networkCompletion, endpoint: endpoint, stubBehavior: stubBehavior)
+            cancellableToken.innerCancellable = self.performRequest(
+                target, request: request, callbackQueue: callbackQueue, progress: progress,
+                completion: networkCompletion, endpoint: endpoint, stubBehavior: stubBehavior)
         }
 
         requestClosure(endpoint, performNetworking)
@@ -79,7 +86,7 @@ public extension MoyaProvider {
     /// - Parameters:
     ///   - completion: Called with `.failure(.underlying(NSError(domain: NSURLErrorDomain, code: -999), nil))`.
     ///   - target: The cancelled request's target, passed to the plugins' `didReceive`.
-    func cancelCompletion(_ completion: Moya.Completion, target: Target) {
+    public func cancelCompletion(_ completion: Moya.Completion, target: Target) {
         let error = MoyaError.underlying(MoyaProviderErrors.cancelled, nil)
         plugins.forEach { $0.didReceive(.failure(error), target: target) }
         completion(.failure(error))
@@ -95,7 +102,10 @@ public extension MoyaProvider {
     ///   - plugins: The plugins whose `didReceive` sees the result.
     ///   - request: The prepared request, which becomes the response's `request`.
     /// - Returns: The function that runs the stub.
-    final func createStubFunction(_ token: CancellableToken, forTarget target: Target, withCompletion completion: @escaping Moya.Completion, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> (() -> Void) {
+    public final func createStubFunction(
+        _ token: CancellableToken, forTarget target: Target, withCompletion completion: @escaping Moya.Completion,
+        endpoint: Endpoint, plugins: [PluginType], request: URLRequest
+    ) -> (() -> Void) {
         {
             if token.isCancelled {
                 self.cancelCompletion(completion, target: target)
@@ -106,21 +116,33 @@ public extension MoyaProvider {
     }
 
     /// The stubbed result (the sample response, validated), after the plugins' `didReceive`.
-    internal func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest) -> Result<Moya.Response, MoyaError> {
-        stubResult(target, pluginTarget: target, endpoint: endpoint, plugins: plugins, requestSource: RequestTypeWrapper(request: request))
+    internal func stubResult(_ target: Target, endpoint: Endpoint, plugins: [PluginType], request: URLRequest)
+        -> Result<Moya.Response, MoyaError>
+    {
+        stubResult(
+            target, pluginTarget: target, endpoint: endpoint, plugins: plugins,
+            requestSource: RequestTypeWrapper(request: request))
     }
 
     /// `pluginTarget`: `target` as the plugins get it (see `requestInCurrentTask`).
-    internal func stubResult(_ target: Target, pluginTarget: TargetType, endpoint: Endpoint, plugins: [PluginType],
-                             requestSource: RequestTypeWrapper) -> Result<Moya.Response, MoyaError> {
+    internal func stubResult(
+        _ target: Target, pluginTarget: TargetType, endpoint: Endpoint, plugins: [PluginType],
+        requestSource: RequestTypeWrapper
+    ) -> Result<Moya.Response, MoyaError> {
         let result: Result<Moya.Response, MoyaError>
         switch endpoint.sampleResponseClosure() {
         case .networkResponse(let statusCode, let data):
-            result = validated(.success(Moya.Response(statusCode: statusCode, data: data, requestSource: requestSource,
-                                                      response: nil)), target: target)
+            result = validated(
+                .success(
+                    Moya.Response(
+                        statusCode: statusCode, data: data, requestSource: requestSource,
+                        response: nil)), target: target)
         case .response(let customResponse, let data):
-            result = validated(.success(Moya.Response(statusCode: customResponse.statusCode, data: data,
-                                                      requestSource: requestSource, response: customResponse)), target: target)
+            result = validated(
+                .success(
+                    Moya.Response(
+                        statusCode: customResponse.statusCode, data: data,
+                        requestSource: requestSource, response: customResponse)), target: target)
         case .networkError(let error):
             result = .failure(MoyaError.underlying(error, nil))
         }
@@ -134,7 +156,7 @@ public extension MoyaProvider {
     ///   - request: The request the request closure built.
     ///   - target: The target being stubbed.
     /// - Returns: The request after every plugin's `prepare`, as their `willSend` saw it.
-    final func notifyPluginsOfImpendingStub(for request: URLRequest, target: Target) -> URLRequest {
+    public final func notifyPluginsOfImpendingStub(for request: URLRequest, target: Target) -> URLRequest {
         let preparedRequest = plugins.reduce(request) { $1.prepare($0, target: target) }
         let stubbedRequest = RequestTypeWrapper(request: preparedRequest, sessionHeaders: session.headers)
         plugins.forEach { $0.willSend(stubbedRequest, target: target) }
@@ -160,12 +182,19 @@ enum MoyaProviderErrors {
 
 extension MoyaProvider {
 
-    private func performRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion, endpoint: Endpoint, stubBehavior: Moya.StubBehavior) -> Cancellable {
+    private func performRequest(
+        _ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?,
+        completion: @escaping Moya.Completion, endpoint: Endpoint, stubBehavior: Moya.StubBehavior
+    ) -> Cancellable {
         switch stubBehavior {
         case .never:
-            return sendNetworkRequest(target, request: request, callbackQueue: callbackQueue, progress: progress, completion: completion, endpoint: endpoint)
+            return sendNetworkRequest(
+                target, request: request, callbackQueue: callbackQueue, progress: progress, completion: completion,
+                endpoint: endpoint)
         default:
-            return self.stubRequest(target, request: request, callbackQueue: callbackQueue, completion: completion, endpoint: endpoint, stubBehavior: stubBehavior)
+            return self.stubRequest(
+                target, request: request, callbackQueue: callbackQueue, completion: completion, endpoint: endpoint,
+                stubBehavior: stubBehavior)
         }
     }
 
@@ -179,7 +208,9 @@ extension MoyaProvider {
         default:
             if let form = endpoint.task.multipartFormData {
                 let method = Moya.Method(rawValue: request.httpMethod ?? endpoint.method.rawValue)
-                guard method.supportsMultipart else { throw MoyaRequestError.multipartNotSupported(method: method.rawValue) }
+                guard method.supportsMultipart else {
+                    throw MoyaRequestError.multipartNotSupported(method: method.rawValue)
+                }
                 guard !form.parts.isEmpty else { throw MoyaRequestError.emptyMultipartForm }
                 plan.upload = .multipart(form)
             }
@@ -187,7 +218,10 @@ extension MoyaProvider {
         return plan
     }
 
-    private func sendNetworkRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion, endpoint: Endpoint) -> Cancellable {
+    private func sendNetworkRequest(
+        _ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?,
+        completion: @escaping Moya.Completion, endpoint: Endpoint
+    ) -> Cancellable {
         let queue = callbackQueue ?? defaultCallbackQueue
         let plan: TransferPlan
         do {
@@ -196,7 +230,7 @@ extension MoyaProvider {
             // Moya calls fatalError here; a bad target is input, so it is reported (no willSend, like a request
             // closure failure).
             completion(.failure(.underlying(error, nil)))
-            return CancellableToken { }
+            return CancellableToken {}
         }
 
         // What Moya's request interceptor does in `adapt`: prepare (chained, in order), then willSend.
@@ -214,9 +248,10 @@ extension MoyaProvider {
 
         let task = AsyncTask { [self] in
             let outgoing = URLRequestOutgoing(request: context.value.request, plan: context.value.plan)
-            let result = await self.sendWithRetries(outgoing, target: context.value.target, pluginTarget: context.value.target,
-                                                    requestType: requestType, retriers: self.retriers,
-                                                    progress: tracker.clientProgress)
+            let result = await self.sendWithRetries(
+                outgoing, target: context.value.target, pluginTarget: context.value.target,
+                requestType: requestType, retriers: self.retriers,
+                progress: tracker.clientProgress)
             queue.async {
                 self.plugins.forEach { $0.didReceive(result, target: context.value.target) }
                 tracker.finish(response: try? result.get())
@@ -230,10 +265,13 @@ extension MoyaProvider {
     /// `RequestRetrier` plugins whether to send again. Neither happens once an attempt has started
     /// pulling a body streamed from an async sequence (what it took is gone); before that (a connection that could not
     /// be opened) both can.
-    func sendWithRetries<Request: OutgoingRequest>(_ preparedRequest: Request, target: Target, pluginTarget: TargetType,
-                                                   requestType: RequestTypeWrapper, retriers: [RetrierPlugin],
-                                                   progress: HTTPClientProgress) async
-        -> Result<Moya.Response, MoyaError> {
+    func sendWithRetries<Request: OutgoingRequest>(
+        _ preparedRequest: Request, target: Target, pluginTarget: TargetType,
+        requestType: RequestTypeWrapper, retriers: [RetrierPlugin],
+        progress: HTTPClientProgress
+    ) async
+        -> Result<Moya.Response, MoyaError>
+    {
         var request = preparedRequest
         var attempt = 0
         var answeredChallenge = false
@@ -242,7 +280,8 @@ extension MoyaProvider {
         let maximumAttempts = 16
         while true {
             if !adapters.isEmpty && !keepsAdaptation,
-               let failure = await adapted(&request, pluginTarget: pluginTarget) {
+                let failure = await adapted(&request, pluginTarget: pluginTarget)
+            {
                 return .failure(failure)
             }
             keepsAdaptation = false
@@ -251,8 +290,10 @@ extension MoyaProvider {
             guard request.canBeSentAgain else { return result }
 
             if !answeredChallenge, let credential = requestType.credential,
-               let authorization = AuthenticationChallenge.authorization(answering: result, method: request.digestMethod,
-                                                                         uri: request.digestURI, credential: credential) {
+                let authorization = AuthenticationChallenge.authorization(
+                    answering: result, method: request.digestMethod,
+                    uri: request.digestURI, credential: credential)
+            {
                 answeredChallenge = true
                 request.authorize(authorization)
                 keepsAdaptation = true
@@ -266,8 +307,10 @@ extension MoyaProvider {
                 if case .doNotRetry = decision { continue }
                 break
             }
-            if case .doNotRetryWithError(let error) = decision { return .failure(.underlying(error, result.httpResponse)) }
-            guard case let .retry(delay, newRequest) = decision else { return result }
+            if case .doNotRetryWithError(let error) = decision {
+                return .failure(.underlying(error, result.httpResponse))
+            }
+            guard case .retry(let delay, let newRequest) = decision else { return result }
             if delay > 0 {
                 do {
                     try await AsyncTask.sleep(nanoseconds: UInt64(min(delay, 3600) * 1_000_000_000))
@@ -281,12 +324,16 @@ extension MoyaProvider {
     }
 
     /// Runs the `RequestAdapter` plugins on `request` for its next attempt; the error that fails it, if one threw.
-    private func adapted<Request: OutgoingRequest>(_ request: inout Request, pluginTarget: TargetType) async -> MoyaError? {
+    private func adapted<Request: OutgoingRequest>(_ request: inout Request, pluginTarget: TargetType) async
+        -> MoyaError?
+    {
         do {
             for adapter in adapters { try await request.adapt(with: adapter, target: pluginTarget, in: session) }
             return nil
         } catch {
-            if AsyncTask.isCancelled || error is CancellationError { return .underlying(MoyaProviderErrors.cancelled, nil) }
+            if AsyncTask.isCancelled || error is CancellationError {
+                return .underlying(MoyaProviderErrors.cancelled, nil)
+            }
             return TransportErrors.moyaError(for: error)
         }
     }
@@ -294,7 +341,9 @@ extension MoyaProvider {
     /// The result, or the status-code failure when the target's validation rejects its response (real and stubbed
     /// requests fail validation the same way; Moya wraps an AFError for real ones).
     func validated(_ result: Result<Moya.Response, MoyaError>, target: Target) -> Result<Moya.Response, MoyaError> {
-        guard case .success(let response) = result, !target.validationType.accepts(response.statusCode) else { return result }
+        guard case .success(let response) = result, !target.validationType.accepts(response.statusCode) else {
+            return result
+        }
         return .failure(.underlying(MoyaError.statusCode(response), response))
     }
 }
@@ -316,7 +365,9 @@ final class ProgressTracker: @unchecked Sendable {
 
     var clientProgress: HTTPClientProgress {
         guard block.value != nil else { return HTTPClientProgress() }
-        let update: @Sendable (Int64, Int64?) -> Void = { [self] completed, total in self.update(completed: completed, total: total) }
+        let update: @Sendable (Int64, Int64?) -> Void = { [self] completed, total in
+            self.update(completed: completed, total: total)
+        }
         return isUpload ? HTTPClientProgress(upload: update) : HTTPClientProgress(download: update)
     }
 
@@ -367,7 +418,9 @@ final class InflightCall: @unchecked Sendable {
     var completions: [Moya.Completion] { lock.withLock { waiters.map(\.completion) } }
 
     /// Adds a waiter and returns its token, or nil when the call has already finished.
-    func addWaiter(_ completion: @escaping Moya.Completion, queue: DispatchQueue?, isAsync: Bool = false) -> Cancellable? {
+    func addWaiter(_ completion: @escaping Moya.Completion, queue: DispatchQueue?, isAsync: Bool = false)
+        -> Cancellable?
+    {
         let id: Int? = lock.withLock {
             guard !finished else { return nil }
             nextID += 1
@@ -438,10 +491,14 @@ final class InflightRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var calls: [EndpointIdentity: InflightCall] = [:]
 
-    func join(identity: EndpointIdentity, endpoint: Endpoint, completion: @escaping Moya.Completion,
-              queue: DispatchQueue?, defaultQueue: DispatchQueue, isAsync: Bool = false) -> Joined {
+    func join(
+        identity: EndpointIdentity, endpoint: Endpoint, completion: @escaping Moya.Completion,
+        queue: DispatchQueue?, defaultQueue: DispatchQueue, isAsync: Bool = false
+    ) -> Joined {
         lock.withLock {
-            if let existing = calls[identity], let token = existing.addWaiter(completion, queue: queue, isAsync: isAsync) {
+            if let existing = calls[identity],
+                let token = existing.addWaiter(completion, queue: queue, isAsync: isAsync)
+            {
                 return Joined(call: existing, token: token, isDuplicate: true)
             }
             let call = InflightCall(endpoint: endpoint, identity: identity, defaultQueue: defaultQueue)

@@ -22,9 +22,10 @@ extension MoyaProvider {
         }
         let endpoint = self.endpoint(target)
         let waiter = PendingResult<Result<Moya.Response, MoyaError>>()
-        let joined = inflight.join(identity: EndpointIdentity(endpoint), endpoint: endpoint,
-                                   completion: { waiter.deliver($0) }, queue: nil, defaultQueue: defaultCallbackQueue,
-                                   isAsync: true)
+        let joined = inflight.join(
+            identity: EndpointIdentity(endpoint), endpoint: endpoint,
+            completion: { waiter.deliver($0) }, queue: nil, defaultQueue: defaultCallbackQueue,
+            isAsync: true)
         if !joined.isDuplicate {
             startSharedRequest(joined.call, target: target, pluginTarget: pluginTarget)
         }
@@ -42,8 +43,9 @@ extension MoyaProvider {
         let inflight = self.inflight
         let context = UncheckedSendable((target: target, pluginTarget: pluginTarget, endpoint: call.endpoint))
         let task = AsyncTask.immediate(executorPreference: session.client.currentLoop) { [self] in
-            let result = await unprocessedResult(context.value.target, pluginTarget: context.value.pluginTarget,
-                                                 endpoint: context.value.endpoint)
+            let result = await unprocessedResult(
+                context.value.target, pluginTarget: context.value.pluginTarget,
+                endpoint: context.value.endpoint)
             call.finish(result, viaQueues: true)
             inflight.remove(call)
         }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -61,7 +62,10 @@ public protocol MoyaProviderType: AnyObject {
     ///   - progress: Called with upload or download progress.
     ///   - completion: Called once with the result.
     /// - Returns: A token that cancels the request.
-    func request(_ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?, completion: @escaping Moya.Completion) -> Cancellable
+    func request(
+        _ target: Target, callbackQueue: DispatchQueue?, progress: Moya.ProgressBlock?,
+        completion: @escaping Moya.Completion
+    ) -> Cancellable
 }
 
 /// Request provider class. Requests should be made through this class only.
@@ -151,13 +155,15 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     ///   - session: The session requests are sent with; ``defaultAlamofireSession()`` by default.
     ///   - plugins: Plugins called for every request, in order.
     ///   - trackInflights: Whether identical requests in flight share one network call.
-    public init(endpointClosure: @escaping EndpointClosure = MoyaProvider.defaultEndpointMapping,
-                requestClosure: @escaping RequestClosure = MoyaProvider.defaultRequestMapping,
-                stubClosure: @escaping StubClosure = MoyaProvider.neverStub,
-                callbackQueue: DispatchQueue? = nil,
-                session: Session = MoyaProvider<Target>.defaultAlamofireSession(),
-                plugins: [PluginType] = [],
-                trackInflights: Bool = false) {
+    public init(
+        endpointClosure: @escaping EndpointClosure = MoyaProvider.defaultEndpointMapping,
+        requestClosure: @escaping RequestClosure = MoyaProvider.defaultRequestMapping,
+        stubClosure: @escaping StubClosure = MoyaProvider.neverStub,
+        callbackQueue: DispatchQueue? = nil,
+        session: Session = MoyaProvider<Target>.defaultAlamofireSession(),
+        plugins: [PluginType] = [],
+        trackInflights: Bool = false
+    ) {
 
         self.endpointClosure = endpointClosure
         self.requestClosure = requestClosure
@@ -179,11 +185,14 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// `requestClosure` (which must then make the same request) and sends them without a `URLRequest`, when every
     /// plugin is a `TransportPlugin`, every retrier a `TransportRetrier`, and the session does not follow redirects.
     /// Otherwise, and for endpoints the mapping returns nil for, it sends as `request` does.
-    package convenience init(endpointClosure: @escaping EndpointClosure, requestClosure: @escaping RequestClosure,
-                             stubClosure: @escaping StubClosure, session: Session, plugins: [PluginType],
-                             trackInflights: Bool, transportMapping: @escaping TransportLane.Mapping) {
-        self.init(endpointClosure: endpointClosure, requestClosure: requestClosure, stubClosure: stubClosure,
-                  session: session, plugins: plugins, trackInflights: trackInflights)
+    package convenience init(
+        endpointClosure: @escaping EndpointClosure, requestClosure: @escaping RequestClosure,
+        stubClosure: @escaping StubClosure, session: Session, plugins: [PluginType],
+        trackInflights: Bool, transportMapping: @escaping TransportLane.Mapping
+    ) {
+        self.init(
+            endpointClosure: endpointClosure, requestClosure: requestClosure, stubClosure: stubClosure,
+            session: session, plugins: plugins, trackInflights: trackInflights)
         transportLane = TransportLane(mapping: transportMapping, plugins: plugins, session: session)
     }
 
@@ -205,10 +214,12 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     ///   - completion: called exactly once, also when the request is cancelled.
     /// - Returns: A token that cancels the request.
     @discardableResult
-    open func request(_ target: Target,
-                      callbackQueue: DispatchQueue? = .none,
-                      progress: ProgressBlock? = .none,
-                      completion: @escaping Completion) -> Cancellable {
+    open func request(
+        _ target: Target,
+        callbackQueue: DispatchQueue? = .none,
+        progress: ProgressBlock? = .none,
+        completion: @escaping Completion
+    ) -> Cancellable {
 
         let callbackQueue = callbackQueue ?? self.callbackQueue
         return requestNormal(target, callbackQueue: callbackQueue, progress: progress, completion: completion)
@@ -230,12 +241,17 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     ///     `MoyaRequestError.stubBehaviorNever`.
     /// - Returns: A token that cancels the stub.
     @discardableResult
-    open func stubRequest(_ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, completion: @escaping Moya.Completion, endpoint: Endpoint, stubBehavior: Moya.StubBehavior) -> CancellableToken {
+    open func stubRequest(
+        _ target: Target, request: URLRequest, callbackQueue: DispatchQueue?, completion: @escaping Moya.Completion,
+        endpoint: Endpoint, stubBehavior: Moya.StubBehavior
+    ) -> CancellableToken {
         let callbackQueue = callbackQueue ?? self.callbackQueue
-        let cancellableToken = CancellableToken { }
+        let cancellableToken = CancellableToken {}
         let preparedRequest = notifyPluginsOfImpendingStub(for: request, target: target)
         let plugins = self.plugins
-        let stub: () -> Void = createStubFunction(cancellableToken, forTarget: target, withCompletion: completion, endpoint: endpoint, plugins: plugins, request: preparedRequest)
+        let stub: () -> Void = createStubFunction(
+            cancellableToken, forTarget: target, withCompletion: completion, endpoint: endpoint, plugins: plugins,
+            request: preparedRequest)
         let once = OnceAction(stub)
         switch stubBehavior {
         case .immediate:
@@ -250,7 +266,10 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
             queue.asyncAfter(deadline: .now() + max(delay, 0)) { once.run() }
             // Cancelling a delayed stub completes it right away (with the cancellation error) instead of at the
             // deadline.
-            return CancellableToken { cancellableToken.cancel(); queue.async { once.run() } }
+            return CancellableToken {
+                cancellableToken.cancel()
+                queue.async { once.run() }
+            }
         case .never:
             // Moya calls fatalError; report it instead.
             let error = MoyaError.underlying(MoyaRequestError.stubBehaviorNever, nil)
@@ -276,7 +295,7 @@ public enum StubBehavior {
     case delayed(seconds: TimeInterval)
 }
 
-public extension MoyaProvider {
+extension MoyaProvider {
 
     // Swift won't let us put the StubBehavior enum inside the provider class, so we'll
     // at least add some class functions to allow easy access to common stubbing closures.
@@ -284,18 +303,18 @@ public extension MoyaProvider {
     /// Do not stub.
     ///
     /// - Returns: `.never`.
-    final class func neverStub(_: Target) -> Moya.StubBehavior { .never }
+    public final class func neverStub(_: Target) -> Moya.StubBehavior { .never }
 
     /// Return a response immediately.
     ///
     /// - Returns: `.immediate`.
-    final class func immediatelyStub(_: Target) -> Moya.StubBehavior { .immediate }
+    public final class func immediatelyStub(_: Target) -> Moya.StubBehavior { .immediate }
 
     /// Return a response after a delay.
     ///
     /// - Parameter seconds: The delay.
     /// - Returns: A stub closure answering `.delayed(seconds: seconds)` for every target.
-    final class func delayedStub(_ seconds: TimeInterval) -> (Target) -> Moya.StubBehavior {
+    public final class func delayedStub(_ seconds: TimeInterval) -> (Target) -> Moya.StubBehavior {
         { _ in .delayed(seconds: seconds) }
     }
 }
@@ -309,23 +328,26 @@ public extension MoyaProvider {
 ///   - error: The error the request failed with, if any.
 /// - Returns: `.success` with a ``Response`` when there is a response and no error; otherwise
 ///   `.failure(.underlying(error, response))`, with `NSURLErrorUnknown` when there is neither.
-public func convertResponseToResult(_ response: HTTPURLResponse?, request: URLRequest?, data: Data?, error: Swift.Error?) ->
-    Result<Moya.Response, MoyaError> {
-        switch (response, data, error) {
-        case let (.some(response), data, .none):
-            let response = Moya.Response(statusCode: response.statusCode, data: data ?? Data(), request: request, response: response)
-            return .success(response)
-        case let (.some(response), _, .some(error)):
-            let response = Moya.Response(statusCode: response.statusCode, data: data ?? Data(), request: request, response: response)
-            let error = MoyaError.underlying(error, response)
-            return .failure(error)
-        case let (_, _, .some(error)):
-            let error = MoyaError.underlying(error, nil)
-            return .failure(error)
-        default:
-            let error = MoyaError.underlying(NSError(domain: NSURLErrorDomain, code: NSURLErrorUnknown, userInfo: nil), nil)
-            return .failure(error)
-        }
+public func convertResponseToResult(
+    _ response: HTTPURLResponse?, request: URLRequest?, data: Data?, error: Swift.Error?
+) -> Result<Moya.Response, MoyaError> {
+    switch (response, data, error) {
+    case (.some(let response), let data, .none):
+        let response = Moya.Response(
+            statusCode: response.statusCode, data: data ?? Data(), request: request, response: response)
+        return .success(response)
+    case (.some(let response), _, .some(let error)):
+        let response = Moya.Response(
+            statusCode: response.statusCode, data: data ?? Data(), request: request, response: response)
+        let error = MoyaError.underlying(error, response)
+        return .failure(error)
+    case (_, _, .some(let error)):
+        let error = MoyaError.underlying(error, nil)
+        return .failure(error)
+    default:
+        let error = MoyaError.underlying(NSError(domain: NSURLErrorDomain, code: NSURLErrorUnknown, userInfo: nil), nil)
+        return .failure(error)
+    }
 }
 
 /// Runs an action at most once, whichever caller gets there first.

@@ -23,11 +23,11 @@ public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
         /// - Returns: `true` when they provide the same content.
         public static func == (lhs: FormDataProvider, rhs: FormDataProvider) -> Bool {
             switch (lhs, rhs) {
-            case let (.data(lhsData), .data(rhsData)):
+            case (.data(let lhsData), .data(let rhsData)):
                 return lhsData == rhsData
-            case let (.file(lhsURL), .file(rhsURL)):
+            case (.file(let lhsURL), .file(let rhsURL)):
                 return lhsURL == rhsURL
-            case let (.stream(lhsStream, lhsLength), .stream(rhsStream, rhsLength)):
+            case (.stream(let lhsStream, let lhsLength), .stream(let rhsStream, let rhsLength)):
                 return lhsStream === rhsStream && lhsLength == rhsLength
             default:
                 return false
@@ -45,7 +45,7 @@ public struct MultipartFormData: Hashable, ExpressibleByArrayLiteral {
             case .file(let url):
                 hasher.combine(1)
                 hasher.combine(url)
-            case let .stream(stream, length):
+            case .stream(let stream, let length):
                 hasher.combine(2)
                 hasher.combine(ObjectIdentifier(stream))
                 hasher.combine(length)
@@ -111,7 +111,9 @@ public struct MultipartFormBodyPart: Hashable {
     ///   - fileName: The file name sent for the part. For a file part without both a file name and a MIME type,
     ///     the file's own name and the type of its extension are sent.
     ///   - mimeType: The part's `Content-Type`.
-    public init(provider: MultipartFormData.FormDataProvider, name: String, fileName: String? = nil, mimeType: String? = nil) {
+    public init(
+        provider: MultipartFormData.FormDataProvider, name: String, fileName: String? = nil, mimeType: String? = nil
+    ) {
         self.provider = provider
         self.name = name
         self.fileName = fileName
@@ -148,9 +150,10 @@ extension RequestMultipartFormData {
                 } else {
                     append(url, withName: bodyPart.name)
                 }
-            case let .stream(stream, length):
-                append(stream, withLength: length, name: bodyPart.name, fileName: bodyPart.fileName ?? "",
-                       mimeType: bodyPart.mimeType ?? "")
+            case .stream(let stream, let length):
+                append(
+                    stream, withLength: length, name: bodyPart.name, fileName: bodyPart.fileName ?? "",
+                    mimeType: bodyPart.mimeType ?? "")
             }
         }
     }

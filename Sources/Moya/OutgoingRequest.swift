@@ -1,9 +1,10 @@
 import Foundation
+import HTTPClientCore
+import Synchronization
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import Synchronization
 
 /// A prepared request as the provider sends it, again when a challenge or a retrier asks: a `URLRequest` through the
 /// session (redirects, uploads, downloads), or a `TransportRequest` straight to the client.
@@ -19,8 +20,10 @@ protocol OutgoingRequest {
     /// Sets `Authorization` (answering a challenge).
     mutating func authorize(_ value: String)
     /// What `retrier` decides about `result`.
-    func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
-                  attempt: Int) async -> RetryDecision
+    func decision(
+        of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision
     /// Goes on with the request a retrier returned.
     mutating func replace(with request: URLRequest, in session: Session)
     /// Lets `adapter` adapt the request for the next attempt (see ``RequestAdapter``).
@@ -42,8 +45,9 @@ struct URLRequestOutgoing: OutgoingRequest {
             return .failure(.underlying(error, nil))
         }
         do {
-            (head, data) = try await session.send(request, upload: plan.upload, progress: progress,
-                                                  streamingBodiesAbove: plan.destination == nil ? plan.streamingBodiesAbove : nil)
+            (head, data) = try await session.send(
+                request, upload: plan.upload, progress: progress,
+                streamingBodiesAbove: plan.destination == nil ? plan.streamingBodiesAbove : nil)
         } catch {
             return .failure(TransportErrors.moyaError(for: error))
         }
@@ -77,8 +81,10 @@ struct URLRequestOutgoing: OutgoingRequest {
         request.setValue(value, forHTTPHeaderField: "Authorization")
     }
 
-    func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
-                  attempt: Int) async -> RetryDecision {
+    func decision(
+        of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
         await retrier.retrier.retry(request, for: target, dueTo: result, attempt: attempt)
     }
 
@@ -105,7 +111,8 @@ struct TransportOutgoing: OutgoingRequest {
         self.streamingBodiesAbove = streamingBodiesAbove
         if case .stream(let stream, let length) = request.http.body {
             let tracked = TrackedBodyStream(stream)
-            self.request.http.body = .stream(AsyncThrowingStream(unfolding: { try await tracked.next() }), length: length)
+            self.request.http.body = .stream(
+                AsyncThrowingStream(unfolding: { try await tracked.next() }), length: length)
             bodyPulled = tracked
         } else {
             bodyPulled = nil
@@ -114,7 +121,8 @@ struct TransportOutgoing: OutgoingRequest {
 
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
         do {
-            let (head, data) = try await session.send(request, progress: progress, streamingBodiesAbove: streamingBodiesAbove)
+            let (head, data) = try await session.send(
+                request, progress: progress, streamingBodiesAbove: streamingBodiesAbove)
             return .success(Moya.Response(transport: head, data: data, requestSource: source))
         } catch {
             return .failure(TransportErrors.moyaError(for: error))
@@ -132,8 +140,10 @@ struct TransportOutgoing: OutgoingRequest {
         source = RequestTypeWrapper(transport: request)
     }
 
-    func decision(of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
-                  attempt: Int) async -> RetryDecision {
+    func decision(
+        of retrier: RetrierPlugin, target: TargetType, result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
         if let transportRetrier = retrier.transport {
             return await transportRetrier.retry(request, for: target, dueTo: result, attempt: attempt)
         }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -140,9 +141,11 @@ public struct URLEncoding: ParameterEncoding {
     ///   - destination: Where the parameters go; `.methodDependent` by default.
     ///   - arrayEncoding: How array keys are written; `.brackets` by default.
     ///   - boolEncoding: How Booleans are written; `.numeric` by default.
-    public init(destination: Destination = .methodDependent,
-                arrayEncoding: ArrayEncoding = .brackets,
-                boolEncoding: BoolEncoding = .numeric) {
+    public init(
+        destination: Destination = .methodDependent,
+        arrayEncoding: ArrayEncoding = .brackets,
+        boolEncoding: BoolEncoding = .numeric
+    ) {
         self.destination = destination
         self.arrayEncoding = arrayEncoding
         self.boolEncoding = boolEncoding
@@ -172,7 +175,8 @@ public struct URLEncoding: ParameterEncoding {
             }
         } else {
             if urlRequest.value(forHTTPHeaderField: "Content-Type") == nil {
-                urlRequest.setValue("application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
+                urlRequest.setValue(
+                    "application/x-www-form-urlencoded; charset=utf-8", forHTTPHeaderField: "Content-Type")
             }
             urlRequest.httpBody = Data(query(parameters).utf8)
         }
@@ -234,7 +238,7 @@ extension NSNumber {
 extension CharacterSet {
     /// `urlQueryAllowed` minus the RFC 3986 general and sub-delimiters, except `?` and `/`.
     public static let afURLQueryAllowed: CharacterSet = {
-        let generalDelimitersToEncode = ":#[]@" // does not include "?" or "/" due to RFC 3986 - Section 3.4
+        let generalDelimitersToEncode = ":#[]@"  // does not include "?" or "/" due to RFC 3986 - Section 3.4
         let subDelimitersToEncode = "!$&'()*+,;="
         let encodableDelimiters = CharacterSet(charactersIn: "\(generalDelimitersToEncode)\(subDelimitersToEncode)")
         return CharacterSet.urlQueryAllowed.subtracting(encodableDelimiters)
@@ -291,7 +295,8 @@ public struct JSONEncoding: ParameterEncoding {
     ///     nil leaves the request unchanged.
     /// - Returns: The encoded request.
     /// - Throws: `ParameterEncodingFailure.jsonEncodingFailed` when the object is not valid JSON.
-    public func encode(_ urlRequest: URLRequestConvertible, withJSONObject jsonObject: Any? = nil) throws -> URLRequest {
+    public func encode(_ urlRequest: URLRequestConvertible, withJSONObject jsonObject: Any? = nil) throws -> URLRequest
+    {
         var urlRequest = try urlRequest.asURLRequest()
         guard let jsonObject else { return urlRequest }
         guard JSONSerialization.isValidJSONObject(jsonObject) else {

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -46,28 +47,28 @@ public protocol PluginType {
     func process(_ result: Result<Moya.Response, MoyaError>, target: TargetType) -> Result<Moya.Response, MoyaError>
 }
 
-public extension PluginType {
+extension PluginType {
     /// Returns the request unchanged.
     ///
     /// - Parameters:
     ///   - request: The request.
     ///   - target: The request's target.
     /// - Returns: `request`.
-    func prepare(_ request: URLRequest, target: TargetType) -> URLRequest { request }
+    public func prepare(_ request: URLRequest, target: TargetType) -> URLRequest { request }
 
     /// Does nothing.
     ///
     /// - Parameters:
     ///   - request: The prepared request.
     ///   - target: The request's target.
-    func willSend(_ request: RequestType, target: TargetType) { }
+    public func willSend(_ request: RequestType, target: TargetType) {}
 
     /// Does nothing.
     ///
     /// - Parameters:
     ///   - result: The result.
     ///   - target: The request's target.
-    func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType) { }
+    public func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType) {}
 
     /// Returns the result unchanged.
     ///
@@ -75,7 +76,9 @@ public extension PluginType {
     ///   - result: The result.
     ///   - target: The request's target.
     /// - Returns: `result`.
-    func process(_ result: Result<Moya.Response, MoyaError>, target: TargetType) -> Result<Moya.Response, MoyaError> { result }
+    public func process(_ result: Result<Moya.Response, MoyaError>, target: TargetType) -> Result<
+        Moya.Response, MoyaError
+    > { result }
 }
 
 /// Request type used by `willSend` plugin function.
@@ -136,7 +139,9 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
 
     var request: URLRequest? {
         let current = state.withLock { state in
-            if case .pending(let transport) = state.value { state = UncheckedSendable(.made(URLRequest(transport: transport))) }
+            if case .pending(let transport) = state.value {
+                state = UncheckedSendable(.made(URLRequest(transport: transport)))
+            }
             return state
         }
         guard case .made(let request) = current.value else { return nil }
@@ -158,7 +163,8 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     }
 
     @discardableResult
-    func authenticate(username: String, password: String, persistence: URLCredential.Persistence = .forSession) -> Self {
+    func authenticate(username: String, password: String, persistence: URLCredential.Persistence = .forSession) -> Self
+    {
         authenticate(with: URLCredential(user: username, password: password, persistence: persistence))
     }
 
@@ -176,7 +182,8 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
 
     /// The cURL command for the request (Alamofire's format).
     func cURLDescription() -> String {
-        CURLFormatter.describe(request: request, sessionHeaders: sessionHeaders, credential: credential, redactedHeaders: [])
+        CURLFormatter.describe(
+            request: request, sessionHeaders: sessionHeaders, credential: credential, redactedHeaders: [])
     }
 }
 
@@ -184,8 +191,10 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
 enum CURLFormatter {
     static let redacted = "[REDACTED]"
 
-    static func describe(request: URLRequest?, sessionHeaders: [String: String], credential: URLCredential?,
-                         redactedHeaders: Set<String>) -> String {
+    static func describe(
+        request: URLRequest?, sessionHeaders: [String: String], credential: URLCredential?,
+        redactedHeaders: Set<String>
+    ) -> String {
         guard let request, let url = request.url, let method = request.httpMethod else {
             return "$ curl command could not be created"
         }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -17,17 +18,20 @@ public protocol RequestInterceptor: Sendable {
     ///   - urlRequest: The request about to be sent, after the plugins' `prepare`.
     ///   - session: The session sending it.
     ///   - completion: Called once, from any thread, with the request to send or the error that fails the request.
-    func adapt(_ urlRequest: URLRequest, for session: Session, completion: @escaping (Result<URLRequest, Error>) -> Void)
+    func adapt(
+        _ urlRequest: URLRequest, for session: Session, completion: @escaping (Result<URLRequest, Error>) -> Void)
 }
 
-public extension RequestInterceptor {
+extension RequestInterceptor {
     /// Sends the request unchanged.
     ///
     /// - Parameters:
     ///   - urlRequest: The request about to be sent.
     ///   - session: The session sending it.
     ///   - completion: Called at once with `.success(urlRequest)`.
-    func adapt(_ urlRequest: URLRequest, for session: Session, completion: @escaping (Result<URLRequest, Error>) -> Void) {
+    public func adapt(
+        _ urlRequest: URLRequest, for session: Session, completion: @escaping (Result<URLRequest, Error>) -> Void
+    ) {
         completion(.success(urlRequest))
     }
 }

@@ -37,7 +37,8 @@ open class RequestMultipartFormData: @unchecked Sendable {
             case .bodyPartFilenameInvalid(let url): return "The URL provided does not have a valid filename: \(url)"
             case .bodyPartFileNotReachable(let url): return "The URL provided is not reachable: \(url)"
             case .bodyPartFileIsDirectory(let url): return "The URL provided is a directory: \(url)"
-            case .bodyPartFileSizeNotAvailable(let url): return "Could not fetch the file size from the provided URL: \(url)"
+            case .bodyPartFileSizeNotAvailable(let url):
+                return "Could not fetch the file size from the provided URL: \(url)"
             case .inputStreamReadFailed(let error): return "InputStream read failed with error: \(error)"
             case .outputStreamFileAlreadyExists(let url): return "A file already exists at the provided URL: \(url)"
             case .outputStreamWriteFailed(let error): return "OutputStream write failed with error: \(error)"
@@ -117,7 +118,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
             setBodyPartError(.bodyPartFilenameInvalid(in: fileURL))
             return
         }
-        append(fileURL, withName: name, fileName: fileName, mimeType: RequestMultipartFormData.mimeType(forPathExtension: pathExtension))
+        append(
+            fileURL, withName: name, fileName: fileName,
+            mimeType: RequestMultipartFormData.mimeType(forPathExtension: pathExtension))
     }
 
     /// Appends a file part with the given file name and MIME type.
@@ -157,7 +160,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
     ///   - name: The form field's name.
     ///   - fileName: The file name sent.
     ///   - mimeType: The part's `Content-Type`.
-    public func append(_ stream: InputStream, withLength length: UInt64, name: String, fileName: String, mimeType: String) {
+    public func append(
+        _ stream: InputStream, withLength length: UInt64, name: String, fileName: String, mimeType: String
+    ) {
         let headers = contentHeaders(withName: name, fileName: fileName, mimeType: mimeType)
         bodyParts.append(BodyPart(headers: headers, source: .stream(stream), length: length))
     }
@@ -187,7 +192,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
             case .data(let data):
                 encoded.append(data)
             case .file(let url):
-                do { encoded.append(try Data(contentsOf: url)) } catch { throw EncodingError.inputStreamReadFailed(error: error) }
+                do { encoded.append(try Data(contentsOf: url)) } catch {
+                    throw EncodingError.inputStreamReadFailed(error: error)
+                }
             case .stream(let stream):
                 encoded.append(try RequestMultipartFormData.readAll(stream, bufferSize: streamBufferSize))
             }
@@ -202,7 +209,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
     /// - Throws: An ``EncodingError``.
     public func writeEncodedData(to fileURL: URL) throws {
         if let bodyPartError { throw bodyPartError }
-        if fileManager.fileExists(atPath: fileURL.path) { throw EncodingError.outputStreamFileAlreadyExists(at: fileURL) }
+        if fileManager.fileExists(atPath: fileURL.path) {
+            throw EncodingError.outputStreamFileAlreadyExists(at: fileURL)
+        }
         guard fileURL.isFileURL else { throw EncodingError.bodyPartURLInvalid(url: fileURL) }
         do { try encode().write(to: fileURL) } catch let error as EncodingError { throw error } catch {
             throw EncodingError.outputStreamWriteFailed(error: error)
@@ -220,7 +229,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
     }
 
     /// A chunked stream of the encoded body, reading file and stream parts lazily, and its total length.
-    func makeBodyStream(chunkSize: Int = 64 * 1024) throws -> (stream: AsyncThrowingStream<[UInt8], Error>, length: Int64) {
+    func makeBodyStream(chunkSize: Int = 64 * 1024) throws -> (
+        stream: AsyncThrowingStream<[UInt8], Error>, length: Int64
+    ) {
         if let bodyPartError { throw bodyPartError }
         var segments: [MultipartBodyReader.Segment] = []
         for (index, part) in bodyParts.enumerated() {
@@ -249,7 +260,9 @@ open class RequestMultipartFormData: @unchecked Sendable {
         return Data((boundaryString + headerText).utf8)
     }
 
-    private func contentHeaders(withName name: String, fileName: String? = nil, mimeType: String? = nil) -> [(name: String, value: String)] {
+    private func contentHeaders(withName name: String, fileName: String? = nil, mimeType: String? = nil) -> [(
+        name: String, value: String
+    )] {
         var disposition = "form-data; name=\"\(name)\""
         if let fileName { disposition += "; filename=\"\(fileName)\"" }
         var headers: [(name: String, value: String)] = [("Content-Disposition", disposition)]
@@ -286,7 +299,7 @@ open class RequestMultipartFormData: @unchecked Sendable {
             "svg": "image/svg+xml", "ico": "image/vnd.microsoft.icon", "bmp": "image/bmp", "tif": "image/tiff",
             "tiff": "image/tiff", "heic": "image/heic", "mp3": "audio/mpeg", "wav": "audio/wav", "m4a": "audio/mp4",
             "mp4": "video/mp4", "mov": "video/quicktime", "webm": "video/webm", "yaml": "application/yaml",
-            "yml": "application/yaml", "md": "text/markdown", "rtf": "application/rtf", "wasm": "application/wasm",
+            "yml": "application/yaml", "md": "text/markdown", "rtf": "application/rtf", "wasm": "application/wasm"
         ]
         return types[pathExtension.lowercased()] ?? "application/octet-stream"
     }
@@ -331,7 +344,8 @@ final class MultipartBodyReader: @unchecked Sendable {
                 if count < 0 {
                     stream.close()
                     openStream = nil
-                    throw RequestMultipartFormData.EncodingError.inputStreamReadFailed(error: CocoaError(.fileReadUnknown))
+                    throw RequestMultipartFormData.EncodingError.inputStreamReadFailed(
+                        error: CocoaError(.fileReadUnknown))
                 }
                 if count > 0 { return Array(buffer[0..<count]) }
                 stream.close()

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -32,7 +33,9 @@ public protocol RequestRetrier: PluginType {
     ///   - attempt: 0 for the first send, 1 for the first retry, ...
     /// - Returns: `.doNotRetry` to let the next retrier decide (or deliver `result` when none is left), `.retry` to
     ///   send again, `.doNotRetryWithError` to fail with another error.
-    func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int) async -> RetryDecision
+    func retry(
+        _ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int
+    ) async -> RetryDecision
 }
 
 extension Result where Success == Moya.Response, Failure == MoyaError {

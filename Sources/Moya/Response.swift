@@ -1,9 +1,10 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import HTTPWire
 
 /// Represents a response to a `MoyaProvider.request`.
 ///
@@ -66,7 +67,8 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     ///   - request: The request the response answers.
     ///   - response: The HTTP response.
     public convenience init(statusCode: Int, data: Data, request: URLRequest? = nil, response: HTTPURLResponse? = nil) {
-        self.init(statusCode: statusCode, data: data, requestSource: RequestTypeWrapper(request: request), response: response)
+        self.init(
+            statusCode: statusCode, data: data, requestSource: RequestTypeWrapper(request: request), response: response)
     }
 
     /// A response whose `request` is made on first use.
@@ -109,7 +111,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     }
 }
 
-public extension Response {
+extension Response {
 
     /// Returns the `Response` if the `statusCode` falls within the specified range.
     ///
@@ -117,7 +119,7 @@ public extension Response {
     ///    - statusCodes: The range of acceptable status codes.
     /// - returns: The response itself.
     /// - throws: `MoyaError.statusCode` when others are encountered.
-    func filter<R: RangeExpression>(statusCodes: R) throws -> Response where R.Bound == Int {
+    public func filter<R: RangeExpression>(statusCodes: R) throws -> Response where R.Bound == Int {
         guard statusCodes.contains(statusCode) else {
             throw MoyaError.statusCode(self)
         }
@@ -130,7 +132,7 @@ public extension Response {
     ///    - statusCode: The acceptable status code.
     /// - returns: The response itself.
     /// - throws: `MoyaError.statusCode` when others are encountered.
-    func filter(statusCode: Int) throws -> Response {
+    public func filter(statusCode: Int) throws -> Response {
         try filter(statusCodes: statusCode...statusCode)
     }
 
@@ -138,7 +140,7 @@ public extension Response {
     ///
     /// - returns: The response itself.
     /// - throws: `MoyaError.statusCode` when others are encountered.
-    func filterSuccessfulStatusCodes() throws -> Response {
+    public func filterSuccessfulStatusCodes() throws -> Response {
         try filter(statusCodes: 200...299)
     }
 
@@ -146,7 +148,7 @@ public extension Response {
     ///
     /// - returns: The response itself.
     /// - throws: `MoyaError.statusCode` when others are encountered.
-    func filterSuccessfulStatusAndRedirectCodes() throws -> Response {
+    public func filterSuccessfulStatusAndRedirectCodes() throws -> Response {
         try filter(statusCodes: 200...399)
     }
 
@@ -156,7 +158,7 @@ public extension Response {
     /// whether the mapping should fail if the data is empty.
     /// - returns: The JSON object (fragments allowed), or `NSNull()` for empty data when `failsOnEmptyData` is false.
     /// - throws: `MoyaError.jsonMapping` when the data is not JSON.
-    func mapJSON(failsOnEmptyData: Bool = true) throws -> Any {
+    public func mapJSON(failsOnEmptyData: Bool = true) throws -> Any {
         do {
             return try JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
         } catch {
@@ -172,11 +174,12 @@ public extension Response {
     /// - parameter keyPath: Optional dot-separated key path at which to find the string (for example `"a.b"`).
     /// - returns: The body decoded as UTF-8, or the string at the key path of the JSON body.
     /// - throws: `MoyaError.stringMapping`, or `MoyaError.jsonMapping` when a key path is given and the data is not JSON.
-    func mapString(atKeyPath keyPath: String? = nil) throws -> String {
+    public func mapString(atKeyPath keyPath: String? = nil) throws -> String {
         if let keyPath {
             // Key path was provided, try to parse string at key path
             guard let jsonDictionary = try mapJSON() as? [String: Any],
-                  let string = KeyPathLookup.value(in: jsonDictionary, atKeyPath: keyPath) as? String else {
+                let string = KeyPathLookup.value(in: jsonDictionary, atKeyPath: keyPath) as? String
+            else {
                 throw MoyaError.stringMapping(self)
             }
             return string
@@ -201,7 +204,10 @@ public extension Response {
     /// - parameter failsOnEmptyData: Whether empty data (or a missing key path) fails the mapping.
     /// - returns: The decoded value.
     /// - throws: `MoyaError.jsonMapping` or `MoyaError.objectMapping` (which carries this response).
-    func map<D: Decodable>(_ type: D.Type, atKeyPath keyPath: String? = nil, using decoder: JSONDecoder = JSONDecoder(), failsOnEmptyData: Bool = true) throws -> D {
+    public func map<D: Decodable>(
+        _ type: D.Type, atKeyPath keyPath: String? = nil, using decoder: JSONDecoder = JSONDecoder(),
+        failsOnEmptyData: Bool = true
+    ) throws -> D {
         let serializeToData: (Any) throws -> Data? = { jsonObject in
             guard JSONSerialization.isValidJSONObject(jsonObject) else {
                 return nil
@@ -214,8 +220,10 @@ public extension Response {
         }
         let jsonData: Data
         keyPathCheck: if let keyPath {
-            guard let jsonObject = (try mapJSON(failsOnEmptyData: failsOnEmptyData) as? [String: Any])
-                .flatMap({ KeyPathLookup.value(in: $0, atKeyPath: keyPath) }) else {
+            guard
+                let jsonObject = (try mapJSON(failsOnEmptyData: failsOnEmptyData) as? [String: Any])
+                    .flatMap({ KeyPathLookup.value(in: $0, atKeyPath: keyPath) })
+            else {
                 if failsOnEmptyData {
                     throw MoyaError.jsonMapping(self)
                 } else {

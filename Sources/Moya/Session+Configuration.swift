@@ -1,11 +1,12 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
 // MARK: - Alamofire's `Session(configuration:)`
 
-public extension Session {
+extension Session {
 
     /// Alamofire's initialiser, so `Session(configuration: configuration, startRequestsImmediately: false)` from
     /// Moya's documentation compiles. Of the configuration only `httpAdditionalHeaders` is used: they become the
@@ -17,15 +18,18 @@ public extension Session {
     ///   - startRequestsImmediately: Accepted for Alamofire compatibility; the provider starts every request.
     ///   - interceptor: Adapts every request before it is sent (see ``RequestInterceptor``).
     ///   - redirectHandler: `.follow` (URLSession's behaviour, the default) or `.doNotFollow`.
-    convenience init(configuration: URLSessionConfiguration, startRequestsImmediately: Bool = true,
-                     interceptor: RequestInterceptor? = nil, redirectHandler: Redirector = .follow) {
-        self.init(headers: configuration.headers.dictionary, startRequestsImmediately: startRequestsImmediately,
-                  interceptor: interceptor, redirectHandler: redirectHandler)
+    public convenience init(
+        configuration: URLSessionConfiguration, startRequestsImmediately: Bool = true,
+        interceptor: RequestInterceptor? = nil, redirectHandler: Redirector = .follow
+    ) {
+        self.init(
+            headers: configuration.headers.dictionary, startRequestsImmediately: startRequestsImmediately,
+            interceptor: interceptor, redirectHandler: redirectHandler)
     }
 
     /// A `URLSessionConfiguration` describing this session: `.default` with `httpAdditionalHeaders` set to
     /// `headers` (what Moya's `RequestType.sessionHeaders` and its tests read).
-    var sessionConfiguration: URLSessionConfiguration {
+    public var sessionConfiguration: URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
         configuration.httpAdditionalHeaders = headers
         return configuration

@@ -1,8 +1,9 @@
 import Foundation
+import HTTPClientCore
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
 
 /// Whether and how a `Session` follows HTTP redirects: Alamofire's `Redirector`.
 ///
@@ -56,8 +57,9 @@ public struct Redirector: Sendable {
 
     /// The error a longer chain ends with, as URLSession reports it.
     static var tooManyRedirects: NSError {
-        NSError(domain: NSURLErrorDomain, code: NSURLErrorHTTPTooManyRedirects,
-                userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])
+        NSError(
+            domain: NSURLErrorDomain, code: NSURLErrorHTTPTooManyRedirects,
+            userInfo: [NSLocalizedDescriptionKey: "too many HTTP redirects"])
     }
 
     /// The next request of the chain after `response`, or nil when `response` is the result.
@@ -66,15 +68,17 @@ public struct Redirector: Sendable {
         guard RedirectHop.followedStatuses.contains(response.statusCode) else { return nil }
         if case .doNotFollow = behavior { return nil }
         guard let location, let current = hop.request.url,
-              let target = URL(string: location, relativeTo: current)?.absoluteURL,
-              let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              target.host?.isEmpty == false,
-              var next = hop.redirected(to: target, status: response.statusCode) else { return nil }
+            let target = URL(string: location, relativeTo: current)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            target.host?.isEmpty == false,
+            var next = hop.redirected(to: target, status: response.statusCode)
+        else { return nil }
         guard hop.redirects < Redirector.maximumRedirects else { throw Redirector.tooManyRedirects }
         if case .modify(let modify) = behavior {
             guard let modified = modify(next.request, response) else { return nil }
             next.request = modified
-            next.crossedOrigin = next.crossedOrigin || RedirectHop.origin(of: modified.url) != RedirectHop.origin(of: current)
+            next.crossedOrigin =
+                next.crossedOrigin || RedirectHop.origin(of: modified.url) != RedirectHop.origin(of: current)
             next.dropCredentialsIfCrossed()
         }
         return next
@@ -88,8 +92,10 @@ struct RedirectHop {
     /// Headers not sent once the chain has left an origin (lower case).
     static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
     /// Headers that describe a body, dropped with it (lower case).
-    static let bodyHeaders: Set<String> = ["content-type", "content-length", "content-encoding", "content-language",
-                                           "content-location", "transfer-encoding"]
+    static let bodyHeaders: Set<String> = [
+        "content-type", "content-length", "content-encoding", "content-language",
+        "content-location", "transfer-encoding"
+    ]
 
     var request: URLRequest
     var upload: Session.Upload
@@ -118,7 +124,8 @@ struct RedirectHop {
         next.redirects += 1
         next.request.url = url
         let method = (request.httpMethod ?? "GET").uppercased()
-        let becomesGET = (status == 303 && method != "GET" && method != "HEAD")
+        let becomesGET =
+            (status == 303 && method != "GET" && method != "HEAD")
             || ((status == 301 || status == 302) && method == "POST")
         if becomesGET {
             next.request.httpMethod = "GET"

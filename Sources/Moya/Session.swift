@@ -1,9 +1,10 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import HTTPWire
 
 /// The transport a `MoyaProvider` sends requests with (Alamofire's `Session`): MoyaGateway's own HTTP client (no
 /// URLSession, no Alamofire), plus the default headers added to every request (Alamofire's `httpAdditionalHeaders`).
@@ -47,12 +48,15 @@ public final class Session: Sendable {
     ///   - startRequestsImmediately: Accepted for Alamofire compatibility; the provider starts every request.
     ///   - interceptor: Adapts every request before it is sent, as Alamofire's (see ``RequestInterceptor``).
     ///   - redirectHandler: `.follow` (URLSession's behaviour) or `.doNotFollow` (for a proxy), as Alamofire's.
-    public convenience init(headers: [String: String] = Session.defaultHTTPHeaders,
-                            startRequestsImmediately: Bool = true,
-                            interceptor: RequestInterceptor? = nil,
-                            redirectHandler: Redirector = .follow) {
-        self.init(client: Session.sharedClient, headers: headers, startRequestsImmediately: startRequestsImmediately,
-                  interceptor: interceptor, redirectHandler: redirectHandler)
+    public convenience init(
+        headers: [String: String] = Session.defaultHTTPHeaders,
+        startRequestsImmediately: Bool = true,
+        interceptor: RequestInterceptor? = nil,
+        redirectHandler: Redirector = .follow
+    ) {
+        self.init(
+            client: Session.sharedClient, headers: headers, startRequestsImmediately: startRequestsImmediately,
+            interceptor: interceptor, redirectHandler: redirectHandler)
     }
 
     /// Creates a session on `client` (the gateway's per-upstream clients, tests' own clients).
@@ -62,11 +66,13 @@ public final class Session: Sendable {
     ///   - startRequestsImmediately: accepted for Alamofire compatibility.
     ///   - interceptor: adapts every request before it is sent, as Alamofire's.
     ///   - redirectHandler: `.follow` (URLSession's behaviour) or `.doNotFollow` (for a proxy), as Alamofire's.
-    package init(client: HTTPClient,
-                 headers: [String: String] = Session.defaultHTTPHeaders,
-                 startRequestsImmediately: Bool = true,
-                 interceptor: RequestInterceptor? = nil,
-                 redirectHandler: Redirector = .follow) {
+    package init(
+        client: HTTPClient,
+        headers: [String: String] = Session.defaultHTTPHeaders,
+        startRequestsImmediately: Bool = true,
+        interceptor: RequestInterceptor? = nil,
+        redirectHandler: Redirector = .follow
+    ) {
         self.client = client
         self.headers = headers
         self.startRequestsImmediately = startRequestsImmediately
@@ -81,7 +87,10 @@ public final class Session: Sendable {
     /// `Accept-Encoding` lists only what the transport decodes (`gzip;q=1.0, deflate;q=0.9`): Alamofire also offers
     /// `br`, which the zlib-based client cannot decode.
     public static var defaultHTTPHeaders: [String: String] {
-        ["Accept-Encoding": defaultAcceptEncoding, "Accept-Language": defaultAcceptLanguage, "User-Agent": defaultUserAgent]
+        [
+            "Accept-Encoding": defaultAcceptEncoding, "Accept-Language": defaultAcceptLanguage,
+            "User-Agent": defaultUserAgent
+        ]
     }
 
     /// `gzip;q=1.0, deflate;q=0.9`: the encodings the HTTP client decodes.
@@ -109,7 +118,8 @@ public final class Session: Sendable {
         let osName = "Unknown"
         #endif
         let osNameVersion = "\(osName) \(version.majorVersion).\(version.minorVersion).\(version.patchVersion)"
-        return "\(executable)/\(appVersion) (\(bundle); build:\(appBuild); \(osNameVersion)) Moya/\(MoyaModule.compatibleMoyaVersion)"
+        return
+            "\(executable)/\(appVersion) (\(bundle); build:\(appBuild); \(osNameVersion)) Moya/\(MoyaModule.compatibleMoyaVersion)"
     }
 
     // MARK: - Transport
@@ -157,7 +167,9 @@ public final class Session: Sendable {
                 body = .none
             }
         case .file(let fileURL):
-            guard fileURL.isFileURL else { throw RequestMultipartFormData.EncodingError.bodyPartURLInvalid(url: fileURL) }
+            guard fileURL.isFileURL else {
+                throw RequestMultipartFormData.EncodingError.bodyPartURLInvalid(url: fileURL)
+            }
             body = .file(path: fileURL.path)
         case .multipart(let form):
             let encoder = RequestMultipartFormData(fileManager: form.fileManager, boundary: form.boundary)
@@ -167,8 +179,9 @@ public final class Session: Sendable {
             body = .stream(stream, length: length)
         }
         do {
-            return try HTTPClientRequest(method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url.absoluteString,
-                                         headers: headers, body: body)
+            return try HTTPClientRequest(
+                method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url.absoluteString,
+                headers: headers, body: body)
         } catch {
             throw MoyaRequestError.unsupportedURL(url.absoluteString)
         }
@@ -180,18 +193,24 @@ public final class Session: Sendable {
     /// With `streamingBodiesAbove`, the response is received as a stream: a body whose `Content-Length` is at most that
     /// many bytes is still collected (returned as `Data`), a longer one or one of unknown length stays a stream in
     /// the returned head (`TransportResponse.streamed`) and the `Data` is empty. Streamed bodies are not decompressed.
-    func send(_ request: URLRequest, upload: Upload, progress: HTTPClientProgress,
-              streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
+    func send(
+        _ request: URLRequest, upload: Upload, progress: HTTPClientProgress,
+        streamingBodiesAbove threshold: Int? = nil
+    ) async throws -> (TransportResponse, Data) {
         let deadline = TransportErrors.timeout(of: request).map { ContinuousClock.now + $0 }
         var hop = RedirectHop(request: request, upload: upload)
         while true {
-            let (transport, body) = try await exchange(try hop.clientRequest(in: self), deadline: deadline, timeout: nil,
-                                                       progress: progress, streamingBodiesAbove: threshold,
-                                                       url: .url(hop.request.url))
+            let (transport, body) = try await exchange(
+                try hop.clientRequest(in: self), deadline: deadline, timeout: nil,
+                progress: progress, streamingBodiesAbove: threshold,
+                url: .url(hop.request.url))
             // Only a redirect status needs the HTTPURLResponse here (for `Redirector.modify`).
-            guard RedirectHop.followedStatuses.contains(transport.status), let httpResponse = transport.makeHTTPURLResponse(),
-                  let next = try redirectHandler.nextHop(after: httpResponse, location: transport.headers.first(name: "Location"),
-                                                         from: hop) else {
+            guard RedirectHop.followedStatuses.contains(transport.status),
+                let httpResponse = transport.makeHTTPURLResponse(),
+                let next = try redirectHandler.nextHop(
+                    after: httpResponse, location: transport.headers.first(name: "Location"),
+                    from: hop)
+            else {
                 return (transport, body)
             }
             hop = next
@@ -200,11 +219,14 @@ public final class Session: Sendable {
 
     /// Sends a transport request as it is (plus the session's headers it does not set); redirects are returned, not
     /// followed. `streamingBodiesAbove` as in `send(_:upload:progress:streamingBodiesAbove:)`.
-    func send(_ request: TransportRequest, progress: HTTPClientProgress,
-              streamingBodiesAbove threshold: Int? = nil) async throws -> (TransportResponse, Data) {
-        return try await exchange(clientRequest(for: request), deadline: request.deadline, timeout: request.timeout,
-                                  progress: progress, streamingBodiesAbove: threshold,
-                                  url: .transport(request.http.origin, request.http.target))
+    func send(
+        _ request: TransportRequest, progress: HTTPClientProgress,
+        streamingBodiesAbove threshold: Int? = nil
+    ) async throws -> (TransportResponse, Data) {
+        return try await exchange(
+            clientRequest(for: request), deadline: request.deadline, timeout: request.timeout,
+            progress: progress, streamingBodiesAbove: threshold,
+            url: .transport(request.http.origin, request.http.target))
     }
 
     /// The client's request for `request` (plus the session's headers it does not set): the synchronous part of
@@ -214,7 +236,8 @@ public final class Session: Sendable {
     private func clientRequest(for request: TransportRequest) -> HTTPClientRequest {
         var clientRequest = request.http
         if !headers.isEmpty {
-            for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !clientRequest.headers.contains(name: name) {
+            for (name, value) in headers.sorted(by: { $0.key < $1.key })
+            where !clientRequest.headers.contains(name: name) {
                 clientRequest.headers.add(name: name, value: value)
             }
         }
@@ -222,15 +245,19 @@ public final class Session: Sendable {
     }
 
     /// One exchange with the client: the body collected, or (with a threshold) streamed when it is longer.
-    private func exchange(_ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
-                          progress: HTTPClientProgress, streamingBodiesAbove threshold: Int?,
-                          url: ResponseURL) async throws -> (TransportResponse, Data) {
+    private func exchange(
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+        progress: HTTPClientProgress, streamingBodiesAbove threshold: Int?,
+        url: ResponseURL
+    ) async throws -> (TransportResponse, Data) {
         guard let threshold else {
             let response = try await client.execute(request, deadline: deadline, timeout: timeout, progress: progress)
             return (TransportResponse(response, url: url), Data(sharing: response.body))
         }
-        switch try await client.execute(request, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
-                                        progress: progress) {
+        switch try await client.execute(
+            request, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
+            progress: progress)
+        {
         case .collected(let response):
             return (TransportResponse(response, url: url), Data(sharing: response.body))
         case .streamed(let response):
@@ -244,8 +271,10 @@ public final class Session: Sendable {
     }
 
     /// Writes a downloaded body to a temporary file, then moves it where `destination` says.
-    static func storeDownload(_ data: Data, response: HTTPURLResponse, destination: DownloadDestination,
-                              fileManager: FileManager = .default) throws {
+    static func storeDownload(
+        _ data: Data, response: HTTPURLResponse, destination: DownloadDestination,
+        fileManager: FileManager = .default
+    ) throws {
         let temporaryURL = fileManager.temporaryDirectory.appendingPathComponent("Moya_\(UUID().uuidString).tmp")
         try data.write(to: temporaryURL)
         let (destinationURL, options) = destination(temporaryURL, response)
@@ -254,7 +283,8 @@ public final class Session: Sendable {
                 try fileManager.removeItem(at: destinationURL)
             }
             if options.contains(.createIntermediateDirectories) {
-                try fileManager.createDirectory(at: destinationURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try fileManager.createDirectory(
+                    at: destinationURL.deletingLastPathComponent(), withIntermediateDirectories: true)
             }
             try fileManager.moveItem(at: temporaryURL, to: destinationURL)
         } catch {
@@ -281,7 +311,8 @@ extension Data {
             self.init(bytes)
             return
         }
-        self.init(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
-                  deallocator: .custom { _, _ in withExtendedLifetime(bytes) {} })
+        self.init(
+            bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count,
+            deallocator: .custom { _, _ in withExtendedLifetime(bytes) {} })
     }
 }

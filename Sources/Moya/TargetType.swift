@@ -34,11 +34,11 @@ public protocol TargetType: SendableMetatype {
     var headers: [String: String]? { get }
 }
 
-public extension TargetType {
+extension TargetType {
 
     /// The type of validation to perform on the request. Default is `.none`.
-    var validationType: ValidationType { .none }
+    public var validationType: ValidationType { .none }
 
     /// Provides stub data for use in testing. Default is `Data()`.
-    var sampleData: Data { Data() }
+    public var sampleData: Data { Data() }
 }

@@ -35,7 +35,8 @@ public enum Task {
     ///
     /// A `URLEncoding` body encoding must have the `.httpBody` destination; any other fails the request with
     /// `MoyaError.parameterEncoding(MoyaRequestError.compositeBodyEncodingNotHTTPBody)`.
-    case requestCompositeParameters(bodyParameters: [String: Any], bodyEncoding: ParameterEncoding, urlParameters: [String: Any])
+    case requestCompositeParameters(
+        bodyParameters: [String: Any], bodyEncoding: ParameterEncoding, urlParameters: [String: Any])
 
     /// A file upload task: the file is streamed from disk as the request body.
     case uploadFile(URL)
@@ -52,7 +53,9 @@ public enum Task {
     case uploadCompositeMultipartFormData(MultipartFormData, urlParameters: [String: Any])
 
     /// A "multipart/form-data" upload task of the given parts, combined with URL parameters.
-    @available(*, deprecated, message: "use `uploadCompositeMultipartFormData(MultipartFormData, urlParameters:)` instead")
+    @available(
+        *, deprecated, message: "use `uploadCompositeMultipartFormData(MultipartFormData, urlParameters:)` instead"
+    )
     case uploadCompositeMultipart([MultipartFormBodyPart], urlParameters: [String: Any])
 
     /// A file download task: the response body is moved where the ``DownloadDestination`` says, and the
@@ -70,7 +73,7 @@ extension Task {
         case .uploadMultipartFormData(let form), .uploadCompositeMultipartFormData(let form, _):
             return form
         case .requestPlain, .requestData, .requestJSONEncodable, .requestCustomJSONEncodable, .requestParameters,
-             .requestCompositeData, .requestCompositeParameters, .uploadFile, .downloadDestination, .downloadParameters:
+            .requestCompositeData, .requestCompositeParameters, .uploadFile, .downloadDestination, .downloadParameters:
             // Not multipart; answered without reflecting on the deprecated cases (Mirror is costly per request).
             return nil
         default:

@@ -34,6 +34,8 @@ package protocol TransportPlugin: PluginType {
 
 /// A `RequestRetrier` that decides from a `TransportRequest`.
 package protocol TransportRetrier: RequestRetrier {
-    func retry(_ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-               attempt: Int) async -> RetryDecision
+    func retry(
+        _ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision
 }

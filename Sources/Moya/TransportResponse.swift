@@ -1,10 +1,11 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
 import Locking
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import HTTPWire
 
 /// A response head as the transport received it: status, version, header fields, timings and the request URL. Converting it
 /// into an `HTTPURLResponse` is deferred to the first caller that asks (see `ResponseHead`). A streamed response also
@@ -21,17 +22,21 @@ struct TransportResponse: @unchecked Sendable {
     let body: [UInt8]
 
     init(_ response: HTTPClientResponse, url: ResponseURL) {
-        self.init(status: response.status, version: response.head.version, headers: response.headers,
-                  timings: response.timings, url: url, streamed: nil, body: response.body)
+        self.init(
+            status: response.status, version: response.head.version, headers: response.headers,
+            timings: response.timings, url: url, streamed: nil, body: response.body)
     }
 
     init(streaming response: HTTPClientStreamingResponse, url: ResponseURL) {
-        self.init(status: response.status, version: response.head.version, headers: response.headers,
-                  timings: response.timings, url: url, streamed: response, body: [])
+        self.init(
+            status: response.status, version: response.head.version, headers: response.headers,
+            timings: response.timings, url: url, streamed: response, body: [])
     }
 
-    private init(status: Int, version: HTTPVersion, headers: HTTPFields, timings: HTTPClientTimings,
-                 url: ResponseURL, streamed: HTTPClientStreamingResponse?, body: [UInt8]) {
+    private init(
+        status: Int, version: HTTPVersion, headers: HTTPFields, timings: HTTPClientTimings,
+        url: ResponseURL, streamed: HTTPClientStreamingResponse?, body: [UInt8]
+    ) {
         self.status = status
         self.version = version
         self.headers = headers
@@ -49,10 +54,15 @@ struct TransportResponse: @unchecked Sendable {
             let key = field.name.lowercased()
             let name = names[key] ?? field.name
             names[key] = name
-            if let existing = fields[name] { fields[name] = existing + ", " + field.value } else { fields[name] = field.value }
+            if let existing = fields[name] {
+                fields[name] = existing + ", " + field.value
+            } else {
+                fields[name] = field.value
+            }
         }
-        return HTTPURLResponse(url: url.url ?? URL(fileURLWithPath: "/"), statusCode: status, httpVersion: "HTTP/1.1",
-                               headerFields: fields)
+        return HTTPURLResponse(
+            url: url.url ?? URL(fileURLWithPath: "/"), statusCode: status, httpVersion: "HTTP/1.1",
+            headerFields: fields)
     }
 }
 

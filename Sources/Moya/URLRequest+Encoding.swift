@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -12,7 +13,9 @@ extension URLRequest {
         return encoder
     }
 
-    mutating func encoded(encodable: Encodable, encoder: JSONEncoder = URLRequest.defaultJSONEncoder()) throws -> URLRequest {
+    mutating func encoded(encodable: Encodable, encoder: JSONEncoder = URLRequest.defaultJSONEncoder()) throws
+        -> URLRequest
+    {
         do {
             let encodable = AnyEncodable(encodable)
             httpBody = try encoder.encode(encodable)

@@ -1,8 +1,9 @@
 import Foundation
+import HTTPClientCore
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
 
 extension URLRequest {
     /// The `URLRequest` equivalent of a transport request; nil when its URL does not parse.

@@ -52,8 +52,8 @@ extension ValidationType: Equatable {
     public static func == (lhs: ValidationType, rhs: ValidationType) -> Bool {
         switch (lhs, rhs) {
         case (.none, .none),
-             (.successCodes, .successCodes),
-             (.successAndRedirectCodes, .successAndRedirectCodes):
+            (.successCodes, .successCodes),
+            (.successAndRedirectCodes, .successAndRedirectCodes):
             return true
         case (.customCodes(let code1), .customCodes(let code2)):
             return code1 == code2

@@ -8,7 +8,8 @@ extension GatewayService {
     /// Builds the runtime for `config` and binds its listeners, as `serve`, `record` and `spy` start; a failure is
     /// printed as `PATH: cannot start: ERROR` and ends the command with status 1.
     static func start(_ config: GatewayConfig, recorder: ExchangeRecorder? = nil, path: String) async throws
-        -> GatewayRuntime {
+        -> GatewayRuntime
+    {
         Socket.ignoreSIGPIPE()
         do {
             let runtime = try GatewayRuntime(config: config, recorder: recorder)
@@ -23,8 +24,9 @@ extension GatewayService {
     /// Runs the service in a service group until SIGTERM or SIGINT has drained it. The drain has its own deadline
     /// (`drainTimeout`); the group's only bounds a drain that hangs.
     func runUntilDrained(drainTimeout: Duration, logger: Logger) async throws {
-        var group = ServiceGroupConfiguration(services: [.init(service: self)],
-                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: self)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         group.maximumGracefulShutdownDuration = drainTimeout + .seconds(10)
         try await ServiceGroup(configuration: group).run()
     }

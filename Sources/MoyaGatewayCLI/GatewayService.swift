@@ -27,8 +27,10 @@ struct GatewayService: Service, CustomStringConvertible {
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
         let (triggers, trigger) = AsyncStream<ConfigReloader.Trigger>.makeStream()
-        let reloader = ConfigReloader(runtime: runtime, configPath: configPath, config: config, files: files,
-                                      watch: watchFlag, adjust: adjust) { trigger.yield(.filesChanged) }
+        let reloader = ConfigReloader(
+            runtime: runtime, configPath: configPath, config: config, files: files,
+            watch: watchFlag, adjust: adjust
+        ) { trigger.yield(.filesChanged) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await signal in signals {

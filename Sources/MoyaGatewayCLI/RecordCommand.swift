@@ -22,7 +22,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Largest body recorded; a longer one is relayed but not recorded (default 1MiB).")
     var maxBodySize = "1MiB"
 
-    @Option(name: .long, help: "Most body bytes recorded in all; past it exchanges are counted, not recorded (default 256MiB).")
+    @Option(
+        name: .long,
+        help: "Most body bytes recorded in all; past it exchanges are counted, not recorded (default 256MiB).")
     var maxSize = "256MiB"
 
     func run() async throws {
@@ -42,11 +44,14 @@ struct RecordCommand: AsyncParsableCommand {
             StandardError.print("--out: \(error.description)")
             throw ExitCode(1)
         }
-        let recorder = ExchangeRecorder(limits: .init(maxBodyBytes: Int(maxBody), maxTotalBytes: Int(clamping: maxTotal)))
+        let recorder = ExchangeRecorder(
+            limits: .init(maxBodyBytes: Int(maxBody), maxTotalBytes: Int(clamping: maxTotal)))
         let runtime = try await GatewayService.start(config, recorder: recorder, path: options.path)
-        try await GatewayService(runtime: runtime, configPath: options.path, watchFlag: false, config: config,
-                                 files: files.all)
-            .runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
+        try await GatewayService(
+            runtime: runtime, configPath: options.path, watchFlag: false, config: config,
+            files: files.all
+        )
+        .runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
         // The file as it is now (a reload may have changed it), else the one started with.
         let final = (try? ConfigLoader().load(path: options.path, environment: options.environment).get()) ?? config
         do {

@@ -17,17 +17,21 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigOptions
 
-    @Flag(name: .long, help: ArgumentHelp(
-        "Reload when the configuration file, a file it names (secrets, stub bodies, certificates) or its Kubernetes "
-            + "volume changes (as reload.watch: true)."))
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Reload when the configuration file, a file it names (secrets, stub bodies, certificates) or its Kubernetes "
+                + "volume changes (as reload.watch: true)."))
     var watch = false
 
     func run() async throws {
         let files = ReferencedFiles()
         guard let config = options.load(noting: files) else { throw ExitCode(1) }
         let runtime = try await GatewayService.start(config, path: options.path)
-        try await GatewayService(runtime: runtime, configPath: options.path, watchFlag: watch, config: config,
-                                 files: files.all)
-            .runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
+        try await GatewayService(
+            runtime: runtime, configPath: options.path, watchFlag: watch, config: config,
+            files: files.all
+        )
+        .runUntilDrained(drainTimeout: config.server.limits.drainTimeout, logger: runtime.logger)
     }
 }

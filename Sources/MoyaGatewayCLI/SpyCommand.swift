@@ -31,9 +31,11 @@ struct SpyCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let runtime = try await GatewayService.start(spied, path: options.path)
-        runtime.logger.notice("spying", metadata: ["recording": "\(recordingPath)", "upstreams": "\(names.joined(separator: ","))"])
-        var service = GatewayService(runtime: runtime, configPath: options.path, watchFlag: false, config: spied,
-                                     files: files.all)
+        runtime.logger.notice(
+            "spying", metadata: ["recording": "\(recordingPath)", "upstreams": "\(names.joined(separator: ","))"])
+        var service = GatewayService(
+            runtime: runtime, configPath: options.path, watchFlag: false, config: spied,
+            files: files.all)
         service.adjust = { config in
             Self.recorded(recordingPath, environment: environment).map { Self.spying(config, on: $0) } ?? config
         }
@@ -54,7 +56,8 @@ struct SpyCommand: AsyncParsableCommand {
     /// `config` with each upstream that has a `base_url` and a stub of its name in `recorded` spying on that stub.
     static func spying(_ config: GatewayConfig, on recorded: GatewayConfig) -> GatewayConfig {
         var spied = config
-        for index in spied.upstreams.indices where spied.upstreams[index].baseURL != nil && !spied.upstreams[index].isStub {
+        for index in spied.upstreams.indices
+        where spied.upstreams[index].baseURL != nil && !spied.upstreams[index].isStub {
             if var stub = recorded.upstream(named: spied.upstreams[index].name)?.stub {
                 stub.hasDefault = false
                 spied.upstreams[index].spy = stub

@@ -1,5 +1,5 @@
-import FuzzTargets
 import Foundation
+import FuzzTargets
 import Testing
 
 /// Every committed fuzz corpus (`Fuzz/corpus/TARGET`: seeds and the regression inputs of bugs fuzzing found) run once
@@ -34,12 +34,15 @@ import Testing
         let fuzz = Self.corpusDirectory.deletingLastPathComponent()
         for target in FuzzTargets.all {
             var isDirectory: ObjCBool = false
-            #expect(FileManager.default.fileExists(atPath: Self.corpusDirectory.appendingPathComponent(target.name).path,
-                                                   isDirectory: &isDirectory) && isDirectory.boolValue, "\(target.name)")
+            #expect(
+                FileManager.default.fileExists(
+                    atPath: Self.corpusDirectory.appendingPathComponent(target.name).path,
+                    isDirectory: &isDirectory) && isDirectory.boolValue, "\(target.name)")
             if let dictionary = target.dictionary {
-                #expect(FileManager.default.fileExists(
-                    atPath: fuzz.appendingPathComponent("dictionaries").appendingPathComponent(dictionary).path),
-                        "\(dictionary)")
+                #expect(
+                    FileManager.default.fileExists(
+                        atPath: fuzz.appendingPathComponent("dictionaries").appendingPathComponent(dictionary).path),
+                    "\(dictionary)")
             }
         }
     }

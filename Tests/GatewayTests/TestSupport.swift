@@ -1,15 +1,19 @@
 import Foundation
+
 @testable import Gateway
 
 /// A loader over an in-memory file system.
 func memoryLoader(_ files: [String: String] = [:]) -> ConfigLoader {
-    ConfigLoader(readFile: { path in files[path].map { Array($0.utf8) } },
-                 fileExists: { path in files[path] != nil }, checkServerCertificate: { _, _ in nil },
-                 logOutputProblem: { path in path.hasPrefix("/unwritable/") ? "no such directory" : nil })
+    ConfigLoader(
+        readFile: { path in files[path].map { Array($0.utf8) } },
+        fileExists: { path in files[path] != nil }, checkServerCertificate: { _, _ in nil },
+        logOutputProblem: { path in path.hasPrefix("/unwritable/") ? "no such directory" : nil })
 }
 
-func load(_ text: String, env: [String: String] = [:], files: [String: String] = [:],
-          path: String = "conf/gw.yaml") -> Result<GatewayConfig, ConfigErrors> {
+func load(
+    _ text: String, env: [String: String] = [:], files: [String: String] = [:],
+    path: String = "conf/gw.yaml"
+) -> Result<GatewayConfig, ConfigErrors> {
     memoryLoader(files).load(path: path, text: text, environment: env)
 }
 

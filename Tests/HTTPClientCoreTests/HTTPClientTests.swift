@@ -37,8 +37,9 @@ private struct EchoRoutes: HTTPServerHandler {
 private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws -> (HTTPServer, Int) {
     let group = try EventLoopGroup(threads: 1)
     let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
-    let server = HTTPServer(configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls),
-                            group: group, handler: EchoRoutes())
+    let server = HTTPServer(
+        configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls),
+        group: group, handler: EchoRoutes())
     try await server.start()
     return (server, (tls == nil ? server.localAddresses : server.tlsLocalAddresses)[0].port)
 }
@@ -52,8 +53,10 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         #expect(hello.status == 200)
         #expect(hello.body == Array("hello".utf8))
         #expect(hello.timings.connect != nil)
-        let echo = try await client.execute(HTTPClientRequest(method: .post, url: "http://127.0.0.1:\(port)/echo",
-                                                              body: .bytes(Array("ping".utf8))))
+        let echo = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "http://127.0.0.1:\(port)/echo",
+                body: .bytes(Array("ping".utf8))))
         #expect(echo.body == Array("ping".utf8))
         #expect(echo.timings.connect == nil, "the second request reuses the pooled connection")
         #expect(server.openConnections == 1)
@@ -69,7 +72,10 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         let client = HTTPClient(configuration: configuration)
         let statuses = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<40 {
-                group.addTask { (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=20")))?.status ?? -1 }
+                group.addTask {
+                    (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=20")))?.status
+                        ?? -1
+                }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
@@ -121,20 +127,22 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         #expect(try await client.execute(HTTPClientRequest(url: "\(url)/hello")).status == 200)
         let shortStart = ContinuousClock.now
         await #expect(throws: HTTPClientError.responseTimeout) {
-            _ = try await client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"),
-                                         deadline: .now + .milliseconds(60))
+            _ = try await client.execute(
+                HTTPClientRequest(url: "\(url)/slow?ms=2000"),
+                deadline: .now + .milliseconds(60))
         }
         #expect(ContinuousClock.now - shortStart < .milliseconds(250))
 
         // A timeout bounds the exchange as a deadline that far ahead would; with both, the earlier applies.
         let bounds: [(deadlineIn: Duration?, timeout: Duration)] = [
-            (nil, .milliseconds(60)), (.seconds(30), .milliseconds(60)), (.milliseconds(60), .seconds(30)),
+            (nil, .milliseconds(60)), (.seconds(30), .milliseconds(60)), (.milliseconds(60), .seconds(30))
         ]
         for bound in bounds {
             let started = ContinuousClock.now
             await #expect(throws: HTTPClientError.responseTimeout) {
-                _ = try await client.execute(HTTPClientRequest(url: "\(url)/slow?ms=2000"),
-                                             deadline: bound.deadlineIn.map { started + $0 }, timeout: bound.timeout)
+                _ = try await client.execute(
+                    HTTPClientRequest(url: "\(url)/slow?ms=2000"),
+                    deadline: bound.deadlineIn.map { started + $0 }, timeout: bound.timeout)
             }
             #expect(ContinuousClock.now - started < .milliseconds(250))
         }
@@ -150,8 +158,9 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         for late in [Duration.milliseconds(1), .milliseconds(300), .milliseconds(999), .seconds(2)] {
             let started = ContinuousClock.now
             await #expect(throws: HTTPClientError.responseTimeout, "late by \(late)") {
-                _ = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=2000"),
-                                             deadline: .now - late)
+                _ = try await client.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=2000"),
+                    deadline: .now - late)
             }
             #expect(ContinuousClock.now - started < .milliseconds(1500))
         }
@@ -180,7 +189,8 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         for round in 0..<100 {
             // Off the loop and on it; cancelled before the exchange begins, as it begins, and while it runs.
             let request = try HTTPClientRequest(url: "http://127.0.0.1:\(port)/slow?ms=20")
-            let task = round % 2 == 0
+            let task =
+                round % 2 == 0
                 ? Task { try await client.execute(request) }
                 : Task(executorPreference: loop) { try await client.execute(request) }
             if round % 4 == 0 { await Task.yield() } else { try await Task.sleep(for: .microseconds(round * 20)) }
@@ -202,7 +212,8 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
     @Test func tlsVerifiesAgainstConfiguredCAAndRejectsUnknownOnes() async throws {
         let directory = ProcessRunner.temporaryDirectory()
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let tls = TLSServerConfiguration(
+            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
         let (server, port) = try await startEchoServer(tls: tls)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let untrusting = HTTPClient()
@@ -220,8 +231,9 @@ private func startEchoServer(tls: TLSServerConfiguration? = nil) async throws ->
         var limits = HTTPServerLimits()
         limits.idleTimeout = .milliseconds(300)
         let group = try EventLoopGroup(threads: 1)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
-                                group: group, handler: EchoRoutes())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
+            group: group, handler: EchoRoutes())
         try await server.start()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let port = server.localAddresses[0].port

@@ -4,6 +4,7 @@ import HTTPWire
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,29 +23,31 @@ import Glibc
             port = try freeLoopbackPort()
             try FileManager.default.createDirectory(atPath: "\(prefix)/logs", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: "\(prefix)/html", withIntermediateDirectories: true)
-            try String(repeating: "0123456789abcdef", count: 65536).write(toFile: "\(prefix)/html/big.txt", atomically: true, encoding: .utf8)
-            let listen = tls.map {
-                "listen 127.0.0.1:\(port) ssl http2; ssl_certificate \($0.cert); ssl_certificate_key \($0.key);"
-            } ?? "listen 127.0.0.1:\(port);"
+            try String(repeating: "0123456789abcdef", count: 65536).write(
+                toFile: "\(prefix)/html/big.txt", atomically: true, encoding: .utf8)
+            let listen =
+                tls.map {
+                    "listen 127.0.0.1:\(port) ssl http2; ssl_certificate \($0.cert); ssl_certificate_key \($0.key);"
+                } ?? "listen 127.0.0.1:\(port);"
             let config = """
-            worker_processes 1;
-            pid \(prefix)/nginx.pid;
-            error_log \(prefix)/logs/error.log;
-            events { worker_connections 256; }
-            http {
-                access_log off;
-                client_body_temp_path \(prefix)/body; proxy_temp_path \(prefix)/proxy;
-                fastcgi_temp_path \(prefix)/fcgi; uwsgi_temp_path \(prefix)/uwsgi; scgi_temp_path \(prefix)/scgi;
-                server {
-                    \(listen)
-                    root \(prefix)/html;
-                    location = /proto { return 200 "$server_protocol $connection"; }
-                    location = /json { default_type application/json; return 200 '{"ok":true}'; }
-                    location = /close { keepalive_timeout 0; return 200 'bye'; }
-                    location = /echo-method { return 200 $request_method; }
+                worker_processes 1;
+                pid \(prefix)/nginx.pid;
+                error_log \(prefix)/logs/error.log;
+                events { worker_connections 256; }
+                http {
+                    access_log off;
+                    client_body_temp_path \(prefix)/body; proxy_temp_path \(prefix)/proxy;
+                    fastcgi_temp_path \(prefix)/fcgi; uwsgi_temp_path \(prefix)/uwsgi; scgi_temp_path \(prefix)/scgi;
+                    server {
+                        \(listen)
+                        root \(prefix)/html;
+                        location = /proto { return 200 "$server_protocol $connection"; }
+                        location = /json { default_type application/json; return 200 '{"ok":true}'; }
+                        location = /close { keepalive_timeout 0; return 200 'bye'; }
+                        location = /echo-method { return 200 $request_method; }
+                    }
                 }
-            }
-            """
+                """
             try config.write(toFile: "\(prefix)/nginx.conf", atomically: true, encoding: .utf8)
             process.executableURL = URL(fileURLWithPath: nginx)
             process.arguments = ["-p", prefix, "-c", "\(prefix)/nginx.conf", "-g", "daemon off;"]
@@ -86,11 +89,13 @@ import Glibc
             let bye = try await client.execute(HTTPClientRequest(url: "\(base)/close"))
             #expect(bye.body == Array("bye".utf8))
         }
-        let post = try await client.execute(HTTPClientRequest(method: .post, url: "\(base)/echo-method", body: .bytes(Array("x".utf8))))
+        let post = try await client.execute(
+            HTTPClientRequest(method: .post, url: "\(base)/echo-method", body: .bytes(Array("x".utf8))))
         #expect(post.body == Array("POST".utf8))
-        let chunked = try await client.execute(HTTPClientRequest(
-            method: .post, url: "\(base)/echo-method",
-            body: .stream(patternStream(total: 300_000, pulled: AtomicCounter()), length: nil)))
+        let chunked = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "\(base)/echo-method",
+                body: .stream(patternStream(total: 300_000, pulled: AtomicCounter()), length: nil)))
         #expect(chunked.body == Array("POST".utf8), "nginx took a chunked upload")
         // nginx answers `return` at once: when that answer is complete before the body is, the client stops sending
         // and closes that connection; either way the next request goes out in sync.
@@ -108,7 +113,10 @@ import Glibc
         let base = "https://127.0.0.1:\(nginx.port)"
         let protocols = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<20 {
-                group.addTask { String(decoding: try await client.execute(HTTPClientRequest(url: "\(base)/proto")).body, as: UTF8.self) }
+                group.addTask {
+                    String(
+                        decoding: try await client.execute(HTTPClientRequest(url: "\(base)/proto")).body, as: UTF8.self)
+                }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -120,11 +128,13 @@ import Glibc
         #expect(big.body.count == 16 * 65536)
         let head = try await client.execute(HTTPClientRequest(method: .head, url: "\(base)/big.txt"))
         #expect(head.status == 200 && head.body.isEmpty)
-        let post = try await client.execute(HTTPClientRequest(method: .post, url: "\(base)/echo-method", body: .bytes(Array("x".utf8))))
+        let post = try await client.execute(
+            HTTPClientRequest(method: .post, url: "\(base)/echo-method", body: .bytes(Array("x".utf8))))
         #expect(post.body == Array("POST".utf8))
-        let streamed = try await client.execute(HTTPClientRequest(
-            method: .post, url: "\(base)/echo-method",
-            body: .stream(patternStream(total: 300_000, pulled: AtomicCounter()), length: nil)))
+        let streamed = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "\(base)/echo-method",
+                body: .stream(patternStream(total: 300_000, pulled: AtomicCounter()), length: nil)))
         #expect(streamed.body == Array("POST".utf8), "an h2 upload of unknown length, ended by END_STREAM")
         let missing = try await client.execute(HTTPClientRequest(url: "\(base)/missing"))
         #expect(missing.status == 404)

@@ -3,6 +3,7 @@ import HTTPServerCore
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif

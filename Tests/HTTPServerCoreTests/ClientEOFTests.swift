@@ -1,7 +1,8 @@
 import Foundation
-@testable import HTTPServerCore
 import TestSupport
 import Testing
+
+@testable import HTTPServerCore
 
 /// What a client's EOF does to the requests it left in flight: by default they are answered (a half-close after
 /// sending is legal HTTP/1.1); with `abandonsRequestsOnClientEOF` their handlers are cancelled and the connection closed.
@@ -30,7 +31,8 @@ import Testing
         try await Task.sleep(for: .milliseconds(200))
         client.shutdownWrite()
         let reply = client.readAll(timeout: 3)
-        #expect(reply.bytes.isEmpty && reply.closed, "closed unanswered: \(String(decoding: reply.bytes, as: UTF8.self))")
+        #expect(
+            reply.bytes.isEmpty && reply.closed, "closed unanswered: \(String(decoding: reply.bytes, as: UTF8.self))")
         var state = "started"
         for _ in 0..<40 where state != "cancelled" {
             try await Task.sleep(for: .milliseconds(50))

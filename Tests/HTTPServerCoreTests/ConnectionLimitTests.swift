@@ -11,7 +11,9 @@ import Testing
         limits.maxConnections = 3
         let (server, port) = try await startTestServer(limits: limits)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        let outcome = try await offPool { try ConnectionCapProbe.run(port: port, cap: 3, target: "/hello", bodyEnd: "hello") }
+        let outcome = try await offPool {
+            try ConnectionCapProbe.run(port: port, cap: 3, target: "/hello", bodyEnd: "hello")
+        }
         #expect(outcome.held == 3)
         #expect(outcome.overClosed && outcome.overBytes == 0, "connection 4 is closed without a response")
         #expect(outcome.servedAfter, "after one of the three closes, a new connection is served")
@@ -29,14 +31,18 @@ import Testing
             var clients = try (0..<100).map { _ in try RawClient(port: port) }
             for client in clients { client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n") }
             usleep(500_000)
-            let answered = clients.map { $0.read(until: { $0.contains("Hello, World!") }, timeout: 0.02).hasPrefix("HTTP/1.1 200") }
+            let answered = clients.map {
+                $0.read(until: { $0.contains("Hello, World!") }, timeout: 0.02).hasPrefix("HTTP/1.1 200")
+            }
             let before = try HelloServerProcess.cpuSeconds(pid: pid)
             usleep(2_000_000)
             let cpu = try HelloServerProcess.cpuSeconds(pid: pid) - before
             // Closing the served connections frees descriptors: a waiting one gets its answer, new ones are served.
             let waiting = zip(clients, answered).filter { !$0.1 }.map(\.0)
             clients.removeAll()
-            let backlogServed = waiting.first?.read(until: { $0.contains("Hello, World!") }, timeout: 3).hasPrefix("HTTP/1.1 200") ?? false
+            let backlogServed =
+                waiting.first?.read(until: { $0.contains("Hello, World!") }, timeout: 3).hasPrefix("HTTP/1.1 200")
+                ?? false
             var servedAgain = false
             for _ in 0..<30 where !servedAgain {
                 servedAgain = HelloServerProcess.get(port: port, timeout: 1)
@@ -58,8 +64,9 @@ import Testing
         let (first, port) = try await startTestServer(threads: 2)
         defer { Task { await first.shutdown(timeout: .seconds(1)) } }
         let group = try EventLoopGroup(threads: 2)
-        let second = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: port)!]),
-                                group: group, handler: TestRoutes())
+        let second = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: port)!]),
+            group: group, handler: TestRoutes())
         do {
             try await second.start()
             Issue.record("the second server bound a port the first listens on")
@@ -98,8 +105,9 @@ import Testing
 @Suite(.serialized) struct IPv6ListenerTests {
     @Test func servesOnIPv6LoopbackAndRefusesASecondListener() async throws {
         let group = try EventLoopGroup(threads: 2)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "::1", port: 0)!]),
-                                group: group, handler: TestRoutes())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "::1", port: 0)!]),
+            group: group, handler: TestRoutes())
         try await server.start()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let port = server.localAddresses[0].port
@@ -111,8 +119,9 @@ import Testing
         #expect(answer.hasPrefix("HTTP/1.1 200") && answer.hasSuffix("hello"))
         let otherGroup = try EventLoopGroup(threads: 1)
         defer { otherGroup.shutdown() }
-        let second = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "::1", port: port)!]),
-                                group: otherGroup, handler: TestRoutes())
+        let second = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "::1", port: port)!]),
+            group: otherGroup, handler: TestRoutes())
         do {
             try await second.start()
             Issue.record("a second server bound [::1]:\(port)")

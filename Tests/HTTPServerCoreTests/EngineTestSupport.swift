@@ -1,6 +1,7 @@
 import Foundation
 import NetCore
 import TestSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,7 +53,9 @@ private final class TLSExchangeDelegate: ConnectionDelegate {
 }
 
 /// One HTTPS `GET /hello` to `127.0.0.1:port` with our client, SNI `serverName` (none when nil).
-func tlsExchange(port: Int, serverName: String?, client: TLSClientConfiguration, loop: EventLoop) async throws -> TLSExchange {
+func tlsExchange(port: Int, serverName: String?, client: TLSClientConfiguration, loop: EventLoop) async throws
+    -> TLSExchange
+{
     let context = try TLSContext(client: client)
     return try await withCheckedThrowingContinuation { continuation in
         loop.execute {
@@ -82,7 +85,9 @@ final class HelloServerProcess {
         logPath = ProcessRunner.temporaryDirectory("hello-server") + "/output.log"
         let limit = fileLimit.map { "ulimit -n \($0) && " } ?? ""
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "\(limit)exec \"$0\" --port \"$1\" --threads 1 >\"$2\" 2>&1", binary.path, String(port), logPath]
+        process.arguments = [
+            "-c", "\(limit)exec \"$0\" --port \"$1\" --threads 1 >\"$2\" 2>&1", binary.path, String(port), logPath
+        ]
         process.standardInput = nil
         try ChildProcess.launch(process)
     }

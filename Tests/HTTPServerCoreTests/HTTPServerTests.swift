@@ -37,7 +37,9 @@ import Testing
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let client = try RawClient(port: port)
-        client.send("GET /slow?ms=150 HTTP/1.1\r\nHost: x\r\n\r\nGET /target?n=2 HTTP/1.1\r\nHost: x\r\n\r\nGET /target?n=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "GET /slow?ms=150 HTTP/1.1\r\nHost: x\r\n\r\nGET /target?n=2 HTTP/1.1\r\nHost: x\r\n\r\nGET /target?n=3 HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         let reply = client.read(until: { $0.contains("/target?n=3") })
         let slow = try #require(reply.range(of: "slow 150"))
         let second = try #require(reply.range(of: "/target?n=2"))
@@ -49,7 +51,9 @@ import Testing
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let client = try RawClient(port: port)
-        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 35\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 35\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         let (bytes, closed) = client.readAll()
         let reply = String(decoding: bytes, as: UTF8.self)
         #expect(reply.hasPrefix("HTTP/1.1 400 "))
@@ -64,10 +68,13 @@ import Testing
         let client = try RawClient(port: port)
         client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world")
         #expect(client.read(until: { $0.hasSuffix("hello world") }).contains("Content-Length: 11"))
-        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+        )
         #expect(client.read(until: { $0.hasSuffix("hello world") }).hasSuffix("hello world"))
         let big = String(repeating: "abcdefgh", count: 100_000)
-        let output = try ProcessRunner.run("curl", ["-s", "--data-binary", "@-", "http://127.0.0.1:\(port)/echo"], input: Data(big.utf8))
+        let output = try ProcessRunner.run(
+            "curl", ["-s", "--data-binary", "@-", "http://127.0.0.1:\(port)/echo"], input: Data(big.utf8))
         #expect(output.stdout == big)
     }
 
@@ -105,7 +112,7 @@ import Testing
             ("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n", "413"),
             ("GET /\(String(repeating: "a", count: 300)) HTTP/1.1\r\nHost: x\r\n\r\n", "414"),
             ("GET / HTTP/1.1\r\nHost: x\r\n" + (0..<10).map { "X-\($0): y\r\n" }.joined() + "\r\n", "431"),
-            ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", "505"),
+            ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", "505")
         ]
         for (request, status) in cases {
             let client = try RawClient(port: port)
@@ -121,17 +128,21 @@ import Testing
     /// stopped with NO_ERROR).
     @Test func aHandlerShapesTheAnswersToRejectedRequests() async throws {
         struct Shaping: HTTPServerHandler {
-            func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse { HTTPServerResponse(status: 200, body: []) }
+            func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
+                HTTPServerResponse(status: 200, body: [])
+            }
             func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse {
                 let target = rejection.head?.target ?? "-"
-                return HTTPServerResponse(status: 599, headers: ["X-Rejected": "yes"],
-                                          body: Array("refused \(rejection.status) \(target)".utf8))
+                return HTTPServerResponse(
+                    status: 599, headers: ["X-Rejected": "yes"],
+                    body: Array("refused \(rejection.status) \(target)".utf8))
             }
         }
         var limits = HTTPServerLimits()
         limits.maxBodyBytes = 100
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
-                                group: try EventLoopGroup(threads: 1), handler: Shaping())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!], limits: limits),
+            group: try EventLoopGroup(threads: 1), handler: Shaping())
         try await server.start()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let port = server.localAddresses[0].port
@@ -148,7 +159,9 @@ import Testing
         let h2 = try ProcessRunner.run("nghttp", ["-v", "-d", upload, "http://127.0.0.1:\(port)/upload"])
         #expect(h2.stdout.contains(":status: 413") && h2.stdout.contains("x-rejected: yes"), "\(h2.stdout)")
         #expect(h2.stdout.contains("refused 413 /upload"), "\(h2.stdout)")
-        #expect(h2.stdout.contains("RST_STREAM") && h2.stdout.contains("error_code=NO_ERROR"), "the upload is stopped: \(h2.stdout)")
+        #expect(
+            h2.stdout.contains("RST_STREAM") && h2.stdout.contains("error_code=NO_ERROR"),
+            "the upload is stopped: \(h2.stdout)")
     }
 
     @Test func aBodyThatFailsMidWayGetsOneResponseOnly() async throws {
@@ -159,9 +172,11 @@ import Testing
         // The handler is reading the body when the chunked body goes past the limit, or its chunk framing breaks:
         // the request gets the error in place of the handler's answer, and nothing after it.
         let cases: [(String, String)] = [
-            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n"
-                + "64\r\n" + String(repeating: "z", count: 100) + "\r\n", "413"),
-            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n", "400"),
+            (
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n0123456789abcdef\r\n"
+                    + "64\r\n" + String(repeating: "z", count: 100) + "\r\n", "413"
+            ),
+            ("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz\r\n", "400")
         ]
         for (request, status) in cases {
             let client = try RawClient(port: port)
@@ -169,7 +184,9 @@ import Testing
             let (bytes, closed) = client.readAll()
             let text = String(decoding: bytes, as: UTF8.self)
             #expect(text.hasPrefix("HTTP/1.1 \(status) "), "\(status): \(text)")
-            #expect(text.hasSuffix("echo failed \(status)"), "the cancelled handler's answer, with the server's status: \(text)")
+            #expect(
+                text.hasSuffix("echo failed \(status)"),
+                "the cancelled handler's answer, with the server's status: \(text)")
             #expect(text.components(separatedBy: "HTTP/1.1 ").count == 2, "one response: \(text)")
             #expect(closed)
         }
@@ -186,8 +203,13 @@ import Testing
         // HTTP/2: a body of unknown length goes over the limit while the handler reads it.
         let upload = ProcessRunner.temporaryDirectory("midbody") + "/body"
         try Data(repeating: 0x61, count: 4096).write(to: URL(fileURLWithPath: upload))
-        let h2 = try ProcessRunner.run("sh", ["-c", "curl -sS --http2-prior-knowledge -w ' %{http_code}' -T - "
-                                              + "http://127.0.0.1:\(port)/echo <\(upload)"])
+        let h2 = try ProcessRunner.run(
+            "sh",
+            [
+                "-c",
+                "curl -sS --http2-prior-knowledge -w ' %{http_code}' -T - "
+                    + "http://127.0.0.1:\(port)/echo <\(upload)"
+            ])
         #expect(h2.stdout == "echo failed 413 413", "\(h2.stdout) \(h2.stderr)")
         // A handler that answered before reading the body keeps its answer; the connection then closes.
         let client = try RawClient(port: port)
@@ -232,8 +254,9 @@ import Testing
         // The second request is pipelined, so it gets no 100 Continue and its client may never send the body: the
         // bytes after it could be the next request, which must not be swallowed as body ("0.CL" desync).
         let client = try RawClient(port: port)
-        client.send("GET /slow?ms=50 HTTP/1.1\r\nHost: x\r\n\r\n"
-                    + "POST /hello HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n")
+        client.send(
+            "GET /slow?ms=50 HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "POST /hello HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n")
         let answers = client.read(until: { $0.contains("hello") }, timeout: 5)
         #expect(!answers.contains("100 Continue"))
         #expect(answers.components(separatedBy: "HTTP/1.1 200").count == 3, "both answered: \(answers)")
@@ -298,7 +321,9 @@ import Testing
         let slow = try RawClient(port: port)
         slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
         let (bytes, closed) = slow.readAll(timeout: 3)
-        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "), "\(String(decoding: bytes, as: UTF8.self))")
+        #expect(
+            String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 408 "),
+            "\(String(decoding: bytes, as: UTF8.self))")
         #expect(String(decoding: bytes, as: UTF8.self).hasSuffix("echo failed 408"))
         #expect(closed)
     }

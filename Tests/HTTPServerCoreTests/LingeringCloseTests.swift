@@ -3,6 +3,7 @@ import HTTPServerCore
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -87,7 +88,8 @@ import Glibc
         let (bytes, closed) = client.readAll(timeout: 3)
         #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 413") && closed)
         let failure = Self.upload(32 << 20, on: client)
-        #expect(failure == EPIPE || failure == ECONNRESET, "past 1 MiB dropped the connection is closed: errno \(failure)")
+        #expect(
+            failure == EPIPE || failure == ECONNRESET, "past 1 MiB dropped the connection is closed: errno \(failure)")
         await server.shutdown(timeout: .seconds(1))
     }
 
@@ -98,15 +100,19 @@ import Glibc
         var clients: [RawClient] = []
         for _ in 0..<20 {
             let client = try Self.client(port: port)
-            client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "x", count: 5000))
+            client.send(
+                "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n" + String(repeating: "x", count: 5000))
             #expect(String(decoding: client.readAll(timeout: 3).bytes, as: UTF8.self).hasPrefix("HTTP/1.1 413"))
             clients.append(client)
         }
         #expect(server.openConnections == 20, "lingering: each waits for its client")
         clients.removeAll()
         let deadline = ContinuousClock.now + .seconds(3)
-        while server.openConnections > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(server.openConnections == 0, "a client's close ends its connection's lingering, long before the idle time")
+        while server.openConnections > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(
+            server.openConnections == 0, "a client's close ends its connection's lingering, long before the idle time")
         let check = try RawClient(port: port)
         check.send("GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         #expect(String(decoding: check.readAll().bytes, as: UTF8.self).hasSuffix("hello"), "still serving")

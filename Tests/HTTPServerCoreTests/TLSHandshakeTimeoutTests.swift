@@ -12,8 +12,11 @@ import Testing
 
     func tls(timeout: Duration) throws -> (TLSServerConfiguration, ca: String) {
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("handshake"))
-        return (TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key),
-                                       handshakeTimeout: timeout), ca)
+        return (
+            TLSServerConfiguration(
+                defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key),
+                handshakeTimeout: timeout), ca
+        )
     }
 
     @Test(arguments: [true, false])
@@ -27,8 +30,13 @@ import Testing
             partial.send(TLSHandshakeTimeoutTests.partialClientHello)
             // 50 more silent handshakes held open while a real client is served.
             let idle = try (0..<50).map { _ in try RawClient(port: port) }
-            let served = try ProcessRunner.run("curl", ["-s", "--max-time", "5", "--cacert", ca, "https://localhost:\(port)/hello",
-                                                        "--resolve", "localhost:\(port):127.0.0.1"]).stdout
+            let served = try ProcessRunner.run(
+                "curl",
+                [
+                    "-s", "--max-time", "5", "--cacert", ca, "https://localhost:\(port)/hello",
+                    "--resolve", "localhost:\(port):127.0.0.1"
+                ]
+            ).stdout
             let silentClosed = silent.readAll(timeout: 5).closed
             let partialClosed = partial.readAll(timeout: 5).closed
             let idleClosed = idle.filter { $0.readAll(timeout: 3).closed }.count

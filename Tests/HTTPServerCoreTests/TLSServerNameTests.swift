@@ -14,19 +14,24 @@ import Testing
         init() throws {
             var made: [String: (ca: String, cert: String, key: String)] = [:]
             for name in ["default.test", "a.test", "*.wild.test", "other.test"] {
-                made[name] = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("sni"), commonName: name)
+                made[name] = try ProcessRunner.makeCertificates(
+                    in: ProcessRunner.temporaryDirectory("sni"), commonName: name)
             }
             byName = made
         }
 
         func files(_ name: String, serverNames: [String]? = nil) -> TLSCertificateFiles {
-            TLSCertificateFiles(certificateChainPath: byName[name]!.cert, privateKeyPath: byName[name]!.key, serverNames: serverNames)
+            TLSCertificateFiles(
+                certificateChainPath: byName[name]!.cert, privateKeyPath: byName[name]!.key, serverNames: serverNames)
         }
 
         func configuration(strict: Bool = false) -> TLSServerConfiguration {
-            TLSServerConfiguration(defaultCertificate: files("default.test"),
-                                   certificates: [files("a.test"), files("*.wild.test"), files("other.test", serverNames: ["listed.test"])],
-                                   rejectUnknownServerNames: strict)
+            TLSServerConfiguration(
+                defaultCertificate: files("default.test"),
+                certificates: [
+                    files("a.test"), files("*.wild.test"), files("other.test", serverNames: ["listed.test"])
+                ],
+                rejectUnknownServerNames: strict)
         }
     }
 
@@ -40,7 +45,7 @@ import Testing
         let expected: [(sni: String?, commonName: String)] = [
             ("a.test", "a.test"), ("A.Test", "a.test"), ("x.wild.test", "*.wild.test"), ("listed.test", "other.test"),
             ("other.test", "default.test"), ("y.x.wild.test", "default.test"), ("wild.test", "default.test"),
-            ("unknown.test", "default.test"), (nil, "default.test"),
+            ("unknown.test", "default.test"), (nil, "default.test")
         ]
         for (sni, commonName) in expected {
             let exchange = try await tlsExchange(port: port, serverName: sni, client: insecure, loop: loop)
@@ -49,11 +54,13 @@ import Testing
             #expect(exchange.peer?.dnsNames.first == commonName, "SNI \(sni ?? "none")")
         }
         // With verification on (the certificate's own CA), the chosen certificate passes the host-name check.
-        let verified = try await tlsExchange(port: port, serverName: "x.wild.test",
-                                             client: TLSClientConfiguration(caFile: certificates.byName["*.wild.test"]!.ca), loop: loop)
+        let verified = try await tlsExchange(
+            port: port, serverName: "x.wild.test",
+            client: TLSClientConfiguration(caFile: certificates.byName["*.wild.test"]!.ca), loop: loop)
         #expect(verified.served, "\(verified.error ?? verified.response)")
-        let wrongCA = try await tlsExchange(port: port, serverName: "a.test",
-                                            client: TLSClientConfiguration(caFile: certificates.byName["default.test"]!.ca), loop: loop)
+        let wrongCA = try await tlsExchange(
+            port: port, serverName: "a.test",
+            client: TLSClientConfiguration(caFile: certificates.byName["default.test"]!.ca), loop: loop)
         #expect(!wrongCA.served)
         #expect(wrongCA.error?.contains("certificate verification failed") == true, "\(wrongCA.error ?? "no error")")
     }
@@ -62,11 +69,14 @@ import Testing
         let certificates = try await offPool { try Certificates() }
         let (server, port) = try await startTestServer(tls: certificates.configuration())
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        for (sni, commonName) in [("a.test", "a.test"), ("b.wild.test", "*.wild.test"), ("listed.test", "other.test"),
-                                  ("nobody.test", "default.test")] {
+        for (sni, commonName) in [
+            ("a.test", "a.test"), ("b.wild.test", "*.wild.test"), ("listed.test", "other.test"),
+            ("nobody.test", "default.test")
+        ] {
             let output = try await offPool {
-                try ProcessRunner.run("openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", sni],
-                                      input: Data("Q\n".utf8))
+                try ProcessRunner.run(
+                    "openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", sni],
+                    input: Data("Q\n".utf8))
             }
             let subject = output.stdout.split(separator: "\n").first { $0.hasPrefix("subject=") }
             #expect(subject == "subject=CN = \(commonName)", "SNI \(sni): \(subject ?? "no certificate")")
@@ -89,8 +99,9 @@ import Testing
         let noName = try await tlsExchange(port: port, serverName: nil, client: insecure, loop: loop)
         #expect(noName.served && noName.peer?.subject == "/CN=default.test")
         let output = try await offPool {
-            try ProcessRunner.run("openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "unknown.test"],
-                                  input: Data("Q\n".utf8))
+            try ProcessRunner.run(
+                "openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-servername", "unknown.test"],
+                input: Data("Q\n".utf8))
         }
         #expect(output.stderr.contains("unrecognized name"), "\(output.stderr)")
         #expect(!output.stdout.contains("BEGIN CERTIFICATE"))

@@ -8,18 +8,25 @@ import Testing
     @Test func curlOverTLSWithGeneratedCertificateAndOldProtocolsRefused() async throws {
         let directory = ProcessRunner.temporaryDirectory()
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let tls = TLSServerConfiguration(
+            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
         let (server, port) = try await startTestServer(tls: tls)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        let ok = try ProcessRunner.run("curl", ["-s", "--cacert", ca, "https://localhost:\(port)/hello",
-                                                "--resolve", "localhost:\(port):127.0.0.1"])
+        let ok = try ProcessRunner.run(
+            "curl",
+            [
+                "-s", "--cacert", ca, "https://localhost:\(port)/hello",
+                "--resolve", "localhost:\(port):127.0.0.1"
+            ])
         #expect(ok.stdout == "hello")
-        let alpn = try ProcessRunner.run("openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-alpn", "http/1.1", "-CAfile", ca],
-                                         input: Data("Q\n".utf8))
+        let alpn = try ProcessRunner.run(
+            "openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-alpn", "http/1.1", "-CAfile", ca],
+            input: Data("Q\n".utf8))
         #expect(alpn.stdout.contains("ALPN protocol: http/1.1"))
         for old in ["-tls1", "-tls1_1"] {
-            let refused = try ProcessRunner.run("openssl", ["s_client", "-connect", "127.0.0.1:\(port)", old, "-cipher", "DEFAULT:@SECLEVEL=0"],
-                                                input: Data("Q\n".utf8))
+            let refused = try ProcessRunner.run(
+                "openssl", ["s_client", "-connect", "127.0.0.1:\(port)", old, "-cipher", "DEFAULT:@SECLEVEL=0"],
+                input: Data("Q\n".utf8))
             #expect(refused.stdout.contains("Cipher is (NONE)"), "\(old) must be refused")
             #expect(!refused.stdout.contains("BEGIN CERTIFICATE"))
         }
@@ -34,7 +41,8 @@ import Testing
     @Test func renegotiationAndAncientHellosAreRefused() async throws {
         let directory = ProcessRunner.temporaryDirectory()
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let tls = TLSServerConfiguration(
+            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
         let (server, port) = try await startTestServer(tls: tls)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         // `R` on its own line asks s_client to renegotiate; the request after it is never answered.
@@ -61,8 +69,12 @@ import Testing
             #expect(closed, "\(name): closed")
             #expect(bytes.isEmpty || bytes.first == 0x15, "\(name): nothing but an alert, got \(bytes.prefix(8))")
         }
-        let ok = try ProcessRunner.run("curl", ["-s", "--cacert", ca, "https://localhost:\(port)/hello",
-                                                "--resolve", "localhost:\(port):127.0.0.1"])
+        let ok = try ProcessRunner.run(
+            "curl",
+            [
+                "-s", "--cacert", ca, "https://localhost:\(port)/hello",
+                "--resolve", "localhost:\(port):127.0.0.1"
+            ])
         #expect(ok.stdout == "hello")
     }
 }

@@ -53,7 +53,8 @@ struct TestRoutes: HTTPServerHandler {
                 return HTTPServerResponse(status: 200, body: body)
             } catch {
                 // Sent with the server's status when the server gave up on the body.
-                return HTTPServerResponse(status: 400, body: Array("echo failed \(request.bodyRejectionStatus ?? 0)".utf8))
+                return HTTPServerResponse(
+                    status: 400, body: Array("echo failed \(request.bodyRejectionStatus ?? 0)".utf8))
             }
         case "/deaf":
             // Ignores its body and its cancellation for 3 s.
@@ -125,14 +126,17 @@ struct TestRoutes: HTTPServerHandler {
                     output.fail(error)
                 }
             }
-            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]),
-                                      body: .stream(output))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]),
+                body: .stream(output))
         case "/upgrade-refuse":
-            return HTTPServerResponse(status: 426, headers: ["Upgrade": "something-else"],
-                                      body: Array("upgrade refused, input=\(request.upgradeInput != nil)".utf8))
+            return HTTPServerResponse(
+                status: 426, headers: ["Upgrade": "something-else"],
+                body: Array("upgrade refused, input=\(request.upgradeInput != nil)".utf8))
         case "/bad-101":
-            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]),
-                                      body: .stream(ByteStream.complete([])))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]),
+                body: .stream(ByteStream.complete([])))
         case "/cancel-probe-result":
             let id = String(request.head.query?.dropFirst("id=".count) ?? "")
             return HTTPServerResponse(status: 200, body: Array(await CancelProbe.shared.state(id).utf8))
@@ -143,13 +147,16 @@ struct TestRoutes: HTTPServerHandler {
 }
 
 /// Starts an ``HTTPServer`` on a free loopback port with the test routes.
-func startTestServer(limits: HTTPServerLimits = HTTPServerLimits(), tls: TLSServerConfiguration? = nil,
-                     threads: Int = 1, http2: Bool = true,
-                     http2Settings: HTTP2Settings = HTTP2Settings()) async throws -> (HTTPServer, Int) {
+func startTestServer(
+    limits: HTTPServerLimits = HTTPServerLimits(), tls: TLSServerConfiguration? = nil,
+    threads: Int = 1, http2: Bool = true,
+    http2Settings: HTTP2Settings = HTTP2Settings()
+) async throws -> (HTTPServer, Int) {
     let group = try EventLoopGroup(threads: threads)
     let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
     let configuration = HTTPServer.Configuration(
-        listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, limits: limits, http2: http2,
+        listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, limits: limits,
+        http2: http2,
         http2Settings: http2Settings)
     let server = HTTPServer(configuration: configuration, group: group, handler: TestRoutes())
     try await server.start()

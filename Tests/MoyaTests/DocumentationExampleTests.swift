@@ -1,9 +1,10 @@
 import Foundation
+import Moya
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import Moya
 
 // The example test of Sources/Moya/Moya.docc/StubbingAndTesting.md, as the page shows it (keep the two the same):
 // the page's target and test, run here so that the test it recommends passes.
@@ -22,12 +23,14 @@ private enum Zen: TargetType {
 }
 
 @Test func quoteIsMappedAndMissingFails() async throws {
-    let provider = MoyaProvider<Zen>(endpointClosure: { target in
-        let endpoint = MoyaProvider.defaultEndpointMapping(for: target)
-        guard target == .missing else { return endpoint }
-        return Endpoint(url: endpoint.url, sampleResponseClosure: { .networkResponse(404, Data()) },
-                        method: endpoint.method, task: endpoint.task, httpHeaderFields: endpoint.httpHeaderFields)
-    }, stubClosure: MoyaProvider.immediatelyStub)
+    let provider = MoyaProvider<Zen>(
+        endpointClosure: { target in
+            let endpoint = MoyaProvider.defaultEndpointMapping(for: target)
+            guard target == .missing else { return endpoint }
+            return Endpoint(
+                url: endpoint.url, sampleResponseClosure: { .networkResponse(404, Data()) },
+                method: endpoint.method, task: endpoint.task, httpHeaderFields: endpoint.httpHeaderFields)
+        }, stubClosure: MoyaProvider.immediatelyStub)
 
     let quote = try await provider.response(.quote).mapString()
     #expect(quote == "Half measures are as bad as nothing at all.")

@@ -1,10 +1,12 @@
 import Foundation
+import HTTPClientCore
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import Testing
-@testable import Moya
 
 struct GitIssue: Codable, Equatable {
     let title: String
@@ -13,9 +15,13 @@ struct GitIssue: Codable, Equatable {
 }
 
 @Suite struct EndpointTests {
-    func endpoint(_ task: Moya.Task, method: Moya.Method = .get, headers: [String: String]? = ["Title": "Dominar"],
-                  url: String = "https://api.github.com/zen") -> Endpoint {
-        Endpoint(url: url, sampleResponseClosure: { .networkResponse(200, Data()) }, method: method, task: task, httpHeaderFields: headers)
+    func endpoint(
+        _ task: Moya.Task, method: Moya.Method = .get, headers: [String: String]? = ["Title": "Dominar"],
+        url: String = "https://api.github.com/zen"
+    ) -> Endpoint {
+        Endpoint(
+            url: url, sampleResponseClosure: { .networkResponse(200, Data()) }, method: method, task: task,
+            httpHeaderFields: headers)
     }
 
     @Test func requestPlain() throws {
@@ -29,12 +35,16 @@ struct GitIssue: Codable, Equatable {
     @Test func transportRequestSplitsAURLOnAKnownOriginAndParsesOthers() throws {
         let origin = HTTPOrigin(scheme: "https", host: "api.github.com", port: 443)
         let known = KnownOrigin(origin)
-        let split = try #require(endpoint(.requestPlain, url: "https://api.github.com/zen?x=1").transportRequest(knownOrigin: known)).get()
+        let split = try #require(
+            endpoint(.requestPlain, url: "https://api.github.com/zen?x=1").transportRequest(knownOrigin: known)
+        ).get()
         #expect(split.http.origin == origin && split.http.target == "/zen?x=1")
         #expect(split.http.headers.first(name: "Title") == "Dominar")
         // Not the known origin followed by a path: parsed as any URL (another port, a longer host, a fragment).
-        for url in ["https://api.github.com:8443/zen", "https://api.github.com.evil/zen", "https://api.github.com/zen#top",
-                    "http://api.github.com/zen"] {
+        for url in [
+            "https://api.github.com:8443/zen", "https://api.github.com.evil/zen", "https://api.github.com/zen#top",
+            "http://api.github.com/zen"
+        ] {
             let parsed = try #require(endpoint(.requestPlain, url: url).transportRequest(knownOrigin: known)).get()
             let expected = try HTTPClientRequest(url: url)
             #expect(parsed.http.origin == expected.origin && parsed.http.target == expected.target, "\(url)")
@@ -48,8 +58,9 @@ struct GitIssue: Codable, Equatable {
 
     @Test func anEndpointKeptAsOriginAndTargetActsAsItsWholeURL() throws {
         func split(_ origin: String, _ target: String) -> Endpoint {
-            Endpoint(origin: origin, target: target, sampleResponseClosure: { .networkResponse(200, Data()) }, method: .get,
-                     task: .requestPlain, httpHeaderFields: ["Title": "Dominar"])
+            Endpoint(
+                origin: origin, target: target, sampleResponseClosure: { .networkResponse(200, Data()) }, method: .get,
+                task: .requestPlain, httpHeaderFields: ["Title": "Dominar"])
         }
         let endpoint = split("https://api.github.com", "/zen?x=1")
         #expect(endpoint.url == "https://api.github.com/zen?x=1")
@@ -62,11 +73,14 @@ struct GitIssue: Codable, Equatable {
         let sent = try #require(endpoint.transportRequest(knownOrigin: known)).get()
         #expect(sent.http.origin == origin && sent.http.target == "/zen?x=1")
         // Another origin, or a target that is not origin form, goes through the whole URL as any endpoint's does.
-        for (origin, target) in [("https://api.github.com:8443", "/zen"), ("https://api.github.com", "/zen#top"),
-                                 ("https://api.github", ".com/zen")] {
+        for (origin, target) in [
+            ("https://api.github.com:8443", "/zen"), ("https://api.github.com", "/zen#top"),
+            ("https://api.github", ".com/zen")
+        ] {
             let parsed = try #require(split(origin, target).transportRequest(knownOrigin: known)).get()
             let expected = try HTTPClientRequest(url: origin + target)
-            #expect(parsed.http.origin == expected.origin && parsed.http.target == expected.target, "\(origin + target)")
+            #expect(
+                parsed.http.origin == expected.origin && parsed.http.target == expected.target, "\(origin + target)")
         }
     }
 
@@ -82,7 +96,8 @@ struct GitIssue: Codable, Equatable {
         let request = try endpoint(.requestJSONEncodable(issue), method: .post).urlRequest()
         #expect(request.httpBody?.utf8String == #"{"rating":0,"title":"Hello"}"#)
         #expect(request.value(forHTTPHeaderField: "Content-Type") == "application/json")
-        let custom = try endpoint(.requestJSONEncodable(issue), method: .post, headers: ["Content-Type": "text/x"]).urlRequest()
+        let custom = try endpoint(.requestJSONEncodable(issue), method: .post, headers: ["Content-Type": "text/x"])
+            .urlRequest()
         #expect(custom.value(forHTTPHeaderField: "Content-Type") == "text/x")
     }
 
@@ -107,9 +122,11 @@ struct GitIssue: Codable, Equatable {
     }
 
     @Test func requestParameters() throws {
-        let request = try endpoint(.requestParameters(parameters: ["Nemesis": "Harvey"], encoding: URLEncoding.default)).urlRequest()
+        let request = try endpoint(.requestParameters(parameters: ["Nemesis": "Harvey"], encoding: URLEncoding.default))
+            .urlRequest()
         #expect(request.url?.absoluteString == "https://api.github.com/zen?Nemesis=Harvey")
-        let json = try endpoint(.requestParameters(parameters: ["a": 1], encoding: JSONEncoding.default), method: .post).urlRequest()
+        let json = try endpoint(.requestParameters(parameters: ["a": 1], encoding: JSONEncoding.default), method: .post)
+            .urlRequest()
         #expect(json.httpBody?.utf8String == #"{"a":1}"#)
     }
 
@@ -123,27 +140,40 @@ struct GitIssue: Codable, Equatable {
     }
 
     @Test func requestCompositeData() throws {
-        let request = try endpoint(.requestCompositeData(bodyData: Data("test data".utf8), urlParameters: ["Nemesis": "Harvey"]), method: .post).urlRequest()
+        let request = try endpoint(
+            .requestCompositeData(bodyData: Data("test data".utf8), urlParameters: ["Nemesis": "Harvey"]), method: .post
+        ).urlRequest()
         #expect(request.url?.absoluteString == "https://api.github.com/zen?Nemesis=Harvey")
         #expect(request.httpBody?.utf8String == "test data")
     }
 
     @Test func requestCompositeParameters() throws {
-        let request = try endpoint(.requestCompositeParameters(bodyParameters: ["Dominar": "Rygel"], bodyEncoding: JSONEncoding.default,
-                                                               urlParameters: ["Harvey": "Nemesis"]), method: .post).urlRequest()
+        let request = try endpoint(
+            .requestCompositeParameters(
+                bodyParameters: ["Dominar": "Rygel"], bodyEncoding: JSONEncoding.default,
+                urlParameters: ["Harvey": "Nemesis"]), method: .post
+        ).urlRequest()
         #expect(request.url?.absoluteString == "https://api.github.com/zen?Harvey=Nemesis")
         #expect(request.httpBody?.utf8String == #"{"Dominar":"Rygel"}"#)
-        let form = try endpoint(.requestCompositeParameters(bodyParameters: ["a": "b"], bodyEncoding: URLEncoding.httpBody,
-                                                            urlParameters: ["c": "d"]), method: .post).urlRequest()
+        let form = try endpoint(
+            .requestCompositeParameters(
+                bodyParameters: ["a": "b"], bodyEncoding: URLEncoding.httpBody,
+                urlParameters: ["c": "d"]), method: .post
+        ).urlRequest()
         #expect(form.httpBody?.utf8String == "a=b")
         #expect(form.url?.query == "c=d")
     }
 
     @Test func compositeParametersWithQueryBodyEncodingThrowsInsteadOfCrashing() {
         #expect {
-            try endpoint(.requestCompositeParameters(bodyParameters: ["a": "b"], bodyEncoding: URLEncoding.queryString, urlParameters: [:])).urlRequest()
+            try endpoint(
+                .requestCompositeParameters(
+                    bodyParameters: ["a": "b"], bodyEncoding: URLEncoding.queryString, urlParameters: [:])
+            ).urlRequest()
         } throws: { error in
-            if case MoyaError.parameterEncoding(let inner) = error { return (inner as? MoyaRequestError) == .compositeBodyEncodingNotHTTPBody }
+            if case MoyaError.parameterEncoding(let inner) = error {
+                return (inner as? MoyaRequestError) == .compositeBodyEncodingNotHTTPBody
+            }
             return false
         }
     }
@@ -153,11 +183,14 @@ struct GitIssue: Codable, Equatable {
         #expect(try endpoint(.uploadFile(file), method: .post).urlRequest().httpBody == nil)
         let form: MultipartFormData = [MultipartFormBodyPart(provider: .data(Data("a".utf8)), name: "a")]
         #expect(try endpoint(.uploadMultipartFormData(form), method: .post).urlRequest().url?.query == nil)
-        let composite = try endpoint(.uploadCompositeMultipartFormData(form, urlParameters: ["k": "v"]), method: .post).urlRequest()
+        let composite = try endpoint(.uploadCompositeMultipartFormData(form, urlParameters: ["k": "v"]), method: .post)
+            .urlRequest()
         #expect(composite.url?.query == "k=v")
         let destination: DownloadDestination = { temp, _ in (temp, []) }
         #expect(try endpoint(.downloadDestination(destination)).urlRequest().url?.query == nil)
-        let download = try endpoint(.downloadParameters(parameters: ["p": 1], encoding: URLEncoding.default, destination: destination)).urlRequest()
+        let download = try endpoint(
+            .downloadParameters(parameters: ["p": 1], encoding: URLEncoding.default, destination: destination)
+        ).urlRequest()
         #expect(download.url?.query == "p=1")
     }
 
@@ -182,7 +215,10 @@ struct GitIssue: Codable, Equatable {
 
     @Test func addingHeaders() {
         let base = endpoint(.requestPlain)
-        #expect(base.adding(newHTTPHeaderFields: ["Title": "New", "Other": "x"]).httpHeaderFields == ["Title": "New", "Other": "x"])
+        #expect(
+            base.adding(newHTTPHeaderFields: ["Title": "New", "Other": "x"]).httpHeaderFields == [
+                "Title": "New", "Other": "x"
+            ])
         #expect(base.adding(newHTTPHeaderFields: [:]).httpHeaderFields == ["Title": "Dominar"])
         #expect(endpoint(.requestPlain, headers: nil).adding(newHTTPHeaderFields: [:]).httpHeaderFields == nil)
     }
@@ -199,7 +235,8 @@ struct GitIssue: Codable, Equatable {
         #expect(endpoint(.requestPlain, headers: ["A": "1"]) != endpoint(.requestPlain, headers: ["A": "2"]))
         #expect(endpoint(.requestPlain, headers: ["a": "1"]) == endpoint(.requestPlain, headers: ["A": "1"]))
         #expect(endpoint(.requestPlain, method: .get) != endpoint(.requestPlain, method: .post))
-        #expect(endpoint(.requestParameters(parameters: ["a": 1], encoding: URLEncoding.default))
+        #expect(
+            endpoint(.requestParameters(parameters: ["a": 1], encoding: URLEncoding.default))
                 != endpoint(.requestParameters(parameters: ["a": 2], encoding: URLEncoding.default)))
         #expect(endpoint(.requestPlain) != endpoint(.requestPlain, url: "https://api.github.com/other"))
     }
@@ -215,11 +252,14 @@ struct GitIssue: Codable, Equatable {
         let snake = JSONEncoder()
         snake.keyEncodingStrategy = .convertToSnakeCase
         struct Camel: Encodable { let someKey = 1 }
-        #expect(endpoint(.requestCustomJSONEncodable(Camel(), encoder: snake)) != endpoint(.requestJSONEncodable(Camel())))
+        #expect(
+            endpoint(.requestCustomJSONEncodable(Camel(), encoder: snake)) != endpoint(.requestJSONEncodable(Camel())))
     }
 
     @Test func hashingMatchesEquality() {
-        let set: Set<Endpoint> = [endpoint(.requestPlain), endpoint(.requestPlain), endpoint(.requestData(Data("x".utf8)))]
+        let set: Set<Endpoint> = [
+            endpoint(.requestPlain), endpoint(.requestPlain), endpoint(.requestData(Data("x".utf8)))
+        ]
         #expect(set.count == 2)
     }
 
@@ -235,9 +275,14 @@ struct GitIssue: Codable, Equatable {
         #expect(endpoint(.uploadFile(URL(fileURLWithPath: "/a"))) != endpoint(.uploadFile(URL(fileURLWithPath: "/b"))))
         let formA: MultipartFormData = [MultipartFormBodyPart(provider: .data(Data("a".utf8)), name: "a")]
         let formB: MultipartFormData = [MultipartFormBodyPart(provider: .data(Data("b".utf8)), name: "a")]
-        #expect(endpoint(.uploadMultipartFormData(formA), method: .post) == endpoint(.uploadMultipartFormData(formA), method: .post))
-        #expect(endpoint(.uploadMultipartFormData(formA), method: .post) != endpoint(.uploadMultipartFormData(formB), method: .post))
-        #expect(endpoint(.uploadCompositeMultipartFormData(formA, urlParameters: ["a": 1]), method: .post)
+        #expect(
+            endpoint(.uploadMultipartFormData(formA), method: .post)
+                == endpoint(.uploadMultipartFormData(formA), method: .post))
+        #expect(
+            endpoint(.uploadMultipartFormData(formA), method: .post)
+                != endpoint(.uploadMultipartFormData(formB), method: .post))
+        #expect(
+            endpoint(.uploadCompositeMultipartFormData(formA, urlParameters: ["a": 1]), method: .post)
                 != endpoint(.uploadCompositeMultipartFormData(formA, urlParameters: ["a": 2]), method: .post))
     }
 
@@ -257,12 +302,18 @@ struct GitIssue: Codable, Equatable {
     }
 
     @Test func emptyPathKeepsBaseURL() {
-        #expect(URL(target: PathTarget(baseURL: URL(string: "https://a.com/api?x=1")!, path: "")).absoluteString == "https://a.com/api?x=1")
+        #expect(
+            URL(target: PathTarget(baseURL: URL(string: "https://a.com/api?x=1")!, path: "")).absoluteString
+                == "https://a.com/api?x=1")
     }
 
     @Test func appendsPath() {
-        #expect(URL(target: PathTarget(baseURL: URL(string: "https://a.com/api")!, path: "/users")).absoluteString == "https://a.com/api/users")
-        #expect(URL(target: PathTarget(baseURL: URL(string: "https://a.com")!, path: "/a?b=c")).absoluteString == "https://a.com/a%3Fb=c")
+        #expect(
+            URL(target: PathTarget(baseURL: URL(string: "https://a.com/api")!, path: "/users")).absoluteString
+                == "https://a.com/api/users")
+        #expect(
+            URL(target: PathTarget(baseURL: URL(string: "https://a.com")!, path: "/a?b=c")).absoluteString
+                == "https://a.com/a%3Fb=c")
     }
 
     @Test func defaultEndpointMapping() throws {

@@ -1,9 +1,10 @@
 import Foundation
+import Moya
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import Moya
 
 /// Alamofire's `HTTPHeaders` as Moya users write it: session set-up from Moya's documentation, and the collection's
 /// case-insensitive semantics.
@@ -33,10 +34,13 @@ import Moya
     }
 
     @Test func constructorsSortingAndDescription() {
-        let headers: HTTPHeaders = [.userAgent("ua"), .authorization(username: "user", password: "pass"), .contentType("text/csv")]
+        let headers: HTTPHeaders = [
+            .userAgent("ua"), .authorization(username: "user", password: "pass"), .contentType("text/csv")
+        ]
         #expect(headers["Authorization"] == "Basic dXNlcjpwYXNz")
         #expect(headers.sorted().map(\.name) == ["Authorization", "Content-Type", "User-Agent"])
-        #expect(headers.sorted().description == "Authorization: Basic dXNlcjpwYXNz\nContent-Type: text/csv\nUser-Agent: ua")
+        #expect(
+            headers.sorted().description == "Authorization: Basic dXNlcjpwYXNz\nContent-Type: text/csv\nUser-Agent: ua")
         #expect(HTTPHeaders([.accept("a"), .accept("b")]) == HTTPHeaders(["Accept": "b"]), "a later duplicate wins")
         #expect(HTTPHeaders.default.map(\.name) == ["Accept-Encoding", "Accept-Language", "User-Agent"])
     }
@@ -48,8 +52,10 @@ import Moya
         request.headers.add(.contentType("application/json"))
         #expect(request.value(forHTTPHeaderField: "Accept") == "application/json")
         #expect(request.value(forHTTPHeaderField: "Content-Type") == "application/json")
-        let response = try #require(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1",
-                                                    headerFields: ["ETag": "\"v1\""]))
+        let response = try #require(
+            HTTPURLResponse(
+                url: url, statusCode: 200, httpVersion: "HTTP/1.1",
+                headerFields: ["ETag": "\"v1\""]))
         #expect(response.headers["etag"] == "\"v1\"")
     }
 }

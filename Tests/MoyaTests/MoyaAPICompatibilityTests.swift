@@ -1,9 +1,10 @@
 import Foundation
+import Moya
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import Moya
 
 // Moya's public API used the way its README and docs (Targets, Endpoints, Providers, Plugins, Authentication,
 // Threading, Examples) use it, with a plain `import Moya`: this file compiling is the check that the names,
@@ -38,14 +39,19 @@ extension MyService: TargetType {
     var task: Task {
         switch self {
         case .zen, .showUser: return .requestPlain
-        case let .updateUser(_, firstName, lastName):
-            return .requestParameters(parameters: ["first_name": firstName, "last_name": lastName], encoding: URLEncoding.queryString)
-        case let .createUser(firstName, lastName):
-            return .requestParameters(parameters: ["first_name": firstName, "last_name": lastName], encoding: JSONEncoding.default)
+        case .updateUser(_, let firstName, let lastName):
+            return .requestParameters(
+                parameters: ["first_name": firstName, "last_name": lastName], encoding: URLEncoding.queryString)
+        case .createUser(let firstName, let lastName):
+            return .requestParameters(
+                parameters: ["first_name": firstName, "last_name": lastName], encoding: JSONEncoding.default)
         case .upload(let data):
-            return .uploadMultipartFormData([MultipartFormBodyPart(provider: .data(data), name: "file", fileName: "f.png", mimeType: "image/png")])
+            return .uploadMultipartFormData([
+                MultipartFormBodyPart(provider: .data(data), name: "file", fileName: "f.png", mimeType: "image/png")
+            ])
         case .download:
-            return .downloadDestination(DownloadRequest.suggestedDownloadDestination(for: .cachesDirectory, options: [.removePreviousFile]))
+            return .downloadDestination(
+                DownloadRequest.suggestedDownloadDestination(for: .cachesDirectory, options: [.removePreviousFile]))
         }
     }
     var sampleData: Data {
@@ -104,10 +110,10 @@ private struct PlainEncoding: ParameterEncoding {
         var user: User?
         let cancellable: Cancellable = provider.request(.showUser(id: 7)) { result in
             switch result {
-            case let .success(moyaResponse):
+            case .success(let moyaResponse):
                 statusCode = moyaResponse.statusCode
                 user = try? moyaResponse.filterSuccessfulStatusCodes().map(User.self)
-            case let .failure(error):
+            case .failure(let error):
                 Issue.record("\(error.localizedDescription) \(String(describing: error.response))")
             }
         }
@@ -115,7 +121,8 @@ private struct PlainEncoding: ParameterEncoding {
         #expect(user == User(id: 7, firstName: "Harry"))
         #expect(!cancellable.isCancelled)
 
-        provider.request(.zen, callbackQueue: nil, progress: { (progress: ProgressResponse) in _ = progress.progress }) { result in
+        provider.request(.zen, callbackQueue: nil, progress: { (progress: ProgressResponse) in _ = progress.progress })
+        { result in
             #expect((try? result.get().mapString()) == "Half measures are as bad as nothing at all.")
         }
     }
@@ -126,9 +133,10 @@ private struct PlainEncoding: ParameterEncoding {
             return defaultEndpoint.adding(newHTTPHeaderFields: ["APP_NAME": "MY_AWESOME_APP"])
         }
         let customEndpointClosure = { (target: MyService) -> Endpoint in
-            Endpoint(url: URL(target: target).absoluteString,
-                     sampleResponseClosure: { .networkResponse(201, target.sampleData) },
-                     method: target.method, task: target.task, httpHeaderFields: target.headers)
+            Endpoint(
+                url: URL(target: target).absoluteString,
+                sampleResponseClosure: { .networkResponse(201, target.sampleData) },
+                method: target.method, task: target.task, httpHeaderFields: target.headers)
         }
         let requestClosure = { (endpoint: Endpoint, done: MoyaProvider<MyService>.RequestResultClosure) in
             do {
@@ -139,30 +147,37 @@ private struct PlainEncoding: ParameterEncoding {
                 done(.failure(MoyaError.underlying(error, nil)))
             }
         }
-        let provider = MoyaProvider<MyService>(endpointClosure: endpointClosure, requestClosure: requestClosure,
-                                               stubClosure: MoyaProvider.immediatelyStub)
+        let provider = MoyaProvider<MyService>(
+            endpointClosure: endpointClosure, requestClosure: requestClosure,
+            stubClosure: MoyaProvider.immediatelyStub)
         var sentHeaders: [String: String]?
         provider.request(.zen) { result in sentHeaders = try? result.get().request?.allHTTPHeaderFields }
         #expect(sentHeaders?["APP_NAME"] == "MY_AWESOME_APP")
 
-        let custom = MoyaProvider<MyService>(endpointClosure: customEndpointClosure, stubClosure: MoyaProvider.immediatelyStub)
+        let custom = MoyaProvider<MyService>(
+            endpointClosure: customEndpointClosure, stubClosure: MoyaProvider.immediatelyStub)
         var code: Int?
         custom.request(.zen) { code = try? $0.get().statusCode }
         #expect(code == 201)
 
         let errorEndpoint = { (target: MyService) -> Endpoint in
-            Endpoint(url: URL(target: target).absoluteString, sampleResponseClosure: { .networkError(NSError(domain: "x", code: 1)) },
-                     method: target.method, task: target.task, httpHeaderFields: target.headers)
+            Endpoint(
+                url: URL(target: target).absoluteString,
+                sampleResponseClosure: { .networkError(NSError(domain: "x", code: 1)) },
+                method: target.method, task: target.task, httpHeaderFields: target.headers)
         }
         var failed = false
-        MoyaProvider<MyService>(endpointClosure: errorEndpoint, stubClosure: MoyaProvider.immediatelyStub).request(.zen) { result in
+        MoyaProvider<MyService>(endpointClosure: errorEndpoint, stubClosure: MoyaProvider.immediatelyStub).request(.zen)
+        { result in
             if case .failure(.underlying(let error as NSError, nil)) = result { failed = error.domain == "x" }
         }
         #expect(failed)
 
-        let encoded = try Endpoint(url: "https://a/b", sampleResponseClosure: { .networkResponse(200, Data()) }, method: .post,
-                                   task: .requestParameters(parameters: ["b": 1, "a": 2], encoding: PlainEncoding()),
-                                   httpHeaderFields: nil).urlRequest()
+        let encoded = try Endpoint(
+            url: "https://a/b", sampleResponseClosure: { .networkResponse(200, Data()) }, method: .post,
+            task: .requestParameters(parameters: ["b": 1, "a": 2], encoding: PlainEncoding()),
+            httpHeaderFields: nil
+        ).urlRequest()
         #expect(encoded.httpBody == Data("a,b".utf8))
     }
 
@@ -176,24 +191,31 @@ private struct PlainEncoding: ParameterEncoding {
 
         let logLines = LockedLines()
         let plugins: [PluginType] = [
-            NetworkLoggerPlugin(configuration: .init(output: { _, items in logLines.append(items) }, logOptions: .verbose)),
-            NetworkLoggerPlugin(configuration: .init(formatter: .init(entry: { identifier, message, _ in "\(identifier): \(message)" }),
-                                                     logOptions: .formatRequestAscURL)),
+            NetworkLoggerPlugin(
+                configuration: .init(output: { _, items in logLines.append(items) }, logOptions: .verbose)),
+            NetworkLoggerPlugin(
+                configuration: .init(
+                    formatter: .init(entry: { identifier, message, _ in "\(identifier): \(message)" }),
+                    logOptions: .formatRequestAscURL)),
             NetworkActivityPlugin { change, _ in _ = change == .began },
             AccessTokenPlugin { _ in "t0k3n" },
-            CredentialsPlugin { _ -> URLCredential? in URLCredential(user: "user", password: "pass", persistence: .none) },
-            AuthPlugin(token: "other"),
+            CredentialsPlugin { _ -> URLCredential? in URLCredential(user: "user", password: "pass", persistence: .none)
+            },
+            AuthPlugin(token: "other")
         ]
         let customStubClosure = { (target: MyService) -> StubBehavior in
             if case .zen = target { return .delayed(seconds: 0.01) }
             return .immediate
         }
-        let provider = MoyaProvider<MyService>(stubClosure: customStubClosure, callbackQueue: DispatchQueue.global(qos: .utility),
-                                               session: session, plugins: plugins, trackInflights: true)
+        let provider = MoyaProvider<MyService>(
+            stubClosure: customStubClosure, callbackQueue: DispatchQueue.global(qos: .utility),
+            session: session, plugins: plugins, trackInflights: true)
         let response = try await provider.response(.showUser(id: 1))
         #expect(response.request?.value(forHTTPHeaderField: "Authorization") == "Bearer t0k3n,Bearer other")
         #expect(logLines.count > 0)
-        #expect(await waitUntil { provider.inflightRequests.isEmpty }, "removed right after the completions ran (Moya calls them first)")
+        #expect(
+            await waitUntil { provider.inflightRequests.isEmpty },
+            "removed right after the completions ran (Moya calls them first)")
         #expect(try await provider.response(.zen).statusCode == 200)
         _ = MoyaProvider<MyService>(stubClosure: MoyaProvider.delayedStub(3))
         _ = MoyaProvider<MultiTarget>(plugins: [NetworkLoggerPlugin.verbose, NetworkLoggerPlugin.default])
@@ -220,23 +242,29 @@ private struct PlainEncoding: ParameterEncoding {
         let tasks: [Task] = [
             .requestPlain, .requestData(Data()), .requestJSONEncodable(["a": 1]),
             .requestCustomJSONEncodable(["a": 1], encoder: JSONEncoder()),
-            .requestParameters(parameters: [:], encoding: URLEncoding(destination: .httpBody, arrayEncoding: .noBrackets, boolEncoding: .literal)),
+            .requestParameters(
+                parameters: [:],
+                encoding: URLEncoding(destination: .httpBody, arrayEncoding: .noBrackets, boolEncoding: .literal)),
             .requestCompositeData(bodyData: Data(), urlParameters: [:]),
-            .requestCompositeParameters(bodyParameters: [:], bodyEncoding: JSONEncoding.prettyPrinted, urlParameters: [:]),
+            .requestCompositeParameters(
+                bodyParameters: [:], bodyEncoding: JSONEncoding.prettyPrinted, urlParameters: [:]),
             .uploadFile(URL(fileURLWithPath: "/tmp/f")),
             .uploadMultipartFormData(MultipartFormData(parts: [])),
-            .uploadCompositeMultipartFormData(MultipartFormData(fileManager: .default, boundary: "b", parts: []), urlParameters: [:]),
+            .uploadCompositeMultipartFormData(
+                MultipartFormData(fileManager: .default, boundary: "b", parts: []), urlParameters: [:]),
             .downloadDestination { url, _ in (url, [.createIntermediateDirectories]) },
-            .downloadParameters(parameters: [:], encoding: URLEncoding.default, destination: { url, _ in (url, []) }),
+            .downloadParameters(parameters: [:], encoding: URLEncoding.default, destination: { url, _ in (url, []) })
         ]
         #expect(tasks.count == 12)
         #expect(Moya.Method.post.supportsMultipart && !Moya.Method.get.supportsMultipart)
         #expect(ValidationType.successCodes != .customCodes([200]))
         #expect(AuthorizationType.custom("Token").value == "Token")
-        #expect(CancellableToken { }.debugDescription == "Empty Request")
+        #expect(CancellableToken {}.debugDescription == "Empty Request")
         #expect(ProgressResponse(progress: nil, response: response).progress == 1.0)
-        if case .success(let converted) = convertResponseToResult(HTTPURLResponse(url: URL(string: "https://a")!, statusCode: 204, httpVersion: nil, headerFields: nil),
-                                                                   request: nil, data: nil, error: nil) {
+        if case .success(let converted) = convertResponseToResult(
+            HTTPURLResponse(url: URL(string: "https://a")!, statusCode: 204, httpVersion: nil, headerFields: nil),
+            request: nil, data: nil, error: nil)
+        {
             #expect(converted.statusCode == 204)
         } else {
             Issue.record("expected a success")

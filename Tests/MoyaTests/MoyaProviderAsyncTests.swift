@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Moya
 
 @Suite struct MoyaProviderAsyncTests {
@@ -12,12 +13,18 @@ import Testing
     }
 
     @Test func failureEndpoint() async {
-        let error = NSError(domain: "Test", code: 1, userInfo: [NSLocalizedDescriptionKey: "Houston, we have a problem"])
-        let provider = MoyaProvider<GitHub>(endpointClosure: { target in
-            Endpoint(url: URL(target: target).absoluteString, sampleResponseClosure: { .networkError(error) },
-                     method: target.method, task: target.task, httpHeaderFields: nil)
-        }, stubClosure: MoyaProvider.immediatelyStub)
-        guard case .failure(.underlying(let e, _)) = await provider.request(.zen) else { Issue.record("expected failure"); return }
+        let error = NSError(
+            domain: "Test", code: 1, userInfo: [NSLocalizedDescriptionKey: "Houston, we have a problem"])
+        let provider = MoyaProvider<GitHub>(
+            endpointClosure: { target in
+                Endpoint(
+                    url: URL(target: target).absoluteString, sampleResponseClosure: { .networkError(error) },
+                    method: target.method, task: target.task, httpHeaderFields: nil)
+            }, stubClosure: MoyaProvider.immediatelyStub)
+        guard case .failure(.underlying(let e, _)) = await provider.request(.zen) else {
+            Issue.record("expected failure")
+            return
+        }
         #expect(e.localizedDescription == "Houston, we have a problem")
         await #expect(throws: MoyaError.self) { try await provider.response(.zen) }
     }
@@ -43,7 +50,11 @@ import Testing
         try? await AsyncTask.sleep(nanoseconds: 50_000_000)
         task.cancel()
         let result = await task.value
-        if case .failure(let error) = result { #expect(error.isCancellation) } else { Issue.record("expected cancellation") }
+        if case .failure(let error) = result {
+            #expect(error.isCancellation)
+        } else {
+            Issue.record("expected cancellation")
+        }
         #expect(Date().timeIntervalSince(start) < 9, "ended by the cancellation, not by the 10 s stub delay")
     }
 
@@ -53,7 +64,11 @@ import Testing
             withUnsafeCurrentTask { $0?.cancel() }
             return await provider.request(.zen)
         }
-        if case .failure(let error) = await task.value { #expect(error.isCancellation) } else { Issue.record("expected cancellation") }
+        if case .failure(let error) = await task.value {
+            #expect(error.isCancellation)
+        } else {
+            Issue.record("expected cancellation")
+        }
     }
 
     @Test func progressStreamForStub() async {
@@ -65,14 +80,19 @@ import Testing
             #expect(progress.completed)
             #expect(progress.progress == 1.0)
             #expect(progress.response?.data == GitHub.zen.sampleData)
-        } else { Issue.record("expected success") }
+        } else {
+            Issue.record("expected success")
+        }
     }
 
     @Test func progressStreamFailure() async {
-        let provider = MoyaProvider<GitHub>(endpointClosure: { target in
-            Endpoint(url: URL(target: target).absoluteString, sampleResponseClosure: { .networkError(NSError(domain: "x", code: 1)) },
-                     method: target.method, task: target.task, httpHeaderFields: nil)
-        }, stubClosure: MoyaProvider.immediatelyStub)
+        let provider = MoyaProvider<GitHub>(
+            endpointClosure: { target in
+                Endpoint(
+                    url: URL(target: target).absoluteString,
+                    sampleResponseClosure: { .networkError(NSError(domain: "x", code: 1)) },
+                    method: target.method, task: target.task, httpHeaderFields: nil)
+            }, stubClosure: MoyaProvider.immediatelyStub)
         var failures = 0
         await provider.requestWithProgress(.zen).forEach { if case .failure = $0 { failures += 1 } }
         #expect(failures == 1)

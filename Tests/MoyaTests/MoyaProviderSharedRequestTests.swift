@@ -1,16 +1,24 @@
 import Foundation
 import Testing
+
 @testable import Moya
 
 /// `await provider.request(_:)` on a provider with `trackInflights`: identical requests share one call that belongs
 /// to all its waiters.
 @Suite struct MoyaProviderSharedRequestTests {
-    private func countingProvider(delay: TimeInterval, counter: Recorder<Int>, plugins: [PluginType] = []) -> MoyaProvider<GitHub> {
-        MoyaProvider<GitHub>(endpointClosure: { target in
-            Endpoint(url: URL(target: target).absoluteString,
-                     sampleResponseClosure: { counter.append(1); return .networkResponse(200, target.sampleData) },
-                     method: target.method, task: target.task, httpHeaderFields: target.headers)
-        }, stubClosure: MoyaProvider.delayedStub(delay), plugins: plugins, trackInflights: true)
+    private func countingProvider(delay: TimeInterval, counter: Recorder<Int>, plugins: [PluginType] = [])
+        -> MoyaProvider<GitHub>
+    {
+        MoyaProvider<GitHub>(
+            endpointClosure: { target in
+                Endpoint(
+                    url: URL(target: target).absoluteString,
+                    sampleResponseClosure: {
+                        counter.append(1)
+                        return .networkResponse(200, target.sampleData)
+                    },
+                    method: target.method, task: target.task, httpHeaderFields: target.headers)
+            }, stubClosure: MoyaProvider.delayedStub(delay), plugins: plugins, trackInflights: true)
     }
 
     private func isCancellation(_ result: Result<Response, MoyaError>?) -> Bool {
@@ -101,11 +109,16 @@ import Testing
 
     @Test func immediateStubsFinishBeforeTheCallerWaits() async throws {
         let counter = Recorder<Int>()
-        let provider = MoyaProvider<GitHub>(endpointClosure: { target in
-            Endpoint(url: URL(target: target).absoluteString,
-                     sampleResponseClosure: { counter.append(1); return .networkResponse(200, target.sampleData) },
-                     method: target.method, task: target.task, httpHeaderFields: nil)
-        }, stubClosure: MoyaProvider.immediatelyStub, trackInflights: true)
+        let provider = MoyaProvider<GitHub>(
+            endpointClosure: { target in
+                Endpoint(
+                    url: URL(target: target).absoluteString,
+                    sampleResponseClosure: {
+                        counter.append(1)
+                        return .networkResponse(200, target.sampleData)
+                    },
+                    method: target.method, task: target.task, httpHeaderFields: nil)
+            }, stubClosure: MoyaProvider.immediatelyStub, trackInflights: true)
         #expect(try await provider.request(.zen).get().data == GitHub.zen.sampleData)
         #expect(try await provider.request(.zen).get().data == GitHub.zen.sampleData)
         #expect(counter.count == 2, "an immediate stub is over before another caller could join")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Moya
 
 @Suite struct MultipartFormDataTests {
@@ -8,7 +9,8 @@ import Testing
         let encoder = RequestMultipartFormData(boundary: "B")
         encoder.append(Data("v1".utf8), withName: "a")
         encoder.append(Data("v2".utf8), withName: "b", fileName: "f.txt", mimeType: "text/plain")
-        let expected = "--B\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv1"
+        let expected =
+            "--B\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv1"
             + "\r\n--B\r\nContent-Disposition: form-data; name=\"b\"; filename=\"f.txt\"\r\nContent-Type: text/plain\r\n\r\nv2"
             + "\r\n--B--\r\n"
         #expect(try encoder.encode().utf8String == expected)
@@ -19,7 +21,7 @@ import Testing
     @Test func moyaSplitExpectation() throws {
         let form: MultipartFormData = [
             MultipartFormBodyPart(provider: .data(Data("test1".utf8)), name: "test1"),
-            MultipartFormBodyPart(provider: .data(Data("test2".utf8)), name: "test2"),
+            MultipartFormBodyPart(provider: .data(Data("test2".utf8)), name: "test2")
         ]
         let encoder = RequestMultipartFormData(fileManager: form.fileManager, boundary: form.boundary)
         encoder.applyMoyaMultipartFormData(form)
@@ -41,9 +43,10 @@ import Testing
         let encoder = RequestMultipartFormData(boundary: "X")
         encoder.applyMoyaMultipartFormData([
             MultipartFormBodyPart(provider: .file(url), name: "img"),
-            MultipartFormBodyPart(provider: .stream(InputStream(data: Data("abc".utf8)), 3), name: "s"),
+            MultipartFormBodyPart(provider: .stream(InputStream(data: Data("abc".utf8)), 3), name: "s")
         ])
-        let expected = "--X\r\nContent-Disposition: form-data; name=\"img\"; filename=\"\(url.lastPathComponent)\"\r\nContent-Type: image/png\r\n\r\nPNGDATA"
+        let expected =
+            "--X\r\nContent-Disposition: form-data; name=\"img\"; filename=\"\(url.lastPathComponent)\"\r\nContent-Type: image/png\r\n\r\nPNGDATA"
             + "\r\n--X\r\nContent-Disposition: form-data; name=\"s\"; filename=\"\"\r\nContent-Type: \r\n\r\nabc"
             + "\r\n--X--\r\n"
         #expect(try encoder.encode().utf8String == expected)
@@ -54,8 +57,11 @@ import Testing
         let big = Data((0..<200_000).map { UInt8($0 % 251) })
         try big.write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
-        let parts = [MultipartFormBodyPart(provider: .data(Data("x".utf8)), name: "a"),
-                     MultipartFormBodyPart(provider: .file(url), name: "f", fileName: "f.bin", mimeType: "application/octet-stream")]
+        let parts = [
+            MultipartFormBodyPart(provider: .data(Data("x".utf8)), name: "a"),
+            MultipartFormBodyPart(
+                provider: .file(url), name: "f", fileName: "f.bin", mimeType: "application/octet-stream")
+        ]
         let encoder = RequestMultipartFormData(boundary: "S")
         encoder.applyMoyaMultipartFormData(parts)
         let (stream, length) = try encoder.makeBodyStream(chunkSize: 4096)
@@ -76,7 +82,9 @@ import Testing
         let stream = InputStream(data: Data())
         let a: MultipartFormData = [MultipartFormBodyPart(provider: .stream(stream, 0), name: "s")]
         let b = MultipartFormData(parts: [MultipartFormBodyPart(provider: .stream(stream, 0), name: "s")])
-        let c = MultipartFormData(parts: [MultipartFormBodyPart(provider: .stream(InputStream(data: Data()), 0), name: "s")])
+        let c = MultipartFormData(parts: [
+            MultipartFormBodyPart(provider: .stream(InputStream(data: Data()), 0), name: "s")
+        ])
         #expect(a == b)
         #expect(a.hashValue == b.hashValue)
         #expect(a != c)

@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import Moya
 
 @Suite struct URLEncodingTests {
     let base = URLRequest(url: URL(string: "https://example.com/a")!)
@@ -20,14 +22,21 @@ import Testing
     @Test func arrayEncodings() throws {
         let parameters: Parameters = ["ids": [1, 2]]
         #expect(try query(parameters) == "ids%5B%5D=1&ids%5B%5D=2")
-        #expect(try query(parameters, URLEncoding(destination: .queryString, arrayEncoding: .noBrackets)) == "ids=1&ids=2")
-        #expect(try query(parameters, URLEncoding(destination: .queryString, arrayEncoding: .indexInBrackets)) == "ids%5B0%5D=1&ids%5B1%5D=2")
-        #expect(try query(parameters, URLEncoding(destination: .queryString, arrayEncoding: .custom({ "\($0).\($1)" }))) == "ids.0=1&ids.1=2")
+        #expect(
+            try query(parameters, URLEncoding(destination: .queryString, arrayEncoding: .noBrackets)) == "ids=1&ids=2")
+        #expect(
+            try query(parameters, URLEncoding(destination: .queryString, arrayEncoding: .indexInBrackets))
+                == "ids%5B0%5D=1&ids%5B1%5D=2")
+        #expect(
+            try query(parameters, URLEncoding(destination: .queryString, arrayEncoding: .custom({ "\($0).\($1)" })))
+                == "ids.0=1&ids.1=2")
     }
 
     @Test func boolEncodings() throws {
         #expect(try query(["t": true, "f": false]) == "f=0&t=1")
-        #expect(try query(["t": true, "f": false], URLEncoding(destination: .queryString, boolEncoding: .literal)) == "f=false&t=true")
+        #expect(
+            try query(["t": true, "f": false], URLEncoding(destination: .queryString, boolEncoding: .literal))
+                == "f=false&t=true")
         #expect(try query(["n": NSNumber(value: true)]) == "n=1")
         #expect(try query(["i": 1, "d": 1.5]) == "d=1.5&i=1")
     }
@@ -40,8 +49,11 @@ import Testing
 
     @Test func appendsToExistingQuery() throws {
         let request = URLRequest(url: URL(string: "https://example.com/a?x=1")!)
-        #expect(try URLEncoding.queryString.encode(request, with: ["y": "2"]).url?.absoluteString == "https://example.com/a?x=1&y=2")
-        #expect(try URLEncoding.queryString.encode(request, with: [:]).url?.absoluteString == "https://example.com/a?x=1")
+        #expect(
+            try URLEncoding.queryString.encode(request, with: ["y": "2"]).url?.absoluteString
+                == "https://example.com/a?x=1&y=2")
+        #expect(
+            try URLEncoding.queryString.encode(request, with: [:]).url?.absoluteString == "https://example.com/a?x=1")
     }
 
     @Test func methodDependentDestination() throws {
@@ -69,7 +81,9 @@ import Testing
     @Test func keepsExistingContentType() throws {
         var request = base
         request.setValue("text/plain", forHTTPHeaderField: "Content-Type")
-        #expect(try URLEncoding.httpBody.encode(request, with: ["a": 1]).value(forHTTPHeaderField: "Content-Type") == "text/plain")
+        #expect(
+            try URLEncoding.httpBody.encode(request, with: ["a": 1]).value(forHTTPHeaderField: "Content-Type")
+                == "text/plain")
     }
 
     @Test func nilParametersLeaveRequestAlone() throws {
@@ -97,7 +111,9 @@ import Testing
     @Test func keepsContentType() throws {
         var request = base
         request.setValue("application/vnd.api+json", forHTTPHeaderField: "Content-Type")
-        #expect(try JSONEncoding.default.encode(request, with: ["a": 1]).value(forHTTPHeaderField: "Content-Type") == "application/vnd.api+json")
+        #expect(
+            try JSONEncoding.default.encode(request, with: ["a": 1]).value(forHTTPHeaderField: "Content-Type")
+                == "application/vnd.api+json")
     }
 
     @Test func invalidObjectThrows() {
@@ -120,12 +136,15 @@ struct PropertyListEncoding: ParameterEncoding {
 
 @Suite struct CustomEncodingTests {
     @Test func customEncodingPlugsIn() throws {
-        let endpoint = Endpoint(url: "https://example.com", sampleResponseClosure: { .networkResponse(200, Data()) },
-                                method: .post, task: .requestParameters(parameters: ["a": "b"], encoding: PropertyListEncoding()),
-                                httpHeaderFields: nil)
+        let endpoint = Endpoint(
+            url: "https://example.com", sampleResponseClosure: { .networkResponse(200, Data()) },
+            method: .post, task: .requestParameters(parameters: ["a": "b"], encoding: PropertyListEncoding()),
+            httpHeaderFields: nil)
         let request = try endpoint.urlRequest()
         #expect(request.value(forHTTPHeaderField: "Content-Type") == "application/x-plist")
-        let plist = try PropertyListSerialization.propertyList(from: request.httpBody ?? Data(), format: nil) as? [String: String]
+        let plist =
+            try PropertyListSerialization.propertyList(from: request.httpBody ?? Data(), format: nil)
+            as? [String: String]
         #expect(plist == ["a": "b"])
     }
 }

@@ -1,25 +1,38 @@
 import Foundation
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import Moya
 
 @Suite struct AccessTokenPluginTests {
     let plugin = AccessTokenPlugin { _ in "eyeAmAToken" }
     let request = URLRequest(url: URL(string: "https://example.com")!)
 
     @Test func bearerBasicCustomAndNone() {
-        #expect(plugin.prepare(request, target: TestTarget(authorizationType: .bearer)).value(forHTTPHeaderField: "Authorization") == "Bearer eyeAmAToken")
-        #expect(plugin.prepare(request, target: TestTarget(authorizationType: .basic)).value(forHTTPHeaderField: "Authorization") == "Basic eyeAmAToken")
-        #expect(plugin.prepare(request, target: TestTarget(authorizationType: .custom("CustomAuth"))).value(forHTTPHeaderField: "Authorization") == "CustomAuth eyeAmAToken")
-        #expect(plugin.prepare(request, target: TestTarget(authorizationType: nil)).value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(
+            plugin.prepare(request, target: TestTarget(authorizationType: .bearer)).value(
+                forHTTPHeaderField: "Authorization") == "Bearer eyeAmAToken")
+        #expect(
+            plugin.prepare(request, target: TestTarget(authorizationType: .basic)).value(
+                forHTTPHeaderField: "Authorization") == "Basic eyeAmAToken")
+        #expect(
+            plugin.prepare(request, target: TestTarget(authorizationType: .custom("CustomAuth"))).value(
+                forHTTPHeaderField: "Authorization") == "CustomAuth eyeAmAToken")
+        #expect(
+            plugin.prepare(request, target: TestTarget(authorizationType: nil)).value(
+                forHTTPHeaderField: "Authorization") == nil)
         #expect(plugin.prepare(request, target: GitHub.zen).value(forHTTPHeaderField: "Authorization") == nil)
     }
 
     @Test func multiTargetUnwrapsForTokenClosure() {
         let seen = Recorder<String>()
-        let plugin = AccessTokenPlugin { target in seen.append(target is TestTarget ? "inner" : "outer"); return "t" }
+        let plugin = AccessTokenPlugin { target in
+            seen.append(target is TestTarget ? "inner" : "outer")
+            return "t"
+        }
         let prepared = plugin.prepare(request, target: MultiTarget(TestTarget(authorizationType: .bearer)))
         #expect(prepared.value(forHTTPHeaderField: "Authorization") == "Bearer t")
         #expect(seen.values == ["inner"])
@@ -28,7 +41,9 @@ import Testing
     @Test func existingHeaderIsCommaJoined() {
         var request = self.request
         request.setValue("Old", forHTTPHeaderField: "Authorization")
-        #expect(plugin.prepare(request, target: TestTarget(authorizationType: .bearer)).value(forHTTPHeaderField: "Authorization") == "Old,Bearer eyeAmAToken")
+        #expect(
+            plugin.prepare(request, target: TestTarget(authorizationType: .bearer)).value(
+                forHTTPHeaderField: "Authorization") == "Old,Bearer eyeAmAToken")
     }
 
     @Test func authorizationTypeValues() {
@@ -49,8 +64,12 @@ import Testing
     let request = URLRequest(url: URL(string: "https://example.com")!)
 
     @Test func preemptiveBasicHeader() {
-        let plugin = CredentialsPlugin(preemptive: true) { _ in URLCredential(user: "user", password: "pass", persistence: .none) }
-        #expect(plugin.prepare(request, target: GitHub.zen).value(forHTTPHeaderField: "Authorization") == "Basic dXNlcjpwYXNz")
+        let plugin = CredentialsPlugin(preemptive: true) { _ in
+            URLCredential(user: "user", password: "pass", persistence: .none)
+        }
+        #expect(
+            plugin.prepare(request, target: GitHub.zen).value(forHTTPHeaderField: "Authorization")
+                == "Basic dXNlcjpwYXNz")
     }
 
     @Test func notPreemptiveByDefault() {
@@ -70,8 +89,9 @@ import Testing
 @Suite struct NetworkActivityPluginTests {
     @Test func beganAndEnded() {
         let changes = Recorder<NetworkActivityChangeType>()
-        let provider = MoyaProvider<GitHub>(stubClosure: MoyaProvider.immediatelyStub,
-                                            plugins: [NetworkActivityPlugin { change, _ in changes.append(change) }])
+        let provider = MoyaProvider<GitHub>(
+            stubClosure: MoyaProvider.immediatelyStub,
+            plugins: [NetworkActivityPlugin { change, _ in changes.append(change) }])
         provider.request(.zen) { _ in }
         #expect(changes.values == [.began, .ended])
     }
@@ -80,11 +100,17 @@ import Testing
 @Suite struct NetworkLoggerPluginTests {
     let entries = Recorder<String>()
 
-    func logger(_ options: NetworkLoggerPlugin.Configuration.LogOptions, redacted: Set<String> = []) -> NetworkLoggerPlugin {
+    func logger(_ options: NetworkLoggerPlugin.Configuration.LogOptions, redacted: Set<String> = [])
+        -> NetworkLoggerPlugin
+    {
         let entries = self.entries
-        let formatter = NetworkLoggerPlugin.Configuration.Formatter(entry: { identifier, message, _ in "\(identifier): \(message)" })
-        return NetworkLoggerPlugin(configuration: .init(formatter: formatter, output: { _, items in items.forEach(entries.append) },
-                                                        logOptions: options, redactedHeaders: redacted))
+        let formatter = NetworkLoggerPlugin.Configuration.Formatter(entry: { identifier, message, _ in
+            "\(identifier): \(message)"
+        })
+        return NetworkLoggerPlugin(
+            configuration: .init(
+                formatter: formatter, output: { _, items in items.forEach(entries.append) },
+                logOptions: options, redactedHeaders: redacted))
     }
 
     func request(body: String? = nil) -> URLRequest {
@@ -129,14 +155,16 @@ import Testing
     @Test func cURL() {
         let wrapper = RequestTypeWrapper(request: request(body: #"{"a":"b"}"#), sessionHeaders: ["User-Agent": "UA"])
         logger(.formatRequestAscURL).willSend(wrapper, target: GitHub.zen)
-        let expected = "Request: $ curl -v \\\n\t-X GET \\\n\t-H \"User-Agent: UA\" \\\n\t-H \"Authorization: Bearer secret\" \\\n\t-d \"{\\\"a\\\":\\\"b\\\"}\" \\\n\t\"https://api.github.com/zen\""
+        let expected =
+            "Request: $ curl -v \\\n\t-X GET \\\n\t-H \"User-Agent: UA\" \\\n\t-H \"Authorization: Bearer secret\" \\\n\t-d \"{\\\"a\\\":\\\"b\\\"}\" \\\n\t\"https://api.github.com/zen\""
         #expect(entries.values == [expected])
     }
 
     @Test func cURLRedacted() {
         let wrapper = RequestTypeWrapper(request: request(), sessionHeaders: [:])
         wrapper.authenticate(username: "u", password: "pw")
-        logger(.formatRequestAscURL, redacted: NetworkLoggerPlugin.Configuration.sensitiveHeaders).willSend(wrapper, target: GitHub.zen)
+        logger(.formatRequestAscURL, redacted: NetworkLoggerPlugin.Configuration.sensitiveHeaders).willSend(
+            wrapper, target: GitHub.zen)
         #expect(entries.values.first?.contains("-u [REDACTED]") == true)
         #expect(entries.values.first?.contains("Authorization: [REDACTED]") == true)
         #expect(entries.values.first?.contains("pw") == false)
@@ -148,9 +176,11 @@ import Testing
     }
 
     @Test func httpResponseEntry() {
-        let http = HTTPURLResponse(url: URL(string: "https://api.github.com/zen")!, statusCode: 200, httpVersion: "HTTP/1.1",
-                                   headerFields: ["Content-Length": "3", "Set-Cookie": "s=1"])!
-        logger(.default, redacted: ["set-cookie"]).didReceive(.success(Response(statusCode: 200, data: Data(), response: http)), target: GitHub.zen)
+        let http = HTTPURLResponse(
+            url: URL(string: "https://api.github.com/zen")!, statusCode: 200, httpVersion: "HTTP/1.1",
+            headerFields: ["Content-Length": "3", "Set-Cookie": "s=1"])!
+        logger(.default, redacted: ["set-cookie"]).didReceive(
+            .success(Response(statusCode: 200, data: Data(), response: http)), target: GitHub.zen)
         let entry = entries.values.first ?? ""
         #expect(entry.contains("{ URL: https://api.github.com/zen }"))
         #expect(entry.lowercased().contains("{ status code: 200, headers"))
@@ -166,14 +196,18 @@ import Testing
         #expect(entries.values[0].hasPrefix("Error: Error calling zen : "))
         let withResponse = MoyaError.statusCode(Response(statusCode: 500, data: Data("oops".utf8)))
         logger([.errorResponseBody]).didReceive(.failure(withResponse), target: GitHub.zen)
-        #expect(entries.values.suffix(2) == ["Response: Received empty network response for zen.", "Response Body: oops"])
+        #expect(
+            entries.values.suffix(2) == ["Response: Received empty network response for zen.", "Response Body: oops"])
     }
 
     @Test func defaultFormatterPrefix() {
-        let entry = NetworkLoggerPlugin.Configuration.Formatter.defaultEntryFormatter(identifier: "Request", message: "m", target: GitHub.zen)
+        let entry = NetworkLoggerPlugin.Configuration.Formatter.defaultEntryFormatter(
+            identifier: "Request", message: "m", target: GitHub.zen)
         #expect(entry.hasPrefix("Moya_Logger: ["))
         #expect(entry.hasSuffix("] Request: m"))
-        #expect(NetworkLoggerPlugin.Configuration.Formatter.defaultDataFormatter(Data([0xff])) == "## Cannot map data to String ##")
+        #expect(
+            NetworkLoggerPlugin.Configuration.Formatter.defaultDataFormatter(Data([0xff]))
+                == "## Cannot map data to String ##")
     }
 
     @Test func logOptions() {

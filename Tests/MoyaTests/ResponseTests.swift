@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import Moya
 
 @Suite struct ResponseTests {
     func response(_ json: String, status: Int = 200) -> Response {
@@ -26,8 +28,14 @@ import Testing
         #expect(response("{}").transportBody == nil)
     }
 
-    struct User: Decodable, Equatable { let login: String; let id: Int }
-    struct OptionalIssue: Decodable, Equatable { let title: String?; let createdAt: String? }
+    struct User: Decodable, Equatable {
+        let login: String
+        let id: Int
+    }
+    struct OptionalIssue: Decodable, Equatable {
+        let title: String?
+        let createdAt: String?
+    }
 
     @Test func description() {
         #expect(response("abc", status: 201).description == "Status Code: 201, Data Length: 3")
@@ -85,8 +93,13 @@ import Testing
 
     @Test func mapDecodable() throws {
         #expect(try response(#"{"login":"m","id":1}"#).map(User.self) == User(login: "m", id: 1))
-        #expect(try response(#"{"data":{"user":{"login":"m","id":1}}}"#).map(User.self, atKeyPath: "data.user") == User(login: "m", id: 1))
-        #expect(try response(#"{"data":[{"login":"m","id":1}]}"#).map([User].self, atKeyPath: "data") == [User(login: "m", id: 1)])
+        #expect(
+            try response(#"{"data":{"user":{"login":"m","id":1}}}"#).map(User.self, atKeyPath: "data.user")
+                == User(login: "m", id: 1))
+        #expect(
+            try response(#"{"data":[{"login":"m","id":1}]}"#).map([User].self, atKeyPath: "data") == [
+                User(login: "m", id: 1)
+            ])
         #expect(try response(#"{"count":3}"#).map(Int.self, atKeyPath: "count") == 3)
         #expect(try response(#"{"name":"x"}"#).map(String.self, atKeyPath: "name") == "x")
         #expect(try response(#"{"v":null}"#).map(Int?.self, atKeyPath: "v") == nil)
@@ -111,8 +124,13 @@ import Testing
     }
 
     @Test func mapEmptyData() throws {
-        #expect(try response("").map(OptionalIssue.self, failsOnEmptyData: false) == OptionalIssue(title: nil, createdAt: nil))
-        #expect(try response("").map([OptionalIssue].self, failsOnEmptyData: false) == [OptionalIssue(title: nil, createdAt: nil)])
+        #expect(
+            try response("").map(OptionalIssue.self, failsOnEmptyData: false)
+                == OptionalIssue(title: nil, createdAt: nil))
+        #expect(
+            try response("").map([OptionalIssue].self, failsOnEmptyData: false) == [
+                OptionalIssue(title: nil, createdAt: nil)
+            ])
         #expect(throws: MoyaError.self) { try response("").map(OptionalIssue.self) }
     }
 
@@ -126,18 +144,24 @@ import Testing
 
 @Suite struct MoyaErrorTests {
     let response = Response(statusCode: 404, data: Data())
-    let underlying = NSError(domain: "Test", code: 1, userInfo: [NSLocalizedDescriptionKey: "Houston, we have a problem"])
+    let underlying = NSError(
+        domain: "Test", code: 1, userInfo: [NSLocalizedDescriptionKey: "Houston, we have a problem"])
 
     @Test func descriptions() {
         #expect(MoyaError.imageMapping(response).errorDescription == "Failed to map data to an Image.")
         #expect(MoyaError.jsonMapping(response).errorDescription == "Failed to map data to JSON.")
         #expect(MoyaError.stringMapping(response).errorDescription == "Failed to map data to a String.")
-        #expect(MoyaError.objectMapping(underlying, response).errorDescription == "Failed to map data to a Decodable object.")
-        #expect(MoyaError.encodableMapping(underlying).errorDescription == "Failed to encode Encodable object into data.")
+        #expect(
+            MoyaError.objectMapping(underlying, response).errorDescription
+                == "Failed to map data to a Decodable object.")
+        #expect(
+            MoyaError.encodableMapping(underlying).errorDescription == "Failed to encode Encodable object into data.")
         #expect(MoyaError.statusCode(response).errorDescription == "Status code didn't fall within the given range.")
         #expect(MoyaError.underlying(underlying, nil).errorDescription == "Houston, we have a problem")
         #expect(MoyaError.requestMapping("x").errorDescription == "Failed to map Endpoint to a URLRequest.")
-        #expect(MoyaError.parameterEncoding(underlying).errorDescription == "Failed to encode parameters for URLRequest. Houston, we have a problem")
+        #expect(
+            MoyaError.parameterEncoding(underlying).errorDescription
+                == "Failed to encode parameters for URLRequest. Houston, we have a problem")
         #expect(MoyaError.jsonMapping(response).localizedDescription == "Failed to map data to JSON.")
     }
 
@@ -175,8 +199,9 @@ import Testing
 
 @Suite struct MultiTargetTests {
     @Test func forwardsEverything() {
-        let inner = TestTarget(path: "/p", method: .put, sampleData: Data("s".utf8), headers: ["h": "v"],
-                               validationType: .successCodes, authorizationType: .bearer)
+        let inner = TestTarget(
+            path: "/p", method: .put, sampleData: Data("s".utf8), headers: ["h": "v"],
+            validationType: .successCodes, authorizationType: .bearer)
         let multi = MultiTarget(inner)
         #expect(multi.path == "/p")
         #expect(multi.baseURL == inner.baseURL)

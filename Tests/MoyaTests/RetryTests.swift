@@ -1,10 +1,12 @@
 import Foundation
+import HTTPClientCore
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import HTTPClientCore
-@testable import Moya
 
 @Suite struct RetryPolicyTests {
     func request(_ method: String) -> URLRequest {
@@ -14,7 +16,8 @@ import HTTPClientCore
     }
 
     func status(_ code: Int, headers: [String: String] = [:]) -> Result<Response, MoyaError> {
-        let http = HTTPURLResponse(url: URL(string: "https://example.com")!, statusCode: code, httpVersion: nil, headerFields: headers)
+        let http = HTTPURLResponse(
+            url: URL(string: "https://example.com")!, statusCode: code, httpVersion: nil, headerFields: headers)
         return .success(Response(statusCode: code, data: Data(), response: http))
     }
 
@@ -51,22 +54,33 @@ import HTTPClientCore
 
     @Test func connectionFailures() {
         let policy = RetryPolicy(jitter: false)
-        let refused = Result<Response, MoyaError>.failure(.underlying(HTTPClientError.connectFailed(reason: "refused"), nil))
+        let refused = Result<Response, MoyaError>.failure(
+            .underlying(HTTPClientError.connectFailed(reason: "refused"), nil))
         #expect(policy.delay(for: request("GET"), result: refused, attempt: 0) != nil)
-        let midResponse = Result<Response, MoyaError>.failure(.underlying(HTTPClientError.connectionClosed(responseStarted: true), nil))
+        let midResponse = Result<Response, MoyaError>.failure(
+            .underlying(HTTPClientError.connectionClosed(responseStarted: true), nil))
         #expect(policy.delay(for: request("GET"), result: midResponse, attempt: 0) == nil)
         let noRetry = RetryPolicy(retriesConnectionFailures: false)
         #expect(noRetry.delay(for: request("GET"), result: refused, attempt: 0) == nil)
-        let validation = Result<Response, MoyaError>.failure(.underlying(MoyaError.statusCode(Response(statusCode: 502, data: Data())), Response(statusCode: 502, data: Data())))
+        let validation = Result<Response, MoyaError>.failure(
+            .underlying(
+                MoyaError.statusCode(Response(statusCode: 502, data: Data())), Response(statusCode: 502, data: Data())))
         #expect(policy.delay(for: request("GET"), result: validation, attempt: 0) != nil)
     }
 
     @Test func pluginDecision() async {
         let plugin = RetryPlugin(policy: RetryPolicy(jitter: false))
-        if case .retry(let delay, nil) = await plugin.retry(request("GET"), for: GitHub.zen, dueTo: status(503), attempt: 0) {
+        if case .retry(let delay, nil) = await plugin.retry(
+            request("GET"), for: GitHub.zen, dueTo: status(503), attempt: 0)
+        {
             #expect(delay == 0.2)
-        } else { Issue.record("expected retry") }
-        if case .doNotRetry = await plugin.retry(request("GET"), for: GitHub.zen, dueTo: status(200), attempt: 0) {} else { Issue.record("expected no retry") }
+        } else {
+            Issue.record("expected retry")
+        }
+        if case .doNotRetry = await plugin.retry(request("GET"), for: GitHub.zen, dueTo: status(200), attempt: 0) {
+        } else {
+            Issue.record("expected no retry")
+        }
     }
 }
 
@@ -79,9 +93,13 @@ import HTTPClientCore
         let plugin = AccessTokenRefreshPlugin(token: "t0") { "t1" }
         let prepared = plugin.prepare(URLRequest(url: URL(string: "https://a")!), target: GitHub.zen)
         #expect(prepared.value(forHTTPHeaderField: "Authorization") == "Bearer t0")
-        #expect(plugin.prepare(URLRequest(url: URL(string: "https://a")!), target: TestTarget(authorizationType: nil))
-            .value(forHTTPHeaderField: "Authorization") == nil)
-        #expect(plugin.prepare(URLRequest(url: URL(string: "https://a")!), target: TestTarget(authorizationType: .custom("Token")))
+        #expect(
+            plugin.prepare(URLRequest(url: URL(string: "https://a")!), target: TestTarget(authorizationType: nil))
+                .value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(
+            plugin.prepare(
+                URLRequest(url: URL(string: "https://a")!), target: TestTarget(authorizationType: .custom("Token"))
+            )
             .value(forHTTPHeaderField: "Authorization") == "Token t0")
     }
 
@@ -96,8 +114,11 @@ import HTTPClientCore
         let headers = await withTaskGroup(of: String?.self) { group in
             for _ in 0..<10 {
                 group.addTask {
-                    let decision = await plugin.retry(request, for: GitHub.zen, dueTo: self.unauthorized(request), attempt: 0)
-                    if case .retry(_, let newRequest?) = decision { return newRequest.value(forHTTPHeaderField: "Authorization") }
+                    let decision = await plugin.retry(
+                        request, for: GitHub.zen, dueTo: self.unauthorized(request), attempt: 0)
+                    if case .retry(_, let newRequest?) = decision {
+                        return newRequest.value(forHTTPHeaderField: "Authorization")
+                    }
                     return nil
                 }
             }
@@ -110,15 +131,21 @@ import HTTPClientCore
         #expect(await plugin.token == "new")
         // A late 401 for a request sent with the old token uses the new one without refreshing again.
         let late = await plugin.retry(request, for: GitHub.zen, dueTo: unauthorized(request), attempt: 0)
-        if case .retry(_, let newRequest?) = late { #expect(newRequest.value(forHTTPHeaderField: "Authorization") == "Bearer new") }
+        if case .retry(_, let newRequest?) = late {
+            #expect(newRequest.value(forHTTPHeaderField: "Authorization") == "Bearer new")
+        }
         #expect(calls.count == 1)
     }
 
     @Test func noRetryAfterFirstAttemptOrOnSuccess() async {
         let plugin = AccessTokenRefreshPlugin(token: "a") { "b" }
         let request = URLRequest(url: URL(string: "https://a")!)
-        if case .retry = await plugin.retry(request, for: GitHub.zen, dueTo: unauthorized(request), attempt: 1) { Issue.record("should not retry") }
-        if case .retry = await plugin.retry(request, for: GitHub.zen, dueTo: .success(Response(statusCode: 200, data: Data())), attempt: 0) {
+        if case .retry = await plugin.retry(request, for: GitHub.zen, dueTo: unauthorized(request), attempt: 1) {
+            Issue.record("should not retry")
+        }
+        if case .retry = await plugin.retry(
+            request, for: GitHub.zen, dueTo: .success(Response(statusCode: 200, data: Data())), attempt: 0)
+        {
             Issue.record("should not retry")
         }
         #expect(await plugin.refreshCount == 0)
@@ -129,15 +156,19 @@ import HTTPClientCore
         let plugin = AccessTokenRefreshPlugin(token: "a") { throw Boom() }
         let request = plugin.prepare(URLRequest(url: URL(string: "https://a")!), target: GitHub.zen)
         let decision = await plugin.retry(request, for: GitHub.zen, dueTo: unauthorized(request), attempt: 0)
-        guard case .doNotRetryWithError(let error) = decision else { Issue.record("expected the refresh error, got \(decision)"); return }
+        guard case .doNotRetryWithError(let error) = decision else {
+            Issue.record("expected the refresh error, got \(decision)")
+            return
+        }
         #expect(error is Boom)
     }
 }
 
 @Suite struct AuthenticationChallengeTests {
     func challenge(_ header: String) -> Result<Response, MoyaError> {
-        let http = HTTPURLResponse(url: URL(string: "https://example.com/dir/index.html")!, statusCode: 401, httpVersion: nil,
-                                   headerFields: ["WWW-Authenticate": header])
+        let http = HTTPURLResponse(
+            url: URL(string: "https://example.com/dir/index.html")!, statusCode: 401, httpVersion: nil,
+            headerFields: ["WWW-Authenticate": header])
         return .success(Response(statusCode: 401, data: Data(), response: http))
     }
 
@@ -150,9 +181,17 @@ import HTTPClientCore
 
     @Test func basicChallenge() {
         let credential = URLCredential(user: "user", password: "pass", persistence: .none)
-        #expect(AuthenticationChallenge.authorization(answering: challenge(#"Basic realm="x""#), method: "GET", uri: "/", credential: credential) == "Basic dXNlcjpwYXNz")
-        #expect(AuthenticationChallenge.authorization(answering: challenge("Bearer"), method: "GET", uri: "/", credential: credential) == nil)
-        #expect(AuthenticationChallenge.authorization(answering: .success(Response(statusCode: 200, data: Data())), method: "GET", uri: "/", credential: credential) == nil)
+        #expect(
+            AuthenticationChallenge.authorization(
+                answering: challenge(#"Basic realm="x""#), method: "GET", uri: "/", credential: credential)
+                == "Basic dXNlcjpwYXNz")
+        #expect(
+            AuthenticationChallenge.authorization(
+                answering: challenge("Bearer"), method: "GET", uri: "/", credential: credential) == nil)
+        #expect(
+            AuthenticationChallenge.authorization(
+                answering: .success(Response(statusCode: 200, data: Data())), method: "GET", uri: "/",
+                credential: credential) == nil)
     }
 
     @Test func digestRFC2617Example() {
@@ -161,11 +200,14 @@ import HTTPClientCore
         request.httpMethod = "GET"
         let outgoing = URLRequestOutgoing(request: request, plan: TransferPlan())
         #expect(outgoing.digestMethod == "GET" && outgoing.digestURI == "/dir/index.html")
-        let params = AuthenticationChallenge.parseChallenges(#"Digest realm="testrealm@host.com", qop="auth,auth-int", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", opaque="5ccc069c403ebaf9f0171e9517f40e41""#)
+        let params = AuthenticationChallenge.parseChallenges(
+            #"Digest realm="testrealm@host.com", qop="auth,auth-int", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", opaque="5ccc069c403ebaf9f0171e9517f40e41""#
+        )
         #expect(params.first?.scheme == "digest")
-        let header = AuthenticationChallenge.digestAuthorization(challenge: params[0].parameters, user: "Mufasa", password: "Circle Of Life",
-                                                                 method: outgoing.digestMethod, uri: outgoing.digestURI,
-                                                                 cnonce: "0a4f113b")
+        let header = AuthenticationChallenge.digestAuthorization(
+            challenge: params[0].parameters, user: "Mufasa", password: "Circle Of Life",
+            method: outgoing.digestMethod, uri: outgoing.digestURI,
+            cnonce: "0a4f113b")
         #expect(header?.contains(#"response="6629fae49393a05397450978507c4ef1""#) == true)
         #expect(header?.contains(#"uri="/dir/index.html""#) == true)
         #expect(header?.contains(#"opaque="5ccc069c403ebaf9f0171e9517f40e41""#) == true)

@@ -1,11 +1,13 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import HTTPClientCore
-import HTTPWire
-@testable import Moya
 
 /// Conversion between Foundation's request/response and the transport's types (no network).
 @Suite struct SessionTests {
@@ -26,7 +28,11 @@ import HTTPWire
         #expect(converted.headers["User-Agent"] == ["custom"])
         #expect(converted.headers.first(name: "Accept-Language") == "en;q=1.0")
         #expect(converted.headers.first(name: "Content-Type") == "application/json")
-        if case .bytes(let bytes) = converted.body { #expect(bytes == Array("{}".utf8)) } else { Issue.record("expected bytes") }
+        if case .bytes(let bytes) = converted.body {
+            #expect(bytes == Array("{}".utf8))
+        } else {
+            Issue.record("expected bytes")
+        }
     }
 
     @Test func fileAndMultipartBodies() throws {
@@ -34,12 +40,16 @@ import HTTPWire
         request.httpMethod = "POST"
         let file = try session.clientRequest(for: request, upload: .file(URL(fileURLWithPath: "/tmp/f.bin")))
         if case .file(let path) = file.body { #expect(path == "/tmp/f.bin") } else { Issue.record("expected file") }
-        let form = MultipartFormData(boundary: "BB", parts: [MultipartFormBodyPart(provider: .data(Data("v".utf8)), name: "n")])
+        let form = MultipartFormData(
+            boundary: "BB", parts: [MultipartFormBodyPart(provider: .data(Data("v".utf8)), name: "n")])
         let multipart = try session.clientRequest(for: request, upload: .multipart(form))
         #expect(multipart.headers.first(name: "Content-Type") == "multipart/form-data; boundary=BB")
         if case .stream(_, let length) = multipart.body {
-            #expect(length == Int64("--BB\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r\n--BB--\r\n".utf8.count))
-        } else { Issue.record("expected stream") }
+            #expect(
+                length == Int64("--BB\r\nContent-Disposition: form-data; name=\"n\"\r\n\r\nv\r\n--BB--\r\n".utf8.count))
+        } else {
+            Issue.record("expected stream")
+        }
     }
 
     @Test func rejectsNonHTTPURLs() {
@@ -53,7 +63,9 @@ import HTTPWire
     }
 
     @Test func convertsResponse() {
-        let head = HTTPResponseHead(status: 201, headers: HTTPFields([("Content-Type", "text/plain"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")]))
+        let head = HTTPResponseHead(
+            status: 201,
+            headers: HTTPFields([("Content-Type", "text/plain"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2")]))
         let response = HTTPClientResponse(head: head, body: Array("ok".utf8), timings: HTTPClientTimings())
         let http = Session.httpURLResponse(for: response, url: URL(string: "https://example.com/x"))
         #expect(http?.statusCode == 201)
@@ -66,13 +78,17 @@ import HTTPWire
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("moya-dl-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let destinationURL = directory.appendingPathComponent("sub/file.txt")
-        let http = HTTPURLResponse(url: URL(string: "https://example.com/file.txt")!, statusCode: 200, httpVersion: nil, headerFields: nil)!
-        try Session.storeDownload(Data("one".utf8), response: http, destination: { _, _ in (destinationURL, [.createIntermediateDirectories]) })
+        let http = HTTPURLResponse(
+            url: URL(string: "https://example.com/file.txt")!, statusCode: 200, httpVersion: nil, headerFields: nil)!
+        try Session.storeDownload(
+            Data("one".utf8), response: http,
+            destination: { _, _ in (destinationURL, [.createIntermediateDirectories]) })
         #expect(try Data(contentsOf: destinationURL).utf8String == "one")
         #expect(throws: (any Error).self) {
             try Session.storeDownload(Data("two".utf8), response: http, destination: { _, _ in (destinationURL, []) })
         }
-        try Session.storeDownload(Data("two".utf8), response: http, destination: { _, _ in (destinationURL, [.removePreviousFile]) })
+        try Session.storeDownload(
+            Data("two".utf8), response: http, destination: { _, _ in (destinationURL, [.removePreviousFile]) })
         #expect(try Data(contentsOf: destinationURL).utf8String == "two")
     }
 
@@ -80,10 +96,16 @@ import HTTPWire
         let form: MultipartFormData = [MultipartFormBodyPart(provider: .data(Data("a".utf8)), name: "a")]
         let provider = MoyaProvider<TestTarget>()
         let result = await provider.request(TestTarget(method: .get, task: .uploadMultipartFormData(form)))
-        guard case .failure(.underlying(let error, nil)) = result else { Issue.record("expected failure"); return }
+        guard case .failure(.underlying(let error, nil)) = result else {
+            Issue.record("expected failure")
+            return
+        }
         #expect((error as? MoyaRequestError) == .multipartNotSupported(method: "GET"))
         let empty = await provider.request(TestTarget(method: .post, task: .uploadMultipartFormData([])))
-        guard case .failure(.underlying(let emptyError, nil)) = empty else { Issue.record("expected failure"); return }
+        guard case .failure(.underlying(let emptyError, nil)) = empty else {
+            Issue.record("expected failure")
+            return
+        }
         #expect((emptyError as? MoyaRequestError) == .emptyMultipartForm)
     }
 }

@@ -1,8 +1,10 @@
 import Foundation
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-@testable import Moya
 
 enum GitHub {
     case zen

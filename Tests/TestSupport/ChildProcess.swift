@@ -9,7 +9,9 @@ import Foundation
 /// the test process, never from a pool thread that may exit while its child is still needed. Without `setpriv` the
 /// child is started as it is.
 package enum ChildProcess {
-    private static let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    private static let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
 
     /// Runs `process` (its executable and arguments as set) as described above; throws what `Process.run()` throws.
     package static func launch(_ process: Process) throws {

@@ -10,8 +10,9 @@ package enum ProcessMemory {
 
     private static func field(_ name: String, of pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
-              let kibibytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name) }),
+            let kibibytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return 0 }
         return kibibytes * 1024
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,9 @@ package final class UnansweredListener: Sendable {
             fillers.append(filler)
             var target = Self.loopback(port: port)
             _ = withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             var poller = pollfd(fd: filler, events: Int16(POLLOUT), revents: 0)
             if poll(&poller, 1, 100) == 0 {

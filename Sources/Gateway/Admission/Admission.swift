@@ -46,8 +46,10 @@ enum Admission {
     /// Decides `request`. `clientAddress` is the client's address behind `trusted_proxies` (see ``ClientAddress``), the
     /// rate limit's caller when there is no API key; `now` (monotonic nanoseconds, ``EventLoop/now()``) is read only
     /// for a route with a rate limit.
-    static func decide(_ request: borrowing HTTPServerRequest, clientAddress: String?, snapshot: GatewaySnapshot,
-                       now: () -> UInt64 = { EventLoop.now() }) -> Decision {
+    static func decide(
+        _ request: borrowing HTTPServerRequest, clientAddress: String?, snapshot: GatewaySnapshot,
+        now: () -> UInt64 = { EventLoop.now() }
+    ) -> Decision {
         let method = request.head.method
         if method == .trace || method == .connect {
             return .unrouted(Refusal(code: .methodNotAllowed, headers: ["Allow": allMethods.joined(separator: ", ")]))
@@ -67,12 +69,15 @@ enum Admission {
         if WebSocketTunnel.isRefusedExtendedConnect(request, route: route.config, upstream: routed.runtime?.provider) {
             // An HTTP/2 client asking for a tunnel (RFC 8441) where there is none: a plain GET's 200 would tell it
             // the tunnel is open.
-            return .unrouted(Refusal(code: .methodNotAllowed,
-                                     headers: ["Allow": (route.allowedMethods ?? allMethods).joined(separator: ", ")]))
+            return .unrouted(
+                Refusal(
+                    code: .methodNotAllowed,
+                    headers: ["Allow": (route.allowedMethods ?? allMethods).joined(separator: ", ")]))
         }
         if let apiKeys = snapshot.config.clients?.apiKeys {
             guard let key = request.head.headers.first(name: apiKeys.header),
-                  let client = apiKeys.client(forKey: key) else {
+                let client = apiKeys.client(forKey: key)
+            else {
                 return .refused(Refusal(code: .unauthorized), routed)
             }
             routed.clientName = client.name
@@ -84,9 +89,11 @@ enum Admission {
             return .refused(Refusal(code: .payloadTooLarge, closesConnection: true), routed)
         }
         if let limit = route.config.rateLimit, let limiter = routed.runtime?.rateLimiter {
-            let caller = limit.by == .route ? "" : routed.clientName ?? clientAddress.map(ClientAddress.rateLimitKey) ?? ""
+            let caller =
+                limit.by == .route ? "" : routed.clientName ?? clientAddress.map(ClientAddress.rateLimitKey) ?? ""
             if case .refused(let wait) = limiter.admit(caller, now: now()) {
-                return .refused(Refusal(code: .tooManyRequests, headers: ["Retry-After": RetryAfter.value(wait)]), routed)
+                return .refused(
+                    Refusal(code: .tooManyRequests, headers: ["Retry-After": RetryAfter.value(wait)]), routed)
             }
         }
         guard let upstream = routed.runtime?.provider else { return .refused(Refusal(code: .badGateway), routed) }

@@ -1,7 +1,8 @@
+import HTTPWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPWire
 
 /// A numeric IPv4 or IPv6 address as its bytes (an IPv4-mapped IPv6 address is its IPv4 address).
 package struct IPAddress: Hashable, Sendable {
@@ -55,7 +56,9 @@ package struct IPBlock: Equatable, Sendable, CustomStringConvertible {
         let writtenBits = parts[0].contains(":") ? 128 : 32
         var prefix = address.bytes.count * 8
         if parts.count == 2 {
-            guard parts[1].allSatisfy({ ("0"..."9").contains($0) }), let length = Int(parts[1]), (0...writtenBits).contains(length) else { return nil }
+            guard parts[1].allSatisfy({ ("0"..."9").contains($0) }), let length = Int(parts[1]),
+                (0...writtenBits).contains(length)
+            else { return nil }
             prefix = length - (writtenBits - address.bytes.count * 8)
             guard prefix >= 0 else { return nil }
         }
@@ -87,7 +90,8 @@ enum ClientAddress {
     /// an address (what a trusted proxy did not write cannot be trusted further).
     static func resolve(peer: String?, forwardedFor: [String], trusted: [IPBlock]) -> String? {
         guard !trusted.isEmpty, let peer, let peerAddress = IPAddress(peer),
-              trusted.contains(where: { $0.contains(peerAddress) }) else { return peer }
+            trusted.contains(where: { $0.contains(peerAddress) })
+        else { return peer }
         var client = peer
         for value in forwardedFor.reversed() {
             for element in value.split(separator: ",").reversed() {
@@ -110,8 +114,11 @@ enum ClientAddress {
     /// The rate limit's key for an address: an IPv4 address itself, an IPv6 address its /64 (one host or site is
     /// handed a whole /64 and can take a new address from it for every call).
     static func rateLimitKey(_ address: String) -> String {
-        guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address), !parsed.isIPv4 else { return address }
-        let block = IPBlock(address: IPAddress(bytes: Array(parsed.bytes[..<8]) + [UInt8](repeating: 0, count: 8)), prefixLength: 64)
+        guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address), !parsed.isIPv4 else {
+            return address
+        }
+        let block = IPBlock(
+            address: IPAddress(bytes: Array(parsed.bytes[..<8]) + [UInt8](repeating: 0, count: 8)), prefixLength: 64)
         return block.description
     }
 }

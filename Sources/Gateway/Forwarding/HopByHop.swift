@@ -4,9 +4,11 @@ import HTTPWire
 package enum HopByHop {
     /// Always removed, in both directions (`HTTP2-Settings` belongs to an `Upgrade: h2c` of one connection, RFC 9113
     /// §3.2.1, whether or not the client lists it in `Connection`).
-    package static let standard = ["Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-                                  "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
-                                  "HTTP2-Settings"]
+    package static let standard = [
+        "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+        "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+        "HTTP2-Settings"
+    ]
 
     /// Fields a peer cannot remove by naming them in `Connection` (framing and routing depend on them).
     package static let protected = ["host", "content-length"]

@@ -4,8 +4,10 @@ import HTTPWire
 enum ProxyHeaders {
     /// Headers the gateway sets itself; a client's values are dropped (or, for `X-Forwarded-For` and `Via`, appended
     /// to).
-    static let gatewayOwned = ["host", "content-length", "expect", "x-request-id", "x-forwarded-for",
-                               "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "via", "forwarded"]
+    static let gatewayOwned = [
+        "host", "content-length", "expect", "x-request-id", "x-forwarded-for",
+        "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "via", "forwarded"
+    ]
 
     /// Headers that select the response or identify the caller: they stay in the coalescing identity.
     static let identity: Set<String> = ["authorization", "cookie"]
@@ -21,9 +23,12 @@ enum ProxyHeaders {
     ///   `stable`, the endpoint's headers that a flight's identity includes, and the others are `perRequest`, added
     ///   to the one request that is sent. Otherwise every field is `perRequest` (no dictionary to build, hash and
     ///   sort): the client's in their order, then the configured ones, then `forwarding`.
-    static func upstreamHeaders(from client: HTTPFields, apiKeyHeader: String?, configured: HTTPFields,
-                                dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPFields)
-        -> (stable: [String: String], perRequest: HTTPFields) {
+    static func upstreamHeaders(
+        from client: HTTPFields, apiKeyHeader: String?, configured: HTTPFields,
+        dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPFields
+    )
+        -> (stable: [String: String], perRequest: HTTPFields)
+    {
         let listed = connectionListed(in: client)
         var stable: [String: String] = [:]
         // Made on the first field kept: a request whose fields are all dropped (a client sending only `Host`) sends
@@ -75,9 +80,11 @@ enum ProxyHeaders {
             for field in configured { stable[field.name] = field.value }
         } else {
             for index in 0..<configured.count {
-                let replaced = !forwarding.isEmpty && configured.withField(at: index) { name, _ in
-                    forwarding.contains(nameBytes: name)
-                }
+                let replaced =
+                    !forwarding.isEmpty
+                    && configured.withField(at: index) { name, _ in
+                        forwarding.contains(nameBytes: name)
+                    }
                 if !replaced { keep(index, of: configured) }
             }
         }
@@ -105,8 +112,10 @@ enum ProxyHeaders {
 
     /// The forwarding headers for one caller. `clientAddress` (the peer, or behind trusted proxies the client they
     /// forwarded for) is sent as `X-Real-IP`, replacing any the client sent.
-    static func forwarding(client: HTTPFields, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
-                           version: HTTPVersion) -> HTTPFields {
+    static func forwarding(
+        client: HTTPFields, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
+        version: HTTPVersion
+    ) -> HTTPFields {
         var result = HTTPFields()
         result.reserveCapacity(6)
         result.add(name: "X-Request-Id", value: requestID)
@@ -131,7 +140,9 @@ enum ProxyHeaders {
         case (1, 1): return "1.1 moya-gateway"
         case (2, _): return "2 moya-gateway"
         case (1, 0): return "1.0 moya-gateway"
-        default: return version.minor == 0 ? "\(version.major) moya-gateway" : "\(version.major).\(version.minor) moya-gateway"
+        default:
+            return version.minor == 0
+                ? "\(version.major) moya-gateway" : "\(version.major).\(version.minor) moya-gateway"
         }
     }
 
@@ -161,13 +172,18 @@ enum ProxyHeaders {
 
     /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and
     /// `X-Accel-Buffering` (the upstream's word to the gateway on buffering, which nginx does not pass on either).
-    private static let droppedDownstream = HeaderNameSet(HopByHop.standard + ["Content-Length", "X-Request-Id",
-                                                                              "X-Accel-Buffering"])
+    private static let droppedDownstream = HeaderNameSet(
+        HopByHop.standard + [
+            "Content-Length", "X-Request-Id",
+            "X-Accel-Buffering"
+        ])
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
     /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
-    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1, requestID: String) -> HTTPFields {
+    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1, requestID: String)
+        -> HTTPFields
+    {
         var headers = downstream(from: upstream, received: version)
         headers.add(name: "X-Request-Id", value: requestID)
         return headers
@@ -194,7 +210,8 @@ enum ProxyHeaders {
         guard !upstream.contains(name: "Transfer-Encoding") else { return nil }
         let values = upstream["Content-Length"]
         guard values.count == 1, let value = values.first, (1...19).contains(value.utf8.count),
-              value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+            value.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+        else { return nil }
         return value
     }
 

@@ -8,7 +8,8 @@ import Locking
 enum RequestID {
     static func take(from value: String?, generator: RequestIDGenerator) -> String {
         if let value, !value.isEmpty, value.utf8.count <= 128,
-           value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        {
             return value
         }
         return generate(generator.next())

@@ -9,11 +9,12 @@ enum TraceContext {
         guard let value = headers.first(name: "traceparent") else { return nil }
         let bytes = Array(value.utf8)
         guard bytes.count >= 55, bytes.count == 55 || bytes[55] == UInt8(ascii: "-"),
-              bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"), bytes[52] == UInt8(ascii: "-"),
-              isHex(bytes[0..<2]), isHex(bytes[3..<35]), isHex(bytes[36..<52]), isHex(bytes[53..<55]),
-              bytes[0..<2] != [UInt8(ascii: "f"), UInt8(ascii: "f")],
-              bytes[3..<35].contains(where: { $0 != UInt8(ascii: "0") }),
-              bytes[36..<52].contains(where: { $0 != UInt8(ascii: "0") }) else { return nil }
+            bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"), bytes[52] == UInt8(ascii: "-"),
+            isHex(bytes[0..<2]), isHex(bytes[3..<35]), isHex(bytes[36..<52]), isHex(bytes[53..<55]),
+            bytes[0..<2] != [UInt8(ascii: "f"), UInt8(ascii: "f")],
+            bytes[3..<35].contains(where: { $0 != UInt8(ascii: "0") }),
+            bytes[36..<52].contains(where: { $0 != UInt8(ascii: "0") })
+        else { return nil }
         // Version 00 has exactly these fields.
         if bytes[0..<2] == [UInt8(ascii: "0"), UInt8(ascii: "0")] && bytes.count != 55 { return nil }
         return String(decoding: bytes[3..<35], as: UTF8.self)

@@ -64,10 +64,13 @@ struct AccessLogLine: Sendable {
     }
 
     func text() -> String {
-        var line = "\(JSONLogHandler.timestamp()) access \(record.requestID) \(record.method) \(HeaderRedactor.redactQuery(in: record.path))"
+        var line =
+            "\(JSONLogHandler.timestamp()) access \(record.requestID) \(record.method) \(HeaderRedactor.redactQuery(in: record.path))"
         line += " route=\(record.route ?? "-") upstream=\(record.upstream ?? "-")"
-        line += " upstream_path=\(record.upstreamPath.map(HeaderRedactor.redactQuery(in:)) ?? "-") status=\(record.status)"
-        line += " bytes_in=\(record.bytesIn) bytes_out=\(record.bytesOut) duration_ms=\(AccessLogLine.milliseconds(record.duration))"
+        line +=
+            " upstream_path=\(record.upstreamPath.map(HeaderRedactor.redactQuery(in:)) ?? "-") status=\(record.status)"
+        line +=
+            " bytes_in=\(record.bytesIn) bytes_out=\(record.bytesOut) duration_ms=\(AccessLogLine.milliseconds(record.duration))"
         line += " upstream_connect_ms=\(AccessLogLine.milliseconds(record.upstreamConnect))"
         line += " upstream_ttfb_ms=\(AccessLogLine.milliseconds(record.upstreamFirstByte))"
         line += " coalesced=\(record.coalesced) stubbed=\(record.stubbed) retries=\(record.retries)"

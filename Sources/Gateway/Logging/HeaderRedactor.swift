@@ -5,8 +5,10 @@ import HTTPWire
 package struct HeaderRedactor: Sendable {
     package static let placeholder = "[REDACTED]"
     /// Query parameter names whose values are redacted (compared case-insensitively).
-    package static let sensitiveQueryParameters = ["token", "access_token", "api_key", "apikey", "key", "password",
-                                                  "secret"]
+    package static let sensitiveQueryParameters = [
+        "token", "access_token", "api_key", "apikey", "key", "password",
+        "secret"
+    ]
 
     /// Lower-cased header names.
     package let names: Set<String>
@@ -20,9 +22,10 @@ package struct HeaderRedactor: Sendable {
 
     /// The headers with every listed field's value replaced by `[REDACTED]` (names and order kept).
     package func redact(_ headers: HTTPFields) -> HTTPFields {
-        HTTPFields(headers.map { field in
-            (field.name, shouldRedact(name: field.name) ? HeaderRedactor.placeholder : field.value)
-        })
+        HTTPFields(
+            headers.map { field in
+                (field.name, shouldRedact(name: field.name) ? HeaderRedactor.placeholder : field.value)
+            })
     }
 
     /// `value`, or `[REDACTED]` when `name` is listed.
@@ -59,8 +62,9 @@ package struct HeaderRedactor: Sendable {
         var iterator = Array(text.utf8)[...]
         while let byte = iterator.popFirst() {
             if byte == UInt8(ascii: "%"), iterator.count >= 2,
-               let high = PathNormalizer.hexValue(iterator[iterator.startIndex]),
-               let low = PathNormalizer.hexValue(iterator[iterator.startIndex + 1]) {
+                let high = PathNormalizer.hexValue(iterator[iterator.startIndex]),
+                let low = PathNormalizer.hexValue(iterator[iterator.startIndex + 1])
+            {
                 bytes.append(high << 4 | low)
                 iterator = iterator.dropFirst(2)
             } else {

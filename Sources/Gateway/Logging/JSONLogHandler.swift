@@ -31,13 +31,17 @@ package struct JSONLogHandler: LogHandler {
         let timestamp = JSONLogHandler.timestamp()
         let redactor = settings.redactor
         if settings.json {
-            var line = "{\"ts\":\"\(timestamp)\",\"level\":\"\(event.level.rawValue)\",\"msg\":\(JSONLogHandler.quote(event.message.description))"
+            var line =
+                "{\"ts\":\"\(timestamp)\",\"level\":\"\(event.level.rawValue)\",\"msg\":\(JSONLogHandler.quote(event.message.description))"
             for key in fields.keys.sorted() {
-                line += ",\(JSONLogHandler.quote(key)):\(JSONLogHandler.encode(fields[key]!, key: key, redactor: redactor))"
+                line +=
+                    ",\(JSONLogHandler.quote(key)):\(JSONLogHandler.encode(fields[key]!, key: key, redactor: redactor))"
             }
             sink.write(line + "}")
         } else {
-            let rendered = fields.keys.sorted().map { "\($0)=\(redactor.shouldRedact(name: $0) ? HeaderRedactor.placeholder : "\(fields[$0]!)")" }
+            let rendered = fields.keys.sorted().map {
+                "\($0)=\(redactor.shouldRedact(name: $0) ? HeaderRedactor.placeholder : "\(fields[$0]!)")"
+            }
             sink.write("\(timestamp) \(event.level.rawValue) \(event.message) \(rendered.joined(separator: " "))")
         }
     }
@@ -66,7 +70,10 @@ package struct JSONLogHandler: LogHandler {
         case .array(let values):
             return "[" + values.map { encode($0, key: "", redactor: redactor) }.joined(separator: ",") + "]"
         case .dictionary(let dictionary):
-            return "{" + dictionary.keys.sorted().map { "\(quote($0)):\(encode(dictionary[$0]!, key: $0, redactor: redactor))" }.joined(separator: ",") + "}"
+            return "{"
+                + dictionary.keys.sorted().map {
+                    "\(quote($0)):\(encode(dictionary[$0]!, key: $0, redactor: redactor))"
+                }.joined(separator: ",") + "}"
         }
     }
 

@@ -1,9 +1,10 @@
 import Foundation
 import Locking
+import NetCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import NetCore
 
 /// Where log lines go: a dedicated writer thread drains a bounded queue, so a slow or full output never blocks a
 /// request. Lines beyond the bound are dropped and counted.
@@ -66,7 +67,9 @@ package final class LogSink: Sendable {
 
     /// - Parameter reportOutput: where drop reports go (stderr unless a test says otherwise).
     /// - Throws: ``OpenError`` when a file destination cannot be opened for appending within ``openTimeout``.
-    package init(destination: Destination, capacity: Int = 65_536, reportOutput: Int32 = STDERR_FILENO) throws(OpenError) {
+    package init(destination: Destination, capacity: Int = 65_536, reportOutput: Int32 = STDERR_FILENO)
+        throws(OpenError)
+    {
         self.reportOutput = reportOutput
         switch destination {
         case .stdout:
@@ -95,15 +98,19 @@ package final class LogSink: Sendable {
         let waited = "waited \(Self.seconds(timeout))"
         // On a thread of its own: `open` itself may block (it does not for a FIFO, opened non-blocking below).
         DispatchQueue.global().async { attempt.run(path, until: deadline) }
-        guard attempt.done.wait(timeout: deadline + .milliseconds(100)) == .success, let outcome = attempt.finish() else {
+        guard attempt.done.wait(timeout: deadline + .milliseconds(100)) == .success, let outcome = attempt.finish()
+        else {
             attempt.abandon()
             throw OpenError(path: path, reason: "the open did not return (\(waited))")
         }
         switch outcome {
         case .success(let fd): return fd
         case .failure(let code):
-            throw OpenError(path: path, reason: code == ENXIO ? "no process has the FIFO open for reading (\(waited))"
-                                                             : String(cString: strerror(code)))
+            throw OpenError(
+                path: path,
+                reason: code == ENXIO
+                    ? "no process has the FIFO open for reading (\(waited))"
+                    : String(cString: strerror(code)))
         }
     }
 
@@ -328,13 +335,21 @@ package final class LogSink: Sendable {
             }
             guard count > 0 else { return }
             let output = path.map { "logging.output \($0)" } ?? "logging.output"
-            var line = "moya-gateway: \(output): \(count) log line\(count == 1 ? "" : "s") dropped"
-                + (first ? "" : " in the last minute") + " (\(cause)); counted in moya_gateway_log_lines_dropped_total\n"
+            var line =
+                "moya-gateway: \(output): \(count) log line\(count == 1 ? "" : "s") dropped"
+                + (first ? "" : " in the last minute")
+                + " (\(cause)); counted in moya_gateway_log_lines_dropped_total\n"
             line.withUTF8 { bytes in
                 var offset = 0
                 while offset < bytes.count {
                     let written = Glibc.write(reportOutput, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { break }
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        break
+                    }
                 }
             }
         }

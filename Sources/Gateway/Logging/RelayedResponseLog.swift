@@ -19,8 +19,10 @@ final class RelayedResponseLog: Sendable {
     /// Counts the lines not written yet (one from here until this one is).
     private let pending: AtomicCounter?
 
-    init(telemetry: Telemetry, started: ContinuousClock.Instant, tunnel: WebSocketTunnel? = nil,
-         pending: AtomicCounter? = nil) {
+    init(
+        telemetry: Telemetry, started: ContinuousClock.Instant, tunnel: WebSocketTunnel? = nil,
+        pending: AtomicCounter? = nil
+    ) {
         self.telemetry = telemetry
         self.started = started
         self.tunnel = tunnel

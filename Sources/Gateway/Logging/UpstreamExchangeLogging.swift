@@ -14,11 +14,13 @@ enum UpstreamExchangeLogging {
     static let alwaysRedacted: Set<String> = [
         "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "Api-Key", "X-Auth-Token",
         "X-Access-Token", "X-Api-Token", "X-Refresh-Token", "X-Session-Token", "X-CSRF-Token", "X-XSRF-Token",
-        "X-Amz-Security-Token", "X-Goog-Api-Key", "Token",
+        "X-Amz-Security-Token", "X-Goog-Api-Key", "Token"
     ]
 
     /// The plugin, or `nil` when `logger` does not log at `debug`.
-    static func plugin(logger: Logger, upstream: String, redactHeaders: [String], apiKeyHeader: String?) -> NetworkLoggerPlugin? {
+    static func plugin(logger: Logger, upstream: String, redactHeaders: [String], apiKeyHeader: String?)
+        -> NetworkLoggerPlugin?
+    {
         guard logger.logLevel <= .debug else { return nil }
         var redacted = alwaysRedacted.union(redactHeaders)
         if let apiKeyHeader { redacted.insert(apiKeyHeader) }
@@ -28,10 +30,12 @@ enum UpstreamExchangeLogging {
             }),
             output: { _, items in
                 for item in items {
-                    logger.debug("upstream exchange", metadata: [
-                        "upstream": .string(upstream),
-                        "entry": .string(HeaderRedactor.redactURLQueries(in: item)),
-                    ])
+                    logger.debug(
+                        "upstream exchange",
+                        metadata: [
+                            "upstream": .string(upstream),
+                            "entry": .string(HeaderRedactor.redactURLQueries(in: item))
+                        ])
                 }
             },
             logOptions: [.requestMethod, .requestHeaders],

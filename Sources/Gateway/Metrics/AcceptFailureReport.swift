@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,7 +27,10 @@ final class AcceptFailureReport: Sendable {
     private let write: @Sendable (String) -> Void
 
     /// `write` takes each line (without its newline); by default it goes to stderr.
-    init(interval: Duration = .seconds(60), write: @escaping @Sendable (String) -> Void = AcceptFailureReport.standardError) {
+    init(
+        interval: Duration = .seconds(60),
+        write: @escaping @Sendable (String) -> Void = AcceptFailureReport.standardError
+    ) {
         self.interval = interval
         self.write = write
     }

@@ -10,9 +10,11 @@ struct GatewayMetricsFactory: MetricsFactory, Sendable {
     let registry: PrometheusCollectorRegistry
 
     /// The buckets of every latency histogram (`Timer`).
-    static let durationBuckets: [Duration] = [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-                                              .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
-                                              .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)]
+    static let durationBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)
+    ]
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         let descriptor = Metric.descriptor(label)
@@ -40,7 +42,9 @@ struct GatewayMetricsFactory: MetricsFactory, Sendable {
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         let descriptor = Metric.descriptor(label)
-        if dimensions.isEmpty { return registry.makeDurationHistogram(descriptor: descriptor, buckets: Self.durationBuckets) }
+        if dimensions.isEmpty {
+            return registry.makeDurationHistogram(descriptor: descriptor, buckets: Self.durationBuckets)
+        }
         return registry.makeDurationHistogram(descriptor: descriptor, labels: dimensions, buckets: Self.durationBuckets)
     }
 
@@ -106,20 +110,27 @@ enum Metric {
         circuitRefused: "Calls answered 503 without contacting the upstream because its circuit was open",
         rateLimited: "Calls answered 429 by a route's rate limit, by route",
         openConnections: "Client connections open now",
-        serverHealthy: "1 while an upstream address passes its health checks, 0 while it is taken out, by upstream and server",
-        minimumRateCuts: "Client connections and HTTP/2 streams cut for moving bytes below the minimum rate, by direction (send: a response, receive: a request body) and protocol (http1, http2)",
-        acceptsRefused: "Accepts that failed for want of file descriptors (reason fd_limit: EMFILE, ENFILE) or socket memory (reason memory); accepting pauses 100 ms and is retried",
+        serverHealthy:
+            "1 while an upstream address passes its health checks, 0 while it is taken out, by upstream and server",
+        minimumRateCuts:
+            "Client connections and HTTP/2 streams cut for moving bytes below the minimum rate, by direction (send: a response, receive: a request body) and protocol (http1, http2)",
+        acceptsRefused:
+            "Accepts that failed for want of file descriptors (reason fd_limit: EMFILE, ENFILE) or socket memory (reason memory); accepting pauses 100 ms and is retried",
         tokenFetches: "Requests to an upstream's OAuth 2.0 token endpoint, by upstream and result (success or failure)",
-        bufferedBytes: "Bytes of proxied responses buffered for their clients now, in memory or in temporary files (where)",
+        bufferedBytes:
+            "Bytes of proxied responses buffered for their clients now, in memory or in temporary files (where)",
         bufferSpilled: "Proxied responses that went on in a temporary file past their memory buffer",
-        bufferOverflows: "Buffered responses whose rest went at the client's pace: a temporary file cap reached, or a file error (cause)",
-        fairShareWaits: "Requests passed over for a connection or stream because their caller held more than its share of a full upstream pool, by upstream",
-        logLinesDropped: "Log lines dropped because the output was full or stuck (a full disk, a pipe nobody reads)",
+        bufferOverflows:
+            "Buffered responses whose rest went at the client's pace: a temporary file cap reached, or a file error (cause)",
+        fairShareWaits:
+            "Requests passed over for a connection or stream because their caller held more than its share of a full upstream pool, by upstream",
+        logLinesDropped: "Log lines dropped because the output was full or stuck (a full disk, a pipe nobody reads)"
     ]
 
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not
     /// define; an empty label, which Prometheus cannot name, becomes `unnamed`).
     static func descriptor(_ label: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(metricName: label.isEmpty ? "unnamed" : label, unitName: "", helpText: helpTexts[label] ?? "")
+        MetricNameDescriptor(
+            metricName: label.isEmpty ? "unnamed" : label, unitName: "", helpText: helpTexts[label] ?? "")
     }
 }

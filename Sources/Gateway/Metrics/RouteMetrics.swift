@@ -43,16 +43,22 @@ final class RouteMetrics: Sendable {
             if let known = handles.requests.first(where: { $0.status == status }) {
                 counter = known.counter
             } else {
-                counter = CoreMetrics.Counter(label: Metric.requests,
-                                              dimensions: [("route", route), ("status", String(status))], factory: factory)
+                counter = CoreMetrics.Counter(
+                    label: Metric.requests,
+                    dimensions: [("route", route), ("status", String(status))], factory: factory)
                 handles.requests.append((status, counter))
             }
-            let duration = handles.duration ?? CoreMetrics.Timer(label: Metric.duration, dimensions: [("route", route)],
-                                                                 factory: factory)
+            let duration =
+                handles.duration
+                ?? CoreMetrics.Timer(
+                    label: Metric.duration, dimensions: [("route", route)],
+                    factory: factory)
             handles.duration = duration
             guard upstreamTimed else { return (counter, duration, nil) }
-            let firstByte = handles.upstreamFirstByte ?? CoreMetrics.Timer(
-                label: Metric.upstreamFirstByte, dimensions: [("upstream", upstream)], factory: factory)
+            let firstByte =
+                handles.upstreamFirstByte
+                ?? CoreMetrics.Timer(
+                    label: Metric.upstreamFirstByte, dimensions: [("upstream", upstream)], factory: factory)
             handles.upstreamFirstByte = firstByte
             return (counter, duration, firstByte)
         }
@@ -70,8 +76,10 @@ final class RouteMetrics: Sendable {
     }
 
     /// A new handle on `event`'s counter (the registry hands out the same metric for the same name and labels).
-    static func makeCounter(for event: CountedEvent, route: String, upstream: String,
-                            factory: GatewayMetricsFactory) -> CoreMetrics.Counter {
+    static func makeCounter(
+        for event: CountedEvent, route: String, upstream: String,
+        factory: GatewayMetricsFactory
+    ) -> CoreMetrics.Counter {
         let (label, dimensions): (String, [(String, String)])
         switch event {
         case .coalesced(let role): (label, dimensions) = (Metric.coalesced, [("route", route), ("role", role)])

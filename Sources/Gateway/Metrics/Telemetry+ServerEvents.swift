@@ -1,6 +1,7 @@
 import CoreMetrics
 import HTTPServerCore
 import HTTPWire
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,9 +21,11 @@ extension Telemetry {
 
     /// Counts a connection or HTTP/2 stream cut for moving bytes below its minimum rate.
     func minimumRateCut(direction: HTTPServerEvents.Direction, version: HTTPVersion) {
-        CoreMetrics.Counter(label: Metric.minimumRateCuts,
-                            dimensions: [("direction", direction.rawValue), ("protocol", version == .http2 ? "http2" : "http1")],
-                            factory: metricsFactory).increment()
+        CoreMetrics.Counter(
+            label: Metric.minimumRateCuts,
+            dimensions: [("direction", direction.rawValue), ("protocol", version == .http2 ? "http2" : "http1")],
+            factory: metricsFactory
+        ).increment()
     }
 
     /// Counts an accept that failed with `errno` (EMFILE, ENFILE: `fd_limit`; ENOBUFS, ENOMEM: `memory`).

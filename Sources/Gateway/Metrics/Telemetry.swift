@@ -1,6 +1,6 @@
+import CoreMetrics
 import Foundation
 import Locking
-import CoreMetrics
 import NetCore
 import Prometheus
 
@@ -80,7 +80,9 @@ package final class Telemetry: Sendable {
             ?? cachedHandles(route: route, status: record.status, upstream: upstream)
         requests.increment()
         timer.recordNanoseconds(Int64(clamping: (record.timedDuration ?? record.duration).nanoseconds))
-        if let upstreamTimer, let firstByte = record.upstreamFirstByte { upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds)) }
+        if let upstreamTimer, let firstByte = record.upstreamFirstByte {
+            upstreamTimer.recordNanoseconds(Int64(clamping: firstByte.nanoseconds))
+        }
         if record.coalesced != "no" {
             count(.coalesced(role: record.coalesced), of: record.routeMetrics, route: route, upstream: "")
         }
@@ -90,7 +92,8 @@ package final class Telemetry: Sendable {
 
     /// The handles for a request without ``AccessRecord/routeMetrics``, from the cache.
     private func cachedHandles(route: String, status: Int, upstream: String?)
-        -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?) {
+        -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?)
+    {
         let metrics = unroutedMetrics.withLock { cache in
             let key = UnroutedMetricKey(route: route, upstream: upstream ?? "")
             if let known = cache[key] { return known }
@@ -109,8 +112,10 @@ package final class Telemetry: Sendable {
     /// Counts a configuration reload and records whether it was taken (for alerting on a rejected reload, which
     /// otherwise only shows in the log).
     func reloaded(successfully: Bool) {
-        CoreMetrics.Counter(label: Metric.configReloads, dimensions: [("result", successfully ? "success" : "failure")],
-                            factory: metricsFactory).increment()
+        CoreMetrics.Counter(
+            label: Metric.configReloads, dimensions: [("result", successfully ? "success" : "failure")],
+            factory: metricsFactory
+        ).increment()
         Meter(label: Metric.lastReloadSuccessful, factory: metricsFactory).set(successfully ? 1.0 : 0.0)
     }
 
@@ -121,13 +126,16 @@ package final class Telemetry: Sendable {
 
     /// Exports whether `upstream`'s circuit is open (1: calls are refused) or closed (0).
     func circuit(upstream: String, isOpen: Bool) {
-        Meter(label: Metric.circuitOpen, dimensions: [("upstream", upstream)], factory: metricsFactory).set(isOpen ? 1.0 : 0.0)
+        Meter(label: Metric.circuitOpen, dimensions: [("upstream", upstream)], factory: metricsFactory).set(
+            isOpen ? 1.0 : 0.0)
     }
 
     /// Exports whether `server` (an address of `upstream`) passes its health checks.
     func serverHealth(upstream: String, server: String, healthy: Bool) {
-        Meter(label: Metric.serverHealthy, dimensions: [("upstream", upstream), ("server", server)],
-              factory: metricsFactory).set(healthy ? 1.0 : 0.0)
+        Meter(
+            label: Metric.serverHealthy, dimensions: [("upstream", upstream), ("server", server)],
+            factory: metricsFactory
+        ).set(healthy ? 1.0 : 0.0)
     }
 
     /// Counts a call answered 429 by `route`'s rate limit.
@@ -142,7 +150,8 @@ package final class Telemetry: Sendable {
 
     /// Counts `event` through the route's handles, or (without them) through the registry.
     private func count(_ event: RouteMetrics.CountedEvent, of metrics: RouteMetrics?, route: String, upstream: String) {
-        let counter = metrics?.counter(for: event)
+        let counter =
+            metrics?.counter(for: event)
             ?? RouteMetrics.makeCounter(for: event, route: route, upstream: upstream, factory: metricsFactory)
         counter.increment()
     }

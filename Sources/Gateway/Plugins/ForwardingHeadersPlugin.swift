@@ -1,9 +1,10 @@
 import Foundation
+import HTTPWire
+import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPWire
-import Moya
 
 /// Adds the per-caller headers (request id, `X-Forwarded-*`, `Via`, and for a request that is not shared every
 /// forwarded header) to the outgoing request. Runs in `prepare`, after the in-flight check, so those headers never

@@ -75,9 +75,11 @@ package final class ExchangeRecorder: Sendable {
 
     /// Records one complete upstream answer. `path` is the origin-form target the upstream got (with the base
     /// URL's path, which `basePath` names and which is dropped), `secrets` every credential value of the exchange.
-    func observe(upstream: String, basePath: String, method: String, target: String, requestHeaders: HTTPFields,
-                 varyNames: [String], identityNames: HeaderNameSet, status: Int, responseHeaders: HTTPFields,
-                 body: [UInt8], duration: Double, secrets: [String], logger: Logger) {
+    func observe(
+        upstream: String, basePath: String, method: String, target: String, requestHeaders: HTTPFields,
+        varyNames: [String], identityNames: HeaderNameSet, status: Int, responseHeaders: HTTPFields,
+        body: [UInt8], duration: Double, secrets: [String], logger: Logger
+    ) {
         guard body.count <= limits.maxBodyBytes else { return skip(.streamed) }
         let (pathPart, queryPart) = Self.split(target)
         let path = Self.dropBase(basePath, from: pathPart)
@@ -102,9 +104,11 @@ package final class ExchangeRecorder: Sendable {
         var decodedFrom: String?
         var plain = body
         if let coding = responseHeaders.first(name: "Content-Encoding")?.trimmingSpaces().lowercased(),
-           coding != "identity" {
+            coding != "identity"
+        {
             guard coding == "gzip" || coding == "x-gzip" || coding == "deflate",
-                  let decoded = try? Inflater.decompress(body, maxOutputBytes: limits.maxBodyBytes) else {
+                let decoded = try? Inflater.decompress(body, maxOutputBytes: limits.maxBodyBytes)
+            else {
                 return skip(.undecodable)
             }
             plain = decoded
@@ -113,10 +117,12 @@ package final class ExchangeRecorder: Sendable {
         let scrubbed = Self.scrub(plain, secrets: secrets)
         var headers: [(name: String, value: String)] = []
         for field in responseHeaders where !identityNames.contains(field.name) && !Self.dropped.contains(field.name) {
-            headers.append((field.name, String(decoding: Self.scrub(Array(field.value.utf8), secrets: secrets), as: UTF8.self)))
+            headers.append(
+                (field.name, String(decoding: Self.scrub(Array(field.value.utf8), secrets: secrets), as: UTF8.self)))
         }
-        let entry = Entry(upstream: upstream, method: method, path: path, query: query, varyHeaders: vary, status: status,
-                          headers: headers, body: scrubbed, decodedFrom: decodedFrom, durations: [duration], count: 1)
+        let entry = Entry(
+            upstream: upstream, method: method, path: path, query: query, varyHeaders: vary, status: status,
+            headers: headers, body: scrubbed, decodedFrom: decodedFrom, durations: [duration], count: 1)
         let full = state.withLock { state -> Bool? in
             if let existing = state.entries[key] {
                 // Recorded meanwhile by another thread: one more observation of it.
@@ -139,8 +145,9 @@ package final class ExchangeRecorder: Sendable {
             return nil
         }
         if full == true {
-            logger.warning("record: the recording reached its size cap; further exchanges are counted, not recorded",
-                           metadata: ["max_size_bytes": "\(limits.maxTotalBytes)"])
+            logger.warning(
+                "record: the recording reached its size cap; further exchanges are counted, not recorded",
+                metadata: ["max_size_bytes": "\(limits.maxTotalBytes)"])
         }
     }
 
@@ -159,15 +166,17 @@ package final class ExchangeRecorder: Sendable {
     // MARK: Helpers
 
     /// Response fields not recorded: framing, hop-by-hop, and those the gateway (or the replaying stub) sets itself.
-    static let dropped = HeaderNameSet(HopByHop.standard + [
-        "Content-Length", "Content-Encoding", "Date", "Via", "X-Request-Id", "Set-Cookie", "Set-Cookie2",
-        "Authorization", "Proxy-Authorization", "Cookie", "WWW-Authenticate", "Proxy-Authenticate",
-    ])
+    static let dropped = HeaderNameSet(
+        HopByHop.standard + [
+            "Content-Length", "Content-Encoding", "Date", "Via", "X-Request-Id", "Set-Cookie", "Set-Cookie2",
+            "Authorization", "Proxy-Authorization", "Cookie", "WWW-Authenticate", "Proxy-Authenticate"
+        ])
 
     /// The names never recorded or matched on: identity headers, the API-key header, the redacted ones.
     static func identityNames(apiKeyHeader: String?, redacted: [String]) -> HeaderNameSet {
-        HeaderNameSet(["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "Set-Cookie2"]
-                      + redacted + (apiKeyHeader.map { [$0] } ?? []))
+        HeaderNameSet(
+            ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "Set-Cookie2"]
+                + redacted + (apiKeyHeader.map { [$0] } ?? []))
     }
 
     static func split(_ target: String) -> (Substring, Substring?) {
@@ -207,7 +216,8 @@ package final class ExchangeRecorder: Sendable {
             var replaced = false
             while index < output.count {
                 if output[index] == needle[0], index + needle.count <= output.count,
-                   output[index..<(index + needle.count)].elementsEqual(needle) {
+                    output[index..<(index + needle.count)].elementsEqual(needle)
+                {
                     result.append(contentsOf: Array("[REDACTED]".utf8))
                     index += needle.count
                     replaced = true

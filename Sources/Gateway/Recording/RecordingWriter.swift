@@ -26,16 +26,24 @@ package enum RecordingWriter {
         package var notes: [String]
 
         package var description: String {
-            var lines = ["record: wrote \(directory)/gateway.yaml: \(exchanges) distinct exchanges (\(bodyBytes) body bytes) from \(requests) recorded requests"]
-            for upstream in perUpstream { lines.append("record:   upstream \(upstream.name): \(upstream.exchanges) exchanges") }
+            var lines = [
+                "record: wrote \(directory)/gateway.yaml: \(exchanges) distinct exchanges (\(bodyBytes) body bytes) from \(requests) recorded requests"
+            ]
+            for upstream in perUpstream {
+                lines.append("record:   upstream \(upstream.name): \(upstream.exchanges) exchanges")
+            }
             let skippedTotal = skipped.reduce(0) { $0 + $1.count }
             if skippedTotal == 0 {
                 lines.append("record: not recorded: none")
             } else {
-                lines.append("record: not recorded: \(skippedTotal) (" + skipped.map { "\($0.count) \($0.reason)" }.joined(separator: ", ") + ")")
+                lines.append(
+                    "record: not recorded: \(skippedTotal) ("
+                        + skipped.map { "\($0.count) \($0.reason)" }.joined(separator: ", ") + ")")
             }
             if decoded > 0 {
-                lines.append("record: \(decoded) bodies came gzip- or deflate-encoded and are stored decoded (see recording.json)")
+                lines.append(
+                    "record: \(decoded) bodies came gzip- or deflate-encoded and are stored decoded (see recording.json)"
+                )
             }
             lines += notes.map { "record: note: \($0)" }
             return lines.joined(separator: "\n")
@@ -52,12 +60,16 @@ package enum RecordingWriter {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         if manager.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw WriteError(description: "\(directory) exists and is not a directory") }
+            guard isDirectory.boolValue else {
+                throw WriteError(description: "\(directory) exists and is not a directory")
+            }
             let contents = (try? manager.contentsOfDirectory(atPath: directory)) ?? []
             guard contents.isEmpty else {
                 throw WriteError(description: "\(directory) is not empty: record into a new or empty directory")
             }
-            guard manager.isWritableFile(atPath: directory) else { throw WriteError(description: "\(directory) is not writable") }
+            guard manager.isWritableFile(atPath: directory) else {
+                throw WriteError(description: "\(directory) is not writable")
+            }
             return
         }
         do {
@@ -68,30 +80,39 @@ package enum RecordingWriter {
     }
 
     /// Writes the recording of `recorder` for the configuration loaded from `configPath` into `directory`.
-    package static func write(_ recorder: ExchangeRecorder, configPath: String, config: GatewayConfig,
-                             to directory: String) throws(WriteError) -> Summary {
+    package static func write(
+        _ recorder: ExchangeRecorder, configPath: String, config: GatewayConfig,
+        to directory: String
+    ) throws(WriteError) -> Summary {
         let (entries, observed, skipped, bodyBytes) = recorder.snapshot()
         guard let text = try? String(contentsOfFile: configPath, encoding: .utf8),
-              let root = (try? Yams.compose(yaml: text)) ?? nil, case .mapping(let top) = root else {
+            let root = (try? Yams.compose(yaml: text)) ?? nil, case .mapping(let top) = root
+        else {
             throw WriteError(description: "cannot read the configuration \(configPath) again to write the recording")
         }
         let sourceDirectory = absoluteDirectory(of: configPath)
-        var summary = Summary(directory: directory, exchanges: entries.count, requests: observed, bodyBytes: bodyBytes,
-                              perUpstream: [], skipped: ExchangeRecorder.Skip.allCases.compactMap { reason in
-                                  skipped[reason].map { (reason.rawValue, $0) }
-                              }, decoded: entries.filter { $0.decodedFrom != nil }.count, notes: [])
+        var summary = Summary(
+            directory: directory, exchanges: entries.count, requests: observed, bodyBytes: bodyBytes,
+            perUpstream: [],
+            skipped: ExchangeRecorder.Skip.allCases.compactMap { reason in
+                skipped[reason].map { (reason.rawValue, $0) }
+            }, decoded: entries.filter { $0.decodedFrom != nil }.count, notes: [])
         var files: [(path: String, bytes: [UInt8])] = []
         var index: [[String: Any]] = []
         var pairs: [(Node, Node)] = []
         for (key, value) in top {
             switch key.scalar?.string {
             case "upstreams":
-                guard case .mapping(let upstreams) = value else { pairs.append((key, value)); continue }
+                guard case .mapping(let upstreams) = value else {
+                    pairs.append((key, value))
+                    continue
+                }
                 var converted: [(Node, Node)] = []
                 for (nameNode, upstreamNode) in upstreams {
                     let name = nameNode.scalar?.string ?? ""
                     guard let upstream = config.upstream(named: name), !upstream.isStub,
-                          case .mapping(let original) = upstreamNode else {
+                        case .mapping(let original) = upstreamNode
+                    else {
                         converted.append((nameNode, absolutized(upstreamNode, from: sourceDirectory)))
                         continue
                     }
@@ -105,28 +126,37 @@ package enum RecordingWriter {
                             < ($0.element.query.count + $0.element.varyHeaders.count, $1.offset)
                     }.map(\.element)
                     for entry in ordered {
-                        let file = "stubs/\(fileName(name))/\(String(format: "%04d", files.count + 1))-\(entry.method)-\(slug(entry.path)).\(fileExtension(entry.headers))"
+                        let file =
+                            "stubs/\(fileName(name))/\(String(format: "%04d", files.count + 1))-\(entry.method)-\(slug(entry.path)).\(fileExtension(entry.headers))"
                         files.append((file, entry.body))
                         let latency = fit(entry.durations)
                         responses.append(responseNode(entry, file: file, latency: latency))
-                        var item: [String: Any] = ["upstream": name, "method": entry.method, "path": entry.path,
-                                                   "status": entry.status, "body_file": file, "count": entry.count,
-                                                   "median_ms": latency.median * 1000, "sigma": latency.sigma]
-                        if !entry.query.isEmpty { item["query"] = entry.query.map { ["name": $0.name, "value": $0.value] } }
+                        var item: [String: Any] = [
+                            "upstream": name, "method": entry.method, "path": entry.path,
+                            "status": entry.status, "body_file": file, "count": entry.count,
+                            "median_ms": latency.median * 1000, "sigma": latency.sigma
+                        ]
+                        if !entry.query.isEmpty {
+                            item["query"] = entry.query.map { ["name": $0.name, "value": $0.value] }
+                        }
                         if let coding = entry.decodedFrom { item["decoded_from"] = coding }
                         index.append(item)
                     }
                     let stub: [(Node, Node)] = [(plain("responses"), Node(responses, .implicit, .block))]
                     // Nothing recorded: no default answer either, so every request gets the JSON 404.
                     var kept: [(Node, Node)] = [(plain("stub"), Node(stub))]
-                    for (field, fieldValue) in original where ["validation", "circuit_breaker"].contains(field.scalar?.string ?? "") {
+                    for (field, fieldValue) in original
+                    where ["validation", "circuit_breaker"].contains(field.scalar?.string ?? "") {
                         kept.append((field, fieldValue))
                     }
                     converted.append((nameNode, Node(kept)))
                 }
                 pairs.append((key, Node(converted)))
             case "routes":
-                guard case .sequence(let routes) = value else { pairs.append((key, value)); continue }
+                guard case .sequence(let routes) = value else {
+                    pairs.append((key, value))
+                    continue
+                }
                 let stripped: [Node] = routes.map { route in
                     guard case .mapping(let mapping) = route else { return route }
                     return Node(mapping.filter { $0.key.scalar?.string != "websocket" }.map { ($0.key, $0.value) })
@@ -154,7 +184,9 @@ package enum RecordingWriter {
         }
         try writeFile("\(directory)/gateway.yaml", Array((header + yaml).utf8))
         for file in files { try writeFile("\(directory)/\(file.path)", file.bytes) }
-        if let json = try? JSONSerialization.data(withJSONObject: ["exchanges": index], options: [.prettyPrinted, .sortedKeys]) {
+        if let json = try? JSONSerialization.data(
+            withJSONObject: ["exchanges": index], options: [.prettyPrinted, .sortedKeys])
+        {
             try writeFile("\(directory)/recording.json", Array(json))
         }
         return summary
@@ -169,10 +201,14 @@ package enum RecordingWriter {
         Node(text.replacingOccurrences(of: "${", with: "$${"), .implicit, .doubleQuoted)
     }
 
-    private static func responseNode(_ entry: ExchangeRecorder.Entry, file: String,
-                                     latency: (median: Double, sigma: Double)) -> Node {
-        var match: [(Node, Node)] = [(plain("methods"), Node([plain(entry.method)], .implicit, .flow)),
-                                     (plain("path"), quoted(entry.path))]
+    private static func responseNode(
+        _ entry: ExchangeRecorder.Entry, file: String,
+        latency: (median: Double, sigma: Double)
+    ) -> Node {
+        var match: [(Node, Node)] = [
+            (plain("methods"), Node([plain(entry.method)], .implicit, .flow)),
+            (plain("path"), quoted(entry.path))
+        ]
         if !entry.query.isEmpty {
             var seen = Set<String>()
             let unique = entry.query.filter { seen.insert($0.name).inserted }
@@ -181,18 +217,25 @@ package enum RecordingWriter {
         if !entry.varyHeaders.isEmpty {
             match.append((plain("headers"), Node(entry.varyHeaders.map { (plain($0.name), quoted($0.value)) })))
         }
-        var response: [(Node, Node)] = [(plain("match"), Node(match, .implicit, .flow)),
-                                        (plain("status"), plain(String(entry.status)))]
+        var response: [(Node, Node)] = [
+            (plain("match"), Node(match, .implicit, .flow)),
+            (plain("status"), plain(String(entry.status)))
+        ]
         if !entry.headers.isEmpty {
             response.append((plain("headers"), Node(entry.headers.map { (plain($0.name), quoted($0.value)) })))
         }
         response.append((plain("body_file"), quoted(file)))
         response.append((plain("template"), plain("false")))
-        response.append((plain("latency"), Node([
-            (plain("distribution"), plain("lognormal")),
-            (plain("median"), plain(String(format: "%.3fms", latency.median * 1000))),
-            (plain("sigma"), plain(String(format: "%.4f", latency.sigma))),
-        ], .implicit, .flow)))
+        response.append(
+            (
+                plain("latency"),
+                Node(
+                    [
+                        (plain("distribution"), plain("lognormal")),
+                        (plain("median"), plain(String(format: "%.3fms", latency.median * 1000))),
+                        (plain("sigma"), plain(String(format: "%.4f", latency.sigma)))
+                    ], .implicit, .flow)
+            ))
         return Node(response)
     }
 
@@ -211,16 +254,21 @@ package enum RecordingWriter {
     /// reference: a recording never holds a key.
     private static func clientsWithoutLiteralKeys(_ node: Node, notes: inout [String]) -> Node {
         guard case .mapping(var clients) = node, case .mapping(var apiKeys)? = clients["api_keys"],
-              case .mapping(let keys)? = apiKeys["keys"] else { return node }
+            case .mapping(let keys)? = apiKeys["keys"]
+        else { return node }
         var replaced: [(Node, Node)] = []
         for (name, value) in keys {
             let text = value.scalar?.string ?? ""
             if text.contains("${") {
                 replaced.append((name, value))
             } else {
-                let variable = "MOYA_GATEWAY_KEY_" + String((name.scalar?.string ?? "").uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
+                let variable =
+                    "MOYA_GATEWAY_KEY_"
+                    + String((name.scalar?.string ?? "").uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
                 replaced.append((name, Node("${\(variable)}", .implicit, .doubleQuoted)))
-                notes.append("the API key of client '\(name.scalar?.string ?? "")' was written in the file; the recording refers to ${\(variable)} instead (set it to replay with that key)")
+                notes.append(
+                    "the API key of client '\(name.scalar?.string ?? "")' was written in the file; the recording refers to ${\(variable)} instead (set it to replay with that key)"
+                )
             }
         }
         apiKeys["keys"] = Node(replaced)
@@ -234,9 +282,12 @@ package enum RecordingWriter {
         switch node {
         case .scalar(let scalar):
             var text = scalar.string
-            if ["body_file", "certificate", "private_key", "ca_file"].contains(key ?? ""), !text.hasPrefix("/"), !text.contains("${") {
+            if ["body_file", "certificate", "private_key", "ca_file"].contains(key ?? ""), !text.hasPrefix("/"),
+                !text.contains("${")
+            {
                 text = directory + "/" + text
-            } else if key == "output", !["stdout", "stderr"].contains(text), !text.hasPrefix("/"), !text.contains("${") {
+            } else if key == "output", !["stdout", "stderr"].contains(text), !text.hasPrefix("/"), !text.contains("${")
+            {
                 text = directory + "/" + text
             }
             if text.contains("${file:") {
@@ -252,8 +303,9 @@ package enum RecordingWriter {
             guard text != scalar.string else { return node }
             return Node(text, .implicit, scalar.style == .plain ? .any : scalar.style)
         case .mapping(let mapping):
-            return Node(mapping.map { ($0.key, absolutized($0.value, from: directory, key: $0.key.scalar?.string)) },
-                        .implicit, mapping.style)
+            return Node(
+                mapping.map { ($0.key, absolutized($0.value, from: directory, key: $0.key.scalar?.string)) },
+                .implicit, mapping.style)
         case .sequence(let sequence):
             return Node(sequence.map { absolutized($0, from: directory) }, .implicit, sequence.style)
         case .alias:
@@ -265,16 +317,19 @@ package enum RecordingWriter {
         let directory = (path as NSString).deletingLastPathComponent
         let base = directory.isEmpty ? "." : directory
         if base.hasPrefix("/") { return (base as NSString).standardizingPath }
-        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(base) as NSString).standardizingPath
+        return ((FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(base) as NSString)
+            .standardizingPath
     }
 
     private static func fileName(_ text: String) -> String {
-        String(text.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") ? $0 : "_" })
+        String(
+            text.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") ? $0 : "_" })
     }
 
     private static func slug(_ path: String) -> String {
         let cleaned = path.split(separator: "/").joined(separator: "-")
-        let safe = String(cleaned.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
+        let safe = String(
+            cleaned.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
         return safe.isEmpty ? "root" : String(safe.prefix(60))
     }
 
@@ -290,7 +345,8 @@ package enum RecordingWriter {
     private static func writeFile(_ path: String, _ bytes: [UInt8]) throws(WriteError) {
         let url = URL(fileURLWithPath: path)
         do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(bytes).write(to: url)
         } catch {
             throw WriteError(description: "cannot write \(path): \(error.localizedDescription)")

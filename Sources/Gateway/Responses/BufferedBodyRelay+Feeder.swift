@@ -20,7 +20,8 @@ extension BufferedBodyRelay {
                 if state.ended || state.clientGone { return .stop }
                 if state.clientHasRoom, state.fed < state.written, let file = state.file {
                     state.feederBusy = true
-                    return .read(file, offset: state.fed, count: Int(min(state.written - state.fed, Int64(Self.pieceSize))))
+                    return .read(
+                        file, offset: state.fed, count: Int(min(state.written - state.fed, Int64(Self.pieceSize))))
                 }
                 if state.clientHasRoom, let tail = state.tail {
                     state.tail = nil

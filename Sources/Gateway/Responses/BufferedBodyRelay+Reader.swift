@@ -102,7 +102,8 @@ extension BufferedBodyRelay {
         let step = state.withLock { state -> Step in
             if state.clientGone { return .gone }
             if state.spilling, state.fed == state.written, state.tail == nil, !state.feederBusy, state.clientHasRoom,
-               !state.capped {
+                !state.capped
+            {
                 // The feeder has caught up: straight to the client again, and the file's space back.
                 state.spilling = false
                 if state.written > 0 {

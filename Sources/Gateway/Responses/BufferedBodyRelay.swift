@@ -83,8 +83,10 @@ final class BufferedBodyRelay: Sendable {
     /// The most written to the file at once (chunks that are already waiting when one is written go with it).
     static let writeBatch = 256 * 1024
 
-    init(buffering: ResponseBuffering, plan: ResponseBuffering.Plan, log: RelayedResponseLog?,
-                 upstream: HTTPClientStreamingResponse, loop: EventLoop?) {
+    init(
+        buffering: ResponseBuffering, plan: ResponseBuffering.Plan, log: RelayedResponseLog?,
+        upstream: HTTPClientStreamingResponse, loop: EventLoop?
+    ) {
         self.buffering = buffering
         self.plan = plan
         self.log = log
@@ -109,12 +111,15 @@ final class BufferedBodyRelay: Sendable {
     /// - Parameters:
     ///   - loop: where the relay runs; nil for Swift's global executor.
     ///   - log: told how the body ended and how many bytes were relayed.
-    static func relay(_ upstream: HTTPClientStreamingResponse, buffering: ResponseBuffering, on loop: EventLoop?,
-                      log: RelayedResponseLog?) -> ByteStream {
+    static func relay(
+        _ upstream: HTTPClientStreamingResponse, buffering: ResponseBuffering, on loop: EventLoop?,
+        log: RelayedResponseLog?
+    ) -> ByteStream {
         let plan = buffering.plan()
         let relay = BufferedBodyRelay(buffering: buffering, plan: plan, log: log, upstream: upstream, loop: loop)
-        let output = ByteStream(highWaterMark: plan.memory, lowWaterMark: max(1, plan.memory / 4),
-                                onDemand: { relay.clientWantsMore() }, onRelease: { relay.clientLeft() })
+        let output = ByteStream(
+            highWaterMark: plan.memory, lowWaterMark: max(1, plan.memory / 4),
+            onDemand: { relay.clientWantsMore() }, onRelease: { relay.clientLeft() })
         relay.client.stream = output
         Task(executorPreference: loop) { await relay.read(upstream) }
         return output
@@ -129,8 +134,9 @@ final class BufferedBodyRelay: Sendable {
         noteMemory(ending: true)
         let relayed = state.withLock { $0.relayed }
         if let failure {
-            log?.end(bytes: relayed,
-                     cut: "upstream body cut: \((failure as? HTTPClientError)?.description ?? "\(type(of: failure))")")
+            log?.end(
+                bytes: relayed,
+                cut: "upstream body cut: \((failure as? HTTPClientError)?.description ?? "\(type(of: failure))")")
         } else {
             log?.end(bytes: relayed, cut: nil)
         }

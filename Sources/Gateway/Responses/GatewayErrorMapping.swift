@@ -1,9 +1,10 @@
 import Foundation
+import HTTPClientCore
+import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import Moya
 
 /// Maps a Moya failure to the error the client sees.
 enum GatewayErrorMapping {

@@ -1,11 +1,12 @@
+import CoreMetrics
+import HTTPWire
+import Locking
+import NetCore
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CoreMetrics
-import Locking
-import HTTPWire
-import NetCore
-import Synchronization
 
 /// The gateway's response buffering (`server.buffering`, nginx's `proxy_buffering`): the settings responses start
 /// with (replaced by a reload), the bytes held in memory and in temporary files, all responses together, and the
@@ -49,8 +50,9 @@ final class ResponseBuffering: Sendable {
         spilledCounter = CoreMetrics.Counter(label: Metric.bufferSpilled, factory: factory)
         var overflows: [Overflow: CoreMetrics.Counter] = [:]
         for cause in [Overflow.fileSize, .total, .error] {
-            overflows[cause] = CoreMetrics.Counter(label: Metric.bufferOverflows, dimensions: [("cause", cause.rawValue)],
-                                                   factory: factory)
+            overflows[cause] = CoreMetrics.Counter(
+                label: Metric.bufferOverflows, dimensions: [("cause", cause.rawValue)],
+                factory: factory)
         }
         overflowCounters = overflows
         memoryGauge = Meter(label: Metric.bufferedBytes, dimensions: [("where", "memory")], factory: factory)
@@ -74,7 +76,8 @@ final class ResponseBuffering: Sendable {
             if word.trimmingSpaces().lowercased() == "no" { return false }
         }
         if let type = upstreamHeaders?.first(name: "Content-Type"),
-           type.trimmingSpaces().lowercased().hasPrefix("text/event-stream") {
+            type.trimmingSpaces().lowercased().hasPrefix("text/event-stream")
+        {
             return false
         }
         return route
@@ -95,8 +98,9 @@ final class ResponseBuffering: Sendable {
         var current = diskBytes.load(ordering: .relaxed)
         while true {
             guard current + count <= limit else { return false }
-            let (exchanged, original) = diskBytes.compareExchange(expected: current, desired: current + count,
-                                                                  ordering: .relaxed)
+            let (exchanged, original) = diskBytes.compareExchange(
+                expected: current, desired: current + count,
+                ordering: .relaxed)
             if exchanged { return true }
             current = original
         }
@@ -122,8 +126,9 @@ final class ResponseBuffering: Sendable {
 
     /// A temporary file could not be made or written: logged with the reason (the file has no name to give).
     func fileFailed(_ error: any Error) {
-        logger("cannot buffer a response in a temporary file; the rest goes at the client's pace",
-               (error as? SystemError)?.description ?? "\(error)")
+        logger(
+            "cannot buffer a response in a temporary file; the rest goes at the client's pace",
+            (error as? SystemError)?.description ?? "\(error)")
     }
 
     /// Bytes in temporary files now.
@@ -147,8 +152,9 @@ final class ResponseBuffering: Sendable {
         do {
             _ = try TemporaryBufferFile.makeNow(in: directory)
         } catch {
-            throw GatewayStartError("server.buffering.temp_dir: cannot make a temporary file in \(directory): "
-                                    + ((error as? SystemError).map { String(cString: strerror($0.errno)) } ?? "\(error)"))
+            throw GatewayStartError(
+                "server.buffering.temp_dir: cannot make a temporary file in \(directory): "
+                    + ((error as? SystemError).map { String(cString: strerror($0.errno)) } ?? "\(error)"))
         }
     }
 }

@@ -20,8 +20,10 @@ enum StreamedBodyRelay {
     ///   - log: told how the body ended and how many bytes were relayed.
     ///   - tunnel: the WebSocket tunnel whose upstream side this is (an accepted handshake's 101): it sees the bytes
     ///     pass, to send the client its Close at a frame boundary when the gateway drains.
-    static func relay(_ upstream: HTTPClientStreamingResponse, on loop: EventLoop?, log: RelayedResponseLog? = nil,
-                      tunnel: WebSocketTunnel? = nil) -> ByteStream {
+    static func relay(
+        _ upstream: HTTPClientStreamingResponse, on loop: EventLoop?, log: RelayedResponseLog? = nil,
+        tunnel: WebSocketTunnel? = nil
+    ) -> ByteStream {
         let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let output = ByteStream(onDemand: { signal.yield() }, onRelease: { signal.finish() })
         let client = WeakStream(output)
@@ -48,7 +50,9 @@ enum StreamedBodyRelay {
                 log?.end(bytes: relayed, cut: nil)
             } catch {
                 client.stream?.fail(error)
-                log?.end(bytes: relayed, cut: "upstream body cut: \((error as? HTTPClientError)?.description ?? "\(type(of: error))")")
+                log?.end(
+                    bytes: relayed,
+                    cut: "upstream body cut: \((error as? HTTPClientError)?.description ?? "\(type(of: error))")")
             }
         }
         return output

@@ -1,7 +1,8 @@
+import NetCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import NetCore
 
 /// A response's temporary file (see ``ResponseBuffering``): made without a name where the file system allows it
 /// (`O_TMPFILE`), else made under ``namePrefix`` and unlinked at once, so that it is gone from the directory from the
@@ -37,7 +38,7 @@ final class TemporaryBufferFile: Sendable {
         guard reason == EOPNOTSUPP || reason == EISDIR || reason == EINVAL else {
             throw SystemError("cannot make a temporary file", errno: reason)
         }
-        var template = Array((directory.hasSuffix("/") ? directory : directory + "/") .utf8CString.dropLast())
+        var template = Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast())
         template.append(contentsOf: Array((namePrefix + "XXXXXX").utf8CString))
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw SystemError.last("cannot make a temporary file") }
@@ -107,7 +108,8 @@ final class TemporaryBufferFile: Sendable {
             guard name.hasPrefix(namePrefix) else { continue }
             var status = stat()
             guard fstatat(directoryFD, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
-                  status.st_uid == geteuid() else { continue }
+                status.st_uid == geteuid()
+            else { continue }
             if unlinkat(directoryFD, name, 0) == 0 { removed += 1 }
         }
         return removed

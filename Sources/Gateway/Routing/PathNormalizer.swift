@@ -99,7 +99,9 @@ package enum PathNormalizer {
         while index < bytes.endIndex {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else {
+                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]),
+                    let low = hexValue(bytes[index + 2])
+                else {
                     return .failure(PathError("invalid percent-encoding"))
                 }
                 let value = high << 4 | low
@@ -136,7 +138,8 @@ package enum PathNormalizer {
         var trailingSlash = false
         for (position, segment) in rawSegments.enumerated() {
             let isLast = position == rawSegments.count - 1
-            let dotPart = segment.split(separator: UInt8(ascii: ";"), maxSplits: 1, omittingEmptySubsequences: false)
+            let dotPart =
+                segment.split(separator: UInt8(ascii: ";"), maxSplits: 1, omittingEmptySubsequences: false)
                 .first ?? segment
             let isDot = dotPart.elementsEqual([UInt8(ascii: ".")])
             let isDotDot = dotPart.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
@@ -186,8 +189,8 @@ package enum PathNormalizer {
     static func isUnreserved(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-             UInt8(ascii: "~"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
             return true
         default:
             return false
@@ -199,8 +202,8 @@ package enum PathNormalizer {
         if isUnreserved(byte) { return true }
         switch byte {
         case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
-             UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
-             UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"):
+            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+            UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"):
             return true
         default:
             return false

@@ -40,7 +40,9 @@ package struct PathPattern: Sendable, Equatable {
 
     package static func exact(_ path: String) -> PathPattern { PathPattern(kind: .exact(path), parameterNames: []) }
 
-    package static func prefix(_ prefix: String) -> PathPattern { PathPattern(kind: .prefix(prefix), parameterNames: []) }
+    package static func prefix(_ prefix: String) -> PathPattern {
+        PathPattern(kind: .prefix(prefix), parameterNames: [])
+    }
 
     package static func == (lhs: PathPattern, rhs: PathPattern) -> Bool {
         lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames
@@ -134,9 +136,11 @@ package struct PathPattern: Sendable, Equatable {
 
     /// Whether `bytes` (the UTF-8 of `path`) match `segments`; each parameter's value is appended to `captured`, its
     /// offsets to `ranges`.
-    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, _ segments: [[UInt8]?],
-                             captured: UnsafeMutablePointer<[Substring]>? = nil, in path: Substring = "",
-                             ranges: UnsafeMutablePointer<StubPathParameters>? = nil) -> Bool {
+    private static func scan(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ segments: [[UInt8]?],
+        captured: UnsafeMutablePointer<[Substring]>? = nil, in path: Substring = "",
+        ranges: UnsafeMutablePointer<StubPathParameters>? = nil
+    ) -> Bool {
         let slash = UInt8(ascii: "/")
         guard bytes.first == slash else { return false }
         // `/` has no segments; `/a/b/` has three (the last empty), as `PathNormalizer.segments(of:)` counts them.

@@ -22,7 +22,9 @@ package final class CompiledRoute: Sendable, Equatable {
     /// Names of the template's parameters, in segment order.
     package let parameterNames: [String]
 
-    package init(declarationIndex: Int, config: RouteConfig, upstream: UpstreamConfig, kind: Kind, parameterNames: [String]) {
+    package init(
+        declarationIndex: Int, config: RouteConfig, upstream: UpstreamConfig, kind: Kind, parameterNames: [String]
+    ) {
         self.declarationIndex = declarationIndex
         self.config = config
         self.upstream = upstream
@@ -31,8 +33,9 @@ package final class CompiledRoute: Sendable, Equatable {
     }
 
     package static func == (lhs: CompiledRoute, rhs: CompiledRoute) -> Bool {
-        lhs === rhs || (lhs.declarationIndex == rhs.declarationIndex && lhs.config == rhs.config
-                        && lhs.upstream == rhs.upstream && lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames)
+        lhs === rhs
+            || (lhs.declarationIndex == rhs.declarationIndex && lhs.config == rhs.config
+                && lhs.upstream == rhs.upstream && lhs.kind == rhs.kind && lhs.parameterNames == rhs.parameterNames)
     }
 
     package var name: String { config.name }
@@ -124,8 +127,10 @@ package struct RouteTable: Sendable {
             } else {
                 kind = .prefix(route.match.pathPrefix ?? "/")
             }
-            compiled.append(CompiledRoute(declarationIndex: index, config: route, upstream: upstream, kind: kind,
-                                          parameterNames: names))
+            compiled.append(
+                CompiledRoute(
+                    declarationIndex: index, config: route, upstream: upstream, kind: kind,
+                    parameterNames: names))
         }
         routes = compiled.sorted { $0.precedence < $1.precedence }
         var exact: [String: [Int]] = [:]

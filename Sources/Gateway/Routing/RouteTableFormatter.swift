@@ -12,10 +12,13 @@ package enum RouteTableFormatter {
             var flags: [String] = []
             if route.upstream.isStub { flags.append("stub") }
             if config.coalesce {
-                flags.append(config.coalesceVary.isEmpty ? "coalesce" : "coalesce(vary: \(config.coalesceVary.joined(separator: ",")))")
+                flags.append(
+                    config.coalesceVary.isEmpty
+                        ? "coalesce" : "coalesce(vary: \(config.coalesceVary.joined(separator: ",")))")
             }
             if config.websocket {
-                flags.append(config.websocketIdleTimeout.map { "websocket(idle \($0.configDescription))" } ?? "websocket")
+                flags.append(
+                    config.websocketIdleTimeout.map { "websocket(idle \($0.configDescription))" } ?? "websocket")
             }
             if let clients = config.clients { flags.append("clients: \(clients.joined(separator: ","))") }
             if let timeout = config.timeout { flags.append("timeout \(timeout.configDescription)") }
@@ -26,12 +29,14 @@ package enum RouteTableFormatter {
             }
             if route.upstream.oauth2 != nil { flags.append("oauth2") }
             let servers = route.upstream.servers.map { " via " + $0.map(\.description).joined(separator: ",") } ?? ""
-            let upstream = route.upstream.baseURL.map { "\(route.upstream.name) (\($0)\(servers))" }
+            let upstream =
+                route.upstream.baseURL.map { "\(route.upstream.name) (\($0)\(servers))" }
                 ?? route.upstream.name
             return [
                 String(position + 1), config.name, route.matchDescription, config.match.host ?? "*",
                 route.allowedMethods?.joined(separator: ",") ?? "*", upstream,
-                rewrite.isEmpty ? "-" : rewrite.joined(separator: ", "), flags.isEmpty ? "-" : flags.joined(separator: " "),
+                rewrite.isEmpty ? "-" : rewrite.joined(separator: ", "),
+                flags.isEmpty ? "-" : flags.joined(separator: " ")
             ]
         }
     }

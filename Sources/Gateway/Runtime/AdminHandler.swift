@@ -28,22 +28,28 @@ final class AdminHandler: HTTPServerHandler {
 
     private func answer(_ request: HTTPServerRequest) -> HTTPServerResponse {
         guard request.head.method == .get || request.head.method == .head else {
-            return HTTPServerResponse(status: 405, headers: ["Allow": "GET, HEAD", "Content-Type": "application/json"],
-                                      body: Array("{\"error\":\"method_not_allowed\"}".utf8))
+            return HTTPServerResponse(
+                status: 405, headers: ["Allow": "GET, HEAD", "Content-Type": "application/json"],
+                body: Array("{\"error\":\"method_not_allowed\"}".utf8))
         }
         switch String(request.head.path) {
         case "/healthz":
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array("{\"status\":\"ok\"}".utf8))
+            return HTTPServerResponse(
+                status: 200, headers: ["Content-Type": "application/json"], body: Array("{\"status\":\"ok\"}".utf8))
         case "/readyz":
             let ready = readiness.load(ordering: .acquiring)
-            return HTTPServerResponse(status: ready ? 200 : 503, headers: ["Content-Type": "application/json"],
-                                      body: Array((ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}").utf8))
+            return HTTPServerResponse(
+                status: ready ? 200 : 503, headers: ["Content-Type": "application/json"],
+                body: Array((ready ? "{\"status\":\"ready\"}" : "{\"status\":\"draining\"}").utf8))
         case "/metrics":
             telemetry.openConnections(openConnections())
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                                      body: telemetry.registry.emitToBuffer())
+            return HTTPServerResponse(
+                status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                body: telemetry.registry.emitToBuffer())
         default:
-            return HTTPServerResponse(status: 404, headers: ["Content-Type": "application/json"], body: Array("{\"error\":\"not_found\"}".utf8))
+            return HTTPServerResponse(
+                status: 404, headers: ["Content-Type": "application/json"],
+                body: Array("{\"error\":\"not_found\"}".utf8))
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -82,8 +83,9 @@ package final class ConfigFileWatcher: Sendable {
         }
         return state.withLock { state in
             var failed: [String] = []
-            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
-                              | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+            let mask = UInt32(
+                IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB
+                    | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
             var kept: [Int32: String] = [:]
             for (directory, _) in wanted {
                 // Adding a watch again for a directory already watched returns its descriptor.
@@ -126,8 +128,10 @@ package final class ConfigFileWatcher: Sendable {
                 let due = min(pending.last + debounce, pending.first + debounce * 10)
                 timeout = due <= now ? 0 : Int32(clamping: (due - now).milliseconds + 1)
             }
-            var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stopPipe.read, events: Int16(POLLIN), revents: 0)
+            ]
             let ready = poll(&fds, 2, timeout)
             if ready < 0 && errno != EINTR { return }
             if fds[1].revents != 0 || state.withLock({ $0.stopped }) { return }

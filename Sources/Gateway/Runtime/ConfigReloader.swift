@@ -25,9 +25,11 @@ package final class ConfigReloader: Sendable {
     ///   - watch: `serve --watch`: watch whatever the file's `reload.watch` says.
     ///   - adjust: applied to every configuration a reload loads, before it is taken (`spy` adds its recording).
     ///   - onFilesChanged: called (on the watcher's thread) when a watched file changed: ask for a reload.
-    package init(runtime: GatewayRuntime, configPath: String, config: GatewayConfig, files: Set<String>, watch: Bool,
-                adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil,
-                onFilesChanged: @escaping @Sendable () -> Void) {
+    package init(
+        runtime: GatewayRuntime, configPath: String, config: GatewayConfig, files: Set<String>, watch: Bool,
+        adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil,
+        onFilesChanged: @escaping @Sendable () -> Void
+    ) {
         self.runtime = runtime
         self.configPath = configPath
         self.flag = watch
@@ -86,21 +88,30 @@ package final class ConfigReloader: Sendable {
             do {
                 state.watcher = try ConfigFileWatcher(debounce: config.reload.debounce, onChange: onChange)
             } catch {
-                runtime.logger.error("cannot watch the configuration files; reload with SIGHUP", metadata: [
-                    "reason": .string("\(error)")])
+                runtime.logger.error(
+                    "cannot watch the configuration files; reload with SIGHUP",
+                    metadata: [
+                        "reason": .string("\(error)")
+                    ])
             }
             return (state.watcher, state.files, state.watcher != nil)
         }
         guard let watcher else { return }
         let unwatched = watcher.watch(files)
         if started {
-            runtime.logger.notice("watching the configuration files: a change reloads them", metadata: [
-                "files": .array(files.sorted().map { .string($0) }),
-                "debounce_ms": .string("\(Int(config.reload.debounce.seconds * 1000))")])
+            runtime.logger.notice(
+                "watching the configuration files: a change reloads them",
+                metadata: [
+                    "files": .array(files.sorted().map { .string($0) }),
+                    "debounce_ms": .string("\(Int(config.reload.debounce.seconds * 1000))")
+                ])
         }
         if !unwatched.isEmpty {
-            runtime.logger.warning("cannot watch these directories", metadata: [
-                "directories": .array(unwatched.map { .string($0) })])
+            runtime.logger.warning(
+                "cannot watch these directories",
+                metadata: [
+                    "directories": .array(unwatched.map { .string($0) })
+                ])
         }
     }
 

@@ -14,16 +14,20 @@ extension GatewayHandler {
         /// Set when the response body is relayed: the access-log line waits for the body's end.
         var relayLog: RelayedResponseLog?
 
-        init(request: borrowing HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
-             started: ContinuousClock.Instant) {
+        init(
+            request: borrowing HTTPServerRequest, snapshot: GatewaySnapshot, generator: RequestIDGenerator,
+            started: ContinuousClock.Instant
+        ) {
             self.snapshot = snapshot
             self.started = started
             let head = request.head
             requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
-            record = AccessRecord(requestID: requestID, method: head.method.rawValue, path: head.target,
-                                  bytesIn: Int(request.declaredBodyLength ?? 0))
-            record.clientAddress = ClientAddress.of(peer: request.remoteAddress?.host, headers: head.headers,
-                                                    trusted: snapshot.config.server.trustedProxies)
+            record = AccessRecord(
+                requestID: requestID, method: head.method.rawValue, path: head.target,
+                bytesIn: Int(request.declaredBodyLength ?? 0))
+            record.clientAddress = ClientAddress.of(
+                peer: request.remoteAddress?.host, headers: head.headers,
+                trusted: snapshot.config.server.trustedProxies)
             record.traceID = TraceContext.traceID(in: head.headers)
         }
 
@@ -50,9 +54,10 @@ extension GatewayHandler {
         func coalescingKey(for request: borrowing HTTPServerRequest) -> CoalescingKey? {
             let method = request.head.method
             guard route.config.coalesce && CoalescingKey.isCoalescible(method) else { return nil }
-            return CoalescingKey.make(method: method, upstream: route.upstream.name,
-                                      upstreamURL: upstream.origin + upstreamPath, varyHeaders: route.config.coalesceVary,
-                                      requestHeaders: request.head.headers, clientName: clientName)
+            return CoalescingKey.make(
+                method: method, upstream: route.upstream.name,
+                upstreamURL: upstream.origin + upstreamPath, varyHeaders: route.config.coalesceVary,
+                requestHeaders: request.head.headers, clientName: clientName)
         }
 
         /// The path and query sent upstream: a shared call's query has its parameters sorted, as in its key, so that
@@ -65,16 +70,20 @@ extension GatewayHandler {
 
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
         /// a stub that answers at once and logs no exchange: nobody would see them).
-        func target(for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
-                    streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
-                    forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) -> GatewayTarget {
-            var (stable, perRequest) = forwardsHeaders
+        func target(
+            for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
+            streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
+            forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil
+        ) -> GatewayTarget {
+            var (stable, perRequest) =
+                forwardsHeaders
                 ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPFields())
             if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
                 method: request.head.method,
-                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel, stableHeaders: stable,
+                body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel,
+                stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries,
                 callerKey: forwardsHeaders ? callerKey(for: exchange) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
@@ -97,15 +106,18 @@ extension GatewayHandler {
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
         /// them when the call is not shared).
         private func upstreamHeaders(for exchange: Exchange, request: borrowing HTTPServerRequest, key: CoalescingKey?)
-            -> (stable: [String: String], perRequest: HTTPFields) {
+            -> (stable: [String: String], perRequest: HTTPFields)
+        {
             let head = request.head
-            let forwarding = ProxyHeaders.forwarding(client: head.headers, peer: request.remoteAddress?.host,
-                                                     clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
-                                                     requestID: exchange.requestID, version: head.version)
-            return ProxyHeaders.upstreamHeaders(from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
-                                                dropAuthorization: upstream.injectsCredentials,
-                                                varyHeaders: route.config.coalesceVary, coalescing: key != nil,
-                                                forwarding: forwarding)
+            let forwarding = ProxyHeaders.forwarding(
+                client: head.headers, peer: request.remoteAddress?.host,
+                clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
+                requestID: exchange.requestID, version: head.version)
+            return ProxyHeaders.upstreamHeaders(
+                from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
+                dropAuthorization: upstream.injectsCredentials,
+                varyHeaders: route.config.coalesceVary, coalescing: key != nil,
+                forwarding: forwarding)
         }
     }
 }

@@ -1,13 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import Moya
 import NetCore
 import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// The gateway's request handler: route, authorise the caller, send the call through the upstream's Moya provider
 /// (stubs, plugins, coalescing) and map the result to a response, with one access-log line per request.
@@ -33,7 +34,9 @@ final class GatewayHandler: HTTPServerHandler {
         self.state = state
         self.buffering = buffering
         self.recorder = recorder
-        collectLimit = recorder.map { max(StreamedBodyRelay.collectLimit, $0.limits.maxBodyBytes) } ?? StreamedBodyRelay.collectLimit
+        collectLimit =
+            recorder.map { max(StreamedBodyRelay.collectLimit, $0.limits.maxBodyBytes) }
+            ?? StreamedBodyRelay.collectLimit
     }
 
     /// Routes the request and authorises its caller on the event loop, with no task: what needs no upstream is
@@ -52,7 +55,8 @@ final class GatewayHandler: HTTPServerHandler {
             call = decided
         }
         if let responder = call.upstream.responder, !call.route.config.coalesce, call.upstream.breaker == nil,
-           request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished {
+            request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished
+        {
             // A stub with a responder: its answer is drawn here, once; an immediate one is given at once. A spy's
             // request that no recorded response matches goes on to the upstream.
             let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: [])
@@ -61,23 +65,28 @@ final class GatewayHandler: HTTPServerHandler {
             }
             exchange.record.stubbed = true
             if answer.delay <= 0 {
-                let target = call.target(for: exchange, request: request, body: [],
-                                         forwardsHeaders: call.upstream.logsExchanges, stubAnswer: answer)
+                let target = call.target(
+                    for: exchange, request: request, body: [],
+                    forwardsHeaders: call.upstream.logsExchanges, stubAnswer: answer)
                 if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
-                    let response = stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
+                    let response = stubResponse(
+                        for: result, answer: answer, call: call, request: request, exchange: &exchange)
                     return .respond(finish(&exchange, response: response, started: started))
                 }
             }
             return .handle(context: DecidedCall(exchange: exchange, call: call, stub: answer))
         }
         if !call.route.config.coalesce, call.upstream.answersInstantly, call.upstream.breaker == nil,
-           request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished {
-            let target = call.target(for: exchange, request: request, body: [],
-                                     forwardsHeaders: call.upstream.logsExchanges)
+            request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished
+        {
+            let target = call.target(
+                for: exchange, request: request, body: [],
+                forwardsHeaders: call.upstream.logsExchanges)
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
             // the task then reports.
             if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
-                let answer = response(for: result, call: call, isHead: request.head.method == .head, exchange: &exchange)
+                let answer = response(
+                    for: result, call: call, isHead: request.head.method == .head, exchange: &exchange)
                 return .respond(finish(&exchange, response: answer, started: started))
             }
         }
@@ -105,12 +114,14 @@ final class GatewayHandler: HTTPServerHandler {
     func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse {
         let head = rejection.head
         let requestID = RequestID.take(from: head?.headers.first(name: "X-Request-Id"), generator: requestIDs)
-        var record = AccessRecord(requestID: requestID, method: head?.method.rawValue ?? "-", path: head?.target ?? "-",
-                                  bytesIn: 0)
+        var record = AccessRecord(
+            requestID: requestID, method: head?.method.rawValue ?? "-", path: head?.target ?? "-",
+            bytesIn: 0)
         record.status = rejection.status
         record.upstreamError = "rejected: \(HTTPServerErrorCode.code(for: rejection.status))"
-        record.clientAddress = ClientAddress.of(peer: rejection.remoteAddress?.host, headers: head?.headers,
-                                                trusted: state.current.config.server.trustedProxies)
+        record.clientAddress = ClientAddress.of(
+            peer: rejection.remoteAddress?.host, headers: head?.headers,
+            trusted: state.current.config.server.trustedProxies)
         record.traceID = head.flatMap { TraceContext.traceID(in: $0.headers) }
         state.current.telemetry.record(record)
         // The server keeps its own status (431, 414, ...); the body names the nearest of the gateway's codes.
@@ -130,7 +141,8 @@ final class GatewayHandler: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
-        var exchange = Exchange(request: request, snapshot: state.current, generator: requestIDs, started: ContinuousClock.now)
+        var exchange = Exchange(
+            request: request, snapshot: state.current, generator: requestIDs, started: ContinuousClock.now)
         let response: HTTPServerResponse
         switch prepare(&exchange, request: request) {
         case .answer(let answer):
@@ -143,17 +155,23 @@ final class GatewayHandler: HTTPServerHandler {
 
     /// Completes a request `handle` answered (synchronous, so the async function holds fewer locals: each costs a
     /// task allocation).
-    private func finishHandled(_ exchange: inout Exchange, request: borrowing HTTPServerRequest,
-                               response: consuming HTTPServerResponse) -> HTTPServerResponse {
+    private func finishHandled(
+        _ exchange: inout Exchange, request: borrowing HTTPServerRequest,
+        response: consuming HTTPServerResponse
+    ) -> HTTPServerResponse {
         if _Concurrency.Task<Never, Never>.isCancelled {
             if let status = request.bodyRejectionStatus {
                 // The server gave up on the body (too slow, over the limit, malformed framing) and sends this
                 // answer with its own status: the error body and log line say so, like a refusal before routing.
-                exchange.record.upstreamError = status == 408 ? "client body timeout" : "rejected: \(HTTPServerErrorCode.code(for: status))"
+                exchange.record.upstreamError =
+                    status == 408 ? "client body timeout" : "rejected: \(HTTPServerErrorCode.code(for: status))"
                 exchange.relayLog = nil
-                return finish(&exchange, response: errorResponse(status == 413 ? .payloadTooLarge : .badRequest,
-                                                                 requestID: exchange.requestID),
-                              started: exchange.started, loggedStatus: status)
+                return finish(
+                    &exchange,
+                    response: errorResponse(
+                        status == 413 ? .payloadTooLarge : .badRequest,
+                        requestID: exchange.requestID),
+                    started: exchange.started, loggedStatus: status)
             }
             // The server cancels a handler whose connection closed or outlived the drain timeout: the answer reaches
             // nobody. Logged and counted as 499 (nginx's "client closed request"), not as the 502 built for it.
@@ -206,24 +224,30 @@ final class GatewayHandler: HTTPServerHandler {
         case .admitted(let routed, let upstream):
             exchange.note(routed)
             exchange.record.stubbed = upstream.isStub
-            return .call(Call(route: routed.route, upstream: upstream, upstreamPath: routed.upstreamPath,
-                              clientName: routed.clientName, apiKeyHeader: snapshot.config.clients?.apiKeys?.header))
+            return .call(
+                Call(
+                    route: routed.route, upstream: upstream, upstreamPath: routed.upstreamPath,
+                    clientName: routed.clientName, apiKeyHeader: snapshot.config.clients?.apiKeys?.header))
         }
     }
 
     /// The answer to an upstream call.
-    private func respond(_ exchange: inout Exchange, request: HTTPServerRequest,
-                         call: Call, stub decidedStub: StubAnswer? = nil) async -> HTTPServerResponse {
+    private func respond(
+        _ exchange: inout Exchange, request: HTTPServerRequest,
+        call: Call, stub decidedStub: StubAnswer? = nil
+    ) async -> HTTPServerResponse {
         let requestID = exchange.requestID
         let upstream = call.upstream
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
-        let tunnel = WebSocketTunnel.opening(request, route: call.route.config, upstream: upstream, registry: openTunnels)
+        let tunnel = WebSocketTunnel.opening(
+            request, route: call.route.config, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route.config, exchange.snapshot.config))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
-        let streamedBody = key != nil || upstream.client == nil || upstream.provider.transportLane == nil
+        let streamedBody =
+            key != nil || upstream.client == nil || upstream.provider.transportLane == nil
             ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
         if streamedBody == nil && request.hasBody {
@@ -239,11 +263,13 @@ final class GatewayHandler: HTTPServerHandler {
             }
             exchange.record.bytesIn = body.count
         }
-        let stub = decidedStub.map { StubCall(answer: $0, draw: nil) }
+        let stub =
+            decidedStub.map { StubCall(answer: $0, draw: nil) }
             ?? stubCall(call, exchange: exchange, request: request, body: body, shared: key != nil)
         if stub != nil { exchange.record.stubbed = true }
-        let target = call.target(for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
-                                 key: key, stubAnswer: stub?.answer, stubDraw: stub?.draw)
+        let target = call.target(
+            for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
+            key: key, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
         var isTrial = false
         if let breaker = upstream.breaker {
@@ -252,18 +278,21 @@ final class GatewayHandler: HTTPServerHandler {
                 isTrial = trial
             case .refused(let wait):
                 exchange.record.upstreamError = "circuit open"
-                exchange.snapshot.telemetry.circuitRefused(upstream: call.route.upstream.name,
-                                                             metrics: exchange.record.routeMetrics)
-                return errorResponse(.serviceUnavailable, requestID: requestID,
-                                     extra: ["Retry-After": RetryAfter.value(wait)])
+                exchange.snapshot.telemetry.circuitRefused(
+                    upstream: call.route.upstream.name,
+                    metrics: exchange.record.routeMetrics)
+                return errorResponse(
+                    .serviceUnavailable, requestID: requestID,
+                    extra: ["Retry-After": RetryAfter.value(wait)])
             }
         }
         var result: Result<Moya.Response, MoyaError>
         var answered: StubAnswer?
         if stub != nil, key == nil, let retries = call.route.config.retries, retries.attempts > 1 {
             // A stub's failures as an upstream's are retried as the route says (Moya's stubs have no retriers).
-            (result, answered) = await retriedStubResult(target, call: call, exchange: exchange, request: request,
-                                                         body: body)
+            (result, answered) = await retriedStubResult(
+                target, call: call, exchange: exchange, request: request,
+                body: body)
         } else if key != nil {
             result = await upstream.provider.request(MultiTarget(target))
             exchange.record.coalesced = target.wasSent ? "leader" : "follower"
@@ -279,10 +308,13 @@ final class GatewayHandler: HTTPServerHandler {
         exchange.record.retries = target.retryCount
         // A coalesced follower's answer is its leader's call: counted once.
         if let breaker = upstream.breaker, key == nil || target.wasSent || isTrial {
-            let outcome = UpstreamCircuit.outcome(of: result, cancelled: _Concurrency.Task<Never, Never>.isCancelled
-                                                  || streamedBody?.exceededLimit == true)
-            UpstreamCircuit.report(breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
-                                   upstream: call.route.upstream.name, breaker: breaker, snapshot: exchange.snapshot)
+            let outcome = UpstreamCircuit.outcome(
+                of: result,
+                cancelled: _Concurrency.Task<Never, Never>.isCancelled
+                    || streamedBody?.exceededLimit == true)
+            UpstreamCircuit.report(
+                breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
+                upstream: call.route.upstream.name, breaker: breaker, snapshot: exchange.snapshot)
         }
         if let streamedBody {
             exchange.record.bytesIn = streamedBody.bytesRelayed
@@ -296,28 +328,33 @@ final class GatewayHandler: HTTPServerHandler {
         if let answer = answered ?? target.stub {
             return stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
         }
-        return response(for: result, call: call, isHead: request.head.method == .head, tunnel: tunnel,
-                        exchange: &exchange)
+        return response(
+            for: result, call: call, isHead: request.head.method == .head, tunnel: tunnel,
+            exchange: &exchange)
     }
 
     /// The client's response for an upstream call's result. An upstream's answer keeps the `Content-Length` that
     /// framed it when its body is relayed as it arrives (not chunked anew) and when it answers a HEAD request, whose
     /// empty body says nothing of the length a GET would get. A WebSocket handshake's 101 (with `tunnel`) keeps the
     /// upstream's `Upgrade`, and its body is the upstream's side of the tunnel.
-    func response(for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
-                          tunnel: WebSocketTunnel? = nil, stub: StubAnswer? = nil,
-                          exchange: inout Exchange) -> HTTPServerResponse {
+    func response(
+        for result: Result<Moya.Response, MoyaError>, call: Call, isHead: Bool,
+        tunnel: WebSocketTunnel? = nil, stub: StubAnswer? = nil,
+        exchange: inout Exchange
+    ) -> HTTPServerResponse {
         let timings = (try? result.get())?.timings ?? result.failureResponse?.timings
         exchange.record.upstreamConnect = timings?.connect
         exchange.record.upstreamFirstByte = timings?.firstByte
         let requestID = exchange.requestID
         switch result {
-        case .success(let response) where response.statusCode == 101 && tunnel?.isAccepted(by: response.transportHeaders ?? [:]) == false:
+        case .success(let response)
+        where response.statusCode == 101 && tunnel?.isAccepted(by: response.transportHeaders ?? [:]) == false:
             // Not the answer to this handshake: no tunnel to a peer that did not understand it.
             response.streamedBody?.cancel()
             exchange.record.upstreamError = "upstream's Sec-WebSocket-Accept does not match the key sent"
-            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: .badGateway,
-                                                      metrics: exchange.record.routeMetrics)
+            exchange.snapshot.telemetry.upstreamError(
+                upstream: call.route.upstream.name, code: .badGateway,
+                metrics: exchange.record.routeMetrics)
             return errorResponse(.badGateway, requestID: requestID)
         case .success(let response) where response.statusCode == 401 && call.upstream.injectsCredentials:
             // The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
@@ -325,14 +362,16 @@ final class GatewayHandler: HTTPServerHandler {
             // token fetched for the retry was refused.
             let code: GatewayErrorCode = call.upstream.tokenSource != nil ? .upstreamAuthFailed : .badGateway
             exchange.record.upstreamError = "upstream refused the gateway's credentials (401)"
-            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: code,
-                                                      metrics: exchange.record.routeMetrics)
+            exchange.snapshot.telemetry.upstreamError(
+                upstream: call.route.upstream.name, code: code,
+                metrics: exchange.record.routeMetrics)
             return errorResponse(code, requestID: requestID)
         case .success(let response):
             var headers: HTTPFields
             if let transport = response.transportHeaders {
-                headers = ProxyHeaders.downstream(from: transport, received: response.transportVersion ?? .http1_1,
-                                                  requestID: requestID)
+                headers = ProxyHeaders.downstream(
+                    from: transport, received: response.transportVersion ?? .http1_1,
+                    requestID: requestID)
                 if isHead || response.streamedBody != nil, let length = ProxyHeaders.framingLength(of: transport) {
                     headers.add(name: "Content-Length", value: length)
                 }
@@ -347,44 +386,55 @@ final class GatewayHandler: HTTPServerHandler {
             }
             if exchange.record.coalesced == "follower", let reason = SharedResponsePolicy.unshareableReason(headers) {
                 // Shared all the same (the flight belongs to its group, see docs/configuration.md), but on the record.
-                exchange.snapshot.logger.warning("coalesced follower got a response marked unshareable", metadata: [
-                    "request_id": "\(requestID)", "route": "\(call.route.name)", "reason": "\(reason)"])
+                exchange.snapshot.logger.warning(
+                    "coalesced follower got a response marked unshareable",
+                    metadata: [
+                        "request_id": "\(requestID)", "route": "\(call.route.name)", "reason": "\(reason)"
+                    ])
             }
             let head = HTTPResponseHead(status: response.statusCode, headers: headers)
             if isHead, response.transportHeaders != nil {
                 return HTTPServerResponse(head: head, body: .none)
             }
             if let streamed = response.streamedBody {
-                let log = RelayedResponseLog(telemetry: exchange.snapshot.telemetry, started: exchange.started,
-                                             tunnel: response.statusCode == 101 ? tunnel : nil, pending: relaying)
+                let log = RelayedResponseLog(
+                    telemetry: exchange.snapshot.telemetry, started: exchange.started,
+                    tunnel: response.statusCode == 101 ? tunnel : nil, pending: relaying)
                 exchange.relayLog = log
                 let loop = call.upstream.client?.currentLoop
                 if let buffering, response.statusCode != 101,
-                   ResponseBuffering.applies(route: call.route.config.buffering, upstreamHeaders: response.transportHeaders) {
+                    ResponseBuffering.applies(
+                        route: call.route.config.buffering, upstreamHeaders: response.transportHeaders)
+                {
                     // Read as fast as the upstream sends, into memory and a temporary file: the upstream connection
                     // is free again once the body is in, whatever the client's pace.
                     let relayed = BufferedBodyRelay.relay(streamed, buffering: buffering, on: loop, log: log)
                     return HTTPServerResponse(head: head, body: .stream(relayed))
                 }
-                let relayed = StreamedBodyRelay.relay(streamed, on: loop, log: log,
-                                                      tunnel: response.statusCode == 101 ? tunnel : nil)
+                let relayed = StreamedBodyRelay.relay(
+                    streamed, on: loop, log: log,
+                    tunnel: response.statusCode == 101 ? tunnel : nil)
                 return HTTPServerResponse(head: head, body: .stream(relayed))
             }
-            let body = response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response.data)
+            let body =
+                response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response.data)
                 ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
             exchange.record.upstreamError = GatewayErrorMapping.reason(for: error)
-            exchange.snapshot.telemetry.upstreamError(upstream: call.route.upstream.name, code: code,
-                                                      metrics: exchange.record.routeMetrics)
+            exchange.snapshot.telemetry.upstreamError(
+                upstream: call.route.upstream.name, code: code,
+                metrics: exchange.record.routeMetrics)
             return errorResponse(code, requestID: requestID)
         }
     }
 
     /// Completes the access-log record and the metrics for `response`.
-    private func finish(_ exchange: inout Exchange, response: consuming HTTPServerResponse,
-                        started: ContinuousClock.Instant, loggedStatus: Int? = nil) -> HTTPServerResponse {
+    private func finish(
+        _ exchange: inout Exchange, response: consuming HTTPServerResponse,
+        started: ContinuousClock.Instant, loggedStatus: Int? = nil
+    ) -> HTTPServerResponse {
         exchange.record.status = loggedStatus ?? response.head.status
         if case .bytes(let body) = response.body { exchange.record.bytesOut = body.count }
         exchange.record.duration = ContinuousClock.now - started
@@ -403,9 +453,12 @@ final class GatewayHandler: HTTPServerHandler {
         return response
     }
 
-    private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:]) -> HTTPServerResponse {
+    private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:])
+        -> HTTPServerResponse
+    {
         var headers: HTTPFields = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]
         for (name, value) in extra { headers.add(name: name, value: value) }
-        return HTTPServerResponse(status: code.status, headers: headers, body: ErrorBody.bytes(code, requestID: requestID))
+        return HTTPServerResponse(
+            status: code.status, headers: headers, body: ErrorBody.bytes(code, requestID: requestID))
     }
 }

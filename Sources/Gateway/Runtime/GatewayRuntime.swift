@@ -57,9 +57,12 @@ package final class GatewayRuntime: Sendable {
         let listen = try config.server.listen.map(Self.socketAddress)
         let tlsListen = try (config.server.tls?.listen ?? []).map(Self.socketAddress)
         let tls = config.server.tls.map {
-            TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: $0.certificate, privateKeyPath: $0.privateKey))
+            TLSServerConfiguration(
+                defaultCertificate: TLSCertificateFiles(
+                    certificateChainPath: $0.certificate, privateKeyPath: $0.privateKey))
         }
-        let compression = config.server.compression.gzip
+        let compression =
+            config.server.compression.gzip
             ? CompressionPolicy(minimumBytes: config.server.compression.minBytes) : nil
         let gatewayHandler = GatewayHandler(state: state, buffering: buffering, recorder: recorder)
         self.gatewayHandler = gatewayHandler
@@ -71,14 +74,17 @@ package final class GatewayRuntime: Sendable {
         let events = telemetry.serverEvents(acceptFailures: AcceptFailureReport())
         // The request cap is `server.limits.max_requests_per_connection` alone (reloadable: `HTTPServerLimits`).
         http2Settings.maxRequestsPerConnection = nil
-        server = HTTPServer(configuration: .init(listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
-                                                 http2: config.server.http2, http2Settings: http2Settings,
-                                                 compression: compression, events: events),
-                            group: group, handler: handler)
+        server = HTTPServer(
+            configuration: .init(
+                listen: listen, tlsListen: tlsListen, tls: tls, limits: limits,
+                http2: config.server.http2, http2Settings: http2Settings,
+                compression: compression, events: events),
+            group: group, handler: handler)
         let mainServer = server
         admin = AdminHandler(telemetry: telemetry) { mainServer.openConnections }
-        adminServer = HTTPServer(configuration: .init(listen: [try Self.socketAddress(config.admin.listen)], events: events),
-                                 group: group, handler: admin)
+        adminServer = HTTPServer(
+            configuration: .init(listen: [try Self.socketAddress(config.admin.listen)], events: events),
+            group: group, handler: admin)
     }
 
     /// The HTTP server's limits for `config`. Its body limit is the largest any route takes (a route's own
@@ -120,7 +126,8 @@ package final class GatewayRuntime: Sendable {
             certificate = tls.certificate
             privateKey = tls.privateKey
             guard let certificateBytes = FileManager.default.contents(atPath: tls.certificate),
-                  let keyBytes = FileManager.default.contents(atPath: tls.privateKey) else {
+                let keyBytes = FileManager.default.contents(atPath: tls.privateKey)
+            else {
                 contents = nil
                 return
             }
@@ -133,7 +140,10 @@ package final class GatewayRuntime: Sendable {
     }
 
     private static func socketAddress(_ address: ListenAddress) throws -> SocketAddress {
-        guard let socket = SocketAddress(numericHost: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port) else {
+        guard
+            let socket = SocketAddress(
+                numericHost: address.host == "localhost" ? "127.0.0.1" : address.host, port: address.port)
+        else {
             throw GatewayStartError("cannot listen on \(address): not a numeric IPv4/IPv6 address")
         }
         return socket
@@ -144,12 +154,14 @@ package final class GatewayRuntime: Sendable {
         try await adminServer.start()
         try await server.start()
         admin.setReady(true)
-        logger.info("listening", metadata: [
-            "listen": .array(server.localAddresses.map { .string($0.description) }),
-            "tls_listen": .array(server.tlsLocalAddresses.map { .string($0.description) }),
-            "admin": .array(adminServer.localAddresses.map { .string($0.description) }),
-            "io_uring": .stringConvertible(group.loops.allSatisfy(\.sendsInBatches)),
-        ])
+        logger.info(
+            "listening",
+            metadata: [
+                "listen": .array(server.localAddresses.map { .string($0.description) }),
+                "tls_listen": .array(server.tlsLocalAddresses.map { .string($0.description) }),
+                "admin": .array(adminServer.localAddresses.map { .string($0.description) }),
+                "io_uring": .stringConvertible(group.loops.allSatisfy(\.sendsInBatches))
+            ])
     }
 
     /// The bound main listener addresses.
@@ -173,10 +185,13 @@ package final class GatewayRuntime: Sendable {
         let tlsFiles = TLSFiles(config)
         var reloadedTLS = false
         if let tls = config.server.tls, startedConfig.server.tls != nil, !needRestart.contains("server.tls"),
-           tlsFiles != servedTLSFiles.withLock({ $0 }) {
+            tlsFiles != servedTLSFiles.withLock({ $0 })
+        {
             do {
-                try server.update(tls: TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(
-                    certificateChainPath: tls.certificate, privateKeyPath: tls.privateKey)))
+                try server.update(
+                    tls: TLSServerConfiguration(
+                        defaultCertificate: TLSCertificateFiles(
+                            certificateChainPath: tls.certificate, privateKeyPath: tls.privateKey)))
                 servedTLSFiles.withLock { $0 = tlsFiles }
                 reloadedTLS = true
             } catch {
@@ -186,20 +201,29 @@ package final class GatewayRuntime: Sendable {
             }
         }
         if !needRestart.isEmpty {
-            logger.warning("reload: these settings take effect only after a restart", metadata: [
-                "keys": .array(needRestart.map { .string($0) })])
+            logger.warning(
+                "reload: these settings take effect only after a restart",
+                metadata: [
+                    "keys": .array(needRestart.map { .string($0) })
+                ])
         }
         logSettings.update(config.logging)
         buffering.update(config.server.buffering)
         server.update(limits: Self.serverLimits(config))
-        state.replace(with: GatewaySnapshot(config: config, group: group, telemetry: telemetry, logger: logger,
-                                            previous: state.current))
+        state.replace(
+            with: GatewaySnapshot(
+                config: config, group: group, telemetry: telemetry, logger: logger,
+                previous: state.current))
         telemetry.reloaded(successfully: true)
         if reloadedTLS, let tls = config.server.tls {
-            logger.notice("reloaded the TLS certificate: new handshakes use it", metadata: [
-                "certificate": .string(tls.certificate)])
+            logger.notice(
+                "reloaded the TLS certificate: new handshakes use it",
+                metadata: [
+                    "certificate": .string(tls.certificate)
+                ])
         }
-        logger.notice("reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
+        logger.notice(
+            "reloaded", metadata: ["routes": "\(config.routes.count)", "upstreams": "\(config.upstreams.count)"])
         return true
     }
 
@@ -213,8 +237,11 @@ package final class GatewayRuntime: Sendable {
             try await telemetry.sink.reopen()
             logger.notice("reopened the log file", metadata: ["path": .string(path)])
         } catch {
-            logger.error("cannot reopen the log file; still writing to the one open before", metadata: [
-                "path": .string(path), "reason": .string(error.reason)])
+            logger.error(
+                "cannot reopen the log file; still writing to the one open before",
+                metadata: [
+                    "path": .string(path), "reason": .string(error.reason)
+                ])
         }
     }
 
@@ -222,7 +249,9 @@ package final class GatewayRuntime: Sendable {
     /// (`moya_gateway_config_reloads_total{result="failure"}`, `moya_gateway_config_last_reload_successful` 0).
     package func reloadRejected(problems: [String]) {
         telemetry.reloaded(successfully: false)
-        logger.error("reload rejected; keeping the running configuration", metadata: ["problems": .array(problems.map { .string($0) })])
+        logger.error(
+            "reload rejected; keeping the running configuration",
+            metadata: ["problems": .array(problems.map { .string($0) })])
     }
 
     /// Drains: `/readyz` turns 503, WebSocket tunnels get their Close, listeners close, in-flight requests finish (up
@@ -230,9 +259,12 @@ package final class GatewayRuntime: Sendable {
     package func drain() async {
         admin.setReady(false)
         let tunnels = gatewayHandler.goAwayTunnels()
-        logger.notice("draining", metadata: [
-            "timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))",
-            "websocket_tunnels": "\(tunnels)"])
+        logger.notice(
+            "draining",
+            metadata: [
+                "timeout_ms": "\(Int(state.current.config.server.limits.drainTimeout.seconds * 1000))",
+                "websocket_tunnels": "\(tunnels)"
+            ])
         await server.shutdown(timeout: state.current.config.server.limits.drainTimeout)
         await gatewayHandler.waitUntilIdle(timeout: .seconds(1))
         await adminServer.shutdown(timeout: .seconds(1))

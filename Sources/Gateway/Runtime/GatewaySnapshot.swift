@@ -18,7 +18,10 @@ final class GatewaySnapshot: Sendable {
     /// `previous`: the snapshot this one replaces; an upstream whose address and circuit breaker settings did not
     /// change keeps its circuit (a reload during an outage does not let a fresh burst of calls through), and a route
     /// whose rate limit did not change keeps its callers' budgets.
-    init(config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger, previous: GatewaySnapshot? = nil) {
+    init(
+        config: GatewayConfig, group: EventLoopGroup, telemetry: Telemetry, logger: Logger,
+        previous: GatewaySnapshot? = nil
+    ) {
         self.config = config
         self.logger = logger
         self.routes = RouteTable(config: config)
@@ -29,26 +32,31 @@ final class GatewaySnapshot: Sendable {
                 apiKeyHeader: config.clients?.apiKeys?.header)
             let breaker = upstream.circuitBreaker.map { settings in
                 previous?.providers[upstream.name].flatMap { old in
-                    old.upstream.baseURL == upstream.baseURL && old.upstream.circuitBreaker == settings ? old.breaker : nil
+                    old.upstream.baseURL == upstream.baseURL && old.upstream.circuitBreaker == settings
+                        ? old.breaker : nil
                 } ?? CircuitBreaker(failureThreshold: settings.failures, openFor: settings.openFor)
             }
             let retries = config.routes.contains { $0.upstream == upstream.name && $0.retries != nil }
             let tunnels = config.routes.contains { $0.upstream == upstream.name && $0.websocket }
             // Instances the health checks took out stay out across a reload that keeps the upstream's addresses.
-            let inherited = previous?.providers[upstream.name].flatMap { old in
-                old.upstream.baseURL == upstream.baseURL && old.upstream.servers == upstream.servers
-                    ? old.healthExclusions : nil
-            } ?? []
+            let inherited =
+                previous?.providers[upstream.name].flatMap { old in
+                    old.upstream.baseURL == upstream.baseURL && old.upstream.servers == upstream.servers
+                        ? old.healthExclusions : nil
+                } ?? []
             // A token source whose endpoint, credentials and settings did not change keeps its token.
             let tokenSource = upstream.oauth2.map { settings in
                 previous?.providers[upstream.name]?.tokenSource.flatMap { old in
                     old.identity == UpstreamTokenSource.Identity(settings) ? old : nil
-                } ?? UpstreamTokenSource(upstream: upstream.name, config: settings, group: group, telemetry: telemetry,
-                                         logger: logger)
+                }
+                    ?? UpstreamTokenSource(
+                        upstream: upstream.name, config: settings, group: group, telemetry: telemetry,
+                        logger: logger)
             }
-            providers[upstream.name] = UpstreamProvider(upstream: upstream, group: group, exchangeLogger: exchangeLogger,
-                                                        breaker: breaker, retries: retries, tunnels: tunnels,
-                                                        health: (telemetry, logger, inherited), tokenSource: tokenSource)
+            providers[upstream.name] = UpstreamProvider(
+                upstream: upstream, group: group, exchangeLogger: exchangeLogger,
+                breaker: breaker, retries: retries, tunnels: tunnels,
+                health: (telemetry, logger, inherited), tokenSource: tokenSource)
             if let breaker { telemetry.circuit(upstream: upstream.name, isOpen: breaker.isOpen) }
         }
         // A circuit that no longer exists (its upstream or its `circuit_breaker` removed) is not left reading open.
@@ -59,7 +67,8 @@ final class GatewaySnapshot: Sendable {
         var rateLimiters: [String: RateLimiter] = [:]
         for route in config.routes {
             guard let limit = route.rateLimit else { continue }
-            let kept = previous?.config.routes.first { $0.name == route.name }?.rateLimit == limit
+            let kept =
+                previous?.config.routes.first { $0.name == route.name }?.rateLimit == limit
                 ? previous?.rateLimiters[route.name] : nil
             rateLimiters[route.name] = kept ?? RateLimiter(requests: limit.requests, per: limit.per, burst: limit.burst)
         }

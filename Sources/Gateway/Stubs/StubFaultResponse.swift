@@ -20,12 +20,15 @@ enum StubFaultResponse {
     static let truncationPause = Duration.milliseconds(50)
 
     /// What the malformed response sends: not a status line any client accepts.
-    static let malformedBytes = Array("HTTP/1.1 ??? moya-gateway stub: malformed response\r\nContent-Length: x\r\n\r\n".utf8)
+    static let malformedBytes = Array(
+        "HTTP/1.1 ??? moya-gateway stub: malformed response\r\nContent-Length: x\r\n\r\n".utf8)
 
     /// `response` (the stub's answer, a body of bytes) with `fault` acted out. `loop`: the request's, which paces a
     /// slow body.
-    static func applying(_ fault: StubFaultConfig, to response: HTTPServerResponse, isHead: Bool,
-                         loop: EventLoop) -> HTTPServerResponse {
+    static func applying(
+        _ fault: StubFaultConfig, to response: HTTPServerResponse, isHead: Bool,
+        loop: EventLoop
+    ) -> HTTPServerResponse {
         let body: [UInt8]
         if case .bytes(let bytes) = response.body { body = bytes } else { body = [] }
         switch fault.kind {
@@ -53,7 +56,8 @@ enum StubFaultResponse {
             var head = response.head
             head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
             guard !isHead, !body.isEmpty else { return response }
-            return HTTPServerResponse(head: head, body: .stream(dribble(body, over: fault.duration ?? .seconds(1), loop: loop)))
+            return HTTPServerResponse(
+                head: head, body: .stream(dribble(body, over: fault.duration ?? .seconds(1), loop: loop)))
         }
     }
 

@@ -37,7 +37,8 @@ final class StubMatcher: Sendable {
     /// values, and a JSON body last.
     func matches(_ request: borrowing StubRequest, pathBytes: UnsafeBufferPointer<UInt8>, methodChecked: Bool) -> Bool {
         if !methodChecked, let methods,
-           !(methods.contains(request.method) || (request.method == .head && methods.contains(.get))) {
+            !(methods.contains(request.method) || (request.method == .head && methods.contains(.get)))
+        {
             return false
         }
         if !query.isEmpty && !request.hasQuery { return false }
@@ -137,7 +138,8 @@ struct StubPrefilter: Sendable {
     }
 
     func admits(_ key: Key) -> Bool {
-        guard methods & key.methodBit != 0, !needsQuery || key.hasQuery, key.headerBits & headerBits == headerBits else {
+        guard methods & key.methodBit != 0, !needsQuery || key.hasQuery, key.headerBits & headerBits == headerBits
+        else {
             return false
         }
         if firstSegment != 0 && firstSegment != key.firstSegment { return false }
@@ -168,7 +170,7 @@ struct StubPrefilter: Sendable {
 
     static func shape(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, Int) {
         var value = hashSeed
-        guard bytes.count > 1 else { return (value, 0) }   // `/` (or nothing): no segment
+        guard bytes.count > 1 else { return (value, 0) }  // `/` (or nothing): no segment
         var segments = 1
         var inFirst = true
         for index in 1..<bytes.count {
@@ -198,7 +200,9 @@ struct StubPrefilter: Sendable {
     /// match's cannot have that header.
     static func headerBit(_ name: String) -> UInt64 {
         var value = hashSeed
-        for byte in name.utf8 { value = (value ^ UInt64(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)) &* hashPrime }
+        for byte in name.utf8 {
+            value = (value ^ UInt64(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)) &* hashPrime
+        }
         return 1 << (value % 64)
     }
 

@@ -16,8 +16,11 @@ struct StubRequest: Sendable {
     init(method: HTTPMethod, target: String, headers: HTTPFields, body: [UInt8], requestID: String) {
         self.method = method
         self.target = target
-        let mark = target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }
-            ?? target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target.utf8.distance(from: target.utf8.startIndex, to: $0) }
+        let mark =
+            target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }
+            ?? target.utf8.firstIndex(of: UInt8(ascii: "?")).map {
+                target.utf8.distance(from: target.utf8.startIndex, to: $0)
+            }
         pathLength = mark ?? target.utf8.count
         self.headers = headers
         self.body = body
@@ -43,7 +46,9 @@ struct StubRequest: Sendable {
     /// The path's UTF-8, handed to `body` without a copy (the target is a native string).
     func withPathBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         let length = pathLength
-        if let result = target.utf8.withContiguousStorageIfAvailable({ body(UnsafeBufferPointer(rebasing: $0[..<length])) }) {
+        if let result = target.utf8.withContiguousStorageIfAvailable({
+            body(UnsafeBufferPointer(rebasing: $0[..<length]))
+        }) {
             return result
         }
         return Array(target.utf8.prefix(length)).withUnsafeBufferPointer(body)
@@ -119,8 +124,10 @@ enum StubQuery {
     }
 
     /// Calls `body` with each pair's raw name and value until it returns false.
-    private static func forEachPair(in query: Substring,
-                                    _ body: (Substring.UTF8View.SubSequence, Substring.UTF8View.SubSequence) -> Bool) {
+    private static func forEachPair(
+        in query: Substring,
+        _ body: (Substring.UTF8View.SubSequence, Substring.UTF8View.SubSequence) -> Bool
+    ) {
         let utf8 = query.utf8
         var start = utf8.startIndex
         while start <= utf8.endIndex {
@@ -162,9 +169,10 @@ enum StubQuery {
             if byte == UInt8(ascii: "+") {
                 emit(UInt8(ascii: " "))
             } else if byte == UInt8(ascii: "%"), let first = raw.index(index, offsetBy: 1, limitedBy: raw.endIndex),
-                      first < raw.endIndex, let second = raw.index(first, offsetBy: 1, limitedBy: raw.endIndex),
-                      second < raw.endIndex, let high = PathNormalizer.hexValue(raw[first]),
-                      let low = PathNormalizer.hexValue(raw[second]) {
+                first < raw.endIndex, let second = raw.index(first, offsetBy: 1, limitedBy: raw.endIndex),
+                second < raw.endIndex, let high = PathNormalizer.hexValue(raw[first]),
+                let low = PathNormalizer.hexValue(raw[second])
+            {
                 emit(high << 4 | low)
                 index = second
             } else {
@@ -197,8 +205,8 @@ final class StubRandom: Sendable {
     func uuid() -> [UInt8] {
         var high = next()
         var low = next()
-        high = (high & ~0xF000) | 0x4000                     // version 4
-        low = (low & ~(0xC000_0000_0000_0000)) | 0x8000_0000_0000_0000   // RFC 4122 variant
+        high = (high & ~0xF000) | 0x4000  // version 4
+        low = (low & ~(0xC000_0000_0000_0000)) | 0x8000_0000_0000_0000  // RFC 4122 variant
         let hex = Array("0123456789abcdef".utf8)
         var output: [UInt8] = []
         output.reserveCapacity(36)
@@ -222,7 +230,8 @@ enum StubJSON {
     /// Whether every field in `fields` is present in `body` with an equal value.
     static func matches(_ fields: [StubJSONField], body: [UInt8]) -> Bool {
         guard let document = parse(body) else { return false }
-        return fields.allSatisfy { field in value(at: field.path, in: document).map { equal($0, field.value) } ?? false }
+        return fields.allSatisfy { field in value(at: field.path, in: document).map { equal($0, field.value) } ?? false
+        }
     }
 
     static func value(at path: [String], in document: StubJSONValue) -> StubJSONValue? {
@@ -271,7 +280,10 @@ enum StubJSON {
                 position += 1
                 var members: [String: StubJSONValue] = [:]
                 skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "}") { position += 1; return .object(members) }
+                if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+                    position += 1
+                    return .object(members)
+                }
                 while true {
                     skipSpace()
                     guard let key = string() else { return nil }
@@ -282,22 +294,37 @@ enum StubJSON {
                     members[key] = member
                     skipSpace()
                     guard position < bytes.count else { return nil }
-                    if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
-                    if bytes[position] == UInt8(ascii: "}") { position += 1; return .object(members) }
+                    if bytes[position] == UInt8(ascii: ",") {
+                        position += 1
+                        continue
+                    }
+                    if bytes[position] == UInt8(ascii: "}") {
+                        position += 1
+                        return .object(members)
+                    }
                     return nil
                 }
             case UInt8(ascii: "["):
                 position += 1
                 var items: [StubJSONValue] = []
                 skipSpace()
-                if position < bytes.count, bytes[position] == UInt8(ascii: "]") { position += 1; return .array(items) }
+                if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                    position += 1
+                    return .array(items)
+                }
                 while true {
                     guard let item = value(depth: depth + 1) else { return nil }
                     items.append(item)
                     skipSpace()
                     guard position < bytes.count else { return nil }
-                    if bytes[position] == UInt8(ascii: ",") { position += 1; continue }
-                    if bytes[position] == UInt8(ascii: "]") { position += 1; return .array(items) }
+                    if bytes[position] == UInt8(ascii: ",") {
+                        position += 1
+                        continue
+                    }
+                    if bytes[position] == UInt8(ascii: "]") {
+                        position += 1
+                        return .array(items)
+                    }
                     return nil
                 }
             case UInt8(ascii: "\""):
@@ -316,7 +343,8 @@ enum StubJSON {
         mutating func literal(_ word: String, _ value: StubJSONValue) -> StubJSONValue? {
             let expected = Array(word.utf8)
             guard position + expected.count <= bytes.count,
-                  bytes[position..<(position + expected.count)].elementsEqual(expected) else { return nil }
+                bytes[position..<(position + expected.count)].elementsEqual(expected)
+            else { return nil }
             position += expected.count
             return value
         }
@@ -324,12 +352,15 @@ enum StubJSON {
         mutating func number() -> StubJSONValue? {
             let start = position
             while position < bytes.count,
-                  (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position])
-                    || [UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[position]) {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position])
+                    || [UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")]
+                        .contains(bytes[position])
+            {
                 position += 1
             }
             guard position > start, let number = Double(String(decoding: bytes[start..<position], as: UTF8.self)),
-                  number.isFinite else { return nil }
+                number.isFinite
+            else { return nil }
             return .number(number)
         }
 
@@ -365,7 +396,8 @@ enum StubJSON {
                     case UInt8(ascii: "u"):
                         guard var code = hex4() else { return nil }
                         if (0xD800..<0xDC00).contains(code), position + 6 <= bytes.count,
-                           bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") {
+                            bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u")
+                        {
                             position += 2
                             guard let low = hex4(), (0xDC00..<0xE000).contains(low) else { return nil }
                             code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)

@@ -1,11 +1,12 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPWire
 import Locking
 import Moya
 import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// A stub upstream's answers compiled for serving: its `responses` (matchers, `sequence` counters, templates) and its
 /// default answer, with the generators behind their latencies, injected errors and faults. Made with the upstream's
@@ -33,12 +34,14 @@ final class StubResponder: Sendable {
         prefilters = responses.map { StubPrefilter($0.matcher) }
         var names: [String] = []
         for response in responses {
-            for condition in response.matcher.headers where !names.contains(where: { $0.equalsIgnoringASCIICase(condition.name) }) {
+            for condition in response.matcher.headers
+            where !names.contains(where: { $0.equalsIgnoringASCIICase(condition.name) }) {
                 names.append(condition.name)
             }
         }
         headerNames = names.map(StubPrefilter.HeaderName.init)
-        fallback = stub.hasDefault ? CompiledStubAnswer(stub.defaultAnswer, parameterNames: [], seed: derived.next()) : nil
+        fallback =
+            stub.hasDefault ? CompiledStubAnswer(stub.defaultAnswer, parameterNames: [], seed: derived.next()) : nil
     }
 
     /// Whether a stub needs a responder: one with `responses`, templates, faults, a `seed`, or a delay (which the
@@ -58,8 +61,9 @@ final class StubResponder: Sendable {
         let chosen = found?.answer
         let parameters = found?.parameters
         guard let answer = chosen ?? fallback else {
-            return StubAnswer(status: 404, headers: StubAnswer.errorHeaders,
-                              body: ErrorBody.bytes(.notFound, requestID: request.requestID), unmatched: true)
+            return StubAnswer(
+                status: 404, headers: StubAnswer.errorHeaders,
+                body: ErrorBody.bytes(.notFound, requestID: request.requestID), unmatched: true)
         }
         return answer.draw(for: request, parameters: parameters, random: random, deadline: deadline)
     }
@@ -67,11 +71,14 @@ final class StubResponder: Sendable {
     /// The first response that matches `request` (whose path's UTF-8 is `pathBytes`): its answer for this request (a
     /// sequence steps), and where its path parameters are when the answer's templates use them.
     private func firstMatch(_ request: borrowing StubRequest, pathBytes: UnsafeBufferPointer<UInt8>)
-        -> (answer: CompiledStubAnswer?, parameters: StubPathParameters?)? {
+        -> (answer: CompiledStubAnswer?, parameters: StubPathParameters?)?
+    {
         let key = StubPrefilter.Key(request, pathBytes: pathBytes, headerNames: headerNames)
         var found: Int?
-        for index in prefilters.indices where prefilters[index].admits(key)
-            && responses[index].matcher.matches(request, pathBytes: pathBytes, methodChecked: key.decidesMethod) {
+        for index in prefilters.indices
+        where prefilters[index].admits(key)
+            && responses[index].matcher.matches(request, pathBytes: pathBytes, methodChecked: key.decidesMethod)
+        {
             found = index
             break
         }
@@ -101,8 +108,10 @@ final class StubAnswer: @unchecked Sendable {
     /// The sample made once for an answer given again and again; nil: made from the status and body when asked.
     private let prebuiltSample: EndpointSampleResponse?
 
-    init(status: Int, headers: HTTPFields, body: [UInt8], sample: EndpointSampleResponse? = nil,
-         delay: Double = 0, clientFault: StubFaultConfig? = nil, unmatched: Bool = false) {
+    init(
+        status: Int, headers: HTTPFields, body: [UInt8], sample: EndpointSampleResponse? = nil,
+        delay: Double = 0, clientFault: StubFaultConfig? = nil, unmatched: Bool = false
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -127,8 +136,9 @@ final class StubAnswer: @unchecked Sendable {
     /// This answer after `delay`, with `clientFault` (itself when neither changes anything).
     func drawn(delay: Double, clientFault: StubFaultConfig?) -> StubAnswer {
         if delay == self.delay && clientFault == nil && self.clientFault == nil { return self }
-        return StubAnswer(status: status, headers: headers, body: body, sample: prebuiltSample, delay: delay,
-                          clientFault: clientFault, unmatched: unmatched)
+        return StubAnswer(
+            status: status, headers: headers, body: body, sample: prebuiltSample, delay: delay,
+            clientFault: clientFault, unmatched: unmatched)
     }
 
     /// The fields of the gateway's JSON error bodies, as the client gets them.
@@ -156,8 +166,9 @@ enum StubFaultError {
     }
 
     /// The route's deadline passed while the stub was still answering.
-    static let timedOut = NSError(domain: NSURLErrorDomain, code: NSURLErrorTimedOut,
-                                  userInfo: [faultKey: "route timeout"])
+    static let timedOut = NSError(
+        domain: NSURLErrorDomain, code: NSURLErrorTimedOut,
+        userInfo: [faultKey: "route timeout"])
 }
 
 /// One `responses` entry compiled: its matcher and its answer or sequence.
@@ -209,17 +220,21 @@ private final class CompiledStubAnswer: Sendable {
         self.config = config
         let headers = ProxyHeaders.downstream(from: config.headers)
         downstreamHeaders = headers
-        plain = config.bodyTemplate == nil && config.headerTemplates.isEmpty
-            ? StubAnswer(status: config.status, headers: headers, body: config.body,
-                         sample: Self.sample(status: config.status, headers: config.headers, body: config.body))
+        plain =
+            config.bodyTemplate == nil && config.headerTemplates.isEmpty
+            ? StubAnswer(
+                status: config.status, headers: headers, body: config.body,
+                sample: Self.sample(status: config.status, headers: config.headers, body: config.body))
             : nil
-        failing = StubAnswer(status: config.errorStatus, headers: headers, body: [],
-                             sample: Self.sample(status: config.errorStatus, headers: config.headers, body: []))
+        failing = StubAnswer(
+            status: config.errorStatus, headers: headers, body: [],
+            sample: Self.sample(status: config.errorStatus, headers: config.headers, body: []))
         var bound = 0.0
         var outcomes: [(bound: Double, outcome: Outcome)] = []
         for fault in config.faults where fault.rate > 0 {
             bound += fault.rate
-            let failure = fault.mode == .upstream && fault.kind != .slowBody
+            let failure =
+                fault.mode == .upstream && fault.kind != .slowBody
                 ? StubAnswer(failure: StubFaultError.error(fault.kind)) : nil
             outcomes.append((bound, .fault(fault, failure)))
         }
@@ -228,10 +243,14 @@ private final class CompiledStubAnswer: Sendable {
             outcomes.append((bound, .error))
         }
         self.outcomes = outcomes
-        drawState = Locked((StubLatency(config.latency ?? .fixed(config.delay), seed: seed),
-                            SplitMix64(seed: seed ^ 0x9E37_79B9_7F4A_7C15)))
+        drawState = Locked(
+            (
+                StubLatency(config.latency ?? .fixed(config.delay), seed: seed),
+                SplitMix64(seed: seed ^ 0x9E37_79B9_7F4A_7C15)
+            ))
         draws = !config.isImmediate || !outcomes.isEmpty
-        usesPathParameters = config.bodyTemplate?.usesPathParameters == true
+        usesPathParameters =
+            config.bodyTemplate?.usesPathParameters == true
             || config.headerTemplates.contains { $0.template.usesPathParameters }
     }
 
@@ -240,14 +259,18 @@ private final class CompiledStubAnswer: Sendable {
         var fields: [String: String] = [:]
         for field in headers { fields[field.name] = field.value }
         let url = URL(string: "http://stub.invalid/") ?? URL(fileURLWithPath: "/")
-        guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else {
+        guard
+            let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+        else {
             return .networkResponse(status, Data(body))
         }
         return .response(response, Data(body))
     }
 
-    func draw(for request: borrowing StubRequest, parameters: StubPathParameters?, random: StubRandom,
-              deadline: ContinuousClock.Instant?) -> StubAnswer {
+    func draw(
+        for request: borrowing StubRequest, parameters: StubPathParameters?, random: StubRandom,
+        deadline: ContinuousClock.Instant?
+    ) -> StubAnswer {
         var delay = 0.0
         var outcome: Outcome?
         if draws {
@@ -262,7 +285,9 @@ private final class CompiledStubAnswer: Sendable {
         if let deadline {
             let left = (deadline - ContinuousClock.now).seconds
             var slowBody = 0.0
-            if case .fault(let fault, nil)? = outcome, fault.mode == .upstream { slowBody = fault.duration?.seconds ?? 0 }
+            if case .fault(let fault, nil)? = outcome, fault.mode == .upstream {
+                slowBody = fault.duration?.seconds ?? 0
+            }
             if delay + slowBody >= left {
                 // The route's timeout ends the wait as it ends an upstream's: 504 at the deadline.
                 return StubAnswer.timedOut.drawn(delay: max(left, 0), clientFault: nil)
@@ -277,30 +302,36 @@ private final class CompiledStubAnswer: Sendable {
                 return rendered(request, parameters: parameters, random: random, delay: delay, clientFault: fault)
             }
             // A slow upstream body: the gateway collects it, so its answer comes that much later.
-            return rendered(request, parameters: parameters, random: random, delay: delay + (fault.duration?.seconds ?? 0),
-                            clientFault: nil)
+            return rendered(
+                request, parameters: parameters, random: random, delay: delay + (fault.duration?.seconds ?? 0),
+                clientFault: nil)
         case nil:
             return rendered(request, parameters: parameters, random: random, delay: delay, clientFault: nil)
         }
     }
 
     /// The answer filled in for `request` (the plain one when there is nothing to fill in).
-    private func rendered(_ request: borrowing StubRequest, parameters: StubPathParameters?, random: StubRandom,
-                          delay: Double, clientFault: StubFaultConfig?) -> StubAnswer {
+    private func rendered(
+        _ request: borrowing StubRequest, parameters: StubPathParameters?, random: StubRandom,
+        delay: Double, clientFault: StubFaultConfig?
+    ) -> StubAnswer {
         if let plain { return plain.drawn(delay: delay, clientFault: clientFault) }
         let body = config.bodyTemplate?.render(request, parameters: parameters, random: random) ?? config.body
         guard !config.headerTemplates.isEmpty else {
-            return StubAnswer(status: config.status, headers: downstreamHeaders, body: body, delay: delay,
-                              clientFault: clientFault)
+            return StubAnswer(
+                status: config.status, headers: downstreamHeaders, body: body, delay: delay,
+                clientFault: clientFault)
         }
         var fields = Array(config.headers)
         for header in config.headerTemplates where fields.indices.contains(header.index) {
-            fields[header.index].value = String(decoding: header.template.render(request, parameters: parameters, random: random),
-                                                as: UTF8.self)
+            fields[header.index].value = String(
+                decoding: header.template.render(request, parameters: parameters, random: random),
+                as: UTF8.self)
         }
         let headers = HTTPFields(fields.map { ($0.name, $0.value) })
-        return StubAnswer(status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body, delay: delay,
-                          clientFault: clientFault)
+        return StubAnswer(
+            status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body, delay: delay,
+            clientFault: clientFault)
     }
 }
 

@@ -1,3 +1,5 @@
+import HTTPWire
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import HTTPWire
 
 /// A stub body or header value with `{{…}}` placeholders, compiled once at load into literal bytes and variables, so
 /// that answering a request only copies bytes and looks values up (no template is parsed per request).
@@ -115,7 +116,9 @@ package struct StubTemplate: Sendable, Equatable {
 
     /// `bytes` compiled; nil when they hold no `{{` (nothing to substitute: the bytes are sent as they are).
     /// `parameterNames`: the `{parameters}` the response's match defines.
-    package static func compile(_ bytes: [UInt8], parameterNames: [String], escaping: Escaping) throws(CompileError) -> StubTemplate? {
+    package static func compile(_ bytes: [UInt8], parameterNames: [String], escaping: Escaping) throws(CompileError)
+        -> StubTemplate?
+    {
         let open: [UInt8] = [UInt8(ascii: "{"), UInt8(ascii: "{")]
         guard bytes.count >= 2, containsOpening(bytes) else { return nil }
         var parts: [Part] = []
@@ -125,7 +128,8 @@ package struct StubTemplate: Sendable, Equatable {
         while index < bytes.count {
             if index + 1 < bytes.count, bytes[index] == open[0], bytes[index + 1] == open[1] {
                 guard let close = closing(in: bytes, from: index + 2) else {
-                    throw CompileError(description: "unterminated '{{' in template (set template: false to send braces as they are)")
+                    throw CompileError(
+                        description: "unterminated '{{' in template (set template: false to send braces as they are)")
                 }
                 let inner = String(decoding: bytes[(index + 2)..<close], as: UTF8.self)
                 let part = try variable(inner, parameterNames: parameterNames)
@@ -197,14 +201,19 @@ package struct StubTemplate: Sendable, Equatable {
         }
         let split = name.split(separator: ".", maxSplits: 1).map(String.init)
         guard split.count == 2, !split[1].isEmpty else {
-            throw CompileError(description: "unknown template variable '\(shown(name))' (variables: \(known); set template: false to send braces as they are)")
+            throw CompileError(
+                description:
+                    "unknown template variable '\(shown(name))' (variables: \(known); set template: false to send braces as they are)"
+            )
         }
         let key = split[1]
         switch split[0] {
         case "path":
             guard let position = parameterNames.firstIndex(of: key) else {
-                let defined = parameterNames.isEmpty
-                    ? "the response's match has no path_params" : "match.path_params defines \(parameterNames.map { "{\($0)}" }.joined(separator: ", "))"
+                let defined =
+                    parameterNames.isEmpty
+                    ? "the response's match has no path_params"
+                    : "match.path_params defines \(parameterNames.map { "{\($0)}" }.joined(separator: ", "))"
                 throw CompileError(description: "template uses {{path.\(shown(key))}}, but \(defined)")
             }
             return try noArguments(.pathParameter(position))
@@ -216,20 +225,25 @@ package struct StubTemplate: Sendable, Equatable {
             }
             return try noArguments(.header(key))
         default:
-            throw CompileError(description: "unknown template variable '\(shown(name))' (variables: \(known); set template: false to send braces as they are)")
+            throw CompileError(
+                description:
+                    "unknown template variable '\(shown(name))' (variables: \(known); set template: false to send braces as they are)"
+            )
         }
     }
 
     /// A name for a message: printable ASCII, at most 40 characters.
     private static func shown(_ text: String) -> String {
-        let clean = String(text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F }.map(Character.init))
+        let clean = String(
+            text.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F }.map(Character.init))
         return clean.count > 40 ? String(clean.prefix(40)) + "…" : clean
     }
 
     // MARK: Rendering
 
     /// The template filled in for `request`.
-    func render(_ request: borrowing StubRequest, parameters: StubPathParameters? = nil, random: StubRandom) -> [UInt8] {
+    func render(_ request: borrowing StubRequest, parameters: StubPathParameters? = nil, random: StubRandom) -> [UInt8]
+    {
         var output: [UInt8] = []
         output.reserveCapacity(literalByteCount + 64)
         literals.withUnsafeBufferPointer { literals in
@@ -297,11 +311,14 @@ package struct StubTemplate: Sendable, Equatable {
             return
         }
         let hex = Self.hex
-        var pending: [UInt8] = []   // E2 80 of a possible U+2028/2029
+        var pending: [UInt8] = []  // E2 80 of a possible U+2028/2029
         for byte in value {
             if !pending.isEmpty {
                 if pending.count == 1 {
-                    if byte == 0x80 { pending.append(byte); continue }
+                    if byte == 0x80 {
+                        pending.append(byte)
+                        continue
+                    }
                 } else if byte == 0xA8 || byte == 0xA9 {
                     output.append(contentsOf: Array(#"\u202"#.utf8))
                     output.append(byte == 0xA8 ? UInt8(ascii: "8") : UInt8(ascii: "9"))
@@ -318,8 +335,10 @@ package struct StubTemplate: Sendable, Equatable {
             case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0x00..<0x20, 0x7F:
-                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                           hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+                output.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]
+                ])
             case 0xE2:
                 pending.append(byte)
             default:

@@ -32,8 +32,10 @@ package struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     /// Request headers that select which representation, or which part of it, the upstream answers with (content
     /// negotiation, ranges, conditional requests): requests that differ in one of them never share a call, whether or
     /// not the route lists it in `coalesce_vary`.
-    package static let representationHeaders = ["Accept", "Accept-Encoding", "Accept-Language", "Range", "If-Range",
-                                               "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since"]
+    package static let representationHeaders = [
+        "Accept", "Accept-Encoding", "Accept-Language", "Range", "If-Range",
+        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since"
+    ]
 
     /// Only GET and HEAD coalesce.
     package static func isCoalescible(_ method: HTTPMethod) -> Bool { method == .get || method == .head }
@@ -45,18 +47,23 @@ package struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     ///   - varyHeaders: the route's `coalesce_vary` names.
     ///   - requestHeaders: the client's headers (before the API-key header is removed is fine: it is not read).
     ///   - clientName: the API-key client, when one authenticated.
-    package static func make(method: HTTPMethod, upstream: String, upstreamURL: String, varyHeaders: [String],
-                            requestHeaders: HTTPFields, clientName: String?) -> CoalescingKey? {
+    package static func make(
+        method: HTTPMethod, upstream: String, upstreamURL: String, varyHeaders: [String],
+        requestHeaders: HTTPFields, clientName: String?
+    ) -> CoalescingKey? {
         guard isCoalescible(method) else { return nil }
         var vary = varyHeaders.map { name in
             name.lowercased() + ":" + requestHeaders[name].joined(separator: ", ")
         }
-        for name in representationHeaders where requestHeaders.contains(name: name)
-            && !varyHeaders.contains(where: { $0.equalsIgnoringASCIICase(name) }) {
+        for name in representationHeaders
+        where requestHeaders.contains(name: name)
+            && !varyHeaders.contains(where: { $0.equalsIgnoringASCIICase(name) })
+        {
             vary.append(name.lowercased() + ":" + requestHeaders[name].joined(separator: ", "))
         }
-        return CoalescingKey(method: method.rawValue, upstream: upstream, url: sortedQuery(upstreamURL), vary: vary,
-                             identity: identityHash(clientName: clientName, headers: requestHeaders))
+        return CoalescingKey(
+            method: method.rawValue, upstream: upstream, url: sortedQuery(upstreamURL), vary: vary,
+            identity: identityHash(clientName: clientName, headers: requestHeaders))
     }
 
     /// The URL with its `&`-separated query parameters sorted by name (the bytes before `=`); parameters of the same
@@ -64,7 +71,8 @@ package struct CoalescingKey: Sendable, Hashable, CustomStringConvertible {
     package static func sortedQuery(_ url: String) -> String {
         guard let mark = url.firstIndex(of: "?") else { return url }
         let query = url[url.index(after: mark)...]
-        let parameters = query.split(separator: "&", omittingEmptySubsequences: true).enumerated().map { index, parameter in
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: true).enumerated().map {
+            index, parameter in
             (name: Array(parameter.utf8.prefix { $0 != UInt8(ascii: "=") }), index: index, parameter: parameter)
         }
         let sorted = parameters.sorted { left, right in

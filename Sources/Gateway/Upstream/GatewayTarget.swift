@@ -51,10 +51,12 @@ final class GatewayTarget: TargetType, AccessTokenAuthorizable {
     /// whose target was never sent was answered with another caller's response (a follower).
     private let sent = Atomic<Bool>(false)
 
-    init(provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
-         streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
-         perRequestHeaders: HTTPFields, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
-         callerKey: Int? = nil, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil) {
+    init(
+        provider: UpstreamProvider, origin: String, upstreamTarget: String, method: Moya.Method, body: Data,
+        streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, stableHeaders: [String: String],
+        perRequestHeaders: HTTPFields, flightKey: String?, timeout: Duration?, retries: RouteConfig.Retries?,
+        callerKey: Int? = nil, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil
+    ) {
         self.callerKey = callerKey
         self.provider = provider
         self.origin = origin

@@ -25,10 +25,14 @@ enum UpstreamCircuit {
     static func isFailureStatus(_ status: Int) -> Bool { (502...504).contains(status) }
 
     /// Logs and exports a change of `upstream`'s circuit.
-    static func report(_ transition: CircuitBreaker.Transition, upstream: String, breaker: CircuitBreaker,
-                       snapshot: GatewaySnapshot) {
-        let metadata: Logger.Metadata = ["upstream": "\(upstream)", "failures": "\(breaker.failureThreshold)",
-                                         "open_for": "\(breaker.openFor)"]
+    static func report(
+        _ transition: CircuitBreaker.Transition, upstream: String, breaker: CircuitBreaker,
+        snapshot: GatewaySnapshot
+    ) {
+        let metadata: Logger.Metadata = [
+            "upstream": "\(upstream)", "failures": "\(breaker.failureThreshold)",
+            "open_for": "\(breaker.openFor)"
+        ]
         switch transition {
         case .none:
             return

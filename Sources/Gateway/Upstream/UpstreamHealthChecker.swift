@@ -18,15 +18,18 @@ final class UpstreamHealthChecker: Sendable {
     private let exclusions: Exclusions
 
     /// `inherited`: addresses taken out by the checker this one replaces; they stay out until they pass.
-    init(upstream: UpstreamConfig, check: HealthCheckConfig, clients: [HTTPClient], group: EventLoopGroup,
-         telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress> = []) {
+    init(
+        upstream: UpstreamConfig, check: HealthCheckConfig, clients: [HTTPClient], group: EventLoopGroup,
+        telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress> = []
+    ) {
         let probes = ProbeSettings(upstream: upstream, check: check)
         let exclusions = Exclusions(inherited)
         self.exclusions = exclusions
         for client in clients { client.exclude(inherited) }
         task = Task {
-            await Self.run(probes, check: check, clients: clients, group: group, telemetry: telemetry, logger: logger,
-                           exclusions: exclusions)
+            await Self.run(
+                probes, check: check, clients: clients, group: group, telemetry: telemetry, logger: logger,
+                exclusions: exclusions)
         }
     }
 
@@ -55,7 +58,8 @@ final class UpstreamHealthChecker: Sendable {
 
         init(upstream: UpstreamConfig, check: HealthCheckConfig) {
             name = upstream.name
-            origin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
+            origin =
+                upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
                 ?? HTTPOrigin(scheme: "http", host: "invalid", port: 80)
             path = check.path
             var headers = upstream.headers
@@ -80,9 +84,11 @@ final class UpstreamHealthChecker: Sendable {
         var passes = 0
     }
 
-    private static func run(_ settings: ProbeSettings, check: HealthCheckConfig, clients: [HTTPClient],
-                            group: EventLoopGroup, telemetry: Telemetry, logger: Logger,
-                            exclusions: Exclusions) async {
+    private static func run(
+        _ settings: ProbeSettings, check: HealthCheckConfig, clients: [HTTPClient],
+        group: EventLoopGroup, telemetry: Telemetry, logger: Logger,
+        exclusions: Exclusions
+    ) async {
         guard let addressSource = clients.first else { return }
         var probeClients: [SocketAddress: HTTPClient] = [:]
         var health: [SocketAddress: AddressHealth] = [:]
@@ -120,20 +126,27 @@ final class UpstreamHealthChecker: Sendable {
                     record.passes = 0
                     if record.healthy && record.failures >= check.unhealthyAfter {
                         record.healthy = false
-                        logger.warning("upstream server failed its health checks, taken out", metadata: [
-                            "upstream": "\(settings.name)", "server": "\(address)", "reason": "\(failure)"])
+                        logger.warning(
+                            "upstream server failed its health checks, taken out",
+                            metadata: [
+                                "upstream": "\(settings.name)", "server": "\(address)", "reason": "\(failure)"
+                            ])
                     }
                 } else {
                     record.passes += 1
                     record.failures = 0
                     if !record.healthy && record.passes >= check.healthyAfter {
                         record.healthy = true
-                        logger.notice("upstream server passes its health checks again", metadata: [
-                            "upstream": "\(settings.name)", "server": "\(address)"])
+                        logger.notice(
+                            "upstream server passes its health checks again",
+                            metadata: [
+                                "upstream": "\(settings.name)", "server": "\(address)"
+                            ])
                     }
                 }
                 if health[address] == nil || record.healthy != wasHealthy {
-                    telemetry.serverHealth(upstream: settings.name, server: address.description, healthy: record.healthy)
+                    telemetry.serverHealth(
+                        upstream: settings.name, server: address.description, healthy: record.healthy)
                 }
                 health[address] = record
             }
@@ -147,8 +160,9 @@ final class UpstreamHealthChecker: Sendable {
 
     /// Why the probe of one address failed, or nil when it passed (a status in 200–399 within the timeout).
     private static func probe(_ settings: ProbeSettings, with client: HTTPClient, timeout: Duration) async -> String? {
-        let request = HTTPClientRequest(method: .get, origin: settings.origin, target: settings.path,
-                                        headers: settings.headers)
+        let request = HTTPClientRequest(
+            method: .get, origin: settings.origin, target: settings.path,
+            headers: settings.headers)
         do {
             let response = try await client.execute(request, timeout: timeout)
             return (200..<400).contains(response.status) ? nil : "status \(response.status)"

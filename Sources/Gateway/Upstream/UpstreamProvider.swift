@@ -1,13 +1,14 @@
+import CoreMetrics
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPClientCore
 import HTTPWire
 import Logging
-import CoreMetrics
 import Moya
 import NetCore
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// The `MoyaProvider<MultiTarget>` for one upstream: its HTTP client (pool, timeouts, TLS), stubs, and the
 /// access-token, credentials and forwarding plugins. Coalescing uses the provider's `trackInflights`.
@@ -57,24 +58,29 @@ final class UpstreamProvider: Sendable {
     /// whether some route to it relays WebSockets (see ``tunnelProvider``). `health`: where the health checks report
     /// (checks run only with it, for an upstream with `health_check`). `tokenSource`: the upstream's OAuth 2.0 token
     /// source, when it has `access_token: { type: oauth2_client_credentials }`.
-    init(upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
-         breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false,
-         health: (telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress>)? = nil,
-         tokenSource: UpstreamTokenSource? = nil) {
+    init(
+        upstream: UpstreamConfig, group: EventLoopGroup, exchangeLogger: NetworkLoggerPlugin? = nil,
+        breaker: CircuitBreaker? = nil, retries: Bool, tunnels: Bool = false,
+        health: (telemetry: Telemetry, logger: Logger, inherited: Set<SocketAddress>)? = nil,
+        tokenSource: UpstreamTokenSource? = nil
+    ) {
         self.upstream = upstream
         self.breaker = breaker
         self.tokenSource = tokenSource
         // The upstream's origin (a stub's too), split once: requests name it and need not parse it again.
-        let splitOrigin = upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
+        let splitOrigin =
+            upstream.baseURL.map { HTTPOrigin(scheme: $0.scheme.lowercased(), host: $0.host, port: $0.port) }
             ?? HTTPOrigin(scheme: "http", host: "stub.invalid", port: 80)
         let knownOrigin = KnownOrigin(splitOrigin)
         self.origin = knownOrigin.prefix
         self.logsExchanges = exchangeLogger != nil
-        let responder = upstream.stub.flatMap { StubResponder.isNeeded(for: $0) ? StubResponder(stub: $0) : nil }
+        let responder =
+            upstream.stub.flatMap { StubResponder.isNeeded(for: $0) ? StubResponder(stub: $0) : nil }
             ?? upstream.spy.map { StubResponder(stub: $0) }
         self.responder = responder
         // A responder's answers are instant or not one by one (the handler asks it).
-        let answersInstantly = responder == nil && (upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false)
+        let answersInstantly =
+            responder == nil && (upstream.stub.map { $0.latency == nil && $0.delay <= .zero } ?? false)
         self.answersInstantly = answersInstantly
         self.isStub = upstream.isStub
         self.injectsCredentials = upstream.accessToken != nil || upstream.credentials != nil || upstream.oauth2 != nil
@@ -86,7 +92,8 @@ final class UpstreamProvider: Sendable {
             plugins.append(AccessTokenPlugin { _ in token.token.value })
         }
         if let credentials = upstream.credentials {
-            let credential = URLCredential(user: credentials.user, password: credentials.password.value, persistence: .none)
+            let credential = URLCredential(
+                user: credentials.user, password: credentials.password.value, persistence: .none)
             plugins.append(CredentialsPlugin(preemptive: credentials.preemptive) { _ in credential })
         }
         if let exchangeLogger { plugins.append(exchangeLogger) }
@@ -95,7 +102,9 @@ final class UpstreamProvider: Sendable {
         var clients: [HTTPClient] = []
         if upstream.isStub {
             client = nil
-            session = Session(client: Session.sharedClient, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
+            session = Session(
+                client: Session.sharedClient, headers: [:], startRequestsImmediately: false,
+                redirectHandler: .doNotFollow)
         } else {
             var configuration = HTTPClient.Configuration()
             configuration.connectTimeout = upstream.timeout.connect
@@ -106,7 +115,8 @@ final class UpstreamProvider: Sendable {
             configuration.maxWaitTime = upstream.pool.maxWait
             configuration.idleTimeout = upstream.pool.idleTimeout
             configuration.maxWaitingRequestsPerOrigin = upstream.pool.maxWaiting
-            configuration.maxRequestsPerConnection = upstream.pool.maxRequestsPerConnection == 0
+            configuration.maxRequestsPerConnection =
+                upstream.pool.maxRequestsPerConnection == 0
                 ? nil : upstream.pool.maxRequestsPerConnection
             configuration.http2 = HTTPClient.Configuration.HTTP2Mode(rawValue: upstream.pool.http2.rawValue) ?? .auto
             configuration.tls = TLSClientConfiguration(verifyPeer: upstream.tls.verify, caFile: upstream.tls.caFile)
@@ -114,15 +124,17 @@ final class UpstreamProvider: Sendable {
             if upstream.pool.maxShare < 1 {
                 configuration.maxShare = upstream.pool.maxShare
                 if let telemetry = health?.telemetry {
-                    let waits = CoreMetrics.Counter(label: Metric.fairShareWaits, dimensions: [("upstream", upstream.name)],
-                                                    factory: telemetry.metricsFactory)
+                    let waits = CoreMetrics.Counter(
+                        label: Metric.fairShareWaits, dimensions: [("upstream", upstream.name)],
+                        factory: telemetry.metricsFactory)
                     configuration.onFairShareWait = { waits.increment() }
                 }
             }
             let client = HTTPClient(configuration: configuration, group: group)
             self.client = client
             clients.append(client)
-            session = Session(client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
+            session = Session(
+                client: client, headers: [:], startRequestsImmediately: false, redirectHandler: .doNotFollow)
             if tunnels {
                 configuration.http2 = .never
                 configuration.maxConnectionsPerOrigin = .max
@@ -130,14 +142,16 @@ final class UpstreamProvider: Sendable {
                 configuration.maxShare = nil
                 let tunnelClient = HTTPClient(configuration: configuration, group: group)
                 clients.append(tunnelClient)
-                tunnelSession = Session(client: tunnelClient, headers: [:], startRequestsImmediately: false,
-                                        redirectHandler: .doNotFollow)
+                tunnelSession = Session(
+                    client: tunnelClient, headers: [:], startRequestsImmediately: false,
+                    redirectHandler: .doNotFollow)
             }
         }
         if let check = upstream.healthCheck, let health, !clients.isEmpty {
-            healthChecker = UpstreamHealthChecker(upstream: upstream, check: check, clients: clients, group: group,
-                                                  telemetry: health.telemetry, logger: health.logger,
-                                                  inherited: health.inherited)
+            healthChecker = UpstreamHealthChecker(
+                upstream: upstream, check: check, clients: clients, group: group,
+                telemetry: health.telemetry, logger: health.logger,
+                inherited: health.inherited)
         } else {
             healthChecker = nil
         }
@@ -165,24 +179,30 @@ final class UpstreamProvider: Sendable {
             let delay = sampler.nextDelay()
             return delay <= 0 ? .immediate : .delayed(seconds: delay)
         }
-        provider = Self.makeProvider(session: session, plugins: plugins, knownOrigin: knownOrigin,
-                                     sampleResponse: sampleResponse, stubClosure: stubClosure, trackInflights: true)
+        provider = Self.makeProvider(
+            session: session, plugins: plugins, knownOrigin: knownOrigin,
+            sampleResponse: sampleResponse, stubClosure: stubClosure, trackInflights: true)
         // A handshake is never shared: each is its caller's own connection.
         tunnelProvider = tunnelSession.map {
-            Self.makeProvider(session: $0, plugins: plugins, knownOrigin: knownOrigin, sampleResponse: sampleResponse,
-                              stubClosure: MoyaProvider<MultiTarget>.neverStub, trackInflights: false)
+            Self.makeProvider(
+                session: $0, plugins: plugins, knownOrigin: knownOrigin, sampleResponse: sampleResponse,
+                stubClosure: MoyaProvider<MultiTarget>.neverStub, trackInflights: false)
         }
     }
 
     /// The upstream's `MoyaProvider` on `session`: gateway targets become endpoints for the known origin (the flight
     /// header carried as their identity and dropped before sending), sent on the transport lane.
-    private static func makeProvider(session: Session, plugins: [PluginType], knownOrigin: KnownOrigin,
-                                     sampleResponse: @escaping Endpoint.SampleResponseClosure,
-                                     stubClosure: @escaping MoyaProvider<MultiTarget>.StubClosure,
-                                     trackInflights: Bool) -> MoyaProvider<MultiTarget> {
+    private static func makeProvider(
+        session: Session, plugins: [PluginType], knownOrigin: KnownOrigin,
+        sampleResponse: @escaping Endpoint.SampleResponseClosure,
+        stubClosure: @escaping MoyaProvider<MultiTarget>.StubClosure,
+        trackInflights: Bool
+    ) -> MoyaProvider<MultiTarget> {
         MoyaProvider<MultiTarget>(
             endpointClosure: { multi in
-                guard let target = GatewayTarget.unwrapped(multi) else { return MoyaProvider.defaultEndpointMapping(for: multi) }
+                guard let target = GatewayTarget.unwrapped(multi) else {
+                    return MoyaProvider.defaultEndpointMapping(for: multi)
+                }
                 var headers = target.stableHeaders
                 if let flightKey = target.flightKey { headers[UpstreamProvider.flightHeader] = flightKey }
                 // A responder's answer is the call's own (drawn once; the closure holds only the target). Its body
@@ -198,9 +218,10 @@ final class UpstreamProvider: Sendable {
                     sample = sampleResponse
                 }
                 // Origin and target kept apart: the transport lane sends the target without a URL string to split.
-                return Endpoint(origin: target.origin, target: target.upstreamTarget,
-                                sampleResponseClosure: sample, method: target.method, task: target.task,
-                                httpHeaderFields: headers)
+                return Endpoint(
+                    origin: target.origin, target: target.upstreamTarget,
+                    sampleResponseClosure: sample, method: target.method, task: target.task,
+                    httpHeaderFields: headers)
             },
             requestClosure: { endpoint, done in
                 do {
@@ -258,7 +279,10 @@ private final class StubSamples: @unchecked Sendable {
         for field in stub.headers { fields[field.name] = field.value }
         let url = URL(string: "http://stub.invalid/") ?? URL(fileURLWithPath: "/")
         func sample(status: Int, body: Data) -> EndpointSampleResponse {
-            guard let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else {
+            guard
+                let response = HTTPURLResponse(
+                    url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+            else {
                 return .networkResponse(status, body)
             }
             return .response(response, body)

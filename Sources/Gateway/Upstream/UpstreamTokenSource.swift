@@ -35,8 +35,10 @@ final class UpstreamTokenSource: Sendable {
     let source: any AccessTokenSource
     private let client: HTTPClient
 
-    init(upstream: String, config: OAuth2ClientCredentialsConfig, group: EventLoopGroup, telemetry: Telemetry,
-         logger: Logger) {
+    init(
+        upstream: String, config: OAuth2ClientCredentialsConfig, group: EventLoopGroup, telemetry: Telemetry,
+        logger: Logger
+    ) {
         identity = Identity(config)
         var configuration = HTTPClient.Configuration()
         configuration.connectTimeout = config.timeout
@@ -53,7 +55,9 @@ final class UpstreamTokenSource: Sendable {
             defaultLifetime: config.defaultLifetime, renewal: AccessTokenRenewalPolicy(renewBefore: config.renewBefore))
         let events = UpstreamTokenEvents(upstream: upstream, telemetry: telemetry, logger: logger)
         do {
-            source = try OAuth2ClientCredentialsTokenSource(configuration: settings, client: client) { events.handle($0) }
+            source = try OAuth2ClientCredentialsTokenSource(configuration: settings, client: client) {
+                events.handle($0)
+            }
         } catch {
             // The loader checked the URL; should it still be refused, every request fails rather than going unsigned.
             let reason = (error as? AccessTokenSourceError)?.reason ?? "the token endpoint cannot be used"
@@ -82,7 +86,7 @@ private final class UpstreamTokenEvents: Sendable {
             telemetry.tokenFetched(upstream: upstream, succeeded: true)
             let metadata: Logger.Metadata = [
                 "upstream": .string(upstream),
-                "expires_in_s": .string(lifetime.map { String(Int($0.components.seconds)) } ?? "none"),
+                "expires_in_s": .string(lifetime.map { String(Int($0.components.seconds)) } ?? "none")
             ]
             if failing.exchange(false, ordering: .relaxed) {
                 logger.notice("access token fetched again; the token endpoint recovered", metadata: metadata)
@@ -92,11 +96,18 @@ private final class UpstreamTokenEvents: Sendable {
         case .fetchFailed(let reason, let willRetry):
             telemetry.tokenFetched(upstream: upstream, succeeded: false)
             failing.store(true, ordering: .relaxed)
-            logger.warning("access token fetch failed", metadata: [
-                "upstream": .string(upstream), "reason": .string(reason), "will_retry": .stringConvertible(willRetry)])
+            logger.warning(
+                "access token fetch failed",
+                metadata: [
+                    "upstream": .string(upstream), "reason": .string(reason),
+                    "will_retry": .stringConvertible(willRetry)
+                ])
         case .invalidated:
-            logger.notice("the upstream refused its access token (401); fetching a new one", metadata: [
-                "upstream": .string(upstream)])
+            logger.notice(
+                "the upstream refused its access token (401); fetching a new one",
+                metadata: [
+                    "upstream": .string(upstream)
+                ])
         }
     }
 }
@@ -104,8 +115,10 @@ private final class UpstreamTokenEvents: Sendable {
 extension Telemetry {
     /// Counts a request to `upstream`'s token endpoint (`moya_gateway_upstream_token_fetches_total`).
     func tokenFetched(upstream: String, succeeded: Bool) {
-        CoreMetrics.Counter(label: Metric.tokenFetches,
-                            dimensions: [("upstream", upstream), ("result", succeeded ? "success" : "failure")],
-                            factory: metricsFactory).increment()
+        CoreMetrics.Counter(
+            label: Metric.tokenFetches,
+            dimensions: [("upstream", upstream), ("result", succeeded ? "success" : "failure")],
+            factory: metricsFactory
+        ).increment()
     }
 }

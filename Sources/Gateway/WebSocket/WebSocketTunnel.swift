@@ -25,8 +25,10 @@ final class WebSocketTunnel: Sendable {
     /// The `Sec-WebSocket-Key` the upstream is sent: the client's, or over HTTP/2 the gateway's own.
     private let key: String?
 
-    private init(source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPFields, key: String?,
-                 registry: OpenTunnels?) {
+    private init(
+        source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPFields, key: String?,
+        registry: OpenTunnels?
+    ) {
         self.source = source
         self.registry = registry
         self.idleTimeout = idleTimeout
@@ -38,8 +40,10 @@ final class WebSocketTunnel: Sendable {
     /// `websocket` (an HTTP/1.1 handshake, or an HTTP/2 extended CONNECT, which the server presents as one) on a
     /// route with `websocket: true` to an upstream that can take one. Nil for anything else, whose `Upgrade` is not
     /// forwarded (docs/reliability.md H1-39).
-    static func opening(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider,
-                        registry: OpenTunnels? = nil) -> WebSocketTunnel? {
+    static func opening(
+        _ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider,
+        registry: OpenTunnels? = nil
+    ) -> WebSocketTunnel? {
         guard relays(request, route: route, upstream: upstream), let input = request.upgradeInput else { return nil }
         var fields: HTTPFields = ["Connection": "Upgrade", "Upgrade": "websocket"]
         var key = request.head.headers.first(name: "Sec-WebSocket-Key")
@@ -50,8 +54,9 @@ final class WebSocketTunnel: Sendable {
             fields.add(name: "Sec-WebSocket-Key", value: generated)
             key = generated
         }
-        return WebSocketTunnel(source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields, key: key,
-                               registry: registry)
+        return WebSocketTunnel(
+            source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields, key: key,
+            registry: registry)
     }
 
     /// Whether an upstream's 101 carries the `Sec-WebSocket-Accept` its key calls for (RFC 6455 §4.2.2): one that does
@@ -70,15 +75,19 @@ final class WebSocketTunnel: Sendable {
 
     /// Whether `request` is an HTTP/2 extended CONNECT (RFC 8441) that `route` cannot relay: it must be refused, since
     /// the plain GET an HTTP/1.1 client's `Upgrade` falls back to would tell this client its tunnel is open.
-    static func isRefusedExtendedConnect(_ request: borrowing HTTPServerRequest, route: RouteConfig,
-                                         upstream: UpstreamProvider?) -> Bool {
+    static func isRefusedExtendedConnect(
+        _ request: borrowing HTTPServerRequest, route: RouteConfig,
+        upstream: UpstreamProvider?
+    ) -> Bool {
         guard request.head.version == .http2, request.upgradeInput != nil else { return false }
         return !relays(request, route: route, upstream: upstream)
     }
 
     /// Whether `route` relays `request` as a WebSocket: an upgrade to `websocket` on a `websocket: true` route whose
     /// upstream can take one.
-    private static func relays(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider?) -> Bool {
+    private static func relays(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider?)
+        -> Bool
+    {
         route.websocket && upstream?.tunnelProvider != nil && request.upgradeInput != nil
             && request.head.requestsUpgrade(to: "websocket")
     }

@@ -10,8 +10,9 @@ extension HTTPClientExchange {
     /// The head as HTTP/1.1 bytes: the request's fields in order, copied from their bytes, without its framing
     /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``).
     func writeHead(into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
-        try HTTP1Serializer.writeRequestLine(method: request.method, target: request.target, version: .http1_1,
-                                             into: &buffer)
+        try HTTP1Serializer.writeRequestLine(
+            method: request.method, target: request.target, version: .http1_1,
+            into: &buffer)
         var hasHost = false
         try HTTP1Serializer.writeFields(of: request.headers, into: &buffer) { token in
             switch token {

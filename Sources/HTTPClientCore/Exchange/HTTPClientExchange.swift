@@ -112,9 +112,11 @@ final class HTTPClientExchange {
 
     /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
     /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
-    init(request: HTTPClientRequest, body: [UInt8], streamedBody: StreamedRequestBody?,
-         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop,
-         startedAt: UInt64, deadline: UInt64?, client: AnyObject? = nil) {
+    init(
+        request: HTTPClientRequest, body: [UInt8], streamedBody: StreamedRequestBody?,
+        progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop,
+        startedAt: UInt64, deadline: UInt64?, client: AnyObject? = nil
+    ) {
         self.client = client
         self.request = request
         self.callerKey = request.callerKey
@@ -243,7 +245,8 @@ final class HTTPClientExchange {
             }
         }
         bodyStream = stream
-        let firstByte = Duration.nanoseconds(Int64(clamping: (firstByteAt == 0 ? EventLoop.now() : firstByteAt) &- startedAt))
+        let firstByte = Duration.nanoseconds(
+            Int64(clamping: (firstByteAt == 0 ? EventLoop.now() : firstByteAt) &- startedAt))
         let timings = HTTPClientTimings(connect: connectDuration, firstByte: firstByte, total: firstByte)
         let response = HTTPClientStreamingResponse(head: head, body: stream, timings: timings, client: client) {
             loop.execute {
@@ -308,7 +311,8 @@ final class HTTPClientExchange {
         // After a 101 the deadline has done its work (the head arrived); bytes either way keep the tunnel open.
         var result = switchedProtocols ? nil : deadline
         if let timeout = switchedProtocols ? tunnelIdleTimeout ?? responseTimeout : responseTimeout {
-            var since = responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
+            var since =
+                responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
             if switchedProtocols { since = max(since, lastSendProgress) }
             let candidate = since.addingSaturated(timeout.nanoseconds)
             result = min(result ?? candidate, candidate)
@@ -353,11 +357,13 @@ final class HTTPClientExchange {
     private func collectedResponse(head: HTTPResponseHead) -> Result<HTTPClientResponse, any Error> {
         var head = head
         if let limits = decompression, request.method != .head,
-           let value = head.headers.first(name: "Content-Encoding"),
-           case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
-           coding == .gzip || coding == .deflate {
+            let value = head.headers.first(name: "Content-Encoding"),
+            case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
+            coding == .gzip || coding == .deflate
+        {
             do {
-                responseBody = try Inflater.decompress(responseBody, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
+                responseBody = try Inflater.decompress(
+                    responseBody, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
                 head.headers.remove(name: "Content-Encoding")
                 head.headers.replaceOrAdd(name: "Content-Length", value: String(responseBody.count))
             } catch CompressionError.limitExceeded {

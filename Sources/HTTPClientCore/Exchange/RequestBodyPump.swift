@@ -42,8 +42,10 @@ final class RequestBodyPump: Sendable {
     /// Starts pulling `body`; `onEvent` runs on `loop`, once per event. With `pullsOnLoop` the pulling task prefers
     /// `loop` itself instead of the global executor: for a producer that only hands over what the loop gave it (a
     /// tunnel's bytes), which then costs no thread hop per chunk.
-    static func start(_ body: StreamedRequestBody, loop: EventLoop, pullsOnLoop: Bool = false,
-                      onEvent: @escaping (RequestBodyPump, Event) -> Void) -> RequestBodyPump {
+    static func start(
+        _ body: StreamedRequestBody, loop: EventLoop, pullsOnLoop: Bool = false,
+        onEvent: @escaping (RequestBodyPump, Event) -> Void
+    ) -> RequestBodyPump {
         let pump = RequestBodyPump()
         let handler = UncheckedSendable(onEvent)
         let executor: any TaskExecutor = pullsOnLoop ? loop : globalConcurrentExecutor
@@ -125,7 +127,10 @@ final class RequestBodyPump: Sendable {
             if isStopped { return }
             guard let chunk else {
                 if let length, total != length {
-                    deliver(.failed(.requestBodyFailed(reason: "the body ended after \(total) of its declared \(length) bytes")))
+                    deliver(
+                        .failed(
+                            .requestBodyFailed(reason: "the body ended after \(total) of its declared \(length) bytes"))
+                    )
                 } else {
                     deliver(.end(total: total))
                 }

@@ -42,8 +42,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
     static let writeHighWater = 256 * 1024
 
-    init(connection: Connection, pool: HTTPOriginPool, limits: HTTP1ResponseParser.Limits, connectTimeout: Duration,
-         idleTimeout: Duration) {
+    init(
+        connection: Connection, pool: HTTPOriginPool, limits: HTTP1ResponseParser.Limits, connectTimeout: Duration,
+        idleTimeout: Duration
+    ) {
         self.connection = connection
         self.pool = pool
         self.parser = HTTP1ResponseParser(limits: limits)
@@ -90,8 +92,9 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.exchange = exchange
         exchangesServed += 1
         // A streamed body is consumed as it arrives: the collected-body limit does not apply to it.
-        parser.expectResponse(to: exchange.request.method, bodyLimited: exchange.limitsCollectedBody,
-                              upgrade: exchange.upgradeBody != nil)
+        parser.expectResponse(
+            to: exchange.request.method, bodyLimited: exchange.limitsCollectedBody,
+            upgrade: exchange.upgradeBody != nil)
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
@@ -181,7 +184,9 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             connection.write(bytes)
             guard self.exchange === exchange, !connection.isClosed else { return }
             exchange.upload?.update(unsent: connection.pendingWriteBytes)
-            exchange.pull(from: pump, roomForMore: complete || connection.pendingWriteBytes <= HTTP1ClientConnection.writeHighWater)
+            exchange.pull(
+                from: pump,
+                roomForMore: complete || connection.pendingWriteBytes <= HTTP1ClientConnection.writeHighWater)
         case .end where exchange.switchedProtocols, .failed where exchange.switchedProtocols:
             closeTunnel(exchange)
         case .end:
@@ -273,13 +278,17 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             case .head(let head, _):
                 if head.status == 101, !Self.switches(to: head, asked: exchange.request.headers) {
                     // RFC 9110 §15.2.2: the server switches to one of the protocols the request listed, and says which.
-                    failAndClose(.malformedResponse(reason: "101 Switching Protocols to a protocol the request did not ask for"))
+                    failAndClose(
+                        .malformedResponse(reason: "101 Switching Protocols to a protocol the request did not ask for"))
                     return
                 }
                 exchange.responseHead = head
-                if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 { reusable = false }
+                if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 {
+                    reusable = false
+                }
                 if let keepAlive = head.headers.first(name: "Keep-Alive"),
-                   let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
+                    let limit = HTTPClient.keepAliveReuseLimit(keepAlive)
+                {
                     reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
                 exchange.chooseDelivery(for: head)
@@ -299,7 +308,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 // A streamed body's reader is behind: stop reading until it catches up.
                 if !exchange.receive(bytes) { connection.pauseReading() }
                 if let download = exchange.progress.download {
-                    download(received, exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) })
+                    download(
+                        received, exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) })
                 }
             case .end:
                 if exchange.isSendingBody { stopUpload(exchange) }
@@ -342,7 +352,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 finished?.succeed()
             case .error(let error):
                 let started = exchange?.responseStarted ?? false
-                failAndClose(started ? .connectionClosed(responseStarted: true) : .malformedResponse(reason: error.reason))
+                failAndClose(
+                    started ? .connectionClosed(responseStarted: true) : .malformedResponse(reason: error.reason))
                 return
             default:
                 break

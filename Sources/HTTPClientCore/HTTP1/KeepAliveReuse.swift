@@ -11,7 +11,8 @@ extension HTTPClient {
         for parameter in value.split(separator: ",") {
             let pair = parameter.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmingHTTPWhitespace().lowercased() == "timeout",
-                  let seconds = Int64(pair[1].trimmingHTTPWhitespace()), seconds >= 0, seconds < 1 << 31 else { continue }
+                let seconds = Int64(pair[1].trimmingHTTPWhitespace()), seconds >= 0, seconds < 1 << 31
+            else { continue }
             let timeout = Duration.seconds(seconds)
             return timeout - min(.seconds(1), timeout / 2)
         }

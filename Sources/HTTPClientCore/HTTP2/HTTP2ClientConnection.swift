@@ -46,8 +46,10 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     static let maxUnprocessedRetries = 10
 
     /// - Parameter openedAt: when the TCP connect started (for the connect timing), `nil` when it is a new one.
-    init(connection: Connection, pool: HTTPOriginPool, connectTimeout: Duration?, requiresALPN: Bool,
-         openedAt: UInt64? = nil) throws {
+    init(
+        connection: Connection, pool: HTTPOriginPool, connectTimeout: Duration?, requiresALPN: Bool,
+        openedAt: UInt64? = nil
+    ) throws {
         self.connection = connection
         self.pool = pool
         self.configuration = pool.configuration
@@ -213,7 +215,9 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         }
         if streamsBody {
             exchange.startBodyPump { [weak self, weak exchange] pump, event in
-                guard let self, let exchange, self.streams[streamID] === exchange, exchange.bodyPump === pump else { return }
+                guard let self, let exchange, self.streams[streamID] === exchange, exchange.bodyPump === pump else {
+                    return
+                }
                 self.upload(event, from: pump, on: streamID, for: exchange)
             }
         }
@@ -234,8 +238,10 @@ final class HTTP2ClientConnection: ConnectionDelegate {
 
     /// Queues a streamed body's chunk or end on its stream; the next chunk is pulled now, or on `.windowAvailable`
     /// once the stream's send queue is full.
-    private func upload(_ event: RequestBodyPump.Event, from pump: RequestBodyPump, on streamID: Int32,
-                        for exchange: HTTPClientExchange) {
+    private func upload(
+        _ event: RequestBodyPump.Event, from pump: RequestBodyPump, on streamID: Int32,
+        for exchange: HTTPClientExchange
+    ) {
         do {
             switch event {
             case .chunk(let chunk):

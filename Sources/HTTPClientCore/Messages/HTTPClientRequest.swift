@@ -68,8 +68,10 @@ package struct HTTPClientRequest: Sendable {
     /// full pool (``HTTPClient/Configuration/maxShare``); nil: nobody in particular, never held back.
     package var callerKey: Int?
 
-    package init(method: HTTPMethod = .get, scheme: String, host: String, port: Int? = nil, target: String,
-                headers: HTTPFields = HTTPFields(), body: Body = .none) {
+    package init(
+        method: HTTPMethod = .get, scheme: String, host: String, port: Int? = nil, target: String,
+        headers: HTTPFields = HTTPFields(), body: Body = .none
+    ) {
         self.method = method
         let scheme = scheme.lowercased()
         self.origin = HTTPOrigin(scheme: scheme, host: host, port: port ?? (scheme == "https" ? 443 : 80))
@@ -80,8 +82,10 @@ package struct HTTPClientRequest: Sendable {
 
     /// Creates a request for an origin already known (no URL to split, no `Host` value to build).
     /// - Parameter target: origin-form path and optional query, starting with `/`.
-    package init(method: HTTPMethod = .get, origin: HTTPOrigin, target: String, headers: HTTPFields = HTTPFields(),
-                body: Body = .none) {
+    package init(
+        method: HTTPMethod = .get, origin: HTTPOrigin, target: String, headers: HTTPFields = HTTPFields(),
+        body: Body = .none
+    ) {
         self.method = method
         self.origin = origin
         self.target = target.isEmpty ? "/" : target
@@ -91,10 +95,12 @@ package struct HTTPClientRequest: Sendable {
 
     /// Creates a request from an absolute `http`/`https` URL string.
     /// - Throws: ``HTTPClientError/invalidURL(_:)`` when the URL is not an absolute http(s) URL with a host.
-    package init(method: HTTPMethod = .get, url: String, headers: HTTPFields = HTTPFields(), body: Body = .none) throws {
+    package init(method: HTTPMethod = .get, url: String, headers: HTTPFields = HTTPFields(), body: Body = .none) throws
+    {
         let parsed = try HTTPURL(parsing: url)
-        self.init(method: method, scheme: parsed.scheme, host: parsed.host, port: parsed.port, target: parsed.target,
-                  headers: headers, body: body)
+        self.init(
+            method: method, scheme: parsed.scheme, host: parsed.host, port: parsed.port, target: parsed.target,
+            headers: headers, body: body)
     }
 }
 

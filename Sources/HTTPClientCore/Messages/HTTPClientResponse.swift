@@ -42,7 +42,9 @@ package struct HTTPClientProgress: Sendable {
     /// Bytes of the response body received so far, and the total when the response declared it.
     package var download: (@Sendable (_ completed: Int64, _ total: Int64?) -> Void)?
 
-    package init(upload: (@Sendable (Int64, Int64?) -> Void)? = nil, download: (@Sendable (Int64, Int64?) -> Void)? = nil) {
+    package init(
+        upload: (@Sendable (Int64, Int64?) -> Void)? = nil, download: (@Sendable (Int64, Int64?) -> Void)? = nil
+    ) {
         self.upload = upload
         self.download = download
     }

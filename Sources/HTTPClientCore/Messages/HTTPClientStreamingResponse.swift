@@ -20,8 +20,10 @@ package final class HTTPClientStreamingResponse: Sendable {
     /// a caller that releases the client while reading the body still gets all of it.
     private let client: (any Sendable)?
 
-    init(head: HTTPResponseHead, body: ByteStream, timings: HTTPClientTimings, client: AnyObject?,
-         abort: @escaping @Sendable () -> Void) {
+    init(
+        head: HTTPResponseHead, body: ByteStream, timings: HTTPClientTimings, client: AnyObject?,
+        abort: @escaping @Sendable () -> Void
+    ) {
         self.client = client.map { UncheckedSendable($0) }
         self.head = head
         self.body = body

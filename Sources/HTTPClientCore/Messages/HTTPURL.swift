@@ -22,7 +22,8 @@ package struct HTTPURL: Sendable, Hashable {
 
     private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> HTTPURL? {
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
-              bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+            bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else { return nil }
         let scheme: String
         if matches(bytes[..<colon], "http") {
             scheme = "http"

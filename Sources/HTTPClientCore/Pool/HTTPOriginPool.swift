@@ -44,8 +44,10 @@ final class HTTPOriginPool {
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
     @exclusivity(unchecked) private var isClosed = false
 
-    init(origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?,
-         budget: HTTPOriginBudget? = nil, shares: HTTPOriginShares? = nil) {
+    init(
+        origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?,
+        budget: HTTPOriginBudget? = nil, shares: HTTPOriginShares? = nil
+    ) {
         self.origin = origin
         self.loop = loop
         self.configuration = configuration
@@ -201,9 +203,10 @@ final class HTTPOriginPool {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
             let client = HTTP1ClientConnection(
                 connection: connection, pool: self,
-                limits: HTTP1ResponseParser.Limits(maxHeaderBytes: configuration.maxResponseHeaderBytes,
-                                                   maxHeaders: configuration.maxResponseHeaders,
-                                                   maxBodyBytes: configuration.maxResponseBodyBytes),
+                limits: HTTP1ResponseParser.Limits(
+                    maxHeaderBytes: configuration.maxResponseHeaderBytes,
+                    maxHeaders: configuration.maxResponseHeaders,
+                    maxBodyBytes: configuration.maxResponseBodyBytes),
                 connectTimeout: min(configuration.connectTimeout, remaining(exchange)),
                 idleTimeout: configuration.idleTimeout)
             connection.delegate = client
@@ -256,7 +259,8 @@ final class HTTPOriginPool {
         do {
             let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
             let client = try HTTP2ClientConnection(
-                connection: connection, pool: self, connectTimeout: min(configuration.connectTimeout, remaining(exchange)),
+                connection: connection, pool: self,
+                connectTimeout: min(configuration.connectTimeout, remaining(exchange)),
                 requiresALPN: true)
             connection.delegate = client
             http2Connections[ObjectIdentifier(client)] = client
@@ -270,15 +274,18 @@ final class HTTPOriginPool {
 
     /// The probing connection's handshake picked `h2`: it becomes this origin's HTTP/2 connection and takes its
     /// exchange and every waiting one.
-    func adoptHTTP2(_ connection: Connection, from probe: HTTP1ClientConnection, pending: HTTPClientExchange?,
-                    openedAt: UInt64) {
+    func adoptHTTP2(
+        _ connection: Connection, from probe: HTTP1ClientConnection, pending: HTTPClientExchange?,
+        openedAt: UInt64
+    ) {
         if all.removeValue(forKey: ObjectIdentifier(probe)) != nil { budget?.release() }
         releaseShare(of: probe)
         idle.removeAll { $0 === probe }
         let client: HTTP2ClientConnection
         do {
-            client = try HTTP2ClientConnection(connection: connection, pool: self, connectTimeout: nil,
-                                               requiresALPN: true, openedAt: openedAt)
+            client = try HTTP2ClientConnection(
+                connection: connection, pool: self, connectTimeout: nil,
+                requiresALPN: true, openedAt: openedAt)
         } catch {
             pending?.fail(.connectFailed(reason: "\(error)"))
             connection.close()
@@ -305,7 +312,7 @@ final class HTTPOriginPool {
         while all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() {
             let before = all.count
             open(for: next, wasWaiting: true)
-            if all.count == before && !next.isFinished { return }   // no place in the budget: it waits again
+            if all.count == before && !next.isFinished { return }  // no place in the budget: it waits again
         }
     }
 
@@ -364,11 +371,15 @@ final class HTTPOriginPool {
     /// taken out of the queue wherever it is, else the first.
     private func nextWaiter(sharing shares: HTTPOriginShares) -> HTTPClientExchange? {
         let onWait = configuration.onFairShareWait
-        guard let index = shares.next(in: waiting, from: waitingHead, passedOver: { exchange in
-            guard !exchange.passedOverForShare else { return }
-            exchange.passedOverForShare = true
-            onWait?()
-        }) else {
+        guard
+            let index = shares.next(
+                in: waiting, from: waitingHead,
+                passedOver: { exchange in
+                    guard !exchange.passedOverForShare else { return }
+                    exchange.passedOverForShare = true
+                    onWait?()
+                })
+        else {
             waiting.removeAll(keepingCapacity: true)
             waitingHead = 0
             return nil
@@ -421,8 +432,10 @@ final class HTTPOriginPool {
     /// already pulled from), else failed. A connection that could not be made (refused, unreachable, timed out) sent
     /// nothing: when the name resolved to more addresses, the exchange goes to another one, whatever its method, and
     /// new connections pass the failed address over for ``HTTPClient/Configuration/failedAddressPause``.
-    func connectionClosed(_ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
-                          with error: HTTPClientError, reused: Bool) {
+    func connectionClosed(
+        _ connection: HTTP1ClientConnection, failing exchange: HTTPClientExchange?,
+        with error: HTTPClientError, reused: Bool
+    ) {
         if all.removeValue(forKey: ObjectIdentifier(connection)) != nil { budget?.release() }
         releaseShare(of: connection)
         idle.removeAll { $0 === connection }
@@ -434,7 +447,8 @@ final class HTTPOriginPool {
             if !connection.isActive, failsOver(exchange, from: connection.connection.remoteAddress, after: error) {
                 submit(exchange, addresses: [])
             } else if reused, !exchange.retried, !exchange.responseStarted, exchange.request.method.isIdempotent,
-               exchange.canResend, case .connectionClosed = error {
+                exchange.canResend, case .connectionClosed = error
+            {
                 exchange.retried = true
                 exchange.requiresFreshConnection = true
                 open(for: exchange)
@@ -443,7 +457,9 @@ final class HTTPOriginPool {
             }
         }
         // Unless another probe is still handshaking, the next waiter gets a connection (a new probe when unknown).
-        guard learned != .probing, all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() else { return }
+        guard learned != .probing, all.count < configuration.maxConnectionsPerOrigin, let next = nextWaiter() else {
+            return
+        }
         if learned == .unknown { learned = .probing }
         open(for: next, wasWaiting: true)
     }
@@ -451,7 +467,9 @@ final class HTTPOriginPool {
     /// Whether `exchange`, which a connection to `address` never sent because connecting failed with `error` (refused,
     /// unreachable or timed out), goes on to another of the name's addresses; new connections pass `address` over for
     /// a while (see ``nextAddress()``). Not when every address has failed it already, nor once its deadline has passed.
-    private func failsOver(_ exchange: HTTPClientExchange, from address: SocketAddress?, after error: HTTPClientError) -> Bool {
+    private func failsOver(_ exchange: HTTPClientExchange, from address: SocketAddress?, after error: HTTPClientError)
+        -> Bool
+    {
         switch error {
         case .connectFailed, .connectTimeout: break
         default: return false
@@ -467,7 +485,9 @@ final class HTTPOriginPool {
 
     /// The HTTP/2 `connection` closed before it was established: each of its exchanges (none was sent) goes on to the
     /// name's next address when ``failsOver(_:from:after:)`` allows, else fails with `error`.
-    func http2ConnectFailed(_ connection: HTTP2ClientConnection, exchanges: [HTTPClientExchange], error: HTTPClientError) {
+    func http2ConnectFailed(
+        _ connection: HTTP2ClientConnection, exchanges: [HTTPClientExchange], error: HTTPClientError
+    ) {
         http2ConnectionClosed(connection)
         for exchange in exchanges where !exchange.isFinished {
             if failsOver(exchange, from: connection.connection.remoteAddress, after: error) {

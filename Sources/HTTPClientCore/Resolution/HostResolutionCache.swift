@@ -49,7 +49,9 @@ final class HostResolutionCache: Sendable {
     /// (an expired one starts a background refresh and is still returned). Synchronous, so the usual request costs no
     /// async call.
     func knownAddresses(host: String, port: Int) -> [SocketAddress]? {
-        if let last = lastNumeric.withLock({ $0 }), last.key.host == host, last.key.port == port { return last.addresses }
+        if let last = lastNumeric.withLock({ $0 }), last.key.host == host, last.key.port == port {
+            return last.addresses
+        }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if let numeric = SocketAddress(numericHost: bare, port: port) {
             let addresses = [numeric]

@@ -56,7 +56,8 @@ struct ResponseCompressor: Sendable {
                 return HTTPServerResponse(head: head, body: .bytes(compressed))
             case .stream(let body):
                 policy.apply(coding, to: &head)
-                let compressed = StreamingDeflate.compress(body, coding: coding, level: policy.level, loop: request.loop)
+                let compressed = StreamingDeflate.compress(
+                    body, coding: coding, level: policy.level, loop: request.loop)
                 return HTTPServerResponse(head: head, body: .stream(compressed))
             }
         }

@@ -53,8 +53,9 @@ final class HTTP1HandlerWorker {
         worker.task = Task(executorPreference: loop) {
             var next: Job? = first
             while let job = next {
-                let response = compressor.applied(to: await handler.handle(job.request, context: job.context),
-                                                  for: job.request)
+                let response = compressor.applied(
+                    to: await handler.handle(job.request, context: job.context),
+                    for: job.request)
                 next = await withUnsafeContinuation { (continuation: Waiter) in
                     // The task prefers the loop, so it is there now; a handler that moved elsewhere is brought back.
                     if loop.inEventLoop {
@@ -62,7 +63,8 @@ final class HTTP1HandlerWorker {
                     } else {
                         let answer = UncheckedSendable((job.slot, response))
                         loop.execute {
-                            shared.value.wait(with: continuation, answering: answer.value.0, with: answer.value.1, on: loop)
+                            shared.value.wait(
+                                with: continuation, answering: answer.value.0, with: answer.value.1, on: loop)
                         }
                     }
                 }
@@ -101,8 +103,10 @@ final class HTTP1HandlerWorker {
     /// happen in a later job, so the continuation is never resumed from inside that closure. A retired worker still
     /// delivers its answer (the connection drops it when closing, or sends it for a request whose body failed) and
     /// ends.
-    private func wait(with continuation: Waiter, answering slot: HTTP1ServerConnection.Slot,
-                      with response: HTTPServerResponse, on loop: EventLoop) {
+    private func wait(
+        with continuation: Waiter, answering slot: HTTP1ServerConnection.Slot,
+        with response: HTTPServerResponse, on loop: EventLoop
+    ) {
         let complete = self.complete
         guard !retired else {
             loop.executeLocally {

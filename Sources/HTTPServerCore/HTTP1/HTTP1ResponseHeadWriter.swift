@@ -16,8 +16,10 @@ struct HTTP1ResponseHeadWriter {
 
     /// The head's bytes, then the framing decided; `keepAlive` is cleared when the body is close-delimited.
     /// `dateFieldLine` is the whole `Date` line to add when the handler set none (see ``HTTPDateCache``).
-    static func write(_ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool,
-                      dateFieldLine: [UInt8], into output: inout [UInt8]) throws(HTTP1SerializationError) -> Framing {
+    static func write(
+        _ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool,
+        dateFieldLine: [UInt8], into output: inout [UInt8]
+    ) throws(HTTP1SerializationError) -> Framing {
         var head = response.head
         head.version = version >= .http1_1 ? .http1_1 : .http1_0
         let forbidsBody = head.statusForbidsBody
@@ -80,8 +82,10 @@ struct HTTP1ResponseHeadWriter {
 
     /// The head of a `101 Switching Protocols`: the handler's fields (its `Upgrade` among them) without the framing
     /// and connection fields, `Date`, and `Connection: Upgrade`. Nothing HTTP/1 follows it.
-    static func writeSwitchingProtocols(_ head: HTTPResponseHead, dateFieldLine: [UInt8],
-                                        into output: inout [UInt8]) throws(HTTP1SerializationError) {
+    static func writeSwitchingProtocols(
+        _ head: HTTPResponseHead, dateFieldLine: [UInt8],
+        into output: inout [UInt8]
+    ) throws(HTTP1SerializationError) {
         var head = head
         head.version = .http1_1
         try HTTP1Serializer.writeStatusLine(head, into: &output)

@@ -89,9 +89,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         self.connection = connection
         self.context = context
         let limits = context.limits
-        self.parser = HTTP1RequestParser(limits: HTTP1ParserLimits(
-            maxRequestLineBytes: limits.maxRequestLineBytes, maxHeaderBytes: limits.maxHeaderBytes,
-            maxHeaders: limits.maxHeaders, maxBodyBytes: limits.maxBodyBytes))
+        self.parser = HTTP1RequestParser(
+            limits: HTTP1ParserLimits(
+                maxRequestLineBytes: limits.maxRequestLineBytes, maxHeaderBytes: limits.maxHeaderBytes,
+                maxHeaders: limits.maxHeaders, maxBodyBytes: limits.maxBodyBytes))
     }
 
     var isIdle: Bool { slots.isEmpty && !parser.isMidRequest && currentBody == nil }
@@ -138,7 +139,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         if slots.isEmpty {
             connection.close()
-        } else if context.limits.abandonsRequestsOnClientEOF && !bodyCutShort && !slots.contains(where: { $0.writing }) {
+        } else if context.limits.abandonsRequestsOnClientEOF && !bodyCutShort && !slots.contains(where: { $0.writing })
+        {
             // Nothing is on its way to the client: closing cancels the handlers (see `connectionDidClose`). A body cut
             // short still gets its handler's answer (a 400, docs/reliability.md H1-40).
             connection.close()
@@ -234,9 +236,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             declaredLength = nil
             body = makeBodyStream()
         }
-        var request = HTTPServerRequest(head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
-                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-                                        loop: connection.loop)
+        var request = HTTPServerRequest(
+            head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
+            remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+            loop: connection.loop)
         let upgradeInput = asksUpgrade ? makeBodyStream() : nil
         request.upgradeInput = upgradeInput
         // An unsafe request behind others, or any request behind an unsafe one, waits for its turn (see
@@ -251,7 +254,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             }
         }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
-           immediate.head.status != 101, immediate.fault == nil {
+            immediate.head.status != 101, immediate.fault == nil
+        {
             // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
             upgradeInput?.finish()
             var keepAlive = keepAlive
@@ -306,7 +310,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// finds no request to parse).
     private func bodyDemand() {
         guard processingPaused, upgradeSlot == nil, slots.count < context.limits.maxPipelinedRequests,
-              !connection.isClosed else { return }
+            !connection.isClosed
+        else { return }
         processingPaused = false
         connection.resumeReading()
         processInput()
@@ -314,8 +319,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
     /// starts it, while the loop has fewer than its maximum), else in a task of its own. The answer fills `slot`.
-    private func dispatch(_ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
-                          slot: Slot) {
+    private func dispatch(
+        _ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
+        slot: Slot
+    ) {
         let handler = context.handler
         if let worker {
             if worker.isWaiting {
@@ -327,8 +334,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             context.handlerWorkers += 1
             let owner = UncheckedSendable(self)
             let first = HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot)
-            let started = HTTP1HandlerWorker.start(first: first, handler: handler, compressor: context.compressor,
-                                                   loop: connection.loop) {
+            let started = HTTP1HandlerWorker.start(
+                first: first, handler: handler, compressor: context.compressor,
+                loop: connection.loop
+            ) {
                 owner.value.complete($0, with: $1)
             }
             worker = started
@@ -377,8 +386,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         headStartedAt = 0
         connection.pauseReading()
         let slot = Slot(isHead: false, version: .http1_1, keepAlive: false)
-        slot.response = HTTPServerRejection(status: status, head: head, remoteAddress: connection.remoteAddress,
-                                            isTLS: connection.isTLS).answer(from: context.handler)
+        slot.response = HTTPServerRejection(
+            status: status, head: head, remoteAddress: connection.remoteAddress,
+            isTLS: connection.isTLS
+        ).answer(from: context.handler)
         slots.append(slot)
         writeReadyResponses()
     }
@@ -436,7 +447,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func writeReadyResponses() {
         while true {
             while let first = slots.first, let response = first.response, !first.writing {
-                if draining || response.closesConnection || (bodyAwaitsContinue && first === bodySlot && currentBody != nil) {
+                if draining || response.closesConnection
+                    || (bodyAwaitsContinue && first === bodySlot && currentBody != nil)
+                {
                     first.keepAlive = false
                 }
                 let streaming = write(response, for: first)
@@ -450,8 +463,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 startWaitingHandlers()
             }
             guard processingPaused, upgradeSlot == nil, tunnelInput == nil,
-                  currentBody == nil || currentBody?.isFinished == true,
-                  slots.count < context.limits.maxPipelinedRequests else { break }
+                currentBody == nil || currentBody?.isFinished == true,
+                slots.count < context.limits.maxPipelinedRequests
+            else { break }
             processingPaused = false
             connection.resumeReading()
             processInput()
@@ -537,8 +551,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             slot.keepAlive = false
             return write(HTTPServerRejection(status: 500).defaultResponse, for: slot)
         }
-        guard let remaining = writeHeadAndBytes(response, version: slot.version, isHead: slot.isHead,
-                                                keepAlive: &slot.keepAlive) else { return false }
+        guard
+            let remaining = writeHeadAndBytes(
+                response, version: slot.version, isHead: slot.isHead,
+                keepAlive: &slot.keepAlive)
+        else { return false }
         slot.writing = true
         let owner = UncheckedSendable((self, slot, remaining))
         Task(executorPreference: connection.loop) {
@@ -554,11 +571,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// Answers the upgrade request of `slot` with `head` (a 101) and from then on relays bytes as they are: `outbound`
     /// to the client, unframed, and the client's bytes (those already read past the request first) to `input`. The
     /// connection closes when `outbound` ends. Returns true: the slot stays first while the stream is written.
-    private func switchProtocols(_ head: HTTPResponseHead, outbound: ByteStream, input: ByteStream, slot: Slot) -> Bool {
+    private func switchProtocols(_ head: HTTPResponseHead, outbound: ByteStream, input: ByteStream, slot: Slot) -> Bool
+    {
         var output: [UInt8] = []
         do {
-            try HTTP1ResponseHeadWriter.writeSwitchingProtocols(head, dateFieldLine: context.dateCache.currentFieldLine,
-                                                                into: &output)
+            try HTTP1ResponseHeadWriter.writeSwitchingProtocols(
+                head, dateFieldLine: context.dateCache.currentFieldLine,
+                into: &output)
         } catch {
             input.finish()
             slot.keepAlive = false
@@ -625,9 +644,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             output.reserveCapacity(256)
         }
         do {
-            framing = try HTTP1ResponseHeadWriter.write(response, version: version, isHead: isHead,
-                                                        keepAlive: &keepAlive, dateFieldLine: context.dateCache.currentFieldLine,
-                                                        into: &output)
+            framing = try HTTP1ResponseHeadWriter.write(
+                response, version: version, isHead: isHead,
+                keepAlive: &keepAlive, dateFieldLine: context.dateCache.currentFieldLine,
+                into: &output)
         } catch {
             output.removeAll()
             keepAlive = false
@@ -737,7 +757,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             return
         }
         if let failed = slots.last, failed.failedStatus != nil, failed.response == nil,
-           now &- failed.failedAt > Self.failedAnswerGrace.nanoseconds {
+            now &- failed.failedAt > Self.failedAnswerGrace.nanoseconds
+        {
             answerFailedRequest(failed)
         }
         if checkMinimumRates(now: now, limits: limits) { return }
@@ -776,15 +797,19 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func checkMinimumRates(now: UInt64, limits: HTTPServerLimits) -> Bool {
         let elapsed = lastRateCheck == 0 ? 0 : now &- lastRateCheck
         lastRateCheck = now
-        if sendRate.check(total: connection.bytesSent, waiting: connection.pendingWriteBytes > 0, elapsed: elapsed,
-                          rate: limits.minSendRate, window: limits.minRateWindow) {
+        if sendRate.check(
+            total: connection.bytesSent, waiting: connection.pendingWriteBytes > 0, elapsed: elapsed,
+            rate: limits.minSendRate, window: limits.minRateWindow)
+        {
             context.events.minimumRateCut?(.send, .http1_1)
             connection.reset()
             return true
         }
         let reading = (currentBody != nil || discardingBody) && !processingPaused
-        if receiveRate.check(total: bodyBytesRead, waiting: reading, elapsed: elapsed, rate: limits.minReceiveRate,
-                             window: limits.minRateWindow) {
+        if receiveRate.check(
+            total: bodyBytesRead, waiting: reading, elapsed: elapsed, rate: limits.minReceiveRate,
+            window: limits.minRateWindow)
+        {
             context.events.minimumRateCut?(.receive, .http1_1)
             receiveRate.reset(total: bodyBytesRead)
             if currentBody != nil {

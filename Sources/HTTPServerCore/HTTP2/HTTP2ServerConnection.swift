@@ -307,8 +307,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         stream.declaredLength = declaredLength
         if let declaredLength, declaredLength > context.limits.maxBodyBytes {
             stream.discardBody = true
-            let rejection = HTTPServerRejection(status: 413, head: head, remoteAddress: connection.remoteAddress,
-                                                isTLS: connection.isTLS)
+            let rejection = HTTPServerRejection(
+                status: 413, head: head, remoteAddress: connection.remoteAddress,
+                isTLS: connection.isTLS)
             respondDirectly(stream, with: rejection.answer(from: context.handler))
             if !endStream { try? session.stopRequestAfterResponse(streamID: streamID) }
             return
@@ -320,9 +321,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             body = makeBodyStream(streamID: streamID)
             stream.body = body
         }
-        let request = HTTPServerRequest(head: head, body: body, declaredBodyLength: declaredLength,
-                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-                                        loop: connection.loop)
+        let request = HTTPServerRequest(
+            head: head, body: body, declaredBodyLength: declaredLength,
+            remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+            loop: connection.loop)
         enqueue(request, stream: stream)
     }
 
@@ -349,9 +351,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             input = makeBodyStream(streamID: stream.id)
             stream.body = input
         }
-        var request = HTTPServerRequest(head: head, body: ByteStream.complete([]), declaredBodyLength: nil,
-                                        remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-                                        loop: connection.loop)
+        var request = HTTPServerRequest(
+            head: head, body: ByteStream.complete([]), declaredBodyLength: nil,
+            remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
+            loop: connection.loop)
         request.upgradeInput = input
         enqueue(request, stream: stream)
     }
@@ -717,19 +720,24 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         let connectionWindowOpen = session.sendWindow().connection > 0
         var changed = false
         for stream in Array(streams.values) where !stream.finished {
-            if checkMinimumRates(stream, elapsed: elapsed, limits: limits,
-                                 windowsMatter: socketClear && connectionWindowOpen) {
+            if checkMinimumRates(
+                stream, elapsed: elapsed, limits: limits,
+                windowsMatter: socketClear && connectionWindowOpen)
+            {
                 changed = true
                 continue
             }
-            if stream.failedStatus != nil && !stream.responded && now &- stream.failedAt > HTTP1ServerConnection.failedAnswerGrace.nanoseconds {
+            if stream.failedStatus != nil && !stream.responded
+                && now &- stream.failedAt > HTTP1ServerConnection.failedAnswerGrace.nanoseconds
+            {
                 answerFailedRequest(stream)
                 changed = true
                 continue
             }
             // A body that stopped arriving although the window is open.
             if stream.body != nil && !stream.isTunnel && stream.pendingAck == 0
-                && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
+                && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds
+            {
                 end(stream)
                 try? session.resetStream(streamID: stream.id, errorCode: .cancel)
                 changed = true
@@ -737,7 +745,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
             }
             // The rest of an answered request's body, let in to be dropped, that stopped coming.
             if stream.discardBody && stream.responded && stream.body == nil
-                && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds {
+                && now &- stream.lastBodyProgress > limits.bodyTimeout.nanoseconds
+            {
                 end(stream)
                 try? session.stopRequestAfterResponse(streamID: stream.id)
                 changed = true
@@ -768,19 +777,26 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// close). True when the connection was cut.
     private func checkConnectionSendRate(elapsed: UInt64, limits: HTTPServerLimits) -> Bool {
         let socketBacked = connection.pendingWriteBytes > 0
-        if socketSendRate.check(total: connection.bytesSent, waiting: socketBacked, elapsed: elapsed,
-                                rate: limits.minSendRate, window: limits.minRateWindow) {
+        if socketSendRate.check(
+            total: connection.bytesSent, waiting: socketBacked, elapsed: elapsed,
+            rate: limits.minSendRate, window: limits.minRateWindow)
+        {
             context.events.minimumRateCut?(.send, .http2)
             connection.reset()
             return true
         }
-        let heldByWindow = !socketBacked && session.sendWindow().connection <= 0
+        let heldByWindow =
+            !socketBacked && session.sendWindow().connection <= 0
             && streams.values.contains { !$0.finished && session.bufferedOutbound(streamID: $0.id) > 0 }
-        guard windowSendRate.check(total: session.dataSent, waiting: heldByWindow, elapsed: elapsed,
-                                   rate: limits.minSendRate, window: limits.minRateWindow) else { return false }
+        guard
+            windowSendRate.check(
+                total: session.dataSent, waiting: heldByWindow, elapsed: elapsed,
+                rate: limits.minSendRate, window: limits.minRateWindow)
+        else { return false }
         context.events.minimumRateCut?(.send, .http2)
-        session.goAway(HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "minimum send rate: connection window held shut"),
-                       terminating: true)
+        session.goAway(
+            HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "minimum send rate: connection window held shut"),
+            terminating: true)
         flush()
         closeAfterFlush(lingering: true)
         return true
@@ -791,12 +807,17 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// request body trickling in while the client may send it: 408 (the handler, cancelled, sees its body fail with
     /// `timedOut`), then the rest of the body is refused (RST_STREAM NO_ERROR after the answer); the rest of an
     /// answered request's body trickling in: the stream ends. True when the stream was cut.
-    private func checkMinimumRates(_ stream: Stream, elapsed: UInt64, limits: HTTPServerLimits,
-                                   windowsMatter: Bool) -> Bool {
-        let held = windowsMatter && session.bufferedOutbound(streamID: stream.id) > 0
+    private func checkMinimumRates(
+        _ stream: Stream, elapsed: UInt64, limits: HTTPServerLimits,
+        windowsMatter: Bool
+    ) -> Bool {
+        let held =
+            windowsMatter && session.bufferedOutbound(streamID: stream.id) > 0
             && (session.sendWindow(streamID: stream.id).stream ?? 1) <= 0
-        if stream.sendRate.check(total: session.bodyBytesSent(streamID: stream.id), waiting: held, elapsed: elapsed,
-                                 rate: limits.minSendRate, window: limits.minRateWindow) {
+        if stream.sendRate.check(
+            total: session.bodyBytesSent(streamID: stream.id), waiting: held, elapsed: elapsed,
+            rate: limits.minSendRate, window: limits.minRateWindow)
+        {
             context.events.minimumRateCut?(.send, .http2)
             end(stream)
             try? session.resetStream(streamID: stream.id, errorCode: .cancel)
@@ -804,8 +825,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         }
         let receiving = stream.body != nil && !stream.isTunnel && stream.pendingAck == 0
         let draining = stream.discardBody && stream.responded && stream.body == nil && stream.failedStatus == nil
-        guard stream.receiveRate.check(total: Int(clamping: stream.bodyBytes), waiting: receiving || draining,
-                                       elapsed: elapsed, rate: limits.minReceiveRate, window: limits.minRateWindow)
+        guard
+            stream.receiveRate.check(
+                total: Int(clamping: stream.bodyBytes), waiting: receiving || draining,
+                elapsed: elapsed, rate: limits.minReceiveRate, window: limits.minRateWindow)
         else { return false }
         context.events.minimumRateCut?(.receive, .http2)
         if receiving, let body = stream.body {

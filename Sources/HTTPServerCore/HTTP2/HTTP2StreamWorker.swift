@@ -36,8 +36,10 @@ final class HTTP2StreamWorker {
     /// Starts a worker on `loop` with `first` as its first job. After each job, `park` (on the loop thread) decides
     /// whether the worker waits for another (it returns true once it has put the worker in its pool) or ends (false,
     /// always for a retired worker).
-    static func start(first: @escaping Job, loop: EventLoop,
-                      park: @escaping (HTTP2StreamWorker) -> Bool) -> HTTP2StreamWorker {
+    static func start(
+        first: @escaping Job, loop: EventLoop,
+        park: @escaping (HTTP2StreamWorker) -> Bool
+    ) -> HTTP2StreamWorker {
         let worker = HTTP2StreamWorker(park: park)
         let shared = UncheckedSendable(worker)
         worker.task = Task(executorPreference: loop) {

@@ -28,7 +28,8 @@ package struct HTTPServerRejection: Sendable {
 
     /// `{"error": CODE}` (``HTTPServerErrorCode``) as JSON: what a handler that does not answer rejections gets.
     package var defaultResponse: HTTPServerResponse {
-        HTTPServerResponse(status: status, headers: ["Content-Type": "application/json"],
-                           body: Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8))
+        HTTPServerResponse(
+            status: status, headers: ["Content-Type": "application/json"],
+            body: Array("{\"error\":\"\(HTTPServerErrorCode.code(for: status))\"}".utf8))
     }
 }

@@ -46,15 +46,20 @@ package struct HTTPServerRequest: Sendable {
     /// The loop serving the connection; async work started for the request should prefer it.
     package var loop: EventLoop
 
-    package init(head: HTTPRequestHead, body: ByteStream, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
-                isTLS: Bool, loop: EventLoop) {
-        self.init(head: head, bodyStream: body, declaredBodyLength: declaredBodyLength, remoteAddress: remoteAddress,
-                  isTLS: isTLS, loop: loop)
+    package init(
+        head: HTTPRequestHead, body: ByteStream, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
+        isTLS: Bool, loop: EventLoop
+    ) {
+        self.init(
+            head: head, bodyStream: body, declaredBodyLength: declaredBodyLength, remoteAddress: remoteAddress,
+            isTLS: isTLS, loop: loop)
     }
 
     /// A request whose body is `bodyStream`, or none when nil.
-    init(head: HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
-         isTLS: Bool, loop: EventLoop) {
+    init(
+        head: HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
+        isTLS: Bool, loop: EventLoop
+    ) {
         self.head = head
         self.bodyStream = bodyStream
         self.declaredBodyLength = declaredBodyLength
@@ -151,7 +156,8 @@ extension HTTPServerHandler {
         return .respond(response)
     }
 
-    package func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse {
+    package func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse
+    {
         await handle(request)
     }
     package func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse { rejection.defaultResponse }

@@ -20,8 +20,10 @@ package struct CompressionPolicy: Sendable, Hashable {
     /// Extra media types (lowercase, without parameters) to compress besides the built-in list.
     package var extraCompressibleTypes: Set<String>
 
-    package init(minimumBytes: Int = 1024, level: Int32 = 1, codings: [ContentCoding] = [.gzip, .deflate],
-                extraCompressibleTypes: Set<String> = []) {
+    package init(
+        minimumBytes: Int = 1024, level: Int32 = 1, codings: [ContentCoding] = [.gzip, .deflate],
+        extraCompressibleTypes: Set<String> = []
+    ) {
         self.minimumBytes = minimumBytes
         self.level = level
         self.codings = codings
@@ -40,7 +42,8 @@ package struct CompressionPolicy: Sendable, Hashable {
     /// Decides for `response` to a request with `requestMethod` and `requestHeaders`.
     package func decide(requestMethod: HTTPMethod, requestHeaders: HTTPFields, response: HTTPResponseHead) -> Decision {
         guard isEligible(requestMethod: requestMethod, response: response),
-              !requestHeaders.contains(name: "Range") else {
+            !requestHeaders.contains(name: "Range")
+        else {
             return .identity(varyOnAcceptEncoding: false)
         }
         let accept = AcceptEncoding(headers: requestHeaders)
@@ -73,7 +76,8 @@ package struct CompressionPolicy: Sendable, Hashable {
     /// which needs flushing per event), `application/json`, `application/javascript`, `application/xml`,
     /// any `+json` or `+xml` suffix, `image/svg+xml`, and `extraCompressibleTypes`.
     package func isCompressible(contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+        let mediaType =
+            contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
             .map { $0.trimmingHTTPWhitespace().lowercased() } ?? ""
         if mediaType.isEmpty { return false }
         if extraCompressibleTypes.contains(mediaType) { return true }
@@ -81,7 +85,7 @@ package struct CompressionPolicy: Sendable, Hashable {
         if mediaType.hasPrefix("text/") { return mediaType.count > 5 }
         switch mediaType {
         case "application/json", "application/javascript", "application/xml", "image/svg+xml",
-             "application/x-javascript", "text/javascript":
+            "application/x-javascript", "text/javascript":
             return true
         default:
             return mediaType.hasSuffix("+json") || mediaType.hasSuffix("+xml")
@@ -108,7 +112,8 @@ package struct CompressionPolicy: Sendable, Hashable {
         if tokens.isEmpty {
             head.headers.replaceOrAdd(name: "Vary", value: "Accept-Encoding")
         } else {
-            head.headers.replaceOrAdd(name: "Vary", value: (tokens.map(String.init) + ["Accept-Encoding"]).joined(separator: ", "))
+            head.headers.replaceOrAdd(
+                name: "Vary", value: (tokens.map(String.init) + ["Accept-Encoding"]).joined(separator: ", "))
         }
     }
 }

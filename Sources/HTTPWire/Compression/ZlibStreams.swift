@@ -134,7 +134,9 @@ package final class Deflater {
     }
 
     /// Compresses `bytes` in one call.
-    package static func compress(_ bytes: some Collection<UInt8>, coding: ContentCoding, level: Int32 = 6) throws(CompressionError) -> [UInt8] {
+    package static func compress(_ bytes: some Collection<UInt8>, coding: ContentCoding, level: Int32 = 6)
+        throws(CompressionError) -> [UInt8]
+    {
         let deflater = try Deflater(coding: coding, level: level)
         var out = try deflater.compress(bytes)
         out += try deflater.finish()
@@ -162,7 +164,9 @@ package final class Inflater {
     package private(set) var totalIn = 0
     package private(set) var totalOut = 0
 
-    package init(maxOutputBytes: Int = 64 * 1024 * 1024, maxRatio: Int = 1000, ratioGraceBytes: Int = 1024 * 1024) throws(CompressionError) {
+    package init(maxOutputBytes: Int = 64 * 1024 * 1024, maxRatio: Int = 1000, ratioGraceBytes: Int = 1024 * 1024)
+        throws(CompressionError)
+    {
         self.maxOutputBytes = maxOutputBytes
         self.maxRatio = maxRatio
         self.ratioGraceBytes = ratioGraceBytes
@@ -212,7 +216,8 @@ package final class Inflater {
 
     private func chooseFormat() throws(CompressionError) {
         formatChosen = true
-        let b0 = pendingHeader[0], b1 = pendingHeader[1]
+        let b0 = pendingHeader[0]
+        let b1 = pendingHeader[1]
         if b0 == 0x1f && b1 == 0x8b {
             isGzip = true
             return
@@ -255,7 +260,9 @@ package final class Inflater {
                     totalOut += produced
                     stream.pointee.next_in = nil
                     stream.pointee.avail_in = 0
-                    if totalOut > maxOutputBytes || (totalOut > ratioGraceBytes && totalOut / max(totalIn, 1) > maxRatio) {
+                    if totalOut > maxOutputBytes
+                        || (totalOut > ratioGraceBytes && totalOut / max(totalIn, 1) > maxRatio)
+                    {
                         failure = .limitExceeded
                         return
                     }
@@ -284,13 +291,16 @@ package final class Inflater {
                     let produced = outBuf.count - Int(stream.pointee.avail_out)
                     if produced == 0 { break }
                     totalOut += produced
-                    if totalOut > maxOutputBytes || (totalOut > ratioGraceBytes && totalOut / max(totalIn, 1) > maxRatio) {
+                    if totalOut > maxOutputBytes
+                        || (totalOut > ratioGraceBytes && totalOut / max(totalIn, 1) > maxRatio)
+                    {
                         failure = .limitExceeded
                         return
                     }
                     output.append(contentsOf: outBuf[0..<produced])
-                    if rc == Z_STREAM_END { streamEnded = true }
-                    else if rc != Z_OK && rc != Z_BUF_ERROR {
+                    if rc == Z_STREAM_END {
+                        streamEnded = true
+                    } else if rc != Z_OK && rc != Z_BUF_ERROR {
                         failure = .corruptInput
                         return
                     }
@@ -302,8 +312,10 @@ package final class Inflater {
     }
 
     /// Decompresses a whole body in one call.
-    package static func decompress(_ bytes: some Collection<UInt8>, maxOutputBytes: Int = 64 * 1024 * 1024,
-                                  maxRatio: Int = 1000) throws(CompressionError) -> [UInt8] {
+    package static func decompress(
+        _ bytes: some Collection<UInt8>, maxOutputBytes: Int = 64 * 1024 * 1024,
+        maxRatio: Int = 1000
+    ) throws(CompressionError) -> [UInt8] {
         let inflater = try Inflater(maxOutputBytes: maxOutputBytes, maxRatio: maxRatio)
         let out = try inflater.decompress(bytes)
         try inflater.finish()

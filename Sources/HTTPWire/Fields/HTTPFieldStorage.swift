@@ -107,7 +107,9 @@ struct HTTPFieldEntries {
 
     @inlinable
     subscript(index: Int) -> HTTPFieldEntry {
-        @inline(__always) get { base.load(fromByteOffset: index &* HTTPFieldStorage.entryStride, as: HTTPFieldEntry.self) }
+        @inline(__always) get {
+            base.load(fromByteOffset: index &* HTTPFieldStorage.entryStride, as: HTTPFieldEntry.self)
+        }
         @inline(__always) nonmutating set {
             base.storeBytes(of: newValue, toByteOffset: index &* HTTPFieldStorage.entryStride, as: HTTPFieldEntry.self)
         }
@@ -117,8 +119,9 @@ struct HTTPFieldEntries {
     @inlinable
     func move(from: Int, to: Int, count: Int) {
         guard count > 0 else { return }
-        (base + to &* HTTPFieldStorage.entryStride).copyMemory(from: base + from &* HTTPFieldStorage.entryStride,
-                                                              byteCount: count &* HTTPFieldStorage.entryStride)
+        (base + to &* HTTPFieldStorage.entryStride).copyMemory(
+            from: base + from &* HTTPFieldStorage.entryStride,
+            byteCount: count &* HTTPFieldStorage.entryStride)
     }
 }
 

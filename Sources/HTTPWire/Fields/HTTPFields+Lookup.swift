@@ -65,7 +65,9 @@ extension HTTPFields {
                 let nameToken = HTTPFieldName.lookup(nameBytes)
                 var index = 0
                 while let found = firstIndex(token: nameToken, bytes: nameBytes, from: index) {
-                    if withField(at: found, { _, value in HTTPFields.list(value, contains: tokenBytes) }) { return true }
+                    if withField(at: found, { _, value in HTTPFields.list(value, contains: tokenBytes) }) {
+                        return true
+                    }
                     index = found + 1
                 }
                 return false
@@ -93,7 +95,9 @@ extension HTTPFields {
                 while lower < upper, bytes[upper - 1] == UInt8(ascii: " ") || bytes[upper - 1] == UInt8(ascii: "\t") {
                     upper -= 1
                 }
-                if lower < upper, HTTPFields.equalsIgnoringASCIICase(UnsafeRawBufferPointer(rebasing: bytes[lower..<upper]), token) {
+                if lower < upper,
+                    HTTPFields.equalsIgnoringASCIICase(UnsafeRawBufferPointer(rebasing: bytes[lower..<upper]), token)
+                {
                     return true
                 }
                 if atEnd { return false }

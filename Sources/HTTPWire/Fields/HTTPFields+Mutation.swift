@@ -21,16 +21,19 @@ extension HTTPFields {
         other.withRegions(ifEmpty: ()) { entries, bytes, header in
             guard index >= 0 && index < header.count else { return }
             let entry = entries[index]
-            append(name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
-                   value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
-                   token: entry.token, flags: entry.flags)
+            append(
+                name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+                token: entry.token, flags: entry.flags)
         }
     }
 
     /// Appends a field whose name is a token and whose value has only field-value bytes, as the HTTP/1 parsers check
     /// (the serializer then copies it without checking again). `token` is the name's, if the caller knows it.
-    package mutating func addValidated(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
-                                       token: HTTPFieldName? = nil) {
+    package mutating func addValidated(
+        name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
+        token: HTTPFieldName? = nil
+    ) {
         append(name: name, value: value, token: token ?? HTTPFieldName.lookup(name), flags: HTTPFieldEntry.validated)
     }
 
@@ -47,9 +50,10 @@ extension HTTPFields {
             reserve(entries: count + header.count, bytes: needed)
             for index in 0..<header.count {
                 let entry = entries[index]
-                append(name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
-                       value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
-                       token: entry.token, flags: entry.flags)
+                append(
+                    name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                    value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+                    token: entry.token, flags: entry.flags)
             }
         }
     }
@@ -126,8 +130,12 @@ extension HTTPFields {
         try withRegions(ifEmpty: ()) { entries, bytes, header in
             for index in (first + 1)..<header.count {
                 let entry = entries[index]
-                if try shouldRemove(entry.token, UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart),
-                                                                       count: Int(entry.nameCount))) {
+                if try shouldRemove(
+                    entry.token,
+                    UnsafeRawBufferPointer(
+                        start: bytes + Int(entry.nameStart),
+                        count: Int(entry.nameCount)))
+                {
                     firstRemoved = index
                     return
                 }
@@ -139,8 +147,12 @@ extension HTTPFields {
             var kept = firstRemoved
             for index in (firstRemoved + 1)..<header.count {
                 let entry = entries[index]
-                if try shouldRemove(entry.token, UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart),
-                                                                       count: Int(entry.nameCount))) {
+                if try shouldRemove(
+                    entry.token,
+                    UnsafeRawBufferPointer(
+                        start: bytes + Int(entry.nameStart),
+                        count: Int(entry.nameCount)))
+                {
                     continue
                 }
                 entries[kept] = entry

@@ -9,7 +9,9 @@
 /// these makes a `String` or counts a reference per field. A `String` is made only when one is asked for (``Field``,
 /// ``first(name:)``, the subscript); names and values that are not valid UTF-8 read as U+FFFD there, while their
 /// bytes stay as received.
-package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
+package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
+    CustomStringConvertible
+{
     /// One header field.
     package struct Field: Sendable, Hashable {
         package var name: String
@@ -127,14 +129,19 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     package func withField<R>(
         at index: Int, _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R
     ) rethrows -> R {
-        try withRegions(ifEmpty: try body(UnsafeRawBufferPointer(start: nil, count: 0),
-                                          UnsafeRawBufferPointer(start: nil, count: 0))) { entries, bytes, header in
+        try withRegions(
+            ifEmpty: try body(
+                UnsafeRawBufferPointer(start: nil, count: 0),
+                UnsafeRawBufferPointer(start: nil, count: 0))
+        ) { entries, bytes, header in
             guard index >= 0 && index < header.count else {
-                return try body(UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
+                return try body(
+                    UnsafeRawBufferPointer(start: nil, count: 0), UnsafeRawBufferPointer(start: nil, count: 0))
             }
             let entry = entries[index]
-            return try body(UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
-                            UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)))
+            return try body(
+                UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)))
         }
     }
 
@@ -147,9 +154,10 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         try withRegions(ifEmpty: ()) { entries, bytes, header in
             for index in 0..<header.count {
                 let entry = entries[index]
-                try body(entry.token,
-                         UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
-                         UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)))
+                try body(
+                    entry.token,
+                    UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                    UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)))
             }
         }
     }
@@ -161,11 +169,9 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         }
     }
 
-
     package var description: String {
         map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
-
 
     // MARK: Equality and hashing: the fields' bytes, in order
 
@@ -193,16 +199,16 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         }
     }
 
-
     // MARK: Storage
 
     /// Room for `entries` fields in all and `bytes` more bytes, in a storage this value alone holds.
     mutating func makeRoom(entries: Int, bytes: Int) {
         // Checked before any other reference to the storage is taken (a local one would make it look shared).
         if isKnownUniquelyReferenced(&storage),
-           Unmanaged.passUnretained(storage.unsafelyUnwrapped)._withUnsafeGuaranteedRef({
-               $0.fits(entries: entries, bytes: bytes)
-           }) {
+            Unmanaged.passUnretained(storage.unsafelyUnwrapped)._withUnsafeGuaranteedRef({
+                $0.fits(entries: entries, bytes: bytes)
+            })
+        {
             return
         }
         guard let current = storage else {
@@ -213,16 +219,20 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         let fits = current.fits(entries: entries, bytes: bytes)
         // Grown geometrically: at least twice the entries, and at least the old capacity free for bytes.
         storage = current.copy(
-            reservingEntries: header.entryCapacity >= entries ? header.entryCapacity : Swift.max(entries, header.entryCapacity * 2),
-            bytes: fits ? Swift.max(bytes, header.byteCapacity - header.byteCount) : Swift.max(bytes, header.byteCapacity))
+            reservingEntries: header.entryCapacity >= entries
+                ? header.entryCapacity : Swift.max(entries, header.entryCapacity * 2),
+            bytes: fits
+                ? Swift.max(bytes, header.byteCapacity - header.byteCount) : Swift.max(bytes, header.byteCapacity))
     }
 
     mutating func reserve(entries: Int, bytes: Int) {
         makeRoom(entries: entries, bytes: bytes)
     }
 
-    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName,
-                                 flags: UInt8) {
+    mutating func append(
+        name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName,
+        flags: UInt8
+    ) {
         makeRoom(entries: count + 1, bytes: name.count + value.count)
         withRegions(ifEmpty: ()) { entries, bytes, header in
             let nameStart = header.byteCount
@@ -234,11 +244,12 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
                 UnsafeMutableRawPointer(bytes + valueStart).copyMemory(from: base, byteCount: value.count)
             }
             header.byteCount = valueStart + value.count
-            entries[header.count] = HTTPFieldEntry(nameStart: Int(HTTPFields.offset(nameStart)),
-                                                   nameCount: Int(HTTPFields.offset(name.count)),
-                                                   valueStart: Int(HTTPFields.offset(valueStart)),
-                                                   valueCount: Int(HTTPFields.offset(value.count)),
-                                                   token: token, flags: flags)
+            entries[header.count] = HTTPFieldEntry(
+                nameStart: Int(HTTPFields.offset(nameStart)),
+                nameCount: Int(HTTPFields.offset(name.count)),
+                valueStart: Int(HTTPFields.offset(valueStart)),
+                valueCount: Int(HTTPFields.offset(value.count)),
+                token: token, flags: flags)
             header.count += 1
         }
     }
@@ -262,7 +273,8 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
                 let entry = entries[index]
                 guard entry.token == .other, Int(entry.nameCount) == name.count else { continue }
                 if HTTPFields.equalsIgnoringASCIICase(
-                    UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: name.count), name) {
+                    UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: name.count), name)
+                {
                     return index
                 }
             }
@@ -282,8 +294,10 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
 
     /// Whether a field with `candidate` token and name `candidateName` is the one looked up as `query` (its token)
     /// and `name` (its bytes, compared for a name not in the table).
-    static func matches(_ candidate: HTTPFieldName, _ candidateName: UnsafeRawBufferPointer,
-                        _ query: HTTPFieldName, _ name: UnsafeRawBufferPointer) -> Bool {
+    static func matches(
+        _ candidate: HTTPFieldName, _ candidateName: UnsafeRawBufferPointer,
+        _ query: HTTPFieldName, _ name: UnsafeRawBufferPointer
+    ) -> Bool {
         if query != .other { return candidate == query }
         return candidate == .other && equalsIgnoringASCIICase(candidateName, name)
     }

@@ -55,9 +55,14 @@ struct HTTP1BodyDecoder: Sendable {
                 return .end
 
             case .contentLength(let remaining):
-                if remaining == 0 { state = .finished; continue }
+                if remaining == 0 {
+                    state = .finished
+                    continue
+                }
                 let available = Int64(buffer.readableCount)
-                if available == 0 { return eof ? failure(400, "connection closed before the body was complete") : .needMore }
+                if available == 0 {
+                    return eof ? failure(400, "connection closed before the body was complete") : .needMore
+                }
                 let take = min(available, remaining)
                 state = .contentLength(remaining: remaining - take)
                 return .body(buffer.read(Int(take)))
@@ -69,11 +74,17 @@ struct HTTP1BodyDecoder: Sendable {
                     chunkedTotal = total
                     return .body(buffer.read(buffer.readableCount))
                 }
-                if eof { state = .finished; continue }
+                if eof {
+                    state = .finished
+                    continue
+                }
                 return .needMore
 
             case .chunkData(let remaining):
-                if remaining == 0 { state = .chunkDataEnd; continue }
+                if remaining == 0 {
+                    state = .chunkDataEnd
+                    continue
+                }
                 let available = Int64(buffer.readableCount)
                 if available == 0 { return eof ? failure(400, "connection closed inside a chunk") : .needMore }
                 let take = min(available, remaining)

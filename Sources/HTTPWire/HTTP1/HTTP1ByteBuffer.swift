@@ -65,7 +65,9 @@ struct HTTP1ByteBuffer: Sendable {
             return bytes
         }
         let start = readIndex
-        let bytes = storage.withUnsafeBufferPointer { [UInt8](UnsafeBufferPointer(rebasing: $0[start..<(start + count)])) }
+        let bytes = storage.withUnsafeBufferPointer {
+            [UInt8](UnsafeBufferPointer(rebasing: $0[start..<(start + count)]))
+        }
         readIndex += count
         return bytes
     }

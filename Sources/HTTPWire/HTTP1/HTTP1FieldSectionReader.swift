@@ -56,8 +56,11 @@ struct HTTP1FieldSectionReader: Sendable {
         while true {
             let available = maxBytes - sectionBytes
             // A line arriving in many pieces is scanned once: `scanned` is how far into it the last call looked.
-            guard let lfOffset = HTTP1Grammar.findLineFeed(UnsafeRawBufferPointer(rebasing: bytes[lineStart...]),
-                                                           scanned: &scanned) else {
+            guard
+                let lfOffset = HTTP1Grammar.findLineFeed(
+                    UnsafeRawBufferPointer(rebasing: bytes[lineStart...]),
+                    scanned: &scanned)
+            else {
                 return (scanned > available ? .error(tooLarge(sizeStatus)) : .needMore, lineStart)
             }
             let index = lineStart + lfOffset

@@ -146,7 +146,8 @@ package enum HTTP1Grammar {
     static func findLineFeed(_ bytes: UnsafeRawBufferPointer, scanned: inout Int) -> Int? {
         let count = bytes.count
         if scanned < count, let base = bytes.baseAddress,
-           let found = memchr(base + scanned, Int32(lf), count - scanned) {
+            let found = memchr(base + scanned, Int32(lf), count - scanned)
+        {
             scanned = 0
             return base.distance(to: UnsafeRawPointer(found))
         }
@@ -191,12 +192,13 @@ package enum HTTP1Grammar {
         case .failure(let error):
             return .failure(error)
         case .success(let field):
-            return .success(FieldLine(
-                name: interner.string(field.name(in: line)),
-                value: interner.string(field.value(in: line)),
-                kind: field.kind,
-                hadTrailingWhitespace: field.hadTrailingWhitespace
-            ))
+            return .success(
+                FieldLine(
+                    name: interner.string(field.name(in: line)),
+                    value: interner.string(field.value(in: line)),
+                    kind: field.kind,
+                    hadTrailingWhitespace: field.hadTrailingWhitespace
+                ))
         }
     }
 
@@ -227,7 +229,10 @@ package enum HTTP1Grammar {
         var colonIndex = -1
         for index in 0..<line.count {
             let byte = line[index]
-            if byte == colon { colonIndex = index; break }
+            if byte == colon {
+                colonIndex = index
+                break
+            }
             if !isTokenChar(byte) {
                 if byte == sp || byte == htab { return .failure(.badRequest("whitespace before colon in field line")) }
                 return .failure(.badRequest("invalid character in field name"))
@@ -240,7 +245,10 @@ package enum HTTP1Grammar {
         var end = line.count
         while start < end, line[start] == sp || line[start] == htab { start += 1 }
         var trailing = false
-        while end > start, line[end - 1] == sp || line[end - 1] == htab { end -= 1; trailing = true }
+        while end > start, line[end - 1] == sp || line[end - 1] == htab {
+            end -= 1
+            trailing = true
+        }
         if start < end, let base = line.baseAddress, !areFieldValueBytes(base + start, count: end - start) {
             return .failure(.badRequest("invalid character in field value"))
         }
@@ -252,8 +260,10 @@ package enum HTTP1Grammar {
         case 17 where equalsLowercase(nameBytes, "transfer-encoding"): kind = .transferEncoding
         default: kind = .other
         }
-        return .success(FieldLineBytes(nameCount: colonIndex, valueStart: start, valueEnd: end, kind: kind,
-                                       hadTrailingWhitespace: trailing))
+        return .success(
+            FieldLineBytes(
+                nameCount: colonIndex, valueStart: start, valueEnd: end, kind: kind,
+                hadTrailingWhitespace: trailing))
     }
 
     // MARK: Field values
@@ -361,7 +371,11 @@ package enum HTTP1Grammar {
                 var closed = false
                 while index < line.count {
                     let byte = line[index]
-                    if byte == 0x22 { closed = true; index += 1; break }
+                    if byte == 0x22 {
+                        closed = true
+                        index += 1
+                        break
+                    }
                     if byte == 0x5C {  // quoted-pair
                         guard index + 1 < line.count, isFieldValueByte(line[index + 1]) else { return nil }
                         index += 2

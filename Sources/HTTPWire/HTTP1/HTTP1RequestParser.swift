@@ -200,7 +200,7 @@ package struct HTTP1RequestParser: Sendable {
         if method == .connect {
             // authority-form only: host ":" port.
             guard let colon = targetBytes.lastIndex(of: HTTP1Grammar.colon), colon + 1 < targetBytes.count,
-                  targetBytes.first != 0x2F, HTTP1Grammar.isValidHost(target)
+                targetBytes.first != 0x2F, HTTP1Grammar.isValidHost(target)
             else { return .failure(.badRequest("CONNECT needs an authority-form target")) }
         } else if targetBytes[0] == 0x2F {
             // origin-form
@@ -217,7 +217,8 @@ package struct HTTP1RequestParser: Sendable {
         for prefix: StaticString in ["http://", "https://"] {
             let length = prefix.utf8CodeUnitCount
             if target.count > length,
-               HTTP1Grammar.equalsLowercase(UnsafeRawBufferPointer(rebasing: target[0..<length]), prefix) {
+                HTTP1Grammar.equalsLowercase(UnsafeRawBufferPointer(rebasing: target[0..<length]), prefix)
+            {
                 return true
             }
         }
@@ -226,8 +227,9 @@ package struct HTTP1RequestParser: Sendable {
 
     /// `HTTP/1.0` and `HTTP/1.1`; `HTTP/1.2`...`HTTP/1.9` are read as 1.1 (RFC 9110 §2.5); other majors get 505.
     static func parseVersion(_ bytes: UnsafeRawBufferPointer) -> Result<HTTPVersion, HTTP1ParseError> {
-        guard bytes.count == 8, bytes[0] == 0x48, bytes[1] == 0x54, bytes[2] == 0x54, bytes[3] == 0x50, bytes[4] == 0x2F,
-              HTTP1Grammar.isDigit(bytes[5]), bytes[6] == 0x2E, HTTP1Grammar.isDigit(bytes[7])
+        guard bytes.count == 8, bytes[0] == 0x48, bytes[1] == 0x54, bytes[2] == 0x54, bytes[3] == 0x50,
+            bytes[4] == 0x2F,
+            HTTP1Grammar.isDigit(bytes[5]), bytes[6] == 0x2E, HTTP1Grammar.isDigit(bytes[7])
         else { return .failure(.badRequest("malformed HTTP version")) }
         let major = bytes[5] &- 0x30
         let minor = bytes[7] &- 0x30
@@ -261,11 +263,13 @@ package struct HTTP1RequestParser: Sendable {
         case .none:
             body = HTTP1BodyDecoder(state: .finished, maxBodyBytes: 0, maxTrailerBytes: 0, maxTrailers: 0)
         case .contentLength(let length):
-            body = HTTP1BodyDecoder(state: .contentLength(remaining: length), maxBodyBytes: limits.maxBodyBytes,
-                                    maxTrailerBytes: 0, maxTrailers: 0)
+            body = HTTP1BodyDecoder(
+                state: .contentLength(remaining: length), maxBodyBytes: limits.maxBodyBytes,
+                maxTrailerBytes: 0, maxTrailers: 0)
         case .chunked:
-            body = HTTP1BodyDecoder(state: .chunkSizeLine, maxBodyBytes: limits.maxBodyBytes,
-                                    maxTrailerBytes: limits.maxHeaderBytes, maxTrailers: limits.maxHeaders)
+            body = HTTP1BodyDecoder(
+                state: .chunkSizeLine, maxBodyBytes: limits.maxBodyBytes,
+                maxTrailerBytes: limits.maxHeaderBytes, maxTrailers: limits.maxHeaders)
         }
         resetHead()
         state = .body

@@ -161,12 +161,17 @@ package struct HTTP1ResponseParser: Sendable {
             case .statusLine:
                 if let event = parseStatusLine() { return event }
                 if case .statusLine = state {
-                    return eof ? fail(hasReceivedResponseBytes
-                        ? "connection closed inside the status line" : "connection closed before any response") : nil
+                    return eof
+                        ? fail(
+                            hasReceivedResponseBytes
+                                ? "connection closed inside the status line" : "connection closed before any response")
+                        : nil
                 }
             case .headers:
-                switch fields.read(&buffer, maxBytes: limits.maxHeaderBytes, maxFields: limits.maxHeaders,
-                                   sizeStatus: Self.errorStatus) {
+                switch fields.read(
+                    &buffer, maxBytes: limits.maxHeaderBytes, maxFields: limits.maxHeaders,
+                    sizeStatus: Self.errorStatus)
+                {
                 case .needMore:
                     return eof ? fail("connection closed inside the response head") : nil
                 case .error(let error):
@@ -253,7 +258,9 @@ package struct HTTP1ResponseParser: Sendable {
     static func parseStatusLine(
         _ line: UnsafeRawBufferPointer
     ) -> Result<(version: HTTPVersion, status: Int, reason: String), HTTP1ParseError> {
-        guard line.count >= 12, line[8] == HTTP1Grammar.sp else { return .failure(.badRequest("malformed status line")) }
+        guard line.count >= 12, line[8] == HTTP1Grammar.sp else {
+            return .failure(.badRequest("malformed status line"))
+        }
         let versionBytes = UnsafeRawBufferPointer(rebasing: line[0..<8])
         let version: HTTPVersion
         switch HTTP1RequestParser.parseVersion(versionBytes) {
@@ -283,8 +290,9 @@ package struct HTTP1ResponseParser: Sendable {
     private mutating func finishHead() -> HTTP1ResponseEvent? {
         let head = HTTPResponseHead(status: status, reason: reason, version: version, headers: fields.headers)
         if status == 101 && upgradeRequested {
-            body = HTTP1BodyDecoder(state: .untilClose, maxBodyBytes: limits.maxBodyBytes ?? .max, maxTrailerBytes: 0, maxTrailers: 0,
-                                    errorStatus: Self.errorStatus)
+            body = HTTP1BodyDecoder(
+                state: .untilClose, maxBodyBytes: limits.maxBodyBytes ?? .max, maxTrailerBytes: 0, maxTrailers: 0,
+                errorStatus: Self.errorStatus)
             resetHead()
             state = .body
             return .head(head, .untilClose)
@@ -298,8 +306,10 @@ package struct HTTP1ResponseParser: Sendable {
             return .informational(head)
         }
         let framing: HTTP1ResponseBodyFraming
-        switch Self.framing(status: status, requestMethod: requestMethod, version: version, fields: fields,
-                            maxBodyBytes: limits.maxBodyBytes) {
+        switch Self.framing(
+            status: status, requestMethod: requestMethod, version: version, fields: fields,
+            maxBodyBytes: limits.maxBodyBytes)
+        {
         case .success(let value): framing = value
         case .failure(let error): return fail(error.reason)
         }
@@ -311,8 +321,9 @@ package struct HTTP1ResponseParser: Sendable {
         case .chunked: decoderState = .chunkSizeLine
         case .untilClose: decoderState = .untilClose
         }
-        body = HTTP1BodyDecoder(state: decoderState, maxBodyBytes: maxBody, maxTrailerBytes: limits.maxHeaderBytes,
-                                maxTrailers: limits.maxHeaders, errorStatus: Self.errorStatus)
+        body = HTTP1BodyDecoder(
+            state: decoderState, maxBodyBytes: maxBody, maxTrailerBytes: limits.maxHeaderBytes,
+            maxTrailers: limits.maxHeaders, errorStatus: Self.errorStatus)
         resetHead()
         state = .body
         return .head(head, framing)
@@ -351,12 +362,16 @@ package struct HTTP1ResponseParser: Sendable {
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 response")) }
             var codings: [ArraySlice<UInt8>] = []
             for value in fields.transferEncodingValues { codings += HTTP1Grammar.listElements(value) }
-            guard codings.count == 1, HTTP1Grammar.equalsLowercase(codings[0], "chunked") else { return .failure(.badRequest("unsupported Transfer-Encoding")) }
+            guard codings.count == 1, HTTP1Grammar.equalsLowercase(codings[0], "chunked") else {
+                return .failure(.badRequest("unsupported Transfer-Encoding"))
+            }
         }
         if requestMethod == .head || status == 204 || status == 304 { return .success(.none) }
         if hasTransferEncoding { return .success(.chunked) }
         if let contentLength {
-            if let maxBodyBytes, contentLength > maxBodyBytes { return .failure(.badRequest("response body too large")) }
+            if let maxBodyBytes, contentLength > maxBodyBytes {
+                return .failure(.badRequest("response body too large"))
+            }
             return .success(.contentLength(contentLength))
         }
         return .success(.untilClose)

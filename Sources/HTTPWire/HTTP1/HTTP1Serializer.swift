@@ -20,9 +20,10 @@ package enum HTTP1Serializer {
         let method = method.rawValue.utf8
         guard HTTP1Grammar.isToken(method) else { throw HTTP1SerializationError(reason: "method is not a token") }
         let target = target.utf8
-        let visible = target.withContiguousStorageIfAvailable { bytes in
-            !bytes.contains { $0 < 0x21 || $0 > 0x7E }
-        } ?? !target.contains { $0 < 0x21 || $0 > 0x7E }
+        let visible =
+            target.withContiguousStorageIfAvailable { bytes in
+                !bytes.contains { $0 < 0x21 || $0 > 0x7E }
+            } ?? !target.contains { $0 < 0x21 || $0 > 0x7E }
         guard !target.isEmpty, visible else {
             throw HTTP1SerializationError(reason: "request target contains invalid characters")
         }
@@ -71,7 +72,9 @@ package enum HTTP1Serializer {
     }
 
     /// Appends one header line, `name: value CRLF`, validating both.
-    package static func writeField(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    package static func writeField(name: String, value: String, into buffer: inout [UInt8])
+        throws(HTTP1SerializationError)
+    {
         let written = name.utf8.withContiguousStorageIfAvailable { name in
             value.utf8.withContiguousStorageIfAvailable { value in
                 writeValidField(name: name, value: value, into: &buffer)
@@ -96,8 +99,10 @@ package enum HTTP1Serializer {
 
     /// Appends `name: value CRLF`, as they are (the callers have checked them).
     @inline(__always)
-    private static func appendFieldLine(name: some Collection<UInt8>, value: some Collection<UInt8>,
-                                        to buffer: inout [UInt8]) {
+    private static func appendFieldLine(
+        name: some Collection<UInt8>, value: some Collection<UInt8>,
+        to buffer: inout [UInt8]
+    ) {
         buffer.append(contentsOf: name)
         buffer.append(HTTP1Grammar.colon)
         buffer.append(HTTP1Grammar.sp)
@@ -107,7 +112,9 @@ package enum HTTP1Serializer {
     }
 
     /// ``writeField(name:value:into:)`` for strings without contiguous UTF-8 (bridged), and to name the error.
-    private static func writeFieldSlowly(name: String, value: String, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    private static func writeFieldSlowly(name: String, value: String, into buffer: inout [UInt8])
+        throws(HTTP1SerializationError)
+    {
         let name = name.utf8
         guard HTTP1Grammar.isToken(name) else {
             throw HTTP1SerializationError(reason: "header name is not a token")
@@ -166,7 +173,8 @@ package enum HTTP1Serializer {
 
     // MARK: Parts
 
-    private static func writeVersion(_ version: HTTPVersion, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    private static func writeVersion(_ version: HTTPVersion, into buffer: inout [UInt8]) throws(HTTP1SerializationError)
+    {
         guard (0...9).contains(version.major), (0...9).contains(version.minor) else {
             throw HTTP1SerializationError(reason: "HTTP version is not single-digit")
         }
@@ -176,7 +184,8 @@ package enum HTTP1Serializer {
         buffer.append(0x30 &+ UInt8(version.minor))
     }
 
-    private static func writeHeaders(_ headers: HTTPFields, into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    private static func writeHeaders(_ headers: HTTPFields, into buffer: inout [UInt8]) throws(HTTP1SerializationError)
+    {
         try writeFields(of: headers, into: &buffer)
         writeEndOfHead(into: &buffer)
     }
@@ -205,7 +214,8 @@ package enum HTTP1Serializer {
                 return HTTP1SerializationError(reason: "header name is not a token")
             }
             if let base = value.baseAddress,
-               !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count) {
+                !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count)
+            {
                 return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
             }
         }
@@ -234,8 +244,11 @@ package enum HTTP1Serializer {
     }
 
     private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var digits:
+            (
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
+            ) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         var value = UInt64(UInt(bitPattern: size))
         var count = 0
         withUnsafeMutableBytes(of: &digits) { raw in

@@ -4,7 +4,8 @@ extension HTTPRequestHead {
     /// for HTTP/1.0, which has no upgrade.
     package var requestedUpgrade: String? {
         guard version >= .http1_1, headers.containsToken("upgrade", name: "Connection"),
-              let value = headers.first(name: "Upgrade"), !value.isEmpty else { return nil }
+            let value = headers.first(name: "Upgrade"), !value.isEmpty
+        else { return nil }
         return value
     }
 

@@ -18,30 +18,44 @@ extension HTTP2Session {
         guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
 
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let session = HTTP2Session.from(userData), let frame else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+            guard let session = HTTP2Session.from(userData), let frame else {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             return session.onBeginHeaders(frame.pointee)
         }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            guard let session = HTTP2Session.from(userData), let frame else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let session = HTTP2Session.from(userData), let frame else {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             // Straight into strings (no intermediate arrays; short ones are stored inline). Invalid UTF-8 is
             // repaired, which validation tolerates exactly as it would the raw bytes (obs-text either way).
-            let nameText = name.map { String(decoding: UnsafeBufferPointer(start: $0, count: nameLength), as: UTF8.self) } ?? ""
-            let valueText = value.map { String(decoding: UnsafeBufferPointer(start: $0, count: valueLength), as: UTF8.self) } ?? ""
+            let nameText =
+                name.map { String(decoding: UnsafeBufferPointer(start: $0, count: nameLength), as: UTF8.self) } ?? ""
+            let valueText =
+                value.map { String(decoding: UnsafeBufferPointer(start: $0, count: valueLength), as: UTF8.self) } ?? ""
             return session.onHeader(frame.pointee, name: nameText, value: valueText)
         }
         nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks) { _, frame, _, _, _, _, _, userData in
-            guard let session = HTTP2Session.from(userData), let frame else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+            guard let session = HTTP2Session.from(userData), let frame else {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             return session.onInvalidHeader(frame.pointee)
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let session = HTTP2Session.from(userData), let frame else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+            guard let session = HTTP2Session.from(userData), let frame else {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             return session.onFrameReceived(frame.pointee)
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
-            guard let session = HTTP2Session.from(userData), let frame else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
+            guard let session = HTTP2Session.from(userData), let frame else {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
             return session.onFrameSent(frame.pointee)
         }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, flags, streamID, data, length, userData in
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
+            _, flags, streamID, data, length, userData in
             guard let session = HTTP2Session.from(userData) else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
             let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: length)) } ?? []
             return session.onDataChunk(streamID: streamID, bytes: bytes)
@@ -55,12 +69,14 @@ extension HTTP2Session {
 
     /// The data provider for every outbound body: reads from the stream's queue in the session.
     static func makeDataProvider() -> nghttp2_data_provider {
-        nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) { _, streamID, buffer, length, dataFlags, _, userData in
+        nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) {
+            _, streamID, buffer, length, dataFlags, _, userData in
             guard let session = HTTP2Session.from(userData), let buffer, let dataFlags else {
                 return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
             }
-            return session.readOutbound(streamID: streamID, into: UnsafeMutableRawBufferPointer(start: buffer, count: length),
-                                        flags: dataFlags)
+            return session.readOutbound(
+                streamID: streamID, into: UnsafeMutableRawBufferPointer(start: buffer, count: length),
+                flags: dataFlags)
         }
     }
 }

@@ -84,7 +84,7 @@ package enum HTTP2Validation {
         return value.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
                 return true
             default:
                 return false
@@ -94,8 +94,14 @@ package enum HTTP2Validation {
 
     /// Validates a complete request header block (fields in wire order, pseudo-headers included) and builds the
     /// request head; returns the reason on failure.
-    package static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<HTTP2RequestHead, RequestError> {
-        var method: String?, scheme: String?, authority: String?, path: String?, proto: String?
+    package static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<
+        HTTP2RequestHead, RequestError
+    > {
+        var method: String?
+        var scheme: String?
+        var authority: String?
+        var path: String?
+        var proto: String?
         var regularSeen = false
         var headers = HTTPFields()
         headers.reserveCapacity(fields.count)
@@ -144,24 +150,32 @@ package enum HTTP2Validation {
             return .failure(.init(":authority and host differ"))
         }
         if let first = contentLengths.first {
-            guard contentLengths.allSatisfy({ $0.utf8.elementsEqual(first.utf8) }), !first.isEmpty, first.utf8.count <= 18,
-                  first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            guard contentLengths.allSatisfy({ $0.utf8.elementsEqual(first.utf8) }), !first.isEmpty,
+                first.utf8.count <= 18,
+                first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+            else {
                 return .failure(.init("invalid content-length"))
             }
         }
         if httpMethod == .connect && proto == nil {
             // RFC 9113 §8.5: only :method and :authority.
             guard scheme == nil, path == nil, authority != nil else { return .failure(.init("malformed CONNECT")) }
-            return .success(HTTP2RequestHead(method: httpMethod, scheme: nil, authority: authority, path: nil,
-                                             headers: headers))
+            return .success(
+                HTTP2RequestHead(
+                    method: httpMethod, scheme: nil, authority: authority, path: nil,
+                    headers: headers))
         }
         if proto != nil && httpMethod != .connect { return .failure(.init(":protocol without CONNECT")) }
         guard let scheme, isValidScheme(scheme.utf8) else { return .failure(.init("missing or invalid :scheme")) }
-        guard let path, isValidPath(path.utf8, method: httpMethod) else { return .failure(.init("missing or invalid :path")) }
+        guard let path, isValidPath(path.utf8, method: httpMethod) else {
+            return .failure(.init("missing or invalid :path"))
+        }
         guard authority != nil || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
         if let proto, !HTTP1Grammar.isToken(proto.utf8) { return .failure(.init("invalid :protocol")) }
-        return .success(HTTP2RequestHead(method: httpMethod, scheme: scheme, authority: authority,
-                                         path: path, extendedProtocol: proto, headers: headers))
+        return .success(
+            HTTP2RequestHead(
+                method: httpMethod, scheme: scheme, authority: authority,
+                path: path, extendedProtocol: proto, headers: headers))
     }
 
     /// Validates a trailer block: no pseudo-headers, valid names and values, no connection-specific fields.

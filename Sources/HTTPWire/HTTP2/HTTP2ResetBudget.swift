@@ -25,7 +25,9 @@ package struct HTTP2ResetBudget: Sendable, Hashable {
     package init(limit: Int, prematureAge: Duration) {
         self.limit = max(1, limit)
         let (seconds, attoseconds) = prematureAge.components
-        self.prematureAge = seconds < 0 ? 0
+        self.prematureAge =
+            seconds < 0
+            ? 0
             : UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(clamping: attoseconds / 1_000_000_000)
     }
 

@@ -1,4 +1,5 @@
 import CNghttp2
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -101,9 +102,11 @@ package final class HTTP2Session {
     package init(role: HTTP2Role, settings: HTTP2Settings = HTTP2Settings()) throws(HTTP2Error) {
         self.role = role
         self.settings = settings
-        self.resetBudget = HTTP2ResetBudget(limit: settings.maxPrematureResets ?? Int(settings.maxConcurrentStreams),
-                                            prematureAge: settings.prematureResetAge)
-        self.resetFrames = HTTP2FrameRateLimit(burst: settings.streamResetBurst, ratePerSecond: settings.streamResetRate)
+        self.resetBudget = HTTP2ResetBudget(
+            limit: settings.maxPrematureResets ?? Int(settings.maxConcurrentStreams),
+            prematureAge: settings.prematureResetAge)
+        self.resetFrames = HTTP2FrameRateLimit(
+            burst: settings.streamResetBurst, ratePerSecond: settings.streamResetRate)
 
         var option: OpaquePointer?
         guard nghttp2_option_new(&option) == 0, let option else {
@@ -117,8 +120,9 @@ package final class HTTP2Session {
         nghttp2_option_set_max_settings(option, settings.maxSettingsEntries)
         if role == .server {
             // A backstop: the session's own bucket (`resetFrames`, the same settings) runs dry first and says why.
-            nghttp2_option_set_stream_reset_rate_limit(option, settings.streamResetBurst.multipliedReportingOverflow(by: 2).partialValue,
-                                                       settings.streamResetRate.multipliedReportingOverflow(by: 2).partialValue)
+            nghttp2_option_set_stream_reset_rate_limit(
+                option, settings.streamResetBurst.multipliedReportingOverflow(by: 2).partialValue,
+                settings.streamResetRate.multipliedReportingOverflow(by: 2).partialValue)
         }
 
         guard let callbacks = HTTP2Session.makeCallbacks() else {
@@ -128,18 +132,22 @@ package final class HTTP2Session {
 
         let userData = Unmanaged.passUnretained(self).toOpaque()
         var created: OpaquePointer?
-        let rc = role == .server
+        let rc =
+            role == .server
             ? nghttp2_session_server_new2(&created, callbacks, userData, option)
             : nghttp2_session_client_new2(&created, callbacks, userData, option)
         guard rc == 0, let created else { throw HTTP2Error(nghttp2Code: rc) }
         session = created
 
         var entries: [nghttp2_settings_entry] = [
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: settings.maxConcurrentStreams),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                value: settings.maxConcurrentStreams),
             .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
             .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue), value: settings.maxFrameSize),
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
-            .init(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize),
+            .init(
+                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize)
         ]
         if role == .client {
             entries.append(.init(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0))
@@ -149,8 +157,9 @@ package final class HTTP2Session {
         let settingsRC = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
         guard settingsRC == 0 else { throw HTTP2Error(nghttp2Code: settingsRC) }
         if settings.connectionWindowSize > 65_535 {
-            let windowRC = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
-                                                                 settings.connectionWindowSize)
+            let windowRC = nghttp2_session_set_local_window_size(
+                created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
+                settings.connectionWindowSize)
             guard windowRC == 0 else { throw HTTP2Error(nghttp2Code: windowRC) }
         }
     }
@@ -382,7 +391,8 @@ package final class HTTP2Session {
         finalGoAwaySubmitted = true
         let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
         if role == .server { lastAcceptedStreamID = min(lastAcceptedStreamID, lastStreamID) }
-        let rc = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode.rawValue, nil, 0)
+        let rc = nghttp2_submit_goaway(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, errorCode.rawValue, nil, 0)
         guard rc == 0 else { throw HTTP2Error(nghttp2Code: rc) }
     }
 
@@ -435,7 +445,8 @@ package final class HTTP2Session {
         }
         if head.method != .connect || head.extendedProtocol != nil {
             guard HTTP2Validation.isValidPath((head.path ?? "/").utf8, method: head.method),
-                  HTTP2Validation.isValidScheme((head.scheme ?? "https").utf8) else {
+                HTTP2Validation.isValidScheme((head.scheme ?? "https").utf8)
+            else {
                 throw HTTP2Error(kind: .invalidState, message: "invalid path or scheme")
             }
         } else if authority == nil {
@@ -468,7 +479,8 @@ package final class HTTP2Session {
     /// Names keep their case here; ``withNVArray(_:_:)`` lower-cases them as it copies them out, so that no lower-cased
     /// string is made per field.
     static func appendOutboundFields(_ headers: HTTPFields, isRequest: Bool, to out: inout [(String, String)]) {
-        let nominated: Set<String> = headers.contains(name: "connection")
+        let nominated: Set<String> =
+            headers.contains(name: "connection")
             ? Set(headers.tokens(name: "connection").map { $0.lowercased() }) : []
         out.reserveCapacity(out.count + headers.count)
         for field in headers {
@@ -476,7 +488,9 @@ package final class HTTP2Session {
             if HTTP2Validation.isConnectionSpecific(name) { continue }
             if !nominated.isEmpty && nominated.contains(HTTP2Validation.lowercasedName(name)) { continue }
             if isRequest && name.equalsIgnoringASCIICase("host") { continue }
-            if name.equalsIgnoringASCIICase("te") && !(isRequest && field.value.equalsIgnoringASCIICase("trailers")) { continue }
+            if name.equalsIgnoringASCIICase("te") && !(isRequest && field.value.equalsIgnoringASCIICase("trailers")) {
+                continue
+            }
             guard HTTP1Grammar.isToken(name.utf8), isSafe(value: field.value) else { continue }
             out.append((name, field.value))
         }
@@ -503,7 +517,8 @@ package final class HTTP2Session {
             storage.append(contentsOf: name.utf8)
             let valueStart = storage.count
             storage.append(contentsOf: value.utf8)
-            let sensitive = name.equalsIgnoringASCIICase("authorization") || name.equalsIgnoringASCIICase("proxy-authorization")
+            let sensitive =
+                name.equalsIgnoringASCIICase("authorization") || name.equalsIgnoringASCIICase("proxy-authorization")
             ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, sensitive))
         }
         storage.append(0)
@@ -515,8 +530,9 @@ package final class HTTP2Session {
                 for index in range.0..<(range.0 + range.1) { base[index] = HTTP1Grammar.lowercased(base[index]) }
             }
             let nva = ranges.map { range in
-                nghttp2_nv(name: base + range.0, value: base + range.2, namelen: range.1, valuelen: range.3,
-                           flags: UInt8(range.4 ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
+                nghttp2_nv(
+                    name: base + range.0, value: base + range.2, namelen: range.1, valuelen: range.3,
+                    flags: UInt8(range.4 ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
             }
             return nva.withUnsafeBufferPointer { body($0.baseAddress!, $0.count) }
         }
@@ -567,8 +583,9 @@ package final class HTTP2Session {
         abuseGoAway = HTTP2GoAway(errorCode: code, debugData: reason)
         let debug = Array(reason.utf8)
         let rc = debug.withUnsafeBufferPointer { buffer in
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, code.rawValue,
-                                  buffer.baseAddress, buffer.count)
+            nghttp2_submit_goaway(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, code.rawValue,
+                buffer.baseAddress, buffer.count)
         }
         if terminating {
             if rc == 0 {
@@ -616,8 +633,9 @@ package final class HTTP2Session {
                 // After our final GOAWAY: not processed, so the client may retry it elsewhere.
                 if let session {
                     localResetsPending.insert(streamID)
-                    _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
-                                                  HTTP2ErrorCode.refusedStream.rawValue)
+                    _ = nghttp2_submit_rst_stream(
+                        session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                        HTTP2ErrorCode.refusedStream.rawValue)
                 }
                 return 0
             }
@@ -625,12 +643,14 @@ package final class HTTP2Session {
             stream.openedAt = feedTime
             streams[streamID] = stream
             requestsAccepted += 1
-            if let cap = settings.maxRequestsPerConnection, requestsAccepted >= cap, !finalGoAwaySubmitted, let session {
+            if let cap = settings.maxRequestsPerConnection, requestsAccepted >= cap, !finalGoAwaySubmitted, let session
+            {
                 // This stream is the last one served; later ones are ignored by nghttp2.
                 finalGoAwaySubmitted = true
                 lastAcceptedStreamID = streamID
-                _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
-                                          HTTP2ErrorCode.noError.rawValue, nil, 0)
+                _ = nghttp2_submit_goaway(
+                    session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID,
+                    HTTP2ErrorCode.noError.rawValue, nil, 0)
             }
             return 0
         }
@@ -657,8 +677,9 @@ package final class HTTP2Session {
         if let stream = streams[frame.hd.stream_id] {
             reject(stream, code: .protocolError)
         } else if let session {
-            _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), frame.hd.stream_id,
-                                          HTTP2ErrorCode.protocolError.rawValue)
+            _ = nghttp2_submit_rst_stream(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), frame.hd.stream_id,
+                HTTP2ErrorCode.protocolError.rawValue)
         }
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
     }
@@ -686,7 +707,9 @@ package final class HTTP2Session {
             consecutiveEmptyDataFrames = 0
             guard let stream = streams[streamID], !stream.rejected, endStream else { return 0 }
             stream.remoteEnded = true
-            if let length = stream.contentLength, length != stream.bodyReceived, !(role == .client && stream.isHeadRequest) {
+            if let length = stream.contentLength, length != stream.bodyReceived,
+                !(role == .client && stream.isHeadRequest)
+            {
                 reject(stream, code: .protocolError)
                 return 0
             }
@@ -753,7 +776,8 @@ package final class HTTP2Session {
             if name == ":status" {
                 // `:status` once, first, three digits (RFC 9113 §8.3.2); any other pseudo-header is malformed.
                 guard status == nil, headers.isEmpty, value.utf8.count == 3,
-                      value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+                else {
                     reject(stream, code: .protocolError)
                     return
                 }
@@ -761,7 +785,8 @@ package final class HTTP2Session {
                 continue
             }
             guard HTTP2Validation.isValidName(name.utf8), HTTP2Validation.isValidValue(value.utf8) || value.isEmpty,
-                  !HTTP2Validation.isConnectionSpecific(name) else {
+                !HTTP2Validation.isConnectionSpecific(name)
+            else {
                 reject(stream, code: .protocolError)
                 return
             }
@@ -777,8 +802,10 @@ package final class HTTP2Session {
         if (100..<200).contains(status) { return }  // Interim response: wait for the final one.
         if let length = headers.first(name: "content-length").flatMap({ Int($0) }) { stream.contentLength = length }
         stream.surfacedResponse = true
-        emit(.response(streamID: stream.id, head: HTTPResponseHead(status: status, version: .http2, headers: headers),
-                       endStream: endStream))
+        emit(
+            .response(
+                streamID: stream.id, head: HTTPResponseHead(status: status, version: .http2, headers: headers),
+                endStream: endStream))
         if endStream { emit(.responseEnd(streamID: stream.id)) }
     }
 
@@ -801,7 +828,8 @@ package final class HTTP2Session {
             if localResetsPending.remove(streamID) == nil && role == .server {
                 peerInducedResets += 1
                 if peerInducedResets > settings.maxPeerInducedResets {
-                    goAway(.enhanceYourCalm, "too many streams reset for malformed or refused requests", terminating: true)
+                    goAway(
+                        .enhanceYourCalm, "too many streams reset for malformed or refused requests", terminating: true)
                 }
             }
         default:
@@ -813,7 +841,8 @@ package final class HTTP2Session {
     func onDataChunk(streamID: Int32, bytes: [UInt8]) -> Int32 {
         guard let session else { return 0 }
         guard let stream = streams[streamID], !stream.rejected, !stream.locallyReset,
-              stream.surfaced && (role == .server || stream.surfacedResponse) else {
+            stream.surfaced && (role == .server || stream.surfacedResponse)
+        else {
             // Nobody will pass these on: credit the windows now.
             _ = nghttp2_session_consume(session, streamID, bytes.count)
             return 0
@@ -825,7 +854,9 @@ package final class HTTP2Session {
             return 0
         }
         stream.unconsumed += bytes.count
-        emit(role == .server ? .requestBody(streamID: streamID, bytes: bytes) : .responseBody(streamID: streamID, bytes: bytes))
+        emit(
+            role == .server
+                ? .requestBody(streamID: streamID, bytes: bytes) : .responseBody(streamID: streamID, bytes: bytes))
         return 0
     }
 
@@ -852,7 +883,9 @@ package final class HTTP2Session {
     }
 
     /// The data provider: hands queued body bytes to nghttp2, defers when the queue is empty.
-    func readOutbound(streamID: Int32, into buffer: UnsafeMutableRawBufferPointer, flags: UnsafeMutablePointer<UInt32>) -> Int {
+    func readOutbound(streamID: Int32, into buffer: UnsafeMutableRawBufferPointer, flags: UnsafeMutablePointer<UInt32>)
+        -> Int
+    {
         guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let available = stream.outboundBuffered
         if available == 0 {

@@ -28,9 +28,11 @@ package struct HTTP2ErrorCode: Sendable, Hashable, RawRepresentable, CustomStrin
     package static let http11Required = HTTP2ErrorCode(0xd)
 
     package var description: String {
-        let names = ["NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
-                     "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
-                     "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"]
+        let names = [
+            "NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR", "SETTINGS_TIMEOUT",
+            "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM", "CANCEL", "COMPRESSION_ERROR",
+            "CONNECT_ERROR", "ENHANCE_YOUR_CALM", "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"
+        ]
         return rawValue < names.count ? names[Int(rawValue)] : "0x\(String(rawValue, radix: 16))"
     }
 }
@@ -86,7 +88,8 @@ package struct HTTP2Error: Error, Sendable, Hashable, CustomStringConvertible {
         case .badPreface, .invalidStream, .invalidState, .streamsExhausted: return nil
         case .tooManyContinuations: return HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "CONTINUATION flood")
         case .flooded:
-            return HTTP2GoAway(errorCode: .enhanceYourCalm, debugData: "flood of frames to acknowledge (SETTINGS, PING)")
+            return HTTP2GoAway(
+                errorCode: .enhanceYourCalm, debugData: "flood of frames to acknowledge (SETTINGS, PING)")
         case .sessionError, .sessionClosed: return HTTP2GoAway(errorCode: .internalError, debugData: message)
         }
     }
@@ -174,8 +177,10 @@ package struct HTTP2RequestHead: Sendable, Hashable {
     /// Regular fields, lowercase names, in the order received. Includes `host` if the client sent one.
     package var headers: HTTPFields
 
-    package init(method: HTTPMethod, scheme: String? = "https", authority: String?, path: String?,
-                extendedProtocol: String? = nil, headers: HTTPFields = HTTPFields()) {
+    package init(
+        method: HTTPMethod, scheme: String? = "https", authority: String?, path: String?,
+        extendedProtocol: String? = nil, headers: HTTPFields = HTTPFields()
+    ) {
         self.method = method
         self.scheme = scheme
         self.authority = authority
@@ -233,15 +238,14 @@ extension HTTP2Event {
     package var streamID: Int32? {
         switch self {
         case .request(let id, _, _), .requestBody(let id, _), .requestEnd(let id), .response(let id, _, _),
-             .responseBody(let id, _), .responseEnd(let id), .trailers(let id, _), .streamReset(let id, _),
-             .streamClosed(let id), .windowAvailable(let id):
+            .responseBody(let id, _), .responseEnd(let id), .trailers(let id, _), .streamReset(let id, _),
+            .streamClosed(let id), .windowAvailable(let id):
             return id
         case .goaway, .remoteSettingsChanged:
             return nil
         }
     }
 }
-
 
 /// A GOAWAY the session sent or is to send because of the peer: the error code and the debug data that names the
 /// reason (RFC 9113 §6.8: diagnostic data, here a short ASCII text).
@@ -260,8 +264,10 @@ package struct HTTP2GoAway: Sendable, Hashable, CustomStringConvertible {
     package func frame(lastStreamID: Int32) -> [UInt8] {
         let debug = Array(debugData.utf8.prefix(256))
         let length = 8 + debug.count
-        var frame: [UInt8] = [UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
-                              UInt8(truncatingIfNeeded: length), 0x7, 0, 0, 0, 0, 0]
+        var frame: [UInt8] = [
+            UInt8(truncatingIfNeeded: length >> 16), UInt8(truncatingIfNeeded: length >> 8),
+            UInt8(truncatingIfNeeded: length), 0x7, 0, 0, 0, 0, 0
+        ]
         let last = UInt32(bitPattern: max(0, lastStreamID)) & 0x7fff_ffff
         for shift in [24, 16, 8, 0] { frame.append(UInt8(truncatingIfNeeded: last >> UInt32(shift))) }
         for shift in [24, 16, 8, 0] { frame.append(UInt8(truncatingIfNeeded: errorCode.rawValue >> UInt32(shift))) }

@@ -6,7 +6,9 @@ package struct HTTPRequestHead: Sendable, Hashable {
     package var version: HTTPVersion
     package var headers: HTTPFields
 
-    package init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPFields = HTTPFields()) {
+    package init(
+        method: HTTPMethod, target: String, version: HTTPVersion = .http1_1, headers: HTTPFields = HTTPFields()
+    ) {
         self.method = method
         self.target = target
         self.version = version
@@ -40,7 +42,9 @@ package struct HTTPResponseHead: Sendable, Hashable {
     package var reason: String
     package var headers: HTTPFields
 
-    package init(status: Int, reason: String? = nil, version: HTTPVersion = .http1_1, headers: HTTPFields = HTTPFields()) {
+    package init(
+        status: Int, reason: String? = nil, version: HTTPVersion = .http1_1, headers: HTTPFields = HTTPFields()
+    ) {
         self.version = version
         self.status = status
         self.reason = reason ?? HTTPStatus.reasonPhrase(for: status)

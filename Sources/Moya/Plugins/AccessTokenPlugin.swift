@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -72,7 +73,7 @@ public struct AccessTokenPlugin: PluginType {
 
         guard let authorizable = target as? AccessTokenAuthorizable,
             let authorizationType = authorizable.authorizationType
-            else { return request }
+        else { return request }
 
         var request = request
         let realTarget = (target as? MultiTarget)?.target ?? target

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -28,8 +29,10 @@ public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable
     ///   - refresh: fetches a new token; called once for any number of simultaneous 401s.
     ///   - refreshAttempts: a `401` on attempts `0..<refreshAttempts` of a request triggers a refresh and a retry;
     ///     the default (1) refreshes only for the first send, so a server that keeps answering 401 is not looped on.
-    public init(authorizationType: AuthorizationType = .bearer, token: String?, refreshAttempts: Int = 1,
-                refresh: @escaping RefreshClosure) {
+    public init(
+        authorizationType: AuthorizationType = .bearer, token: String?, refreshAttempts: Int = 1,
+        refresh: @escaping RefreshClosure
+    ) {
         self.authorizationType = authorizationType
         self.refreshAttempts = refreshAttempts
         self.store = TokenStore(token: token, refresh: refresh)
@@ -68,7 +71,9 @@ public final class AccessTokenRefreshPlugin: RequestRetrier, @unchecked Sendable
     ///   - result: Its result.
     ///   - attempt: 0 for the first send, 1 for the first retry, ...
     /// - Returns: `.retry` with the new token, `.doNotRetryWithError` when the refresh failed, `.doNotRetry` otherwise.
-    public func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int) async -> RetryDecision {
+    public func retry(
+        _ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int
+    ) async -> RetryDecision {
         guard attempt < refreshAttempts, let scheme = scheme(for: target), result.httpResponse?.statusCode == 401 else {
             return .doNotRetry
         }

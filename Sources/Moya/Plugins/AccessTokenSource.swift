@@ -40,7 +40,9 @@ public struct AccessTokenGrant: Sendable, CustomStringConvertible, CustomDebugSt
     }
 
     /// Never shows the token.
-    public var description: String { "AccessTokenGrant(token: [REDACTED], lifetime: \(lifetime.map { "\($0)" } ?? "none"))" }
+    public var description: String {
+        "AccessTokenGrant(token: [REDACTED], lifetime: \(lifetime.map { "\($0)" } ?? "none"))"
+    }
     /// The same as ``description``: never shows the token.
     public var debugDescription: String { description }
 }
@@ -103,8 +105,10 @@ public struct AccessTokenRenewalPolicy: Sendable, Hashable {
     ///     default.
     ///   - failurePause: how long requests fail at once after a round failed (``failurePause``); 1 s by default.
     ///   - maxFailurePause: the longest that pause grows to (``maxFailurePause``); 30 s by default.
-    public init(renewBefore: Duration = .seconds(60), attempts: Int = 3, backoff: Duration = .milliseconds(200),
-                failurePause: Duration = .seconds(1), maxFailurePause: Duration = .seconds(30)) {
+    public init(
+        renewBefore: Duration = .seconds(60), attempts: Int = 3, backoff: Duration = .milliseconds(200),
+        failurePause: Duration = .seconds(1), maxFailurePause: Duration = .seconds(30)
+    ) {
         self.renewBefore = renewBefore
         self.attempts = attempts
         self.backoff = backoff

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -34,7 +35,8 @@ public final class AccessTokenSourcePlugin: RequestAdapter, RequestRetrier, Send
     ///   - authorizationType: the scheme for targets that are not ``AccessTokenAuthorizable``; `.bearer` by default.
     ///   - refreshAttempts: how many of a request's attempts may invalidate their token on `401` and send the request
     ///     again; 1 by default (only the first send), 0 never.
-    public init(source: any AccessTokenSource, authorizationType: AuthorizationType = .bearer, refreshAttempts: Int = 1) {
+    public init(source: any AccessTokenSource, authorizationType: AuthorizationType = .bearer, refreshAttempts: Int = 1)
+    {
         self.source = source
         self.authorizationType = authorizationType
         self.refreshAttempts = refreshAttempts
@@ -64,16 +66,22 @@ public final class AccessTokenSourcePlugin: RequestAdapter, RequestRetrier, Send
         return request
     }
 
-    public func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-                      attempt: Int) async -> RetryDecision {
-        decision(sent: request.value(forHTTPHeaderField: "Authorization"), target: target, result: result, attempt: attempt)
+    public func retry(
+        _ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
+        decision(
+            sent: request.value(forHTTPHeaderField: "Authorization"), target: target, result: result, attempt: attempt)
     }
 
     /// Invalidates the token a refused attempt carried and asks for the request to be sent again.
-    private func decision(sent authorization: String?, target: TargetType, result: Result<Moya.Response, MoyaError>,
-                          attempt: Int) -> RetryDecision {
+    private func decision(
+        sent authorization: String?, target: TargetType, result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) -> RetryDecision {
         guard attempt < refreshAttempts, result.httpResponse?.statusCode == 401, let scheme = scheme(for: target),
-              let authorization, authorization.hasPrefix(scheme.value + " ") else { return .doNotRetry }
+            let authorization, authorization.hasPrefix(scheme.value + " ")
+        else { return .doNotRetry }
         source.invalidate(String(authorization.dropFirst(scheme.value.count + 1)))
         return .retry(after: 0)
     }
@@ -93,8 +101,11 @@ extension AccessTokenSourcePlugin: TransportPlugin, TransportAdapter, TransportR
         request.http.headers.replaceOrAdd(name: "Authorization", value: scheme.value + " " + token)
     }
 
-    package func retry(_ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-                       attempt: Int) async -> RetryDecision {
-        decision(sent: request.http.headers.first(name: "Authorization"), target: target, result: result, attempt: attempt)
+    package func retry(
+        _ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
+        decision(
+            sent: request.http.headers.first(name: "Authorization"), target: target, result: result, attempt: attempt)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -37,11 +38,14 @@ public final class CredentialsPlugin: PluginType {
     /// - Returns: The request, with the header when one was added.
     public func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
         guard preemptive, request.value(forHTTPHeaderField: "Authorization") == nil,
-              let credential = credentialsClosure(target), let user = credential.user, let password = credential.password else {
+            let credential = credentialsClosure(target), let user = credential.user, let password = credential.password
+        else {
             return request
         }
         var request = request
-        request.setValue(AuthenticationChallenge.basicAuthorization(user: user, password: password), forHTTPHeaderField: "Authorization")
+        request.setValue(
+            AuthenticationChallenge.basicAuthorization(user: user, password: password),
+            forHTTPHeaderField: "Authorization")
         return request
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -21,10 +22,14 @@ public final class NetworkLoggerPlugin {
     }
 
     /// A logger with the `.default` options.
-    public class var `default`: NetworkLoggerPlugin { NetworkLoggerPlugin(configuration: Configuration(logOptions: .default)) }
+    public class var `default`: NetworkLoggerPlugin {
+        NetworkLoggerPlugin(configuration: Configuration(logOptions: .default))
+    }
 
     /// A logger with the `.verbose` options.
-    public class var verbose: NetworkLoggerPlugin { NetworkLoggerPlugin(configuration: Configuration(logOptions: .verbose)) }
+    public class var verbose: NetworkLoggerPlugin {
+        NetworkLoggerPlugin(configuration: Configuration(logOptions: .verbose))
+    }
 }
 
 // MARK: - PluginType
@@ -49,7 +54,7 @@ extension NetworkLoggerPlugin: PluginType {
         switch result {
         case .success(let response):
             configuration.output(target, logNetworkResponse(response, target: target, isFromError: false))
-        case let .failure(error):
+        case .failure(let error):
             configuration.output(target, logNetworkError(error, target: target))
         }
     }
@@ -62,8 +67,9 @@ extension NetworkLoggerPlugin {
         // cURL formatting
         if configuration.logOptions.contains(.formatRequestAscURL) {
             if let wrapper = request as? RequestTypeWrapper {
-                let curl = CURLFormatter.describe(request: wrapper.request, sessionHeaders: wrapper.sessionHeaders,
-                                                  credential: wrapper.credential, redactedHeaders: redactedKeys)
+                let curl = CURLFormatter.describe(
+                    request: wrapper.request, sessionHeaders: wrapper.sessionHeaders,
+                    credential: wrapper.credential, redactedHeaders: redactedKeys)
                 completion([configuration.formatter.entry("Request", curl, target)])
             } else {
                 _ = request.cURLDescription { [weak self] output in
@@ -108,7 +114,8 @@ extension NetworkLoggerPlugin {
         }
 
         if configuration.logOptions.contains(.requestMethod),
-            let httpMethod = httpRequest.httpMethod {
+            let httpMethod = httpRequest.httpMethod
+        {
             output.append(configuration.formatter.entry("HTTP Request Method", httpMethod, target))
         }
 
@@ -123,11 +130,13 @@ extension NetworkLoggerPlugin {
         if let httpResponse = response.response {
             output.append(configuration.formatter.entry("Response", describe(httpResponse), target))
         } else {
-            output.append(configuration.formatter.entry("Response", "Received empty network response for \(target).", target))
+            output.append(
+                configuration.formatter.entry("Response", "Received empty network response for \(target).", target))
         }
 
         if (isFromError && configuration.logOptions.contains(.errorResponseBody))
-            || configuration.logOptions.contains(.successResponseBody) {
+            || configuration.logOptions.contains(.successResponseBody)
+        {
 
             let stringOutput = configuration.formatter.responseData(response.data)
             output.append(configuration.formatter.entry("Response Body", stringOutput, target))
@@ -165,15 +174,16 @@ extension NetworkLoggerPlugin {
         let address = String(UInt(bitPattern: ObjectIdentifier(response).hashValue), radix: 16)
         let url = response.url?.absoluteString ?? "(null)"
         let headerBlock = lines.isEmpty ? "Headers {\n}" : "Headers {\n" + lines.joined(separator: "\n") + "\n}"
-        return "<NSHTTPURLResponse: 0x\(address)> { URL: \(url) } { Status Code: \(response.statusCode), \(headerBlock) }"
+        return
+            "<NSHTTPURLResponse: 0x\(address)> { URL: \(url) } { Status Code: \(response.statusCode), \(headerBlock) }"
     }
 }
 
 // MARK: - Configuration
 
-public extension NetworkLoggerPlugin {
+extension NetworkLoggerPlugin {
     /// What a ``NetworkLoggerPlugin`` logs, how it formats entries, and where they go.
-    struct Configuration {
+    public struct Configuration {
 
         // MARK: - Typealiases
         /// A closure receiving the entries of one event (a request, a response or an error) in one call.
@@ -192,7 +202,9 @@ public extension NetworkLoggerPlugin {
 
         /// Headers that usually carry secrets: `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`,
         /// `X-Api-Key`.
-        public static let sensitiveHeaders: Set<String> = ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"]
+        public static let sensitiveHeaders: Set<String> = [
+            "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"
+        ]
 
         /// The designated way to instantiate a Configuration.
         ///
@@ -202,10 +214,12 @@ public extension NetworkLoggerPlugin {
         ///                    The default value writes entries to the debug console.
         ///   - logOptions: A set of options you can use to customize which request component is logged.
         ///   - redactedHeaders: Header names whose values are replaced by `[REDACTED]`.
-        public init(formatter: Formatter = Formatter(),
-                    output: @escaping OutputType = defaultOutput,
-                    logOptions: LogOptions = .default,
-                    redactedHeaders: Set<String> = []) {
+        public init(
+            formatter: Formatter = Formatter(),
+            output: @escaping OutputType = defaultOutput,
+            logOptions: LogOptions = .default,
+            redactedHeaders: Set<String> = []
+        ) {
             self.formatter = formatter
             self.output = output
             self.logOptions = logOptions
@@ -227,9 +241,9 @@ public extension NetworkLoggerPlugin {
     }
 }
 
-public extension NetworkLoggerPlugin.Configuration {
+extension NetworkLoggerPlugin.Configuration {
     /// The parts of requests and responses a ``NetworkLoggerPlugin`` logs.
-    struct LogOptions: OptionSet, Sendable {
+    public struct LogOptions: OptionSet, Sendable {
         /// The options' bits.
         public let rawValue: Int
 
@@ -262,14 +276,16 @@ public extension NetworkLoggerPlugin.Configuration {
         /// Only basic components will be logged.
         public static let `default`: LogOptions = [requestMethod, requestHeaders]
         /// All components will be logged.
-        public static let verbose: LogOptions = [requestMethod, requestHeaders, requestBody,
-                                                 successResponseBody, errorResponseBody]
+        public static let verbose: LogOptions = [
+            requestMethod, requestHeaders, requestBody,
+            successResponseBody, errorResponseBody
+        ]
     }
 }
 
-public extension NetworkLoggerPlugin.Configuration {
+extension NetworkLoggerPlugin.Configuration {
     /// The closures that turn log entries and bodies into text.
-    struct Formatter {
+    public struct Formatter {
 
         // MARK: Typealiases
         /// A closure turning a request or response body into text.
@@ -294,9 +310,11 @@ public extension NetworkLoggerPlugin.Configuration {
         ///     The default value assumes the body's data is an utf8 String.
         ///   - responseData: The closure converting HTTP response's body into a String.
         ///     The default value assumes the body's data is an utf8 String.
-        public init(entry: @escaping EntryFormatterType = defaultEntryFormatter,
-                    requestData: @escaping DataFormatterType = defaultDataFormatter,
-                    responseData: @escaping DataFormatterType = defaultDataFormatter) {
+        public init(
+            entry: @escaping EntryFormatterType = defaultEntryFormatter,
+            requestData: @escaping DataFormatterType = defaultDataFormatter,
+            responseData: @escaping DataFormatterType = defaultDataFormatter
+        ) {
             self.entry = entry
             self.requestData = requestData
             self.responseData = responseData

@@ -59,10 +59,12 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         ///   - timeout: bounds each fetch attempt (connect, request and answer); 10 s by default.
         ///   - defaultLifetime: the lifetime assumed when an answer has no `expires_in`; 5 minutes by default.
         ///   - renewal: when the token is renewed and how a failing fetch is retried; the policy's defaults by default.
-        public init(tokenURL: String, clientID: String, clientSecret: String, scope: String? = nil,
-                    audience: String? = nil, clientAuthentication: ClientAuthentication = .basic,
-                    timeout: Duration = .seconds(10), defaultLifetime: Duration = .seconds(300),
-                    renewal: AccessTokenRenewalPolicy = AccessTokenRenewalPolicy()) {
+        public init(
+            tokenURL: String, clientID: String, clientSecret: String, scope: String? = nil,
+            audience: String? = nil, clientAuthentication: ClientAuthentication = .basic,
+            timeout: Duration = .seconds(10), defaultLifetime: Duration = .seconds(300),
+            renewal: AccessTokenRenewalPolicy = AccessTokenRenewalPolicy()
+        ) {
             self.tokenURL = tokenURL
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -94,8 +96,10 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
     ///   - session: The session whose HTTP client the token requests go through; ``Session/default`` by default.
     ///   - onEvent: Told of every fetch and invalidation (see ``AccessTokenSourceEvent``).
     /// - Throws: ``AccessTokenSourceError`` when `tokenURL` is not an absolute `http` or `https` URL.
-    public convenience init(configuration: Configuration, session: Session = .default,
-                            onEvent: RenewingAccessTokenSource.EventHandler? = nil) throws {
+    public convenience init(
+        configuration: Configuration, session: Session = .default,
+        onEvent: RenewingAccessTokenSource.EventHandler? = nil
+    ) throws {
         try self.init(configuration: configuration, client: session.client, onEvent: onEvent)
     }
 
@@ -106,8 +110,10 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
     ///   - client: the HTTP client the token requests go through.
     ///   - onEvent: told of every fetch and invalidation (see ``AccessTokenSourceEvent``).
     /// - Throws: ``AccessTokenSourceError`` when `tokenURL` is not an absolute `http` or `https` URL.
-    package init(configuration: Configuration, client: HTTPClient,
-                 onEvent: RenewingAccessTokenSource.EventHandler? = nil) throws {
+    package init(
+        configuration: Configuration, client: HTTPClient,
+        onEvent: RenewingAccessTokenSource.EventHandler? = nil
+    ) throws {
         guard let url = try? HTTPURL(parsing: configuration.tokenURL) else {
             throw AccessTokenSourceError("the token URL is not an absolute http or https URL", isTransient: false)
         }
@@ -161,8 +167,9 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
             fields.append(("client_secret", configuration.clientSecret))
         }
         let body = fields.map { formEncoded($0.0) + "=" + formEncoded($0.1) }.joined(separator: "&")
-        return HTTPClientRequest(method: .post, origin: HTTPOrigin(scheme: url.scheme, host: url.host, port: url.port),
-                                 target: url.target, headers: headers, body: .bytes(Array(body.utf8)))
+        return HTTPClientRequest(
+            method: .post, origin: HTTPOrigin(scheme: url.scheme, host: url.host, port: url.port),
+            target: url.target, headers: headers, body: .bytes(Array(body.utf8)))
     }
 
     /// `application/x-www-form-urlencoded`: unreserved characters as they are, space as `+`, the rest `%XX` of UTF-8.
@@ -172,8 +179,8 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                 UInt8(ascii: "*"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "*"):
                 output.unicodeScalars.append(Unicode.Scalar(byte))
             case UInt8(ascii: " "):
                 output += "+"
@@ -187,8 +194,10 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         return output
     }
 
-    static func fetch(_ request: HTTPClientRequest, client: HTTPClient, timeout: Duration,
-                      defaultLifetime: Duration) async throws -> AccessTokenGrant {
+    static func fetch(
+        _ request: HTTPClientRequest, client: HTTPClient, timeout: Duration,
+        defaultLifetime: Duration
+    ) async throws -> AccessTokenGrant {
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, timeout: timeout)
@@ -209,8 +218,11 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
             var reason = "token endpoint answered \(status)"
             // RFC 6749 §5.2: `error` is a short ASCII code (`invalid_client`); anything else is not repeated.
             if let code = object?["error"] as? String, (1...64).contains(code.utf8.count),
-               code.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
-                   || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) {
+                code.utf8.allSatisfy({
+                    $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                        || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                })
+            {
                 reason += " (\(code))"
             }
             throw AccessTokenSourceError(reason, isTransient: status >= 500 || status == 429 || status == 408)
@@ -221,8 +233,9 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
         }
         if let type = object["token_type"] {
             guard let text = type as? String, text.lowercased() == "bearer" else {
-                throw AccessTokenSourceError("the token endpoint's answer has a token_type other than Bearer",
-                                             isTransient: false)
+                throw AccessTokenSourceError(
+                    "the token endpoint's answer has a token_type other than Bearer",
+                    isTransient: false)
             }
         }
         var lifetime = defaultLifetime
@@ -236,7 +249,8 @@ public final class OAuth2ClientCredentialsTokenSource: AccessTokenSource {
                 seconds = nil
             }
             guard let seconds, seconds.isFinite, seconds > 0 else {
-                throw AccessTokenSourceError("the token endpoint's answer has an expires_in that is not a positive number")
+                throw AccessTokenSourceError(
+                    "the token endpoint's answer has an expires_in that is not a positive number")
             }
             lifetime = .milliseconds(Int64(min(seconds, 10 * 365 * 86400) * 1000))
         }

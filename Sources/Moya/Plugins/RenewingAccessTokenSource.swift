@@ -34,8 +34,10 @@ public final class RenewingAccessTokenSource: AccessTokenSource {
     ///   - policy: renewal margin, retries and pauses.
     ///   - onEvent: told of every fetch (success or failure) and invalidation, for metrics and logs.
     ///   - fetch: obtains a token; called by one task at a time.
-    public init(policy: AccessTokenRenewalPolicy = AccessTokenRenewalPolicy(), onEvent: EventHandler? = nil,
-                fetch: @escaping Fetch) {
+    public init(
+        policy: AccessTokenRenewalPolicy = AccessTokenRenewalPolicy(), onEvent: EventHandler? = nil,
+        fetch: @escaping Fetch
+    ) {
         self.policy = policy
         self.onEvent = onEvent
         self.fetch = fetch

@@ -1,9 +1,10 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPClientCore
-import HTTPWire
 
 /// When and how often to retry a request.
 public struct RetryPolicy: Sendable {
@@ -38,15 +39,17 @@ public struct RetryPolicy: Sendable {
     ///   - maxDelay: Upper bound for one delay, in seconds.
     ///   - jitter: Whether each delay is drawn uniformly from `0...delay`.
     ///   - respectsRetryAfter: Whether a `Retry-After` header (seconds) sets the delay.
-    public init(maxRetries: Int = 2,
-                retryableMethods: Set<Moya.Method> = [.get, .head, .put, .delete, .options, .trace],
-                retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504],
-                retriesConnectionFailures: Bool = true,
-                baseDelay: TimeInterval = 0.2,
-                multiplier: Double = 2,
-                maxDelay: TimeInterval = 5,
-                jitter: Bool = true,
-                respectsRetryAfter: Bool = true) {
+    public init(
+        maxRetries: Int = 2,
+        retryableMethods: Set<Moya.Method> = [.get, .head, .put, .delete, .options, .trace],
+        retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504],
+        retriesConnectionFailures: Bool = true,
+        baseDelay: TimeInterval = 0.2,
+        multiplier: Double = 2,
+        maxDelay: TimeInterval = 5,
+        jitter: Bool = true,
+        respectsRetryAfter: Bool = true
+    ) {
         self.maxRetries = maxRetries
         self.retryableMethods = retryableMethods
         self.retryableStatusCodes = retryableStatusCodes
@@ -75,8 +78,8 @@ public struct RetryPolicy: Sendable {
     public static func isConnectionFailure(_ error: Swift.Error) -> Bool {
         switch error {
         case HTTPClientError.connectFailed, HTTPClientError.connectTimeout, HTTPClientError.nameResolutionFailed,
-             HTTPClientError.connectionClosed(responseStarted: false), HTTPClientError.poolExhausted,
-             HTTPClientError.poolWaitTimeout:
+            HTTPClientError.connectionClosed(responseStarted: false), HTTPClientError.poolExhausted,
+            HTTPClientError.poolWaitTimeout:
             return true
         default:
             return false
@@ -90,9 +93,11 @@ public struct RetryPolicy: Sendable {
     ///   - result: Its result.
     ///   - attempt: 0 for the first send, 1 for the first retry, ...
     /// - Returns: The delay in seconds, or nil.
-    public func delay(for request: URLRequest, result: Result<Moya.Response, MoyaError>, attempt: Int) -> TimeInterval? {
+    public func delay(for request: URLRequest, result: Result<Moya.Response, MoyaError>, attempt: Int) -> TimeInterval?
+    {
         guard attempt < maxRetries,
-              retryableMethods.contains(Moya.Method(rawValue: request.httpMethod ?? "GET")) else { return nil }
+            retryableMethods.contains(Moya.Method(rawValue: request.httpMethod ?? "GET"))
+        else { return nil }
         var retryAfter: TimeInterval?
         switch result {
         case .success(let response):
@@ -103,7 +108,8 @@ public struct RetryPolicy: Sendable {
                 guard retryableStatusCodes.contains(response.statusCode) else { return nil }
                 retryAfter = retryAfterSeconds(response)
             } else if case .underlying(let underlying, nil) = error, retriesConnectionFailures,
-                      RetryPolicy.isConnectionFailure(underlying) {
+                RetryPolicy.isConnectionFailure(underlying)
+            {
                 retryAfter = nil
             } else {
                 return nil
@@ -116,7 +122,8 @@ public struct RetryPolicy: Sendable {
 
     private func retryAfterSeconds(_ response: Moya.Response) -> TimeInterval? {
         guard let value = AuthenticationChallenge.headerValue(response.response, "Retry-After"),
-              let seconds = TimeInterval(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
+            let seconds = TimeInterval(value.trimmingCharacters(in: .whitespaces)), seconds >= 0
+        else { return nil }
         return seconds
     }
 }
@@ -142,7 +149,9 @@ public struct RetryPlugin: RequestRetrier {
     ///   - result: Its result after validation.
     ///   - attempt: 0 for the first send, 1 for the first retry, ...
     /// - Returns: `.retry(after:)` with the policy's delay, or `.doNotRetry`.
-    public func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int) async -> RetryDecision {
+    public func retry(
+        _ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>, attempt: Int
+    ) async -> RetryDecision {
         guard let delay = policy.delay(for: request, result: result, attempt: attempt) else { return .doNotRetry }
         return .retry(after: delay)
     }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -8,7 +9,9 @@ import FoundationNetworking
 
 extension AccessTokenPlugin: TransportPlugin {
     package func prepare(_ request: inout TransportRequest, target: TargetType) {
-        guard let authorizable = target as? AccessTokenAuthorizable, let authorizationType = authorizable.authorizationType else {
+        guard let authorizable = target as? AccessTokenAuthorizable,
+            let authorizationType = authorizable.authorizationType
+        else {
             return
         }
         let realTarget = (target as? MultiTarget)?.target ?? target
@@ -25,10 +28,12 @@ extension AccessTokenPlugin: TransportPlugin {
 extension CredentialsPlugin: TransportPlugin {
     package func prepare(_ request: inout TransportRequest, target: TargetType) {
         guard preemptive, !request.http.headers.contains(name: "Authorization"),
-              let credential = credentialsClosure(target), let user = credential.user, let password = credential.password else {
+            let credential = credentialsClosure(target), let user = credential.user, let password = credential.password
+        else {
             return
         }
-        request.http.headers.add(name: "Authorization", value: AuthenticationChallenge.basicAuthorization(user: user, password: password))
+        request.http.headers.add(
+            name: "Authorization", value: AuthenticationChallenge.basicAuthorization(user: user, password: password))
     }
 }
 

@@ -1,7 +1,8 @@
+import CNetShims
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CNetShims
 
 /// One event loop's io_uring for sending many connections' queued bytes in one system call, with the message headers
 /// and `iovec`s those sends point at. Each send is non-blocking and completes within ``submit()``.

@@ -1,7 +1,8 @@
+import CNetShims
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CNetShims
 
 /// Receives a ``Connection``'s events on its loop thread.
 package protocol ConnectionDelegate: AnyObject {
@@ -263,7 +264,8 @@ package final class Connection: EventLoopHandler {
             do {
                 switch try tls.read(into: loop.plaintextScratch) {
                 case .bytes(let count):
-                    delegate?.connection(self, didRead: UnsafeRawBufferPointer(start: loop.plaintextScratch.baseAddress, count: count))
+                    delegate?.connection(
+                        self, didRead: UnsafeRawBufferPointer(start: loop.plaintextScratch.baseAddress, count: count))
                 case .wantMore:
                     flushTLSOutput(tls)
                     return
@@ -329,7 +331,8 @@ package final class Connection: EventLoopHandler {
     /// The first half of the loop's deferred flush when it sends for many connections in one system call (see
     /// ``EventLoop``'s batched flush): describes up to `iovecs.count` queued buffers in `message`; false when there is
     /// nothing this connection can send now. The buffers stay untouched until ``finishBatchedFlush(result:)``.
-    func prepareBatchedFlush(_ message: UnsafeMutablePointer<msghdr>, iovecs: UnsafeMutableBufferPointer<iovec>) -> Bool {
+    func prepareBatchedFlush(_ message: UnsafeMutablePointer<msghdr>, iovecs: UnsafeMutableBufferPointer<iovec>) -> Bool
+    {
         guard flushScheduled else { return false }
         flushScheduled = false
         guard writable, !closed, !connecting, writeFailure == nil, !writeQueue.isEmpty else { return false }
@@ -339,8 +342,9 @@ package final class Connection: EventLoopHandler {
             // storage stays where it is.
             writeQueue[index].withUnsafeBytes { raw in
                 let skip = index == 0 ? writeOffset : 0
-                iovecs[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + skip),
-                                      iov_len: raw.count - skip)
+                iovecs[index] = iovec(
+                    iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + skip),
+                    iov_len: raw.count - skip)
             }
         }
         message.pointee = msghdr()
@@ -426,7 +430,9 @@ package final class Connection: EventLoopHandler {
         delegate?.connectionDidDrainWrites(self)
     }
 
-    private func withIOVecs<R>(count: Int, into iovecs: UnsafeMutablePointer<iovec>, _ body: (UnsafePointer<iovec>) -> R) -> R {
+    private func withIOVecs<R>(
+        count: Int, into iovecs: UnsafeMutablePointer<iovec>, _ body: (UnsafePointer<iovec>) -> R
+    ) -> R {
         // Pin each queued array's storage for the duration of the call.
         func pin(_ index: Int) -> R {
             if index == count { return body(iovecs) }

@@ -1,9 +1,10 @@
+import CNetShims
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 import Locking
 #endif
-import CNetShims
-import Synchronization
 
 /// Something registered with an ``EventLoop`` that wants readiness events for its file descriptor.
 ///
@@ -92,8 +93,11 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
             close(epollFD)
             throw SystemError.last("eventfd")
         }
-        guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, wakeFD, cns_EPOLLIN() | cns_EPOLLET(),
-                            UInt64(UInt32(bitPattern: wakeFD))) == 0 else {
+        guard
+            cns_epoll_ctl(
+                epollFD, EPOLL_CTL_ADD, wakeFD, cns_EPOLLIN() | cns_EPOLLET(),
+                UInt64(UInt32(bitPattern: wakeFD))) == 0
+        else {
             close(epollFD)
             close(wakeFD)
             throw SystemError.last("epoll_ctl")
@@ -152,7 +156,9 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         nextGeneration &+= 1
         let events = cns_EPOLLIN() | cns_EPOLLOUT() | cns_EPOLLRDHUP() | cns_EPOLLET()
         let data = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd))
-        guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, events, data) == 0 else { throw SystemError.last("epoll_ctl(ADD)") }
+        guard cns_epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, events, data) == 0 else {
+            throw SystemError.last("epoll_ctl(ADD)")
+        }
         store(Registration(handler: handler, generation: generation), for: fd)
     }
 
@@ -171,7 +177,8 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     private func store(_ registration: Registration, for fd: Int32) {
         let index = Int(fd)
         if index >= registrations.count {
-            registrations.append(contentsOf: repeatElement(nil, count: max(index + 1, registrations.count * 2) - registrations.count))
+            registrations.append(
+                contentsOf: repeatElement(nil, count: max(index + 1, registrations.count * 2) - registrations.count))
         }
         registrations[index] = registration
     }
@@ -285,7 +292,9 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
                 let connection = connections[index]
                 sender.queued[slot] = false
                 sender.sent[slot] = false
-                guard connection.prepareBatchedFlush(sender.messages + slot, iovecs: sender.iovecs(for: slot)) else { continue }
+                guard connection.prepareBatchedFlush(sender.messages + slot, iovecs: sender.iovecs(for: slot)) else {
+                    continue
+                }
                 if sender.queue(fd: connection.fd, message: sender.messages + slot, tag: UInt64(slot)) {
                     sender.queued[slot] = true
                     queued += 1
@@ -346,12 +355,14 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     private func startThread() throws {
         let box = Unmanaged.passRetained(self)
         var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { raw in
-            guard let raw else { return nil }
-            let loop = Unmanaged<EventLoop>.fromOpaque(raw).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box.toOpaque())
+        let rc = pthread_create(
+            &thread, nil,
+            { raw in
+                guard let raw else { return nil }
+                let loop = Unmanaged<EventLoop>.fromOpaque(raw).takeRetainedValue()
+                loop.run()
+                return nil
+            }, box.toOpaque())
         guard rc == 0 else {
             box.release()
             throw SystemError("pthread_create", errno: rc)
@@ -396,7 +407,8 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
                         continue
                     }
                     guard fd >= 0, Int(fd) < registrations.count, let registration = registrations[Int(fd)],
-                          registration.generation == UInt32(truncatingIfNeeded: data >> 32) else { continue }
+                        registration.generation == UInt32(truncatingIfNeeded: data >> 32)
+                    else { continue }
                     registration.handler.handleEvents(cns_epoll_event_events(event))
                 }
             }

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// A fixed set of event loops, one per core by default, handed out round-robin.
 package final class EventLoopGroup: Sendable {

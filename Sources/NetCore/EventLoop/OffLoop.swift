@@ -1,8 +1,9 @@
+import CNetShims
+import Dispatch
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CNetShims
-import Dispatch
 
 /// Blocking work (name resolution, file reads) run on a thread pool, never on a loop thread.
 package enum OffLoop {
@@ -36,7 +37,8 @@ package enum OffLoop {
                 if let sockaddr = entry.pointee.ai_addr {
                     var storage = sockaddr_storage()
                     withUnsafeMutableBytes(of: &storage) { target in
-                        target.copyMemory(from: UnsafeRawBufferPointer(start: sockaddr, count: Int(entry.pointee.ai_addrlen)))
+                        target.copyMemory(
+                            from: UnsafeRawBufferPointer(start: sockaddr, count: Int(entry.pointee.ai_addrlen)))
                     }
                     if let address = SocketAddress(storage: storage), !addresses.contains(address) {
                         addresses.append(address)

@@ -1,7 +1,8 @@
+import CNetShims
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CNetShims
 
 /// A listening socket owned by one loop (`SO_REUSEPORT`, so every loop has its own and the kernel spreads accepts).
 ///
@@ -23,9 +24,11 @@ package final class Listener: EventLoopHandler {
     /// port its first loop bound; see ``Socket/listen(on:backlog:joiningOwnListener:)``). `onAcceptFailure` runs on
     /// the loop with the `errno` of each accept that failed for want of resources (`EMFILE`, `ENFILE`, `ENOBUFS`,
     /// `ENOMEM`), before the pause.
-    package init(address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024, joiningOwnListener: Bool = false,
-                onAcceptFailure: ((Int32) -> Void)? = nil,
-                onAccept: @escaping (Int32, SocketAddress?) -> Void) throws {
+    package init(
+        address: SocketAddress, loop: EventLoop, backlog: Int32 = 1024, joiningOwnListener: Bool = false,
+        onAcceptFailure: ((Int32) -> Void)? = nil,
+        onAccept: @escaping (Int32, SocketAddress?) -> Void
+    ) throws {
         self.fd = try Socket.listen(on: address, backlog: backlog, joiningOwnListener: joiningOwnListener)
         self.loop = loop
         self.onAccept = onAccept

@@ -1,7 +1,8 @@
+import CNetShims
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CNetShims
 
 /// Thin wrappers over the socket system calls the loops use. Every socket is non-blocking and close-on-exec.
 package enum Socket {
@@ -10,10 +11,13 @@ package enum Socket {
     /// `SO_REUSEPORT` alone would let any process of the same user bind a port already listened on and silently take
     /// part of its connections. So unless `joiningOwnListener` (a further loop of one server joining the port its
     /// first loop bound), the port is first checked with a plain bind: `EADDRINUSE` when anyone listens there.
-    package static func listen(on address: SocketAddress, backlog: Int32 = 1024, joiningOwnListener: Bool = false) throws -> Int32 {
+    package static func listen(on address: SocketAddress, backlog: Int32 = 1024, joiningOwnListener: Bool = false)
+        throws -> Int32
+    {
         if !joiningOwnListener && address.port != 0 { try checkNotListened(address) }
         let domain = address.family == .ipv4 ? AF_INET : AF_INET6
-        let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError.last("socket") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -65,7 +69,8 @@ package enum Socket {
     /// Starts a non-blocking connect; returns the socket and whether it already completed.
     package static func startConnect(to address: SocketAddress) throws -> (fd: Int32, connected: Bool) {
         let domain = address.family == .ipv4 ? AF_INET : AF_INET6
-        let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError.last("socket") }
         setNoDelay(fd)
         let rc = address.withSockAddr { Glibc.connect(fd, $0, $1) }

@@ -1,7 +1,8 @@
+import CNetShims
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CNetShims
 
 /// An IPv4 or IPv6 socket address.
 package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
@@ -45,7 +46,8 @@ package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
         if hostPart == "localhost" { hostPart = "127.0.0.1" }
         guard !portPart.isEmpty, portPart.count <= 5, portPart.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let port = Int(portPart) else { return nil }
+            let port = Int(portPart)
+        else { return nil }
         self.init(numericHost: String(hostPart), port: port)
     }
 
@@ -60,7 +62,9 @@ package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             _ = inet_pton(AF_INET, host, &address.sin_addr)
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
         case .ipv6:
             var address = sockaddr_in6()
@@ -68,7 +72,9 @@ package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
             address.sin6_port = in_port_t(UInt16(port).bigEndian)
             _ = inet_pton(AF_INET6, host, &address.sin6_addr)
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
             }
         }
     }
@@ -79,15 +85,23 @@ package struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(storage.ss_family) {
         case AF_INET:
-            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee } }
+            let address = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+            }
             var addr = address.sin_addr
             guard inet_ntop(AF_INET, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-            self.init(numericHost: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port: Int(UInt16(bigEndian: address.sin_port)))
+            self.init(
+                numericHost: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                port: Int(UInt16(bigEndian: address.sin_port)))
         case AF_INET6:
-            let address = withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee } }
+            let address = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+            }
             var addr = address.sin6_addr
             guard inet_ntop(AF_INET6, &addr, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-            self.init(numericHost: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port: Int(UInt16(bigEndian: address.sin6_port)))
+            self.init(
+                numericHost: String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self),
+                port: Int(UInt16(bigEndian: address.sin6_port)))
         default:
             return nil
         }

@@ -30,8 +30,10 @@ package final class ByteStream: AsyncSequence, Sendable {
     ///   - onDemand: called when the consumer has drained a paused producer's backlog.
     ///   - onRelease: called once, when the last reference to the stream goes away; a producer that holds the stream
     ///     only weakly learns here that nobody will read what it has not produced yet.
-    package init(highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {},
-                onRelease: @escaping @Sendable () -> Void = {}) {
+    package init(
+        highWaterMark: Int = 256 * 1024, lowWaterMark: Int = 64 * 1024, onDemand: @escaping @Sendable () -> Void = {},
+        onRelease: @escaping @Sendable () -> Void = {}
+    ) {
         self.highWaterMark = highWaterMark
         self.lowWaterMark = lowWaterMark
         self.onDemand = onDemand

@@ -40,9 +40,11 @@ package struct TLSServerConfiguration: Sendable {
     /// Client certificates (mutual TLS).
     package var clientAuthentication: TLSClientAuthentication
 
-    package init(defaultCertificate: TLSCertificateFiles, certificates: [TLSCertificateFiles] = [],
-                rejectUnknownServerNames: Bool = false, alpnProtocols: [String] = ["http/1.1"],
-                handshakeTimeout: Duration = .seconds(10), clientAuthentication: TLSClientAuthentication = .none) {
+    package init(
+        defaultCertificate: TLSCertificateFiles, certificates: [TLSCertificateFiles] = [],
+        rejectUnknownServerNames: Bool = false, alpnProtocols: [String] = ["http/1.1"],
+        handshakeTimeout: Duration = .seconds(10), clientAuthentication: TLSClientAuthentication = .none
+    ) {
         self.defaultCertificate = defaultCertificate
         self.certificates = certificates
         self.rejectUnknownServerNames = rejectUnknownServerNames
@@ -63,8 +65,10 @@ package struct TLSClientConfiguration: Sendable, Hashable {
     /// ALPN protocols to offer.
     package var alpnProtocols: [String] = ["http/1.1"]
 
-    package init(verifyPeer: Bool = true, caFile: String? = nil, clientCertificate: TLSCertificateFiles? = nil,
-                alpnProtocols: [String] = ["http/1.1"]) {
+    package init(
+        verifyPeer: Bool = true, caFile: String? = nil, clientCertificate: TLSCertificateFiles? = nil,
+        alpnProtocols: [String] = ["http/1.1"]
+    ) {
         self.verifyPeer = verifyPeer
         self.caFile = caFile
         self.clientCertificate = clientCertificate

@@ -1,7 +1,8 @@
+import COpenSSL
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import COpenSSL
 
 /// An OpenSSL `SSL_CTX` for a server (with SNI certificate choice, ALPN selection and optional client certificates)
 /// or a client (with verification and an optional client certificate).
@@ -65,26 +66,30 @@ package final class TLSContext: @unchecked Sendable {
             throw TLSContext.lastError("private key \(files.privateKeyPath)")
         }
         guard SSL_CTX_check_private_key(context) == 1 else {
-            throw TLSError("private key \(files.privateKeyPath) does not match certificate \(files.certificateChainPath)")
+            throw TLSError(
+                "private key \(files.privateKeyPath) does not match certificate \(files.certificateChainPath)")
         }
         try TLSContext.checkValidityPeriod(of: context, path: files.certificateChainPath)
         try TLSContext.applyClientAuthentication(configuration.clientAuthentication, to: context)
         if !alpnWire.isEmpty {
             let arg = Unmanaged.passUnretained(self).toOpaque()
-            SSL_CTX_set_alpn_select_cb(context, { _, out, outLength, input, inputLength, arg in
-                guard let arg, let out, let outLength, let input else { return SSL_TLSEXT_ERR_NOACK }
-                let owner = Unmanaged<TLSContext>.fromOpaque(arg).takeUnretainedValue()
-                return owner.alpnWire.withUnsafeBufferPointer { ours -> Int32 in
-                    var selected: UnsafeMutablePointer<UInt8>?
-                    var selectedLength: UInt8 = 0
-                    let rc = SSL_select_next_proto(&selected, &selectedLength, ours.baseAddress, UInt32(ours.count),
-                                                   input, inputLength)
-                    guard rc == OPENSSL_NPN_NEGOTIATED, let selected else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-                    out.pointee = UnsafePointer(selected)
-                    outLength.pointee = selectedLength
-                    return SSL_TLSEXT_ERR_OK
-                }
-            }, arg)
+            SSL_CTX_set_alpn_select_cb(
+                context,
+                { _, out, outLength, input, inputLength, arg in
+                    guard let arg, let out, let outLength, let input else { return SSL_TLSEXT_ERR_NOACK }
+                    let owner = Unmanaged<TLSContext>.fromOpaque(arg).takeUnretainedValue()
+                    return owner.alpnWire.withUnsafeBufferPointer { ours -> Int32 in
+                        var selected: UnsafeMutablePointer<UInt8>?
+                        var selectedLength: UInt8 = 0
+                        let rc = SSL_select_next_proto(
+                            &selected, &selectedLength, ours.baseAddress, UInt32(ours.count),
+                            input, inputLength)
+                        guard rc == OPENSSL_NPN_NEGOTIATED, let selected else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+                        out.pointee = UnsafePointer(selected)
+                        outLength.pointee = selectedLength
+                        return SSL_TLSEXT_ERR_OK
+                    }
+                }, arg)
         }
     }
 
@@ -112,7 +117,9 @@ package final class TLSContext: @unchecked Sendable {
     /// Asks for (or requires) client certificates verified against the CA file. Every certificate's context gets the
     /// same settings, since SNI may switch a connection to any of them; a fixed session id context keeps session
     /// resumption working with verification on.
-    private static func applyClientAuthentication(_ authentication: TLSClientAuthentication, to context: OpaquePointer) throws {
+    private static func applyClientAuthentication(_ authentication: TLSClientAuthentication, to context: OpaquePointer)
+        throws
+    {
         let sessionContext = Array("moya-gateway".utf8)
         _ = SSL_CTX_set_session_id_context(context, sessionContext, UInt32(sessionContext.count))
         let caFile: String
@@ -124,7 +131,8 @@ package final class TLSContext: @unchecked Sendable {
             caFile = file
             mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT
         }
-        guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1, let names = SSL_load_client_CA_file(caFile) else {
+        guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1, let names = SSL_load_client_CA_file(caFile)
+        else {
             throw TLSContext.lastError("client CA file \(caFile)")
         }
         SSL_CTX_set_client_CA_list(context, names)
@@ -168,7 +176,8 @@ package final class TLSContext: @unchecked Sendable {
         }
         if let client = configuration.clientCertificate {
             guard SSL_CTX_use_certificate_chain_file(context, client.certificateChainPath) == 1,
-                  SSL_CTX_use_PrivateKey_file(context, client.privateKeyPath, SSL_FILETYPE_PEM) == 1 else {
+                SSL_CTX_use_PrivateKey_file(context, client.privateKeyPath, SSL_FILETYPE_PEM) == 1
+            else {
                 throw TLSContext.lastError("client certificate \(client.certificateChainPath)")
             }
         }

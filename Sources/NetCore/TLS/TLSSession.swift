@@ -1,7 +1,8 @@
+import COpenSSL
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import COpenSSL
 
 /// One TLS connection driven through memory BIOs: the loop feeds it ciphertext and writes out what it produces,
 /// so no OpenSSL call ever blocks.
@@ -46,7 +47,9 @@ final class TLSSession {
                 }
             }
             if !context.alpnWire.isEmpty {
-                context.alpnWire.withUnsafeBufferPointer { _ = SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count)) }
+                context.alpnWire.withUnsafeBufferPointer {
+                    _ = SSL_set_alpn_protos(ssl, $0.baseAddress, UInt32($0.count))
+                }
             }
         }
     }
@@ -133,7 +136,8 @@ final class TLSSession {
         guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(certificate) }
         var buffer = [CChar](repeating: 0, count: 1024)
-        let subject = X509_NAME_oneline(X509_get_subject_name(certificate), &buffer, Int32(buffer.count))
+        let subject =
+            X509_NAME_oneline(X509_get_subject_name(certificate), &buffer, Int32(buffer.count))
             .map { String(cString: $0) } ?? ""
         return TLSPeerCertificate(subject: subject, dnsNames: TLSContext.dnsNames(of: certificate))
     }
@@ -143,7 +147,9 @@ final class TLSSession {
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK, let text = X509_verify_cert_error_string(verify) {
                 ERR_clear_error()
-                return TLSError("certificate verification failed: \(String(decoding: UnsafeRawBufferPointer(start: text, count: strlen(text)), as: UTF8.self))")
+                return TLSError(
+                    "certificate verification failed: \(String(decoding: UnsafeRawBufferPointer(start: text, count: strlen(text)), as: UTF8.self))"
+                )
             }
         }
         return TLSContext.lastError("\(operation) failed (SSL error \(code))")

@@ -5,6 +5,7 @@ import Logging
 import NetCore
 import Prometheus
 import Testing
+
 @testable import Gateway
 
 /// Admission as a table: each case a request (method, target, headers, declared body length, HTTP/2 tunnel) against
@@ -12,26 +13,26 @@ import Testing
 /// was taken). In process, with no listener: the end-to-end tests hold the same answers over the wire.
 @Suite struct AdmissionTests {
     static let yaml = """
-    clients:
-      api_keys:
-        header: X-Api-Key
-        keys: { alice: key-alice, bob: key-bob }
-    upstreams:
-      users: { stub: { status: 200, body: "ok" } }
-    routes:
-      - name: users
-        match: { path_prefix: /users, methods: [GET, POST] }
-        upstream: users
-        max_body_bytes: 1KiB
-      - name: admin
-        match: { path: /admin }
-        upstream: users
-        clients: [alice]
-      - name: limited
-        match: { path: /limited }
-        upstream: users
-        rate_limit: { requests: 1, per: 1s, burst: 1, by: route }
-    """
+        clients:
+          api_keys:
+            header: X-Api-Key
+            keys: { alice: key-alice, bob: key-bob }
+        upstreams:
+          users: { stub: { status: 200, body: "ok" } }
+        routes:
+          - name: users
+            match: { path_prefix: /users, methods: [GET, POST] }
+            upstream: users
+            max_body_bytes: 1KiB
+          - name: admin
+            match: { path: /admin }
+            upstream: users
+            clients: [alice]
+          - name: limited
+            match: { path: /limited }
+            upstream: users
+            rate_limit: { requests: 1, per: 1s, burst: 1, by: route }
+        """
 
     /// One request and what admission must decide for it.
     struct Case: CustomStringConvertible, Sendable {
@@ -53,10 +54,12 @@ import Testing
     static let cases: [Case] = [
         Case(target: "/users/1", route: "users"),
         Case(method: .head, target: "/users/1", route: "users"),
-        Case(method: .trace, target: "/users/1", code: .methodNotAllowed,
-             headers: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]),
-        Case(method: .connect, target: "/users/1", code: .methodNotAllowed,
-             headers: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]),
+        Case(
+            method: .trace, target: "/users/1", code: .methodNotAllowed,
+            headers: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]),
+        Case(
+            method: .connect, target: "/users/1", code: .methodNotAllowed,
+            headers: ["Allow": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"]),
         Case(target: "/nowhere", code: .notFound),
         Case(method: .delete, target: "/users/1", code: .methodNotAllowed, headers: ["Allow": "GET, HEAD, POST"]),
         Case(target: "/users/%zz", code: .badRequest),
@@ -66,8 +69,9 @@ import Testing
         Case(target: "/admin", key: "key-bob", code: .forbidden, route: "admin"),
         Case(target: "/admin", key: "key-alice", route: "admin"),
         Case(method: .post, target: "/users", declaredBodyLength: 1024, route: "users"),
-        Case(method: .post, target: "/users", declaredBodyLength: 1025, code: .payloadTooLarge, route: "users",
-             closes: true),
+        Case(
+            method: .post, target: "/users", declaredBodyLength: 1025, code: .payloadTooLarge, route: "users",
+            closes: true)
     ]
 
     /// A snapshot of ``yaml`` on a one-loop group, with its log in a temporary file.
@@ -78,29 +82,36 @@ import Testing
         init() throws {
             let loaded = try config(AdmissionTests.yaml)
             group = try EventLoopGroup(threads: 1)
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("admission-\(UUID().uuidString).log").path
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "admission-\(UUID().uuidString).log"
+            ).path
             let sink = try LogSink(destination: .file(path))
             let settings = LogSettings(loaded.logging)
             let telemetry = Telemetry(registry: PrometheusCollectorRegistry(), sink: sink, settings: settings)
-            snapshot = GatewaySnapshot(config: loaded, group: group, telemetry: telemetry,
-                                       logger: Logger(label: "admission-test") { _ in SwiftLogNoOpLogHandler() })
+            snapshot = GatewaySnapshot(
+                config: loaded, group: group, telemetry: telemetry,
+                logger: Logger(label: "admission-test") { _ in SwiftLogNoOpLogHandler() })
         }
 
         deinit { group.shutdown() }
 
-        func request(_ method: HTTPMethod, _ target: String, key: String?, declaredBodyLength: Int64? = nil,
-                     http2Tunnel: Bool = false) -> HTTPServerRequest {
+        func request(
+            _ method: HTTPMethod, _ target: String, key: String?, declaredBodyLength: Int64? = nil,
+            http2Tunnel: Bool = false
+        ) -> HTTPServerRequest {
             var headers: HTTPFields = ["Host": "127.0.0.1"]
             if let key { headers.add(name: "X-Api-Key", value: key) }
             if http2Tunnel {
                 headers.add(name: "Connection", value: "Upgrade")
                 headers.add(name: "Upgrade", value: "websocket")
             }
-            let head = HTTPRequestHead(method: method, target: target, version: http2Tunnel ? .http2 : .http1_1,
-                                       headers: headers)
-            var request = HTTPServerRequest(head: head, body: .complete([]), declaredBodyLength: declaredBodyLength,
-                                            remoteAddress: SocketAddress(numericHost: "192.0.2.7", port: 50000),
-                                            isTLS: false, loop: group.loops[0])
+            let head = HTTPRequestHead(
+                method: method, target: target, version: http2Tunnel ? .http2 : .http1_1,
+                headers: headers)
+            var request = HTTPServerRequest(
+                head: head, body: .complete([]), declaredBodyLength: declaredBodyLength,
+                remoteAddress: SocketAddress(numericHost: "192.0.2.7", port: 50000),
+                isTLS: false, loop: group.loops[0])
             if http2Tunnel { request.upgradeInput = .complete([]) }
             return request
         }
@@ -108,8 +119,9 @@ import Testing
 
     @Test(arguments: cases) func decides(_ expected: Case) throws {
         let harness = try Harness()
-        let request = harness.request(expected.method, expected.target, key: expected.key,
-                                      declaredBodyLength: expected.declaredBodyLength, http2Tunnel: expected.http2Tunnel)
+        let request = harness.request(
+            expected.method, expected.target, key: expected.key,
+            declaredBodyLength: expected.declaredBodyLength, http2Tunnel: expected.http2Tunnel)
         switch Admission.decide(request, clientAddress: "192.0.2.7", snapshot: harness.snapshot, now: { 0 }) {
         case .admitted(let routed, let upstream):
             #expect(expected.code == nil, "admitted, expected \(expected.code.map { "\($0)" } ?? "")")
@@ -135,8 +147,9 @@ import Testing
     @Test func theRateLimitRefusesPastItsBudgetAndAdmitsOnceItRefills() throws {
         let harness = try Harness()
         func decide(at seconds: UInt64) -> Admission.Decision {
-            Admission.decide(harness.request(.get, "/limited", key: "key-bob"), clientAddress: "192.0.2.7",
-                             snapshot: harness.snapshot, now: { seconds * 1_000_000_000 })
+            Admission.decide(
+                harness.request(.get, "/limited", key: "key-bob"), clientAddress: "192.0.2.7",
+                snapshot: harness.snapshot, now: { seconds * 1_000_000_000 })
         }
         guard case .admitted(let first, _) = decide(at: 100) else {
             Issue.record("the first call is admitted")

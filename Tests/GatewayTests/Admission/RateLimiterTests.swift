@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 @Suite struct RateLimiterTests {
     static let second: UInt64 = 1_000_000_000

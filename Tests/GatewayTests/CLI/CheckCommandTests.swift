@@ -8,7 +8,8 @@ import Testing
     static func binary() -> URL? { BuiltProducts.executable(named: "moya-gateway") }
 
     static func run(_ arguments: [String], environment: [String: String] = [:]) throws
-        -> (status: Int32, stdout: String, stderr: String) {
+        -> (status: Int32, stdout: String, stderr: String)
+    {
         guard let binary = binary() else { throw CancellationError() }
         let process = Process()
         process.executableURL = binary
@@ -54,7 +55,9 @@ import Testing
         try "server: { bogus: 1 }\n".write(to: file, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec \"$0\" check --config \"$1\" >/dev/null 2>&-", try #require(Self.binary()).path, file.path]
+        process.arguments = [
+            "-c", "exec \"$0\" check --config \"$1\" >/dev/null 2>&-", try #require(Self.binary()).path, file.path
+        ]
         try ChildProcess.launch(process)
         #expect(ProcessRunner.waitForExit(process, timeout: 60) == 1, "exit status 1, not a signal")
     }
@@ -66,24 +69,26 @@ import Testing
         let directory = ProcessRunner.temporaryDirectory("moya-check-tls")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let good = try ProcessRunner.makeCertificates(in: directory)
-        let expired = try ProcessRunner.makeCertificate(in: directory + "/expired", notBefore: "20200101000000Z",
-                                                        notAfter: "20200201000000Z")
-        let future = try ProcessRunner.makeCertificate(in: directory + "/future", notBefore: "20990101000000Z",
-                                                       notAfter: "20990201000000Z")
+        let expired = try ProcessRunner.makeCertificate(
+            in: directory + "/expired", notBefore: "20200101000000Z",
+            notAfter: "20200201000000Z")
+        let future = try ProcessRunner.makeCertificate(
+            in: directory + "/future", notBefore: "20990101000000Z",
+            notAfter: "20990201000000Z")
         func check(certificate: String, key: String) throws -> (status: Int32, stdout: String, stderr: String) {
             let file = directory + "/gw-\(UUID().uuidString).yaml"
             try """
-                server:
-                  listen: ["127.0.0.1:18999"]
-                  tls:
-                    listen: ["127.0.0.1:18998"]
-                    certificate: \(certificate)
-                    private_key: \(key)
-                upstreams:
-                  s: { stub: { status: 200 } }
-                routes:
-                  - { name: s, match: { path: /s }, upstream: s }
-                """.write(toFile: file, atomically: true, encoding: .utf8)
+            server:
+              listen: ["127.0.0.1:18999"]
+              tls:
+                listen: ["127.0.0.1:18998"]
+                certificate: \(certificate)
+                private_key: \(key)
+            upstreams:
+              s: { stub: { status: 200 } }
+            routes:
+              - { name: s, match: { path: /s }, upstream: s }
+            """.write(toFile: file, atomically: true, encoding: .utf8)
             return try Self.run(["check", "--config", file])
         }
         #expect(try check(certificate: good.cert, key: good.key).status == 0)
@@ -92,8 +97,10 @@ import Testing
         #expect(mismatched.stderr.contains(":5: server.tls.certificate: private key"), "\(mismatched.stderr)")
         let old = try check(certificate: expired.cert, key: expired.key)
         #expect(old.status == 1)
-        #expect(old.stderr.contains("server.tls.certificate: certificate \(expired.cert) expired on 2020-02-01 00:00:00 UTC"),
-                "\(old.stderr)")
+        #expect(
+            old.stderr.contains(
+                "server.tls.certificate: certificate \(expired.cert) expired on 2020-02-01 00:00:00 UTC"),
+            "\(old.stderr)")
         let early = try check(certificate: future.cert, key: future.key)
         #expect(early.status == 1)
         #expect(early.stderr.contains("is not valid before 2099-01-01 00:00:00 UTC"), "\(early.stderr)")
@@ -117,11 +124,12 @@ import Testing
         let result = try Self.run(["check", "--config", file.path])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
-        #expect(result.stderr.split(separator: "\n") == [
-            "\(file.path):2: upstreams.a.access_token.token: environment variable MOYA_TEST_UNSET_TOKEN is not set",
-            "\(file.path):6: routes[0].upstream: unknown upstream 'missing' (not defined under upstreams)",
-            "\(file.path):7: routes[0].timeout: must be greater than 0",
-        ])
+        #expect(
+            result.stderr.split(separator: "\n") == [
+                "\(file.path):2: upstreams.a.access_token.token: environment variable MOYA_TEST_UNSET_TOKEN is not set",
+                "\(file.path):6: routes[0].upstream: unknown upstream 'missing' (not defined under upstreams)",
+                "\(file.path):7: routes[0].timeout: must be greater than 0"
+            ])
 
         // A YAML syntax error keeps the `FILE:LINE: key.path: reason` form, with `(yaml)` for the key path.
         try "upstreams:\n  a: [1, 2\nroutes: []\n".write(to: file, atomically: true, encoding: .utf8)
@@ -148,7 +156,7 @@ import Testing
         """.write(to: file, atomically: true, encoding: .utf8)
         let expected = [
             "\(file.path):1: server.listen[0]: invalid listen address 'gateway.internal:8080' (use IP:port, localhost:port or [IPv6]:port)",
-            "\(file.path):2: logging.output: no such directory: \(logDirectory)/gw.log",
+            "\(file.path):2: logging.output: no such directory: \(logDirectory)/gw.log"
         ]
         for command in ["check", "serve"] {
             let result = try Self.run([command, "--config", file.path])
@@ -179,7 +187,8 @@ import Testing
             """.write(to: file, atomically: true, encoding: .utf8)
             let result = try Self.run(["serve", "--config", file.path])
             #expect(result.status == 1, "\(name)")
-            #expect(result.stderr.contains("\(file.path): cannot start: bind 127.0.0.1:\(busy.port)"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("\(file.path): cannot start: bind 127.0.0.1:\(busy.port)"), "\(result.stderr)")
             #expect(result.stderr.contains("Address already in use"), "\(result.stderr)")
         }
     }
@@ -193,14 +202,21 @@ import Testing
         let rows = routes.stdout.split(separator: "\n").map {
             $0.components(separatedBy: "  ").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
-        #expect(rows == [
-            ["#", "NAME", "MATCH", "HOST", "METHODS", "UPSTREAM", "REWRITE", "FLAGS"],
-            ["1", "slow", "path /api/slow", "*", "*", "slow", "-", "stub timeout 1s"],
-            ["2", "user-by-id", "params /api/users/{id}", "*", "GET,HEAD,PUT,DELETE", "users", "strip /api", "stub timeout 2s"],
-            ["3", "catalog", "prefix /api/catalog", "*", "GET,HEAD", "catalog", "-", "stub coalesce(vary: Accept,Accept-Encoding)"],
-            ["4", "users", "prefix /api/users", "*", "GET,HEAD,POST", "users", "strip /api", "stub"],
-            ["5", "bulk", "prefix /bulk", "*", "GET,HEAD", "bulk", "-", "stub coalesce"],
-        ], "\(routes.stdout)")
+        #expect(
+            rows == [
+                ["#", "NAME", "MATCH", "HOST", "METHODS", "UPSTREAM", "REWRITE", "FLAGS"],
+                ["1", "slow", "path /api/slow", "*", "*", "slow", "-", "stub timeout 1s"],
+                [
+                    "2", "user-by-id", "params /api/users/{id}", "*", "GET,HEAD,PUT,DELETE", "users", "strip /api",
+                    "stub timeout 2s"
+                ],
+                [
+                    "3", "catalog", "prefix /api/catalog", "*", "GET,HEAD", "catalog", "-",
+                    "stub coalesce(vary: Accept,Accept-Encoding)"
+                ],
+                ["4", "users", "prefix /api/users", "*", "GET,HEAD,POST", "users", "strip /api", "stub"],
+                ["5", "bulk", "prefix /bulk", "*", "GET,HEAD", "bulk", "-", "stub coalesce"]
+            ], "\(routes.stdout)")
         // `serve` runs the same loader: a broken file stops it before anything is bound (serving itself is covered
         // by the end-to-end tests).
         let serve = try Self.run(["serve", "--config", "/nonexistent/gw.yaml"])

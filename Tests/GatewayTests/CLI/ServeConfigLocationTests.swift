@@ -16,7 +16,8 @@ import Testing
             .replacingOccurrences(of: "127.0.0.1:9090", with: "127.0.0.1:ADMIN")
         var files: [String: String] = [:]
         for name in ["catalog.json", "user.json"] {
-            files["Configuration/stubs/\(name)"] = try String(contentsOf: shipped.appendingPathComponent("stubs/\(name)"), encoding: .utf8)
+            files["Configuration/stubs/\(name)"] = try String(
+                contentsOf: shipped.appendingPathComponent("stubs/\(name)"), encoding: .utf8)
         }
         return (config, files)
     }
@@ -38,8 +39,11 @@ import Testing
         let other = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users/42"))
         #expect(Self.text(other) == #"{"id": "42", "name": "Ada"}"#)
         func create() async throws -> Int {
-            try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/api/users",
-                                                       body: .bytes(Array(#"{"name": "Ada"}"#.utf8)))).status
+            try await client.execute(
+                HTTPClientRequest(
+                    method: .post, url: "\(gateway.url)/api/users",
+                    body: .bytes(Array(#"{"name": "Ada"}"#.utf8)))
+            ).status
         }
         #expect(try await create() == 201)
         #expect(try await create() == 409)

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// Every file under Configuration/ loads (examples with their environment variables set).
 @Suite struct ConfigurationFilesTests {
     static let exampleEnvironment: [String: String] = [
         "USERS_TOKEN": "users-token", "BILLING_KEY": "billing-key", "WEB_KEY": "web-key",
-        "BILLING_PASSWORD": "billing-password", "MOYA_TLS_DIR": "/tls", "OAUTH_CLIENT_SECRET": "oauth-client-secret",
+        "BILLING_PASSWORD": "billing-password", "MOYA_TLS_DIR": "/tls", "OAUTH_CLIENT_SECRET": "oauth-client-secret"
     ]
 
     static func yamlFiles() -> [String] {
@@ -21,15 +22,17 @@ import Testing
 
     @Test func thereAreFilesToCheck() {
         let names = Self.yamlFiles().map { ($0 as NSString).lastPathComponent }
-        #expect(names.contains("gateway.yaml") && names.contains("real-upstream.yaml") && names.contains("tls.yaml")
-            && names.contains("api-keys.yaml") && names.contains("oauth2-upstream.yaml"))
+        #expect(
+            names.contains("gateway.yaml") && names.contains("real-upstream.yaml") && names.contains("tls.yaml")
+                && names.contains("api-keys.yaml") && names.contains("oauth2-upstream.yaml"))
     }
 
     @Test(arguments: yamlFiles()) func fileLoads(path: String) {
         let tlsFiles: Set<String> = ["/tls/server.pem", "/tls/server.key", "/tls/ca.pem"]
-        let loader = ConfigLoader(readFile: ConfigLoader.readFileFromDisk,
-                                  fileExists: { tlsFiles.contains($0) || ConfigLoader.fileExistsOnDisk($0) },
-                                  checkServerCertificate: { _, _ in nil })
+        let loader = ConfigLoader(
+            readFile: ConfigLoader.readFileFromDisk,
+            fileExists: { tlsFiles.contains($0) || ConfigLoader.fileExistsOnDisk($0) },
+            checkServerCertificate: { _, _ in nil })
         switch loader.load(path: path, environment: Self.exampleEnvironment) {
         case .success(let config):
             #expect(!config.routes.isEmpty)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// `server.limits.min_send_rate`, `min_receive_rate` and `min_rate_window`: defaults, forms, errors, and what the
@@ -24,7 +25,8 @@ import Testing
     }
 
     @Test func ratesTakeSizesWithOrWithoutPerSecondAndZeroDisables() throws {
-        let limits = try config(Self.file("{ min_send_rate: 4KiB/s, min_receive_rate: 0, min_rate_window: 30s }")).server.limits
+        let limits = try config(Self.file("{ min_send_rate: 4KiB/s, min_receive_rate: 0, min_rate_window: 30s }"))
+            .server.limits
         #expect(limits.minSendRate == 4096)
         #expect(limits.minReceiveRate == 0)
         #expect(limits.minRateWindow == .seconds(30))
@@ -34,10 +36,11 @@ import Testing
     }
 
     @Test func badValuesAreRejectedWithTheirPlace() {
-        #expect(problems(Self.file("{ min_send_rate: fast, min_receive_rate: -1KiB, min_rate_window: 0s }")) == [
-            "conf/gw.yaml:2: server.limits.min_send_rate: invalid rate 'fast' (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)",
-            "conf/gw.yaml:2: server.limits.min_receive_rate: invalid rate '-1KiB' (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)",
-            "conf/gw.yaml:2: server.limits.min_rate_window: must be greater than 0",
-        ])
+        #expect(
+            problems(Self.file("{ min_send_rate: fast, min_receive_rate: -1KiB, min_rate_window: 0s }")) == [
+                "conf/gw.yaml:2: server.limits.min_send_rate: invalid rate 'fast' (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)",
+                "conf/gw.yaml:2: server.limits.min_receive_rate: invalid rate '-1KiB' (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)",
+                "conf/gw.yaml:2: server.limits.min_rate_window: must be greater than 0"
+            ])
     }
 }

@@ -8,14 +8,15 @@ import Testing
 /// most once a minute); once clients leave, the gateway accepts and serves again.
 @Suite(.serialized) struct GatewayAcceptLimitTests {
     @Test func acceptsRefusedAtTheDescriptorLimitAreCountedReportedOnceAndRecoveredFrom() async throws {
-        let gateway = try await GatewayProcess(config: GatewayProcess.listeners + """
+        let gateway = try await GatewayProcess(
+            config: GatewayProcess.listeners + """
 
-            logging: { access_log: false }
-            upstreams:
-              canned: { stub: { status: 200, body: "ok" } }
-            routes:
-              - { name: hello, match: { path: /hello }, upstream: canned }
-            """, shellPrefix: "ulimit -n 64; ")
+                logging: { access_log: false }
+                upstreams:
+                  canned: { stub: { status: 200, body: "ok" } }
+                routes:
+                  - { name: hello, match: { path: /hello }, upstream: canned }
+                """, shellPrefix: "ulimit -n 64; ")
         let marker = "accepting connections failed"
         var clients = try (0..<80).map { _ in try RawClient(port: gateway.port) }
         for _ in 0..<50 where !gateway.stderr.contains(marker) {
@@ -37,8 +38,11 @@ import Testing
         let metrics = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
         let text = String(decoding: metrics.body, as: UTF8.self)
         let prefix = "moya_gateway_accepts_refused_total{reason=\"fd_limit\"} "
-        let refused = text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
-        #expect((refused ?? 0) >= 5, "counted every failed accept (retried every 100 ms): \(String(describing: refused))")
+        let refused = text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+            Int($0.dropFirst(prefix.count))
+        }
+        #expect(
+            (refused ?? 0) >= 5, "counted every failed accept (retried every 100 ms): \(String(describing: refused))")
         client.shutdown()
         #expect(gateway.stop() == 0)
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,8 @@ import Glibc
 /// with 503 and `Retry-After` without reaching the upstream, one trial call after `open_for` closes it again or keeps
 /// it open, and a reload that changes neither the address nor the settings keeps the circuit.
 @Suite(.serialized) struct GatewayCircuitBreakerTests {
-    static func config(port: Int, breaker: String = "{ failures: 3, open_for: 1s }", extraRoute: String = "") -> String {
+    static func config(port: Int, breaker: String = "{ failures: 3, open_for: 1s }", extraRoute: String = "") -> String
+    {
         """
         \(GatewayProcess.listeners)
         upstreams:
@@ -26,7 +28,8 @@ import Glibc
     }
 
     static func metrics(_ gateway: GatewayProcess) async throws -> String {
-        let response = try await HTTPClient().execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
+        let response = try await HTTPClient().execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
         return String(decoding: response.body, as: UTF8.self)
     }
 
@@ -57,7 +60,9 @@ import Glibc
 
         for _ in 0..<3 {
             let failed = try await Self.get(client, "\(gateway.url)/status/503")
-            #expect(failed.status == 503 && String(decoding: failed.body, as: UTF8.self) == "status 503", "the upstream's own 503")
+            #expect(
+                failed.status == 503 && String(decoding: failed.body, as: UTF8.self) == "status 503",
+                "the upstream's own 503")
         }
         #expect(upstream.requests.count == 3)
 
@@ -93,12 +98,16 @@ import Glibc
 
     @Test func anUnreachableUpstreamIsRefusedAfterItsFailures() async throws {
         let closedPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: Self.config(port: closedPort, breaker: "{ failures: 2, open_for: 30s }"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(port: closedPort, breaker: "{ failures: 2, open_for: 30s }"))
         let client = HTTPClient()
         #expect(try await Self.get(client, "\(gateway.url)/a").status == 502)
         #expect(try await Self.get(client, "\(gateway.url)/b").status == 502)
-        let refused = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/c", body: .bytes([1, 2])))
-        #expect(refused.status == 503 && refused.headers.first(name: "Retry-After").flatMap { Int($0) }.map { $0 > 25 } == true)
+        let refused = try await client.execute(
+            HTTPClientRequest(method: .post, url: "\(gateway.url)/c", body: .bytes([1, 2])))
+        #expect(
+            refused.status == 503
+                && refused.headers.first(name: "Retry-After").flatMap { Int($0) }.map { $0 > 25 } == true)
         let reasons = await gateway.accessLog(atLeast: 3).compactMap { $0["upstream_error"] as? String }
         #expect(reasons.count == 3 && reasons.last == "circuit open", "\(reasons)")
     }
@@ -112,10 +121,14 @@ import Glibc
         #expect(try await Self.get(client, "\(gateway.url)/a").headers.first(name: "Retry-After") != nil)
 
         // Same settings, another route: still open.
-        try await Self.reload(gateway, Self.config(port: closedPort, breaker: breaker,
-                                                   extraRoute: "  - { name: other, match: { path: /other }, upstream: flaky }"))
+        try await Self.reload(
+            gateway,
+            Self.config(
+                port: closedPort, breaker: breaker,
+                extraRoute: "  - { name: other, match: { path: /other }, upstream: flaky }"))
         let afterReload = try await Self.get(client, "\(gateway.url)/other")
-        #expect(afterReload.status == 503 && afterReload.headers.first(name: "Retry-After") != nil, "the circuit survived")
+        #expect(
+            afterReload.status == 503 && afterReload.headers.first(name: "Retry-After") != nil, "the circuit survived")
 
         // Another address (same settings): a new circuit, closed, so the call goes out: 502 (and it opens again).
         let otherPort = try freeLoopbackPort()
@@ -131,7 +144,9 @@ import Glibc
         #expect(try await Self.metrics(gateway).contains("moya_gateway_upstream_circuit_open{upstream=\"flaky\"} 1"))
 
         // No circuit_breaker any more: calls go out again, and the gauge does not stay at 1.
-        try await Self.reload(gateway, """
+        try await Self.reload(
+            gateway,
+            """
             \(GatewayProcess.listeners)
             upstreams:
               flaky: { base_url: "http://127.0.0.1:\(otherPort)" }

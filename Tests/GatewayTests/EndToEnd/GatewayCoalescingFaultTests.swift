@@ -113,7 +113,9 @@ import Testing
         #expect(roles.filter { $0 == "follower" }.count == 8)
         let warnings = gateway.stdout.split(separator: "\n").filter { $0.contains("marked unshareable") }
         #expect(warnings.count == 8, "one line per follower")
-        #expect(warnings.allSatisfy { $0.contains("Set-Cookie") && $0.contains("\"route\":\"api\"") }, "\(warnings.first ?? "")")
+        #expect(
+            warnings.allSatisfy { $0.contains("Set-Cookie") && $0.contains("\"route\":\"api\"") },
+            "\(warnings.first ?? "")")
         #expect(!gateway.stdout.contains("cookie-canary"), "the cookie itself is never logged")
     }
 
@@ -126,18 +128,19 @@ import Testing
         let directory = ProcessRunner.temporaryDirectory("gateway-coalesce-large")
         let files = try ProcessRunner.makeCertificates(in: directory)
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              api: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 64 } }
-            routes:
-              - { name: api, match: { path_prefix: /api }, upstream: api, rewrite: { strip_prefix: /api }, coalesce: true }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  api: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 64 } }
+                routes:
+                  - { name: api, match: { path_prefix: /api }, upstream: api, rewrite: { strip_prefix: /api }, coalesce: true }
+                """)
         func peakRSS() -> Int { ProcessMemory.peakResident(gateway.process.processIdentifier) }
         var configuration = HTTPClient.Configuration()
         configuration.tls = TLSClientConfiguration(caFile: files.ca)
@@ -153,12 +156,15 @@ import Testing
         let started = ContinuousClock.now
         let sizes = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<4 {
-                group.addTask { (try? await client.execute(HTTPClientRequest(url: "\(base)\(path)")))?.body.count ?? -1 }
+                group.addTask {
+                    (try? await client.execute(HTTPClientRequest(url: "\(base)\(path)")))?.body.count ?? -1
+                }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
         #expect(sizes == Array(repeating: bytes, count: 4), "\(sizes)")
-        #expect(ContinuousClock.now - started < Slowdown.scaled(.seconds(20)), "the stalled follower held the others up")
+        #expect(
+            ContinuousClock.now - started < Slowdown.scaled(.seconds(20)), "the stalled follower held the others up")
         let grown = peakRSS() - before
         // Five callers: five copies before (the body copied into each connection's head buffer, each HTTP/2 stream's
         // queue, or encrypted whole per TLS connection).

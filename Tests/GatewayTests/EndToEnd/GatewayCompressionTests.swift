@@ -24,10 +24,15 @@ import Testing
 
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
             if request.head.path == "/gz" {
-                return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json",
-                                                                 "Content-Encoding": "gzip"], body: Self.gzipped)
+                return HTTPServerResponse(
+                    status: 200,
+                    headers: [
+                        "Content-Type": "application/json",
+                        "Content-Encoding": "gzip"
+                    ], body: Self.gzipped)
             }
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+            return HTTPServerResponse(
+                status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
         }
     }
 
@@ -63,14 +68,16 @@ import Testing
     /// curl without decoding; header names lowercased.
     static func fetch(_ url: String, _ extra: [String]) throws -> Fetched {
         let directory = ProcessRunner.temporaryDirectory()
-        let headerFile = directory + "/headers", bodyFile = directory + "/body"
+        let headerFile = directory + "/headers"
+        let bodyFile = directory + "/body"
         let result = try ProcessRunner.run("curl", ["-s", "-D", headerFile, "-o", bodyFile, url] + extra)
         #expect(result.status == 0, "curl: \(result.stderr)")
         var headers: [String: String] = [:]
         let text = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
         for line in text.split(separator: "\r\n").dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         let body = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))).map { [UInt8]($0) } ?? []
         return Fetched(headers: headers, body: body)
@@ -78,8 +85,9 @@ import Testing
 
     static func startUpstream() async throws -> HTTPServer {
         let group = try EventLoopGroup(threads: 1)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: group, handler: EncodedUpstream())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: group, handler: EncodedUpstream())
         try await server.start()
         return server
     }
@@ -87,8 +95,10 @@ import Testing
     @Test func stubAndProxiedBodiesAreCompressedAndPreEncodedOnesPassThrough() async throws {
         let upstream = try await Self.startUpstream()
         defer { Task { await upstream.shutdown(timeout: .seconds(1)) } }
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.localAddresses[0].port,
-                                                                   compression: "{ gzip: true, min_bytes: 1024 }"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.localAddresses[0].port,
+                compression: "{ gzip: true, min_bytes: 1024 }"))
         let original = Array(Self.json.utf8)
 
         let stub = try Self.fetch("\(gateway.url)/stub", ["-H", "Accept-Encoding: gzip"])
@@ -140,13 +150,17 @@ import Testing
         let original = Array(Self.json.utf8)
         let length = original.count
         for (minBytes, compressed) in [("8KiB", false), ("\(length + 1)", false), ("\(length)", true), ("1KiB", true)] {
-            let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.localAddresses[0].port,
-                                                                       compression: "{ gzip: true, min_bytes: \(minBytes) }"))
+            let gateway = try await GatewayProcess(
+                config: Self.config(
+                    upstreamPort: upstream.localAddresses[0].port,
+                    compression: "{ gzip: true, min_bytes: \(minBytes) }"))
             for path in ["/stub", "/origin/plain"] {
                 let fetched = try Self.fetch("\(gateway.url)\(path)", ["-H", "Accept-Encoding: gzip"])
-                #expect(fetched.headers["content-encoding"] == (compressed ? "gzip" : nil), "min_bytes \(minBytes) \(path)")
-                #expect((compressed ? try Inflater.decompress(fetched.body) : fetched.body) == original,
-                        "min_bytes \(minBytes) \(path)")
+                #expect(
+                    fetched.headers["content-encoding"] == (compressed ? "gzip" : nil), "min_bytes \(minBytes) \(path)")
+                #expect(
+                    (compressed ? try Inflater.decompress(fetched.body) : fetched.body) == original,
+                    "min_bytes \(minBytes) \(path)")
             }
             gateway.stop()
         }
@@ -155,8 +169,10 @@ import Testing
     @Test func compressionOffSendsIdentity() async throws {
         let upstream = try await Self.startUpstream()
         defer { Task { await upstream.shutdown(timeout: .seconds(1)) } }
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.localAddresses[0].port,
-                                                                   compression: "{ gzip: false }"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.localAddresses[0].port,
+                compression: "{ gzip: false }"))
         let stub = try Self.fetch("\(gateway.url)/stub", ["-H", "Accept-Encoding: gzip"])
         #expect(stub.headers["content-encoding"] == nil)
         #expect(stub.body == Array(Self.json.utf8))

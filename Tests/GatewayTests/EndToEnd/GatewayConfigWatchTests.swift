@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,9 @@ import Glibc
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             try update(files)
             for name in files.keys {
-                guard symlink("..data/\(name)", "\(path)/\(name)") == 0 else { throw GatewayTestError("symlink: \(errno)") }
+                guard symlink("..data/\(name)", "\(path)/\(name)") == 0 else {
+                    throw GatewayTestError("symlink: \(errno)")
+                }
             }
         }
 
@@ -111,27 +114,31 @@ import Glibc
     @Test func aSecretVolumeSwapAndAnEditedStubBodyTakeEffectByThemselves() async throws {
         let upstream = try await RecordingUpstream.start()
         nonisolated(unsafe) var secrets: Volume?
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            reload: { watch: true, debounce: 200ms }
-            upstreams:
-              echo:
-                base_url: http://127.0.0.1:\(upstream.port)
-                access_token: { type: bearer, token: "${file:secrets/token}" }
-              stubbed: { stub: { status: 200, body_file: stubs/body.txt } }
-            routes:
-              - { name: echo, match: { path_prefix: /echo }, upstream: echo }
-              - { name: stubbed, match: { path: /stub }, upstream: stubbed }
-            """, files: ["stubs/body.txt": "first body"]) { directory, _ in
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                reload: { watch: true, debounce: 200ms }
+                upstreams:
+                  echo:
+                    base_url: http://127.0.0.1:\(upstream.port)
+                    access_token: { type: bearer, token: "${file:secrets/token}" }
+                  stubbed: { stub: { status: 200, body_file: stubs/body.txt } }
+                routes:
+                  - { name: echo, match: { path_prefix: /echo }, upstream: echo }
+                  - { name: stubbed, match: { path: /stub }, upstream: stubbed }
+                """, files: ["stubs/body.txt": "first body"]
+        ) { directory, _ in
             secrets = try Volume(at: "\(directory)/secrets", files: ["token": "TOKEN-ONE"])
         }
         guard var secrets else { throw GatewayTestError("no volume") }
         let client = HTTPClient()
         func echoed() async throws -> String {
-            String(decoding: try await client.execute(HTTPClientRequest(url: "\(gateway.url)/echo/x")).body, as: UTF8.self)
+            String(
+                decoding: try await client.execute(HTTPClientRequest(url: "\(gateway.url)/echo/x")).body, as: UTF8.self)
         }
         func stub() async throws -> String {
-            String(decoding: try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stub")).body, as: UTF8.self)
+            String(
+                decoding: try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stub")).body, as: UTF8.self)
         }
         #expect(try await echoed().contains("Authorization: Bearer TOKEN-ONE"))
         #expect(try await stub() == "first body")

@@ -20,7 +20,8 @@ import Testing
               limits: { max_requests_per_connection: \(limit) }
             """
         if let tlsPort {
-            text += "\n  tls: { listen: [\"127.0.0.1:\(tlsPort)\"], certificate: tls/server.pem, private_key: tls/server.key }"
+            text +=
+                "\n  tls: { listen: [\"127.0.0.1:\(tlsPort)\"], certificate: tls/server.pem, private_key: tls/server.key }"
         }
         text += """
 
@@ -57,7 +58,8 @@ import Testing
     /// h2load's `requests:` summary as (succeeded, failed).
     static func h2load(_ arguments: [String]) throws -> (succeeded: Int, failed: Int, summary: String) {
         let output = try ProcessRunner.run("h2load", arguments, timeout: 120)
-        let summary = output.stdout.split(separator: "\n").first { $0.hasPrefix("requests:") }.map(String.init) ?? output.stdout
+        let summary =
+            output.stdout.split(separator: "\n").first { $0.hasPrefix("requests:") }.map(String.init) ?? output.stdout
         func number(before word: String) -> Int {
             let parts = summary.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             return parts.first { $0.hasSuffix(word) }.flatMap { Int($0.split(separator: " ").first ?? "") } ?? -1
@@ -97,7 +99,9 @@ import Testing
         // A reload lifts the limit for connections opened from then on.
         try gateway.rewriteConfig(Self.config(limit: 0))
         gateway.signal(SIGHUP)
-        for _ in 0..<100 where !gateway.stdout.contains("\"msg\":\"reloaded\"") { try await Task.sleep(for: .milliseconds(20)) }
+        for _ in 0..<100 where !gateway.stdout.contains("\"msg\":\"reloaded\"") {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let lifted = try Self.h2load(["-n", "6", "-c", "1", "-m", "1", "http://127.0.0.1:\(gateway.port)/hello"])
         #expect(lifted.succeeded == 6, "\(lifted.summary)")
         #expect(gateway.stop() == 0)
@@ -111,7 +115,8 @@ import Testing
         let client = HTTPClient()
         for prefix in ["/capped", "/h2", "/free"] {
             for index in 0..<6 {
-                #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)\(prefix)/\(index)")).status == 200)
+                #expect(
+                    try await client.execute(HTTPClientRequest(url: "\(gateway.url)\(prefix)/\(index)")).status == 200)
             }
         }
         #expect(upstream.connections(for: "/capped") == 3, "two requests per HTTP/1.1 connection")

@@ -3,6 +3,7 @@ import HTTPClientCore
 import HTTPWire
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,17 +53,23 @@ import Glibc
 
     @Test func routesRewritesInjectsTheTokenAndKeepsSecretsOutOfLogs() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
-                                               environment: ["API_TOKEN": "UPSTREAM_CANARY_42"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port),
+            environment: ["API_TOKEN": "UPSTREAM_CANARY_42"])
         let client = HTTPClient()
-        let response = try await client.execute(HTTPClientRequest(
-            url: "\(gateway.url)/api/users/7?x=1",
-            headers: ["Authorization": "Bearer CLIENT_CANARY", "Cookie": "s=COOKIE_CANARY", "X-Request-Id": "req-123",
-                      "Connection": "X-Hop", "X-Hop": "should-not-pass", "Keep-Alive": "timeout=5"]))
+        let response = try await client.execute(
+            HTTPClientRequest(
+                url: "\(gateway.url)/api/users/7?x=1",
+                headers: [
+                    "Authorization": "Bearer CLIENT_CANARY", "Cookie": "s=COOKIE_CANARY", "X-Request-Id": "req-123",
+                    "Connection": "X-Hop", "X-Hop": "should-not-pass", "Keep-Alive": "timeout=5"
+                ]))
         #expect(response.status == 200)
         let received = try #require(upstream.requests.last)
         #expect(received.head.target == "/v1/users/7?x=1")
-        #expect(received.head.headers["Authorization"] == ["Bearer UPSTREAM_CANARY_42"], "client Authorization is replaced, never both")
+        #expect(
+            received.head.headers["Authorization"] == ["Bearer UPSTREAM_CANARY_42"],
+            "client Authorization is replaced, never both")
         #expect(received.head.headers.first(name: "X-Request-Id") == "req-123")
         #expect(received.head.headers.first(name: "X-Forwarded-For") == "127.0.0.1")
         #expect(received.head.headers.first(name: "X-Forwarded-Proto") == "http")
@@ -93,18 +100,24 @@ import Glibc
     /// upstream and back. (The response direction: `GatewayUpstreamFaultTests`, whose upstream writes raw heads.)
     @Test func headerRulesHoldInBothDirections() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
-                                               environment: ["API_TOKEN": "UPSTREAM_CANARY_7"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port),
+            environment: ["API_TOKEN": "UPSTREAM_CANARY_7"])
         let client = HTTPClient()
-        let echoed = try await client.execute(HTTPClientRequest(
-            url: "\(gateway.url)/api/echo",
-            headers: ["Authorization": "Bearer CLIENT", "Connection": "Authorization, X-Hop", "X-Hop": "1",
-                      "Via": "1.0 edge"]))
+        let echoed = try await client.execute(
+            HTTPClientRequest(
+                url: "\(gateway.url)/api/echo",
+                headers: [
+                    "Authorization": "Bearer CLIENT", "Connection": "Authorization, X-Hop", "X-Hop": "1",
+                    "Via": "1.0 edge"
+                ]))
         #expect(echoed.status == 200)
         let generatedID = try #require(echoed.headers.first(name: "X-Request-Id"))
         #expect(!generatedID.isEmpty)
         let received = try #require(upstream.requests.last)
-        #expect(received.head.headers["Authorization"] == ["Bearer UPSTREAM_CANARY_7"], "the injected token survives `Connection`")
+        #expect(
+            received.head.headers["Authorization"] == ["Bearer UPSTREAM_CANARY_7"],
+            "the injected token survives `Connection`")
         #expect(!received.head.headers.contains(name: "X-Hop"))
         #expect(received.head.headers["Via"] == ["1.0 edge, 1.1 moya-gateway"])
         #expect(received.head.headers["X-Request-Id"] == [generatedID], "the generated id goes upstream too")
@@ -112,7 +125,8 @@ import Glibc
         // An HTTP/2 client (h2c with prior knowledge): `Via` says so upstream.
         var h2 = HTTPClient.Configuration()
         h2.http2 = .always
-        let h2Response = try await HTTPClient(configuration: h2).execute(HTTPClientRequest(url: "\(gateway.url)/api/echo"))
+        let h2Response = try await HTTPClient(configuration: h2).execute(
+            HTTPClientRequest(url: "\(gateway.url)/api/echo"))
         #expect(h2Response.head.version == .http2)
         #expect(upstream.requests.last?.head.headers["Via"] == ["2 moya-gateway"])
         gateway.stop()
@@ -122,12 +136,13 @@ import Glibc
     /// nor passed on: the request is answered as a plain one, and the upstream sees none of the upgrade's fields.
     @Test func upgradeRequestsAreAnsweredPlainlyAndNeverForwarded() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
-                                               environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port),
+            environment: ["API_TOKEN": "t"])
         let upgrades = [
             "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n",
             "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
         ]
         for (index, upgrade) in upgrades.enumerated() {
             let client = try RawClient(port: gateway.port)
@@ -153,20 +168,24 @@ import Glibc
     @Test func coalescesConcurrentIdenticalGetsButNeverAcrossIdentitiesOrForPost() async throws {
         let upstream = try await RecordingUpstream.start()
         #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening after start")
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port),
-                                               environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port),
+            environment: ["API_TOKEN": "t"])
         #expect((try? RawClient(port: upstream.port)) != nil, "upstream listening after the gateway started")
         var configuration = HTTPClient.Configuration()
         configuration.maxConnectionsPerOrigin = 200
         let client = HTTPClient(configuration: configuration)
         let base = gateway.url
-        func burst(_ count: Int, method: HTTPMethod = .get, identity: @escaping @Sendable (Int) -> String?) async -> [Int] {
+        func burst(_ count: Int, method: HTTPMethod = .get, identity: @escaping @Sendable (Int) -> String?) async
+            -> [Int]
+        {
             await withTaskGroup(of: Int.self) { group in
                 for index in 0..<count {
                     group.addTask {
                         var headers = HTTPFields()
                         if let id = identity(index) { headers.add(name: "Cookie", value: "session=\(id)") }
-                        let request = try? HTTPClientRequest(method: method, url: "\(base)/api/slow?ms=300&k=\(method)", headers: headers)
+                        let request = try? HTTPClientRequest(
+                            method: method, url: "\(base)/api/slow?ms=300&k=\(method)", headers: headers)
                         return (try? await client.execute(request!))?.status ?? -1
                     }
                 }
@@ -198,25 +217,29 @@ import Glibc
     /// sorted), HEAD coalesces like GET, a `coalesce_vary` header splits flights, and so does each API-key client.
     @Test func coalescingKeySortsTheQueryAndSplitsByVaryHeadersAndAPIKeyClients() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            clients: { api_keys: { header: X-Api-Key, keys: { alice: "${ALICE_KEY}", bob: "${BOB_KEY}" } } }
-            upstreams:
-              up: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 200 } }
-            routes:
-              - { name: shared, match: { path_prefix: /shared }, upstream: up, coalesce: true, coalesce_vary: [Accept] }
-            """, environment: ["ALICE_KEY": "alice-secret", "BOB_KEY": "bob-secret"])
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                clients: { api_keys: { header: X-Api-Key, keys: { alice: "${ALICE_KEY}", bob: "${BOB_KEY}" } } }
+                upstreams:
+                  up: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 200 } }
+                routes:
+                  - { name: shared, match: { path_prefix: /shared }, upstream: up, coalesce: true, coalesce_vary: [Accept] }
+                """, environment: ["ALICE_KEY": "alice-secret", "BOB_KEY": "bob-secret"])
         var configuration = HTTPClient.Configuration()
         configuration.maxConnectionsPerOrigin = 200
         let client = HTTPClient(configuration: configuration)
         let base = gateway.url
-        func burst(_ count: Int, method: HTTPMethod = .get, query: @escaping @Sendable (Int) -> String,
-                   headers: @escaping @Sendable (Int) -> [(String, String)]) async -> [Int] {
+        func burst(
+            _ count: Int, method: HTTPMethod = .get, query: @escaping @Sendable (Int) -> String,
+            headers: @escaping @Sendable (Int) -> [(String, String)]
+        ) async -> [Int] {
             await withTaskGroup(of: Int.self) { group in
                 for index in 0..<count {
                     group.addTask {
-                        let request = try? HTTPClientRequest(method: method, url: "\(base)/shared/slow?\(query(index))",
-                                                             headers: HTTPFields(headers(index)))
+                        let request = try? HTTPClientRequest(
+                            method: method, url: "\(base)/shared/slow?\(query(index))",
+                            headers: HTTPFields(headers(index)))
                         return (try? await client.execute(request!))?.status ?? -1
                     }
                 }
@@ -227,10 +250,12 @@ import Glibc
         _ = await burst(60, query: { "warm=\($0)&ms=1" }, headers: { _ in alice })
         upstream.reset()
 
-        var statuses = await burst(40, query: { $0 % 2 == 0 ? "ms=300&a=1&b=2" : "b=2&ms=300&a=1" }, headers: { _ in alice })
+        var statuses = await burst(
+            40, query: { $0 % 2 == 0 ? "ms=300&a=1&b=2" : "b=2&ms=300&a=1" }, headers: { _ in alice })
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
         #expect(upstream.requests.count == 1, "parameter order does not split a flight, got \(upstream.requests.count)")
-        #expect(upstream.requests.first?.head.target == "/shared/slow?a=1&b=2&ms=300", "the shared call sends them sorted")
+        #expect(
+            upstream.requests.first?.head.target == "/shared/slow?a=1&b=2&ms=300", "the shared call sends them sorted")
         upstream.reset()
 
         statuses = await burst(40, method: .head, query: { _ in "ms=300&k=head" }, headers: { _ in alice })
@@ -247,13 +272,16 @@ import Glibc
 
         // COAL-02: headers that select a variant split flights without being listed in `coalesce_vary`, so no caller
         // gets a range, a 304 or an encoding it did not ask for; callers that send the same values still share.
-        let variants: [[(String, String)]] = [[], [("Range", "bytes=0-9")], [("If-None-Match", "\"v1\"")],
-                                               [("Accept-Encoding", "gzip")], [("Accept-Language", "de")]]
+        let variants: [[(String, String)]] = [
+            [], [("Range", "bytes=0-9")], [("If-None-Match", "\"v1\"")],
+            [("Accept-Encoding", "gzip")], [("Accept-Language", "de")]
+        ]
         statuses = await burst(50, query: { _ in "ms=300&k=variants" }) { index in alice + variants[index % 5] }
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
         #expect(upstream.requests.count == 5, "five variants → 5 hits, got \(upstream.requests.count)")
         for name in ["Range", "If-None-Match", "Accept-Encoding", "Accept-Language"] {
-            #expect(upstream.requests.filter { $0.head.headers.contains(name: name) }.count == 1, "one call sent \(name)")
+            #expect(
+                upstream.requests.filter { $0.head.headers.contains(name: name) }.count == 1, "one call sent \(name)")
         }
         upstream.reset()
 
@@ -262,13 +290,15 @@ import Glibc
         }
         #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
         #expect(upstream.requests.count == 2, "two API-key clients → 2 hits, got \(upstream.requests.count)")
-        #expect(upstream.requests.allSatisfy { !$0.head.headers.contains(name: "X-Api-Key") }, "the key is never forwarded")
+        #expect(
+            upstream.requests.allSatisfy { !$0.head.headers.contains(name: "X-Api-Key") }, "the key is never forwarded")
         gateway.stop()
         let sorted = gateway.accessLog.filter { ($0["path"] as? String)?.contains("a=1") == true }
         #expect(sorted.count == 40)
         #expect(sorted.allSatisfy { $0["upstream_path"] as? String == "/shared/slow?a=1&b=2&ms=300" })
         let clients = gateway.accessLog.filter { ($0["path"] as? String)?.contains("k=clients") == true }
-        #expect(Set(clients.compactMap { $0["client"] as? String }) == ["alice", "bob"], "the client's name, never its key")
+        #expect(
+            Set(clients.compactMap { $0["client"] as? String }) == ["alice", "bob"], "the client's name, never its key")
         #expect(clients.count == 40 && clients.allSatisfy { $0["client_ip"] as? String == "127.0.0.1" })
         #expect(!gateway.stdout.contains("alice-secret") && !gateway.stdout.contains("bob-secret"))
     }
@@ -276,9 +306,11 @@ import Glibc
     /// Requests the server refuses before routing get the gateway's error body too, with a request id (the client's
     /// when its head was read), and an access-log line each.
     @Test func requestsTheServerRefusesGetJSONErrorsWithRequestIDsAndAreLogged() async throws {
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1)
-            .replacingOccurrences(of: "limits: { drain_timeout: 5s }", with: "limits: { drain_timeout: 5s, max_body_bytes: 1KiB }"),
-                                               environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: 1)
+                .replacingOccurrences(
+                    of: "limits: { drain_timeout: 5s }", with: "limits: { drain_timeout: 5s, max_body_bytes: 1KiB }"),
+            environment: ["API_TOKEN": "t"])
         func exchange(_ raw: String) -> String {
             guard let client = try? RawClient(port: gateway.port) else { return "" }
             client.send(raw)
@@ -300,7 +332,8 @@ import Glibc
         // which curl before 8.11 reports as an error (92) when it arrives mid-upload.
         let upload = ProcessRunner.temporaryDirectory("rejected") + "/body"
         try Data(repeating: 0x78, count: 2048).write(to: URL(fileURLWithPath: upload))
-        let h2 = try ProcessRunner.run("nghttp", ["-v", "-H", "x-request-id: rej-413", "-d", upload, "\(gateway.url)/open/upload"])
+        let h2 = try ProcessRunner.run(
+            "nghttp", ["-v", "-H", "x-request-id: rej-413", "-d", upload, "\(gateway.url)/open/upload"])
         #expect(h2.stdout.contains(":status: 413"), "\(h2.stdout)")
         #expect(h2.stdout.contains("{\"error\":\"payload_too_large\",\"request_id\":\"rej-413\"}"), "\(h2.stdout)")
         gateway.stop()
@@ -313,7 +346,8 @@ import Glibc
     }
 
     @Test func stubsAnswerWithTheirDelayWithoutTheNetwork() async throws {
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         let started = ContinuousClock.now
         let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
@@ -328,9 +362,12 @@ import Glibc
     /// A load-test stub with a log-normal latency: every answer waits at least the distribution's `min`, and the
     /// waits spread (each request samples its own), none past `max` by more than scheduling.
     @Test func aLognormalStubSpreadsItsDelaysWithinItsBounds() async throws {
-        let tail = "  tail: { stub: { body: t, latency: { distribution: lognormal, median: 40ms, sigma: 0.6, min: 20ms, max: 200ms } } }"
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(
-            upstreamPort: 1, extraRoutes: "  - { name: tail, match: { path: /tail }, upstream: tail }", extraUpstreams: tail),
+        let tail =
+            "  tail: { stub: { body: t, latency: { distribution: lognormal, median: 40ms, sigma: 0.6, min: 20ms, max: 200ms } } }"
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(
+                upstreamPort: 1, extraRoutes: "  - { name: tail, match: { path: /tail }, upstream: tail }",
+                extraUpstreams: tail),
             environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         let url = "\(gateway.url)/tail"
@@ -354,7 +391,8 @@ import Glibc
 
     @Test func errorsAreJSONWithRequestIDs() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         let notFound = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/nowhere"))
         #expect(notFound.status == 404)
@@ -394,22 +432,26 @@ import Glibc
                 return String(decoding: client.readAll(timeout: 3).bytes, as: UTF8.self)
             }
             let notFound = exchange("GET /nowhere HTTP/1.1\r\nHost: g\r\nX-Request-Id: half-404\r\n\r\n")
-            #expect(notFound.hasPrefix("HTTP/1.1 404 ") && notFound.contains("\"request_id\":\"half-404\""),
-                    "\(notFound)")
+            #expect(
+                notFound.hasPrefix("HTTP/1.1 404 ") && notFound.contains("\"request_id\":\"half-404\""),
+                "\(notFound)")
             let encodedSlash = exchange("GET /open/a%2Fb HTTP/1.1\r\nHost: g\r\n\r\n")
             #expect(encodedSlash.hasPrefix("HTTP/1.1 400 "), "\(encodedSlash)")
-            let pipelined = exchange("DELETE /api/x HTTP/1.1\r\nHost: g\r\nContent-Length: 5\r\n\r\nhello"
-                                     + "GET /nowhere HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n")
-            #expect(pipelined.hasPrefix("HTTP/1.1 405 ") && pipelined.contains("Allow: GET, HEAD, POST"),
-                    "\(pipelined)")
+            let pipelined = exchange(
+                "DELETE /api/x HTTP/1.1\r\nHost: g\r\nContent-Length: 5\r\n\r\nhello"
+                    + "GET /nowhere HTTP/1.1\r\nHost: g\r\nConnection: close\r\n\r\n")
+            #expect(
+                pipelined.hasPrefix("HTTP/1.1 405 ") && pipelined.contains("Allow: GET, HEAD, POST"),
+                "\(pipelined)")
             #expect(pipelined.components(separatedBy: "HTTP/1.1 404 ").count == 2, "\(pipelined)")
             if !instantStub.isEmpty {
                 #expect(exchange("GET /instant HTTP/1.1\r\nHost: g\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
             }
             #expect(gateway.stop() == 0)
             let statuses = gateway.accessLog.compactMap { $0["status"] as? Int }
-            #expect(statuses.filter { $0 == 404 }.count == 2 && statuses.contains(400) && statuses.contains(405),
-                    "\(statuses)")
+            #expect(
+                statuses.filter { $0 == 404 }.count == 2 && statuses.contains(400) && statuses.contains(405),
+                "\(statuses)")
         }
         #expect(upstream.requests.isEmpty, "nothing reached the upstream")
     }
@@ -418,13 +460,16 @@ import Glibc
     /// the next bytes) or the route's deadline (the whole request, body included) ends it with a 504.
     @Test func anUpstreamThatStallsMidBodyIsCutByTheResponseTimeoutAndTheRouteDeadline() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port, extraRoutes: """
-              - name: deadline
-                match: { path_prefix: /deadline }
-                upstream: open
-                rewrite: { strip_prefix: /deadline }
-                timeout: 1s
-            """), environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(
+                upstreamPort: upstream.port,
+                extraRoutes: """
+                      - name: deadline
+                        match: { path_prefix: /deadline }
+                        upstream: open
+                        rewrite: { strip_prefix: /deadline }
+                        timeout: 1s
+                    """), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         var started = ContinuousClock.now
         let byResponseTimeout = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/stall"))
@@ -434,7 +479,8 @@ import Glibc
         let byDeadline = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/deadline/stall"))
         #expect(byDeadline.status == 504)
         let waited = ContinuousClock.now - started
-        #expect(waited >= .milliseconds(900) && waited < .milliseconds(3000), "the route's 1 s deadline, not the upstream")
+        #expect(
+            waited >= .milliseconds(900) && waited < .milliseconds(3000), "the route's 1 s deadline, not the upstream")
         #expect(Self.text(byDeadline).contains("\"error\":\"gateway_timeout\""))
         gateway.stop()
         #expect(gateway.accessLog.filter { $0["status"] as? Int == 504 }.count == 2)
@@ -443,15 +489,16 @@ import Glibc
     /// A recording upstream behind a gateway whose one route goes to it with `pool: { POOL }`.
     static func narrowPool(_ pool: String) async throws -> (RecordingUpstream, GatewayProcess) {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              narrow:
-                base_url: http://127.0.0.1:\(upstream.port)
-                pool: { \(pool) }
-            routes:
-              - { name: narrow, match: { path_prefix: / }, upstream: narrow }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                upstreams:
+                  narrow:
+                    base_url: http://127.0.0.1:\(upstream.port)
+                    pool: { \(pool) }
+                routes:
+                  - { name: narrow, match: { path_prefix: / }, upstream: narrow }
+                """)
         return (upstream, gateway)
     }
 
@@ -466,7 +513,8 @@ import Glibc
         let elapsed = ContinuousClock.now - started
         #expect(waited.status == 503)
         #expect(Self.text(waited).contains("\"error\":\"service_unavailable\""))
-        #expect(elapsed >= .milliseconds(250) && elapsed < .milliseconds(1500), "max_wait, not the slow call: \(elapsed)")
+        #expect(
+            elapsed >= .milliseconds(250) && elapsed < .milliseconds(1500), "max_wait, not the slow call: \(elapsed)")
         #expect(try await slow.status == 200, "the call holding the connection completes")
         gateway.stop()
         withExtendedLifetime(upstream) {}
@@ -496,38 +544,45 @@ import Glibc
     @Test func apiKeysGate401And403AndAreNeverForwarded() async throws {
         let upstream = try await RecordingUpstream.start()
         let config = """
-        server:
-          listen: ["127.0.0.1:PORT"]
-          threads: 1
-        admin:
-          listen: "127.0.0.1:ADMIN"
-        clients:
-          api_keys:
-            header: X-Api-Key
-            keys: { billing: "${BILLING_KEY}", web: "${WEB_KEY}" }
-        upstreams:
-          open:
-            base_url: http://127.0.0.1:\(upstream.port)
-        routes:
-          - name: billing-only
-            match: { path_prefix: /billing }
-            upstream: open
-            clients: [billing]
-        """
-        let gateway = try await GatewayProcess(config: config, environment: ["BILLING_KEY": "bk-secret", "WEB_KEY": "wk-secret"])
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            clients:
+              api_keys:
+                header: X-Api-Key
+                keys: { billing: "${BILLING_KEY}", web: "${WEB_KEY}" }
+            upstreams:
+              open:
+                base_url: http://127.0.0.1:\(upstream.port)
+            routes:
+              - name: billing-only
+                match: { path_prefix: /billing }
+                upstream: open
+                clients: [billing]
+            """
+        let gateway = try await GatewayProcess(
+            config: config, environment: ["BILLING_KEY": "bk-secret", "WEB_KEY": "wk-secret"])
         let client = HTTPClient()
-        let none = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Request-Id": "k1"]))
+        let none = try await client.execute(
+            HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Request-Id": "k1"]))
         #expect(none.status == 401)
         #expect(Self.text(none) == #"{"error":"unauthorized","request_id":"k1"}"#)
-        let unknown = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x",
-                                                                 headers: ["X-Api-Key": "nope", "X-Request-Id": "k2"]))
+        let unknown = try await client.execute(
+            HTTPClientRequest(
+                url: "\(gateway.url)/billing/x",
+                headers: ["X-Api-Key": "nope", "X-Request-Id": "k2"]))
         #expect(unknown.status == 401)
         #expect(Self.text(unknown) == #"{"error":"unauthorized","request_id":"k2"}"#)
-        let web = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x",
-                                                             headers: ["X-Api-Key": "wk-secret", "X-Request-Id": "k3"]))
+        let web = try await client.execute(
+            HTTPClientRequest(
+                url: "\(gateway.url)/billing/x",
+                headers: ["X-Api-Key": "wk-secret", "X-Request-Id": "k3"]))
         #expect(web.status == 403)
         #expect(Self.text(web) == #"{"error":"forbidden","request_id":"k3"}"#)
-        let billing = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Api-Key": "bk-secret"]))
+        let billing = try await client.execute(
+            HTTPClientRequest(url: "\(gateway.url)/billing/x", headers: ["X-Api-Key": "bk-secret"]))
         #expect(billing.status == 200)
         #expect(upstream.requests.count == 1)
         #expect(!(upstream.requests.first?.head.headers.contains(name: "X-Api-Key") ?? true))
@@ -566,7 +621,9 @@ import Glibc
         try gateway.rewriteConfig(base + "\n  - name: broken\n    match: { path: /b }\n    upstream: missing\n")
         gateway.signal(SIGHUP)
         try await Task.sleep(for: .milliseconds(300))
-        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed")).status == 201, "old config keeps serving")
+        #expect(
+            try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed")).status == 201,
+            "old config keeps serving")
         #expect(gateway.process.isRunning)
         // LIFE-04: a rejected reload is visible to monitoring, not only in the log.
         metrics = Self.text(try await client.execute(HTTPClientRequest(url: metricsURL)))
@@ -620,7 +677,8 @@ import Glibc
 
     @Test func sigtermDrainsInFlightRequestsAndExitsZero() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         let url = "\(gateway.url)/open/slow?ms=400"
         let inFlight = Task { try await client.execute(HTTPClientRequest(url: url)) }
@@ -637,18 +695,19 @@ import Glibc
     /// counts the request as abandoned (499), not as an upstream failure.
     @Test func aRequestOutlivingTheDrainIsCutAndLoggedAs499() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              limits: { drain_timeout: 1s }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              open: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
-            routes:
-              - { name: open, match: { path_prefix: /open }, upstream: open }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  limits: { drain_timeout: 1s }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  open: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
+                routes:
+                  - { name: open, match: { path_prefix: /open }, upstream: open }
+                """)
         let client = HTTPClient()
         let url = "\(gateway.url)/open/slow?ms=10000"
         let inFlight = Task { try await client.execute(HTTPClientRequest(url: url)) }
@@ -657,7 +716,8 @@ import Glibc
         gateway.signal(SIGTERM)
         await #expect(throws: HTTPClientError.self) { _ = try await inFlight.value }
         #expect(gateway.stop() == 0)
-        #expect(ContinuousClock.now - started < .seconds(4), "exit at the 1 s drain timeout, not after the 10 s request")
+        #expect(
+            ContinuousClock.now - started < .seconds(4), "exit at the 1 s drain timeout, not after the 10 s request")
         let record = try #require(gateway.accessLog.first { ($0["path"] as? String)?.hasPrefix("/open/slow") == true })
         #expect(record["status"] as? Int == 499)
         #expect(record["upstream_error"] as? String == "cancelled")
@@ -666,31 +726,35 @@ import Glibc
     @Test func routeRetriesApplyToIdempotentRequestsOnly() async throws {
         let upstream = try await RecordingUpstream.start()
         let routes = """
-          - name: retried
-            match: { path_prefix: /retried }
-            upstream: open
-            retries: { attempts: 3, statuses: [503] }
-        """
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: upstream.port, extraRoutes: routes),
-                                               environment: ["API_TOKEN": "t"])
+              - name: retried
+                match: { path_prefix: /retried }
+                upstream: open
+                retries: { attempts: 3, statuses: [503] }
+            """
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: upstream.port, extraRoutes: routes),
+            environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         let get = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/retried/status/503"))
         #expect(get.status == 503)
         #expect(upstream.requests.count == 3, "GET: the first try and two retries")
         upstream.reset()
-        let post = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/retried/status/503", body: .bytes([1])))
+        let post = try await client.execute(
+            HTTPClientRequest(method: .post, url: "\(gateway.url)/retried/status/503", body: .bytes([1])))
         #expect(post.status == 503)
         #expect(upstream.requests.count == 1, "POST is never retried")
         gateway.stop()
     }
 
     @Test func readinessAndMetricsOnTheAdminListener() async throws {
-        let gateway = try await GatewayProcess(config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
+        let gateway = try await GatewayProcess(
+            config: Self.proxyConfig(upstreamPort: 1), environment: ["API_TOKEN": "t"])
         let client = HTTPClient()
         _ = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
         let health = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/healthz"))
         #expect(health.status == 200)
-        let metrics = Self.text(try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics")))
+        let metrics = Self.text(
+            try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics")))
         #expect(metrics.contains("moya_gateway_requests_total{route=\"stubbed\",status=\"201\"} 1"))
         #expect(metrics.contains("moya_gateway_open_connections"))
         gateway.stop()

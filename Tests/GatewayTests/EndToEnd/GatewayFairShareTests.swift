@@ -25,25 +25,30 @@ import Testing
         let upstream = ConformanceUpstream()
         var settings = HTTP2Settings()
         settings.maxConcurrentStreams = 4
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
-                                                     http2Settings: settings),
-                                group: try EventLoopGroup(threads: 1), handler: upstream)
+        let server = HTTPServer(
+            configuration: .init(
+                listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
+                http2Settings: settings),
+            group: try EventLoopGroup(threads: 1), handler: upstream)
         try await server.start()
-        let pool = scenario.http2 ? "{ http2: always, max_wait: 2s, max_share: \(scenario.share) }"
+        let pool =
+            scenario.http2
+            ? "{ http2: always, max_wait: 2s, max_share: \(scenario.share) }"
             : "{ max_connections: 4, http2: never, max_wait: 2s, max_share: \(scenario.share) }"
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              trusted_proxies: [127.0.0.1]
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            logging: { access_log: false }
-            upstreams:
-              up: { base_url: "http://127.0.0.1:\(server.localAddresses[0].port)", timeout: { response: 30s }, pool: \(pool) }
-            routes:
-              - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  trusted_proxies: [127.0.0.1]
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                logging: { access_log: false }
+                upstreams:
+                  up: { base_url: "http://127.0.0.1:\(server.localAddresses[0].port)", timeout: { response: 30s }, pool: \(pool) }
+                routes:
+                  - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
+                """)
         var configuration = HTTPClient.Configuration()
         configuration.maxConnectionsPerOrigin = 64
         configuration.http2 = .never
@@ -54,8 +59,9 @@ import Testing
                 for _ in 0..<count {
                     group.addTask {
                         let started = ContinuousClock.now
-                        let status = (try? await client.execute(
-                            HTTPClientRequest(url: url, headers: ["X-Forwarded-For": caller])))?.status ?? -1
+                        let status =
+                            (try? await client.execute(
+                                HTTPClientRequest(url: url, headers: ["X-Forwarded-For": caller])))?.status ?? -1
                         let elapsed = (ContinuousClock.now - started).components
                         return (status, Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
                     }

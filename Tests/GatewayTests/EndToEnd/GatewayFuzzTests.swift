@@ -28,46 +28,50 @@ struct GatewayFuzzTests {
         let directory = ProcessRunner.temporaryDirectory("gateway-wire-fuzz")
         let certificates = try ProcessRunner.makeCertificates(in: directory)
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 2
-              http2: true
-              compression: { gzip: true, min_bytes: 16 }
-              limits: { max_body_bytes: 64KiB, max_header_bytes: 8KiB, header_timeout: 2s, body_timeout: 2s }
-              tls:
-                listen: ["127.0.0.1:\(tlsPort)"]
-                certificate: \(certificates.cert)
-                private_key: \(certificates.key)
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              up:
-                base_url: "http://127.0.0.1:\(upstream.port)"
-                timeout: { response: 2s }
-                access_token: { token: fuzz-secret-token }
-              stub: { stub: { status: 200, headers: { Content-Type: application/json }, body: '{"a":1}' } }
-              slow:
-                stub:
-                  status: 200
-                  body_bytes: 300KiB
-                  error_rate: 0.2
-                  latency: { distribution: uniform, min: 1ms, max: 20ms }
-            routes:
-              - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
-              - { name: stub, match: { path: /stub }, upstream: stub }
-              - { name: slow, match: { path: /slow }, upstream: slow }
-              - { name: shared, match: { path_params: "/shared/{id}" }, upstream: slow, coalesce: true }
-            """)
-        let output = try ProcessRunner.run("/usr/bin/python3", [
-            Self.faults.appendingPathComponent("wire_fuzz.py").path, "--port", String(gateway.port),
-            "--tls-port", String(tlsPort), "--pid", String(gateway.process.processIdentifier), "--cases", "2000",
-            "--deadline", "90", "--seed", "1", "--dir", directory,
-        ], timeout: 150)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 2
+                  http2: true
+                  compression: { gzip: true, min_bytes: 16 }
+                  limits: { max_body_bytes: 64KiB, max_header_bytes: 8KiB, header_timeout: 2s, body_timeout: 2s }
+                  tls:
+                    listen: ["127.0.0.1:\(tlsPort)"]
+                    certificate: \(certificates.cert)
+                    private_key: \(certificates.key)
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  up:
+                    base_url: "http://127.0.0.1:\(upstream.port)"
+                    timeout: { response: 2s }
+                    access_token: { token: fuzz-secret-token }
+                  stub: { stub: { status: 200, headers: { Content-Type: application/json }, body: '{"a":1}' } }
+                  slow:
+                    stub:
+                      status: 200
+                      body_bytes: 300KiB
+                      error_rate: 0.2
+                      latency: { distribution: uniform, min: 1ms, max: 20ms }
+                routes:
+                  - { name: up, match: { path_prefix: /up }, upstream: up, rewrite: { strip_prefix: /up } }
+                  - { name: stub, match: { path: /stub }, upstream: stub }
+                  - { name: slow, match: { path: /slow }, upstream: slow }
+                  - { name: shared, match: { path_params: "/shared/{id}" }, upstream: slow, coalesce: true }
+                """)
+        let output = try ProcessRunner.run(
+            "/usr/bin/python3",
+            [
+                Self.faults.appendingPathComponent("wire_fuzz.py").path, "--port", String(gateway.port),
+                "--tls-port", String(tlsPort), "--pid", String(gateway.process.processIdentifier), "--cases", "2000",
+                "--deadline", "90", "--seed", "1", "--dir", directory
+            ], timeout: 150)
         let summary = Self.summary(output)
         #expect(output.status == 0, "\(output.stdout) \(output.stderr.suffix(2000))")
-        #expect(summary["alive"] as? Bool == true,
-                "crash inputs: \(summary["crash_inputs"] ?? "-"); \(gateway.stderr.suffix(2000))")
+        #expect(
+            summary["alive"] as? Bool == true,
+            "crash inputs: \(summary["crash_inputs"] ?? "-"); \(gateway.stderr.suffix(2000))")
         let cases = summary["cases"] as? Int ?? 0
         #expect(cases >= 1000, "the run stopped early: \(summary)")
         #expect(summary["tls_cases"] as? Int ?? 0 >= cases / 10, "\(summary)")
@@ -87,8 +91,9 @@ struct GatewayFuzzTests {
 
         // Nothing smuggled: every request that reached the upstream is one the gateway routed there and logged (by
         // request id), with a plain origin-form target, one Host and the injected token.
-        let logged = Set(gateway.accessLog.filter { $0["route"] as? String == "up" }
-            .compactMap { $0["request_id"] as? String })
+        let logged = Set(
+            gateway.accessLog.filter { $0["route"] as? String == "up" }
+                .compactMap { $0["request_id"] as? String })
         let received = upstream.requests
         #expect(received.count > 10, "some fuzzed requests were well-formed enough to be proxied")
         for request in received {
@@ -110,49 +115,54 @@ struct GatewayFuzzTests {
     /// 0. The routes' 2 s deadline bounds an upstream that trickles a body a byte at a time
     /// (the driver gives up after 4 s of silence).
     @Test func hostileUpstreamsNeverStopTheGateway() async throws {
-        let h1Port = try freeLoopbackPort(), h2Port = try freeLoopbackPort(), tlsPort = try freeLoopbackPort()
+        let h1Port = try freeLoopbackPort()
+        let h2Port = try freeLoopbackPort()
+        let tlsPort = try freeLoopbackPort()
         // A server that refuses connections beside the hostile ones: requests take turns, and pass it over.
         let deadPort = try freeLoopbackPort()
         let certificates = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("upstream-fuzz"))
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 2
-              compression: { gzip: true, min_bytes: 16 }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              h1:
-                base_url: "http://h1.fuzz.invalid:\(h1Port)"
-                servers: ["127.0.0.1:\(h1Port)", "127.0.0.1:\(deadPort)"]
-                timeout: { connect: 1s, response: 1s }
-              h1valid:
-                base_url: "http://127.0.0.1:\(h1Port)"
-                timeout: { response: 1s }
-                validation: success
-                access_token: { token: upstream-fuzz-secret }
-              h2:
-                base_url: "http://h2.fuzz.invalid:\(h2Port)"
-                servers: ["127.0.0.1:\(deadPort)", "127.0.0.1:\(h2Port)"]
-                timeout: { response: 1s }
-                pool: { http2: always }
-              tls:
-                base_url: "https://localhost:\(tlsPort)"
-                timeout: { connect: 1s, response: 1s }
-                tls: { ca_file: \(certificates.ca) }
-            routes:
-              - { name: h1, match: { path_prefix: /h1/ }, upstream: h1, rewrite: { strip_prefix: /h1 }, timeout: 2s }
-              - { name: h1shared, match: { path_prefix: /h1shared }, upstream: h1, coalesce: true, timeout: 2s }
-              - { name: h1valid, match: { path_prefix: /h1valid }, upstream: h1valid, timeout: 2s }
-              - { name: h2, match: { path_prefix: /h2 }, upstream: h2, timeout: 2s }
-              - { name: tls, match: { path_prefix: /tls }, upstream: tls, timeout: 2s }
-            """)
-        let output = try ProcessRunner.run("/usr/bin/python3", [
-            Self.faults.appendingPathComponent("upstream_fuzz.py").path, "--h1-port", String(h1Port),
-            "--h2-port", String(h2Port), "--tls-port", String(tlsPort), "--cert", certificates.cert,
-            "--key", certificates.key, "--gateway-port", String(gateway.port),
-            "--pid", String(gateway.process.processIdentifier), "--cases", "400", "--deadline", "90", "--seed", "1",
-        ], timeout: 150)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 2
+                  compression: { gzip: true, min_bytes: 16 }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  h1:
+                    base_url: "http://h1.fuzz.invalid:\(h1Port)"
+                    servers: ["127.0.0.1:\(h1Port)", "127.0.0.1:\(deadPort)"]
+                    timeout: { connect: 1s, response: 1s }
+                  h1valid:
+                    base_url: "http://127.0.0.1:\(h1Port)"
+                    timeout: { response: 1s }
+                    validation: success
+                    access_token: { token: upstream-fuzz-secret }
+                  h2:
+                    base_url: "http://h2.fuzz.invalid:\(h2Port)"
+                    servers: ["127.0.0.1:\(deadPort)", "127.0.0.1:\(h2Port)"]
+                    timeout: { response: 1s }
+                    pool: { http2: always }
+                  tls:
+                    base_url: "https://localhost:\(tlsPort)"
+                    timeout: { connect: 1s, response: 1s }
+                    tls: { ca_file: \(certificates.ca) }
+                routes:
+                  - { name: h1, match: { path_prefix: /h1/ }, upstream: h1, rewrite: { strip_prefix: /h1 }, timeout: 2s }
+                  - { name: h1shared, match: { path_prefix: /h1shared }, upstream: h1, coalesce: true, timeout: 2s }
+                  - { name: h1valid, match: { path_prefix: /h1valid }, upstream: h1valid, timeout: 2s }
+                  - { name: h2, match: { path_prefix: /h2 }, upstream: h2, timeout: 2s }
+                  - { name: tls, match: { path_prefix: /tls }, upstream: tls, timeout: 2s }
+                """)
+        let output = try ProcessRunner.run(
+            "/usr/bin/python3",
+            [
+                Self.faults.appendingPathComponent("upstream_fuzz.py").path, "--h1-port", String(h1Port),
+                "--h2-port", String(h2Port), "--tls-port", String(tlsPort), "--cert", certificates.cert,
+                "--key", certificates.key, "--gateway-port", String(gateway.port),
+                "--pid", String(gateway.process.processIdentifier), "--cases", "400", "--deadline", "90", "--seed", "1"
+            ], timeout: 150)
         let summary = Self.summary(output)
         #expect(output.status == 0, "\(output.stdout) \(output.stderr.suffix(2000))")
         #expect(summary["alive"] as? Bool == true, "\(gateway.stderr.suffix(2000))")
@@ -177,19 +187,25 @@ struct GatewayFuzzTests {
         _ = try ProcessRunner.makeCertificates(in: directory)
         let configuration = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Configuration")
-        try FileManager.default.copyItem(atPath: configuration.appendingPathComponent("stubs").path,
-                                         toPath: "\(directory)/stubs")
+        try FileManager.default.copyItem(
+            atPath: configuration.appendingPathComponent("stubs").path,
+            toPath: "\(directory)/stubs")
         let examples = configuration.appendingPathComponent("examples").path
-        let seeds = try FileManager.default.contentsOfDirectory(atPath: examples)
+        let seeds =
+            try FileManager.default.contentsOfDirectory(atPath: examples)
             .filter { $0.hasSuffix(".yaml") }.map { configuration.appendingPathComponent("examples/\($0)").path }
             + [configuration.appendingPathComponent("gateway.yaml").path]
         var environment = ProcessInfo.processInfo.environment
-        environment.merge(["MOYA_TLS_DIR": directory, "BILLING_KEY": "k1", "BILLING_PASSWORD": "p", "WEB_KEY": "k2",
-                           "USERS_TOKEN": "t"]) { $1 }
-        let output = try ProcessRunner.run("/usr/bin/python3", [
-            Self.faults.appendingPathComponent("config_fuzz.py").path, "--gateway", binary.path, "--cases", "400",
-            "--seed", "1", "--dir", directory,
-        ] + seeds, environment: environment, timeout: 120)
+        environment.merge([
+            "MOYA_TLS_DIR": directory, "BILLING_KEY": "k1", "BILLING_PASSWORD": "p", "WEB_KEY": "k2",
+            "USERS_TOKEN": "t"
+        ]) { $1 }
+        let output = try ProcessRunner.run(
+            "/usr/bin/python3",
+            [
+                Self.faults.appendingPathComponent("config_fuzz.py").path, "--gateway", binary.path, "--cases", "400",
+                "--seed", "1", "--dir", directory
+            ] + seeds, environment: environment, timeout: 120)
         let summary = Self.summary(output)
         #expect(output.status == 0, "\(output.stdout.suffix(3000)) \(output.stderr.suffix(2000))")
         #expect(summary["cases"] as? Int == 400, "\(output.stdout) \(output.stderr.suffix(2000))")

@@ -14,7 +14,9 @@ import Testing
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("HTTPServerCoreTests/HTTP2/h2/h2spec.py").path
 
-    static func gatewayConfig(upstreamPort: Int, tlsPort: Int, certificates: (ca: String, cert: String, key: String)) -> String {
+    static func gatewayConfig(upstreamPort: Int, tlsPort: Int, certificates: (ca: String, cert: String, key: String))
+        -> String
+    {
         """
         server:
           listen: ["127.0.0.1:PORT"]
@@ -44,7 +46,9 @@ import Testing
     static func results(_ output: ProcessRunner.Output) -> [String: CaseResult] {
         var results: [String: CaseResult] = [:]
         for line in output.stdout.split(separator: "\n") {
-            if let result = try? JSONDecoder().decode(CaseResult.self, from: Data(line.utf8)) { results[result.case] = result }
+            if let result = try? JSONDecoder().decode(CaseResult.self, from: Data(line.utf8)) {
+                results[result.case] = result
+            }
         }
         return results
     }
@@ -54,11 +58,15 @@ import Testing
         let directory = ProcessRunner.temporaryDirectory("gateway-h2spec")
         let certificates = try ProcessRunner.makeCertificates(in: directory)
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: Self.gatewayConfig(upstreamPort: upstream.port, tlsPort: tlsPort,
-                                                                          certificates: certificates))
-        let output = try ProcessRunner.run("/usr/bin/python3", [
-            Self.suiteScript, "--port", String(gateway.port), "--tls-port", String(tlsPort), "--ca", certificates.ca,
-        ], timeout: 240)
+        let gateway = try await GatewayProcess(
+            config: Self.gatewayConfig(
+                upstreamPort: upstream.port, tlsPort: tlsPort,
+                certificates: certificates))
+        let output = try ProcessRunner.run(
+            "/usr/bin/python3",
+            [
+                Self.suiteScript, "--port", String(gateway.port), "--tls-port", String(tlsPort), "--ca", certificates.ca
+            ], timeout: 240)
         #expect(output.status == 0, "\(output.stderr)")
         let results = Self.results(output)
         let expected = (1...17).filter { $0 != 10 }.map { String(format: "H2-%02d", $0) }
@@ -70,8 +78,9 @@ import Testing
         // What reached the upstream.
         let targets = upstream.targets
         for tag in ["h2-02", "h2-03", "h2-04-b", "h2-05", "h2-08", "h2-12", "h2-13", "h2-14", "h2-15"] {
-            #expect(!targets.contains { $0.contains("tag=\(tag)&") || $0.hasSuffix("tag=\(tag)") },
-                    "a request of \(tag) was forwarded: \(targets.filter { $0.contains(tag) })")
+            #expect(
+                !targets.contains { $0.contains("tag=\(tag)&") || $0.hasSuffix("tag=\(tag)") },
+                "a request of \(tag) was forwarded: \(targets.filter { $0.contains(tag) })")
         }
         #expect(upstream.peakInFlight <= 100, "upstream requests in flight never exceed MAX_CONCURRENT_STREAMS")
         #expect(targets.allSatisfy { !$0.contains(" ") && !$0.contains("\r") && !$0.contains("\n") })
@@ -92,11 +101,13 @@ import Testing
         let upstream = try await ConformanceUpstream.start()
         let directory = ProcessRunner.temporaryDirectory("gateway-h2spec-window")
         let certificates = try ProcessRunner.makeCertificates(in: directory)
-        var config = Self.gatewayConfig(upstreamPort: upstream.port, tlsPort: try freeLoopbackPort(),
-                                        certificates: certificates)
+        var config = Self.gatewayConfig(
+            upstreamPort: upstream.port, tlsPort: try freeLoopbackPort(),
+            certificates: certificates)
         if !buffering {
-            config = config.replacingOccurrences(of: "rewrite: { strip_prefix: /up } }",
-                                                 with: "rewrite: { strip_prefix: /up }, buffering: false }")
+            config = config.replacingOccurrences(
+                of: "rewrite: { strip_prefix: /up } }",
+                with: "rewrite: { strip_prefix: /up }, buffering: false }")
         }
         let gateway = try await GatewayProcess(config: config)
         let pid = gateway.process.processIdentifier
@@ -105,8 +116,9 @@ import Testing
         let script = Self.suiteScript
         let run = Task {
             try await offPool {
-                try ProcessRunner.run("/usr/bin/python3", [script, "--port", String(port), "--big-mb", "64", "--hold", "3", "H2-10"],
-                                      timeout: 60)
+                try ProcessRunner.run(
+                    "/usr/bin/python3", [script, "--port", String(port), "--big-mb", "64", "--hold", "3", "H2-10"],
+                    timeout: 60)
             }
         }
         // The script stalls the stream for about 4 s (headers, a 1 s wait, five 1-byte drips, a 3 s hold): sample
@@ -121,14 +133,18 @@ import Testing
         let output = try await run.value
         let result = try #require(Self.results(output)["H2-10"], "\(output.stdout) \(output.stderr)")
         #expect(result.passed, "\(result.detail)")
-        #expect(peak - baseline < 16 * 1024, "gateway RSS grew \((peak - baseline) / 1024) MiB for a 64 MiB response held back")
+        #expect(
+            peak - baseline < 16 * 1024,
+            "gateway RSS grew \((peak - baseline) / 1024) MiB for a 64 MiB response held back")
         if buffering {
             // Read through while the client held the stream back: the upstream's part was over in moments.
             #expect(producedWhileStalled == 64 << 20, "the upstream was read whole meanwhile: \(producedWhileStalled)")
         } else {
             // Read only as far as the buffers in between: the relay's, the client's, and the kernel's loopback
             // socket buffers (several MiB with autotuning), far from the 64 MiB the upstream would send.
-            #expect(upstream.producedBytes < 16 << 20, "the upstream was read only as far as the buffers: \(upstream.producedBytes)")
+            #expect(
+                upstream.producedBytes < 16 << 20,
+                "the upstream was read only as far as the buffers: \(upstream.producedBytes)")
         }
         gateway.stop()
         await upstream.shutdown()
@@ -187,8 +203,9 @@ final class ConformanceUpstream: HTTPServerHandler {
         }
         if path == "/big" {
             let bytes = (parameter("mb") ?? 1) << 20
-            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Length": String(bytes)]),
-                                      body: .stream(bigBody(bytes: bytes)))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 200, headers: ["Content-Length": String(bytes)]),
+                body: .stream(bigBody(bytes: bytes)))
         }
         return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("ok".utf8))
     }

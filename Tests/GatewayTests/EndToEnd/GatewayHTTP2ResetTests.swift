@@ -36,7 +36,8 @@ import Testing
     static func run(_ arguments: [String]) async throws -> (Outcome, String) {
         let output = try await offPool { try ProcessRunner.run("/usr/bin/python3", [script] + arguments, timeout: 60) }
         guard output.status == 0, let line = output.stdout.split(separator: "\n").last,
-              let outcome = try? JSONDecoder().decode(Outcome.self, from: Data(line.utf8)) else {
+            let outcome = try? JSONDecoder().decode(Outcome.self, from: Data(line.utf8))
+        else {
             throw GatewayTestError("h2_abuse.py \(arguments): \(output.stdout) \(output.stderr)")
         }
         return (outcome, String(line))
@@ -59,7 +60,7 @@ import Testing
         }
         let (outcome, line) = try await Self.run([
             "reset-flood", "--port", String(gateway.port), "--path", "/up/slow?ms=3000&tag=rr",
-            "--streams", "1000", "--pause-ms", String(pauseMilliseconds),
+            "--streams", "1000", "--pause-ms", String(pauseMilliseconds)
         ])
         let goaway = try #require(outcome.goaway, "no GOAWAY: \(line)")
         #expect(goaway.code == "ENHANCE_YOUR_CALM", "\(line)")
@@ -80,7 +81,9 @@ import Testing
     @Test func aContinuationFloodEndsWithAGoAwayNamingIt() async throws {
         let upstream = try await ConformanceUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
-        let (outcome, line) = try await Self.run(["continuation-flood", "--port", String(gateway.port), "--path", "/up/cont?tag=cf"])
+        let (outcome, line) = try await Self.run([
+            "continuation-flood", "--port", String(gateway.port), "--path", "/up/cont?tag=cf"
+        ])
         let goaway = try #require(outcome.goaway, "no GOAWAY: \(line)")
         #expect(goaway.code == "ENHANCE_YOUR_CALM", "\(line)")
         #expect(goaway.debug == "CONTINUATION flood", "\(line)")

@@ -13,38 +13,41 @@ import Testing
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory())
         let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
         let cleartextRecorder = RequestRecorder()
-        let cleartext = HTTPServer(configuration: .init(listen: [loopback]), group: try EventLoopGroup(threads: 1),
-                                   handler: cleartextRecorder)
+        let cleartext = HTTPServer(
+            configuration: .init(listen: [loopback]), group: try EventLoopGroup(threads: 1),
+            handler: cleartextRecorder)
         try await cleartext.start()
         let tlsRecorder = RequestRecorder()
-        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
-        let secure = HTTPServer(configuration: .init(listen: [], tlsListen: [loopback], tls: tls),
-                                group: try EventLoopGroup(threads: 1), handler: tlsRecorder)
+        let tls = TLSServerConfiguration(
+            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let secure = HTTPServer(
+            configuration: .init(listen: [], tlsListen: [loopback], tls: tls),
+            group: try EventLoopGroup(threads: 1), handler: tlsRecorder)
         try await secure.start()
         let config = """
-        server:
-          listen: ["127.0.0.1:PORT"]
-          threads: 1
-        admin:
-          listen: "127.0.0.1:ADMIN"
-        upstreams:
-          plain:
-            base_url: http://127.0.0.1:\(cleartext.localAddresses[0].port)
-            pool: { http2: always }
-          secure:
-            base_url: https://127.0.0.1:\(secure.tlsLocalAddresses[0].port)
-            tls: { ca_file: \(ca) }
-            pool: { http2: auto }
-        routes:
-          - name: plain
-            match: { path_prefix: /plain }
-            upstream: plain
-            rewrite: { strip_prefix: /plain }
-          - name: secure
-            match: { path_prefix: /secure }
-            upstream: secure
-            rewrite: { strip_prefix: /secure }
-        """
+            server:
+              listen: ["127.0.0.1:PORT"]
+              threads: 1
+            admin:
+              listen: "127.0.0.1:ADMIN"
+            upstreams:
+              plain:
+                base_url: http://127.0.0.1:\(cleartext.localAddresses[0].port)
+                pool: { http2: always }
+              secure:
+                base_url: https://127.0.0.1:\(secure.tlsLocalAddresses[0].port)
+                tls: { ca_file: \(ca) }
+                pool: { http2: auto }
+            routes:
+              - name: plain
+                match: { path_prefix: /plain }
+                upstream: plain
+                rewrite: { strip_prefix: /plain }
+              - name: secure
+                match: { path_prefix: /secure }
+                upstream: secure
+                rewrite: { strip_prefix: /secure }
+            """
         let gateway = try await GatewayProcess(config: config)
         let client = HTTPClient()
         let url = gateway.url
@@ -52,7 +55,8 @@ import Testing
             for index in 0..<10 {
                 for prefix in ["plain", "secure"] {
                     group.addTask {
-                        let response = try await client.execute(HTTPClientRequest(url: "\(url)/\(prefix)/item/\(index)"))
+                        let response = try await client.execute(
+                            HTTPClientRequest(url: "\(url)/\(prefix)/item/\(index)"))
                         return (prefix, response.status, String(decoding: response.body, as: UTF8.self))
                     }
                 }

@@ -7,6 +7,7 @@ import NetCore
 import Synchronization
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,18 +29,20 @@ private final class Instance: Sendable {
     /// With `key`, `/healthz` answers 401 to a probe without `X-Health-Key: key`.
     init(name: String, key: String? = nil) async throws {
         let health = self.health
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: HTTPHandlerClosure { request in
-            if request.head.path == "/healthz" {
-                health.probes.add(1, ordering: .relaxed)
-                health.lastProbe.withLock { $0 = request.head.headers }
-                if let key, request.head.headers.first(name: "X-Health-Key") != key {
-                    return HTTPServerResponse(status: 401, body: [])
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1),
+            handler: HTTPHandlerClosure { request in
+                if request.head.path == "/healthz" {
+                    health.probes.add(1, ordering: .relaxed)
+                    health.lastProbe.withLock { $0 = request.head.headers }
+                    if let key, request.head.headers.first(name: "X-Health-Key") != key {
+                        return HTTPServerResponse(status: 401, body: [])
+                    }
+                    return HTTPServerResponse(status: health.healthy.load(ordering: .relaxed) ? 200 : 503, body: [])
                 }
-                return HTTPServerResponse(status: health.healthy.load(ordering: .relaxed) ? 200 : 503, body: [])
-            }
-            return HTTPServerResponse(status: 200, body: Array(name.utf8))
-        })
+                return HTTPServerResponse(status: 200, body: Array(name.utf8))
+            })
         try await server.start()
         self.server = server
         port = server.localAddresses[0].port
@@ -56,16 +59,17 @@ private final class Instance: Sendable {
     @Test func aFailingInstanceIsTakenOutAndBroughtBack() async throws {
         let one = try await Instance(name: "one")
         let two = try await Instance(name: "two")
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              api:
-                base_url: "http://api.internal:\(one.port)"
-                servers: ["127.0.0.1:\(one.port)", "127.0.0.1:\(two.port)"]
-                health_check: { path: /healthz, interval: 100ms, timeout: 500ms, unhealthy_after: 2, healthy_after: 2 }
-            routes:
-              - { name: api, match: { path_prefix: /api }, upstream: api }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                upstreams:
+                  api:
+                    base_url: "http://api.internal:\(one.port)"
+                    servers: ["127.0.0.1:\(one.port)", "127.0.0.1:\(two.port)"]
+                    health_check: { path: /healthz, interval: 100ms, timeout: 500ms, unhealthy_after: 2, healthy_after: 2 }
+                routes:
+                  - { name: api, match: { path_prefix: /api }, upstream: api }
+                """)
         let client = HTTPClient()
         func answers(_ count: Int) async throws -> [String: Int] {
             var seen: [String: Int] = [:]
@@ -80,7 +84,10 @@ private final class Instance: Sendable {
         var outAfter = 0
         for attempt in 1...40 {
             try await Task.sleep(for: .milliseconds(50))
-            if try await answers(6)["two"] == nil { outAfter = attempt; break }
+            if try await answers(6)["two"] == nil {
+                outAfter = attempt
+                break
+            }
         }
         #expect(outAfter > 0, "instance two was taken out")
         #expect(try await answers(20) == ["one": 20], "no request goes to a failing instance")
@@ -91,9 +98,13 @@ private final class Instance: Sendable {
         #expect(try await answers(10) == ["one": 10], "still out after the reload")
         let metricsURL = "http://127.0.0.1:\(gateway.adminPort)/metrics"
         let metrics = String(decoding: try await client.execute(HTTPClientRequest(url: metricsURL)).body, as: UTF8.self)
-        #expect(metrics.contains("moya_gateway_upstream_server_healthy{upstream=\"api\",server=\"127.0.0.1:\(two.port)\"} 0"),
-                "\(metrics)")
-        #expect(metrics.contains("moya_gateway_upstream_server_healthy{upstream=\"api\",server=\"127.0.0.1:\(one.port)\"} 1"))
+        #expect(
+            metrics.contains(
+                "moya_gateway_upstream_server_healthy{upstream=\"api\",server=\"127.0.0.1:\(two.port)\"} 0"),
+            "\(metrics)")
+        #expect(
+            metrics.contains(
+                "moya_gateway_upstream_server_healthy{upstream=\"api\",server=\"127.0.0.1:\(one.port)\"} 1"))
 
         // Both failing: better a failing instance's answer than none.
         one.setHealthy(false)
@@ -131,22 +142,25 @@ private final class Instance: Sendable {
         let open = try await Instance(name: "open")
         let directory = ProcessRunner.temporaryDirectory("gateway-health-headers")
         try "health-key-5d1c\n".write(toFile: directory + "/health.key", atomically: true, encoding: .utf8)
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              api:
-                base_url: "http://127.0.0.1:\(keyed.port)"
-                servers: ["127.0.0.1:\(keyed.port)", "127.0.0.1:\(open.port)"]
-                headers: { X-From: gateway, User-Agent: configured }
-                health_check:
-                  path: /healthz
-                  interval: 50ms
-                  unhealthy_after: 1
-                  headers: { X-Health-Key: "${file:\(directory)/health.key}", User-Agent: prober/1 }
-            routes:
-              - { name: api, match: { path_prefix: /api }, upstream: api }
-            """)
-        for _ in 0..<100 where keyed.probeCount < 4 || open.probeCount < 4 { try await Task.sleep(for: .milliseconds(20)) }
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                upstreams:
+                  api:
+                    base_url: "http://127.0.0.1:\(keyed.port)"
+                    servers: ["127.0.0.1:\(keyed.port)", "127.0.0.1:\(open.port)"]
+                    headers: { X-From: gateway, User-Agent: configured }
+                    health_check:
+                      path: /healthz
+                      interval: 50ms
+                      unhealthy_after: 1
+                      headers: { X-Health-Key: "${file:\(directory)/health.key}", User-Agent: prober/1 }
+                routes:
+                  - { name: api, match: { path_prefix: /api }, upstream: api }
+                """)
+        for _ in 0..<100 where keyed.probeCount < 4 || open.probeCount < 4 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let client = HTTPClient()
         var seen: [String: Int] = [:]
         for _ in 0..<10 {

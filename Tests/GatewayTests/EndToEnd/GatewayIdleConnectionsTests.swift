@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -27,27 +27,36 @@ import Testing
     @Test func answersHeadersKeysAndTheAccessLogAreThoseOfAnyStub() async throws {
         let gateway = try await GatewayProcess(config: Self.config, environment: ["WEB_KEY": "wk"])
         let client = HTTPClient()
-        let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/instant/a?b=1",
-                                                                  headers: ["X-Request-Id": "instant-1", "X-Api-Key": "wk"]))
+        let response = try await client.execute(
+            HTTPClientRequest(
+                url: "\(gateway.url)/instant/a?b=1",
+                headers: ["X-Request-Id": "instant-1", "X-Api-Key": "wk"]))
         #expect(response.status == 201)
         #expect(String(decoding: response.body, as: UTF8.self) == "{\"ok\":true}")
         #expect(response.headers.first(name: "X-Stub") == "yes")
         #expect(response.headers.first(name: "X-Request-Id") == "instant-1")
         let noKey = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/instant"))
         #expect(noKey.status == 401)
-        let unknownKey = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/instant", headers: ["X-Api-Key": "nope"]))
+        let unknownKey = try await client.execute(
+            HTTPClientRequest(url: "\(gateway.url)/instant", headers: ["X-Api-Key": "nope"]))
         #expect(unknownKey.status == 401)
-        let keyed = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/keyed", headers: ["X-Api-Key": "wk"]))
+        let keyed = try await client.execute(
+            HTTPClientRequest(url: "\(gateway.url)/keyed", headers: ["X-Api-Key": "wk"]))
         #expect(keyed.status == 201)
-        let forbidden = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/others", headers: ["X-Api-Key": "wk"]))
+        let forbidden = try await client.execute(
+            HTTPClientRequest(url: "\(gateway.url)/others", headers: ["X-Api-Key": "wk"]))
         #expect(forbidden.status == 403)
-        let posted = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/instant",
-                                                                headers: ["X-Api-Key": "wk"], body: .bytes(Array("payload".utf8))))
+        let posted = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "\(gateway.url)/instant",
+                headers: ["X-Api-Key": "wk"], body: .bytes(Array("payload".utf8))))
         #expect(posted.status == 201, "a request with a body takes the task path to the same answer")
 
         var statuses: [Int] = []
         for _ in 0..<200 {
-            statuses.append(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/flaky", headers: ["X-Api-Key": "wk"])).status)
+            statuses.append(
+                try await client.execute(HTTPClientRequest(url: "\(gateway.url)/flaky", headers: ["X-Api-Key": "wk"]))
+                    .status)
         }
         let errors = statuses.filter { $0 == 503 }.count
         #expect(Set(statuses) == [200, 503])
@@ -67,12 +76,20 @@ import Testing
     @Test func pipelinedAndHTTP2RequestsAreAnsweredInOrder() async throws {
         let gateway = try await GatewayProcess(config: Self.config, environment: ["WEB_KEY": "wk"])
         let raw = try RawClient(port: gateway.port)
-        raw.send((1...20).map { "GET /instant/\($0) HTTP/1.1\r\nHost: t\r\nX-Api-Key: wk\r\nX-Request-Id: p\($0)\r\n\r\n" }.joined())
+        raw.send(
+            (1...20).map { "GET /instant/\($0) HTTP/1.1\r\nHost: t\r\nX-Api-Key: wk\r\nX-Request-Id: p\($0)\r\n\r\n" }
+                .joined())
         let text = raw.read(until: { $0.components(separatedBy: "HTTP/1.1 201").count == 21 }, timeout: 5)
-        let ids = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("X-Request-Id: ") }.map { $0.dropFirst(14) }
+        let ids = text.components(separatedBy: "\r\n").filter { $0.hasPrefix("X-Request-Id: ") }.map {
+            $0.dropFirst(14)
+        }
         #expect(ids == (1...20).map { "p\($0)"[...] }, "in order: \(ids)")
-        let h2 = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-H", "X-Api-Key: wk", "-w", " %{http_version} %{http_code}",
-                                                "\(gateway.url)/instant/h2"])
+        let h2 = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "--http2-prior-knowledge", "-H", "X-Api-Key: wk", "-w", " %{http_version} %{http_code}",
+                "\(gateway.url)/instant/h2"
+            ])
         #expect(h2.stdout == "{\"ok\":true} 2 201", "\(h2.stdout) \(h2.stderr)")
         gateway.stop()
     }

@@ -6,7 +6,9 @@ import Testing
 
 /// Signals, health endpoints, reloads that touch what only a restart changes, and the metrics, with the real binary.
 @Suite(.serialized) struct GatewayLifecycleTests {
-    static func config(upstreamPort: Int, listen: String = "127.0.0.1:PORT", admin: String = "127.0.0.1:ADMIN") -> String {
+    static func config(upstreamPort: Int, listen: String = "127.0.0.1:PORT", admin: String = "127.0.0.1:ADMIN")
+        -> String
+    {
         """
         server:
           listen: ["\(listen)"]
@@ -43,7 +45,9 @@ import Testing
             ready = try await client.execute(HTTPClientRequest(url: "\(admin)/readyz")).status
         }
         #expect(ready == 503, "/readyz fails while draining")
-        #expect(try await client.execute(HTTPClientRequest(url: "\(admin)/healthz")).status == 200, "the process still runs")
+        #expect(
+            try await client.execute(HTTPClientRequest(url: "\(admin)/healthz")).status == 200, "the process still runs"
+        )
         #expect((try? RawClient(port: gateway.port)) == nil, "new connections are refused at once")
         let response = try await inFlight.value
         #expect(response.status == 200)
@@ -60,7 +64,8 @@ import Testing
         let client = HTTPClient()
         let otherPort = try freeLoopbackPort()
         let otherAdmin = try freeLoopbackPort()
-        let moved = Self.config(upstreamPort: upstream.port, listen: "127.0.0.1:\(otherPort)", admin: "127.0.0.1:\(otherAdmin)")
+        let moved =
+            Self.config(upstreamPort: upstream.port, listen: "127.0.0.1:\(otherPort)", admin: "127.0.0.1:\(otherAdmin)")
             + "\n  - { name: added, match: { path_prefix: /added }, upstream: open }\n"
         try gateway.rewriteConfig(moved)
         gateway.signal(SIGHUP)
@@ -71,7 +76,9 @@ import Testing
         }
         #expect(added == 200, "the new route is served on the old listener")
         #expect((try? RawClient(port: otherPort)) == nil, "no new listener without a restart")
-        #expect(try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/readyz")).status == 200)
+        #expect(
+            try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/readyz")).status
+                == 200)
         gateway.stop()
         let warning = gateway.stdout.split(separator: "\n").first { $0.contains("only after a restart") }
         #expect(warning?.contains("server.listen") == true, "\(gateway.stdout)")
@@ -104,8 +111,9 @@ import Testing
 
         let after = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/stubbed"))
         #expect(Self.text(after) == "new" && after.headers.first(name: "X-Version") == "new")
-        #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/origin/status/500")).status == 502,
-                "the new validation applies to the next request")
+        #expect(
+            try await client.execute(HTTPClientRequest(url: "\(gateway.url)/origin/status/500")).status == 502,
+            "the new validation applies to the next request")
         let before = try await stubbed.value
         #expect(Self.text(before) == "old" && before.headers.first(name: "X-Version") == "old")
         let inFlight = try await proxied.value
@@ -121,19 +129,26 @@ import Testing
         var configuration = HTTPClient.Configuration()
         configuration.maxConnectionsPerOrigin = 50
         let client = HTTPClient(configuration: configuration)
-        for _ in 0..<3 { #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/open/a")).status == 200) }
+        for _ in 0..<3 {
+            #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/open/a")).status == 200)
+        }
         #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/refused")).status == 502)
         let base = gateway.url
         let statuses = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<20 {
-                group.addTask { (try? await client.execute(HTTPClientRequest(url: "\(base)/shared/slow?ms=300")))?.status ?? -1 }
+                group.addTask {
+                    (try? await client.execute(HTTPClientRequest(url: "\(base)/shared/slow?ms=300")))?.status ?? -1
+                }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
         #expect(statuses.allSatisfy { $0 == 200 })
-        let metrics = Self.text(try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics")))
+        let metrics = Self.text(
+            try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics")))
         func value(_ series: String) -> Double? {
-            metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+            metrics.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+                Double($0.split(separator: " ").last ?? "")
+            }
         }
         #expect(value(#"moya_gateway_requests_total{route="open",status="200"}"#) == 3, "\(metrics)")
         #expect(value(#"moya_gateway_requests_total{route="refused",status="502"}"#) == 1)
@@ -142,9 +157,11 @@ import Testing
         let leaders = value(#"moya_gateway_coalesced_requests_total{route="shared",role="leader"}"#) ?? 0
         let followers = value(#"moya_gateway_coalesced_requests_total{route="shared",role="follower"}"#) ?? 0
         #expect(leaders >= 1 && leaders + followers == 20, "leaders \(leaders), followers \(followers)")
-        #expect(value(#"moya_gateway_upstream_first_byte_seconds_count{upstream="open"}"#) == 3 + leaders,
-                "once per network call: 3 alone and one per flight")
-        #expect((value(#"moya_gateway_upstream_first_byte_seconds_bucket{upstream="open",le="10.0"}"#) ?? 0) >= 3 + leaders)
+        #expect(
+            value(#"moya_gateway_upstream_first_byte_seconds_count{upstream="open"}"#) == 3 + leaders,
+            "once per network call: 3 alone and one per flight")
+        #expect(
+            (value(#"moya_gateway_upstream_first_byte_seconds_bucket{upstream="open",le="10.0"}"#) ?? 0) >= 3 + leaders)
         #expect((value("moya_gateway_open_connections") ?? 0) >= 1, "the client's pooled connections are open")
         gateway.stop()
     }

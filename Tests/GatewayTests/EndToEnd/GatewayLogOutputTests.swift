@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,14 +30,18 @@ import Glibc
         let fifo = "\(directory)/log.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         let file = "\(directory)/gateway.yaml"
-        try GatewayProcess.render(Self.config(output: fifo), port: try freeLoopbackPort(), admin: try freeLoopbackPort())
-            .write(toFile: file, atomically: true, encoding: .utf8)
+        try GatewayProcess.render(
+            Self.config(output: fifo), port: try freeLoopbackPort(), admin: try freeLoopbackPort()
+        )
+        .write(toFile: file, atomically: true, encoding: .utf8)
         let started = ContinuousClock.now
         let serve = try CheckCommandTests.run(["serve", "--config", file])
         let took = ContinuousClock.now - started
         #expect(serve.status == 1)
-        #expect(serve.stderr.contains("logging.output: cannot open \(fifo) for appending: no process has the FIFO open for reading"),
-                "\(serve.stderr)")
+        #expect(
+            serve.stderr.contains(
+                "logging.output: cannot open \(fifo) for appending: no process has the FIFO open for reading"),
+            "\(serve.stderr)")
         #expect(took < .seconds(5), "a clear error within seconds, not a wait for a reader: \(took)")
     }
 

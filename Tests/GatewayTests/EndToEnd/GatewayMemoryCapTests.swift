@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,16 +55,24 @@ struct GatewayMemoryCapTests {
         // UP-08: 1 GiB to a client reading as fast as it can.
         let relay = Task {
             try await offPool {
-                try ProcessRunner.run("curl", ["-sS", "--http1.1", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
-                                               "\(url)/up/big?mb=1024"], timeout: 240)
+                try ProcessRunner.run(
+                    "curl",
+                    [
+                        "-sS", "--http1.1", "-o", "/dev/null", "-w", "%{http_code} %{size_download}",
+                        "\(url)/up/big?mb=1024"
+                    ], timeout: 240)
             }
         }
         // H2-04 and H2-10: an HPACK bomb, then a stream stalled by a zero window over a 64 MiB answer.
         let script = GatewayHTTP2ConformanceTests.suiteScript
         let hostileHTTP2 = Task {
             try await offPool {
-                try ProcessRunner.run("/usr/bin/python3", [script, "--port", String(port), "--big-mb", "64", "--hold", "3",
-                                                           "H2-04", "H2-10"], timeout: 120)
+                try ProcessRunner.run(
+                    "/usr/bin/python3",
+                    [
+                        script, "--port", String(port), "--big-mb", "64", "--hold", "3",
+                        "H2-04", "H2-10"
+                    ], timeout: 120)
             }
         }
         // SLOW-03: clients that ask for 256 MiB each and then take 32 bytes a second.
@@ -86,8 +95,10 @@ struct GatewayMemoryCapTests {
         #expect(gateway.process.isRunning, "the gateway is still running")
         // The cap is over three times what the loads need here (a peak charge of 73 MiB in the debug build), so
         // reaching it means memory that grows with a hostile load.
-        #expect(group.peakUsage < group.limit,
-                "peak charge \(group.peakUsage >> 20) MiB reached the \(group.limit >> 20) MiB cap (\(group.failures) failed charges)")
+        #expect(
+            group.peakUsage < group.limit,
+            "peak charge \(group.peakUsage >> 20) MiB reached the \(group.limit >> 20) MiB cap (\(group.failures) failed charges)"
+        )
         #expect(group.failures == 0, "\(group.failures) charges hit the cap and needed reclaim")
         #expect(relayed.stdout == "200 \(1 << 30)", "UP-08: the whole 1 GiB body: \(relayed.stdout) \(relayed.stderr)")
         for name in ["H2-04", "H2-10"] {
@@ -95,9 +106,15 @@ struct GatewayMemoryCapTests {
             #expect(result.passed, "\(name): \(result.detail)")
         }
         let closed = leftovers.filter { $0.closed && $0.bytes.count < 32 << 20 }.count
-        #expect(closed == Self.slowReaders, "SLOW-03: \(closed) of \(Self.slowReaders) slow readers closed at the 3 s send timeout")
-        let health = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}",
-                                                    "http://127.0.0.1:\(gateway.adminPort)/healthz"])
+        #expect(
+            closed == Self.slowReaders,
+            "SLOW-03: \(closed) of \(Self.slowReaders) slow readers closed at the 3 s send timeout")
+        let health = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                "http://127.0.0.1:\(gateway.adminPort)/healthz"
+            ])
         #expect(health.stdout == "200", "the gateway still answers: \(health.stdout) \(health.stderr)")
         let next = try ProcessRunner.run("curl", ["-sS", "\(url)/stub"])
         #expect(next.stdout == "stub")

@@ -6,6 +6,7 @@ import Locking
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,8 +18,10 @@ import Glibc
 @Suite(.serialized) struct GatewayMinimumRateTests {
     static let window = 2.0
 
-    static func config(upstreamPort: Int,
-                       limits: String = "{ min_send_rate: 1KiB, min_receive_rate: 1KiB/s, min_rate_window: 2s }") -> String {
+    static func config(
+        upstreamPort: Int,
+        limits: String = "{ min_send_rate: 1KiB, min_receive_rate: 1KiB/s, min_rate_window: 2s }"
+    ) -> String {
         """
         server:
           listen: ["127.0.0.1:PORT"]
@@ -38,12 +41,16 @@ import Glibc
     static func cuts(_ gateway: GatewayProcess, _ direction: String, _ proto: String) async -> Int {
         let client = HTTPClient()
         defer { client.shutdown() }
-        guard let response = try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics")) else {
+        guard
+            let response = try? await client.execute(
+                HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
+        else {
             return -1
         }
         let text = String(decoding: response.body, as: UTF8.self)
         let prefix = "moya_gateway_min_rate_cuts_total{direction=\"\(direction)\",protocol=\"\(proto)\"} "
-        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+        return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) }
+            ?? 0
     }
 
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -55,13 +62,17 @@ import Glibc
         var elapsed: Double
         var then: String?
         var goaway: GoAwayDetail?
-        struct GoAwayDetail: Decodable { var code: String; var debug: String }
+        struct GoAwayDetail: Decodable {
+            var code: String
+            var debug: String
+        }
     }
 
     static func drip(_ arguments: [String]) async throws -> (DripOutcome, String) {
         let output = try await offPool { try ProcessRunner.run("/usr/bin/python3", [script] + arguments, timeout: 60) }
         guard output.status == 0, let line = output.stdout.split(separator: "\n").last,
-              let outcome = try? JSONDecoder().decode(DripOutcome.self, from: Data(line.utf8)) else {
+            let outcome = try? JSONDecoder().decode(DripOutcome.self, from: Data(line.utf8))
+        else {
             throw GatewayTestError("h2_abuse.py \(arguments): \(output.stdout) \(output.stderr)")
         }
         return (outcome, String(line))
@@ -122,8 +133,10 @@ import Glibc
     /// off is cut once a reload turns them on.
     @Test func aReloadAppliesTheRatesToOpenConnections() async throws {
         let upstream = try await RateUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port,
-                                                                   limits: "{ min_receive_rate: 0, min_rate_window: 2s }"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.port,
+                limits: "{ min_receive_rate: 0, min_rate_window: 2s }"))
         var client: RawClient? = try RawClient(port: gateway.port)
         client?.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n")
         var reply = ""
@@ -151,14 +164,18 @@ import Glibc
     @Test func anHTTP2WindowOpenedAByteAtATimeIsCutWithinTheWindow() async throws {
         let upstream = try await RateUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
-        let (stream, streamLine) = try await Self.drip(["window-drip", "--port", String(gateway.port), "--path", "/up/big?mb=64",
-                                                        "--scope", "stream", "--timeout", String(Self.window + 6)])
+        let (stream, streamLine) = try await Self.drip([
+            "window-drip", "--port", String(gateway.port), "--path", "/up/big?mb=64",
+            "--scope", "stream", "--timeout", String(Self.window + 6)
+        ])
         #expect(stream.status == "200", "\(streamLine)")
         #expect(stream.outcome == "rst CANCEL", "\(streamLine)")
         #expect(stream.elapsed <= Self.window + 3, "\(streamLine)")
         #expect(await Self.cuts(gateway, "send", "http2") == 1)
-        let (whole, wholeLine) = try await Self.drip(["window-drip", "--port", String(gateway.port), "--path", "/up/big?mb=64",
-                                                      "--scope", "connection", "--timeout", String(Self.window + 6)])
+        let (whole, wholeLine) = try await Self.drip([
+            "window-drip", "--port", String(gateway.port), "--path", "/up/big?mb=64",
+            "--scope", "connection", "--timeout", String(Self.window + 6)
+        ])
         #expect(whole.status == "200", "\(wholeLine)")
         #expect(whole.outcome == "goaway ENHANCE_YOUR_CALM", "\(wholeLine)")
         #expect(whole.goaway?.debug.contains("minimum send rate") == true, "\(wholeLine)")
@@ -172,8 +189,10 @@ import Glibc
     @Test func aTrickledHTTP2BodyGets408WithinTheWindow() async throws {
         let upstream = try await RateUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
-        let (outcome, line) = try await Self.drip(["body-drip", "--port", String(gateway.port), "--path", "/up/upload",
-                                                   "--timeout", String(Self.window + 6)])
+        let (outcome, line) = try await Self.drip([
+            "body-drip", "--port", String(gateway.port), "--path", "/up/upload",
+            "--timeout", String(Self.window + 6)
+        ])
         #expect(outcome.status == "408", "\(line)")
         #expect(outcome.elapsed <= Self.window + 2.5, "\(line)")
         #expect(outcome.then == "rst NO_ERROR", "\(line)")
@@ -192,8 +211,12 @@ import Glibc
         let base = gateway.url
         for version in ["--http1.1", "--http2-prior-knowledge"] {
             let slow = try await offPool {
-                try ProcessRunner.run("curl", ["-sS", version, "-o", "/dev/null", "-w", "%{http_code}",
-                                               "\(base)/up/slow?ms=\(Int(Self.window * 1000) + 1000)"], timeout: 30)
+                try ProcessRunner.run(
+                    "curl",
+                    [
+                        "-sS", version, "-o", "/dev/null", "-w", "%{http_code}",
+                        "\(base)/up/slow?ms=\(Int(Self.window * 1000) + 1000)"
+                    ], timeout: 30)
             }
             #expect(slow.stdout == "200", "\(version) slow upstream: \(slow.stdout) \(slow.stderr)")
             let events = try await offPool {
@@ -202,8 +225,12 @@ import Glibc
             let lines = events.stdout.split(separator: "\n").filter { $0.hasPrefix("data: ") }
             #expect(lines.count == 6, "\(version) events: \(events.stdout) \(events.stderr)")
             let big = try await offPool {
-                try ProcessRunner.run("curl", ["-sS", version, "-o", "/dev/null", "-w", "%{size_download}",
-                                               "\(base)/up/big?mb=16"], timeout: 60)
+                try ProcessRunner.run(
+                    "curl",
+                    [
+                        "-sS", version, "-o", "/dev/null", "-w", "%{size_download}",
+                        "\(base)/up/big?mb=16"
+                    ], timeout: 60)
             }
             #expect(big.stdout == String(16 << 20), "\(version) download: \(big.stdout) \(big.stderr)")
         }
@@ -241,8 +268,9 @@ final class RateUpstream: HTTPServerHandler {
         switch path {
         case "/big":
             let bytes = (parameter("mb") ?? 1) << 20
-            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Length": String(bytes)]),
-                                      body: .stream(produce(bytes: bytes)))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 200, headers: ["Content-Length": String(bytes)]),
+                body: .stream(produce(bytes: bytes)))
         case "/slow":
             try? await Task.sleep(for: .milliseconds(parameter("ms") ?? 100))
             return HTTPServerResponse(status: 200, body: Array("slow".utf8))
@@ -257,9 +285,14 @@ final class RateUpstream: HTTPServerHandler {
                 }
                 stream.finish()
             }
-            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/event-stream",
-                                                                                     "Cache-Control": "no-cache"]),
-                                      body: .stream(stream))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(
+                    status: 200,
+                    headers: [
+                        "Content-Type": "text/event-stream",
+                        "Cache-Control": "no-cache"
+                    ]),
+                body: .stream(stream))
         default:
             guard (try? await request.body.collect(upTo: 1 << 24)) != nil else {
                 return HTTPServerResponse(status: 400, body: Array("body failed".utf8))

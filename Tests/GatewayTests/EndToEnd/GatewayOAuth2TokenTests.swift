@@ -3,6 +3,7 @@ import HTTPClientCore
 import HTTPWire
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,13 +29,19 @@ import Glibc
         init(lifetime: Double) async throws {
             port = try freeLoopbackPort()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "exec /usr/bin/python3 \"$0\" --port \"$1\" --client-id gateway --client-secret \"$2\" "
-                                 + "--client-secret \"$3\" --scope \"$4\" --lifetime \"$5\" >/dev/null 2>&1",
-                                 GatewayOAuth2TokenTests.script, String(port), GatewayOAuth2TokenTests.clientSecret,
-                                 GatewayOAuth2TokenTests.otherSecret, GatewayOAuth2TokenTests.scope, String(lifetime)]
+            process.arguments = [
+                "-c",
+                "exec /usr/bin/python3 \"$0\" --port \"$1\" --client-id gateway --client-secret \"$2\" "
+                    + "--client-secret \"$3\" --scope \"$4\" --lifetime \"$5\" >/dev/null 2>&1",
+                GatewayOAuth2TokenTests.script, String(port), GatewayOAuth2TokenTests.clientSecret,
+                GatewayOAuth2TokenTests.otherSecret, GatewayOAuth2TokenTests.scope, String(lifetime)
+            ]
             try ChildProcess.launch(process)
             for _ in 0..<100 {
-                if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/stats")))?.status == 200 { return }
+                if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/stats")))?.status == 200
+                {
+                    return
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             throw GatewayTestError("the token endpoint did not start")
@@ -48,9 +55,11 @@ import Glibc
         }
 
         func post(_ path: String, _ json: String = "{}") async throws {
-            _ = try await client.execute(HTTPClientRequest(method: .post, url: "http://127.0.0.1:\(port)\(path)",
-                                                           headers: ["Content-Type": "application/json"],
-                                                           body: .bytes(Array(json.utf8))))
+            _ = try await client.execute(
+                HTTPClientRequest(
+                    method: .post, url: "http://127.0.0.1:\(port)\(path)",
+                    headers: ["Content-Type": "application/json"],
+                    body: .bytes(Array(json.utf8))))
         }
     }
 
@@ -74,7 +83,8 @@ import Glibc
     }
 
     static func metric(_ gateway: GatewayProcess, _ name: String) async throws -> Double {
-        let response = try await HTTPClient().execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
+        let response = try await HTTPClient().execute(
+            HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
         let line = String(decoding: response.body, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(name) }
         return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
     }
@@ -89,8 +99,9 @@ import Glibc
 
     @Test func oneFetchServesEveryRequestAndARevokedTokenIsReplacedOnce() async throws {
         let endpoint = try await TokenEndpoint(lifetime: 2)
-        let gateway = try await GatewayProcess(config: Self.config(endpoint: endpoint.port),
-                                               files: ["secrets/client-secret": Self.clientSecret + "\n"])
+        let gateway = try await GatewayProcess(
+            config: Self.config(endpoint: endpoint.port),
+            files: ["secrets/client-secret": Self.clientSecret + "\n"])
         // Ready without a token: the endpoint is contacted on first use only, and `check` never contacts it.
         let check = try CheckCommandTests.run(["check", "--config", gateway.configPath])
         #expect(check.status == 0, "\(check.stderr)")
@@ -109,13 +120,17 @@ import Glibc
         let base = gateway.url
         let statuses = await withTaskGroup(of: Int.self) { group in
             for index in 0..<100 {
-                group.addTask { (try? await client.execute(HTTPClientRequest(url: "\(base)/api/burst/\(index)")))?.status ?? -1 }
+                group.addTask {
+                    (try? await client.execute(HTTPClientRequest(url: "\(base)/api/burst/\(index)")))?.status ?? -1
+                }
             }
             var statuses: [Int] = []
             for await status in group { statuses.append(status) }
             return statuses
         }
-        #expect(statuses == Array(repeating: 200, count: 100), "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
+        #expect(
+            statuses == Array(repeating: 200, count: 100),
+            "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
         var stats = try await endpoint.stats()
         #expect(stats["fetches"] == 2, "one fetch for the 100 requests: \(stats)")
         #expect(stats["inflight_max"] == 1, "never two fetches at once: \(stats)")
@@ -130,7 +145,9 @@ import Glibc
         #expect(revoked.status == 200)
         stats = try await endpoint.stats()
         #expect(stats["fetches"] == 3 && stats["refused"] == 1 && stats["api"] == apiBefore + 2, "\(stats)")
-        #expect(try await Self.metric(gateway, "moya_gateway_upstream_token_fetches_total{upstream=\"api\",result=\"success\"}") == 3)
+        #expect(
+            try await Self.metric(
+                gateway, "moya_gateway_upstream_token_fetches_total{upstream=\"api\",result=\"success\"}") == 3)
 
         #expect(gateway.stop() == 0)
         #expect(gateway.stdout.contains("the upstream refused its access token (401); fetching a new one"))
@@ -140,8 +157,9 @@ import Glibc
 
     @Test func anOutageAnswers502AndTheGatewayRecoversByItself() async throws {
         let endpoint = try await TokenEndpoint(lifetime: 60)
-        let gateway = try await GatewayProcess(config: Self.config(endpoint: endpoint.port),
-                                               files: ["secrets/client-secret": Self.clientSecret])
+        let gateway = try await GatewayProcess(
+            config: Self.config(endpoint: endpoint.port),
+            files: ["secrets/client-secret": Self.clientSecret])
         let client = HTTPClient()
         #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/ok")).status == 200)
 
@@ -157,8 +175,9 @@ import Glibc
             #expect(body.hasPrefix("{\"error\":\"upstream_auth_failed\""), "\(body)")
         }
         let fetchesDuringOutage = try await endpoint.stats()["fetches"] ?? 0
-        #expect(fetchesDuringOutage >= 4 && fetchesDuringOutage <= 7,
-                "bounded retries (3 per round), rounds paused after a failure: \(fetchesDuringOutage)")
+        #expect(
+            fetchesDuringOutage >= 4 && fetchesDuringOutage <= 7,
+            "bounded retries (3 per round), rounds paused after a failure: \(fetchesDuringOutage)")
 
         // Garbage is a failure too; then the endpoint comes back and the gateway recovers with no signal.
         try await endpoint.post("/control", #"{"mode": "garbage"}"#)
@@ -177,13 +196,19 @@ import Glibc
             try await Task.sleep(for: .milliseconds(250))
         }
         #expect(recovered, "the gateway fetched a token again once the endpoint answered")
-        #expect(try await Self.metric(gateway, "moya_gateway_upstream_token_fetches_total{upstream=\"api\",result=\"failure\"}") >= 4)
-        #expect(try await Self.metric(gateway, "moya_gateway_upstream_errors_total{upstream=\"api\",error=\"upstream_auth_failed\"}") >= 3)
+        #expect(
+            try await Self.metric(
+                gateway, "moya_gateway_upstream_token_fetches_total{upstream=\"api\",result=\"failure\"}") >= 4)
+        #expect(
+            try await Self.metric(
+                gateway, "moya_gateway_upstream_errors_total{upstream=\"api\",error=\"upstream_auth_failed\"}") >= 3)
 
         #expect(gateway.stop() == 0)
         let lines = gateway.stdout.split(separator: "\n")
         let failures = lines.filter { $0.contains("access token fetch failed") }
-        #expect(failures.contains { $0.contains("token endpoint answered 503 (temporarily_unavailable)") }, "\(failures.prefix(2))")
+        #expect(
+            failures.contains { $0.contains("token endpoint answered 503 (temporarily_unavailable)") },
+            "\(failures.prefix(2))")
         #expect(failures.contains { $0.contains("the token endpoint's answer is not a JSON object") })
         #expect(lines.contains { $0.contains("the token endpoint recovered") })
         let logged = gateway.accessLog.compactMap { $0["upstream_error"] as? String }
@@ -193,8 +218,9 @@ import Glibc
 
     @Test func aReloadKeepsAnUnchangedTokenAndANewSecretStartsAnew() async throws {
         let endpoint = try await TokenEndpoint(lifetime: 60)
-        let gateway = try await GatewayProcess(config: Self.config(endpoint: endpoint.port, level: "info"),
-                                               files: ["secrets/client-secret": Self.clientSecret])
+        let gateway = try await GatewayProcess(
+            config: Self.config(endpoint: endpoint.port, level: "info"),
+            files: ["secrets/client-secret": Self.clientSecret])
         let client = HTTPClient()
         func reloads() -> Int { gateway.stdout.components(separatedBy: "\"msg\":\"reloaded\"").count - 1 }
         func reload() async throws {
@@ -210,7 +236,8 @@ import Glibc
         #expect(stats["fetches"] == 1, "an unchanged source keeps its token across the reload: \(stats)")
 
         // The secret file rotated: the reload starts a new source, whose first request fetches with the new secret.
-        try Self.otherSecret.write(toFile: "\(gateway.directory)/secrets/client-secret", atomically: true, encoding: .utf8)
+        try Self.otherSecret.write(
+            toFile: "\(gateway.directory)/secrets/client-secret", atomically: true, encoding: .utf8)
         try await reload()
         #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/c")).status == 200)
         stats = try await endpoint.stats()

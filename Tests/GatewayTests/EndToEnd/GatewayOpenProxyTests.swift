@@ -34,14 +34,17 @@ import Testing
         let client = HTTPClient()
         for (method, status) in [(HTTPMethod.get, 302), (.get, 301), (.post, 307), (.put, 308), (.get, 303)] {
             let body: HTTPClientRequest.Body = method == .get ? .none : .bytes(Array("x".utf8))
-            let response = try await client.execute(HTTPClientRequest(method: method, url: "\(gateway.url)/r/\(status)",
-                                                                      body: body))
+            let response = try await client.execute(
+                HTTPClientRequest(
+                    method: method, url: "\(gateway.url)/r/\(status)",
+                    body: body))
             #expect(response.status == status)
             #expect(response.headers.first(name: "Location") == "http://\(trap.authority)/steal")
         }
         #expect(redirecting.paths == ["/r/302", "/r/301", "/r/307", "/r/308", "/r/303"])
-        #expect(redirecting.authorizations.allSatisfy { $0 == "Bearer sec04-token" },
-                "the credential reached its own upstream")
+        #expect(
+            redirecting.authorizations.allSatisfy { $0 == "Bearer sec04-token" },
+            "the credential reached its own upstream")
         #expect(trap.connections() == 0, "the gateway followed a redirect to another host")
         _ = try RawClient(port: trap.port, host: trap.host)
         #expect(trap.connections() == 1, "the trap counts a connection made to it")
@@ -59,8 +62,10 @@ import Testing
         let asterisk = try Self.exchange(port: gateway.port, "OPTIONS * HTTP/1.1\r\n" + closing)
         #expect(Self.status(of: asterisk).hasPrefix("4"), "OPTIONS *: \(asterisk)")
         for host in [trap.authority, "127.0.0.1:\(gateway.port)"] {
-            let absolute = try Self.exchange(port: gateway.port, "GET http://\(trap.authority)/echo/abs HTTP/1.1\r\n"
-                                                 + "Host: \(host)\r\nConnection: close\r\n\r\n")
+            let absolute = try Self.exchange(
+                port: gateway.port,
+                "GET http://\(trap.authority)/echo/abs HTTP/1.1\r\n"
+                    + "Host: \(host)\r\nConnection: close\r\n\r\n")
             #expect(Self.status(of: absolute) == "400", "absolute-form with Host \(host): \(absolute)")
         }
         #expect(echo.requests.isEmpty, "nothing was forwarded")
@@ -73,11 +78,13 @@ import Testing
     /// `X-Forwarded-For` and `X-Real-IP` are not taken as they are: the peer is appended, and `X-Real-IP` is the peer.
     @Test func hostAndForwardingHeadersNamingAnotherHostDoNotSteerTheRequest() async throws {
         let (trap, echo, redirecting, gateway) = try await Self.start()
-        let answer = try Self.exchange(port: gateway.port, "GET /echo/steer HTTP/1.1\r\nHost: \(trap.authority)\r\n"
-                                           + "X-Forwarded-Host: \(trap.authority)\r\n"
-                                           + "Forwarded: host=\(trap.authority);for=6.6.6.6\r\n"
-                                           + "X-Forwarded-For: 6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n"
-                                           + "Connection: close\r\n\r\n")
+        let answer = try Self.exchange(
+            port: gateway.port,
+            "GET /echo/steer HTTP/1.1\r\nHost: \(trap.authority)\r\n"
+                + "X-Forwarded-Host: \(trap.authority)\r\n"
+                + "Forwarded: host=\(trap.authority);for=6.6.6.6\r\n"
+                + "X-Forwarded-For: 6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n"
+                + "Connection: close\r\n\r\n")
         #expect(Self.status(of: answer) == "200", "\(answer)")
         let received = try #require(echo.requests.first).head.headers
         #expect(received.first(name: "Host") == "127.0.0.1:\(echo.port)", "Host is the upstream's own")
@@ -93,22 +100,27 @@ import Testing
     /// The trap, the echo upstream, the redirecting upstream (to `/r/elsewhere`, or to the trap) with its bearer
     /// token `sec04-token`, and the gateway in front of both.
     static func start(redirectingToTrap: Bool = false, upstreamTLS: Bool = false) async throws
-        -> (TrapListener, RecordingUpstream, RedirectingUpstream, GatewayProcess) {
+        -> (TrapListener, RecordingUpstream, RedirectingUpstream, GatewayProcess)
+    {
         let trap = try TrapListener()
         let echo = try await RecordingUpstream.start()
         var tls: TLSServerConfiguration?
         var caFile: String?
         if upstreamTLS {
             let certificates = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory("sec04-tls"))
-            tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: certificates.cert,
-                                                                                  privateKeyPath: certificates.key))
+            tls = TLSServerConfiguration(
+                defaultCertificate: TLSCertificateFiles(
+                    certificateChainPath: certificates.cert,
+                    privateKeyPath: certificates.key))
             caFile = certificates.ca
         }
         let redirecting = try await RedirectingUpstream.start(
             location: redirectingToTrap ? "http://\(trap.authority)/steal" : "/r/elsewhere", tls: tls)
-        let gateway = try await GatewayProcess(config: Self.config(echoPort: echo.port, redirectPort: redirecting.port,
-                                                                   caFile: caFile),
-                                               environment: ["UP_TOKEN": "sec04-token"])
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                echoPort: echo.port, redirectPort: redirecting.port,
+                caFile: caFile),
+            environment: ["UP_TOKEN": "sec04-token"])
         return (trap, echo, redirecting, gateway)
     }
 

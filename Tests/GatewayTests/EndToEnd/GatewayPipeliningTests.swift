@@ -24,27 +24,33 @@ import Testing
     static func pipeline(_ requests: [String], port: Int) throws -> [String] {
         let client = try RawClient(port: port)
         client.send(requests.joined())
-        let text = client.read(until: { $0.components(separatedBy: "HTTP/1.1 ").count - 1 >= requests.count && $0.hasSuffix("done") },
-                               timeout: 10)
+        let text = client.read(
+            until: { $0.components(separatedBy: "HTTP/1.1 ").count - 1 >= requests.count && $0.hasSuffix("done") },
+            timeout: 10)
         return text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { "HTTP/1.1 " + $0 }
     }
 
     @Test func pipelinedUnsafeRequestsReachTheUpstreamInOrderOneAtATime() async throws {
         let upstream = try await TimingUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
-        let responses = try Self.pipeline([
-            "POST /up/slow?ms=400&n=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none",
-            "PUT /up/put?n=2 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\ntwo",
-            "DELETE /up/delete?n=3&last HTTP/1.1\r\nHost: t\r\n\r\n",
-        ], port: gateway.port)
+        let responses = try Self.pipeline(
+            [
+                "POST /up/slow?ms=400&n=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none",
+                "PUT /up/put?n=2 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\ntwo",
+                "DELETE /up/delete?n=3&last HTTP/1.1\r\nHost: t\r\n\r\n"
+            ], port: gateway.port)
         #expect(responses.count == 3, "\(responses)")
         #expect(responses.allSatisfy { $0.hasPrefix("HTTP/1.1 200") }, "\(responses)")
-        #expect(responses.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == ["POST 1", "PUT 2", "DELETE 3 done"])
+        #expect(
+            responses.map { $0.components(separatedBy: "\r\n\r\n").last ?? "" } == ["POST 1", "PUT 2", "DELETE 3 done"])
         let seen = upstream.exchanges
-        #expect(seen.map(\.method) == ["POST", "PUT", "DELETE"], "the upstream saw them in order: \(seen.map(\.method))")
+        #expect(
+            seen.map(\.method) == ["POST", "PUT", "DELETE"], "the upstream saw them in order: \(seen.map(\.method))")
         for (earlier, later) in zip(seen, seen.dropFirst()) {
-            #expect(later.arrived > earlier.answered,
-                    "\(later.method) arrived \(Int64(bitPattern: later.arrived &- earlier.answered)) ns after \(earlier.method)'s answer")
+            #expect(
+                later.arrived > earlier.answered,
+                "\(later.method) arrived \(Int64(bitPattern: later.arrived &- earlier.answered)) ns after \(earlier.method)'s answer"
+            )
         }
         #expect(upstream.peakInFlight == 1)
         #expect(gateway.stop() == 0)
@@ -56,12 +62,13 @@ import Testing
     @Test func safeRunsOverlapAndAnUnsafeRequestSeparatesThem() async throws {
         let upstream = try await TimingUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
-        let responses = try Self.pipeline([
-            "GET /up/slow?ms=500&n=1 HTTP/1.1\r\nHost: t\r\n\r\n",
-            "GET /up/slow?ms=500&n=2 HTTP/1.1\r\nHost: t\r\n\r\n",
-            "POST /up/post?n=3 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
-            "GET /up/get?n=4&last HTTP/1.1\r\nHost: t\r\n\r\n",
-        ], port: gateway.port)
+        let responses = try Self.pipeline(
+            [
+                "GET /up/slow?ms=500&n=1 HTTP/1.1\r\nHost: t\r\n\r\n",
+                "GET /up/slow?ms=500&n=2 HTTP/1.1\r\nHost: t\r\n\r\n",
+                "POST /up/post?n=3 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
+                "GET /up/get?n=4&last HTTP/1.1\r\nHost: t\r\n\r\n"
+            ], port: gateway.port)
         #expect(responses.count == 4, "\(responses)")
         let seen = upstream.exchanges
         #expect(seen.map(\.n) == [1, 2, 3, 4] || seen.map(\.n) == [2, 1, 3, 4], "\(seen.map(\.n))")

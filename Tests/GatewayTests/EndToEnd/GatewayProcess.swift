@@ -5,6 +5,7 @@ import HTTPWire
 import Locking
 import NetCore
 import TestSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,15 +40,18 @@ final class GatewayProcess {
     /// and `setUp` (called with ``directory`` and the placeholder renderer before the start) makes the file (a
     /// Kubernetes volume's symlinks). `shellPrefix` runs in the shell before the gateway is exec'ed (for example
     /// `ulimit -n 64; `). `command`: the subcommand (`record` with its options, say).
-    init(config: String, environment: [String: String] = [:], files: [String: String] = [:],
-         location: ConfigLocation = .argument, arguments: [String] = [], configFile: String? = nil,
-         shellPrefix: String = "", command: String = "serve",
-         setUp: ((_ directory: String, _ render: (String) -> String) throws -> Void)? = nil) async throws {
+    init(
+        config: String, environment: [String: String] = [:], files: [String: String] = [:],
+        location: ConfigLocation = .argument, arguments: [String] = [], configFile: String? = nil,
+        shellPrefix: String = "", command: String = "serve",
+        setUp: ((_ directory: String, _ render: (String) -> String) throws -> Void)? = nil
+    ) async throws {
         let directory = ProcessRunner.temporaryDirectory("gateway-e2e")
         self.directory = directory
         port = try freeLoopbackPort()
         adminPort = try freeLoopbackPort()
-        configPath = configFile.map { "\(directory)/\($0)" }
+        configPath =
+            configFile.map { "\(directory)/\($0)" }
             ?? (location == .defaultPath ? "\(directory)/Configuration/gateway.yaml" : "\(directory)/gateway.yaml")
         logPath = "\(directory)/stdout.log"
         errPath = "\(directory)/stderr.log"
@@ -61,10 +65,13 @@ final class GatewayProcess {
         // Redirect with the shell (exec keeps the pid): handing FileHandles to Process makes Foundation close their
         // descriptors once more later, which can close a socket that reused the number.
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        let serve = (location == .argument ? "\(command) --config \"$1\"" : command)
+        let serve =
+            (location == .argument ? "\(command) --config \"$1\"" : command)
             + arguments.map { " '\($0)'" }.joined()
-        process.arguments = ["-c", "\(shellPrefix)exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath,
-                             errPath]
+        process.arguments = [
+            "-c", "\(shellPrefix)exec \"$0\" \(serve) >\"$2\" 2>\"$3\"", binary.path, configPath, logPath,
+            errPath
+        ]
         if location != .argument { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "MOYA_GATEWAY_CONFIG")
@@ -75,7 +82,9 @@ final class GatewayProcess {
         try ChildProcess.launch(process)
         let client = HTTPClient()
         for _ in 0..<100 {
-            if let ready = try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/readyz")), ready.status == 200 {
+            if let ready = try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(adminPort)/readyz")),
+                ready.status == 200
+            {
                 return
             }
             guard process.isRunning else { break }
@@ -102,12 +111,14 @@ final class GatewayProcess {
     }
 
     static func render(_ config: String, port: Int, admin: Int) -> String {
-        config.replacingOccurrences(of: "PORT", with: String(port)).replacingOccurrences(of: "ADMIN", with: String(admin))
+        config.replacingOccurrences(of: "PORT", with: String(port)).replacingOccurrences(
+            of: "ADMIN", with: String(admin))
     }
 
     /// Replaces the config file (for reload tests).
     func rewriteConfig(_ config: String) throws {
-        try Self.render(config, port: port, admin: adminPort).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try Self.render(config, port: port, admin: adminPort).write(
+            toFile: configPath, atomically: true, encoding: .utf8)
     }
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
@@ -127,14 +138,18 @@ final class GatewayProcess {
         let fds = "/proc/\(process.processIdentifier)/fd"
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []
         return entries.filter { entry in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\(entry)") else { return false }
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\(entry)") else {
+                return false
+            }
             return target.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
         }.count
     }
 
     /// The value of the metric sample `name` (with its labels, as `/metrics` writes them), or nil when absent.
     func metric(_ name: String) -> Double? {
-        guard let text = try? ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(adminPort)/metrics"]).stdout else { return nil }
+        guard let text = try? ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(adminPort)/metrics"]).stdout else {
+            return nil
+        }
         for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
             return Double(line.dropFirst(name.count + 1))
         }
@@ -182,8 +197,9 @@ final class RecordingUpstream: Sendable {
     static func start() async throws -> RecordingUpstream {
         let recorder = RequestRecorder()
         let group = try EventLoopGroup(threads: 1)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: group, handler: recorder)
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: group, handler: recorder)
         try await server.start()
         let upstream = RecordingUpstream(server: server, recorder: recorder)
         return upstream
@@ -224,32 +240,42 @@ final class RequestRecorder: HTTPServerHandler {
         if path.hasSuffix("/stall") {
             let stream = ByteStream()
             _ = stream.yield(Array("0123456789".utf8))
-            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Length": "100"]), body: .stream(stream))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 200, headers: ["Content-Length": "100"]), body: .stream(stream))
         }
         if path.hasSuffix("/slow") {
-            let ms = Int(request.head.query?.split(separator: "&").first { $0.hasPrefix("ms=") }?.dropFirst(3) ?? "200") ?? 200
+            let ms =
+                Int(request.head.query?.split(separator: "&").first { $0.hasPrefix("ms=") }?.dropFirst(3) ?? "200")
+                ?? 200
             slowInFlight.withLock { state in
                 state.now += 1
                 state.peak = max(state.peak, state.now)
             }
             try? await Task.sleep(for: .milliseconds(ms))
             slowInFlight.withLock { $0.now -= 1 }
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json", "Connection": "X-Up-Hop", "X-Up-Hop": "1"],
-                                      body: Array("{\"hit\":\(count)}".utf8))
+            return HTTPServerResponse(
+                status: 200, headers: ["Content-Type": "application/json", "Connection": "X-Up-Hop", "X-Up-Hop": "1"],
+                body: Array("{\"hit\":\(count)}".utf8))
         }
         if path.hasSuffix("/big") {
             // `mb` MiB of `x` after 300 ms.
-            let mb = request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("mb=") }).flatMap { Int($0.dropFirst(3)) } ?? 1
+            let mb =
+                request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("mb=") }).flatMap {
+                    Int($0.dropFirst(3))
+                } ?? 1
             try? await Task.sleep(for: .milliseconds(300))
             return HTTPServerResponse(status: 200, body: [UInt8](repeating: UInt8(ascii: "x"), count: mb << 20))
         }
         if path.hasSuffix("/private") {
             try? await Task.sleep(for: .milliseconds(300))
-            return HTTPServerResponse(status: 200, headers: ["Set-Cookie": "session=cookie-canary-\(count)", "Cache-Control": "private"],
-                                      body: Array("{\"hit\":\(count)}".utf8))
+            return HTTPServerResponse(
+                status: 200, headers: ["Set-Cookie": "session=cookie-canary-\(count)", "Cache-Control": "private"],
+                body: Array("{\"hit\":\(count)}".utf8))
         }
         if let status = path.split(separator: "/").last.flatMap({ Int($0) }), path.contains("/status/") {
-            if let ms = request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("ms=") }).flatMap({ Int($0.dropFirst(3)) }) {
+            if let ms = request.head.query?.split(separator: "&").first(where: { $0.hasPrefix("ms=") }).flatMap({
+                Int($0.dropFirst(3))
+            }) {
                 try? await Task.sleep(for: .milliseconds(ms))
             }
             return HTTPServerResponse(status: status, body: Array("status \(status)".utf8))
@@ -268,15 +294,21 @@ final class LoopbackServer: Sendable {
 
     /// The bound port (cleartext, else TLS); 0 before ``start(_:tls:)``.
     var port: Int {
-        server.withLock { server in server.flatMap { ($0.localAddresses.first ?? $0.tlsLocalAddresses.first)?.port } ?? 0 }
+        server.withLock { server in
+            server.flatMap { ($0.localAddresses.first ?? $0.tlsLocalAddresses.first)?.port } ?? 0
+        }
     }
 
-    func start(_ handler: any HTTPServerHandler, tls: TLSServerConfiguration? = nil,
-               limits: HTTPServerLimits = HTTPServerLimits()) async throws {
+    func start(
+        _ handler: any HTTPServerHandler, tls: TLSServerConfiguration? = nil,
+        limits: HTTPServerLimits = HTTPServerLimits()
+    ) async throws {
         let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
-        let server = HTTPServer(configuration: .init(listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback],
-                                                     tls: tls, limits: limits),
-                                group: try EventLoopGroup(threads: 1), handler: handler)
+        let server = HTTPServer(
+            configuration: .init(
+                listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback],
+                tls: tls, limits: limits),
+            group: try EventLoopGroup(threads: 1), handler: handler)
         try await server.start()
         self.server.withLock { $0 = server }
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,15 +19,16 @@ import Glibc
 
     @Test func callersWithAPIKeysHaveTheirOwnBudgetsOrShareTheRoutes() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            clients: { api_keys: { header: X-Api-Key, keys: { billing: "key-billing", web: "key-web" } } }
-            upstreams:
-              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
-            routes:
-              - { name: per-caller, match: { path_prefix: /caller }, upstream: up, rate_limit: { requests: 2, per: 10s } }
-              - { name: shared, match: { path_prefix: /shared }, upstream: up, rate_limit: { requests: 1, per: 10s, by: route } }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                clients: { api_keys: { header: X-Api-Key, keys: { billing: "key-billing", web: "key-web" } } }
+                upstreams:
+                  up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+                routes:
+                  - { name: per-caller, match: { path_prefix: /caller }, upstream: up, rate_limit: { requests: 2, per: 10s } }
+                  - { name: shared, match: { path_prefix: /shared }, upstream: up, rate_limit: { requests: 1, per: 10s, by: route } }
+                """)
         let client = HTTPClient()
         for _ in 0..<2 {
             #expect(try await Self.get(client, "\(gateway.url)/caller/a", key: "key-billing").status == 200)
@@ -36,7 +38,9 @@ import Glibc
         #expect(String(decoding: refused.body, as: UTF8.self).contains("\"error\":\"too_many_requests\""))
         #expect(refused.headers.first(name: "Retry-After") == "5", "one call every 5 s once the burst of 2 is spent")
         #expect(refused.headers.first(name: "X-Request-Id") != nil)
-        #expect(try await Self.get(client, "\(gateway.url)/caller/a", key: "key-web").status == 200, "web has its own budget")
+        #expect(
+            try await Self.get(client, "\(gateway.url)/caller/a", key: "key-web").status == 200,
+            "web has its own budget")
         #expect(try await Self.get(client, "\(gateway.url)/caller/a").status == 401, "no key: 401 before any budget")
         #expect(upstream.requests.count == 3, "a refused call never reaches the upstream")
 
@@ -76,8 +80,13 @@ import Glibc
         }
         let gateway = try await GatewayProcess(config: config(stubLimit: "{ requests: 1, per: 1m }"))
         func status(_ path: String, from source: String = "127.0.0.1") throws -> String {
-            try ProcessRunner.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source,
-                                           "\(gateway.url)\(path)"]).stdout
+            try ProcessRunner.run(
+                "curl",
+                [
+                    "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source,
+                    "\(gateway.url)\(path)"
+                ]
+            ).stdout
         }
         #expect(try status("/up/a") == "200")
         #expect(try status("/up/a") == "429")
@@ -104,28 +113,33 @@ import Glibc
     /// from `X-Forwarded-For`); a peer that is not listed cannot pick its budget by writing the header.
     @Test func behindATrustedProxyCallersAreToldApartByXForwardedFor() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              trusted_proxies: ["127.0.0.1"]
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
-            routes:
-              - { name: limited, match: { path_prefix: /up }, upstream: up, rate_limit: { requests: 1, per: 1m } }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  trusted_proxies: ["127.0.0.1"]
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+                routes:
+                  - { name: limited, match: { path_prefix: /up }, upstream: up, rate_limit: { requests: 1, per: 1m } }
+                """)
         func status(from source: String, forwardedFor: String? = nil) throws -> String {
-            var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source,
-                             "-H", "X-Real-IP: 192.0.2.66"]
+            var arguments = [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "--interface", source,
+                "-H", "X-Real-IP: 192.0.2.66"
+            ]
             if let forwardedFor { arguments += ["-H", "X-Forwarded-For: \(forwardedFor)"] }
             return try ProcessRunner.run("curl", arguments + ["\(gateway.url)/up/a"]).stdout
         }
         // Through the trusted balancer (127.0.0.1): one budget per forwarded client, whatever it claimed on the left.
         #expect(try status(from: "127.0.0.1", forwardedFor: "198.51.100.7") == "200")
         #expect(try status(from: "127.0.0.1", forwardedFor: "198.51.100.7") == "429")
-        #expect(try status(from: "127.0.0.1", forwardedFor: "203.0.113.1, 198.51.100.7") == "429", "a spoofed left entry changes nothing")
+        #expect(
+            try status(from: "127.0.0.1", forwardedFor: "203.0.113.1, 198.51.100.7") == "429",
+            "a spoofed left entry changes nothing")
         #expect(try status(from: "127.0.0.1", forwardedFor: "198.51.100.8") == "200", "another client, another budget")
         // An IPv6 client is limited by its /64.
         #expect(try status(from: "127.0.0.1", forwardedFor: "2001:db8:0:1::a") == "200")
@@ -138,11 +152,16 @@ import Glibc
         #expect(upstream.requests.first?.head.headers.first(name: "X-Forwarded-For") == "198.51.100.7, 127.0.0.1")
         // X-Real-IP and the access log's client_ip are the address the limit used; the client's own X-Real-IP is not
         // forwarded.
-        #expect(upstream.requests.map { $0.head.headers["X-Real-IP"] }
+        #expect(
+            upstream.requests.map { $0.head.headers["X-Real-IP"] }
                 == [["198.51.100.7"], ["198.51.100.8"], ["2001:db8:0:1::a"], ["127.0.0.2"]])
         gateway.stop()
-        #expect(gateway.accessLog.compactMap { $0["client_ip"] as? String }
-                == ["198.51.100.7", "198.51.100.7", "198.51.100.7", "198.51.100.8", "2001:db8:0:1::a", "2001:db8:0:1::b",
-                    "127.0.0.2", "127.0.0.2"])
+        #expect(
+            gateway.accessLog.compactMap { $0["client_ip"] as? String }
+                == [
+                    "198.51.100.7", "198.51.100.7", "198.51.100.7", "198.51.100.8", "2001:db8:0:1::a",
+                    "2001:db8:0:1::b",
+                    "127.0.0.2", "127.0.0.2"
+                ])
     }
 }

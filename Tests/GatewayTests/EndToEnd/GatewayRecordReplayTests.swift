@@ -11,8 +11,11 @@ import Testing
 /// median latency is within 10 % of the recorded one, `check` accepts the recording unchanged, and no canary value
 /// (the injected token, the client's `Authorization` and `Cookie`, the upstream's `Set-Cookie`, the API key, a
 /// secret upstream header) is anywhere in the recording directory.
-@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") && CheckCommandTests.binary() != nil,
-                             "needs moya-gateway built and python3"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") && CheckCommandTests.binary() != nil,
+        "needs moya-gateway built and python3"))
 struct GatewayRecordReplayTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("faults/latency_upstream.py").path
@@ -50,12 +53,13 @@ struct GatewayRecordReplayTests {
     }
 
     static let calls: [Call] = [
-        Call(method: "GET", target: "/api/fast"), Call(method: "GET", target: "/api/mid"), Call(method: "GET", target: "/api/slow"),
+        Call(method: "GET", target: "/api/fast"), Call(method: "GET", target: "/api/mid"),
+        Call(method: "GET", target: "/api/slow"),
         Call(method: "GET", target: "/api/users/1?b=2&a=1"), Call(method: "GET", target: "/api/users/2"),
         Call(method: "GET", target: "/api/users/3?verbose=true"), Call(method: "GET", target: "/api/users/4"),
         Call(method: "GET", target: "/api/missing"), Call(method: "POST", target: "/api/items"),
         Call(method: "GET", target: "/api/gz"), Call(method: "GET", target: "/api/echo", compared: false),
-        Call(method: "GET", target: "/api/users/5"),
+        Call(method: "GET", target: "/api/users/5")
     ]
 
     /// What the clients saw: per call, the statuses and decoded bodies, and every latency in seconds.
@@ -83,9 +87,12 @@ struct GatewayRecordReplayTests {
                         // Each client starts the list at another place, so the paths overlap in time.
                         for index in 0..<calls.count {
                             let call = calls[(index + worker + round) % calls.count]
-                            var request = try HTTPClientRequest(method: HTTPMethod(call.method), url: url + call.target, headers: [
-                                "X-Api-Key": apiKey, "Authorization": clientAuthorization, "Cookie": "session=\(cookie)",
-                            ])
+                            var request = try HTTPClientRequest(
+                                method: HTTPMethod(call.method), url: url + call.target,
+                                headers: [
+                                    "X-Api-Key": apiKey, "Authorization": clientAuthorization,
+                                    "Cookie": "session=\(cookie)"
+                                ])
                             if call.method == "POST" { request.body = .bytes(Array(#"{"name": "x"}"#.utf8)) }
                             let started = ContinuousClock.now
                             let response = try await client.execute(request)
@@ -95,8 +102,9 @@ struct GatewayRecordReplayTests {
                             if response.headers.first(name: "Content-Encoding") == "gzip" {
                                 body = try Inflater.decompress(body)
                             }
-                            observations.add("\(call.method) \(call.target)",
-                                             answer: "\(response.status) \(String(decoding: body, as: UTF8.self))", latency: latency)
+                            observations.add(
+                                "\(call.method) \(call.target)",
+                                answer: "\(response.status) \(String(decoding: body, as: UTF8.self))", latency: latency)
                         }
                     }
                 }
@@ -122,14 +130,17 @@ struct GatewayRecordReplayTests {
         defer { if upstream.isRunning { ProcessRunner.stop(upstream) } }
         let probe = HTTPClient()
         for _ in 0..<100 {
-            if (try? await probe.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstreamPort)/v1/fast"))) != nil { break }
+            if (try? await probe.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstreamPort)/v1/fast"))) != nil {
+                break
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
 
         let environment = ["WEB_KEY": Self.apiKey, "API_TOKEN": Self.token, "UPSTREAM_KEY": Self.upstreamKey]
         let out = ProcessRunner.temporaryDirectory("recording") + "/out"
-        let recording = try await GatewayProcess(config: Self.config(upstreamPort: upstreamPort), environment: environment,
-                                                 command: "record --out \"\(out)\"")
+        let recording = try await GatewayProcess(
+            config: Self.config(upstreamPort: upstreamPort), environment: environment,
+            command: "record --out \"\(out)\"")
         let recorded = try await Self.drive(recording.url, rounds: 22, concurrency: 8)
         #expect(recording.stop(timeout: 30) == 0)
         let summary = recording.stderr
@@ -140,55 +151,69 @@ struct GatewayRecordReplayTests {
 
         // No secret anywhere in the recording directory.
         let files = FileManager.default.enumerator(atPath: out)?.compactMap { $0 as? String } ?? []
-        #expect(files.filter { $0.hasPrefix("stubs/api/") }.count == 12, "one stub file per distinct exchange: \(files)")
+        #expect(
+            files.filter { $0.hasPrefix("stubs/api/") }.count == 12, "one stub file per distinct exchange: \(files)")
         for file in files {
             let text = (try? String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)) ?? ""
-            for canary in [Self.token, Self.clientAuthorization, "canary-client-auth", Self.cookie, Self.setCookie, Self.apiKey,
-                           Self.upstreamKey] {
+            for canary in [
+                Self.token, Self.clientAuthorization, "canary-client-auth", Self.cookie, Self.setCookie, Self.apiKey,
+                Self.upstreamKey
+            ] {
                 #expect(!text.contains(canary), "\(canary) written into \(file)")
             }
         }
         let yaml = try String(contentsOfFile: "\(out)/gateway.yaml", encoding: .utf8)
         #expect(!yaml.contains("base_url:") && !yaml.contains("access_token:") && !yaml.contains("X-Upstream-Key"))
         #expect(yaml.contains("\"${WEB_KEY}\""), "a reference stays a reference")
-        let echo = try String(contentsOfFile: "\(out)/stubs/api/" + (files.first { $0.contains("echo") }.map { ($0 as NSString).lastPathComponent } ?? ""),
-                              encoding: .utf8)
+        let echo = try String(
+            contentsOfFile: "\(out)/stubs/api/"
+                + (files.first { $0.contains("echo") }.map { ($0 as NSString).lastPathComponent } ?? ""),
+            encoding: .utf8)
         #expect(echo.contains("[REDACTED]"), "an echoed credential is scrubbed: \(echo)")
 
         // `check` accepts it as it is; `serve` replays it with the upstream gone.
         ProcessRunner.stop(upstream)
         guard let binary = CheckCommandTests.binary() else { throw GatewayTestError("moya-gateway is not built") }
-        let check = try ProcessRunner.run(binary.path, ["check", "--config", "\(out)/gateway.yaml"],
-                                          environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
-        #expect(check.status == 0 && check.stdout.hasPrefix("ok: 1 routes, 1 upstreams"), "\(check.stdout) \(check.stderr)")
+        let check = try ProcessRunner.run(
+            binary.path, ["check", "--config", "\(out)/gateway.yaml"],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        #expect(
+            check.status == 0 && check.stdout.hasPrefix("ok: 1 routes, 1 upstreams"), "\(check.stdout) \(check.stderr)")
         // The same file with the recording run's ports as placeholders, for the test's new ones.
         let replayConfig = try String(contentsOfFile: "\(out)/gateway.yaml", encoding: .utf8)
             .replacingOccurrences(of: "127.0.0.1:\(recording.port)", with: "127.0.0.1:PORT")
             .replacingOccurrences(of: "127.0.0.1:\(recording.adminPort)", with: "127.0.0.1:ADMIN")
-        let replay = try await GatewayProcess(config: replayConfig, environment: environment, files: try Self.stubFiles(in: out))
+        let replay = try await GatewayProcess(
+            config: replayConfig, environment: environment, files: try Self.stubFiles(in: out))
         let replayed = try await Self.drive(replay.url, rounds: 22, concurrency: 8)
         replay.stop()
 
         let before = recorded.all
         let after = replayed.all
-        print("record/replay medians (ms): " + Self.calls.map { call in
-            let key = "\(call.method) \(call.target)"
-            return "\(key) \(Int(Self.median(before[key]?.latencies ?? []) * 1000))/\(Int(Self.median(after[key]?.latencies ?? []) * 1000))"
-        }.joined(separator: ", "))
+        print(
+            "record/replay medians (ms): "
+                + Self.calls.map { call in
+                    let key = "\(call.method) \(call.target)"
+                    return
+                        "\(key) \(Int(Self.median(before[key]?.latencies ?? []) * 1000))/\(Int(Self.median(after[key]?.latencies ?? []) * 1000))"
+                }.joined(separator: ", "))
         for call in Self.calls {
             let key = "\(call.method) \(call.target)"
             let original = try #require(before[key])
             let again = try #require(after[key])
             if call.compared {
                 #expect(original.answers.count == 1, "the upstream answers \(key) one way: \(original.answers)")
-                #expect(again.answers == original.answers, "\(key): replayed \(again.answers), recorded \(original.answers)")
+                #expect(
+                    again.answers == original.answers, "\(key): replayed \(again.answers), recorded \(original.answers)"
+                )
             } else {
                 #expect(again.answers.allSatisfy { $0.contains("[REDACTED]") })
             }
             let recordedMedian = Self.median(original.latencies)
             let replayedMedian = Self.median(again.latencies)
-            #expect(abs(replayedMedian - recordedMedian) <= 0.10 * recordedMedian,
-                    "\(key): median \(Int(replayedMedian * 1000)) ms replayed, \(Int(recordedMedian * 1000)) ms recorded")
+            #expect(
+                abs(replayedMedian - recordedMedian) <= 0.10 * recordedMedian,
+                "\(key): median \(Int(replayedMedian * 1000)) ms replayed, \(Int(recordedMedian * 1000)) ms recorded")
         }
     }
 
@@ -204,21 +229,32 @@ struct GatewayRecordReplayTests {
         defer { if upstream.isRunning { ProcessRunner.stop(upstream) } }
         let client = HTTPClient()
         for _ in 0..<100 {
-            if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstreamPort)/v1/fast"))) != nil { break }
+            if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstreamPort)/v1/fast"))) != nil {
+                break
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         let environment = ["WEB_KEY": Self.apiKey, "API_TOKEN": Self.token, "UPSTREAM_KEY": Self.upstreamKey]
         let out = ProcessRunner.temporaryDirectory("spy") + "/out"
-        let config = Self.config(upstreamPort: upstreamPort).replacingOccurrences(of: "access_log: false", with: "access_log: true")
-        let recording = try await GatewayProcess(config: config, environment: environment, command: "record --out \"\(out)\"")
-        let recorded = try await client.execute(HTTPClientRequest(url: "\(recording.url)/api/users/1", headers: ["X-Api-Key": Self.apiKey]))
+        let config = Self.config(upstreamPort: upstreamPort).replacingOccurrences(
+            of: "access_log: false", with: "access_log: true")
+        let recording = try await GatewayProcess(
+            config: config, environment: environment, command: "record --out \"\(out)\"")
+        let recorded = try await client.execute(
+            HTTPClientRequest(url: "\(recording.url)/api/users/1", headers: ["X-Api-Key": Self.apiKey]))
         #expect(recorded.status == 200)
         #expect(recording.stop(timeout: 30) == 0)
 
-        let spy = try await GatewayProcess(config: config, environment: environment, command: "spy --recording \"\(out)\"")
+        let spy = try await GatewayProcess(
+            config: config, environment: environment, command: "spy --recording \"\(out)\"")
         func get(_ path: String) async throws -> String {
-            let response = try await client.execute(HTTPClientRequest(url: "\(spy.url)\(path)", headers: ["X-Api-Key": Self.apiKey,
-                                                                                                           "X-Request-Id": path]))
+            let response = try await client.execute(
+                HTTPClientRequest(
+                    url: "\(spy.url)\(path)",
+                    headers: [
+                        "X-Api-Key": Self.apiKey,
+                        "X-Request-Id": path
+                    ]))
             return "\(response.status) \(String(decoding: response.body, as: UTF8.self))"
         }
         #expect(try await get("/api/users/1") == "200 " + String(decoding: recorded.body, as: UTF8.self))
@@ -231,7 +267,9 @@ struct GatewayRecordReplayTests {
         let recordedBody = String(decoding: recorded.body, as: UTF8.self)
         var edited = 0
         for file in FileManager.default.enumerator(atPath: out)?.compactMap({ $0 as? String }) ?? []
-        where file.hasPrefix("stubs/") && (try? String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)) == recordedBody {
+        where file.hasPrefix("stubs/")
+            && (try? String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)) == recordedBody
+        {
             try #"{"edited": true}"#.write(toFile: "\(out)/\(file)", atomically: true, encoding: .utf8)
             edited += 1
         }
@@ -254,9 +292,12 @@ struct GatewayRecordReplayTests {
     /// relative to itself).
     static func stubFiles(in directory: String) throws -> [String: String] {
         var files: [String: String] = [:]
-        for file in FileManager.default.enumerator(atPath: directory)?.compactMap({ $0 as? String }) ?? [] where file.hasPrefix("stubs/") {
+        for file in FileManager.default.enumerator(atPath: directory)?.compactMap({ $0 as? String }) ?? []
+        where file.hasPrefix("stubs/") {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: "\(directory)/\(file)", isDirectory: &isDirectory), !isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: "\(directory)/\(file)", isDirectory: &isDirectory),
+                !isDirectory.boolValue
+            else {
                 continue
             }
             files[file] = try String(contentsOfFile: "\(directory)/\(file)", encoding: .utf8)

@@ -11,21 +11,26 @@ import Testing
 @Suite(.serialized) struct GatewayRedirectTests {
     @Test func upstreamRedirectsReachTheClientUnfollowed() async throws {
         let upstream = try await RedirectingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
-            routes:
-              - { name: up, match: { path_prefix: /r }, upstream: up }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                upstreams:
+                  up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+                routes:
+                  - { name: up, match: { path_prefix: /r }, upstream: up }
+                """)
         let client = HTTPClient()
         for status in [301, 302, 303, 307, 308] {
-            let response = try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/r/\(status)",
-                                                                      body: .bytes(Array("payload".utf8))))
+            let response = try await client.execute(
+                HTTPClientRequest(
+                    method: .post, url: "\(gateway.url)/r/\(status)",
+                    body: .bytes(Array("payload".utf8))))
             #expect(response.status == status)
             #expect(response.headers.first(name: "Location") == "/r/elsewhere")
         }
-        #expect(upstream.paths == ["/r/301", "/r/302", "/r/303", "/r/307", "/r/308"], "the redirect target was never requested")
+        #expect(
+            upstream.paths == ["/r/301", "/r/302", "/r/303", "/r/307", "/r/308"],
+            "the redirect target was never requested")
         gateway.stop()
         await upstream.shutdown()
     }
@@ -45,7 +50,8 @@ final class RedirectingUpstream: HTTPServerHandler {
 
     /// Starts the upstream on a loopback port; with `tls`, over TLS only.
     static func start(location: String = "/r/elsewhere", tls: TLSServerConfiguration? = nil) async throws
-        -> RedirectingUpstream {
+        -> RedirectingUpstream
+    {
         let upstream = RedirectingUpstream(location: location)
         try await upstream.serving.start(upstream, tls: tls)
         return upstream

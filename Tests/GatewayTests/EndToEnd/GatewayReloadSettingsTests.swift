@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +34,9 @@ import Glibc
         for _ in 0..<100 {
             let output = gateway.stdout
             // The line is JSON (`"msg":"reloaded"`) or text (`notice reloaded routes=…`), as the logging then says.
-            let logged = output.components(separatedBy: "\"reloaded\"").count + output.components(separatedBy: "reloaded routes").count - 2
+            let logged =
+                output.components(separatedBy: "\"reloaded\"").count
+                + output.components(separatedBy: "reloaded routes").count - 2
             if logged >= count { return }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -65,8 +68,9 @@ import Glibc
             return String(client.read(until: { $0.contains("\r\n") }, timeout: 5).prefix(12))
         }
         #expect(try status() == "HTTP/1.1 200")
-        try await Self.reload(gateway, to: Self.config(logging: "access_log: false", limits: "max_headers: 8", threads: 2),
-                              count: 1)
+        try await Self.reload(
+            gateway, to: Self.config(logging: "access_log: false", limits: "max_headers: 8", threads: 2),
+            count: 1)
         #expect(try status() == "HTTP/1.1 431", "a new connection meets the reloaded max_headers")
         gateway.stop()
         let warning = gateway.stdout.split(separator: "\n").first { $0.contains("only after a restart") }
@@ -75,12 +79,18 @@ import Glibc
     }
 
     @Test func http2CanBeTurnedOff() async throws {
-        let config = Self.config(logging: "access_log: false").replacingOccurrences(of: "threads: 1", with: "threads: 1\n  http2: false")
+        let config = Self.config(logging: "access_log: false").replacingOccurrences(
+            of: "threads: 1", with: "threads: 1\n  http2: false")
         let gateway = try await GatewayProcess(config: config)
-        let h2 = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version}",
-                                                "--max-time", "5", "\(gateway.url)/stub"])
+        let h2 = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_version}",
+                "--max-time", "5", "\(gateway.url)/stub"
+            ])
         #expect(h2.stdout != "2", "no HTTP/2 with server.http2: false: \(h2.stdout) \(h2.stderr)")
-        let h1 = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "\(gateway.url)/stub"])
+        let h1 = try ProcessRunner.run(
+            "curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", "\(gateway.url)/stub"])
         #expect(h1.stdout == "200 1.1")
         gateway.stop()
     }
@@ -88,17 +98,21 @@ import Glibc
     /// `server.io_uring: false` sends with one `sendmsg` per connection; the start-up line says whether the loops send
     /// in batches, and a reload that changes the key names it as needing a restart.
     @Test func ioUringCanBeTurnedOffAndTheStartLineSaysWhetherItIsUsed() async throws {
-        let config = Self.config(logging: "access_log: false").replacingOccurrences(of: "threads: 1", with: "threads: 1\n  io_uring: false")
+        let config = Self.config(logging: "access_log: false").replacingOccurrences(
+            of: "threads: 1", with: "threads: 1\n  io_uring: false")
         let gateway = try await GatewayProcess(config: config)
         for _ in 0..<3 {
-            let h1 = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/stub"])
+            let h1 = try ProcessRunner.run(
+                "curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/stub"])
             #expect(h1.stdout == "200")
         }
         try await Self.reload(gateway, to: Self.config(logging: "access_log: false"), count: 1)
         gateway.stop()
         let lines = gateway.stdout.split(separator: "\n")
         let listening = lines.first { $0.contains("\"msg\":\"listening\"") }
-        #expect(listening?.contains("\"io_uring\":false") == true, "the start-up line says io_uring is off: \(gateway.stdout)")
+        #expect(
+            listening?.contains("\"io_uring\":false") == true,
+            "the start-up line says io_uring is off: \(gateway.stdout)")
         let warning = lines.first { $0.contains("only after a restart") }
         #expect(warning?.contains("server.io_uring") == true, "the warning names server.io_uring: \(gateway.stdout)")
     }

@@ -5,6 +5,7 @@ import Locking
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,19 +42,24 @@ import Glibc
     @Test func aStalledBodyIsAnswered408AndItsUpstreamRequestAborted() async throws {
         let upstream = try await UploadUpstream.start()
         let config = Self.config(upstreamPort: upstream.port)
-            .replacingOccurrences(of: "limits: { max_body_bytes: 512MiB }", with: "limits: { max_body_bytes: 512MiB, body_timeout: 1s }")
+            .replacingOccurrences(
+                of: "limits: { max_body_bytes: 512MiB }", with: "limits: { max_body_bytes: 512MiB, body_timeout: 1s }")
         let gateway = try await GatewayProcess(config: config)
         let client = try RawClient(port: gateway.port)
-        client.send("POST /up/slow HTTP/1.1\r\nHost: t\r\nX-Request-Id: slow-1\r\nContent-Length: 1048576\r\n\r\n"
-                    + String(repeating: "a", count: 100))
+        client.send(
+            "POST /up/slow HTTP/1.1\r\nHost: t\r\nX-Request-Id: slow-1\r\nContent-Length: 1048576\r\n\r\n"
+                + String(repeating: "a", count: 100))
         let shortClient = try RawClient(port: gateway.port)
-        shortClient.send("POST /up/short HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "b", count: 60))
+        shortClient.send(
+            "POST /up/short HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "b", count: 60))
         let started = ContinuousClock.now
         let reply = client.readAll(timeout: 5)
         let text = String(decoding: reply.bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 408"), "\(text)")
         #expect(text.contains("X-Request-Id: slow-1\r\n"), "\(text)")
-        #expect(text.hasSuffix("{\"error\":\"bad_request\",\"request_id\":\"slow-1\"}"), "the gateway's error body: \(text)")
+        #expect(
+            text.hasSuffix("{\"error\":\"bad_request\",\"request_id\":\"slow-1\"}"), "the gateway's error body: \(text)"
+        )
         #expect(reply.closed)
         #expect(ContinuousClock.now - started < .seconds(4))
         #expect(upstream.uploads.isEmpty, "the upstream never saw the body end")
@@ -79,19 +85,22 @@ import Glibc
         let fromStdin = "-T - <\(file)"
         let runs: [(flags: String, chunked: Bool)] = [
             ("--http1.1 \(declared)", false), ("--http2-prior-knowledge \(declared)", false),
-            ("--http1.1 \(fromStdin)", true), ("--http2-prior-knowledge \(fromStdin)", true),
+            ("--http1.1 \(fromStdin)", true), ("--http2-prior-knowledge \(fromStdin)", true)
         ]
         for run in runs {
-            let curl = try ProcessRunner.run("sh", ["-c", "curl -sS -H 'Expect:' \(run.flags) '\(gateway.url)/up/upload'"])
+            let curl = try ProcessRunner.run(
+                "sh", ["-c", "curl -sS -H 'Expect:' \(run.flags) '\(gateway.url)/up/upload'"])
             #expect(curl.stdout == "bytes=\(size) sum=\(expected)", "\(run.flags): \(curl.stdout) \(curl.stderr)")
             let received = upstream.uploads.last
             #expect(received?.bytes == size)
             if run.chunked {
-                #expect(received?.contentLength == nil && received?.transferEncoding == "chunked",
-                        "an open-ended body goes on chunked: \(String(describing: received))")
+                #expect(
+                    received?.contentLength == nil && received?.transferEncoding == "chunked",
+                    "an open-ended body goes on chunked: \(String(describing: received))")
             } else {
-                #expect(received?.contentLength == String(size) && received?.transferEncoding == nil,
-                        "a declared length goes on as Content-Length: \(String(describing: received))")
+                #expect(
+                    received?.contentLength == String(size) && received?.transferEncoding == nil,
+                    "a declared length goes on as Content-Length: \(String(describing: received))")
             }
         }
         gateway.stop()
@@ -135,7 +144,9 @@ import Glibc
         var written = 0
         var lastProgress = ContinuousClock.now
         while ContinuousClock.now - lastProgress < .seconds(1), written < declared {
-            let sent = chunk.withUnsafeBytes { Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            let sent = chunk.withUnsafeBytes {
+                Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            }
             if sent > 0 {
                 written += sent
                 lastProgress = .now
@@ -145,8 +156,9 @@ import Glibc
         }
         let residentDuring = GatewayHTTP2ConformanceTests.residentKiB(gateway.process.processIdentifier)
         #expect(written < 64 << 20, "the client was held back while the upstream read nothing: \(written) bytes taken")
-        #expect(residentDuring - residentBefore < 32 * 1024,
-                "the gateway buffered little: RSS \(residentBefore) → \(residentDuring) KiB with \(written) bytes taken")
+        #expect(
+            residentDuring - residentBefore < 32 * 1024,
+            "the gateway buffered little: RSS \(residentBefore) → \(residentDuring) KiB with \(written) bytes taken")
         shutdown(client.fd, Int32(SHUT_RDWR))
         gateway.stop()
         await upstream.shutdown()
@@ -189,8 +201,9 @@ import Glibc
         #expect(!upstream.uploads.contains { $0.bytes > 1 << 20 }, "nothing past the limit reached the upstream")
 
         let broken = try RawClient(port: gateway.port)
-        broken.send("POST /up/upload HTTP/1.1\r\nHost: t\r\nX-Request-Id: bad-1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                    + "4\r\nabcd\r\nzz\r\n")
+        broken.send(
+            "POST /up/upload HTTP/1.1\r\nHost: t\r\nX-Request-Id: bad-1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "4\r\nabcd\r\nzz\r\n")
         let brokenReply = broken.readAll(timeout: 5)
         let brokenText = String(decoding: brokenReply.bytes, as: UTF8.self)
         #expect(brokenText.hasPrefix("HTTP/1.1 400"), "\(brokenText)")
@@ -198,12 +211,14 @@ import Glibc
         #expect(brokenReply.closed)
 
         gateway.stop()
-        let statuses = Dictionary(gateway.accessLog.compactMap { line in
-            (line["request_id"] as? String).map { ($0, line["status"] as? Int ?? 0) }
-        }, uniquingKeysWith: { first, _ in first })
+        let statuses = Dictionary(
+            gateway.accessLog.compactMap { line in
+                (line["request_id"] as? String).map { ($0, line["status"] as? Int ?? 0) }
+            }, uniquingKeysWith: { first, _ in first })
         #expect(statuses["big-1"] == 413 && statuses["bad-1"] == 400, "\(statuses)")
-        #expect(gateway.accessLog.filter { ["big-1", "bad-1"].contains($0["request_id"] as? String ?? "") }.count == 2,
-                "one line each")
+        #expect(
+            gateway.accessLog.filter { ["big-1", "bad-1"].contains($0["request_id"] as? String ?? "") }.count == 2,
+            "one line each")
         await upstream.shutdown()
     }
 
@@ -212,20 +227,21 @@ import Glibc
     /// HTTP/1.1 connection closes rather than read the rest.
     @Test func aRoutesOwnBodyLimitIsAboveOrBelowTheServers() async throws {
         let upstream = try await UploadUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              limits: { max_body_bytes: 32KiB }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              up: { base_url: "http://127.0.0.1:\(upstream.port)" }
-            routes:
-              - { name: upload, match: { path_prefix: /upload }, upstream: up, max_body_bytes: 8MiB }
-              - { name: small, match: { path_prefix: /small }, upstream: up, max_body_bytes: 1KiB }
-              - { name: up, match: { path_prefix: /up }, upstream: up }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  limits: { max_body_bytes: 32KiB }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  up: { base_url: "http://127.0.0.1:\(upstream.port)" }
+                routes:
+                  - { name: upload, match: { path_prefix: /upload }, upstream: up, max_body_bytes: 8MiB }
+                  - { name: small, match: { path_prefix: /small }, upstream: up, max_body_bytes: 1KiB }
+                  - { name: up, match: { path_prefix: /up }, upstream: up }
+                """)
         let big = try Self.patternFile(bytes: 4 << 20)
         // Small enough to be sent whole within HTTP/2's first window: curl 7.88 takes the RST_STREAM(NO_ERROR) that
         // stops a larger upload after its answer (RFC 9113 §8.1) for an error and drops the answer.
@@ -233,19 +249,27 @@ import Glibc
         let small = try Self.patternFile(bytes: 2048)
         let bigSum = UploadUpstream.checksum(of: try [UInt8](Data(contentsOf: URL(fileURLWithPath: big))))
         func curl(_ flags: String, _ path: String) throws -> String {
-            try ProcessRunner.run("sh", ["-c", "curl -sS -H 'Expect:' -w ' %{http_code}' \(flags) '\(gateway.url)\(path)'"]).stdout
+            try ProcessRunner.run(
+                "sh", ["-c", "curl -sS -H 'Expect:' -w ' %{http_code}' \(flags) '\(gateway.url)\(path)'"]
+            ).stdout
         }
         for version in ["--http1.1", "--http2-prior-knowledge"] {
-            #expect(try curl("\(version) -X PUT --data-binary @\(big)", "/upload/x") == "bytes=\(4 << 20) sum=\(bigSum) 200",
-                    "\(version): 4 MiB on a route that takes 8 MiB, above the server's 32 KiB")
+            #expect(
+                try curl("\(version) -X PUT --data-binary @\(big)", "/upload/x")
+                    == "bytes=\(4 << 20) sum=\(bigSum) 200",
+                "\(version): 4 MiB on a route that takes 8 MiB, above the server's 32 KiB")
             #expect(try curl("\(version) -T - <\(big)", "/upload/x").hasSuffix(" 200"), "\(version): chunked too")
-            #expect(try curl("\(version) -X PUT --data-binary @\(small)", "/small/x").hasSuffix(" 413"), "\(version): 2 KiB past the route's 1 KiB")
+            #expect(
+                try curl("\(version) -X PUT --data-binary @\(small)", "/small/x").hasSuffix(" 413"),
+                "\(version): 2 KiB past the route's 1 KiB")
             let chunked = try curl("\(version) -T - <\(small)", "/small/x")
             #expect(chunked.hasSuffix(" 413"), "\(version): chunked past it too: \(chunked)")
-            #expect(try curl("\(version) -X PUT --data-binary @\(medium)", "/up/x").hasSuffix(" 413"),
-                    "\(version): a route without its own limit keeps the server's 32 KiB")
+            #expect(
+                try curl("\(version) -X PUT --data-binary @\(medium)", "/up/x").hasSuffix(" 413"),
+                "\(version): a route without its own limit keeps the server's 32 KiB")
         }
-        #expect(upstream.uploads.allSatisfy { $0.bytes == 4 << 20 || $0.bytes <= 1024 }, "\(upstream.uploads.map(\.bytes))")
+        #expect(
+            upstream.uploads.allSatisfy { $0.bytes == 4 << 20 || $0.bytes <= 1024 }, "\(upstream.uploads.map(\.bytes))")
         #expect(upstream.uploads.filter { $0.bytes == 4 << 20 }.count == 4)
 
         // Refused at its head: the answer comes at once and the connection is closed, the body unread.
@@ -266,21 +290,35 @@ import Glibc
         let upstream = try await UploadUpstream.start()
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
         let long = try Self.patternFile(bytes: 1 << 20)
-        let relayed = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "-H", "Expect:",
-                                                     "--data-binary", "@\(long)", "\(gateway.url)/retried/unavailable"])
+        let relayed = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "-H", "Expect:",
+                "--data-binary", "@\(long)", "\(gateway.url)/retried/unavailable"
+            ])
         #expect(relayed.stdout == "503")
         #expect(upstream.uploads.count == 1, "a relayed body is sent once: \(upstream.uploads.count)")
-        let collected = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
-                                                       "--data-binary", "short", "\(gateway.url)/retried/unavailable"])
+        let collected = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT",
+                "--data-binary", "short", "\(gateway.url)/retried/unavailable"
+            ])
         #expect(collected.stdout == "503")
         #expect(upstream.uploads.count == 4, "a collected body is retried: \(upstream.uploads.count)")
-        let refused = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "-H", "Expect:",
-                                                     "-H", "X-Request-Id: dead-1", "--data-binary", "@\(long)",
-                                                     "\(gateway.url)/dead/x"])
+        let refused = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "-H", "Expect:",
+                "-H", "X-Request-Id: dead-1", "--data-binary", "@\(long)",
+                "\(gateway.url)/dead/x"
+            ])
         #expect(refused.stdout == "502")
         gateway.stop()
         let dead = gateway.accessLog.first { $0["request_id"] as? String == "dead-1" }
-        #expect(dead?["retries"] as? Int == 2, "a relayed body that never started to flow is retried: \(String(describing: dead))")
+        #expect(
+            dead?["retries"] as? Int == 2,
+            "a relayed body that never started to flow is retried: \(String(describing: dead))")
         await upstream.shutdown()
     }
 
@@ -354,11 +392,13 @@ final class UploadUpstream: HTTPServerHandler {
         } catch {
             return HTTPServerResponse(status: 400, headers: [:], body: Array("body failed".utf8))
         }
-        let upload = Upload(contentLength: head.headers.first(name: "Content-Length"),
-                            transferEncoding: head.headers.first(name: "Transfer-Encoding"), bytes: count)
+        let upload = Upload(
+            contentLength: head.headers.first(name: "Content-Length"),
+            transferEncoding: head.headers.first(name: "Transfer-Encoding"), bytes: count)
         state.withLock { $0.uploads.append(upload) }
         let status = head.path == "/unavailable" ? 503 : 200
-        return HTTPServerResponse(status: status, headers: ["Content-Type": "text/plain"], body: Array("bytes=\(count) sum=\(sum)".utf8))
+        return HTTPServerResponse(
+            status: status, headers: ["Content-Type": "text/plain"], body: Array("bytes=\(count) sum=\(sum)".utf8))
     }
 
     /// The checksum the upstream reports for `bytes`.

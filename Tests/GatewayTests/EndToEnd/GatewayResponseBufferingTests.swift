@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,29 +35,31 @@ import Glibc
             }
             big = Data(bytes)
             try big.write(to: URL(fileURLWithPath: "\(www)/big.bin"))
-            for name in ["sse.bin", "noaccel.bin", "yes.bin"] { try FileManager.default.linkItem(atPath: "\(www)/big.bin", toPath: "\(www)/\(name)") }
+            for name in ["sse.bin", "noaccel.bin", "yes.bin"] {
+                try FileManager.default.linkItem(atPath: "\(www)/big.bin", toPath: "\(www)/\(name)")
+            }
             try "ok".write(toFile: "\(www)/small.txt", atomically: true, encoding: .utf8)
             let config = """
-            worker_processes 1;
-            pid \(prefix)/nginx.pid;
-            error_log \(prefix)/logs/error.log;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                sendfile on;
-                keepalive_requests 1000000;
-                keepalive_timeout 120s;
-                client_body_temp_path \(prefix)/body; proxy_temp_path \(prefix)/proxy;
-                fastcgi_temp_path \(prefix)/fcgi; uwsgi_temp_path \(prefix)/uwsgi; scgi_temp_path \(prefix)/scgi;
-                server {
-                    listen 127.0.0.1:\(port) backlog=1024;
-                    root \(www);
-                    location = /sse.bin { types { } default_type text/event-stream; }
-                    location = /noaccel.bin { add_header X-Accel-Buffering no; }
-                    location = /yes.bin { add_header X-Accel-Buffering yes; }
+                worker_processes 1;
+                pid \(prefix)/nginx.pid;
+                error_log \(prefix)/logs/error.log;
+                events { worker_connections 1024; }
+                http {
+                    access_log off;
+                    sendfile on;
+                    keepalive_requests 1000000;
+                    keepalive_timeout 120s;
+                    client_body_temp_path \(prefix)/body; proxy_temp_path \(prefix)/proxy;
+                    fastcgi_temp_path \(prefix)/fcgi; uwsgi_temp_path \(prefix)/uwsgi; scgi_temp_path \(prefix)/scgi;
+                    server {
+                        listen 127.0.0.1:\(port) backlog=1024;
+                        root \(www);
+                        location = /sse.bin { types { } default_type text/event-stream; }
+                        location = /noaccel.bin { add_header X-Accel-Buffering no; }
+                        location = /yes.bin { add_header X-Accel-Buffering yes; }
+                    }
                 }
-            }
-            """
+                """
             try config.write(toFile: "\(prefix)/nginx.conf", atomically: true, encoding: .utf8)
             process.executableURL = URL(fileURLWithPath: nginx)
             process.arguments = ["-p", prefix, "-c", "\(prefix)/nginx.conf", "-g", "daemon off;"]
@@ -78,8 +81,10 @@ import Glibc
 
     /// The gateway's configuration: `/f` buffered (the default), `/raw` with `buffering: false`; callers named by
     /// `X-Forwarded-For` from 127.0.0.1.
-    static func config(upstreamPort: Int, temporary: String, buffering: String = "", pool: String = "",
-                       threads: Int = 1) -> String {
+    static func config(
+        upstreamPort: Int, temporary: String, buffering: String = "", pool: String = "",
+        threads: Int = 1
+    ) -> String {
         """
         server:
           listen: ["127.0.0.1:PORT"]
@@ -99,10 +104,13 @@ import Glibc
 
     /// A client that asks for `path` and reads nothing (until the test says so); with `close`, the answer ends the
     /// connection.
-    static func stalled(_ port: Int, _ path: String, caller: String = "203.0.113.66", close: Bool = false) throws -> RawClient {
+    static func stalled(_ port: Int, _ path: String, caller: String = "203.0.113.66", close: Bool = false) throws
+        -> RawClient
+    {
         let client = try RawClient(port: port)
-        client.send("GET \(path) HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: \(caller)\r\n"
-                    + (close ? "Connection: close\r\n" : "") + "\r\n")
+        client.send(
+            "GET \(path) HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: \(caller)\r\n"
+                + (close ? "Connection: close\r\n" : "") + "\r\n")
         return client
     }
 
@@ -127,22 +135,28 @@ import Glibc
         let upstream = try await FileUpstream()
         defer { upstream.stop() }
         let temporary = ProcessRunner.temporaryDirectory("gateway-buffers")
-        let gateway = try await GatewayProcess(config: Self.config(
-            upstreamPort: upstream.port, temporary: temporary, buffering: ", max_temp_total: 4GiB",
-            pool: buffering ? ", pool: { max_connections: 64 }" : ", pool: { max_connections: 64, max_wait: 2s }",
-            threads: 2))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.port, temporary: temporary, buffering: ", max_temp_total: 4GiB",
+                pool: buffering ? ", pool: { max_connections: 64 }" : ", pool: { max_connections: 64, max_wait: 2s }",
+                threads: 2))
         let path = buffering ? "/f/big.bin" : "/raw/big.bin"
         var http1 = try (0..<70).map { _ in try Self.stalled(gateway.port, path) }
         let ready = "\(temporary)-h2.json"
         let http2 = Process()
         http2.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        http2.arguments = [Self.faults.appendingPathComponent("h2_stalled_downloads.py").path, String(gateway.port), path,
-                           "--connections", "7", "--streams", "10", "--header", "x-forwarded-for:203.0.113.67",
-                           "--heads-within", "30", "--ready", ready, "--hold", "90"]
+        http2.arguments = [
+            Self.faults.appendingPathComponent("h2_stalled_downloads.py").path, String(gateway.port), path,
+            "--connections", "7", "--streams", "10", "--header", "x-forwarded-for:203.0.113.67",
+            "--heads-within", "30", "--ready", ready, "--hold", "90"
+        ]
         try ChildProcess.launch(http2)
         defer { ProcessRunner.stop(http2) }
-        #expect(try await Self.eventually(35) { FileManager.default.fileExists(atPath: ready) }, "the HTTP/2 streams got their heads")
-        let heads = (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: ready)))) as? [String: Any]
+        #expect(
+            try await Self.eventually(35) { FileManager.default.fileExists(atPath: ready) },
+            "the HTTP/2 streams got their heads")
+        let heads =
+            (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: ready)))) as? [String: Any]
         #expect(heads?["heads"] as? Int == 70, "\(String(describing: heads))")
         try await Task.sleep(for: .milliseconds(500))
 
@@ -152,8 +166,13 @@ import Glibc
             for _ in 0..<5 {
                 group.addTask {
                     try await offPool {
-                        try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
-                                                       "-H", "X-Forwarded-For: 198.51.100.7", url], timeout: 30).stdout
+                        try ProcessRunner.run(
+                            "curl",
+                            [
+                                "-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_total}",
+                                "-H", "X-Forwarded-For: 198.51.100.7", url
+                            ], timeout: 30
+                        ).stdout
                     }
                 }
             }
@@ -167,8 +186,11 @@ import Glibc
             #expect(times.allSatisfy { $0 < 5 }, "each answered well within the 10 s pool wait: \(probes)")
             // More than the pool holds went on in temporary files: connections were given back and taken again
             // (all 140 do in time; how soon depends on the machine's load).
-            #expect(try await Self.eventually(30) { (gateway.metric("moya_gateway_response_buffer_spilled_total") ?? 0) > 64 },
-                    "\(String(describing: gateway.metric("moya_gateway_response_buffer_spilled_total"))) spilled")
+            #expect(
+                try await Self.eventually(30) {
+                    (gateway.metric("moya_gateway_response_buffer_spilled_total") ?? 0) > 64
+                },
+                "\(String(describing: gateway.metric("moya_gateway_response_buffer_spilled_total"))) spilled")
         } else {
             #expect(statuses == Array(repeating: "503", count: 5), "the control: the pool is held, \(probes)")
             #expect(gateway.metric("moya_gateway_response_buffer_spilled_total") == 0)
@@ -178,12 +200,14 @@ import Glibc
         for client in http1 { client.resetOnClose() }
         http1.removeAll()
         ProcessRunner.stop(http2)
-        #expect(try await Self.eventually(10) { gateway.openFiles(in: temporary) == 0 },
-                "temporary files still open: \(gateway.openFiles(in: temporary))")
-        #expect(try await Self.eventually(5) {
-            gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}") == 0
-                && gateway.metric("moya_gateway_response_buffer_bytes{where=\"memory\"}") == 0
-        }, "disk \(String(describing: gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}")))")
+        #expect(
+            try await Self.eventually(10) { gateway.openFiles(in: temporary) == 0 },
+            "temporary files still open: \(gateway.openFiles(in: temporary))")
+        #expect(
+            try await Self.eventually(5) {
+                gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}") == 0
+                    && gateway.metric("moya_gateway_response_buffer_bytes{where=\"memory\"}") == 0
+            }, "disk \(String(describing: gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}")))")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: temporary)) == [], "no file was ever named there")
         let after = try ProcessRunner.run("curl", ["-sS", "-H", "X-Forwarded-For: 198.51.100.7", url])
         #expect(after.stdout == "ok")
@@ -196,17 +220,20 @@ import Glibc
         let upstream = try await FileUpstream()
         defer { upstream.stop() }
         let temporary = ProcessRunner.temporaryDirectory("gateway-buffer-caps")
-        let gateway = try await GatewayProcess(config: Self.config(
-            upstreamPort: upstream.port, temporary: temporary,
-            buffering: ", memory: 64KiB, max_temp_file_size: 2MiB, max_temp_total: 3MiB"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.port, temporary: temporary,
+                buffering: ", memory: 64KiB, max_temp_file_size: 2MiB, max_temp_total: 3MiB"))
         let first = try Self.stalled(gateway.port, "/f/big.bin", close: true)
-        #expect(try await Self.eventually {
-            gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"max_temp_file_size\"}") == 1
-        })
+        #expect(
+            try await Self.eventually {
+                gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"max_temp_file_size\"}") == 1
+            })
         let second = try Self.stalled(gateway.port, "/f/big.bin", close: true)
-        #expect(try await Self.eventually {
-            gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"max_temp_total\"}") == 1
-        })
+        #expect(
+            try await Self.eventually {
+                gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"max_temp_total\"}") == 1
+            })
         let disk = gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}") ?? -1
         #expect(disk > 0 && disk <= Double(3 << 20), "\(disk)")
         // Now both read: every byte, in order, after the head.
@@ -229,8 +256,10 @@ import Glibc
         let upstream = try await FileUpstream()
         defer { upstream.stop() }
         let temporary = ProcessRunner.temporaryDirectory("gateway-buffer-bursts")
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, temporary: temporary,
-                                                                   buffering: ", memory: 64KiB"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.port, temporary: temporary,
+                buffering: ", memory: 64KiB"))
         let client = try Self.stalled(gateway.port, "/f/big.bin", close: true)
         let received = try await offPool { () -> [UInt8] in
             var bytes: [UInt8] = []
@@ -253,7 +282,12 @@ import Glibc
         #expect(body.count == Self.bigBytes)
         #expect(body == upstream.big, "every byte, in order")
         #expect((gateway.metric("moya_gateway_response_buffer_spilled_total") ?? 0) >= 1, "it went through the file")
-        let h2 = try ProcessRunner.run("sh", ["-c", "curl -sS --http2-prior-knowledge --limit-rate 20M '\(gateway.url)/f/big.bin' | cmp - '\(upstream.prefix)/www/big.bin' && echo same"], timeout: 60)
+        let h2 = try ProcessRunner.run(
+            "sh",
+            [
+                "-c",
+                "curl -sS --http2-prior-knowledge --limit-rate 20M '\(gateway.url)/f/big.bin' | cmp - '\(upstream.prefix)/www/big.bin' && echo same"
+            ], timeout: 60)
         #expect(h2.stdout.contains("same"), "\(h2.stdout) \(h2.stderr)")
         #expect(try await Self.eventually { gateway.openFiles(in: temporary) == 0 })
         #expect(gateway.stop() == 0)
@@ -264,7 +298,9 @@ import Glibc
         guard geteuid() == 0 else { return false }
         let probe = ProcessRunner.temporaryDirectory("gateway-tmpfs-probe")
         defer { try? FileManager.default.removeItem(atPath: probe) }
-        guard (try? ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]))?.status == 0 else { return false }
+        guard (try? ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe]))?.status == 0 else {
+            return false
+        }
         _ = try? ProcessRunner.run("umount", [probe])
         return true
     }()
@@ -279,23 +315,30 @@ import Glibc
         let temporary = ProcessRunner.temporaryDirectory("gateway-buffer-full")
         #expect(try ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", temporary]).status == 0)
         defer { _ = try? ProcessRunner.run("umount", ["-l", temporary]) }
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, temporary: temporary,
-                                                                   buffering: ", memory: 64KiB")
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                upstreamPort: upstream.port, temporary: temporary,
+                buffering: ", memory: 64KiB"
+            )
             .replacingOccurrences(of: "logging: { access_log: false }", with: "logging: { access_log: true }"))
         let client = try Self.stalled(gateway.port, "/f/big.bin", close: true)
-        #expect(try await Self.eventually {
-            gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"temp_file_error\"}") == 1
-        })
+        #expect(
+            try await Self.eventually {
+                gateway.metric("moya_gateway_response_buffer_overflows_total{cause=\"temp_file_error\"}") == 1
+            })
         let received = try await offPool { client.readAll(timeout: 10).bytes }
         let head = try #require(received.firstRange(of: Array("\r\n\r\n".utf8)))
         #expect(Data(received[head.upperBound...]) == upstream.big, "every byte, in order")
         #expect(try await Self.eventually { gateway.openFiles(in: temporary) == 0 })
         #expect(gateway.metric("moya_gateway_response_buffer_bytes{where=\"disk\"}") == 0)
         #expect(gateway.stop() == 0)
-        let warnings = gateway.stdout.split(separator: "\n").filter { $0.contains("cannot buffer a response in a temporary file") }
+        let warnings = gateway.stdout.split(separator: "\n").filter {
+            $0.contains("cannot buffer a response in a temporary file")
+        }
         #expect(warnings.count == 1, "\(gateway.stdout.suffix(2000))")
         #expect(warnings.first?.contains("No space left on device") == true, "\(warnings)")
-        #expect(!gateway.stdout.contains(temporary) && !gateway.stdout.contains("moya-gateway-buffer-"), "no file is named")
+        #expect(
+            !gateway.stdout.contains(temporary) && !gateway.stdout.contains("moya-gateway-buffer-"), "no file is named")
     }
 
     /// Not buffered: a route's `buffering: false`, a `text/event-stream` answer and one with `X-Accel-Buffering: no`;
@@ -307,7 +350,7 @@ import Glibc
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, temporary: temporary))
         let cases: [(path: String, buffered: Bool)] = [
             ("/f/sse.bin", false), ("/f/noaccel.bin", false), ("/raw/big.bin", false), ("/raw/yes.bin", true),
-            ("/f/big.bin", true),
+            ("/f/big.bin", true)
         ]
         for (path, buffered) in cases {
             let before = gateway.metric("moya_gateway_response_buffer_spilled_total") ?? -1
@@ -338,15 +381,19 @@ import Glibc
         let gateway = try await GatewayProcess(config: config)
         #expect((try? FileManager.default.contentsOfDirectory(atPath: temporary)) == ["keep.txt"], "swept at start")
         let clients = try (0..<3).map { _ in try Self.stalled(gateway.port, "/f/big.bin") }
-        #expect(try await Self.eventually { gateway.openFiles(in: temporary) == 3 }, "\(gateway.openFiles(in: temporary))")
+        #expect(
+            try await Self.eventually { gateway.openFiles(in: temporary) == 3 }, "\(gateway.openFiles(in: temporary))")
         kill(gateway.process.processIdentifier, SIGKILL)
         _ = ProcessRunner.waitForExit(gateway.process, timeout: 10)
         _ = clients
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: temporary)) == ["keep.txt"], "nothing left by the crash")
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: temporary)) == ["keep.txt"],
+            "nothing left by the crash")
         // Another leftover under the gateway's name, and a restart.
         try "left".write(toFile: "\(temporary)/moya-gateway-buffer-Zz9Yy8", atomically: false, encoding: .utf8)
         let restarted = try await GatewayProcess(config: config)
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: temporary)) == ["keep.txt"], "swept at the restart")
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: temporary)) == ["keep.txt"], "swept at the restart")
         let answer = try ProcessRunner.run("curl", ["-sS", "\(restarted.url)/f/small.txt"])
         #expect(answer.stdout == "ok")
         #expect(restarted.stop() == 0)
@@ -368,7 +415,8 @@ import Glibc
         routes:
           - { name: r, match: { path_prefix: / }, upstream: a }
         """.write(toFile: file, atomically: true, encoding: .utf8)
-        let expected = "\(file):4: server.buffering.temp_dir: No such file or directory: /nonexistent-moya-gateway-buffers"
+        let expected =
+            "\(file):4: server.buffering.temp_dir: No such file or directory: /nonexistent-moya-gateway-buffers"
         let check = try CheckCommandTests.run(["check", "--config", file])
         #expect(check.status == 1)
         #expect(check.stderr.contains(expected), "\(check.stderr)")

@@ -34,7 +34,8 @@ import Testing
     /// One request on a connection of its own.
     static func send(_ port: Int, _ method: String, _ target: String, host: String = "gateway.test") throws -> Answer {
         let client = try RawClient(port: port)
-        client.send("\(method) \(target) HTTP/1.1\r\nHost: \(host)\r\nX-Request-Id: route-test\r\nConnection: close\r\n\r\n")
+        client.send(
+            "\(method) \(target) HTTP/1.1\r\nHost: \(host)\r\nX-Request-Id: route-test\r\nConnection: close\r\n\r\n")
         let text = String(decoding: client.readAll(timeout: 5).bytes, as: UTF8.self)
         let parts = text.components(separatedBy: "\r\n\r\n")
         let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
@@ -46,17 +47,17 @@ import Testing
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
         // (method, target, host, what the upstream is sent; nil when the gateway answers itself)
         let routed: [(String, String, String, String)] = [
-            ("GET", "/api/users/me", "gateway.test", "/me/api/users/me"),            // exact beats everything
-            ("GET", "/api/users/7?x=1", "gateway.test", "/byid/api/users/7?x=1"),    // a template is a length
-            ("POST", "/api/users/7", "gateway.test", "/users/api/users/7"),          // by-id is GET only: next one
-            ("GET", "/api/users/7/orders", "gateway.test", "/users/api/users/7/orders"), // {id} is one segment
-            ("GET", "/api/users", "gateway.test", "/users/api/users"),               // the prefix itself
-            ("GET", "/api/usersx", "gateway.test", "/any/api/usersx"),               // segment boundaries
-            ("GET", "/api/users/../orders", "gateway.test", "/any/api/orders"),       // `..` leaves users
-            ("GET", "/api/users/%2e%2e/orders", "gateway.test", "/any/api/orders"),   // so does `%2e%2e`
-            ("GET", "/api//users/./7", "gateway.test", "/byid/api/users/7"),          // empty and `.` segments
-            ("GET", "/h/x", "API.Example.COM:8080", "/hosted/x"),                    // host: any case, no port
-            ("HEAD", "/ro/r", "gateway.test", "/ro/r"),                              // GET allows HEAD
+            ("GET", "/api/users/me", "gateway.test", "/me/api/users/me"),  // exact beats everything
+            ("GET", "/api/users/7?x=1", "gateway.test", "/byid/api/users/7?x=1"),  // a template is a length
+            ("POST", "/api/users/7", "gateway.test", "/users/api/users/7"),  // by-id is GET only: next one
+            ("GET", "/api/users/7/orders", "gateway.test", "/users/api/users/7/orders"),  // {id} is one segment
+            ("GET", "/api/users", "gateway.test", "/users/api/users"),  // the prefix itself
+            ("GET", "/api/usersx", "gateway.test", "/any/api/usersx"),  // segment boundaries
+            ("GET", "/api/users/../orders", "gateway.test", "/any/api/orders"),  // `..` leaves users
+            ("GET", "/api/users/%2e%2e/orders", "gateway.test", "/any/api/orders"),  // so does `%2e%2e`
+            ("GET", "/api//users/./7", "gateway.test", "/byid/api/users/7"),  // empty and `.` segments
+            ("GET", "/h/x", "API.Example.COM:8080", "/hosted/x"),  // host: any case, no port
+            ("HEAD", "/ro/r", "gateway.test", "/ro/r")  // GET allows HEAD
         ]
         for (method, target, host, expected) in routed {
             upstream.reset()
@@ -68,12 +69,12 @@ import Testing
         upstream.reset()
         // (method, target, host, status, error code)
         let refused: [(String, String, String, Int, String)] = [
-            ("GET", "/api/users/%2e%2e/%2e%2e/etc/passwd", "gateway.test", 404, "not_found"), // out of /api: no route
-            ("GET", "/api/users/..%2f..%2fetc", "gateway.test", 400, "bad_request"),          // encoded slash
-            ("GET", "/api/../../etc/passwd", "gateway.test", 400, "bad_request"),            // above the root
-            ("GET", "/h/x", "other.example.com", 404, "not_found"),                         // wrong host
+            ("GET", "/api/users/%2e%2e/%2e%2e/etc/passwd", "gateway.test", 404, "not_found"),  // out of /api: no route
+            ("GET", "/api/users/..%2f..%2fetc", "gateway.test", 400, "bad_request"),  // encoded slash
+            ("GET", "/api/../../etc/passwd", "gateway.test", 400, "bad_request"),  // above the root
+            ("GET", "/h/x", "other.example.com", 404, "not_found"),  // wrong host
             ("GET", "/nowhere", "gateway.test", 404, "not_found"),
-            ("DELETE", "/ro/r", "gateway.test", 405, "method_not_allowed"),
+            ("DELETE", "/ro/r", "gateway.test", 405, "method_not_allowed")
         ]
         for (method, target, host, status, code) in refused {
             let answer = try Self.send(gateway.port, method, target, host: host)
@@ -82,7 +83,8 @@ import Testing
             #expect(answer.head.contains("Content-Type: application/json"), "\(answer.head)")
             if status == 405 { #expect(answer.head.contains("Allow: GET, HEAD"), "\(answer.head)") }
         }
-        #expect(upstream.requests.isEmpty, "nothing refused reached the upstream: \(upstream.requests.map(\.head.target))")
+        #expect(
+            upstream.requests.isEmpty, "nothing refused reached the upstream: \(upstream.requests.map(\.head.target))")
         let lines = await gateway.accessLog(atLeast: routed.count + refused.count)
         #expect(lines.filter { $0["route"] as? String == "by-id" }.count == 2)
         gateway.stop()

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,17 +14,18 @@ import Glibc
     @Test(.enabled(if: ipv6LoopbackIsAvailable(), "this machine has no IPv6 loopback"))
     func anIPv6ListenerServesBesideAnIPv4One() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT", "[::1]:PORT"]
-              threads: 1
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              echo: { base_url: "http://127.0.0.1:\(upstream.port)" }
-            routes:
-              - { name: echo, match: { path_prefix: / }, upstream: echo }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT", "[::1]:PORT"]
+                  threads: 1
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  echo: { base_url: "http://127.0.0.1:\(upstream.port)" }
+                routes:
+                  - { name: echo, match: { path_prefix: / }, upstream: echo }
+                """)
         for (host, id) in [("::1", "six"), ("127.0.0.1", "four")] {
             let client = try RawClient(port: gateway.port, host: host)
             client.send("GET /\(id) HTTP/1.1\r\nHost: gw\r\nX-Request-Id: \(id)\r\nConnection: close\r\n\r\n")
@@ -40,18 +42,19 @@ import Glibc
     /// `limits.max_connections`: a connection past the cap is closed without an answer (nothing read from it), the
     /// ones below it are served, and once one of them closes a new connection is served again.
     @Test func connectionsPastTheCapAreClosedUntilOneLeaves() async throws {
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              limits: { max_connections: 3 }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              canned: { stub: { status: 200, body: "ok" } }
-            routes:
-              - { name: canned, match: { path: /ok }, upstream: canned }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  limits: { max_connections: 3 }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  canned: { stub: { status: 200, body: "ok" } }
+                routes:
+                  - { name: canned, match: { path: /ok }, upstream: canned }
+                """)
         let port = gateway.port
         let outcome = try await offPool { try ConnectionCapProbe.run(port: port, cap: 3, target: "/ok", bodyEnd: "ok") }
         #expect(outcome.held == 3)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,20 +12,22 @@ import Glibc
 /// back to where they were.
 @Suite(.serialized) struct GatewaySlowClientTests {
     @Test func drippedHeadsAreCutAtTheTotalHeaderTimeoutWhileOthersAreServed() async throws {
-        let gateway = try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              limits: { header_timeout: 1s }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              canned: { stub: { status: 200, body: "ok" } }
-            routes:
-              - { name: hello, match: { path: /hello }, upstream: canned }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  limits: { header_timeout: 1s }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  canned: { stub: { status: 200, body: "ok" } }
+                routes:
+                  - { name: hello, match: { path: /hello }, upstream: canned }
+                """)
         func descriptors() -> Int {
-            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(gateway.process.processIdentifier)/fd").count) ?? -1
+            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(gateway.process.processIdentifier)/fd").count)
+                ?? -1
         }
         let baseline = descriptors()
         let dripCount = 40

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,8 +25,13 @@ import Glibc
         let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port))
         let expected = 32 << 20
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
-            let curl = try ProcessRunner.run("sh", ["-c", "curl -sS \(flag) '\(gateway.url)/up/big?mb=32' | tr -d x | wc -c; "
-                                                       + "curl -sS \(flag) -o /dev/null -w '%{size_download}' '\(gateway.url)/up/big?mb=32'"])
+            let curl = try ProcessRunner.run(
+                "sh",
+                [
+                    "-c",
+                    "curl -sS \(flag) '\(gateway.url)/up/big?mb=32' | tr -d x | wc -c; "
+                        + "curl -sS \(flag) -o /dev/null -w '%{size_download}' '\(gateway.url)/up/big?mb=32'"
+                ])
             let lines = curl.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             #expect(lines.first == "0", "every byte is the upstream's `x` (\(flag)): \(curl.stdout) \(curl.stderr)")
             #expect(lines.last == String(expected), "the whole body (\(flag)): \(curl.stdout)")
@@ -33,7 +39,9 @@ import Glibc
         gateway.stop()
         let records = gateway.accessLog
         let logged = records.compactMap { $0["bytes_out"] as? Int }
-        #expect(logged == [expected, expected, expected, expected], "bytes_out as relayed, logged at the body's end: \(logged)")
+        #expect(
+            logged == [expected, expected, expected, expected],
+            "bytes_out as relayed, logged at the body's end: \(logged)")
         #expect(records.allSatisfy { $0["upstream_error"] == nil || $0["upstream_error"] is NSNull })
         await upstream.shutdown()
     }
@@ -47,12 +55,17 @@ import Glibc
         for flag in ["--http1.1", "--http2-prior-knowledge"] {
             for method in ["GET", "HEAD"] {
                 let head = method == "HEAD" ? ["-I"] : ["-o", "/dev/null"]
-                let curl = try ProcessRunner.run("curl", ["-sS", flag, "-D", "-", "-w", "size=%{size_download}"] + head
-                                                 + ["\(gateway.url)/up/big?mb=2"])
+                let curl = try ProcessRunner.run(
+                    "curl",
+                    ["-sS", flag, "-D", "-", "-w", "size=%{size_download}"] + head
+                        + ["\(gateway.url)/up/big?mb=2"])
                 let fields = curl.stdout.lowercased()
-                #expect(fields.contains("content-length: \(length)\r\n"), "\(method) \(flag): \(curl.stdout) \(curl.stderr)")
+                #expect(
+                    fields.contains("content-length: \(length)\r\n"), "\(method) \(flag): \(curl.stdout) \(curl.stderr)"
+                )
                 #expect(!fields.contains("transfer-encoding"), "\(method) \(flag): \(curl.stdout)")
-                #expect(fields.hasSuffix("size=\(method == "HEAD" ? "0" : length)"), "\(method) \(flag): \(curl.stdout)")
+                #expect(
+                    fields.hasSuffix("size=\(method == "HEAD" ? "0" : length)"), "\(method) \(flag): \(curl.stdout)")
             }
         }
         gateway.stop()
@@ -77,7 +90,8 @@ import Glibc
         #expect(upstream.producedBytes == produced, "the upstream read stopped with the client gone")
         #expect(produced < 64 << 20, "a 1 GiB body was never read through: \(produced) bytes")
         // And the gateway serves the next request normally.
-        let next = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/up/small"])
+        let next = try ProcessRunner.run(
+            "curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "\(gateway.url)/up/small"])
         #expect(next.stdout == "200")
         gateway.stop()
         // The cut response is logged as cut, with the bytes actually relayed (not the 1 GiB it declared).
@@ -95,17 +109,27 @@ import Glibc
     /// temporary file on purpose (see GatewayResponseBufferingTests).
     @Test func aGibibyteRelaysInBoundedMemoryToAFastAndASlowClient() async throws {
         let upstream = try await ConformanceUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, buffering: false)
-            .replacingOccurrences(of: "response: 10s", with: "response: 60s"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(upstreamPort: upstream.port, buffering: false)
+                .replacingOccurrences(of: "response: 10s", with: "response: 60s"))
         let pid = gateway.process.processIdentifier
-        let warm = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}",
-                                                  "\(gateway.url)/up/big?mb=1"])
+        let warm = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                "\(gateway.url)/up/big?mb=1"
+            ])
         #expect(warm.stdout == "200")
         let idle = ProcessMemory.resident(pid)
-        let fast = try ProcessRunner.run("curl", ["-sS", "--http1.1", "-o", "/dev/null",
-                                                  "-w", "%{http_code} %{size_download}", "\(gateway.url)/up/big?mb=1024"])
-        #expect(fast.stdout == "200 \(1 << 30)", 
-                "the whole body: \(fast.stdout) \(fast.stderr)")
+        let fast = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "--http1.1", "-o", "/dev/null",
+                "-w", "%{http_code} %{size_download}", "\(gateway.url)/up/big?mb=1024"
+            ])
+        #expect(
+            fast.stdout == "200 \(1 << 30)",
+            "the whole body: \(fast.stdout) \(fast.stderr)")
         let fastGrowth = ProcessMemory.peakResident(pid) - idle
         #expect(fastGrowth < 64 << 20, "peak RSS grew \(fastGrowth >> 20) MiB relaying 1 GiB to a fast client")
 
@@ -126,8 +150,9 @@ import Glibc
         #expect(taken > 1 << 20, "the slow client was served: \(taken) bytes")
         // Ahead of the client by the buffers in between only: the loopback sockets' (several MiB each with
         // autotuning) and the relay's, not the 1 GiB the upstream would send.
-        #expect(produced - taken < 64 << 20,
-                "the upstream was read \(produced >> 20) MiB for \(taken >> 20) MiB taken")
+        #expect(
+            produced - taken < 64 << 20,
+            "the upstream was read \(produced >> 20) MiB for \(taken >> 20) MiB taken")
         let slowGrowth = residentDuringSlow - residentBeforeSlow
         #expect(slowGrowth < 64 << 20, "RSS grew \(slowGrowth >> 20) MiB while a slow client held a 1 GiB body back")
         slow.resetOnClose()
@@ -145,14 +170,17 @@ import Glibc
         let directory = ProcessRunner.temporaryDirectory("gateway-relay-h2")
         let certificates = try ProcessRunner.makeCertificates(in: directory)
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await GatewayProcess(config: GatewayHTTP2ConformanceTests.gatewayConfig(
-            upstreamPort: upstream.port, tlsPort: tlsPort, certificates: certificates)
+        let gateway = try await GatewayProcess(
+            config: GatewayHTTP2ConformanceTests.gatewayConfig(
+                upstreamPort: upstream.port, tlsPort: tlsPort, certificates: certificates
+            )
             .replacingOccurrences(of: "response: 30s", with: "response: 60s"))
         let pid = gateway.process.processIdentifier
         let url = gateway.url
         let ca = certificates.ca
         @Sendable func big(mebibytes: Int) -> [String] {
-            transport == "h2c" ? ["--http2-prior-knowledge", "\(url)/up/big?mb=\(mebibytes)"]
+            transport == "h2c"
+                ? ["--http2-prior-knowledge", "\(url)/up/big?mb=\(mebibytes)"]
                 : ["--http2", "--cacert", ca, "https://localhost:\(tlsPort)/up/big?mb=\(mebibytes)"]
         }
         let warm = try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}"] + big(mebibytes: 1))
@@ -160,13 +188,16 @@ import Glibc
         let idle = ProcessMemory.resident(pid)
         let mebibytes = transport == "h2c" ? 1024 : 128
         let relay = try await offPool {
-            try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version} %{size_download}"]
-                                  + big(mebibytes: mebibytes), timeout: 120)
+            try ProcessRunner.run(
+                "curl",
+                ["-sS", "-o", "/dev/null", "-w", "%{http_code} %{http_version} %{size_download}"]
+                    + big(mebibytes: mebibytes), timeout: 120)
         }
         #expect(relay.stdout == "200 2 \(mebibytes << 20)", "the whole body: \(relay.stdout) \(relay.stderr)")
         let growth = ProcessMemory.peakResident(pid) - idle
-        #expect(growth < 64 << 20,
-                "peak RSS grew \(growth >> 20) MiB relaying \(mebibytes) MiB to a fast \(transport) client")
+        #expect(
+            growth < 64 << 20,
+            "peak RSS grew \(growth >> 20) MiB relaying \(mebibytes) MiB to a fast \(transport) client")
         gateway.stop()
         await upstream.shutdown()
     }
@@ -179,9 +210,12 @@ import Glibc
     func aClientThatStopsReadingIsClosedAtTheSendTimeout(buffering: Bool) async throws {
         let upstream = try await ConformanceUpstream.start()
         let temporary = ProcessRunner.temporaryDirectory("gateway-send-timeout-buffers")
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port, buffering: buffering)
-            .replacingOccurrences(of: "threads: 1", with: "threads: 1\n  limits: { send_timeout: 1s }\n"
-                                  + "  buffering: { temp_dir: \(temporary) }"))
+        let gateway = try await GatewayProcess(
+            config: Self.config(upstreamPort: upstream.port, buffering: buffering)
+                .replacingOccurrences(
+                    of: "threads: 1",
+                    with: "threads: 1\n  limits: { send_timeout: 1s }\n"
+                        + "  buffering: { temp_dir: \(temporary) }"))
         let client = try RawClient(port: gateway.port)
         client.send("GET /up/big?mb=64 HTTP/1.1\r\nHost: t\r\n\r\n")
         _ = client.read(until: { $0.contains("\r\n\r\n") }, timeout: 5)

@@ -44,10 +44,12 @@ struct GatewayStubFaultTests {
         let gateway = try await GatewayProcess(config: Self.config)
         let port = gateway.port
         let output = try await offPool {
-            try ProcessRunner.run("/usr/bin/python3", [Self.client, "--port", String(port), "--prefix", "/f"], timeout: 60)
+            try ProcessRunner.run(
+                "/usr/bin/python3", [Self.client, "--port", String(port), "--prefix", "/f"], timeout: 60)
         }
-        let report = try #require(try JSONSerialization.jsonObject(with: Data((output.stdout.split(separator: "\n").last ?? "").utf8))
-                                  as? [String: Any], "\(output.stdout) \(output.stderr)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data((output.stdout.split(separator: "\n").last ?? "").utf8))
+                as? [String: Any], "\(output.stdout) \(output.stderr)")
         let http1 = try #require(report["http1"] as? [String: [String: Any]])
         #expect(http1["reset"]?["outcome"] as? String == "reset")
         #expect(http1["empty"]?["outcome"] as? String == "eof")
@@ -55,7 +57,9 @@ struct GatewayStubFaultTests {
         #expect(http1["truncated"]?["outcome"] as? String == "truncated")
         #expect(http1["truncated"]?["received"] as? Int == 10)
         #expect(http1["slow"]?["outcome"] as? String == "ok" && http1["slow"]?["length"] as? Int == 20)
-        #expect((http1["slow"]?["body_seconds"] as? Double ?? 0) >= 0.8, "the body took the fault's second: \(http1["slow"] ?? [:])")
+        #expect(
+            (http1["slow"]?["body_seconds"] as? Double ?? 0) >= 0.8,
+            "the body took the fault's second: \(http1["slow"] ?? [:])")
         #expect(http1["ok"]?["status"] as? Int == 200)
 
         let http2 = try #require(report["http2"] as? [String: [String: Any]])
@@ -66,12 +70,15 @@ struct GatewayStubFaultTests {
         #expect(http2["truncated"]?["received"] as? Int == 10, "half the body, then the reset")
         #expect(http2["slow"]?["outcome"] as? String == "ok" && http2["slow"]?["received"] as? Int == 20)
         #expect(http2["ok"]?["outcome"] as? String == "ok")
-        #expect((report["http2_after"] as? [String: Any])?["outcome"] as? String == "ok", "the connection outlives its streams' faults")
+        #expect(
+            (report["http2_after"] as? [String: Any])?["outcome"] as? String == "ok",
+            "the connection outlives its streams' faults")
         #expect(report["http2_connection_closed"] as? Bool == false)
 
         // curl's own words for them.
         func curlExit(_ path: String) throws -> Int32 {
-            try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "--max-time", "10", "\(gateway.url)/f\(path)"]).status
+            try ProcessRunner.run("curl", ["-sS", "-o", "/dev/null", "--max-time", "10", "\(gateway.url)/f\(path)"])
+                .status
         }
         #expect(try curlExit("/reset") == 56, "Recv failure: Connection reset by peer")
         #expect(try curlExit("/empty") == 52, "Empty reply from server")
@@ -80,19 +87,27 @@ struct GatewayStubFaultTests {
         #expect(try curlExit("/ok") == 0)
         gateway.stop()
         let lines = gateway.accessLog
-        #expect(lines.contains { $0["status"] as? Int == 444 && $0["upstream_error"] as? String == "stub fault: connection_reset" })
-        #expect(lines.contains { $0["status"] as? Int == 200 && $0["upstream_error"] as? String == "stub fault: truncated_body" })
+        #expect(
+            lines.contains {
+                $0["status"] as? Int == 444 && $0["upstream_error"] as? String == "stub fault: connection_reset"
+            })
+        #expect(
+            lines.contains {
+                $0["status"] as? Int == 200 && $0["upstream_error"] as? String == "stub fault: truncated_body"
+            })
     }
 
     @Test func upstreamFaultsGive502And504AreRetriedAndOpenTheCircuit() async throws {
         let gateway = try await GatewayProcess(config: Self.config)
         let client = HTTPClient()
         func get(_ path: String) async throws -> HTTPClientResponse {
-            try await client.execute(HTTPClientRequest(url: "\(gateway.url)/u\(path)", headers: ["X-Request-Id": "id\(path)"]))
+            try await client.execute(
+                HTTPClientRequest(url: "\(gateway.url)/u\(path)", headers: ["X-Request-Id": "id\(path)"]))
         }
         let flaky = try await get("/flaky")
-        #expect(flaky.status == 200 && String(decoding: flaky.body, as: UTF8.self) == "recovered",
-                "the reset is retried (GET, attempts: 2) and the sequence's next step answers")
+        #expect(
+            flaky.status == 200 && String(decoding: flaky.body, as: UTF8.self) == "recovered",
+            "the reset is retried (GET, attempts: 2) and the sequence's next step answers")
         let malformed = try await get("/malformed")
         #expect(malformed.status == 502)
         let started = ContinuousClock.now
@@ -105,7 +120,9 @@ struct GatewayStubFaultTests {
         #expect(refused.status == 503, "three failures in a row opened the circuit")
         #expect(refused.headers.first(name: "Retry-After") != nil)
         let metrics = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(gateway.adminPort)/metrics"))
-        #expect(String(decoding: metrics.body, as: UTF8.self).contains("moya_gateway_upstream_circuit_open{upstream=\"failing\"} 1"))
+        #expect(
+            String(decoding: metrics.body, as: UTF8.self).contains(
+                "moya_gateway_upstream_circuit_open{upstream=\"failing\"} 1"))
         gateway.stop()
         let lines = gateway.accessLog
         func line(_ id: String) -> [String: Any]? { lines.first { $0["request_id"] as? String == id } }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,8 +40,10 @@ import Glibc
     @Test func matchedTemplatedResponsesSequencesAndThe404() async throws {
         let gateway = try await GatewayProcess(config: Self.config)
         let client = HTTPClient()
-        let acme = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users/42",
-                                                              headers: ["X-Tenant": "acme", "X-Request-Id": "rid-1"]))
+        let acme = try await client.execute(
+            HTTPClientRequest(
+                url: "\(gateway.url)/api/users/42",
+                headers: ["X-Tenant": "acme", "X-Request-Id": "rid-1"]))
         #expect(acme.status == 200)
         #expect(Self.text(acme) == #"{"id": "42", "tenant": "acme", "request": "rid-1"}"#)
         #expect(acme.headers.first(name: "X-Tenant-Echo") == "acme")
@@ -53,13 +56,16 @@ import Glibc
         #expect(document?["page"] as? String == "3")
         #expect((1...6).contains(document?["n"] as? Int ?? 0))
         let quote = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users/7?page=%22%7D"))
-        #expect((try JSONSerialization.jsonObject(with: Data(quote.body)) as? [String: Any])?["page"] as? String == "\"}",
-                "a value with a quote stays inside its string")
+        #expect(
+            (try JSONSerialization.jsonObject(with: Data(quote.body)) as? [String: Any])?["page"] as? String == "\"}",
+            "a value with a quote stays inside its string")
 
         func post(_ role: String) async throws -> HTTPClientResponse {
-            try await client.execute(HTTPClientRequest(method: .post, url: "\(gateway.url)/api/users",
-                                                       headers: ["Content-Type": "application/json"],
-                                                       body: .bytes(Array(#"{"role": "\#(role)", "name": "x"}"#.utf8))))
+            try await client.execute(
+                HTTPClientRequest(
+                    method: .post, url: "\(gateway.url)/api/users",
+                    headers: ["Content-Type": "application/json"],
+                    body: .bytes(Array(#"{"role": "\#(role)", "name": "x"}"#.utf8))))
         }
         #expect(try await post("admin").status == 201)
         #expect(try await post("admin").status == 409)
@@ -69,8 +75,12 @@ import Glibc
         #expect(Self.text(unmatched).hasPrefix(#"{"error":"not_found","request_id":""#))
 
         // HTTP/2 gets the same answers.
-        let h2 = try ProcessRunner.run("curl", ["-sS", "--http2-prior-knowledge", "-H", "X-Tenant: acme", "-H", "X-Request-Id: h2",
-                                                "-w", " %{http_version} %{http_code}", "\(gateway.url)/api/users/5"])
+        let h2 = try ProcessRunner.run(
+            "curl",
+            [
+                "-sS", "--http2-prior-knowledge", "-H", "X-Tenant: acme", "-H", "X-Request-Id: h2",
+                "-w", " %{http_version} %{http_code}", "\(gateway.url)/api/users/5"
+            ])
         #expect(h2.stdout == #"{"id": "5", "tenant": "acme", "request": "h2"} 2 200"#, "\(h2.stdout) \(h2.stderr)")
 
         // The route's timeout cuts the stub's 2 s delay: 504 at 500 ms, as for an upstream too slow to answer.
@@ -80,8 +90,14 @@ import Glibc
         #expect(ContinuousClock.now - started < .milliseconds(1500))
         gateway.stop()
         let lines = gateway.accessLog
-        #expect(lines.contains { $0["status"] as? Int == 404 && $0["upstream_error"] as? String == "no stub response matched" })
-        #expect(lines.contains { $0["status"] as? Int == 504 && $0["upstream_error"] as? String == "stub fault: route timeout" })
+        #expect(
+            lines.contains {
+                $0["status"] as? Int == 404 && $0["upstream_error"] as? String == "no stub response matched"
+            })
+        #expect(
+            lines.contains {
+                $0["status"] as? Int == 504 && $0["upstream_error"] as? String == "stub fault: route timeout"
+            })
         #expect(lines.first { $0["request_id"] as? String == "rid-1" }?["upstream_path"] as? String == "/users/42")
     }
 

@@ -5,6 +5,7 @@ import HTTPWire
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,9 +37,13 @@ import Glibc
 
     /// The fingerprint of the certificate a new handshake with `port` gets (`openssl s_client`).
     static func servedFingerprint(port: Int) throws -> String {
-        let output = try ProcessRunner.run("/bin/sh", ["-c",
-            "openssl s_client -connect 127.0.0.1:\(port) -servername localhost </dev/null 2>/dev/null"
-                + " | openssl x509 -noout -fingerprint -sha256"])
+        let output = try ProcessRunner.run(
+            "/bin/sh",
+            [
+                "-c",
+                "openssl s_client -connect 127.0.0.1:\(port) -servername localhost </dev/null 2>/dev/null"
+                    + " | openssl x509 -noout -fingerprint -sha256"
+            ])
         return output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -99,7 +104,8 @@ import Glibc
                 try FileManager.default.copyItem(atPath: first.cert, toPath: "\(directory)/tls/server.pem")
                 try FileManager.default.copyItem(atPath: first.key, toPath: "\(directory)/tls/server.key")
             })
-        let served = "\(gateway.directory)/tls/server.pem", servedKey = "\(gateway.directory)/tls/server.key"
+        let served = "\(gateway.directory)/tls/server.pem"
+        let servedKey = "\(gateway.directory)/tls/server.key"
         #expect(try Self.servedFingerprint(port: tlsPort) == first.fingerprint)
 
         // An HTTP/2 connection that trusts only the first CA: opened now, it must stay usable after the renewal
@@ -113,9 +119,11 @@ import Glibc
         if !watch { gateway.signal(SIGHUP) }
         #expect(try await Self.waitFor { Self.reloads(gateway) == reloadsBefore + 1 }, "\(gateway.stdout)")
         #expect(gateway.stdout.contains("reloaded the TLS certificate: new handshakes use it"))
-        #expect(try Self.servedFingerprint(port: tlsPort) == second.fingerprint, "new handshakes get the new certificate")
-        #expect(try await held.execute(HTTPClientRequest(url: "https://localhost:\(tlsPort)/hello")).status == 200,
-                "the HTTP/2 connection opened before the renewal keeps working")
+        #expect(
+            try Self.servedFingerprint(port: tlsPort) == second.fingerprint, "new handshakes get the new certificate")
+        #expect(
+            try await held.execute(HTTPClientRequest(url: "https://localhost:\(tlsPort)/hello")).status == 200,
+            "the HTTP/2 connection opened before the renewal keeps working")
         let fresh = Self.client(trusting: second.ca, http2: false)
         #expect(try await fresh.execute(HTTPClientRequest(url: "https://localhost:\(tlsPort)/hello")).status == 200)
 
@@ -125,7 +133,9 @@ import Glibc
         if !watch { gateway.signal(SIGHUP) }
         #expect(try await Self.waitFor { Self.rejections(gateway) == 1 }, "\(gateway.stdout)")
         let rejection = gateway.stdout.split(separator: "\n").first { $0.contains("reload rejected") } ?? ""
-        #expect(rejection.contains("gateway.yaml:4: server.tls.certificate: private key") && rejection.contains("mismatch"), "\(rejection)")
+        #expect(
+            rejection.contains("gateway.yaml:4: server.tls.certificate: private key") && rejection.contains("mismatch"),
+            "\(rejection)")
         #expect(try Self.servedFingerprint(port: tlsPort) == second.fingerprint)
         #expect(try await fresh.execute(HTTPClientRequest(url: "https://localhost:\(tlsPort)/hello")).status == 200)
         #expect(try await held.execute(HTTPClientRequest(url: "https://localhost:\(tlsPort)/hello")).status == 200)
@@ -150,23 +160,26 @@ import Glibc
         let port = try freeLoopbackPort()
         func upstream(_ certificates: Certificates) async throws -> HTTPServer {
             let server = HTTPServer(
-                configuration: .init(listen: [], tlsListen: [SocketAddress(numericHost: "127.0.0.1", port: port)!],
-                                     tls: TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(
-                                         certificateChainPath: certificates.cert, privateKeyPath: certificates.key))),
+                configuration: .init(
+                    listen: [], tlsListen: [SocketAddress(numericHost: "127.0.0.1", port: port)!],
+                    tls: TLSServerConfiguration(
+                        defaultCertificate: TLSCertificateFiles(
+                            certificateChainPath: certificates.cert, privateKeyPath: certificates.key))),
                 group: try EventLoopGroup(threads: 1), handler: RequestRecorder())
             try await server.start()
             return server
         }
         var server = try await upstream(first)
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              secure:
-                base_url: https://localhost:\(port)
-                tls: { ca_file: ca/bundle.pem }
-            routes:
-              - { name: secure, match: { path_prefix: /s }, upstream: secure }
-            """, files: ["ca/bundle.pem": try String(contentsOfFile: first.ca, encoding: .utf8)])
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                upstreams:
+                  secure:
+                    base_url: https://localhost:\(port)
+                    tls: { ca_file: ca/bundle.pem }
+                routes:
+                  - { name: secure, match: { path_prefix: /s }, upstream: secure }
+                """, files: ["ca/bundle.pem": try String(contentsOfFile: first.ca, encoding: .utf8)])
         let client = HTTPClient()
         #expect(try await client.execute(HTTPClientRequest(url: "\(gateway.url)/s/one")).status == 200)
 

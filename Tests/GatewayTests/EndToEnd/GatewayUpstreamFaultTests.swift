@@ -4,6 +4,7 @@ import HTTPWire
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,12 +24,16 @@ import Glibc
         init() async throws {
             port = try freeLoopbackPort()
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "exec /usr/bin/python3 \"$0\" --port \"$1\" >/dev/null 2>&1",
-                                 GatewayUpstreamFaultTests.script, String(port)]
+            process.arguments = [
+                "-c", "exec /usr/bin/python3 \"$0\" --port \"$1\" >/dev/null 2>&1",
+                GatewayUpstreamFaultTests.script, String(port)
+            ]
             try ChildProcess.launch(process)
             let client = HTTPClient()
             for _ in 0..<100 {
-                if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/ping")))?.status == 200 { return }
+                if (try? await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/ping")))?.status == 200 {
+                    return
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             throw GatewayTestError("the fault upstream did not start")
@@ -118,9 +123,10 @@ import Glibc
         #expect(counts?["/stall-small-retried"] == 1, "part of the answer arrived: not retried (\(Self.text(hits)))")
         #expect(counts?["/hang"] == 3, "nothing arrived: the first try and two retries (\(Self.text(hits)))")
         gateway.stop()
-        let retries = Dictionary(gateway.accessLog.compactMap { line in
-            (line["path"] as? String).map { ($0, line["retries"] as? Int ?? -1) }
-        }, uniquingKeysWith: { first, _ in first })
+        let retries = Dictionary(
+            gateway.accessLog.compactMap { line in
+                (line["path"] as? String).map { ($0, line["retries"] as? Int ?? -1) }
+            }, uniquingKeysWith: { first, _ in first })
         #expect(retries["/stall-small-retried"] == 0)
         #expect(retries["/hang"] == 2)
     }
@@ -166,14 +172,15 @@ import Glibc
     /// (paused, unread) until some timeout, whatever the relay was doing when the client went.
     @Test func aClientLeavingARelayedBodyClosesTheUpstreamConnection() async throws {
         let upstream = try await FaultUpstream()
-        let gateway = try await GatewayProcess(config: """
-            server: { listen: ["127.0.0.1:PORT"], threads: 2 }
-            admin: { listen: "127.0.0.1:ADMIN" }
-            upstreams:
-              faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
-            routes:
-              - { name: faulty, match: { path_prefix: / }, upstream: faulty }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server: { listen: ["127.0.0.1:PORT"], threads: 2 }
+                admin: { listen: "127.0.0.1:ADMIN" }
+                upstreams:
+                  faulty: { base_url: "http://127.0.0.1:\(upstream.port)", timeout: { response: 30s } }
+                routes:
+                  - { name: faulty, match: { path_prefix: / }, upstream: faulty }
+                """)
         let client = HTTPClient()
         for round in 1...3 {
             let reader = try RawClient(port: gateway.port)
@@ -187,7 +194,9 @@ import Glibc
             while aborted < round && ContinuousClock.now - left < .seconds(5) {
                 try await Task.sleep(for: .milliseconds(50))
                 let hits = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(upstream.port)/hits"))
-                aborted = (try JSONSerialization.jsonObject(with: Data(hits.body)) as? [String: Int])?["aborted:/endless"] ?? 0
+                aborted =
+                    (try JSONSerialization.jsonObject(with: Data(hits.body)) as? [String: Int])?["aborted:/endless"]
+                    ?? 0
             }
             #expect(aborted == round, "round \(round): the upstream's connection is closed once the client has gone")
         }
@@ -198,14 +207,15 @@ import Glibc
     /// the requests beyond them wait (up to `max_wait`) instead of opening more.
     @Test func anUpstreamsConnectionLimitHoldsAcrossThreads() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: """
-            server: { listen: ["127.0.0.1:PORT"], threads: 2 }
-            admin: { listen: "127.0.0.1:ADMIN" }
-            upstreams:
-              small: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 2, max_wait: 10s, http2: never } }
-            routes:
-              - { name: small, match: { path_prefix: / }, upstream: small }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                server: { listen: ["127.0.0.1:PORT"], threads: 2 }
+                admin: { listen: "127.0.0.1:ADMIN" }
+                upstreams:
+                  small: { base_url: "http://127.0.0.1:\(upstream.port)", pool: { max_connections: 2, max_wait: 10s, http2: never } }
+                routes:
+                  - { name: small, match: { path_prefix: / }, upstream: small }
+                """)
         let url = "\(gateway.url)/slow?ms=150"
         let statuses = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<16 {
@@ -225,8 +235,10 @@ import Glibc
         let client = HTTPClient()
         // UP-06 and UP-09: bad status line, CL with TE, differing CLs, obs-fold, NUL, negative CL, TE other than
         // chunked, HTTP/0.9, an unrequested 101, a header past the limit.
-        for path in ["/bad-status", "/cl-te", "/dup-cl", "/obs-fold", "/nul", "/neg-cl", "/te-gzip-chunked", "/http09",
-                     "/switch", "/huge-header"] {
+        for path in [
+            "/bad-status", "/cl-te", "/dup-cl", "/obs-fold", "/nul", "/neg-cl", "/te-gzip-chunked", "/http09",
+            "/switch", "/huge-header"
+        ] {
             let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)\(path)"))
             #expect(response.status == 502, "\(path)")
             #expect(Self.text(response).contains("\"error\":\"bad_gateway\""), "\(path)")

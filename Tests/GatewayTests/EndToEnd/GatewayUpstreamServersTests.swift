@@ -9,20 +9,22 @@ import Testing
     static func config(host: String, servers: [Int]) -> String {
         let list = servers.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", ")
         return """
-        \(GatewayProcess.listeners)
-        upstreams:
-          users: { base_url: "http://\(host)/v1", servers: [\(list)], timeout: { connect: 1s, response: 2s } }
-        routes:
-          - { name: users, match: { path_prefix: /api }, upstream: users, rewrite: { strip_prefix: /api } }
-        """
+            \(GatewayProcess.listeners)
+            upstreams:
+              users: { base_url: "http://\(host)/v1", servers: [\(list)], timeout: { connect: 1s, response: 2s } }
+            routes:
+              - { name: users, match: { path_prefix: /api }, upstream: users, rewrite: { strip_prefix: /api } }
+            """
     }
 
     @Test func requestsTakeTheServersInTurnWithTheBaseURLsHost() async throws {
         let first = try await RecordingUpstream.start()
         let second = try await RecordingUpstream.start()
         // A host name that resolves nowhere: with `servers`, nothing is resolved.
-        let gateway = try await GatewayProcess(config: Self.config(host: "users.invalid:8080",
-                                                                   servers: [first.port, second.port]))
+        let gateway = try await GatewayProcess(
+            config: Self.config(
+                host: "users.invalid:8080",
+                servers: [first.port, second.port]))
         let client = HTTPClient()
         for index in 0..<6 {
             let response = try await client.execute(HTTPClientRequest(url: "\(gateway.url)/api/users/\(index)"))
@@ -43,8 +45,9 @@ import Testing
         let gateway = try await GatewayProcess(config: Self.config(host: "users.invalid", servers: [dead, live.port]))
         let client = HTTPClient()
         for index in 0..<4 {
-            let request = try HTTPClientRequest(method: .post, url: "\(gateway.url)/api/orders/\(index)",
-                                                body: .bytes(Array("order \(index)".utf8)))
+            let request = try HTTPClientRequest(
+                method: .post, url: "\(gateway.url)/api/orders/\(index)",
+                body: .bytes(Array("order \(index)".utf8)))
             let response = try await client.execute(request)
             #expect(response.status == 200, "request \(index)")
         }

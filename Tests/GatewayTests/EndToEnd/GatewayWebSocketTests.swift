@@ -1,10 +1,11 @@
 import Foundation
-import NetCore
-import HTTPWire
 import HTTPServerCore
-import TestSupport
+import HTTPWire
+import NetCore
 import Synchronization
+import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,8 +26,10 @@ private final class WebSocketUpstream {
         recordPath = "\(directory)/handshakes.jsonl"
         progressPath = "\(directory)/progress"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        var arguments = [Self.script, "server", "--port-file", portFile, "--record", recordPath, "--lifetime", "120",
-                         "--progress", progressPath]
+        var arguments = [
+            Self.script, "server", "--port-file", portFile, "--record", recordPath, "--lifetime", "120",
+            "--progress", progressPath
+        ]
         if let tls { arguments += ["--cert", tls.cert, "--key", tls.key] }
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
@@ -47,7 +50,8 @@ private final class WebSocketUpstream {
         let text = (try? String(contentsOfFile: recordPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let path = object["path"] as? String, let headers = object["headers"] as? [[String]] else { return nil }
+                let path = object["path"] as? String, let headers = object["headers"] as? [[String]]
+            else { return nil }
             return (path, headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil })
         }
     }
@@ -58,7 +62,8 @@ private final class WebSocketUpstream {
         let text = (try? String(contentsOfFile: recordPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let path = object["closed"] as? String, let code = object["code"] as? Int else { return nil }
+                let path = object["closed"] as? String, let code = object["code"] as? Int
+            else { return nil }
             return (path, code, object["reason"] as? String ?? "")
         }
     }
@@ -96,8 +101,12 @@ private final class MuteWebSocketUpstream: HTTPServerHandler {
         }
         accepted.add(1, ordering: .relaxed)
         let accept = Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
-        return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: [
-            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": accept]), body: .stream(ByteStream()))
+        return HTTPServerResponse(
+            head: HTTPResponseHead(
+                status: 101,
+                headers: [
+                    "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Accept": accept
+                ]), body: .stream(ByteStream()))
     }
 }
 
@@ -109,10 +118,12 @@ private func header(_ name: String, in headers: [(String, String)]) -> String? {
 /// Runs `faults/websocket_peer.py client` and returns its JSON report.
 private func webSocketClient(_ url: String, _ arguments: [String] = []) async throws -> [String: Any] {
     let output = try await offPool {
-        try ProcessRunner.run("/usr/bin/python3", [WebSocketUpstream.script, "client", "--url", url] + arguments, timeout: 60)
+        try ProcessRunner.run(
+            "/usr/bin/python3", [WebSocketUpstream.script, "client", "--url", url] + arguments, timeout: 60)
     }
     guard let line = output.stdout.split(separator: "\n").last,
-          let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+        let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    else {
         throw GatewayTestError("no report from the WebSocket client: \(output.stdout) \(output.stderr)")
     }
     return report
@@ -124,10 +135,12 @@ private func http2WebSocketClient(port: Int, path: String, _ arguments: [String]
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("faults/h2_websocket_client.py").path
     let output = try await offPool {
-        try ProcessRunner.run("/usr/bin/python3", [script, "--port", String(port), "--path", path] + arguments, timeout: 60)
+        try ProcessRunner.run(
+            "/usr/bin/python3", [script, "--port", String(port), "--path", path] + arguments, timeout: 60)
     }
     guard let line = output.stdout.split(separator: "\n").last,
-          let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+        let report = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    else {
         throw GatewayTestError("no report from the HTTP/2 WebSocket client: \(output.stdout) \(output.stderr)")
     }
     return report
@@ -159,29 +172,33 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
     /// A gateway with a TLS listener on `tlsPort` (the certificate in `files`) beside its cleartext one, relaying
     /// `/ws` WebSockets to the upstream `chat`, whose keys are `upstream` (indented under it).
     private func tlsGateway(tlsPort: Int, files: (ca: String, cert: String, key: String), upstream: String) async throws
-        -> GatewayProcess {
-        try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              chat:
-            \(upstream)
-            routes:
-              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
-            """)
+        -> GatewayProcess
+    {
+        try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  tls: { listen: ["127.0.0.1:\(tlsPort)"], certificate: \(files.cert), private_key: \(files.key) }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  chat:
+                \(upstream)
+                routes:
+                  - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+                """)
     }
 
     @Test func messagesGoBothWaysWithTheUpstreamsCredentialsAndAreLogged() async throws {
         let upstream = try await WebSocketUpstream()
         let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
         let megabyte = 1 << 20
-        let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/echo?room=7", [
-            "--messages", "3", "--size", String(megabyte), "--header", "Authorization: Bearer the-clients-own",
-        ])
+        let report = try await webSocketClient(
+            "ws://127.0.0.1:\(gateway.port)/ws/echo?room=7",
+            [
+                "--messages", "3", "--size", String(megabyte), "--header", "Authorization: Bearer the-clients-own"
+            ])
         #expect(report["ok"] as? Bool == true, "\(report)")
         #expect(report["echoed"] as? Int == 6)
         #expect(report["pong"] as? Bool == true, "control frames pass too")
@@ -192,8 +209,9 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
 
         let handshake = try #require(upstream.handshakes.last)
         #expect(handshake.path == "/echo?room=7", "rewritten like any request on the route")
-        #expect(header("Authorization", in: handshake.headers) == "Bearer \(Self.token)",
-                "the upstream's token replaces the client's")
+        #expect(
+            header("Authorization", in: handshake.headers) == "Bearer \(Self.token)",
+            "the upstream's token replaces the client's")
         #expect(!handshake.headers.contains { $0.1.contains("the-clients-own") })
         #expect(header("Upgrade", in: handshake.headers) == "websocket")
         #expect(header("Connection", in: handshake.headers) == "Upgrade")
@@ -248,14 +266,18 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let files = try ProcessRunner.makeCertificates(in: directory)
         let upstream = try await WebSocketUpstream(tls: (files.cert, files.key))
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await tlsGateway(tlsPort: tlsPort, files: files, upstream: """
-                base_url: "https://localhost:\(upstream.port)"
-                tls: { ca_file: \(files.ca) }
-                access_token: { type: bearer, token: "\(Self.token)" }
-            """)
-        let report = try await webSocketClient("wss://localhost:\(tlsPort)/ws/echo", [
-            "--ca", files.ca, "--messages", "2", "--size", String(256 * 1024),
-        ])
+        let gateway = try await tlsGateway(
+            tlsPort: tlsPort, files: files,
+            upstream: """
+                    base_url: "https://localhost:\(upstream.port)"
+                    tls: { ca_file: \(files.ca) }
+                    access_token: { type: bearer, token: "\(Self.token)" }
+                """)
+        let report = try await webSocketClient(
+            "wss://localhost:\(tlsPort)/ws/echo",
+            [
+                "--ca", files.ca, "--messages", "2", "--size", String(256 * 1024)
+            ])
         #expect(report["ok"] as? Bool == true, "\(report)")
         #expect(report["echoed"] as? Int == 4)
         let handshake = try #require(upstream.handshakes.last)
@@ -269,10 +291,12 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
     @Test func http2ClientsOpenWebSocketsWithExtendedConnect() async throws {
         let upstream = try await WebSocketUpstream()
         let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.port)"))
-        let report = try await http2WebSocketClient(port: gateway.port, path: "/ws/echo?room=h2", [
-            "--messages", "3", "--size", String(200 * 1024), "--header", "Authorization: Bearer the-clients-own",
-            "--header", "X-Request-Id: h2-tunnel", "--header", "Sec-WebSocket-Protocol: chat",
-        ])
+        let report = try await http2WebSocketClient(
+            port: gateway.port, path: "/ws/echo?room=h2",
+            [
+                "--messages", "3", "--size", String(200 * 1024), "--header", "Authorization: Bearer the-clients-own",
+                "--header", "X-Request-Id: h2-tunnel", "--header", "Sec-WebSocket-Protocol: chat"
+            ])
         #expect(report["ok"] as? Bool == true, "\(report)")
         #expect(report["enable_connect_protocol"] as? Int == 1, "SETTINGS_ENABLE_CONNECT_PROTOCOL is advertised")
         #expect(report["status"] as? Int == 200)
@@ -327,12 +351,16 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let files = try ProcessRunner.makeCertificates(in: directory)
         let upstream = try await WebSocketUpstream()
         let tlsPort = try freeLoopbackPort()
-        let gateway = try await tlsGateway(tlsPort: tlsPort, files: files, upstream: """
-                base_url: "http://127.0.0.1:\(upstream.port)"
-            """)
-        let report = try await http2WebSocketClient(port: tlsPort, path: "/ws/echo", [
-            "--tls", "--ca", files.ca, "--authority", "localhost:\(tlsPort)", "--messages", "2", "--size", "70000",
-        ])
+        let gateway = try await tlsGateway(
+            tlsPort: tlsPort, files: files,
+            upstream: """
+                    base_url: "http://127.0.0.1:\(upstream.port)"
+                """)
+        let report = try await http2WebSocketClient(
+            port: tlsPort, path: "/ws/echo",
+            [
+                "--tls", "--ca", files.ca, "--authority", "localhost:\(tlsPort)", "--messages", "2", "--size", "70000"
+            ])
         #expect(report["ok"] as? Bool == true, "\(report)")
         #expect(report["echoed"] as? Int == 4)
         #expect(report["close_code"] as? Int == 1000)
@@ -345,18 +373,25 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
     /// An upstream whose 101 carries the wrong `Sec-WebSocket-Accept` did not understand the handshake: 502, no tunnel,
     /// for an HTTP/1.1 client (whose key was sent) and an HTTP/2 one (whose key the gateway made).
     @Test func aWrongAcceptValueIsA502() async throws {
-        let upstream = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                  group: try EventLoopGroup(threads: 1), handler: HTTPHandlerClosure { request in
-            guard request.upgradeInput != nil else { return HTTPServerResponse(status: 400, body: []) }
-            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: [
-                "Upgrade": "websocket", "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
-            ]), body: .stream(ByteStream()))
-        })
+        let upstream = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1),
+            handler: HTTPHandlerClosure { request in
+                guard request.upgradeInput != nil else { return HTTPServerResponse(status: 400, body: []) }
+                return HTTPServerResponse(
+                    head: HTTPResponseHead(
+                        status: 101,
+                        headers: [
+                            "Upgrade": "websocket", "Sec-WebSocket-Accept": "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+                        ]), body: .stream(ByteStream()))
+            })
         try await upstream.start()
-        let gateway = try await GatewayProcess(config: config(upstream: "http://127.0.0.1:\(upstream.localAddresses[0].port)"))
+        let gateway = try await GatewayProcess(
+            config: config(upstream: "http://127.0.0.1:\(upstream.localAddresses[0].port)"))
         let client = try RawClient(port: gateway.port)
-        client.send("GET /ws/echo HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: AQIDBAUGBwgJCgsMDQ4PEA==\r\n\r\n")
+        client.send(
+            "GET /ws/echo HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: AQIDBAUGBwgJCgsMDQ4PEA==\r\n\r\n")
         let answer = client.read(until: { $0.contains("}") }, timeout: 5)
         #expect(answer.hasPrefix("HTTP/1.1 502"), "\(answer)")
         #expect(answer.contains("\"error\":\"bad_gateway\""))
@@ -364,8 +399,11 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(http2["status"] as? Int == 502, "\(http2)")
         let lines = await gateway.accessLog(atLeast: 2)
         #expect(lines.map { $0["status"] as? Int } == [502, 502])
-        #expect(lines.allSatisfy { $0["upstream_error"] as? String == "upstream's Sec-WebSocket-Accept does not match the key sent" },
-                "\(lines)")
+        #expect(
+            lines.allSatisfy {
+                $0["upstream_error"] as? String == "upstream's Sec-WebSocket-Accept does not match the key sent"
+            },
+            "\(lines)")
         await upstream.shutdown(timeout: .seconds(1))
     }
 
@@ -389,11 +427,14 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let idle = ProcessMemory.resident(pid)
         let mebibytes = 256
         let client = try RawClient(port: gateway.port)
-        client.send("GET /ws/flood?mb=\(mebibytes) HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        client.send(
+            "GET /ws/flood?mb=\(mebibytes) HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
         let head = client.read(until: { $0.contains("\r\n\r\n") })
         #expect(head.hasPrefix("HTTP/1.1 101 "), "\(head)")
-        var taken = head.utf8.count - (head.range(of: "\r\n\r\n").map { head.distance(from: head.startIndex, to: $0.upperBound) } ?? 0)
+        var taken =
+            head.utf8.count
+            - (head.range(of: "\r\n\r\n").map { head.distance(from: head.startIndex, to: $0.upperBound) } ?? 0)
         var peak = idle
         var buffer = [UInt8](repeating: 0, count: 128 * 1024)
         for _ in 0..<60 {
@@ -405,7 +446,7 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         let ahead = upstream.floodedMebibytes - taken >> 20
         #expect(taken > 1 << 20, "the slow client was served: \(taken) bytes")
         #expect(ahead < 64, "the upstream got \(ahead) MiB ahead of the client")
-        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB while the client was slow")
+        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1_048_576) MiB while the client was slow")
         // Every 1 MiB message is framed with 10 bytes; the upstream's close frame follows.
         let whole = mebibytes * ((1 << 20) + 10)
         let deadline = ContinuousClock.now + .seconds(60)
@@ -416,7 +457,7 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
             peak = max(peak, ProcessMemory.resident(pid))
         }
         #expect(taken >= whole, "the whole flood arrived: \(taken) of \(whole) bytes")
-        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB relaying \(mebibytes) MiB")
+        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1_048_576) MiB relaying \(mebibytes) MiB")
     }
 
     /// Back-pressure the other way: a client sending as fast as it can to an upstream that reads nothing is held back
@@ -428,8 +469,9 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         _ = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/echo", ["--messages", "1"])
         let idle = ProcessMemory.resident(pid)
         let client = try RawClient(port: gateway.port)
-        client.send("GET /ws/stall HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        client.send(
+            "GET /ws/stall HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
         #expect(client.read(until: { $0.contains("\r\n\r\n") }).hasPrefix("HTTP/1.1 101 "))
         // Masked binary frames of 64 KiB (the gateway relays bytes; the upstream reads none of them).
         var frame: [UInt8] = [0x82, 0xFF, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4]
@@ -444,24 +486,25 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         }
         #expect(sent > 1 << 20, "the tunnel took the client's first bytes: \(sent)")
         #expect(sent < 64 << 20, "the client got \(sent >> 20) MiB in before the stall held it back")
-        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1048576) MiB")
+        #expect(peak - idle < 64 << 20, "RSS grew \(Double(peak - idle) / 1_048_576) MiB")
     }
 
     /// A gateway relaying WebSockets under `/ws` to the upstream on `upstreamPort`, with a drain timeout (20 s) far
     /// longer than the drain tests allow it.
     private static func drainingGateway(upstreamPort: Int) async throws -> GatewayProcess {
-        try await GatewayProcess(config: """
-            server:
-              listen: ["127.0.0.1:PORT"]
-              threads: 1
-              limits: { drain_timeout: 20s }
-            admin:
-              listen: "127.0.0.1:ADMIN"
-            upstreams:
-              chat: { base_url: "http://127.0.0.1:\(upstreamPort)" }
-            routes:
-              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
-            """)
+        try await GatewayProcess(
+            config: """
+                server:
+                  listen: ["127.0.0.1:PORT"]
+                  threads: 1
+                  limits: { drain_timeout: 20s }
+                admin:
+                  listen: "127.0.0.1:ADMIN"
+                upstreams:
+                  chat: { base_url: "http://127.0.0.1:\(upstreamPort)" }
+                routes:
+                  - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true }
+                """)
     }
 
     /// A drain closes open tunnels with the WebSocket Close handshake instead of holding them to `drain_timeout`: the
@@ -491,12 +534,14 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
         #expect(h2["close_code"] as? Int == 1001, "an HTTP/2 client's tunnel gets the Close too: \(h2)")
         for _ in 0..<100 where upstream.closes.count < 3 { try await Task.sleep(for: .milliseconds(20)) }
         let closes = upstream.closes
-        #expect(closes.count == 3 && closes.allSatisfy { $0.code == 1001 && $0.reason == "going away" },
-                "the upstream heard the Close from the gateway: \(closes)")
+        #expect(
+            closes.count == 3 && closes.allSatisfy { $0.code == 1001 && $0.reason == "going away" },
+            "the upstream heard the Close from the gateway: \(closes)")
         let lines = gateway.accessLog.filter { $0["status"] as? Int == 101 }
         #expect(lines.count == 3, "\(gateway.stdout)")
         let draining = gateway.stdout.split(separator: "\n").first { $0.contains("\"msg\":\"draining\"") } ?? ""
-        #expect(draining.contains("\"websocket_tunnels\":\"3\""), "the drain says how many tunnels it closed: \(draining)")
+        #expect(
+            draining.contains("\"websocket_tunnels\":\"3\""), "the drain says how many tunnels it closed: \(draining)")
     }
 
     /// The drain waits for no upstream: once a tunnel's client has its Close and its connection is closed, the
@@ -524,18 +569,19 @@ private func headers(of report: [String: Any], _ key: String = "response_headers
     /// sets `websocket: { idle_timeout: }`; the route's `timeout` bounds only the handshake.
     @Test func aSilentTunnelIsClosedAfterTheUpstreamsResponseTimeout() async throws {
         let upstream = try await WebSocketUpstream()
-        let gateway = try await GatewayProcess(config: """
-            \(GatewayProcess.listeners)
-            upstreams:
-              chat:
-                base_url: "http://127.0.0.1:\(upstream.port)"
-                timeout: { response: 1s }
-            routes:
-              - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true,
-                  timeout: 300ms }
-              - { name: short, match: { path_prefix: /short }, upstream: chat, rewrite: { strip_prefix: /short },
-                  websocket: { idle_timeout: 400ms } }
-            """)
+        let gateway = try await GatewayProcess(
+            config: """
+                \(GatewayProcess.listeners)
+                upstreams:
+                  chat:
+                    base_url: "http://127.0.0.1:\(upstream.port)"
+                    timeout: { response: 1s }
+                routes:
+                  - { name: chat, match: { path_prefix: /ws }, upstream: chat, rewrite: { strip_prefix: /ws }, websocket: true,
+                      timeout: 300ms }
+                  - { name: short, match: { path_prefix: /short }, upstream: chat, rewrite: { strip_prefix: /short },
+                      websocket: { idle_timeout: 400ms } }
+                """)
         let report = try await webSocketClient("ws://127.0.0.1:\(gateway.port)/ws/silent", ["--wait-close", "10"])
         #expect(report["ok"] as? Bool == true, "\(report)")
         let closedAfter = try #require(report["closed_after"] as? Double)

@@ -42,8 +42,9 @@ import Testing
 
     @Test func noSecretReachesTheLogOrAnErrorBodyOnAnyPath() async throws {
         let upstream = try await RecordingUpstream.start()
-        let gateway = try await GatewayProcess(config: Self.config(upstreamPort: upstream.port),
-                                               environment: ["APP_KEY": "CANARY_G"])
+        let gateway = try await GatewayProcess(
+            config: Self.config(upstreamPort: upstream.port),
+            environment: ["APP_KEY": "CANARY_G"])
         func exchange(_ request: String) -> String {
             guard let client = try? RawClient(port: gateway.port) else { return "" }
             client.send(request)
@@ -56,10 +57,16 @@ import Testing
             ("404", "GET /nowhere?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n"),
             ("405", "TRACE /open/x?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n"),
             ("413", "POST /open/x?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Content-Length: 5000\r\n\r\n"),
-            ("431", "GET /open/x?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)X-Pad: \(String(repeating: "p", count: 3000))\r\n\r\n"),
+            (
+                "431",
+                "GET /open/x?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)X-Pad: \(String(repeating: "p", count: 3000))\r\n\r\n"
+            ),
             ("400", "GET /open/x?\(Self.secretQuery) HTTP/1.1 CANARY_D\r\nHost: g\r\n\(valid)\r\n"),
             ("502", "GET /dead/x?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n"),
-            ("504", "GET /open/slow?ms=2000&\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n"),
+            (
+                "504",
+                "GET /open/slow?ms=2000&\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n"
+            )
         ]
         for (expected, request) in cases {
             let answer = exchange(request)
@@ -67,7 +74,8 @@ import Testing
             for canary in Self.canaries { #expect(!answer.contains(canary), "\(expected) answer shows \(canary)") }
         }
         // The success path, through the upstream (whose echo, the client's own data, is not the gateway's to hide).
-        let success = exchange("GET /open/echo?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n")
+        let success = exchange(
+            "GET /open/echo?\(Self.secretQuery) HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n")
         #expect(success.hasPrefix("HTTP/1.1 200 "), "\(success.prefix(200))")
         let guarded = exchange("GET /guarded/echo HTTP/1.1\r\nHost: g\r\n\(valid)Connection: close\r\n\r\n")
         #expect(guarded.hasPrefix("HTTP/1.1 200 "), "\(guarded.prefix(200))")
@@ -83,8 +91,10 @@ import Testing
         let logged = gateway.accessLog
         #expect(logged.count >= cases.count + 1, "\(logged.count) access-log lines")
         let paths = logged.compactMap { $0["path"] as? String }.filter { $0.contains("token=") }
-        #expect(!paths.isEmpty && paths.allSatisfy { $0.contains("token=[REDACTED]") && $0.contains("a=1") }, "\(paths)")
-        #expect(output.contains("\"level\":\"trace\"") || output.contains("\"level\":\"debug\""),
-                "the most verbose level was on: \(output.prefix(300))")
+        #expect(
+            !paths.isEmpty && paths.allSatisfy { $0.contains("token=[REDACTED]") && $0.contains("a=1") }, "\(paths)")
+        #expect(
+            output.contains("\"level\":\"trace\"") || output.contains("\"level\":\"debug\""),
+            "the most verbose level was on: \(output.prefix(300))")
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// The header-name set the proxy's header filters use: membership ignores ASCII case and nothing else.
@@ -8,8 +9,10 @@ import Testing
         for member in ["Connection", "connection", "CONNECTION", "te", "Te", "X-Request-Id", "KEEP-ALIVE"] {
             #expect(set.contains(member), "\(member)")
         }
-        for other in ["Connectio", "Connections", "T", "TE ", "X-Request-Ids", "Keep_Alive", "", "Content-Length",
-                      "Connéction", "ＴＥ"] {
+        for other in [
+            "Connectio", "Connections", "T", "TE ", "X-Request-Ids", "Keep_Alive", "", "Content-Length",
+            "Connéction", "ＴＥ"
+        ] {
             #expect(!set.contains(other), "\(other)")
         }
     }

@@ -1,5 +1,6 @@
 import HTTPWire
 import Testing
+
 @testable import Gateway
 
 /// The headers built for an upstream from the client's, the upstream's configured headers and the forwarding headers.
@@ -9,16 +10,21 @@ import Testing
     private func pairs(_ headers: HTTPFields) -> [String] { headers.map { "\($0.name): \($0.value)" } }
 
     @Test func aCallSentAloneGetsEveryHeaderInOneListInTheClientsOrder() {
-        let client = HTTPFields([("Host", "gw"), ("Accept", "a/b"), ("Connection", "keep-alive, X-Hop"), ("X-Hop", "1"),
-                                   ("X-Api-Key", "k"), ("Authorization", "Bearer c"), ("Accept", "c/d"),
-                                   ("X-Request-Id", "spoof"), ("Cookie", "a=1"), ("cookie", "b=2"), ("TE", "trailers")])
+        let client = HTTPFields([
+            ("Host", "gw"), ("Accept", "a/b"), ("Connection", "keep-alive, X-Hop"), ("X-Hop", "1"),
+            ("X-Api-Key", "k"), ("Authorization", "Bearer c"), ("Accept", "c/d"),
+            ("X-Request-Id", "spoof"), ("Cookie", "a=1"), ("cookie", "b=2"), ("TE", "trailers")
+        ])
         let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
             from: client, apiKeyHeader: "x-api-key", configured: HTTPFields(), dropAuthorization: true, varyHeaders: [],
             coalescing: false, forwarding: forwarding)
         #expect(stable.isEmpty, "nothing goes through the endpoint's dictionary")
-        #expect(pairs(perRequest) == ["Accept: a/b", "Accept: c/d", "Cookie: a=1; b=2",
-                                      "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"],
-                "hop-by-hop, listed, API-key, gateway-owned and replaced Authorization fields dropped; cookies joined")
+        #expect(
+            pairs(perRequest) == [
+                "Accept: a/b", "Accept: c/d", "Cookie: a=1; b=2",
+                "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"
+            ],
+            "hop-by-hop, listed, API-key, gateway-owned and replaced Authorization fields dropped; cookies joined")
     }
 
     @Test func aClientWhoseFieldsAreAllDroppedSendsTheForwardingFieldsAlone() {
@@ -36,25 +42,35 @@ import Testing
         let (_, perRequest) = ProxyHeaders.upstreamHeaders(
             from: client, apiKeyHeader: nil, configured: configured, dropAuthorization: false, varyHeaders: [],
             coalescing: false, forwarding: forwarding)
-        #expect(pairs(perRequest) == ["Accept: */*", "x-team: gateway", "X-Static: s",
-                                      "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+        #expect(
+            pairs(perRequest) == [
+                "Accept: */*", "x-team: gateway", "X-Static: s",
+                "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"
+            ])
     }
 
     @Test func aCoalescibleCallKeepsItsIdentityInTheEndpointAndTheRestPerCaller() {
         let configured: HTTPFields = ["X-Static": "s"]
-        let client = HTTPFields([("Authorization", "Bearer c"), ("Accept-Language", "fr"), ("Accept", "a"),
-                                   ("Cookie", "a=1"), ("Cookie", "b=2"), ("X-Static", "client")])
+        let client = HTTPFields([
+            ("Authorization", "Bearer c"), ("Accept-Language", "fr"), ("Accept", "a"),
+            ("Cookie", "a=1"), ("Cookie", "b=2"), ("X-Static", "client")
+        ])
         let (stable, perRequest) = ProxyHeaders.upstreamHeaders(
-            from: client, apiKeyHeader: nil, configured: configured, dropAuthorization: false, varyHeaders: ["accept-language"],
+            from: client, apiKeyHeader: nil, configured: configured, dropAuthorization: false,
+            varyHeaders: ["accept-language"],
             coalescing: true, forwarding: forwarding)
         #expect(stable == ["Authorization": "Bearer c", "Accept-Language": "fr", "Cookie": "a=1; b=2", "X-Static": "s"])
-        #expect(pairs(perRequest) == ["Accept: a", "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+        #expect(
+            pairs(perRequest) == ["Accept: a", "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
     }
 
     @Test func mergingIntoARequestsFieldsReplacesNamesInAnySpellingAndJoinsRepeats() {
         var fields = ["via": "custom", "X-Team": "a", "accept": "x"]
-        ProxyHeaders.merge(HTTPFields([("Via", "1.1 moya-gateway"), ("Accept", "a"), ("Accept", "b"), ("Cookie", "a=1"), ("Cookie", "b=2")]),
-                           into: &fields)
+        ProxyHeaders.merge(
+            HTTPFields([
+                ("Via", "1.1 moya-gateway"), ("Accept", "a"), ("Accept", "b"), ("Cookie", "a=1"), ("Cookie", "b=2")
+            ]),
+            into: &fields)
         #expect(fields == ["X-Team": "a", "Via": "1.1 moya-gateway", "Accept": "a, b", "Cookie": "a=1; b=2"])
     }
 
@@ -64,23 +80,28 @@ import Testing
         #expect(ProxyHeaders.via(.http2) == "2 moya-gateway")
         let upstream: HTTPFields = ["Via": "1.1 cache", "Content-Length": "2"]
         let returned = ProxyHeaders.downstream(from: upstream, received: .http2, requestID: "r")
-        #expect(returned["Via"] == ["1.1 cache", "2 moya-gateway"], "after the upstream's own, in the upstream's protocol")
-        let forwarded = ProxyHeaders.forwarding(client: ["Via": "1.0 edge", "Host": "h"], peer: "10.0.0.1",
-                                                clientAddress: "10.0.0.1", isTLS: false, requestID: "r", version: .http2)
+        #expect(
+            returned["Via"] == ["1.1 cache", "2 moya-gateway"], "after the upstream's own, in the upstream's protocol")
+        let forwarded = ProxyHeaders.forwarding(
+            client: ["Via": "1.0 edge", "Host": "h"], peer: "10.0.0.1",
+            clientAddress: "10.0.0.1", isTLS: false, requestID: "r", version: .http2)
         #expect(forwarded["Via"] == ["1.0 edge, 2 moya-gateway"])
     }
 
     @Test func theClientsOwnRealIPIsReplacedByTheAddressTheGatewayResolved() {
         let client: HTTPFields = ["X-Real-IP": "1.2.3.4", "x-real-ip": "5.6.7.8", "Host": "h"]
-        let forwarding = ProxyHeaders.forwarding(client: client, peer: "10.0.0.1", clientAddress: "203.0.113.9",
-                                                 isTLS: true, requestID: "r", version: .http1_1)
+        let forwarding = ProxyHeaders.forwarding(
+            client: client, peer: "10.0.0.1", clientAddress: "203.0.113.9",
+            isTLS: true, requestID: "r", version: .http1_1)
         #expect(forwarding["X-Real-IP"] == ["203.0.113.9"])
-        let (_, perRequest) = ProxyHeaders.upstreamHeaders(from: client, apiKeyHeader: nil, configured: [:],
-                                                           dropAuthorization: false, varyHeaders: [], coalescing: false,
-                                                           forwarding: forwarding)
+        let (_, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: nil, configured: [:],
+            dropAuthorization: false, varyHeaders: [], coalescing: false,
+            forwarding: forwarding)
         #expect(perRequest["X-Real-IP"] == ["203.0.113.9"], "none of the client's values is forwarded: \(perRequest)")
-        let unknown = ProxyHeaders.forwarding(client: client, peer: nil, clientAddress: nil, isTLS: false, requestID: "r",
-                                              version: .http1_1)
+        let unknown = ProxyHeaders.forwarding(
+            client: client, peer: nil, clientAddress: nil, isTLS: false, requestID: "r",
+            version: .http1_1)
         #expect(unknown["X-Real-IP"].isEmpty, "no address, no field")
     }
 
@@ -93,6 +114,8 @@ import Testing
         #expect(ProxyHeaders.framingLength(of: ["Content-Length": "-1"]) == nil)
         #expect(ProxyHeaders.framingLength(of: ["Content-Length": "+5"]) == nil)
         #expect(ProxyHeaders.framingLength(of: ["Content-Length": String(repeating: "9", count: 20)]) == nil)
-        #expect(ProxyHeaders.framingLength(of: HTTPFields([("Content-Length", "5"), ("Transfer-Encoding", "chunked")])) == nil)
+        #expect(
+            ProxyHeaders.framingLength(of: HTTPFields([("Content-Length", "5"), ("Transfer-Encoding", "chunked")]))
+                == nil)
     }
 }

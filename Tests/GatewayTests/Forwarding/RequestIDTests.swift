@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// Request ids: the client's when it is a safe token, else generated.

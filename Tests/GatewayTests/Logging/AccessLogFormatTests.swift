@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
+@testable import Gateway
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
-@testable import Gateway
 
 /// The access log's number and time formats, written without `String(format:)`.
 @Suite struct AccessLogFormatTests {
@@ -41,7 +43,8 @@ import Testing
             var parts = tm()
             gmtime_r(&seconds, &parts)
             let date = LogLineBuffer.civilDate(daysSinceEpoch: day)
-            #expect(date.year == Int(parts.tm_year) + 1900 && date.month == Int(parts.tm_mon) + 1
+            #expect(
+                date.year == Int(parts.tm_year) + 1900 && date.month == Int(parts.tm_mon) + 1
                     && date.day == Int(parts.tm_mday), "day \(day)")
         }
     }
@@ -59,10 +62,12 @@ import Testing
         #expect(object["upstream_error"] as? String == "line\nbreak")
         #expect(object["route"] is NSNull)
         let text = String(decoding: bytes, as: UTF8.self)
-        let keys = ["\"ts\"", "\"level\"", "\"msg\"", "\"request_id\"", "\"method\"", "\"path\"", "\"route\"",
-                    "\"upstream\"", "\"upstream_path\"", "\"status\"", "\"bytes_in\"", "\"bytes_out\"", "\"duration_ms\"",
-                    "\"upstream_connect_ms\"", "\"upstream_ttfb_ms\"", "\"coalesced\"", "\"stubbed\"", "\"retries\"",
-                    "\"client_ip\"", "\"client\"", "\"upstream_error\""]
+        let keys = [
+            "\"ts\"", "\"level\"", "\"msg\"", "\"request_id\"", "\"method\"", "\"path\"", "\"route\"",
+            "\"upstream\"", "\"upstream_path\"", "\"status\"", "\"bytes_in\"", "\"bytes_out\"", "\"duration_ms\"",
+            "\"upstream_connect_ms\"", "\"upstream_ttfb_ms\"", "\"coalesced\"", "\"stubbed\"", "\"retries\"",
+            "\"client_ip\"", "\"client\"", "\"upstream_error\""
+        ]
         let positions = keys.map { text.range(of: $0)?.lowerBound }
         #expect(!positions.contains(nil))
         #expect(positions.compactMap { $0 } == positions.compactMap { $0 }.sorted())

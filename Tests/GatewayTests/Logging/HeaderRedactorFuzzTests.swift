@@ -1,6 +1,7 @@
 import Foundation
 import HTTPWire
 import Testing
+
 @testable import Gateway
 
 /// FUZZ-07: seeded random header sets and query strings with a canary in every value position (alone, first, middle,
@@ -19,10 +20,11 @@ import Testing
 
         /// `name` with each letter's case drawn at random.
         mutating func recased(_ name: String) -> String {
-            String(name.map { character -> Character in
-                let text = String(character)
-                return chance(2) ? Character(text.uppercased()) : Character(text.lowercased())
-            })
+            String(
+                name.map { character -> Character in
+                    let text = String(character)
+                    return chance(2) ? Character(text.uppercased()) : Character(text.lowercased())
+                })
         }
 
         /// Filler text for a value: letters, digits and the separators values carry.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
+
 @testable import Gateway
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,7 +45,7 @@ import Glibc
         let pipe = try UnreadPipe()
         let sink = try LogSink(destination: .file(pipe.path))
         let line = String(repeating: "x", count: 1_000)
-        for _ in 0..<200 { sink.write(line) }          // ~200 KB: more than the pipe holds
+        for _ in 0..<200 { sink.write(line) }  // ~200 KB: more than the pipe holds
         let started = ContinuousClock.now
         #expect(sink.flush(timeout: .milliseconds(300)) == false, "the writer is stuck on the full pipe")
         let waited = ContinuousClock.now - started
@@ -58,7 +60,8 @@ import Glibc
     }
 
     @Test func flushWritesEveryQueuedLine() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("logsink-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("logsink-\(UUID().uuidString).log")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let sink = try LogSink(destination: .file(path))
         for index in 0..<500 { sink.write("line \(index)") }
@@ -97,8 +100,9 @@ import Glibc
         #expect(sink.flush())
         let rotated = try Self.lines(path + ".1")
         let fresh = try Self.lines(path)
-        #expect(rotated == (0..<100).map { "before \($0)" } + (0..<100).map { "queued \($0)" },
-                "what was logged before the reopen goes to the moved file")
+        #expect(
+            rotated == (0..<100).map { "before \($0)" } + (0..<100).map { "queued \($0)" },
+            "what was logged before the reopen goes to the moved file")
         #expect(fresh == (0..<100).map { "after \($0)" })
     }
 
@@ -129,7 +133,9 @@ import Glibc
         sink.write("first")
         try FileManager.default.moveItem(atPath: directory, toPath: moved)
         let error = await #expect(throws: LogSink.OpenError.self) { try await sink.reopen() }
-        #expect(error?.description == "logging.output: cannot open \(directory)/gateway.log for appending: No such file or directory")
+        #expect(
+            error?.description
+                == "logging.output: cannot open \(directory)/gateway.log for appending: No such file or directory")
         sink.write("second")
         #expect(sink.flush())
         #expect(try Self.lines(moved + "/gateway.log") == ["first", "second"])

@@ -1,7 +1,9 @@
 import Foundation
 import Locking
 import Testing
+
 @testable import Gateway
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Prometheus
 import Testing
+
 @testable import Gateway
 
 /// The gateway's telemetry: metrics made through swift-metrics into the Prometheus registry `/metrics` renders, and the
@@ -15,7 +16,8 @@ import Testing
         let path: String
 
         init(_ logging: LoggingConfig) throws {
-            path = FileManager.default.temporaryDirectory.appendingPathComponent("telemetry-\(UUID().uuidString).log").path
+            path =
+                FileManager.default.temporaryDirectory.appendingPathComponent("telemetry-\(UUID().uuidString).log").path
             sink = try LogSink(destination: .file(path))
             telemetry = Telemetry(registry: PrometheusCollectorRegistry(), sink: sink, settings: LogSettings(logging))
         }
@@ -147,10 +149,12 @@ import Testing
         let harness = try Harness(logging)
         harness.telemetry.record(Self.record(error: "response timeout"))
         let line = try #require(try harness.lines().first)
-        for field in ["access req-1 GET /users/1?token=", "route=users", "upstream=users-api", "upstream_path=/v1/users/1?token=",
-                      "status=200", "bytes_in=3", "bytes_out=42", "duration_ms=12.000", "upstream_connect_ms=null",
-                      "upstream_ttfb_ms=7.000", "coalesced=no", "stubbed=false", "retries=1", "client_ip=203.0.113.9",
-                      #"client="billing-service""#, #"upstream_error="response timeout""#] {
+        for field in [
+            "access req-1 GET /users/1?token=", "route=users", "upstream=users-api", "upstream_path=/v1/users/1?token=",
+            "status=200", "bytes_in=3", "bytes_out=42", "duration_ms=12.000", "upstream_connect_ms=null",
+            "upstream_ttfb_ms=7.000", "coalesced=no", "stubbed=false", "retries=1", "client_ip=203.0.113.9",
+            #"client="billing-service""#, #"upstream_error="response timeout""#
+        ] {
             #expect(line.contains(field), "\(field) in \(line)")
         }
         #expect(!line.contains("s3cr3t"))

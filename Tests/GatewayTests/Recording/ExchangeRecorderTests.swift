@@ -2,6 +2,7 @@ import Foundation
 import HTTPWire
 import Logging
 import Testing
+
 @testable import Gateway
 
 /// What `moya-gateway record` keeps (issue 39), in process: distinct exchanges, decoded bodies, scrubbed secrets, the
@@ -9,14 +10,17 @@ import Testing
 @Suite struct ExchangeRecorderTests {
     static let logger = Logger(label: "test")
 
-    static func observe(_ recorder: ExchangeRecorder, target: String = "/v1/users/7?b=2&a=1", body: [UInt8] = Array("{}".utf8),
-                        requestHeaders: HTTPFields = [:], responseHeaders: HTTPFields = ["Content-Type": "application/json"],
-                        duration: Double = 0.02, secrets: [String] = []) {
-        recorder.observe(upstream: "users", basePath: "/v1", method: "GET", target: target, requestHeaders: requestHeaders,
-                         varyNames: ["X-Tenant", "Authorization"],
-                         identityNames: ExchangeRecorder.identityNames(apiKeyHeader: "X-Api-Key", redacted: []),
-                         status: 200, responseHeaders: responseHeaders, body: body, duration: duration, secrets: secrets,
-                         logger: logger)
+    static func observe(
+        _ recorder: ExchangeRecorder, target: String = "/v1/users/7?b=2&a=1", body: [UInt8] = Array("{}".utf8),
+        requestHeaders: HTTPFields = [:], responseHeaders: HTTPFields = ["Content-Type": "application/json"],
+        duration: Double = 0.02, secrets: [String] = []
+    ) {
+        recorder.observe(
+            upstream: "users", basePath: "/v1", method: "GET", target: target, requestHeaders: requestHeaders,
+            varyNames: ["X-Tenant", "Authorization"],
+            identityNames: ExchangeRecorder.identityNames(apiKeyHeader: "X-Api-Key", redacted: []),
+            status: 200, responseHeaders: responseHeaders, body: body, duration: duration, secrets: secrets,
+            logger: logger)
     }
 
     @Test func oneEntryPerDistinctExchangeWithItsTimes() {
@@ -37,10 +41,13 @@ import Testing
     @Test func bodiesAreDecodedAndSecretsScrubbed() throws {
         let recorder = ExchangeRecorder()
         let body = Array(#"{"token": "s3cret-token", "cookie": "c00kie-value"}"#.utf8)
-        Self.observe(recorder, body: try Deflater.compress(body, coding: .gzip),
-                     responseHeaders: ["Content-Type": "application/json", "Content-Encoding": "gzip",
-                                       "Set-Cookie": "session=c00kie-value", "X-Echo": "Bearer s3cret-token", "Date": "x"],
-                     secrets: ["s3cret-token", "c00kie-value"])
+        Self.observe(
+            recorder, body: try Deflater.compress(body, coding: .gzip),
+            responseHeaders: [
+                "Content-Type": "application/json", "Content-Encoding": "gzip",
+                "Set-Cookie": "session=c00kie-value", "X-Echo": "Bearer s3cret-token", "Date": "x"
+            ],
+            secrets: ["s3cret-token", "c00kie-value"])
         let entry = try #require(recorder.snapshot().entries.first)
         #expect(entry.decodedFrom == "gzip")
         #expect(String(decoding: entry.body, as: UTF8.self) == #"{"token": "[REDACTED]", "cookie": "[REDACTED]"}"#)

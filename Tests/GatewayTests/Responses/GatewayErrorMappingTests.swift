@@ -1,6 +1,7 @@
 import HTTPClientCore
 import Moya
 import Testing
+
 @testable import Gateway
 
 /// How upstream client failures become the gateway's error responses.
@@ -14,7 +15,7 @@ import Testing
             (.responseBodyTimeout, .gatewayTimeout),
             (.connectTimeout, .gatewayTimeout),
             (.requestBodyFailed(reason: "x"), .badGateway),
-            (.connectionClosed(responseStarted: false), .badGateway),
+            (.connectionClosed(responseStarted: false), .badGateway)
         ]
         for (error, expected) in cases {
             #expect(GatewayErrorMapping.code(for: MoyaError.underlying(error, nil)) == expected, "\(error)")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPWire
 import Testing
+
 @testable import Gateway
 
 @Suite struct RetryAfterTests {

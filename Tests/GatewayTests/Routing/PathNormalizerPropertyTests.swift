@@ -1,10 +1,13 @@
 import Testing
+
 @testable import Gateway
 
 /// FUZZ-04 as property tests: random paths built from dangerous pieces.
 @Suite struct PathNormalizerPropertyTests {
-    static let pieces = ["api", "users", "7", "..", ".", "", "%2e%2e", "%2E", "%2f", "%5c", "%00", "%41", "%7e", "a%20b",
-                         "%c0%ae", "%252f", "..;", ";x", "@", "%", "%e", "x.y", "~", "\\", "%C3%A9", "admin", "a:b"]
+    static let pieces = [
+        "api", "users", "7", "..", ".", "", "%2e%2e", "%2E", "%2f", "%5c", "%00", "%41", "%7e", "a%20b",
+        "%c0%ae", "%252f", "..;", ";x", "@", "%", "%e", "x.y", "~", "\\", "%C3%A9", "admin", "a:b"
+    ]
 
     static func randomTarget(_ rng: inout SplitMix64) -> String {
         let count = Int(rng.next() % 7)
@@ -18,17 +21,17 @@ import Testing
 
     static let table: RouteTable = {
         let text = """
-        upstreams:
-          up: { base_url: "http://127.0.0.1:1/base" }
-        routes:
-          - name: users
-            match: { path_prefix: /api/users }
-            upstream: up
-            rewrite: { strip_prefix: /api, add_prefix: /v2 }
-          - name: api
-            match: { path_prefix: /api }
-            upstream: up
-        """
+            upstreams:
+              up: { base_url: "http://127.0.0.1:1/base" }
+            routes:
+              - name: users
+                match: { path_prefix: /api/users }
+                upstream: up
+                rewrite: { strip_prefix: /api, add_prefix: /v2 }
+              - name: api
+                match: { path_prefix: /api }
+                upstream: up
+            """
         guard case .success(let config) = ConfigLoader().load(path: "p.yaml", text: text, environment: [:]) else {
             fatalError("config")
         }
@@ -54,7 +57,9 @@ import Testing
         var matchedCount = 0
         for _ in 0..<20_000 {
             let target = Self.randomTarget(&rng)
-            guard case .matched(let route, let upstreamPath, _) = Self.table.route(method: .get, host: nil, target: target)
+            guard
+                case .matched(let route, let upstreamPath, _) = Self.table.route(
+                    method: .get, host: nil, target: target)
             else { continue }
             matchedCount += 1
             guard case .success(let normalized) = PathNormalizer.normalize(target: target) else {
@@ -64,7 +69,8 @@ import Testing
             guard case .prefix(let prefix) = route.kind else { continue }
             #expect(PathNormalizer.hasSegmentPrefix(normalized.path, prefix), "\(target)")
             let base = route.name == "users" ? "/base/v2/" : "/base/"
-            #expect(upstreamPath.hasPrefix(base) || upstreamPath == String(base.dropLast()), "\(target) -> \(upstreamPath)")
+            #expect(
+                upstreamPath.hasPrefix(base) || upstreamPath == String(base.dropLast()), "\(target) -> \(upstreamPath)")
             let pathPart = upstreamPath.split(separator: "?", maxSplits: 1).first.map(String.init) ?? upstreamPath
             #expect(!pathPart.split(separator: "/").contains(".."))
             #expect(!pathPart.lowercased().contains("%2f") && !pathPart.contains("%2E"))
@@ -77,7 +83,9 @@ import Testing
     @Test func plainTargetsAgreeWithTheFullNormaliser() {
         var rng = SplitMix64(seed: 5)
         var plainCount = 0
-        let extra = ["/", "/a/", "/a?", "/?x", "/a?b?c", "/a;b/c", "/a/.b", "/a//b", "/a#f", "/a?%zz", "/a?x%41", "/a b"]
+        let extra = [
+            "/", "/a/", "/a?", "/?x", "/a?b?c", "/a;b/c", "/a/.b", "/a//b", "/a#f", "/a?%zz", "/a?x%41", "/a b"
+        ]
         var targets = extra
         for _ in 0..<20_000 { targets.append(Self.randomTarget(&rng)) }
         for target in targets {

@@ -1,44 +1,45 @@
 import HTTPWire
 import Testing
+
 @testable import Gateway
 
 @Suite struct RouteTableTests {
     static let text = """
-    upstreams:
-      api: { base_url: "http://127.0.0.1:18080/v1" }
-      root: { base_url: "http://127.0.0.1:18081" }
-      admin: { base_url: "http://127.0.0.1:18082/internal/" }
-    routes:
-      - name: api
-        match: { path_prefix: /api, methods: [GET, POST] }
-        upstream: api
-        rewrite: { strip_prefix: /api }
-      - name: users
-        match: { path_prefix: /api/users, methods: [GET] }
-        upstream: api
-      - name: user
-        match: { path_params: "/api/users/{id}", methods: [DELETE] }
-        upstream: api
-      - name: user-orders
-        match: { path_params: "/api/users/{id}/orders/{order}" }
-        upstream: root
-      - name: health
-        match: { path: /api/health, methods: [GET] }
-        upstream: root
-      - name: host-only
-        match: { path_prefix: /api, host: Admin.Example.com }
-        upstream: admin
-        rewrite: { strip_prefix: /api, add_prefix: /v2 }
-      - name: put-only
-        match: { path: /things, methods: [PUT, PATCH] }
-        upstream: root
-      - name: post-things
-        match: { path: /things, methods: [POST] }
-        upstream: root
-      - name: custom
-        match: { path: /custom, methods: [PURGE] }
-        upstream: root
-    """
+        upstreams:
+          api: { base_url: "http://127.0.0.1:18080/v1" }
+          root: { base_url: "http://127.0.0.1:18081" }
+          admin: { base_url: "http://127.0.0.1:18082/internal/" }
+        routes:
+          - name: api
+            match: { path_prefix: /api, methods: [GET, POST] }
+            upstream: api
+            rewrite: { strip_prefix: /api }
+          - name: users
+            match: { path_prefix: /api/users, methods: [GET] }
+            upstream: api
+          - name: user
+            match: { path_params: "/api/users/{id}", methods: [DELETE] }
+            upstream: api
+          - name: user-orders
+            match: { path_params: "/api/users/{id}/orders/{order}" }
+            upstream: root
+          - name: health
+            match: { path: /api/health, methods: [GET] }
+            upstream: root
+          - name: host-only
+            match: { path_prefix: /api, host: Admin.Example.com }
+            upstream: admin
+            rewrite: { strip_prefix: /api, add_prefix: /v2 }
+          - name: put-only
+            match: { path: /things, methods: [PUT, PATCH] }
+            upstream: root
+          - name: post-things
+            match: { path: /things, methods: [POST] }
+            upstream: root
+          - name: custom
+            match: { path: /custom, methods: [PURGE] }
+            upstream: root
+        """
 
     static let table: RouteTable = {
         switch ConfigLoader().load(path: "t.yaml", text: text, environment: [:]) {
@@ -52,14 +53,18 @@ import Testing
     }
 
     func matched(_ method: HTTPMethod, _ target: String, host: String? = "gw.local")
-        -> (name: String, path: String, params: [String: String])? {
+        -> (name: String, path: String, params: [String: String])?
+    {
         guard case .matched(let route, let path, let params) = route(method, target, host: host) else { return nil }
         return (route.name, path, params)
     }
 
     @Test func precedenceExactThenTemplateThenLongestPrefix() {
-        #expect(Self.table.routes.map(\.name) == ["health", "put-only", "post-things", "custom", "user-orders", "user",
-                                                  "users", "host-only", "api"])
+        #expect(
+            Self.table.routes.map(\.name) == [
+                "health", "put-only", "post-things", "custom", "user-orders", "user",
+                "users", "host-only", "api"
+            ])
         #expect(matched(.get, "/api/health")?.name == "health")
         #expect(matched(.get, "/api/users/7")?.name == "users")
         #expect(matched(.delete, "/api/users/7")?.name == "user")
@@ -104,7 +109,8 @@ import Testing
     @Test func hostMatchIgnoresCaseAndPort() {
         #expect(matched(.delete, "/api/x", host: "admin.example.COM:8443")?.name == "host-only")
         #expect(matched(.delete, "/api/x", host: "ADMIN.example.com")?.path == "/internal/v2/x")
-        #expect(route(.delete, "/api/x", host: "other.example.com") == .methodNotAllowed(allow: ["GET", "HEAD", "POST"]))
+        #expect(
+            route(.delete, "/api/x", host: "other.example.com") == .methodNotAllowed(allow: ["GET", "HEAD", "POST"]))
         #expect(route(.delete, "/api/x", host: nil) == .methodNotAllowed(allow: ["GET", "HEAD", "POST"]))
         #expect(RouteTable.hostWithoutPort("[::1]:8080") == "::1")
         #expect(matched(.delete, "/api/x", host: "admin.example.com.")?.name == "host-only")
@@ -122,17 +128,29 @@ import Testing
 
     @Test func headRequestCarriesHostHeader() {
         let head = HTTPRequestHead(method: .delete, target: "/api/q", headers: ["Host": "admin.example.com"])
-        guard case .matched(let route, _, _) = Self.table.route(head) else { Issue.record("no match"); return }
+        guard case .matched(let route, _, _) = Self.table.route(head) else {
+            Issue.record("no match")
+            return
+        }
         #expect(route.name == "host-only")
     }
 
     /// SSRF-01, -02: absolute-form, authority-form, asterisk, CONNECT.
     @Test func openProxyInputsAreRefused() {
         for target in ["http://127.0.0.2:9/x", "https://evil.example/api", "127.0.0.2:9", "*", "", "api/x"] {
-            guard case .badRequest = route(.get, target) else { Issue.record("accepted \(target)"); continue }
+            guard case .badRequest = route(.get, target) else {
+                Issue.record("accepted \(target)")
+                continue
+            }
         }
-        guard case .badRequest = route(.connect, "/api/x") else { Issue.record("CONNECT accepted"); return }
-        guard case .badRequest = route(.options, "*") else { Issue.record("OPTIONS * accepted"); return }
+        guard case .badRequest = route(.connect, "/api/x") else {
+            Issue.record("CONNECT accepted")
+            return
+        }
+        guard case .badRequest = route(.options, "*") else {
+            Issue.record("OPTIONS * accepted")
+            return
+        }
     }
 
     /// SSRF-03: dot segments are resolved, then the route is checked again.
@@ -142,26 +160,42 @@ import Testing
         #expect(matched(.get, "/api/x/../users/3")?.name == "users")
         #expect(matched(.get, "/other/../api/users/3")?.name == "users")
         #expect(matched(.get, "/api/./x/.")?.path == "/v1/x/")
-        guard case .badRequest = route(.get, "/api/../../admin") else { Issue.record("escape accepted"); return }
-        guard case .badRequest = route(.get, "/..") else { Issue.record("escape accepted"); return }
+        guard case .badRequest = route(.get, "/api/../../admin") else {
+            Issue.record("escape accepted")
+            return
+        }
+        guard case .badRequest = route(.get, "/..") else {
+            Issue.record("escape accepted")
+            return
+        }
     }
 
     /// SSRF-04: encoded dots resolve like dots; an encoded slash is refused.
     @Test func encodedTraversal() {
         #expect(route(.get, "/api/%2e%2e/admin") == .notFound)
         #expect(route(.get, "/api/%2E%2e/admin") == .notFound)
-        for target in ["/api/%2E%2e%2fadmin", "/api/..%2fadmin", "/api/..%2Fadmin", "/api/%2e%2e/%2e%2e/admin",
-                       "/api%2fadmin"] {
-            guard case .badRequest = route(.get, target) else { Issue.record("accepted \(target)"); continue }
+        for target in [
+            "/api/%2E%2e%2fadmin", "/api/..%2fadmin", "/api/..%2Fadmin", "/api/%2e%2e/%2e%2e/admin",
+            "/api%2fadmin"
+        ] {
+            guard case .badRequest = route(.get, target) else {
+                Issue.record("accepted \(target)")
+                continue
+            }
         }
     }
 
     /// SSRF-05: double encoding stays encoded and under the prefix; overlong UTF-8, NUL, backslash, `..;` refused.
     @Test func nastyEncodings() {
         #expect(matched(.get, "/api/..%252f..%252fadmin")?.path == "/v1/..%252f..%252fadmin")
-        for target in ["/api/%c0%ae%c0%ae/admin", "/api/%00", "/api\\..\\admin", "/api/%5c..", "/api/..;/admin",
-                       "/api/.;x/y", "/api/%zz", "/api/%4", "/api/\u{e9}", "/api/a b", "/api/%ff", "/api/%ed%a0%80"] {
-            guard case .badRequest = route(.get, target) else { Issue.record("accepted \(target)"); continue }
+        for target in [
+            "/api/%c0%ae%c0%ae/admin", "/api/%00", "/api\\..\\admin", "/api/%5c..", "/api/..;/admin",
+            "/api/.;x/y", "/api/%zz", "/api/%4", "/api/\u{e9}", "/api/a b", "/api/%ff", "/api/%ed%a0%80"
+        ] {
+            guard case .badRequest = route(.get, target) else {
+                Issue.record("accepted \(target)")
+                continue
+            }
         }
     }
 
@@ -175,8 +209,14 @@ import Testing
 
     /// SSRF-08: `#` is refused; encoded CR LF in the query is forwarded encoded.
     @Test func queryAndFragment() {
-        guard case .badRequest = route(.get, "/api/x#frag") else { Issue.record("fragment accepted"); return }
+        guard case .badRequest = route(.get, "/api/x#frag") else {
+            Issue.record("fragment accepted")
+            return
+        }
         #expect(matched(.get, "/api/x?a=1%0d%0aX:%20y")?.path == "/v1/x?a=1%0d%0aX:%20y")
-        guard case .badRequest = route(.get, "/api/x?a=%g1") else { Issue.record("bad query accepted"); return }
+        guard case .badRequest = route(.get, "/api/x?a=%g1") else {
+            Issue.record("bad query accepted")
+            return
+        }
     }
 }

@@ -1,7 +1,9 @@
 import Foundation
 import Locking
 import Testing
+
 @testable import Gateway
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +29,9 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("watch-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = "\(directory)/gateway.yaml", other = "\(directory)/other.txt", log = "\(directory)/gw.log"
+        let config = "\(directory)/gateway.yaml"
+        let other = "\(directory)/other.txt"
+        let log = "\(directory)/gw.log"
         try "a".write(toFile: config, atomically: true, encoding: .utf8)
         let calls = Calls()
         let watcher = try ConfigFileWatcher(debounce: .milliseconds(400)) { calls.add() }

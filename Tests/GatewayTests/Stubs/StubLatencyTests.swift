@@ -1,12 +1,15 @@
 import Foundation
 import HTTPWire
 import Testing
+
 @testable import Gateway
 
 @Suite struct StubLatencyTests {
     static func milliseconds(_ duration: Duration) -> Double { duration.seconds * 1000 }
 
-    func stats(_ config: StubLatencyConfig, seed: UInt64 = 1, count: Int = 10_000) -> (mean: Double, sd: Double, min: Double, max: Double) {
+    func stats(_ config: StubLatencyConfig, seed: UInt64 = 1, count: Int = 10_000) -> (
+        mean: Double, sd: Double, min: Double, max: Double
+    ) {
         var sampler = StubLatency(config, seed: seed)
         let values = (0..<count).map { _ in Self.milliseconds(sampler.sample()) }
         let mean = values.reduce(0, +) / Double(count)
@@ -35,8 +38,10 @@ import Testing
     @Test func normalIsClampedAtZeroAndBounds() {
         let s = stats(.normal(mean: .milliseconds(1), stddev: .milliseconds(100), min: nil, max: nil))
         #expect(s.min >= 0)
-        let bounded = stats(.normal(mean: .milliseconds(100), stddev: .milliseconds(100), min: .milliseconds(50),
-                                    max: .milliseconds(120)))
+        let bounded = stats(
+            .normal(
+                mean: .milliseconds(100), stddev: .milliseconds(100), min: .milliseconds(50),
+                max: .milliseconds(120)))
         #expect(bounded.min >= 49.999_999 && bounded.max <= 120.000_001)
     }
 
@@ -56,8 +61,10 @@ import Testing
         #expect(abs(sd - 0.5) < 0.02, "sigma \(sd)")
         #expect(values.first! > 0)
 
-        let bounded = stats(.lognormal(median: .milliseconds(80), sigma: 1, min: .milliseconds(20),
-                                       max: .milliseconds(300)))
+        let bounded = stats(
+            .lognormal(
+                median: .milliseconds(80), sigma: 1, min: .milliseconds(20),
+                max: .milliseconds(300)))
         #expect(bounded.min >= 19.999_999 && bounded.max <= 300.000_001)
         #expect(stats(.lognormal(median: .milliseconds(80), sigma: 0, min: nil, max: nil), count: 100).max == 80)
     }

@@ -1,13 +1,16 @@
 import Foundation
 import HTTPWire
 import Testing
+
 @testable import Gateway
 
 /// Stub matching and templates in process (issue 39): path patterns in the route syntax, query and header
 /// conditions, JSON body fields, template rendering with its escaping, sequences and seeded draws.
 @Suite struct StubMatchingTests {
-    static func request(_ method: HTTPMethod = .get, _ target: String, headers: HTTPFields = [:], body: String = "",
-                        id: String = "req-1") -> StubRequest {
+    static func request(
+        _ method: HTTPMethod = .get, _ target: String, headers: HTTPFields = [:], body: String = "",
+        id: String = "req-1"
+    ) -> StubRequest {
         StubRequest(method: method, target: target, headers: headers, body: Array(body.utf8), requestID: id)
     }
 
@@ -44,7 +47,10 @@ import Testing
     }
 
     @Test func jsonBodiesAreReadWithBoundedDepth() {
-        let document = StubJSON.parse(Array(#"{"user": {"role": "admin", "tags": ["a", "b"]}, "n": 7.0, "ok": false, "z": null, "s": "\u00e9\"\ud83d\ude00"}"#.utf8))
+        let document = StubJSON.parse(
+            Array(
+                #"{"user": {"role": "admin", "tags": ["a", "b"]}, "n": 7.0, "ok": false, "z": null, "s": "\u00e9\"\ud83d\ude00"}"#
+                    .utf8))
         #expect(StubJSON.value(at: ["user", "role"], in: document ?? .null) == .string("admin"))
         #expect(StubJSON.value(at: ["user", "tags", "1"], in: document ?? .null) == .string("b"))
         #expect(StubJSON.value(at: ["n"], in: document ?? .null) == .number(7))
@@ -55,28 +61,43 @@ import Testing
         #expect(StubJSON.parse(Array("[1, 2".utf8)) == nil)
         #expect(StubJSON.parse(Array("{} x".utf8)) == nil)
         let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
-        #expect(StubJSON.parse(Array(deep.utf8)) == nil, "past the depth limit it does not match (and does not overflow the stack)")
-        #expect(StubJSON.matches([StubJSONField(path: ["user", "role"], value: .string("admin"))], body: Array(#"{"user":{"role":"admin"}}"#.utf8)))
-        #expect(!StubJSON.matches([StubJSONField(path: ["n"], value: .string("7"))], body: Array(#"{"n": 7}"#.utf8)),
-                "the string \"7\" is not the number 7")
+        #expect(
+            StubJSON.parse(Array(deep.utf8)) == nil,
+            "past the depth limit it does not match (and does not overflow the stack)")
+        #expect(
+            StubJSON.matches(
+                [StubJSONField(path: ["user", "role"], value: .string("admin"))],
+                body: Array(#"{"user":{"role":"admin"}}"#.utf8)))
+        #expect(
+            !StubJSON.matches([StubJSONField(path: ["n"], value: .string("7"))], body: Array(#"{"n": 7}"#.utf8)),
+            "the string \"7\" is not the number 7")
         #expect(!StubJSON.matches([StubJSONField(path: ["n"], value: .number(7))], body: Array("not json".utf8)))
     }
 
     @Test func templatesRenderRequestValuesWithJSONEscaping() throws {
-        let body = #"{"id": "{{path.id}}", "q": "{{query.q}}", "t": "{{header.X-Tenant}}", "r": "{{request_id}}", "m": "{{method}} {{path}}", "n": {{random_int 5 5}}}"#
+        let body =
+            #"{"id": "{{path.id}}", "q": "{{query.q}}", "t": "{{header.X-Tenant}}", "r": "{{request_id}}", "m": "{{method}} {{path}}", "n": {{random_int 5 5}}}"#
         let template = try #require(try StubTemplate.compile(Array(body.utf8), parameterNames: ["id"], escaping: .json))
         // A raw quote cannot reach a stub in a path (the router refuses it), but the escaping does not rely on that.
-        let request = Self.request(.get, "/users/a\"b?q=%22%5C%0A%E2%80%A8&x=1",
-                                   headers: ["X-Tenant": "acme\"}, \"admin\": true"], id: "id-1")
-        let rendered = String(decoding: template.render(request, parameters: [7..<10], random: StubRandom(seed: 1)),   // `a"b`
-                              as: UTF8.self)
-        #expect(rendered == #"{"id": "a\"b", "q": "\"\\\n\u2028", "t": "acme\"}, \"admin\": true", "r": "id-1", "m": "GET /users/a\"b", "n": 5}"#)
+        let request = Self.request(
+            .get, "/users/a\"b?q=%22%5C%0A%E2%80%A8&x=1",
+            headers: ["X-Tenant": "acme\"}, \"admin\": true"], id: "id-1")
+        let rendered = String(
+            decoding: template.render(request, parameters: [7..<10], random: StubRandom(seed: 1)),  // `a"b`
+            as: UTF8.self)
+        #expect(
+            rendered
+                == #"{"id": "a\"b", "q": "\"\\\n\u2028", "t": "acme\"}, \"admin\": true", "r": "id-1", "m": "GET /users/a\"b", "n": 5}"#
+        )
         let parsed = try JSONSerialization.jsonObject(with: Data(rendered.utf8)) as? [String: Any]
         #expect(parsed?["t"] as? String == "acme\"}, \"admin\": true", "a value never ends its string or adds a field")
         #expect(parsed?.count == 6)
 
-        let header = try #require(try StubTemplate.compile(Array("v={{query.x}}".utf8), parameterNames: [], escaping: .header))
-        let split = String(decoding: header.render(Self.request(.get, "/?x=a%0D%0ASet-Cookie:%20x"), random: StubRandom(seed: 1)), as: UTF8.self)
+        let header = try #require(
+            try StubTemplate.compile(Array("v={{query.x}}".utf8), parameterNames: [], escaping: .header))
+        let split = String(
+            decoding: header.render(Self.request(.get, "/?x=a%0D%0ASet-Cookie:%20x"), random: StubRandom(seed: 1)),
+            as: UTF8.self)
         #expect(split == "v=aSet-Cookie: x", "a header value cannot be split")
         #expect(try StubTemplate.compile(Array("no braces".utf8), parameterNames: [], escaping: .none) == nil)
     }
@@ -86,10 +107,14 @@ import Testing
         #expect(now.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/) != nil, "\(now)")
         let random = StubRandom(seed: 7)
         let uuid = String(decoding: random.uuid(), as: UTF8.self)
-        #expect(uuid.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil, "\(uuid)")
+        #expect(
+            uuid.wholeMatch(of: /[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/) != nil, "\(uuid)"
+        )
         let values = (0..<1000).map { _ in random.integer(in: 1...6) }
         #expect(Set(values) == Set(1...6))
-        #expect(StubRandom(seed: 3).integer(in: Int64.min...Int64.max) == StubRandom(seed: 3).integer(in: Int64.min...Int64.max))
+        #expect(
+            StubRandom(seed: 3).integer(in: Int64.min...Int64.max)
+                == StubRandom(seed: 3).integer(in: Int64.min...Int64.max))
     }
 
     static let stubConfig = """
@@ -125,7 +150,8 @@ import Testing
         #expect(String(decoding: other.body, as: UTF8.self).hasPrefix(#"{"id": "8", "n": "#), "HEAD matches GET")
         #expect(answer(Self.request(.post, "/users", body: #"{"role": "admin"}"#)).status == 201)
         #expect(answer(Self.request(.post, "/users", body: #"{"role": "admin"}"#)).status == 200)
-        #expect(answer(Self.request(.post, "/users", body: #"{"role": "admin"}"#)).status == 200, "the last step repeats")
+        #expect(
+            answer(Self.request(.post, "/users", body: #"{"role": "admin"}"#)).status == 200, "the last step repeats")
         let unmatched = answer(Self.request(.post, "/users", body: #"{"role": "user"}"#))
         #expect(unmatched.unmatched && unmatched.status == 404)
         #expect(String(decoding: unmatched.body, as: UTF8.self) == #"{"error":"not_found","request_id":"req-1"}"#)
@@ -141,15 +167,18 @@ import Testing
     }
 
     @Test func aSequenceIsSharedByEveryThread() async throws {
-        let stub = try #require(try config("""
-            upstreams:
-              s:
-                stub:
-                  responses:
-                    - sequence: [{ status: 201 }, { status: 202 }, { status: 200 }]
-            routes:
-              - { name: r, match: { path_prefix: / }, upstream: s }
-            """).upstream(named: "s")?.stub)
+        let stub = try #require(
+            try config(
+                """
+                upstreams:
+                  s:
+                    stub:
+                      responses:
+                        - sequence: [{ status: 201 }, { status: 202 }, { status: 200 }]
+                routes:
+                  - { name: r, match: { path_prefix: / }, upstream: s }
+                """
+            ).upstream(named: "s")?.stub)
         let responder = StubResponder(stub: stub)
         let statuses = await withTaskGroup(of: [Int].self) { group in
             for _ in 0..<8 {
@@ -168,20 +197,26 @@ import Testing
     }
 
     @Test func faultsAndErrorsAreDrawnAtTheirRates() throws {
-        let stub = try #require(try config("""
-            upstreams:
-              s:
-                stub:
-                  seed: 5
-                  body: ok
-                  error_rate: 0.2
-                  error_status: 503
-                  faults: [{ type: connection_reset, rate: 0.3 }, { type: empty_response, rate: 0.1, mode: upstream }]
-            routes:
-              - { name: r, match: { path_prefix: / }, upstream: s }
-            """).upstream(named: "s")?.stub)
+        let stub = try #require(
+            try config(
+                """
+                upstreams:
+                  s:
+                    stub:
+                      seed: 5
+                      body: ok
+                      error_rate: 0.2
+                      error_status: 503
+                      faults: [{ type: connection_reset, rate: 0.3 }, { type: empty_response, rate: 0.1, mode: upstream }]
+                routes:
+                  - { name: r, match: { path_prefix: / }, upstream: s }
+                """
+            ).upstream(named: "s")?.stub)
         let responder = StubResponder(stub: stub)
-        var resets = 0, upstreamFailures = 0, errors = 0, fine = 0
+        var resets = 0
+        var upstreamFailures = 0
+        var errors = 0
+        var fine = 0
         for _ in 0..<10_000 {
             let request = Self.request(.get, "/")
             let answer = responder.answer(for: request, deadline: nil)
@@ -202,13 +237,17 @@ import Testing
     }
 
     @Test func theRouteDeadlineCutsAStubsWait() throws {
-        let stub = try #require(try config("""
-            upstreams:
-              s: { stub: { delay: 2s, body: late } }
-            routes:
-              - { name: r, match: { path_prefix: / }, upstream: s }
-            """).upstream(named: "s")?.stub)
-        #expect(StubResponder.isNeeded(for: stub), "a delayed stub is answered by a responder, which knows the deadline")
+        let stub = try #require(
+            try config(
+                """
+                upstreams:
+                  s: { stub: { delay: 2s, body: late } }
+                routes:
+                  - { name: r, match: { path_prefix: / }, upstream: s }
+                """
+            ).upstream(named: "s")?.stub)
+        #expect(
+            StubResponder.isNeeded(for: stub), "a delayed stub is answered by a responder, which knows the deadline")
         let responder = StubResponder(stub: stub)
         let request = Self.request(.get, "/")
         let answer = responder.answer(for: request, deadline: ContinuousClock.now + .milliseconds(100))
@@ -253,8 +292,10 @@ import Testing
             return list
         }()
         let methods: [HTTPMethod] = [.get, .head, .post, .put, .delete, .patch, .options, "QUERY", "PURGE"]
-        let paths = ["/", "/users", "/users/", "/users/7", "/users/7/", "/users/7/posts/9", "/posts/7", "/usersx/7", "/u",
-                     "/users/7?page=2", "/users/7?"]
+        let paths = [
+            "/", "/users", "/users/", "/users/7", "/users/7/", "/users/7/posts/9", "/posts/7", "/usersx/7", "/u",
+            "/users/7?page=2", "/users/7?"
+        ]
         for match in matches {
             let matcher = StubMatcher(match)
             let prefilter = StubPrefilter(matcher)
@@ -269,7 +310,16 @@ import Testing
                 }
             }
         }
-        #expect(!StubPrefilter(StubMatcher({ var m = StubMatchConfig(); m.path = "/users"; return m }()))
-            .admits(StubPrefilter.Key(StubMatchingTests.request(.get, "/orders"))), "another first segment is passed over")
+        #expect(
+            !StubPrefilter(
+                StubMatcher(
+                    {
+                        var m = StubMatchConfig()
+                        m.path = "/users"
+                        return m
+                    }())
+            )
+            .admits(StubPrefilter.Key(StubMatchingTests.request(.get, "/orders"))),
+            "another first segment is passed over")
     }
 }

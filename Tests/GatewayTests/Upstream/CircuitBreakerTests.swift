@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// The circuit's state machine, driven with explicit times (nanoseconds).
@@ -26,7 +27,8 @@ import Testing
         #expect(breaker.admit(now: 10 * Self.second) == .allowed(trial: true))
         #expect(breaker.admit(now: 10 * Self.second) == .refused(retryAfter: .seconds(10)), "one trial at a time")
         #expect(breaker.record(.failure, trial: true, now: 11 * Self.second) == .reopened)
-        #expect(breaker.admit(now: 20 * Self.second) == .refused(retryAfter: .seconds(1)), "open again from the failure")
+        #expect(
+            breaker.admit(now: 20 * Self.second) == .refused(retryAfter: .seconds(1)), "open again from the failure")
         #expect(breaker.admit(now: 21 * Self.second) == .allowed(trial: true))
         #expect(breaker.record(.success, trial: true, now: 21 * Self.second) == .closed)
         #expect(!breaker.isOpen)

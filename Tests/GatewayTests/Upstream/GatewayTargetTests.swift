@@ -3,6 +3,7 @@ import HTTPWire
 import Moya
 import NetCore
 import Testing
+
 @testable import Gateway
 
 /// `GatewayTarget.unwrapped`: the gateway's plugins find their target however Moya hands it over, and nothing else
@@ -26,7 +27,8 @@ import Testing
     }
 
     private static func makeTarget(group: EventLoopGroup) throws -> GatewayTarget {
-        let config = try config("""
+        let config = try config(
+            """
             upstreams:
               stub: { stub: { status: 200 } }
             routes:
@@ -34,8 +36,9 @@ import Testing
             """)
         let upstream = try #require(config.upstreams.first)
         let provider = UpstreamProvider(upstream: upstream, group: group, retries: false)
-        return GatewayTarget(provider: provider, origin: provider.origin, upstreamTarget: "/r", method: .get, body: Data(),
-                             stableHeaders: [:], perRequestHeaders: HTTPFields(), flightKey: nil, timeout: nil, retries: nil)
+        return GatewayTarget(
+            provider: provider, origin: provider.origin, upstreamTarget: "/r", method: .get, body: Data(),
+            stableHeaders: [:], perRequestHeaders: HTTPFields(), flightKey: nil, timeout: nil, retries: nil)
     }
 
     @Test func aGatewayTargetIsFoundInsideAMultiTargetAndOnItsOwn() throws {

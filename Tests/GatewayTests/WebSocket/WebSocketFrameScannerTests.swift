@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// Frame boundaries found in WebSocket bytes however they are split, and the drain's Close frames.

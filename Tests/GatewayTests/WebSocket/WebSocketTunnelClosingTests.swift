@@ -1,5 +1,6 @@
 import NetCore
 import Testing
+
 @testable import Gateway
 
 /// The drain's Close handshake of a tunnel, direction by direction: the Close goes at the next frame boundary, never
@@ -39,35 +40,59 @@ import Testing
     @Test func theUpstreamGetsAMaskedCloseAfterTheFrameInFlight() throws {
         let masked = WebSocketFrameScannerTests.frame(length: 200, masked: true)
         var closing = TunnelClosing()
-        guard case .read = closing.beforeReadingClient() else { Issue.record("expected a read"); return }
+        guard case .read = closing.beforeReadingClient() else {
+            Issue.record("expected a read")
+            return
+        }
         let start = closing.forwardToUpstream(Array(masked.prefix(50)))
         #expect(start == Array(masked.prefix(50)))
         let midFrame = closing.goAway()
         #expect(!midFrame, "mid-frame: the Close waits for the frame's end")
-        guard case .read = closing.beforeReadingClient() else { Issue.record("expected a read"); return }
+        guard case .read = closing.beforeReadingClient() else {
+            Issue.record("expected a read")
+            return
+        }
         let rest = closing.forwardToUpstream(Array(masked.dropFirst(50)) + Self.next)
         #expect(rest == Array(masked.dropFirst(50)), "the frame's rest, not the next frame")
-        guard case .send(let close) = closing.beforeReadingClient() else { Issue.record("expected the Close"); return }
+        guard case .send(let close) = closing.beforeReadingClient() else {
+            Issue.record("expected the Close")
+            return
+        }
         #expect(close.count == 2 + 4 + WebSocketGoingAway.payload.count && close[0] == 0x88 && close[1] == 0x80 | 12)
         let key = Array(close[2..<6])
         #expect(close.dropFirst(6).enumerated().map { $0.element ^ key[$0.offset % 4] } == WebSocketGoingAway.payload)
-        guard case .end = closing.beforeReadingClient() else { Issue.record("expected the end"); return }
+        guard case .end = closing.beforeReadingClient() else {
+            Issue.record("expected the end")
+            return
+        }
         let afterClose = closing.forwardToUpstream(Self.next)
         #expect(afterClose == nil, "the client's own Close in reply is dropped")
     }
 
     @Test func aWriterWaitingBetweenFramesIsWokenForTheClose() {
         var closing = TunnelClosing()
-        guard case .read = closing.beforeReadingClient() else { Issue.record("expected a read"); return }
+        guard case .read = closing.beforeReadingClient() else {
+            Issue.record("expected a read")
+            return
+        }
         let first = closing.forwardToUpstream(Self.next)
         #expect(first == Self.next)
-        guard case .read = closing.beforeReadingClient() else { Issue.record("expected a read"); return }
+        guard case .read = closing.beforeReadingClient() else {
+            Issue.record("expected a read")
+            return
+        }
         let woken = closing.goAway()
         #expect(woken, "waiting in the client stream at a boundary: wake it")
         // Bytes the client sent meanwhile are past the boundary: dropped, the Close goes first.
         let meanwhile = closing.forwardToUpstream(Self.next)
         #expect(meanwhile == nil)
-        guard case .send = closing.beforeReadingClient() else { Issue.record("expected the Close"); return }
-        guard case .end = closing.beforeReadingClient() else { Issue.record("expected the end"); return }
+        guard case .send = closing.beforeReadingClient() else {
+            Issue.record("expected the Close")
+            return
+        }
+        guard case .end = closing.beforeReadingClient() else {
+            Issue.record("expected the end")
+            return
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// The handshake's accept value (RFC 6455 §4.2.2), which the gateway checks on the upstream's 101.

@@ -28,8 +28,9 @@ private struct SizedBodies: HTTPServerHandler {
 
     @Test(arguments: [HTTPClient.Configuration.HTTP2Mode.never, .always])
     func shortBodiesAreCollectedLongOnesStreamed(mode: HTTPClient.Configuration.HTTP2Mode) async throws {
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: SizedBodies())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: SizedBodies())
         try await server.start()
         var configuration = HTTPClient.Configuration()
         configuration.http2 = mode
@@ -38,8 +39,9 @@ private struct SizedBodies: HTTPServerHandler {
         let client = HTTPClient(configuration: configuration)
         let base = "http://127.0.0.1:\(server.localAddresses[0].port)"
         func send(_ target: String, method: HTTPMethod = .get) async throws -> HTTPClientResponseOrStream {
-            try await client.execute(HTTPClientRequest(method: method, url: base + target),
-                                     streamingBodiesLongerThan: Self.threshold)
+            try await client.execute(
+                HTTPClientRequest(method: method, url: base + target),
+                streamingBodiesLongerThan: Self.threshold)
         }
         let expected = { (count: Int) in (0..<count).map { UInt8($0 % 251) } }
 

@@ -13,10 +13,11 @@ import Testing
 private struct SlowBodies: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         let stream = ByteStream()
-        let parameters = Dictionary(uniqueKeysWithValues: (request.head.query ?? "").split(separator: "&").compactMap { pair in
-            let parts = pair.split(separator: "=")
-            return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? 0) : nil
-        })
+        let parameters = Dictionary(
+            uniqueKeysWithValues: (request.head.query ?? "").split(separator: "&").compactMap { pair in
+                let parts = pair.split(separator: "=")
+                return parts.count == 2 ? (String(parts[0]), Int(parts[1]) ?? 0) : nil
+            })
         switch String(request.head.path) {
         case "/stall":
             _ = stream.yield(Array("0123456789".utf8))
@@ -54,8 +55,9 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
 @Suite(.serialized) struct HTTPClientStalledResponseTests {
     private func startServer() async throws -> (HTTPServer, String) {
         let group = try EventLoopGroup(threads: 1)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: group, handler: SlowBodies())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: group, handler: SlowBodies())
         try await server.start()
         return (server, "http://127.0.0.1:\(server.localAddresses[0].port)")
     }
@@ -80,7 +82,9 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         defer { Task { await server.shutdown(timeout: .milliseconds(100)) } }
         let client = client(http2: http2) { $0.responseTimeout = .milliseconds(300) }
         let response = try await client.execute(HTTPClientRequest(url: "\(base)/trickle?ms=100&n=8"))
-        #expect(response.body == Array(repeating: UInt8(ascii: "x"), count: 8), "800 ms of body, never 300 ms without bytes")
+        #expect(
+            response.body == Array(repeating: UInt8(ascii: "x"), count: 8), "800 ms of body, never 300 ms without bytes"
+        )
     }
 
     @Test(arguments: [false, true])
@@ -90,8 +94,9 @@ private func client(http2: Bool, _ configure: (inout HTTPClient.Configuration) -
         let client = client(http2: http2) { $0.responseTimeout = nil }
         let started = ContinuousClock.now
         await #expect(throws: HTTPClientError.responseBodyTimeout) {
-            _ = try await client.execute(HTTPClientRequest(url: "\(base)/trickle?ms=100&n=30"),
-                                         deadline: .now + .milliseconds(400))
+            _ = try await client.execute(
+                HTTPClientRequest(url: "\(base)/trickle?ms=100&n=30"),
+                deadline: .now + .milliseconds(400))
         }
         #expect(ContinuousClock.now - started < .milliseconds(1500), "cut at the deadline, not at the body's end (3 s)")
     }

@@ -70,8 +70,9 @@ private struct BigBody: HTTPServerHandler {
         let total = chunks * BigBody.chunk
         let produced = AtomicCounter()
         let handler = BigBody(chunks: chunks, produced: produced)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: handler)
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: handler)
         try await server.start()
         var configuration = HTTPClient.Configuration()
         configuration.http2 = mode
@@ -106,8 +107,9 @@ private struct BigBody: HTTPServerHandler {
 
     @Test func cancellingAStreamedBodyEndsItAndTheClientGoesOn() async throws {
         let produced = AtomicCounter()
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: BigBody(chunks: 1024, produced: produced))
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: BigBody(chunks: 1024, produced: produced))
         try await server.start()
         for mode in [HTTPClient.Configuration.HTTP2Mode.never, .always] {
             var configuration = HTTPClient.Configuration()
@@ -132,8 +134,9 @@ private struct BigBody: HTTPServerHandler {
     /// A caller that lets go of its client while it reads a streamed body (the gateway's reload drops the old
     /// configuration's client) still gets the whole body: the response keeps the client, and so its connection.
     @Test func releasingTheClientDoesNotCutAStreamedBody() async throws {
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: BigBody(chunks: 256, produced: AtomicCounter()))
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: BigBody(chunks: 256, produced: AtomicCounter()))
         try await server.start()
         for mode in [HTTPClient.Configuration.HTTP2Mode.never, .always] {
             var configuration = HTTPClient.Configuration()

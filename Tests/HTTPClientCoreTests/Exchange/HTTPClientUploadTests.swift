@@ -18,9 +18,11 @@ import Testing
         for length in [Int64(total), nil] {
             let pulled = AtomicCounter()
             let log = ProgressLog()
-            let body = HTTPClientRequest.Body.stream(patternStream(total: total, chunk: 16 * 1024, pulled: pulled), length: length)
-            let response = try await client.execute(HTTPClientRequest(method: .post, url: "\(base)/count", body: body),
-                                                    progress: log.progress)
+            let body = HTTPClientRequest.Body.stream(
+                patternStream(total: total, chunk: 16 * 1024, pulled: pulled), length: length)
+            let response = try await client.execute(
+                HTTPClientRequest(method: .post, url: "\(base)/count", body: body),
+                progress: log.progress)
             let framing = length == nil ? (mode == .never ? "chunked" : "none") : "length \(total)"
             #expect(text(of: response) == "\(total) ok \(framing)")
             #expect(response.head.version == (mode == .never ? .http1_1 : .http2))
@@ -28,8 +30,9 @@ import Testing
             #expect(events.count >= 3, "progress as the body goes out, not once: \(events.count) events")
             #expect(events.count <= total / 65536 + 2, "in steps, not per 16 KiB chunk: \(events.count) events")
             #expect(events.map(\.completed) == events.map(\.completed).sorted(), "never goes back")
-            #expect(events.last.map { $0.completed == Int64(total) && $0.total == Int64(total) } == true,
-                    "ends at the total: \(String(describing: events.last))")
+            #expect(
+                events.last.map { $0.completed == Int64(total) && $0.total == Int64(total) } == true,
+                "ends at the total: \(String(describing: events.last))")
             #expect(events.dropLast().allSatisfy { $0.total == length }, "the total along the way only when declared")
         }
 
@@ -37,17 +40,23 @@ import Testing
         let fileSize = 5 * 128 * 1024 + 77
         try Data((0..<fileSize).map { patternByte($0) }).write(to: URL(fileURLWithPath: path))
         let log = ProgressLog()
-        let response = try await client.execute(HTTPClientRequest(method: .put, url: "\(base)/count", body: .file(path: path)),
-                                                progress: log.progress)
+        let response = try await client.execute(
+            HTTPClientRequest(method: .put, url: "\(base)/count", body: .file(path: path)),
+            progress: log.progress)
         #expect(text(of: response) == "\(fileSize) ok length \(fileSize)")
         #expect(log.all.count >= 2)
         #expect(log.all.last.map { $0.completed == Int64(fileSize) && $0.total == Int64(fileSize) } == true)
 
-        await #expect(throws: HTTPClientError.requestBodyFailed(reason: "open /nonexistent/upload: No such file or directory (errno 2)")) {
-            _ = try await client.execute(HTTPClientRequest(method: .put, url: "\(base)/count", body: .file(path: "/nonexistent/upload")))
+        await #expect(
+            throws: HTTPClientError.requestBodyFailed(
+                reason: "open /nonexistent/upload: No such file or directory (errno 2)")
+        ) {
+            _ = try await client.execute(
+                HTTPClientRequest(method: .put, url: "\(base)/count", body: .file(path: "/nonexistent/upload")))
         }
-        let empty = try await client.execute(HTTPClientRequest(
-            method: .post, url: "\(base)/count", body: .stream(AsyncThrowingStream { $0.finish() }, length: nil)))
+        let empty = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "\(base)/count", body: .stream(AsyncThrowingStream { $0.finish() }, length: nil)))
         #expect(text(of: empty) == (mode == .never ? "0 ok chunked" : "0 ok none"))
         await server.shutdown(timeout: .seconds(1))
     }
@@ -64,8 +73,9 @@ import Testing
         let total = 64 << 20
         let pulled = AtomicCounter()
         let log = ProgressLog()
-        let request = try HTTPClientRequest(method: .post, url: "\(base)/stall",
-                                        body: .stream(patternStream(total: total, pulled: pulled), length: Int64(total)))
+        let request = try HTTPClientRequest(
+            method: .post, url: "\(base)/stall",
+            body: .stream(patternStream(total: total, pulled: pulled), length: Int64(total)))
         let upload = Task { try await client.execute(request, progress: log.progress) }
         // Wait until the producer has stopped being asked for more (the same count over 300 ms), at most 10 s.
         var previous = -1
@@ -79,8 +89,9 @@ import Testing
         let stalledPulled = pulled.value
         let stalledSent = log.lastCompleted
         #expect(steady >= 3, "the producer stopped being pulled")
-        #expect(stalledPulled - Int(stalledSent) <= 2 << 20,
-                "user space holds at most about a write mark and two chunks: pulled \(stalledPulled), sent \(stalledSent)")
+        #expect(
+            stalledPulled - Int(stalledSent) <= 2 << 20,
+            "user space holds at most about a write mark and two chunks: pulled \(stalledPulled), sent \(stalledSent)")
         #expect(stalledPulled <= 24 << 20, "pulled \(stalledPulled) of \(total) while the server did not read")
         gate.open()
         let response = try await upload.value
@@ -97,12 +108,18 @@ import Testing
         let (server, base) = try await startUploadServer()
         let client = uploadClient(mode)
         let cases: [(body: HTTPClientRequest.Body, reason: String)] = [
-            (.stream(patternStream(total: 500, pulled: AtomicCounter()), length: 1000),
-             "the body ended after 500 of its declared 1000 bytes"),
-            (.stream(patternStream(total: 300 * 1024, pulled: AtomicCounter()), length: 200 * 1024),
-             "the body is longer than its declared 204800 bytes"),
-            (.stream(patternStream(total: 1 << 20, pulled: AtomicCounter(), failAfter: 128 * 1024), length: nil),
-             "UploadBoom()"),
+            (
+                .stream(patternStream(total: 500, pulled: AtomicCounter()), length: 1000),
+                "the body ended after 500 of its declared 1000 bytes"
+            ),
+            (
+                .stream(patternStream(total: 300 * 1024, pulled: AtomicCounter()), length: 200 * 1024),
+                "the body is longer than its declared 204800 bytes"
+            ),
+            (
+                .stream(patternStream(total: 1 << 20, pulled: AtomicCounter(), failAfter: 128 * 1024), length: nil),
+                "UploadBoom()"
+            )
         ]
         for (body, reason) in cases {
             let warm = try await client.execute(HTTPClientRequest(url: "\(base)/hello"))
@@ -131,8 +148,10 @@ import Testing
         let total = 64 << 20
         _ = try await client.execute(HTTPClientRequest(url: "\(base)/hello"))
         let pulled = AtomicCounter()
-        let refused = try await client.execute(HTTPClientRequest(
-            method: .post, url: "\(base)/reject", body: .stream(patternStream(total: total, pulled: pulled), length: Int64(total))))
+        let refused = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "\(base)/reject",
+                body: .stream(patternStream(total: total, pulled: pulled), length: Int64(total))))
         #expect(refused.status == 413)
         #expect(text(of: refused) == "too large")
         #expect(pulled.value < total / 2, "stopped sending: \(pulled.value) of \(total) pulled")
@@ -141,9 +160,10 @@ import Testing
 
         let (limited, limitedBase) = try await startUploadServer(maxBodyBytes: 1 << 20)
         let overLimit = AtomicCounter()
-        let tooLarge = try await client.execute(HTTPClientRequest(
-            method: .post, url: "\(limitedBase)/count",
-            body: .stream(patternStream(total: total, pulled: overLimit), length: Int64(total))))
+        let tooLarge = try await client.execute(
+            HTTPClientRequest(
+                method: .post, url: "\(limitedBase)/count",
+                body: .stream(patternStream(total: total, pulled: overLimit), length: Int64(total))))
         #expect(tooLarge.status == 413)
         #expect(overLimit.value < total / 2, "stopped sending: \(overLimit.value) of \(total) pulled")
         await limited.shutdown(timeout: .seconds(1))

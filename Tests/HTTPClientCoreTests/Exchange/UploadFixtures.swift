@@ -11,8 +11,10 @@ func patternByte(_ offset: Int) -> UInt8 { UInt8(offset % 251) }
 /// A test upload body: `total` pattern bytes in `chunk`-sized pieces, made only when the client asks for the next one
 /// (`AsyncThrowingStream(unfolding:)`), so `pulled` is what the client has taken from its producer. With `failAfter`
 /// the stream throws ``UploadBoom`` once that many bytes were pulled.
-func patternStream(total: Int, chunk: Int = 64 * 1024, pulled: AtomicCounter,
-                   failAfter: Int? = nil) -> AsyncThrowingStream<[UInt8], any Error> {
+func patternStream(
+    total: Int, chunk: Int = 64 * 1024, pulled: AtomicCounter,
+    failAfter: Int? = nil
+) -> AsyncThrowingStream<[UInt8], any Error> {
     // Every chunk is a slice of this template starting at `offset % 251`.
     let template = (0..<(chunk + 251)).map { patternByte($0) }
     return AsyncThrowingStream(unfolding: {
@@ -97,8 +99,11 @@ struct UploadRoutes: HTTPServerHandler {
         do {
             for try await piece in request.body {
                 if everyByte {
-                    for (index, byte) in piece.enumerated() where byte != patternByte(received + index) { intact = false }
-                } else if piece.first != patternByte(received) || piece.last != patternByte(received + piece.count - 1) {
+                    for (index, byte) in piece.enumerated() where byte != patternByte(received + index) {
+                        intact = false
+                    }
+                } else if piece.first != patternByte(received) || piece.last != patternByte(received + piece.count - 1)
+                {
                     intact = false
                 }
                 received += piece.count
@@ -107,26 +112,33 @@ struct UploadRoutes: HTTPServerHandler {
             return HTTPServerResponse(status: 400, body: Array("body failed after \(received)".utf8))
         }
         let headers = request.head.headers
-        let framing = headers.first(name: "Content-Length").map { "length \($0)" }
+        let framing =
+            headers.first(name: "Content-Length").map { "length \($0)" }
             ?? (headers.contains(name: "Transfer-Encoding") ? "chunked" : "none")
         return HTTPServerResponse(status: 200, body: Array("\(received) \(intact ? "ok" : "bad") \(framing)".utf8))
     }
 }
 
 /// A loopback server with ``UploadRoutes`` (HTTP/1.1 and h2c), bodies up to 1 GiB unless `maxBodyBytes` says less.
-func startUploadServer(gate: UploadGate = UploadGate(), maxBodyBytes: Int64 = 1 << 30,
-                       http2Settings: HTTP2Settings = HTTP2Settings()) async throws -> (HTTPServer, String) {
+func startUploadServer(
+    gate: UploadGate = UploadGate(), maxBodyBytes: Int64 = 1 << 30,
+    http2Settings: HTTP2Settings = HTTP2Settings()
+) async throws -> (HTTPServer, String) {
     var limits = HTTPServerLimits()
     limits.maxBodyBytes = maxBodyBytes
-    let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
-                                                 limits: limits, http2Settings: http2Settings),
-                            group: try EventLoopGroup(threads: 1), handler: UploadRoutes(gate: gate))
+    let server = HTTPServer(
+        configuration: .init(
+            listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
+            limits: limits, http2Settings: http2Settings),
+        group: try EventLoopGroup(threads: 1), handler: UploadRoutes(gate: gate))
     try await server.start()
     return (server, "http://127.0.0.1:\(server.localAddresses[0].port)")
 }
 
-func uploadClient(_ mode: HTTPClient.Configuration.HTTP2Mode,
-                  _ configure: (inout HTTPClient.Configuration) -> Void = { _ in }) -> HTTPClient {
+func uploadClient(
+    _ mode: HTTPClient.Configuration.HTTP2Mode,
+    _ configure: (inout HTTPClient.Configuration) -> Void = { _ in }
+) -> HTTPClient {
     var configuration = HTTPClient.Configuration()
     configuration.http2 = mode
     configure(&configuration)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClientCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,8 +34,10 @@ private final class AdvertisingServer {
     init(announces: Bool = true) async throws {
         port = try freeLoopbackPort()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec /usr/bin/python3 -c \"$0\" \"$1\" \"$2\" >/dev/null 2>&1", Self.script, String(port),
-                             announces ? "1" : "0"]
+        process.arguments = [
+            "-c", "exec /usr/bin/python3 -c \"$0\" \"$1\" \"$2\" >/dev/null 2>&1", Self.script, String(port),
+            announces ? "1" : "0"
+        ]
         try ChildProcess.launch(process)
         for _ in 0..<100 {
             if let probe = try? RawClient(port: port) {
@@ -55,7 +58,8 @@ private final class AdvertisingServer {
 @Suite(.serialized) struct HTTPClientKeepAliveTests {
     @Test func aConnectionNearTheServersKeepAliveTimeoutIsNotReused() async throws {
         let server = try await AdvertisingServer()
-        try await Self.expectReuseBounded(client: HTTPClient(), port: server.port, by: "the server's 1 s (reuse limit 0.5 s)")
+        try await Self.expectReuseBounded(
+            client: HTTPClient(), port: server.port, by: "the server's 1 s (reuse limit 0.5 s)")
     }
 
     /// A server that keeps its limit to itself (nginx, Go) is met by the client's own `idleTimeout` set below it: an
@@ -64,8 +68,9 @@ private final class AdvertisingServer {
         let server = try await AdvertisingServer(announces: false)
         var configuration = HTTPClient.Configuration()
         configuration.idleTimeout = .milliseconds(500)
-        try await Self.expectReuseBounded(client: HTTPClient(configuration: configuration), port: server.port,
-                                          by: "the client's idle timeout, 0.5 s")
+        try await Self.expectReuseBounded(
+            client: HTTPClient(configuration: configuration), port: server.port,
+            by: "the client's idle timeout, 0.5 s")
     }
 
     /// A GET opens a connection; a POST after 0.1 s idle reuses it; one after another 0.7 s idle, past the 0.5 s

@@ -9,11 +9,13 @@ import Testing
 private struct EchoUpgrade: HTTPServerHandler {
     func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
         if request.head.path == "/switch-elsewhere", request.upgradeInput != nil {
-            return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "h2c"]),
-                                      body: .stream(ByteStream.complete([])))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 101, headers: ["Upgrade": "h2c"]),
+                body: .stream(ByteStream.complete([])))
         }
         guard let input = request.upgradeInput, request.head.requestsUpgrade(to: "echo-test") else {
-            return HTTPServerResponse(status: 426, body: Array("upgrade=\(request.head.headers.first(name: "Upgrade") ?? "-")".utf8))
+            return HTTPServerResponse(
+                status: 426, body: Array("upgrade=\(request.head.headers.first(name: "Upgrade") ?? "-")".utf8))
         }
         let (demand, signal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let output = ByteStream(onDemand: { signal.yield() })
@@ -29,22 +31,27 @@ private struct EchoUpgrade: HTTPServerHandler {
                 output.fail(error)
             }
         }
-        return HTTPServerResponse(head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]), body: .stream(output))
+        return HTTPServerResponse(
+            head: HTTPResponseHead(status: 101, headers: ["Upgrade": "echo-test"]), body: .stream(output))
     }
 }
 
 @Suite(.serialized) struct HTTPClientUpgradeTests {
     private func startServer() async throws -> (HTTPServer, Int) {
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: EchoUpgrade())
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: EchoUpgrade())
         try await server.start()
         return (server, server.localAddresses[0].port)
     }
 
-    private func upgradeRequest(port: Int, to protocolName: String = "echo-test", target: String = "/",
-                                body: AsyncThrowingStream<[UInt8], any Error>) -> HTTPClientRequest {
-        HTTPClientRequest(method: .get, scheme: "http", host: "127.0.0.1", port: port, target: target,
-                          headers: ["Connection": "Upgrade", "Upgrade": protocolName], body: .upgrade(body))
+    private func upgradeRequest(
+        port: Int, to protocolName: String = "echo-test", target: String = "/",
+        body: AsyncThrowingStream<[UInt8], any Error>
+    ) -> HTTPClientRequest {
+        HTTPClientRequest(
+            method: .get, scheme: "http", host: "127.0.0.1", port: port, target: target,
+            headers: ["Connection": "Upgrade", "Upgrade": protocolName], body: .upgrade(body))
     }
 
     /// Reads from `body` until `count` bytes have arrived.
@@ -61,8 +68,9 @@ private struct EchoUpgrade: HTTPServerHandler {
         defer { client.shutdown() }
         let (outbound, send) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         // A short deadline bounds the handshake only: the tunnel outlives it.
-        let response = try await client.execute(streaming: upgradeRequest(port: port, body: outbound),
-                                                timeout: .milliseconds(300))
+        let response = try await client.execute(
+            streaming: upgradeRequest(port: port, body: outbound),
+            timeout: .milliseconds(300))
         #expect(response.status == 101)
         #expect(response.headers.first(name: "Upgrade") == "echo-test")
         send.yield(Array("ping".utf8))
@@ -88,8 +96,10 @@ private struct EchoUpgrade: HTTPServerHandler {
         #expect(response.status == 426)
         #expect(response.body == Array("upgrade=other".utf8), "the caller's Upgrade field is sent as it is")
         #expect(pulled.value == 0)
-        let again = try await client.execute(HTTPClientRequest(method: .get, scheme: "http", host: "127.0.0.1", port: port,
-                                                               target: "/"))
+        let again = try await client.execute(
+            HTTPClientRequest(
+                method: .get, scheme: "http", host: "127.0.0.1", port: port,
+                target: "/"))
         #expect(again.status == 426, "the client goes on working")
     }
 
@@ -121,8 +131,10 @@ private struct EchoUpgrade: HTTPServerHandler {
         let client = HTTPClient()
         defer { client.shutdown() }
         let request = upgradeRequest(port: port, target: "/switch-elsewhere", body: AsyncThrowingStream { $0.finish() })
-        await #expect(throws: HTTPClientError.malformedResponse(
-            reason: "101 Switching Protocols to a protocol the request did not ask for")) {
+        await #expect(
+            throws: HTTPClientError.malformedResponse(
+                reason: "101 Switching Protocols to a protocol the request did not ask for")
+        ) {
             _ = try await client.execute(streaming: request)
         }
     }
@@ -130,9 +142,10 @@ private struct EchoUpgrade: HTTPServerHandler {
     @Test func anUpgradeIsRefusedWhereHTTP2MayBeSpoken() async throws {
         let client = HTTPClient()
         defer { client.shutdown() }
-        let request = HTTPClientRequest(method: .get, scheme: "https", host: "127.0.0.1", port: 9, target: "/",
-                                        headers: ["Connection": "Upgrade", "Upgrade": "websocket"],
-                                        body: .upgrade(AsyncThrowingStream { $0.finish() }))
+        let request = HTTPClientRequest(
+            method: .get, scheme: "https", host: "127.0.0.1", port: 9, target: "/",
+            headers: ["Connection": "Upgrade", "Upgrade": "websocket"],
+            body: .upgrade(AsyncThrowingStream { $0.finish() }))
         await #expect(throws: HTTPClientError.upgradeRequiresHTTP1) {
             _ = try await client.execute(streaming: request)
         }

@@ -77,15 +77,18 @@ private struct H2Server {
     let port: Int
     let observations: H2Observations
 
-    static func start(tls: TLSServerConfiguration? = nil, http2: Bool = true,
-                      settings: HTTP2Settings = HTTP2Settings()) async throws -> H2Server {
+    static func start(
+        tls: TLSServerConfiguration? = nil, http2: Bool = true,
+        settings: HTTP2Settings = HTTP2Settings()
+    ) async throws -> H2Server {
         let observations = H2Observations()
         let group = try EventLoopGroup(threads: 1)
         let loopback = SocketAddress(numericHost: "127.0.0.1", port: 0)!
         let configuration = HTTPServer.Configuration(
             listen: tls == nil ? [loopback] : [], tlsListen: tls == nil ? [] : [loopback], tls: tls, http2: http2,
             http2Settings: settings)
-        let server = HTTPServer(configuration: configuration, group: group, handler: H2Routes(observations: observations))
+        let server = HTTPServer(
+            configuration: configuration, group: group, handler: H2Routes(observations: observations))
         try await server.start()
         let port = (tls == nil ? server.localAddresses : server.tlsLocalAddresses)[0].port
         return H2Server(server: server, port: port, observations: observations)
@@ -97,7 +100,8 @@ private struct H2Server {
 /// A server certificate signed by a throwaway CA, and a client configuration that trusts that CA.
 private func makeTLS() throws -> (TLSServerConfiguration, HTTPClient.Configuration) {
     let (ca, cert, key) = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory())
-    let server = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+    let server = TLSServerConfiguration(
+        defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
     var client = HTTPClient.Configuration()
     client.tls = TLSClientConfiguration(caFile: ca)
     return (server, client)
@@ -164,11 +168,16 @@ private func text(_ response: HTTPClientResponse) -> String { String(decoding: r
         let server = try await H2Server.start()
         let client = h2cClient { $0.decompression = .init() }
         let base = "http://127.0.0.1:\(server.port)"
-        let bodies = (0..<4).map { index in (0..<(1 << 20) + index).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) } }
+        let bodies = (0..<4).map { index in (0..<(1 << 20) + index).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+        }
         let echoed = try await withThrowingTaskGroup(of: (Int, HTTPClientResponse).self) { group in
             for (index, body) in bodies.enumerated() {
                 group.addTask {
-                    (index, try await client.execute(HTTPClientRequest(method: .post, url: "\(base)/echo", body: .bytes(body))))
+                    (
+                        index,
+                        try await client.execute(
+                            HTTPClientRequest(method: .post, url: "\(base)/echo", body: .bytes(body)))
+                    )
                 }
             }
             return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
@@ -213,7 +222,8 @@ private func text(_ response: HTTPClientResponse) -> String { String(decoding: r
         let peers = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<30 {
                 group.addTask {
-                    let response = try await client.execute(HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
+                    let response = try await client.execute(
+                        HTTPClientRequest(method: .post, url: url, body: .bytes([1])))
                     return response.status == 200 ? text(response) : "status \(response.status)"
                 }
             }
@@ -235,7 +245,9 @@ private func text(_ response: HTTPClientResponse) -> String { String(decoding: r
         #expect(server.observations.probe("c1") == "started")
         task.cancel()
         await #expect(throws: HTTPClientError.cancelled) { _ = try await task.value }
-        for _ in 0..<100 where server.observations.probe("c1") == "started" { try await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<100 where server.observations.probe("c1") == "started" {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         #expect(server.observations.probe("c1") == "cancelled", "RST_STREAM(CANCEL) cancelled the server's handler")
         let after = try await client.execute(HTTPClientRequest(url: "\(base)/version"))
         #expect(text(after) == "HTTP/2.0")

@@ -19,12 +19,14 @@ import Testing
     }
 
     @Test func refusesWhatIsNotAnAbsoluteHTTPURL() {
-        for bad in ["", "ftp://h/", "http:/h", "http://", "http://user@h/", "http://h:0/", "http://h:65536/",
-                    "http://h:12a/", "http://h:123456/", "http://[::1/", "http://[::1]x/", "http://:80/", "h/x",
-                    // Found by fuzzing (Fuzz/corpus/url/regression-control-in-host): a NUL in the host would end the
-                    // name getaddrinfo resolves early, and spaces or controls could never be sent in Host.
-                    "http://a\u{0}b/", "http://a b:80/", "http://a\tb/", "http://[::1\n]/", "http://h:8\r0/",
-                    "http://a\u{7F}/"] {
+        for bad in [
+            "", "ftp://h/", "http:/h", "http://", "http://user@h/", "http://h:0/", "http://h:65536/",
+            "http://h:12a/", "http://h:123456/", "http://[::1/", "http://[::1]x/", "http://:80/", "h/x",
+            // Found by fuzzing (Fuzz/corpus/url/regression-control-in-host): a NUL in the host would end the
+            // name getaddrinfo resolves early, and spaces or controls could never be sent in Host.
+            "http://a\u{0}b/", "http://a b:80/", "http://a\tb/", "http://[::1\n]/", "http://h:8\r0/",
+            "http://a\u{7F}/"
+        ] {
             #expect(throws: HTTPClientError.self, "\(bad)") { try HTTPURL(parsing: bad) }
         }
     }

@@ -1,10 +1,11 @@
-@testable import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import NetCore
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import HTTPClientCore
 
 /// A host name with several addresses: new connections take them in turn; a connection that could not be made
 /// (refused, or no answer within the connect timeout) sent nothing, so the exchange (a POST too) goes on to another
@@ -20,7 +21,9 @@ import Testing
             let body = (try? await request.body.collect(upTo: 1 << 20)) ?? []
             requests.add(1, ordering: .relaxed)
             if delay > .zero { try? await Task.sleep(for: delay) }
-            return HTTPServerResponse(status: 200, body: Array("got \(body.count) for \(request.head.headers.first(name: "Host") ?? "")".utf8))
+            return HTTPServerResponse(
+                status: 200, body: Array("got \(body.count) for \(request.head.headers.first(name: "Host") ?? "")".utf8)
+            )
         }
     }
 
@@ -31,8 +34,9 @@ import Testing
         let group = try EventLoopGroup(threads: 1)
         var servers: [HTTPServer] = []
         for handler in handlers {
-            let server = HTTPServer(configuration: .init(listen: [address(0)], http2: http2), group: group,
-                                    handler: handler)
+            let server = HTTPServer(
+                configuration: .init(listen: [address(0)], http2: http2), group: group,
+                handler: handler)
             try await server.start()
             servers.append(server)
         }
@@ -54,8 +58,9 @@ import Testing
             return [Self.address(dead), Self.address(live)]
         }
         for round in 0..<3 {
-            let request = try HTTPClientRequest(method: .post, url: "http://multi.internal:\(live)/upload",
-                                                body: .bytes(Array("payload".utf8)))
+            let request = try HTTPClientRequest(
+                method: .post, url: "http://multi.internal:\(live)/upload",
+                body: .bytes(Array("payload".utf8)))
             let response = try await client.execute(request)
             #expect(response.status == 200, "round \(round)")
             #expect(String(decoding: response.body, as: UTF8.self) == "got 7 for multi.internal:\(live)")
@@ -105,8 +110,9 @@ import Testing
             let response = try await client.execute(try HTTPClientRequest(url: url))
             #expect(response.status == 200)
             if http2 { #expect(response.head.version == .http2) }
-            #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
-                    "round \(round)")
+            #expect(
+                handlers.map { $0.requests.load(ordering: .relaxed) } == [round / 2 + 1, (round + 1) / 2],
+                "round \(round)")
         }
         // One connection to each address served them all.
         #expect(servers.map(\.openConnections) == [1, 1])
@@ -158,8 +164,9 @@ import Testing
         let client = HTTPClient(configuration: configuration, group: nil) { _, _ in
             [Self.address(silent.port), Self.address(live)]
         }
-        let request = try HTTPClientRequest(method: .post, url: "http://multi.internal:\(live)/upload",
-                                            body: .bytes(Array("payload".utf8)))
+        let request = try HTTPClientRequest(
+            method: .post, url: "http://multi.internal:\(live)/upload",
+            body: .bytes(Array("payload".utf8)))
         let response = try await client.execute(request)
         #expect(response.status == 200)
         #expect(String(decoding: response.body, as: UTF8.self) == "got 7 for multi.internal:\(live)")
@@ -185,7 +192,8 @@ import Testing
     @Test func anHTTP2OnlyPoolFailsOverToo() async throws {
         let group = try EventLoopGroup(threads: 1)
         let handler = CountingHandler()
-        let server = HTTPServer(configuration: .init(listen: [Self.address(0)], http2: true), group: group, handler: handler)
+        let server = HTTPServer(
+            configuration: .init(listen: [Self.address(0)], http2: true), group: group, handler: handler)
         try await server.start()
         let live = server.localAddresses[0].port
         let dead = try freeLoopbackPort()
@@ -200,8 +208,9 @@ import Testing
         try await withThrowingTaskGroup(of: String.self) { requests in
             for index in 0..<3 {
                 requests.addTask {
-                    let request = try HTTPClientRequest(method: .post, url: "http://multi.internal:\(live)/\(index)",
-                                                        body: .bytes(Array(repeating: 0x61, count: index + 1)))
+                    let request = try HTTPClientRequest(
+                        method: .post, url: "http://multi.internal:\(live)/\(index)",
+                        body: .bytes(Array(repeating: 0x61, count: index + 1)))
                     let response = try await client.execute(request)
                     #expect(response.head.version == .http2)
                     return String(decoding: response.body, as: UTF8.self)

@@ -28,8 +28,9 @@ import Testing
     /// server's peak of requests in flight.
     private func burst(total: Int?, count: Int = 24) async throws -> (statuses: [Int], peak: Int) {
         let handler = PeakServer()
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: handler)
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: handler)
         try await server.start()
         let base = "http://127.0.0.1:\(server.localAddresses[0].port)"
         let group = try EventLoopGroup(threads: 2)

@@ -9,8 +9,10 @@ import Testing
 @Suite(.serialized) struct HTTPClientWaitTimeoutTests {
     /// Starts a 3 s request that occupies the only connection or stream, then `waiting` (which must fail while the
     /// first is still running); returns the waiter's error.
-    private func waiterError(client: HTTPClient, base: String,
-                             waiting: @escaping @Sendable () async throws -> HTTPClientResponse) async throws -> (any Error)? {
+    private func waiterError(
+        client: HTTPClient, base: String,
+        waiting: @escaping @Sendable () async throws -> HTTPClientResponse
+    ) async throws -> (any Error)? {
         let busyDone = AtomicCounter()
         let busy = Task {
             let response = try await client.execute(HTTPClientRequest(url: "\(base)/slow?ms=3000"))

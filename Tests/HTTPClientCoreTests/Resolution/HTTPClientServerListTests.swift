@@ -1,4 +1,3 @@
-@testable import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import Locking
@@ -6,6 +5,8 @@ import NetCore
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import HTTPClientCore
 
 /// `Configuration.servers` with host names: each name is resolved once per time-to-live (never the request's own
 /// host, which is still sent in `Host`), requests take the addresses in turn, a name that does not resolve is left
@@ -34,7 +35,9 @@ import Testing
         func count(_ name: String) -> Int { lookups.withLock { $0[name] ?? 0 } }
         func resolve(_ host: String, _ port: Int) throws -> [SocketAddress] {
             lookups.withLock { $0[host, default: 0] += 1 }
-            guard let addresses = table.withLock({ $0[host] }) else { throw SystemError("no such name \(host)", errno: 0) }
+            guard let addresses = table.withLock({ $0[host] }) else {
+                throw SystemError("no such name \(host)", errno: 0)
+            }
             return addresses
         }
     }
@@ -53,8 +56,10 @@ import Testing
         return (servers, handlers)
     }
 
-    private static func client(servers: [String], port: Int = 80, ttl: Duration = .seconds(30),
-                               names: Names) -> HTTPClient {
+    private static func client(
+        servers: [String], port: Int = 80, ttl: Duration = .seconds(30),
+        names: Names
+    ) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.servers = servers.map { .init(host: $0, port: port) }
         configuration.nameResolutionTTL = ttl
@@ -69,8 +74,10 @@ import Testing
 
     @Test func namedServersAreResolvedOnceAndTakeTurns() async throws {
         let (servers, handlers) = try await Self.servers(["a", "b"])
-        let names = Names(["one.internal": [Self.address(servers[0].localAddresses[0].port)],
-                           "two.internal": [Self.address(servers[1].localAddresses[0].port)]])
+        let names = Names([
+            "one.internal": [Self.address(servers[0].localAddresses[0].port)],
+            "two.internal": [Self.address(servers[1].localAddresses[0].port)]
+        ])
         let client = Self.client(servers: ["one.internal", "two.internal"], names: names)
         var answers: [String] = []
         for _ in 0..<6 { answers.append(try await Self.get(client)) }
@@ -147,7 +154,8 @@ import Testing
         let names = Names(["api.internal": [Self.address(ports[0])]])
         var configuration = HTTPClient.Configuration()
         configuration.nameResolutionTTL = .milliseconds(200)
-        let client = HTTPClient(configuration: configuration, group: nil) { host, port in try names.resolve(host, port) }
+        let client = HTTPClient(configuration: configuration, group: nil) { host, port in try names.resolve(host, port)
+        }
         #expect(try await Self.get(client) == "a for api.internal:8080")
         names.set("api.internal", [Self.address(ports[1])])
         try await Task.sleep(for: .milliseconds(300))
@@ -173,9 +181,11 @@ import Testing
         let (servers, handlers) = try await Self.servers(["a", "b"])
         let names = Names([:])
         var configuration = HTTPClient.Configuration()
-        configuration.servers = servers.map { .init(host: "127.0.0.1", port: $0.localAddresses[0].port) }
+        configuration.servers =
+            servers.map { .init(host: "127.0.0.1", port: $0.localAddresses[0].port) }
             + [.init(host: "localhost", port: servers[0].localAddresses[0].port)]
-        let client = HTTPClient(configuration: configuration, group: nil) { host, port in try names.resolve(host, port) }
+        let client = HTTPClient(configuration: configuration, group: nil) { host, port in try names.resolve(host, port)
+        }
         for _ in 0..<4 { _ = try await Self.get(client) }
         // localhost is 127.0.0.1: the same address as the first, listed once.
         #expect(handlers.map { $0.requests.load(ordering: .relaxed) } == [2, 2])

@@ -1,7 +1,8 @@
-@testable import HTTPClientCore
 import Locking
 import NetCore
 import Testing
+
+@testable import HTTPClientCore
 
 /// The client's host-name cache: a name is resolved once per TTL however many ask, refreshed in the background while
 /// its last good addresses are served, kept when a refresh fails; first failures and numeric hosts are never cached.
@@ -49,14 +50,19 @@ import Testing
                 let wait = open.withLock { !$0 }
                 if wait { gate.withLock { $0.append(continuation) } } else { continuation.resume() }
             }
-            guard let addresses = answer.withLock({ $0 }) else { throw HTTPClientError.nameResolutionFailed(host: host) }
+            guard let addresses = answer.withLock({ $0 }) else {
+                throw HTTPClientError.nameResolutionFailed(host: host)
+            }
             return addresses
         }
 
         /// Lets every waiting resolution through; `stayOpen` lets later ones through at once.
         func release(stayOpen: Bool = false) {
             open.withLock { $0 = stayOpen }
-            for waiter in gate.withLock({ gate in defer { gate = [] }; return gate }) { waiter.resume() }
+            for waiter in gate.withLock({ gate in
+                defer { gate = [] }
+                return gate
+            }) { waiter.resume() }
         }
     }
 

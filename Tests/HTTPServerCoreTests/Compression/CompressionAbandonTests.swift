@@ -36,15 +36,18 @@ final class OnDemandSource: HTTPServerHandler {
             var generator = SystemRandomNumberGenerator()
             var waiting = demand.makeAsyncIterator()
             for _ in 0..<10_000 {
-                let chunk = (0..<(16 * 1024 / 8)).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+                let chunk = (0..<(16 * 1024 / 8)).flatMap { _ in
+                    withUnsafeBytes(of: generator.next() as UInt64) { Array($0) }
+                }
                 guard let accepted = source?.yield(chunk) else { return }
                 self.state.withLock { $0.produced += 1 }
                 if !accepted, await waiting.next() == nil { return }
             }
             source?.finish()
         }
-        return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
-                                  body: .stream(source))
+        return HTTPServerResponse(
+            head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
+            body: .stream(source))
     }
 }
 
@@ -54,9 +57,11 @@ final class OnDemandSource: HTTPServerHandler {
     @Test func clientGoingAwayReleasesTheCompressedStream() async throws {
         let handler = OnDemandSource()
         let group = try EventLoopGroup(threads: 1)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
-                                                     compression: CompressionPolicy()),
-                                group: group, handler: handler)
+        let server = HTTPServer(
+            configuration: .init(
+                listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
+                compression: CompressionPolicy()),
+            group: group, handler: handler)
         try await server.start()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         var client: RawClient? = try RawClient(port: server.localAddresses[0].port)

@@ -26,30 +26,46 @@ struct CompressionRoutes: HTTPServerHandler {
         let json: HTTPFields = ["Content-Type": "application/json"]
         switch String(request.head.path) {
         case "/json":
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json; charset=utf-8",
-                                                             "ETag": "\"v1\"", "Vary": "Origin"], body: Self.json)
+            return HTTPServerResponse(
+                status: 200,
+                headers: [
+                    "Content-Type": "application/json; charset=utf-8",
+                    "ETag": "\"v1\"", "Vary": "Origin"
+                ], body: Self.json)
         case "/small":
             return HTTPServerResponse(status: 200, headers: json, body: Array(Self.json.prefix(100)))
         case "/stream":
-            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
-                                      body: .stream(Self.produce(Self.streamParts.map { Array($0.utf8) })))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
+                body: .stream(Self.produce(Self.streamParts.map { Array($0.utf8) })))
         case "/big-stream":
             let chunk = Array(String(repeating: "0123456789abcdef", count: 4096).utf8)
-            return HTTPServerResponse(head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
-                                      body: .stream(Self.produce(Array(repeating: chunk, count: 32))))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
+                body: .stream(Self.produce(Array(repeating: chunk, count: 32))))
         case "/pregzipped":
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json", "Content-Encoding": "gzip"],
-                                      body: Self.pregzipped)
+            return HTTPServerResponse(
+                status: 200, headers: ["Content-Type": "application/json", "Content-Encoding": "gzip"],
+                body: Self.pregzipped)
         case "/no-content":
             return HTTPServerResponse(head: HTTPResponseHead(status: 204, headers: json))
         case "/not-modified":
-            return HTTPServerResponse(head: HTTPResponseHead(status: 304, headers: ["Content-Type": "application/json",
-                                                                                     "ETag": "\"v1\""]))
+            return HTTPServerResponse(
+                head: HTTPResponseHead(
+                    status: 304,
+                    headers: [
+                        "Content-Type": "application/json",
+                        "ETag": "\"v1\""
+                    ]))
         case "/png":
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "image/png"], body: Self.json)
         case "/no-transform":
-            return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json",
-                                                             "Cache-Control": "no-transform"], body: Self.json)
+            return HTTPServerResponse(
+                status: 200,
+                headers: [
+                    "Content-Type": "application/json",
+                    "Cache-Control": "no-transform"
+                ], body: Self.json)
         default:
             return HTTPServerResponse(status: 404, body: Array("nope".utf8))
         }
@@ -91,10 +107,13 @@ struct CompressionRoutes: HTTPServerHandler {
     }
 
     /// Fetches with curl (no decoding by curl), the body kept as raw bytes.
-    static func fetch(_ port: Int, _ path: String, acceptEncoding: String? = "gzip, deflate",
-                      _ extra: [String] = []) throws -> Fetched {
+    static func fetch(
+        _ port: Int, _ path: String, acceptEncoding: String? = "gzip, deflate",
+        _ extra: [String] = []
+    ) throws -> Fetched {
         let directory = ProcessRunner.temporaryDirectory()
-        let headerFile = directory + "/headers", bodyFile = directory + "/body"
+        let headerFile = directory + "/headers"
+        let bodyFile = directory + "/body"
         var arguments = ["-s", "-D", headerFile, "-o", bodyFile, "http://127.0.0.1:\(port)\(path)"] + extra
         if let acceptEncoding { arguments += ["-H", "Accept-Encoding: \(acceptEncoding)"] }
         let result = try ProcessRunner.run("curl", arguments)
@@ -149,7 +168,7 @@ struct CompressionRoutes: HTTPServerHandler {
         Negotiation(acceptEncoding: "*;q=0, deflate", expected: "deflate"),
         Negotiation(acceptEncoding: "identity;q=1, gzip;q=0.5", expected: nil),
         Negotiation(acceptEncoding: "br", expected: nil),
-        Negotiation(acceptEncoding: nil, expected: nil),
+        Negotiation(acceptEncoding: nil, expected: nil)
     ]
 
     @Test(arguments: negotiations)
@@ -269,7 +288,8 @@ struct CompressionRoutes: HTTPServerHandler {
         let (server, port) = try await Self.start()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let client = try RawClient(port: port)
-        client.send("GET /json HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0.8, identity;q=0.5\r\nConnection: close\r\n\r\n")
+        client.send(
+            "GET /json HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0.8, identity;q=0.5\r\nConnection: close\r\n\r\n")
         let (bytes, _) = client.readAll(timeout: 5)
         let separator = Array("\r\n\r\n".utf8)
         let split = try #require(bytes.indices.first { bytes[$0...].starts(with: separator) })

@@ -1,10 +1,12 @@
 import Foundation
+import TestSupport
+import Testing
+
+@testable import HTTPServerCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import HTTPServerCore
-import TestSupport
-import Testing
 
 /// A keep-alive connection's handlers run in one long-lived task, one request after another; a request that arrives
 /// while that task is busy gets a task of its own and the answers keep their order.

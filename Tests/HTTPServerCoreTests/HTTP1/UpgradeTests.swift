@@ -8,7 +8,8 @@ import Testing
 /// Switching protocols (`Upgrade`, 101) on an HTTP/1.1 connection: after the handler's 101 the connection relays
 /// bytes as they are both ways; any other answer leaves it speaking HTTP/1.
 @Suite(.serialized) struct UpgradeTests {
-    static let upgradeHead = "GET /upgrade-echo HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo-test\r\n\r\n"
+    static let upgradeHead =
+        "GET /upgrade-echo HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: echo-test\r\n\r\n"
 
     @Test func aSwitchedConnectionRelaysBytesBothWaysUntilTheClientCloses() async throws {
         let (server, port) = try await startTestServer()
@@ -38,7 +39,10 @@ import Testing
         let size = 8 << 20
         let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         // Sent from another thread while this one reads: neither side may wait for the other to finish.
-        let sender = Thread { client.send(payload); client.shutdownWrite() }
+        let sender = Thread {
+            client.send(payload)
+            client.shutdownWrite()
+        }
         sender.start()
         let (bytes, closed) = client.readAll(timeout: 10)
         #expect(bytes.count == size)
@@ -50,8 +54,9 @@ import Testing
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let client = try RawClient(port: port)
-        client.send("GET /upgrade-refuse HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo-test\r\n\r\n"
-                    + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "GET /upgrade-refuse HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo-test\r\n\r\n"
+                + "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
         let reply = client.read(until: { $0.hasSuffix("hello") })
         #expect(reply.hasPrefix("HTTP/1.1 426 "))
         #expect(reply.contains("upgrade refused, input=true"))

@@ -37,7 +37,9 @@ import Testing
         let (server, port) = try await startTestServer(limits: limits, http2Settings: settings)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let tunnel = try Self.probe(port, "tunnel", "/upgrade-echo", "echo-test")
-        #expect(tunnel.stdout == "SETTING 1\nRESPONSE 200\nECHO \(300 * 1024 + 12) True\nSTREAM\n", "\(tunnel.stdout) \(tunnel.stderr)")
+        #expect(
+            tunnel.stdout == "SETTING 1\nRESPONSE 200\nECHO \(300 * 1024 + 12) True\nSTREAM\n",
+            "\(tunnel.stdout) \(tunnel.stderr)")
 
         // A handler's refusal goes out as it is; a 2xx that is not a switch would tell the client its tunnel is open.
         let refused = try Self.probe(port, "tunnel", "/upgrade-refuse", "echo-test")
@@ -78,7 +80,8 @@ import Testing
     @Test func priorKnowledgeGetAndPostEcho() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        let get = try ProcessRunner.run("curl", ["-s", "-i", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/hello"])
+        let get = try ProcessRunner.run(
+            "curl", ["-s", "-i", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/hello"])
         #expect(get.stdout.hasPrefix("HTTP/2 200"))
         #expect(get.stdout.contains("content-length: 5\r\n"))
         #expect(get.stdout.contains("date: "))
@@ -86,42 +89,59 @@ import Testing
         #expect(!get.stdout.lowercased().contains("transfer-encoding:"))
         #expect(get.stdout.hasSuffix("\r\n\r\nhello"))
 
-        let version = try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/version"])
+        let version = try ProcessRunner.run(
+            "curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/version"])
         #expect(version.stdout == "HTTP/2.0", "handlers see version 2")
 
-        let post = try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "--data-binary", "hello h2",
-                                                  "http://127.0.0.1:\(port)/echo", "-w", " %{http_version}"])
+        let post = try ProcessRunner.run(
+            "curl",
+            [
+                "-s", "--http2-prior-knowledge", "--data-binary", "hello h2",
+                "http://127.0.0.1:\(port)/echo", "-w", " %{http_version}"
+            ])
         #expect(post.stdout == "hello h2 2")
 
         // Larger than the 64 KiB stream window: only flows if the server acknowledges what the handler takes.
         let big = String(repeating: "0123456789abcdef", count: 50_000)
         let file = ProcessRunner.temporaryDirectory() + "/body.txt"
         try Data(big.utf8).write(to: URL(fileURLWithPath: file))
-        let echoed = try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "--data-binary", "@\(file)",
-                                                    "http://127.0.0.1:\(port)/echo"])
+        let echoed = try ProcessRunner.run(
+            "curl",
+            [
+                "-s", "--http2-prior-knowledge", "--data-binary", "@\(file)",
+                "http://127.0.0.1:\(port)/echo"
+            ])
         #expect(echoed.stdout.count == big.count)
         #expect(echoed.stdout == big)
 
-        let streamed = try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/stream"])
+        let streamed = try ProcessRunner.run(
+            "curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/stream"])
         #expect(streamed.stdout == "one,two,three")
     }
 
     @Test func tlsNegotiatesH2WithALPN() async throws {
         let directory = ProcessRunner.temporaryDirectory()
         let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let tls = TLSServerConfiguration(
+            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
         let (server, port) = try await startTestServer(tls: tls)
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let url = "https://localhost:\(port)"
         let resolve = ["--resolve", "localhost:\(port):127.0.0.1", "--cacert", ca]
         let h2 = try ProcessRunner.run("curl", ["-s", "--http2", "\(url)/version", "-w", " %{http_version}"] + resolve)
         #expect(h2.stdout == "HTTP/2.0 2")
-        let post = try ProcessRunner.run("curl", ["-s", "--http2", "--data-binary", "over tls", "\(url)/echo"] + resolve)
+        let post = try ProcessRunner.run(
+            "curl", ["-s", "--http2", "--data-binary", "over tls", "\(url)/echo"] + resolve)
         #expect(post.stdout == "over tls")
-        let h1 = try ProcessRunner.run("curl", ["-s", "--http1.1", "\(url)/version", "-w", " %{http_version}"] + resolve)
+        let h1 = try ProcessRunner.run(
+            "curl", ["-s", "--http1.1", "\(url)/version", "-w", " %{http_version}"] + resolve)
         #expect(h1.stdout == "HTTP/1.1 1.1")
-        let alpn = try ProcessRunner.run("openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-alpn", "h2,http/1.1",
-                                                     "-CAfile", ca], input: Data("Q\n".utf8))
+        let alpn = try ProcessRunner.run(
+            "openssl",
+            [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-alpn", "h2,http/1.1",
+                "-CAfile", ca
+            ], input: Data("Q\n".utf8))
         #expect(alpn.stdout.contains("ALPN protocol: h2"))
     }
 
@@ -143,8 +163,9 @@ import Testing
     @Test func h2loadCompletesEveryRequest() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        let output = try ProcessRunner.run("h2load", ["-n", "2000", "-c", "10", "-m", "10", "http://127.0.0.1:\(port)/hello"],
-                                           timeout: 60)
+        let output = try ProcessRunner.run(
+            "h2load", ["-n", "2000", "-c", "10", "-m", "10", "http://127.0.0.1:\(port)/hello"],
+            timeout: 60)
         #expect(output.stdout.contains("2000 succeeded, 0 failed, 0 errored"), "\(output.stdout)")
         #expect(output.stdout.contains("status codes: 2000 2xx"))
     }
@@ -255,8 +276,12 @@ import Testing
         let (server, port) = try await startTestServer()
         let curl = Task {
             try await offPool {
-                try ProcessRunner.run("curl", ["-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/slow?ms=600",
-                                               "-w", " %{http_version}"])
+                try ProcessRunner.run(
+                    "curl",
+                    [
+                        "-s", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/slow?ms=600",
+                        "-w", " %{http_version}"
+                    ])
             }
         }
         try await Task.sleep(for: .milliseconds(200))

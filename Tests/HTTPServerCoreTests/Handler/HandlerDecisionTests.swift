@@ -21,7 +21,9 @@ import Testing
     /// answers 500, so a context lost on the way shows.
     private final class DecidingHandler: HTTPServerHandler {
         func decide(_ request: HTTPServerRequest) -> HTTPServerDecision {
-            if request.head.target == "/now" { return .respond(HTTPServerResponse(status: 200, body: Array("now".utf8))) }
+            if request.head.target == "/now" {
+                return .respond(HTTPServerResponse(status: 200, body: Array("now".utf8)))
+            }
             return .handle(context: Decided(target: request.head.target, decidedOnLoop: request.loop.inEventLoop))
         }
         func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse {
@@ -38,9 +40,11 @@ import Testing
 
     private static func start() async throws -> (HTTPServer, Int) {
         let group = try EventLoopGroup(threads: 1)
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
-                                                     http2: true),
-                                group: group, handler: DecidingHandler())
+        let server = HTTPServer(
+            configuration: .init(
+                listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!],
+                http2: true),
+            group: group, handler: DecidingHandler())
         try await server.start()
         return (server, server.localAddresses[0].port)
     }
@@ -51,8 +55,9 @@ import Testing
         client.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(client.read(until: { $0.hasSuffix("decided /a") }).hasPrefix("HTTP/1.1 200 "))
         // Pipelined behind a slow one: the second and third get tasks of their own.
-        client.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /now HTTP/1.1\r\nHost: x\r\n\r\n"
-                    + "GET /c HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\nGET /now HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "GET /c HTTP/1.1\r\nHost: x\r\n\r\n")
         let reply = client.read(until: { $0.hasSuffix("decided /c") })
         let bodies = reply.components(separatedBy: "HTTP/1.1 ").dropFirst()
             .map { $0.components(separatedBy: "\r\n\r\n").last ?? "" }

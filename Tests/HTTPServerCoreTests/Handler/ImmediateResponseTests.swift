@@ -11,7 +11,9 @@ import Testing
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let client = try RawClient(port: port)
-        client.send("GET /slow?ms=150 HTTP/1.1\r\nHost: x\r\n\r\nGET /now?n=2 HTTP/1.1\r\nHost: x\r\n\r\nGET /now?n=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        client.send(
+            "GET /slow?ms=150 HTTP/1.1\r\nHost: x\r\n\r\nGET /now?n=2 HTTP/1.1\r\nHost: x\r\n\r\nGET /now?n=3 HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
         let reply = client.read(until: { $0.contains("/now?n=3") })
         let slow = try #require(reply.range(of: "slow 150"))
         let second = try #require(reply.range(of: "/now?n=2"))
@@ -39,7 +41,8 @@ import Testing
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let client = try RawClient(port: port)
-        client.send("HEAD /now HTTP/1.1\r\nHost: x\r\n\r\nGET /now?last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        client.send(
+            "HEAD /now HTTP/1.1\r\nHost: x\r\n\r\nGET /now?last HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         let (bytes, closed) = client.readAll()
         let reply = String(decoding: bytes, as: UTF8.self)
         #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"))
@@ -51,11 +54,13 @@ import Testing
     @Test func http2StreamsAreAnsweredWithoutATask() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
-        let get = try ProcessRunner.run("curl", ["-s", "-i", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/now?h2"])
+        let get = try ProcessRunner.run(
+            "curl", ["-s", "-i", "--http2-prior-knowledge", "http://127.0.0.1:\(port)/now?h2"])
         #expect(get.stdout.hasPrefix("HTTP/2 200"))
         #expect(get.stdout.contains("x-answered: now"))
         #expect(get.stdout.hasSuffix("/now?h2"))
-        let load = try ProcessRunner.run("h2load", ["-n", "2000", "-c", "4", "-m", "16", "http://127.0.0.1:\(port)/now"])
+        let load = try ProcessRunner.run(
+            "h2load", ["-n", "2000", "-c", "4", "-m", "16", "http://127.0.0.1:\(port)/now"])
         #expect(load.stdout.contains("2000 succeeded"), "\(load.stdout)")
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 @Suite struct ContentCodingTests {
@@ -36,7 +37,7 @@ import Testing
         Case(header: "*;q=0.5, gzip;q=0", expected: .deflate),
         Case(header: "gzip;q=1.000", expected: .gzip),
         Case(header: "gzip;q=1.001", expected: .identity),
-        Case(header: "gzip;q=0.000", expected: .identity),
+        Case(header: "gzip;q=0.000", expected: .identity)
     ]
 
     @Test(arguments: cases)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 @Suite struct DeflaterPoolTests {
@@ -14,7 +15,8 @@ import Testing
             let compressed = try pool.compress(input)
             #expect(compressed.count < input.count / 3)
             #expect(try Inflater.decompress(compressed) == input, "a reused stream carries nothing over")
-            #expect(compressed == (try Deflater.compress(input, coding: coding, level: 1)), "same bytes as a fresh stream")
+            #expect(
+                compressed == (try Deflater.compress(input, coding: coding, level: 1)), "same bytes as a fresh stream")
         }
         #expect(try Inflater.decompress(try pool.compress([])) == [])
     }

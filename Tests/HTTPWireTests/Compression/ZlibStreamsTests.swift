@@ -1,5 +1,6 @@
 import CZlib
 import Testing
+
 @testable import HTTPWire
 
 /// Decodes with zlib directly (not through `Inflater`), to show the output is standard.
@@ -29,7 +30,7 @@ private func zlibInflate(_ data: [UInt8], windowBits: Int32) -> [UInt8]? {
 private func sample(_ count: Int) -> [UInt8] {
     var state: UInt32 = 12345
     return (0..<count).map { i in
-        state = state &* 1103515245 &+ 12345
+        state = state &* 1_103_515_245 &+ 12345
         // Compressible but not trivial: words from a small alphabet.
         return i % 7 == 0 ? 32 : UInt8(97 + (state >> 16) % 6)
     }
@@ -165,11 +166,11 @@ private func sample(_ count: Int) -> [UInt8] {
     }
 
     @Test func randomInputNeverTraps() throws {
-        var state: UInt64 = 0x9E3779B97F4A7C15
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         for round in 0..<300 {
             var bytes: [UInt8] = [0x1f, 0x8b, 0x78, 0x9c][round % 4 < 2 ? 0..<2 : 2..<4].map { $0 }
             for _ in 0..<(round % 200) {
-                state = state &* 6364136223846793005 &+ 1442695040888963407
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 bytes.append(UInt8(truncatingIfNeeded: state >> 33))
             }
             let inflater = try Inflater(maxOutputBytes: 1 << 20)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// The byte storage behind `HTTPFields`: order, case-insensitive lookup by token and by bytes, replacing and removing,
@@ -12,8 +13,11 @@ import Testing
         headers.add(name: "X-Custom-Header-Name", value: "a value longer than fifteen bytes")
         headers.add(name: "x-custom-header-name", value: "second")
         headers.add(name: "Accept", value: "*/*")
-        #expect(pairs(headers) == ["Host: example.com", "X-Custom-Header-Name: a value longer than fifteen bytes",
-                                   "x-custom-header-name: second", "Accept: */*"])
+        #expect(
+            pairs(headers) == [
+                "Host: example.com", "X-Custom-Header-Name: a value longer than fifteen bytes",
+                "x-custom-header-name: second", "Accept: */*"
+            ])
         #expect(headers.count == 4)
         #expect(headers.name(at: 1) == "X-Custom-Header-Name")
         #expect(headers.value(at: 2) == "second")
@@ -49,7 +53,8 @@ import Testing
             let expected = HTTPFieldName(rawValue: UInt8(raw))
             #expect(HTTPFieldName(spelling) == expected, "\(spelling)")
             #expect(HTTPFieldName(spelling.uppercased()) == expected, "\(spelling)")
-            let mixed = String(spelling.enumerated().map { $0.offset % 2 == 0 ? Character($0.element.uppercased()) : $0.element })
+            let mixed = String(
+                spelling.enumerated().map { $0.offset % 2 == 0 ? Character($0.element.uppercased()) : $0.element })
             #expect(HTTPFieldName(mixed) == expected, "\(mixed)")
             #expect(HTTPFieldName(spelling + "x") != expected)
             #expect(HTTPFieldName(String(spelling.dropLast())) != expected)
@@ -59,9 +64,11 @@ import Testing
                     var changed = bytes
                     changed[index] = replacement
                     let name = changed.withUnsafeBytes { HTTPFieldName(bytes: $0) }
-                    let sameLetter = (bytes[index] | 0x20) >= 0x61 && (bytes[index] | 0x20) <= 0x7A
+                    let sameLetter =
+                        (bytes[index] | 0x20) >= 0x61 && (bytes[index] | 0x20) <= 0x7A
                         && replacement == bytes[index] ^ 0x20
-                    #expect(sameLetter ? name == expected : name != expected, "\(spelling) byte \(index) -> \(replacement)")
+                    #expect(
+                        sameLetter ? name == expected : name != expected, "\(spelling) byte \(index) -> \(replacement)")
                 }
             }
         }
@@ -159,19 +166,24 @@ import Testing
 
     @Test func theParserFillsTheStorageAndTheSerializerWritesItBack() throws {
         var parser = HTTP1RequestParser()
-        let request = "GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: a-client/1.2.3 (a long one)\r\nX-Empty:\r\n"
+        let request =
+            "GET / HTTP/1.1\r\nHost: example.com\r\nUser-Agent: a-client/1.2.3 (a long one)\r\nX-Empty:\r\n"
             + "Accept:   text/html  \r\n\r\n"
         parser.append(Array(request.utf8))
         guard case .head(let head, _)? = parser.next() else {
             Issue.record("no head")
             return
         }
-        #expect(pairs(head.headers) == ["Host: example.com", "User-Agent: a-client/1.2.3 (a long one)", "X-Empty: ",
-                                        "Accept: text/html"])
+        #expect(
+            pairs(head.headers) == [
+                "Host: example.com", "User-Agent: a-client/1.2.3 (a long one)", "X-Empty: ",
+                "Accept: text/html"
+            ])
         #expect(head.headers.token(at: 0) == .host && head.headers.token(at: 1) == .userAgent)
         var out: [UInt8] = []
         try HTTP1Serializer.writeFields(of: head.headers, into: &out) { $0 != .host }
-        #expect(String(decoding: out, as: UTF8.self)
+        #expect(
+            String(decoding: out, as: UTF8.self)
                 == "User-Agent: a-client/1.2.3 (a long one)\r\nX-Empty: \r\nAccept: text/html\r\n")
     }
 
@@ -197,8 +209,12 @@ import Testing
         let badValue: HTTPFields = ["X-Injected": "a\r\nEvil: 1"]
         #expect(throws: HTTP1SerializationError.self) { try HTTP1Serializer.writeFields(of: badValue, into: &buffer) }
         let badName: HTTPFields = ["Bad Name": "1"]
-        #expect(throws: HTTP1SerializationError.self) { try HTTP1Serializer.writeField(at: 0, of: badName, into: &buffer) }
+        #expect(throws: HTTP1SerializationError.self) {
+            try HTTP1Serializer.writeField(at: 0, of: badName, into: &buffer)
+        }
         let nonASCIIName: HTTPFields = ["Naïve": "1"]
-        #expect(throws: HTTP1SerializationError.self) { try HTTP1Serializer.writeFields(of: nonASCIIName, into: &buffer) }
+        #expect(throws: HTTP1SerializationError.self) {
+            try HTTP1Serializer.writeFields(of: nonASCIIName, into: &buffer)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 @Suite struct HTTPFieldsTests {
@@ -15,8 +16,11 @@ import Testing
         var copy = HTTPFields()
         for field in source where field.name != "Server" { copy.add(field) }
         copy.add(HTTPFields.Field(name: "Via", value: "1.1 moya-gateway"))
-        #expect(Array(copy) == [HTTPFields.Field(name: "Date", value: "Fri, 27 Nov 2026 13:07:45 GMT"),
-                                HTTPFields.Field(name: "Via", value: "1.1 moya-gateway")])
+        #expect(
+            Array(copy) == [
+                HTTPFields.Field(name: "Date", value: "Fri, 27 Nov 2026 13:07:45 GMT"),
+                HTTPFields.Field(name: "Via", value: "1.1 moya-gateway")
+            ])
     }
 
     @Test func replaceOrAddCollapsesRepeats() {
@@ -47,7 +51,9 @@ import Testing
         #expect(HTTPRequestHead(method: .get, target: "/").wantsKeepAlive)
         #expect(!HTTPRequestHead(method: .get, target: "/", headers: ["Connection": "close"]).wantsKeepAlive)
         #expect(!HTTPRequestHead(method: .get, target: "/", version: .http1_0).wantsKeepAlive)
-        #expect(HTTPRequestHead(method: .get, target: "/", version: .http1_0, headers: ["Connection": "Keep-Alive"]).wantsKeepAlive)
+        #expect(
+            HTTPRequestHead(method: .get, target: "/", version: .http1_0, headers: ["Connection": "Keep-Alive"])
+                .wantsKeepAlive)
     }
 
     @Test func replacingWithOtherHeadersReplacesEveryFieldTheyNameAndKeepsTheirRepeats() {

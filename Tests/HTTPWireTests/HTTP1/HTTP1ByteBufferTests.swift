@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// What ``HTTP1ByteBuffer/read(_:)`` hands out holds no more memory than the bytes it counts: body streams bound what

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 @Suite struct HTTP1FieldInternerTests {
@@ -42,8 +43,10 @@ import Testing
         var heads: [HTTPResponseHead] = []
         for body in ["one", "two"] {
             parser.expectResponse(to: .get)
-            parser.append(bytes("HTTP/1.1 200 OK\r\nDate: Tue, 24 Nov 2026 08:58:30 GMT\r\nContent-Type: application/json\r\n"
-                                + "Content-Length: 3\r\n\r\n\(body)"))
+            parser.append(
+                bytes(
+                    "HTTP/1.1 200 OK\r\nDate: Tue, 24 Nov 2026 08:58:30 GMT\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: 3\r\n\r\n\(body)"))
             while let event = parser.next() {
                 if case .head(let head, _) = event { heads.append(head) }
                 if case .end = event { break }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// Seeded mutation runs in the spirit of docs/reliability.md §2.12 FUZZ-01..03: no input traps, accepted heads stay
@@ -6,7 +7,9 @@ import Testing
 @Suite struct HTTP1FuzzTests {
     private static let seeds: [[UInt8]] = (validRequestCases.map(\.input) + hostileRequestCases.prefix(60).map(\.input))
 
-    private static let interesting: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x20, 0x22, 0x2C, 0x3A, 0x3B, 0x30, 0x66, 0x7F, 0x80, 0xFF]
+    private static let interesting: [UInt8] = [
+        0x00, 0x09, 0x0A, 0x0D, 0x20, 0x22, 0x2C, 0x3A, 0x3B, 0x30, 0x66, 0x7F, 0x80, 0xFF
+    ]
 
     private func mutate(_ input: [UInt8], using generator: inout SplitMix64) -> [UInt8] {
         var bytes = input
@@ -62,11 +65,12 @@ import Testing
     }
 
     @Test func mutatedResponsesNeverTrapAndFramingIsUnique() {
-        let responses: [[UInt8]] = [
-            bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
-            bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\n"),
-            bytes("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 404 Not Found\r\n\r\ngone"),
-        ] + hostileResponseCases.map(\.input)
+        let responses: [[UInt8]] =
+            [
+                bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+                bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: v\r\n\r\n"),
+                bytes("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 404 Not Found\r\n\r\ngone")
+            ] + hostileResponseCases.map(\.input)
         var generator = SplitMix64(seed: 0xBEEF)
         for iteration in 0..<1500 {
             let input = mutate(responses[iteration % responses.count], using: &generator)
@@ -76,7 +80,9 @@ import Testing
             for event in whole.events {
                 guard case .head(let head, let framing) = event else { continue }
                 // FUZZ-03: one framing decision, never both CL and TE.
-                #expect(!(head.headers.contains(name: "Content-Length") && head.headers.contains(name: "Transfer-Encoding")))
+                #expect(
+                    !(head.headers.contains(name: "Content-Length") && head.headers.contains(name: "Transfer-Encoding"))
+                )
                 if case .chunked = framing { #expect(head.headers.contains(name: "Transfer-Encoding")) }
             }
         }

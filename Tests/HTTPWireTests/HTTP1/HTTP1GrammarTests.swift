@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// The word-at-a-time field-value check against the byte-by-byte rule it stands for.
@@ -14,8 +15,12 @@ import Testing
                         var bytes = [UInt8](repeating: filler, count: length)
                         bytes[position] = UInt8(value)
                         let expected = bytes.allSatisfy(HTTP1Grammar.isFieldValueByte)
-                        let actual = bytes.withUnsafeBytes { HTTP1Grammar.areFieldValueBytes($0.baseAddress!, count: length) }
-                        if actual != expected { disagreements.append("filler \(filler) length \(length) at \(position): \(value)") }
+                        let actual = bytes.withUnsafeBytes {
+                            HTTP1Grammar.areFieldValueBytes($0.baseAddress!, count: length)
+                        }
+                        if actual != expected {
+                            disagreements.append("filler \(filler) length \(length) at \(position): \(value)")
+                        }
                     }
                 }
             }
@@ -26,11 +31,14 @@ import Testing
 
     /// A tab (allowed) early in a value does not hide a forbidden byte later in it, and the reverse.
     @Test func aTabBeforeAForbiddenByteStillFailsTheValue() {
-        for (value, valid) in [("a\tb", true), ("\tabcdefghijklmnop", true), ("abcdefgh\tijklmnop\r", false),
-                               ("abcdefghij\u{7F}", false), ("abcdefghijklmnop\0", false), ("é ü \t ok", true)] {
+        for (value, valid) in [
+            ("a\tb", true), ("\tabcdefghijklmnop", true), ("abcdefgh\tijklmnop\r", false),
+            ("abcdefghij\u{7F}", false), ("abcdefghijklmnop\0", false), ("é ü \t ok", true)
+        ] {
             let bytes = Array(value.utf8)
-            #expect(bytes.withUnsafeBytes { HTTP1Grammar.areFieldValueBytes($0.baseAddress!, count: bytes.count) } == valid,
-                    "\(bytes)")
+            #expect(
+                bytes.withUnsafeBytes { HTTP1Grammar.areFieldValueBytes($0.baseAddress!, count: bytes.count) } == valid,
+                "\(bytes)")
         }
     }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// One hostile request input from docs/reliability.md §2.1 and the status the parser must answer.
@@ -36,8 +37,14 @@ private func withHeaderBytes(_ line: [UInt8]) -> [UInt8] {
 
 let hostileRequestCases: [HostileRequestCase] = [
     // Framing and smuggling.
-    .init("H1-01 CL.TE", post + "Content-Length: 35\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
-    .init("H1-02 TE.CL", post + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n5c\r\nGPOST / HTTP/1.1\r\n\r\n0\r\n\r\n", 400),
+    .init(
+        "H1-01 CL.TE",
+        post
+            + "Content-Length: 35\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        400),
+    .init(
+        "H1-02 TE.CL",
+        post + "Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n5c\r\nGPOST / HTTP/1.1\r\n\r\n0\r\n\r\n", 400),
     .init("H1-03 CL 5 and 10", post + "Content-Length: 5\r\nContent-Length: 10\r\n\r\nhello", 400),
     .init("H1-04 identical CL twice", post + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nhello", 400),
     .init("H1-04 CL list 5, 5", post + "Content-Length: 5, 5\r\n\r\nhello", 400),
@@ -50,10 +57,12 @@ let hostileRequestCases: [HostileRequestCase] = [
     .init("H1-06 CL 2^64+5", post + "Content-Length: 18446744073709551621\r\n\r\n", 400),
     .init("H1-06 CL 23 nines", post + "Content-Length: 99999999999999999999999\r\n\r\n", 400),
     .init("H1-07 CL over default limit", post + "Content-Length: 10485761\r\n\r\n", 413),
-    .init("H1-07 CL over small limit, no body sent", post + "Content-Length: 11\r\n\r\n", 413,
-          limits: HTTP1ParserLimits(maxBodyBytes: 10)),
-    .init("H1-07 chunked total over limit", chunkedPost + "6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n", 413,
-          headsBefore: 1, limits: HTTP1ParserLimits(maxBodyBytes: 10)),
+    .init(
+        "H1-07 CL over small limit, no body sent", post + "Content-Length: 11\r\n\r\n", 413,
+        limits: HTTP1ParserLimits(maxBodyBytes: 10)),
+    .init(
+        "H1-07 chunked total over limit", chunkedPost + "6\r\nabcdef\r\n6\r\nghijkl\r\n0\r\n\r\n", 413,
+        headsBefore: 1, limits: HTTP1ParserLimits(maxBodyBytes: 10)),
     .init("H1-08 chunk size 17 hex digits", chunkedPost + "10000000000000001\r\nx\r\n0\r\n\r\n", 400, headsBefore: 1),
     .init("H1-08 chunk size over Int64", chunkedPost + "ffffffffffffffff\r\nx\r\n0\r\n\r\n", 400, headsBefore: 1),
     .init("H1-09 chunk size 0x1", chunkedPost + "0x1\r\nx\r\n0\r\n\r\n", 400, headsBefore: 1),
@@ -70,10 +79,12 @@ let hostileRequestCases: [HostileRequestCase] = [
     .init("H1-11 extension without name", chunkedPost + "1;=b\r\nx\r\n0\r\n\r\n", 400, headsBefore: 1),
     .init("H1-12 chunk data longer than size", chunkedPost + "3\r\nabcde\r\n0\r\n\r\n", 400, headsBefore: 1),
     .init("H1-12 chunk data shorter than size", chunkedPost + "5\r\nabc\r\n0\r\n\r\n", 400, headsBefore: 1),
-    .init("H1-12 last chunk without final CRLF", chunkedPost + "1\r\nx\r\n0\r\nGET / HTTP/1.1\r\n", 400, headsBefore: 1),
+    .init(
+        "H1-12 last chunk without final CRLF", chunkedPost + "1\r\nx\r\n0\r\nGET / HTTP/1.1\r\n", 400, headsBefore: 1),
     .init("H1-12 invalid trailer line", chunkedPost + "1\r\nx\r\n0\r\nbad trailer\r\n\r\n", 400, headsBefore: 1),
     .init("H1-13 chunked, chunked", post + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", 400),
-    .init("H1-13 two TE headers", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+    .init(
+        "H1-13 two TE headers", post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
     .init("H1-13 gzip, chunked", post + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501),
     .init("H1-13 gzip", post + "Transfer-Encoding: gzip\r\n\r\n", 501),
     .init("H1-13 xchunked", post + "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n", 501),
@@ -84,7 +95,9 @@ let hostileRequestCases: [HostileRequestCase] = [
     .init("H1-14 tab-prefixed TE line", post + "\tTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
     .init("H1-14 TE value \\x0b prefix", post + "Transfer-Encoding:\u{0B}chunked\r\n\r\n0\r\n\r\n", 400),
     .init("H1-14 TE value \\x0c suffix", post + "Transfer-Encoding: chunked\u{0C}\r\n\r\n0\r\n\r\n", 400),
-    .init("H1-14 TE value \\xa0 suffix", bytes(post + "Transfer-Encoding: chunked") + [0xA0] + bytes("\r\n\r\n0\r\n\r\n"), 400),
+    .init(
+        "H1-14 TE value \\xa0 suffix", bytes(post + "Transfer-Encoding: chunked") + [0xA0] + bytes("\r\n\r\n0\r\n\r\n"),
+        400),
     .init("H1-14 X: X LF TE", post + "X: X\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
     .init("H1-15 TE on HTTP/1.0", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
     // Line endings and field syntax.
@@ -104,11 +117,15 @@ let hostileRequestCases: [HostileRequestCase] = [
     .init("H1-20 no colon", withHeader("NoColonHere"), 400),
     .init("H1-21 whitespace before first header", "GET / HTTP/1.1\r\n Host: localhost\r\n\r\n", 400),
     // Limits.
-    .init("H1-22 64 KiB target", "GET /" + String(repeating: "a", count: 65536) + " HTTP/1.1\r\n" + hostLine + "\r\n", 414),
+    .init(
+        "H1-22 64 KiB target", "GET /" + String(repeating: "a", count: 65536) + " HTTP/1.1\r\n" + hostLine + "\r\n", 414
+    ),
     .init("H1-22 request line without CRLF over limit", "GET /" + String(repeating: "a", count: 9000), 414),
     .init("H1-23 one 64 KiB header", withHeader("X-Big: " + String(repeating: "b", count: 65536)), 431),
-    .init("H1-23 header section over limit", withHeader(
-        (0..<40).map { "X-\($0): " + String(repeating: "v", count: 500) }.joined(separator: "\r\n")), 431),
+    .init(
+        "H1-23 header section over limit",
+        withHeader(
+            (0..<40).map { "X-\($0): " + String(repeating: "v", count: 500) }.joined(separator: "\r\n")), 431),
     .init("H1-24 200 header lines", withHeader((0..<200).map { "X-\($0): v" }.joined(separator: "\r\n")), 431),
     // Host.
     .init("H1-25 HTTP/1.1 without Host", "GET / HTTP/1.1\r\n\r\n", 400),
@@ -139,9 +156,14 @@ let hostileRequestCases: [HostileRequestCase] = [
     .init("H1-31 non-ASCII target", bytes("GET /") + [0xC3, 0xA9] + bytes(" HTTP/1.1\r\n" + hostLine + "\r\n"), 400),
     .init("H1-31 ftp absolute-form", "GET ftp://x/ HTTP/1.1\r\n" + hostLine + "\r\n", 400),
     // Pipelines and connection start.
-    .init("H1-33 garbage after a valid request", "GET /ok HTTP/1.1\r\n" + hostLine + "\r\nGARBAGE\r\n\r\nGET /x HTTP/1.1\r\n" + hostLine + "\r\n", 400, headsBefore: 1),
-    .init("H1-41 too many leading empty lines", String(repeating: "\r\n", count: 9) + "GET / HTTP/1.1\r\n" + hostLine + "\r\n", 400),
-    .init("H1-41 bare CR before request line", "\rGET / HTTP/1.1\r\n" + hostLine + "\r\n", 400),
+    .init(
+        "H1-33 garbage after a valid request",
+        "GET /ok HTTP/1.1\r\n" + hostLine + "\r\nGARBAGE\r\n\r\nGET /x HTTP/1.1\r\n" + hostLine + "\r\n", 400,
+        headsBefore: 1),
+    .init(
+        "H1-41 too many leading empty lines",
+        String(repeating: "\r\n", count: 9) + "GET / HTTP/1.1\r\n" + hostLine + "\r\n", 400),
+    .init("H1-41 bare CR before request line", "\rGET / HTTP/1.1\r\n" + hostLine + "\r\n", 400)
 ]
 
 @Suite struct HTTP1RequestParserHostileTests {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// A valid request stream and the exact events it must produce.
@@ -32,79 +33,121 @@ private func head(_ method: HTTPMethod, _ target: String, _ headers: [(String, S
 private let localhost = ("Host", "localhost")
 
 let validRequestCases: [ValidRequestCase] = [
-    .init("simple GET", "GET /index.html?q=1 HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n", [
-        .head(head(.get, "/index.html?q=1", [localhost, ("Accept", "*/*")]), .none), .end,
-    ]),
-    .init("POST with Content-Length", "POST /submit HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello", [
-        .head(head(.post, "/submit", [localhost, ("Content-Length", "5")]), .contentLength(5)),
-        .body(bytes("hello")), .end,
-    ]),
-    .init("Content-Length 0", "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 000\r\n\r\n", [
-        .head(head(.post, "/", [localhost, ("Content-Length", "000")]), .contentLength(0)), .end,
-    ]),
-    .init("chunked with extensions and trailers",
-          "POST /up HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
-          + "5;ext=1;name=\"q\\\"v\";flag\r\nhello\r\n6\r\n world\r\n0;last\r\nX-Checksum: abc\r\nX-More: 1\r\n\r\n", [
-        .head(head(.post, "/up", [localhost, ("Transfer-Encoding", "chunked")]), .chunked),
-        .body(bytes("hello world")), .end,
-    ]),
-    .init("chunked, upper-case coding and hex sizes",
-          "PUT /x HTTP/1.1\r\nHost: localhost\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\nA\r\n0123456789\r\n00000001\r\n!\r\n0\r\n\r\n", [
-        .head(head(.put, "/x", [localhost, ("TRANSFER-ENCODING", "CHUNKED")]), .chunked),
-        .body(bytes("0123456789!")), .end,
-    ]),
+    .init(
+        "simple GET", "GET /index.html?q=1 HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n",
+        [
+            .head(head(.get, "/index.html?q=1", [localhost, ("Accept", "*/*")]), .none), .end
+        ]),
+    .init(
+        "POST with Content-Length", "POST /submit HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello",
+        [
+            .head(head(.post, "/submit", [localhost, ("Content-Length", "5")]), .contentLength(5)),
+            .body(bytes("hello")), .end
+        ]),
+    .init(
+        "Content-Length 0", "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 000\r\n\r\n",
+        [
+            .head(head(.post, "/", [localhost, ("Content-Length", "000")]), .contentLength(0)), .end
+        ]),
+    .init(
+        "chunked with extensions and trailers",
+        "POST /up HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + "5;ext=1;name=\"q\\\"v\";flag\r\nhello\r\n6\r\n world\r\n0;last\r\nX-Checksum: abc\r\nX-More: 1\r\n\r\n",
+        [
+            .head(head(.post, "/up", [localhost, ("Transfer-Encoding", "chunked")]), .chunked),
+            .body(bytes("hello world")), .end
+        ]),
+    .init(
+        "chunked, upper-case coding and hex sizes",
+        "PUT /x HTTP/1.1\r\nHost: localhost\r\nTRANSFER-ENCODING: CHUNKED\r\n\r\nA\r\n0123456789\r\n00000001\r\n!\r\n0\r\n\r\n",
+        [
+            .head(head(.put, "/x", [localhost, ("TRANSFER-ENCODING", "CHUNKED")]), .chunked),
+            .body(bytes("0123456789!")), .end
+        ]),
     .init("HTTP/1.0 without Host", "GET / HTTP/1.0\r\n\r\n", [.head(head(.get, "/", .http1_0, []), .none), .end]),
-    .init("H1-29 HTTP/1.2 read as 1.1", "GET / HTTP/1.2\r\nHost: localhost\r\n\r\n", [
-        .head(head(.get, "/", [localhost]), .none), .end,
-    ]),
-    .init("H1-27 lowercase get kept as get", "get / HTTP/1.1\r\nHost: localhost\r\n\r\n", [
-        .head(head(HTTPMethod("get"), "/", [localhost]), .none), .end,
-    ]),
-    .init("H1-28 unknown method FOO passed through", "FOO /x HTTP/1.1\r\nHost: localhost\r\n\r\n", [
-        .head(head(HTTPMethod("FOO"), "/x", [localhost]), .none), .end,
-    ]),
-    .init("H1-28 CONNECT authority-form", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", [
-        .head(head(.connect, "example.com:443", [("Host", "example.com:443")]), .none), .end,
-    ]),
-    .init("OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n", [
-        .head(head(.options, "*", [localhost]), .none), .end,
-    ]),
-    .init("absolute-form target", "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n", [
-        .head(head(.get, "http://example.com/a?b", [("Host", "example.com")]), .none), .end,
-    ]),
-    .init("H1-41 leading empty lines skipped", "\r\n\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\n\r\n", [
-        .head(head(.get, "/", [localhost]), .none), .end,
-    ]),
-    .init("OWS trimmed, empty value, tab inside value",
-          "GET / HTTP/1.1\r\nHost:localhost\r\nX-A: \t a\tb \t\r\nX-Empty:\r\nX-Spaces:   \r\n\r\n", [
-        .head(head(.get, "/", [("Host", "localhost"), ("X-A", "a\tb"), ("X-Empty", ""), ("X-Spaces", "")]), .none),
-        .end,
-    ]),
-    .init("obs-text in a value", bytes("GET / HTTP/1.1\r\nHost: localhost\r\nX-Name: caf") + [0xC3, 0xA9]
-          + bytes("\r\n\r\n"), [
-        .head(head(.get, "/", [localhost, ("X-Name", "café")]), .none), .end,
-    ]),
-    .init("Host forms", "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\nGET / HTTP/1.1\r\nHost: 10.0.0.1:80\r\n\r\n"
-          + "GET / HTTP/1.1\r\nHost: \r\n\r\n", [
-        .head(head(.get, "/", [("Host", "[::1]:8080")]), .none), .end,
-        .head(head(.get, "/", [("Host", "10.0.0.1:80")]), .none), .end,
-        .head(head(.get, "/", [("Host", "")]), .none), .end,
-    ]),
-    .init("H1-35 Expect 100-continue passed through",
-          "POST / HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello", [
-        .head(head(.post, "/", [localhost, ("Expect", "100-continue"), ("Content-Length", "5")]), .contentLength(5)),
-        .body(bytes("hello")), .end,
-    ]),
-    .init("H1-37 GET with a body is framed, not split", "GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 30\r\n\r\n"
-          + "GET /smuggled HTTP/1.1\r\nX: 1\r\n", [
-        .head(head(.get, "/", [localhost, ("Content-Length", "30")]), .contentLength(30)),
-        .body(bytes("GET /smuggled HTTP/1.1\r\nX: 1\r\n")), .end,
-    ]),
-    .init("pipelined POST then GET", "POST /a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc"
-          + "GET /b HTTP/1.1\r\nHost: localhost\r\n\r\n", [
-        .head(head(.post, "/a", [localhost, ("Content-Length", "3")]), .contentLength(3)), .body(bytes("abc")), .end,
-        .head(head(.get, "/b", [localhost]), .none), .end,
-    ]),
+    .init(
+        "H1-29 HTTP/1.2 read as 1.1", "GET / HTTP/1.2\r\nHost: localhost\r\n\r\n",
+        [
+            .head(head(.get, "/", [localhost]), .none), .end
+        ]),
+    .init(
+        "H1-27 lowercase get kept as get", "get / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        [
+            .head(head(HTTPMethod("get"), "/", [localhost]), .none), .end
+        ]),
+    .init(
+        "H1-28 unknown method FOO passed through", "FOO /x HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        [
+            .head(head(HTTPMethod("FOO"), "/x", [localhost]), .none), .end
+        ]),
+    .init(
+        "H1-28 CONNECT authority-form", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+        [
+            .head(head(.connect, "example.com:443", [("Host", "example.com:443")]), .none), .end
+        ]),
+    .init(
+        "OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        [
+            .head(head(.options, "*", [localhost]), .none), .end
+        ]),
+    .init(
+        "absolute-form target", "GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n\r\n",
+        [
+            .head(head(.get, "http://example.com/a?b", [("Host", "example.com")]), .none), .end
+        ]),
+    .init(
+        "H1-41 leading empty lines skipped", "\r\n\n\r\nGET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        [
+            .head(head(.get, "/", [localhost]), .none), .end
+        ]),
+    .init(
+        "OWS trimmed, empty value, tab inside value",
+        "GET / HTTP/1.1\r\nHost:localhost\r\nX-A: \t a\tb \t\r\nX-Empty:\r\nX-Spaces:   \r\n\r\n",
+        [
+            .head(head(.get, "/", [("Host", "localhost"), ("X-A", "a\tb"), ("X-Empty", ""), ("X-Spaces", "")]), .none),
+            .end
+        ]),
+    .init(
+        "obs-text in a value",
+        bytes("GET / HTTP/1.1\r\nHost: localhost\r\nX-Name: caf") + [0xC3, 0xA9]
+            + bytes("\r\n\r\n"),
+        [
+            .head(head(.get, "/", [localhost, ("X-Name", "café")]), .none), .end
+        ]),
+    .init(
+        "Host forms",
+        "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\nGET / HTTP/1.1\r\nHost: 10.0.0.1:80\r\n\r\n"
+            + "GET / HTTP/1.1\r\nHost: \r\n\r\n",
+        [
+            .head(head(.get, "/", [("Host", "[::1]:8080")]), .none), .end,
+            .head(head(.get, "/", [("Host", "10.0.0.1:80")]), .none), .end,
+            .head(head(.get, "/", [("Host", "")]), .none), .end
+        ]),
+    .init(
+        "H1-35 Expect 100-continue passed through",
+        "POST / HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello",
+        [
+            .head(
+                head(.post, "/", [localhost, ("Expect", "100-continue"), ("Content-Length", "5")]), .contentLength(5)),
+            .body(bytes("hello")), .end
+        ]),
+    .init(
+        "H1-37 GET with a body is framed, not split",
+        "GET / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 30\r\n\r\n"
+            + "GET /smuggled HTTP/1.1\r\nX: 1\r\n",
+        [
+            .head(head(.get, "/", [localhost, ("Content-Length", "30")]), .contentLength(30)),
+            .body(bytes("GET /smuggled HTTP/1.1\r\nX: 1\r\n")), .end
+        ]),
+    .init(
+        "pipelined POST then GET",
+        "POST /a HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc"
+            + "GET /b HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        [
+            .head(head(.post, "/a", [localhost, ("Content-Length", "3")]), .contentLength(3)), .body(bytes("abc")),
+            .end,
+            .head(head(.get, "/b", [localhost]), .none), .end
+        ])
 ]
 
 @Suite struct HTTP1RequestParserTests {
@@ -172,17 +215,20 @@ let validRequestCases: [ValidRequestCase] = [
         for index in 0..<16 {
             if index % 3 == 0 {
                 let body = "body-\(index)"
-                input += bytes("POST /r\(index) HTTP/1.1\r\n" + hostLine + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+                input += bytes(
+                    "POST /r\(index) HTTP/1.1\r\n" + hostLine + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
                 expected += [
-                    .head(head(.post, "/r\(index)", [localhost, ("Content-Length", "\(body.utf8.count)")]),
-                          .contentLength(Int64(body.utf8.count))),
-                    .body(bytes(body)), .end,
+                    .head(
+                        head(.post, "/r\(index)", [localhost, ("Content-Length", "\(body.utf8.count)")]),
+                        .contentLength(Int64(body.utf8.count))),
+                    .body(bytes(body)), .end
                 ]
             } else if index % 3 == 1 {
-                input += bytes("PUT /r\(index) HTTP/1.1\r\n" + hostLine + "Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+                input += bytes(
+                    "PUT /r\(index) HTTP/1.1\r\n" + hostLine + "Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
                 expected += [
                     .head(head(.put, "/r\(index)", [localhost, ("Transfer-Encoding", "chunked")]), .chunked),
-                    .body(bytes("ok")), .end,
+                    .body(bytes("ok")), .end
                 ]
             } else {
                 input += bytes("GET /r\(index) HTTP/1.1\r\n" + hostLine + "X-Request-Id: \(index)\r\n\r\n")
@@ -254,7 +300,8 @@ let validRequestCases: [ValidRequestCase] = [
     @Test func longStreamCompactsItsBuffer() {
         // Many requests through one parser, appended in pieces, keep the buffer small.
         var parser = HTTP1RequestParser()
-        let request = bytes("POST /x HTTP/1.1\r\n" + hostLine + "Content-Length: 100\r\n\r\n" + String(repeating: "z", count: 100))
+        let request = bytes(
+            "POST /x HTTP/1.1\r\n" + hostLine + "Content-Length: 100\r\n\r\n" + String(repeating: "z", count: 100))
         var ends = 0
         var bodyBytes = 0
         for _ in 0..<2000 {
@@ -263,7 +310,9 @@ let validRequestCases: [ValidRequestCase] = [
                 switch event {
                 case .end: ends += 1
                 case .body(let chunk): bodyBytes += chunk.count
-                case .error(let error): Issue.record("unexpected \(error)"); return
+                case .error(let error):
+                    Issue.record("unexpected \(error)")
+                    return
                 case .head: break
                 }
             }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// A malformed upstream response from docs/reliability.md §2.5 UP-06 (and UP-09): the parser must report an error.
@@ -28,7 +29,9 @@ let hostileResponseCases: [HostileResponseCase] = [
     .init("UP-06 HTTP/2.0 status line", "HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 control in reason", "HTTP/1.1 200 O\u{1}K\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 CL+TE", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-    .init("UP-06 CL+TE on HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", method: .head),
+    .init(
+        "UP-06 CL+TE on HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        method: .head),
     .init("UP-06 differing duplicate CL", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!"),
     .init("UP-06 differing CL list", "HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\nhello!"),
     .init("UP-06 invalid CL", "HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\nhello"),
@@ -44,24 +47,34 @@ let hostileResponseCases: [HostileResponseCase] = [
     .init("UP-06 chunk missing CRLF", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n"),
     .init("UP-06 unknown TE", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx"),
     .init("UP-06 TE gzip, chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
-    .init("UP-06 TE chunked twice", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+    .init(
+        "UP-06 TE chunked twice",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
     .init("UP-06 TE on HTTP/1.0", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
-    .init("UP-06 more headers than the limit",
-          "HTTP/1.1 200 OK\r\n" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "Content-Length: 0\r\n\r\n"),
+    .init(
+        "UP-06 more headers than the limit",
+        "HTTP/1.1 200 OK\r\n" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "Content-Length: 0\r\n\r\n"),
     .init("UP-09 huge header", "HTTP/1.1 200 OK\r\nX-Big: " + String(repeating: "b", count: 40000) + "\r\n\r\n"),
     .init("UP-06 HTTP/0.9 response", "<html>hello</html>\n"),
     .init("UP-06 HTTP/0.9 response cut by EOF", "<html>hello</html>", close: true),
-    .init("UP-06 101 without upgrade", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"),
+    .init(
+        "UP-06 101 without upgrade",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"),
     .init("UP-06 leading empty line", "\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-04 truncated Content-Length body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", close: true),
-    .init("UP-04 truncated chunked body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", close: true),
-    .init("UP-04 truncated inside a chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", close: true),
+    .init(
+        "UP-04 truncated chunked body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+        close: true),
+    .init(
+        "UP-04 truncated inside a chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", close: true),
     .init("UP-04 truncated head", "HTTP/1.1 200 OK\r\nContent-Le", close: true),
-    .init("UP-03 closed before any byte", "", close: true),
+    .init("UP-03 closed before any byte", "", close: true)
 ]
 
-private func response(_ status: Int, _ headers: [(String, String)], reason: String? = nil,
-                      version: HTTPVersion = .http1_1) -> HTTPResponseHead {
+private func response(
+    _ status: Int, _ headers: [(String, String)], reason: String? = nil,
+    version: HTTPVersion = .http1_1
+) -> HTTPResponseHead {
     HTTPResponseHead(status: status, reason: reason, version: version, headers: HTTPFields(headers))
 }
 
@@ -77,8 +90,10 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
         // Never a head that looks complete for framing errors found in the head.
         let oneByte = responseEvents(testCase.input, method: testCase.method, sizes: [1], close: testCase.close).events
         #expect(oneByte == whole)
-        let random = responseEvents(testCase.input, method: testCase.method, sizes: randomSizes(seed: 9),
-                                    close: testCase.close).events
+        let random = responseEvents(
+            testCase.input, method: testCase.method, sizes: randomSizes(seed: 9),
+            close: testCase.close
+        ).events
         #expect(random == whole)
     }
 
@@ -90,7 +105,7 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
         let input = bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: up\r\n\r\nhello")
         let expected: [HTTP1ResponseEvent] = [
             .head(response(200, [("Content-Length", "5"), ("Server", "up")]), .contentLength(5)),
-            .body(bytes("hello")), .end,
+            .body(bytes("hello")), .end
         ]
         for sizes in [nil, [1], randomSizes(seed: 3)] {
             let (events, parser) = responseEvents(input, sizes: sizes)
@@ -101,9 +116,11 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
     }
 
     @Test func chunkedResponseWithTrailers() {
-        let input = bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;a=b\r\nWiki\r\n5\r\npedia\r\n0\r\nExpires: never\r\n\r\n")
+        let input = bytes(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;a=b\r\nWiki\r\n5\r\npedia\r\n0\r\nExpires: never\r\n\r\n"
+        )
         let expected: [HTTP1ResponseEvent] = [
-            .head(response(200, [("Transfer-Encoding", "chunked")]), .chunked), .body(bytes("Wikipedia")), .end,
+            .head(response(200, [("Transfer-Encoding", "chunked")]), .chunked), .body(bytes("Wikipedia")), .end
         ]
         #expect(responseEvents(input).events == expected)
         #expect(responseEvents(input, sizes: [1]).events == expected)
@@ -114,16 +131,21 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
         let events = responseEvents(input).events
         #expect(events.count == 3)
         #expect(events.last == .end)
-        if case .head(_, let framing)? = events.first { #expect(framing == .contentLength(2)) } else { Issue.record("no head") }
+        if case .head(_, let framing)? = events.first {
+            #expect(framing == .contentLength(2))
+        } else {
+            Issue.record("no head")
+        }
     }
 
     @Test func informationalResponsesThenFinal() {
-        let input = bytes("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
-                          + "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+        let input = bytes(
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                + "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
         let expected: [HTTP1ResponseEvent] = [
             .informational(response(100, [])),
             .informational(response(103, [("Link", "</a.css>; rel=preload")], reason: "Early Hints")),
-            .head(response(201, [("Content-Length", "0")]), .contentLength(0)), .end,
+            .head(response(201, [("Content-Length", "0")]), .contentLength(0)), .end
         ]
         #expect(responseEvents(input).events == expected)
         #expect(responseEvents(input, sizes: [1]).events == expected)
@@ -131,16 +153,20 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
 
     @Test func a101ToAnUpgradeIsTheFinalResponseAndEverythingAfterItIsBodyUntilClose() {
         let tunnel = "\u{81}\u{5}hello, then HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
-        let input = bytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n" + tunnel)
+        let input = bytes(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n" + tunnel)
         let expected: [HTTP1ResponseEvent] = [
-            .head(response(101, [("Upgrade", "websocket"), ("Connection", "Upgrade")], reason: "Switching Protocols"),
-                  .untilClose),
-            .body(bytes(tunnel)), .end,
+            .head(
+                response(101, [("Upgrade", "websocket"), ("Connection", "Upgrade")], reason: "Switching Protocols"),
+                .untilClose),
+            .body(bytes(tunnel)), .end
         ]
         for sizes in [nil, [1], randomSizes(seed: 9)] {
             #expect(responseEvents(input, sizes: sizes, close: true, upgrade: true).events == expected)
         }
-        guard case .error? = responseEvents(input, close: true, limits: .init(maxBodyBytes: 4), upgrade: true).events.last else {
+        guard
+            case .error? = responseEvents(input, close: true, limits: .init(maxBodyBytes: 4), upgrade: true).events.last
+        else {
             Issue.record("a collected tunnel keeps the body limit")
             return
         }
@@ -153,7 +179,8 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
     @Test func aCloseDelimitedBodyKeepsTheBodyLimit() {
         let input = bytes("HTTP/1.1 200 OK\r\n\r\n" + String(repeating: "x", count: 10))
         #expect(responseEvents(input, close: true, limits: .init(maxBodyBytes: 10)).events.last == .end)
-        guard case .error(let error)? = responseEvents(input, close: true, limits: .init(maxBodyBytes: 9)).events.last else {
+        guard case .error(let error)? = responseEvents(input, close: true, limits: .init(maxBodyBytes: 9)).events.last
+        else {
             Issue.record("a body read until close must not grow past the limit")
             return
         }
@@ -179,7 +206,8 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
 
     @Test func noBodyStatuses() {
         for status in [204, 304] {
-            let input = bytes("HTTP/1.1 \(status) \(HTTPStatus.reasonPhrase(for: status))\r\nContent-Length: 10\r\n\r\n")
+            let input = bytes(
+                "HTTP/1.1 \(status) \(HTTPStatus.reasonPhrase(for: status))\r\nContent-Length: 10\r\n\r\n")
             let (events, parser) = responseEvents(input)
             #expect(events == [.head(response(status, [("Content-Length", "10")]), .none), .end])
             #expect(!parser.hasUnexpectedBytes)
@@ -202,7 +230,8 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
         // UP-07: response-queue poisoning; extra bytes are never parsed as the next response.
         var parser = HTTP1ResponseParser()
         parser.expectResponse(to: .get)
-        parser.append(bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil"))
+        parser.append(
+            bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil"))
         #expect(parser.next() == .head(response(200, [("Content-Length", "2")]), .contentLength(2)))
         #expect(parser.next() == .body(bytes("ok")))
         #expect(parser.next() == .end)
@@ -281,10 +310,18 @@ private func response(_ status: Int, _ headers: [(String, String)], reason: Stri
     @Test func bodyLimit() {
         let limits = HTTP1ResponseParser.Limits(maxBodyBytes: 4)
         let big = responseEvents(bytes("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), limits: limits).events
-        guard case .error? = big.last else { Issue.record("CL over the limit must fail"); return }
-        let chunked = responseEvents(bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n"),
-                                     limits: limits).events
-        guard case .error? = chunked.last else { Issue.record("chunked over the limit must fail"); return }
+        guard case .error? = big.last else {
+            Issue.record("CL over the limit must fail")
+            return
+        }
+        let chunked = responseEvents(
+            bytes("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n"),
+            limits: limits
+        ).events
+        guard case .error? = chunked.last else {
+            Issue.record("chunked over the limit must fail")
+            return
+        }
         #expect(chunked.contains(.body(bytes("abc"))))
     }
 

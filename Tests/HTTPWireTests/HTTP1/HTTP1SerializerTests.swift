@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 @Suite struct HTTP1SerializerTests {
@@ -20,11 +21,13 @@ import Testing
     @Test func requestHeadRoundTrip() throws {
         let heads = [
             HTTPRequestHead(method: .get, target: "/a/b?c=d&e", headers: ["Host": "example.com", "Accept": "*/*"]),
-            HTTPRequestHead(method: .post, target: "/upload", headers: [
-                "Host": "[::1]:8080", "Content-Length": "12", "X-Utf8": "café", "X-Tab": "a\tb",
-            ]),
+            HTTPRequestHead(
+                method: .post, target: "/upload",
+                headers: [
+                    "Host": "[::1]:8080", "Content-Length": "12", "X-Utf8": "café", "X-Tab": "a\tb"
+                ]),
             HTTPRequestHead(method: "PROPFIND", target: "/dav", version: .http1_0, headers: [:]),
-            HTTPRequestHead(method: .options, target: "*", headers: ["Host": "h"]),
+            HTTPRequestHead(method: .options, target: "*", headers: ["Host": "h"])
         ]
         for head in heads {
             var wire: [UInt8] = []
@@ -41,7 +44,7 @@ import Testing
             HTTPResponseHead(status: 200, headers: ["Content-Length": "0"]),
             HTTPResponseHead(status: 404, reason: "Nope", headers: ["Content-Length": "0", "X-A": "1"]),
             HTTPResponseHead(status: 299, headers: ["Content-Length": "0"]),
-            HTTPResponseHead(status: 503, version: .http1_0, headers: ["Content-Length": "0", "Retry-After": "5"]),
+            HTTPResponseHead(status: 503, version: .http1_0, headers: ["Content-Length": "0", "Retry-After": "5"])
         ]
         for head in heads {
             var wire: [UInt8] = []
@@ -49,7 +52,8 @@ import Testing
             #expect(parseResponse(wire) == head)
         }
         var wire: [UInt8] = []
-        try HTTP1Serializer.writeResponseHead(HTTPResponseHead(status: 200, headers: ["Content-Length": "2"]), into: &wire)
+        try HTTP1Serializer.writeResponseHead(
+            HTTPResponseHead(status: 200, headers: ["Content-Length": "2"]), into: &wire)
         #expect(wire == bytes("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"))
         wire.removeAll()
         try HTTP1Serializer.writeResponseHead(HTTPResponseHead(status: 404, reason: "Nope"), into: &wire)
@@ -98,8 +102,9 @@ import Testing
             try HTTP1Serializer.writeResponseHead(HTTPResponseHead(status: 1000), into: &wire)
         }
         #expect(throws: HTTP1SerializationError.self) {
-            try HTTP1Serializer.writeResponseHead(HTTPResponseHead(status: 200, version: HTTPVersion(major: 10, minor: 1)),
-                                                  into: &wire)
+            try HTTP1Serializer.writeResponseHead(
+                HTTPResponseHead(status: 200, version: HTTPVersion(major: 10, minor: 1)),
+                into: &wire)
         }
     }
 
@@ -134,7 +139,8 @@ import Testing
     @Test func chunkedBodyRoundTrip() throws {
         var wire: [UInt8] = []
         try HTTP1Serializer.writeRequestHead(
-            HTTPRequestHead(method: .post, target: "/", headers: ["Host": "h", "Transfer-Encoding": "chunked"]), into: &wire)
+            HTTPRequestHead(method: .post, target: "/", headers: ["Host": "h", "Transfer-Encoding": "chunked"]),
+            into: &wire)
         var expectedBody: [UInt8] = []
         for size in [1, 15, 16, 255, 256, 4096, 0] {
             let piece = [UInt8](repeating: UInt8(truncatingIfNeeded: size), count: size)

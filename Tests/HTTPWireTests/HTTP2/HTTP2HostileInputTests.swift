@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// Raw frames fed to a server session, checked against what nghttp2 plus our checks must do.
@@ -25,7 +26,8 @@ import Testing
 
     @Test func validRawRequestIsSurfaced() throws {
         let raw = try RawServer()
-        try raw.send(RawH2.clientStart + RawH2.get(stream: 1, path: "/ok", extra: [("cookie", "a=1"), ("cookie", "b=2")]))
+        try raw.send(
+            RawH2.clientStart + RawH2.get(stream: 1, path: "/ok", extra: [("cookie", "a=1"), ("cookie", "b=2")]))
         let requests = raw.events.requests
         try #require(requests.count == 1)
         #expect(requests[0].1.path == "/ok")
@@ -45,7 +47,9 @@ import Testing
         pairs.map { (Array($0.0.utf8), Array($0.1.utf8)) }
     }
 
-    static let base: [(String, String)] = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/")]
+    static let base: [(String, String)] = [
+        (":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", "/")
+    ]
 
     static let malformed: [Malformed] = [
         Malformed(name: "uppercase name", fields: f(base + [("X-Upper", "1")])),
@@ -59,37 +63,64 @@ import Testing
         Malformed(name: "missing :method", fields: f([(":scheme", "https"), (":authority", "a"), (":path", "/")])),
         Malformed(name: "missing :scheme", fields: f([(":method", "GET"), (":authority", "a"), (":path", "/")])),
         Malformed(name: "duplicate :method", fields: f(base + [(":method", "POST")])),
-        Malformed(name: "pseudo after regular", fields: f([(":method", "GET"), ("x", "1"), (":scheme", "https"),
-                                                           (":authority", "a"), (":path", "/")])),
+        Malformed(
+            name: "pseudo after regular",
+            fields: f([
+                (":method", "GET"), ("x", "1"), (":scheme", "https"),
+                (":authority", "a"), (":path", "/")
+            ])),
         Malformed(name: "unknown pseudo", fields: f(base + [(":foo", "bar")])),
         Malformed(name: "CR in value", fields: f(base + [("x", "a\rb")])),
         Malformed(name: "LF in value", fields: f(base + [("x", "a\nb")])),
-        Malformed(name: "NUL in value", fields: [([UInt8](":method".utf8), [UInt8]("GET".utf8)), (Array(":scheme".utf8), Array("https".utf8)),
-                                                 (Array(":authority".utf8), Array("a".utf8)), (Array(":path".utf8), Array("/".utf8)),
-                                                 (Array("x".utf8), [0x61, 0x00, 0x62])]),
+        Malformed(
+            name: "NUL in value",
+            fields: [
+                ([UInt8](":method".utf8), [UInt8]("GET".utf8)), (Array(":scheme".utf8), Array("https".utf8)),
+                (Array(":authority".utf8), Array("a".utf8)), (Array(":path".utf8), Array("/".utf8)),
+                (Array("x".utf8), [0x61, 0x00, 0x62])
+            ]),
         Malformed(name: "space in name", fields: f(base + [("x y", "1")])),
         Malformed(name: "colon in name", fields: f(base + [("x:y", "1")])),
         Malformed(name: "leading space in value", fields: f(base + [("x", " a")])),
-        Malformed(name: "path injection", fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"),
-                                                     (":path", "/a HTTP/1.1\r\nX: y")])),
-        Malformed(name: "path not absolute", fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "a")])),
-        Malformed(name: "asterisk for GET", fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "*")])),
-        Malformed(name: "empty path", fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "")])),
+        Malformed(
+            name: "path injection",
+            fields: f([
+                (":method", "GET"), (":scheme", "https"), (":authority", "a"),
+                (":path", "/a HTTP/1.1\r\nX: y")
+            ])),
+        Malformed(
+            name: "path not absolute",
+            fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "a")])),
+        Malformed(
+            name: "asterisk for GET",
+            fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "*")])),
+        Malformed(
+            name: "empty path",
+            fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "")])),
         Malformed(name: "authority differs from host", fields: f(base + [("host", "evil.com")])),
-        Malformed(name: "two hosts", fields: f([(":method", "GET"), (":scheme", "https"), (":path", "/"), ("host", "a"), ("host", "b")])),
+        Malformed(
+            name: "two hosts",
+            fields: f([(":method", "GET"), (":scheme", "https"), (":path", "/"), ("host", "a"), ("host", "b")])),
         Malformed(name: "no authority or host", fields: f([(":method", "GET"), (":scheme", "https"), (":path", "/")])),
-        Malformed(name: "authority with space", fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a b"), (":path", "/")])),
-        Malformed(name: "bad method", fields: f([(":method", "G T"), (":scheme", "https"), (":authority", "a"), (":path", "/")])),
+        Malformed(
+            name: "authority with space",
+            fields: f([(":method", "GET"), (":scheme", "https"), (":authority", "a b"), (":path", "/")])),
+        Malformed(
+            name: "bad method",
+            fields: f([(":method", "G T"), (":scheme", "https"), (":authority", "a"), (":path", "/")])),
         Malformed(name: "bad content-length", fields: f(base + [("content-length", "1x")])),
         Malformed(name: "two content-lengths", fields: f(base + [("content-length", "1"), ("content-length", "2")])),
-        Malformed(name: "content-length with END_STREAM headers", fields: f(base + [("content-length", "5")])),
+        Malformed(name: "content-length with END_STREAM headers", fields: f(base + [("content-length", "5")]))
     ]
 
     @Test(arguments: malformed)
     func malformedRequestIsReset(_ c: Malformed) throws {
         let raw = try RawServer()
         let block = RawH2.hpackBytes(c.fields)
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1, payload: block))
+        try raw.send(
+            RawH2.clientStart
+                + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1, payload: block)
+        )
         #expect(raw.events.requests.isEmpty)
         #expect(raw.resets(stream: 1) == [HTTP2ErrorCode.protocolError.rawValue])
         #expect(raw.goaways.isEmpty)
@@ -101,7 +132,10 @@ import Testing
     @Test func asteriskForOptionsIsAccepted() throws {
         let raw = try RawServer()
         let block = RawH2.hpack([(":method", "OPTIONS"), (":scheme", "https"), (":authority", "a"), (":path", "*")])
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1, payload: block))
+        try raw.send(
+            RawH2.clientStart
+                + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1, payload: block)
+        )
         let head = try #require(raw.events.requests.first?.1)
         #expect(try head.toHTTP1Request().target == "*")
     }
@@ -116,8 +150,12 @@ import Testing
     @Test func contentLengthMismatch() throws {
         // More DATA than declared: reset before the extra bytes reach the caller.
         let raw = try RawServer()
-        let post = [(":method", "POST"), (":scheme", "https"), (":authority", "a"), (":path", "/"), ("content-length", "3")]
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders, stream: 1, payload: RawH2.hpack(post)))
+        let post = [
+            (":method", "POST"), (":scheme", "https"), (":authority", "a"), (":path", "/"), ("content-length", "3")
+        ]
+        try raw.send(
+            RawH2.clientStart
+                + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders, stream: 1, payload: RawH2.hpack(post)))
         #expect(raw.events.requests.count == 1)
         try raw.send(RawH2.frame(type: RawH2.data, flags: RawH2.endStream, stream: 1, payload: Array("12345".utf8)))
         #expect(raw.events.body(of: 1).isEmpty)
@@ -127,7 +165,9 @@ import Testing
 
         // Less DATA than declared.
         let short = try RawServer()
-        try short.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders, stream: 1, payload: RawH2.hpack(post)))
+        try short.send(
+            RawH2.clientStart
+                + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders, stream: 1, payload: RawH2.hpack(post)))
         try short.send(RawH2.frame(type: RawH2.data, flags: RawH2.endStream, stream: 1, payload: Array("12".utf8)))
         #expect(!short.events.contains(.requestEnd(streamID: 1)))
         #expect(short.resets(stream: 1) == [HTTP2ErrorCode.protocolError.rawValue])
@@ -136,10 +176,14 @@ import Testing
     @Test func trailersOnRequest() throws {
         let raw = try RawServer()
         let post = [(":method", "POST"), (":scheme", "https"), (":authority", "a"), (":path", "/")]
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders, stream: 1, payload: RawH2.hpack(post)))
+        try raw.send(
+            RawH2.clientStart
+                + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders, stream: 1, payload: RawH2.hpack(post)))
         try raw.send(RawH2.frame(type: RawH2.data, stream: 1, payload: [1, 2]))
-        try raw.send(RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1,
-                                 payload: RawH2.hpack([("x-checksum", "abc")])))
+        try raw.send(
+            RawH2.frame(
+                type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1,
+                payload: RawH2.hpack([("x-checksum", "abc")])))
         #expect(raw.events.contains(.trailers(streamID: 1, headers: ["x-checksum": "abc"])))
         #expect(raw.events.last == .requestEnd(streamID: 1))
     }
@@ -150,10 +194,14 @@ import Testing
         let raw = try RawServer(settings: settings)
         let big = String(repeating: "v", count: 5000)
         // Split over CONTINUATION frames to stay under the frame size.
-        let block = RawH2.hpack([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"), ("x-big", big)])
-        let first = Array(block.prefix(3000)), rest = Array(block.dropFirst(3000))
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endStream, stream: 1, payload: first)
-                     + RawH2.frame(type: RawH2.continuation, flags: RawH2.endHeaders, stream: 1, payload: rest))
+        let block = RawH2.hpack([
+            (":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"), ("x-big", big)
+        ])
+        let first = Array(block.prefix(3000))
+        let rest = Array(block.dropFirst(3000))
+        try raw.send(
+            RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endStream, stream: 1, payload: first)
+                + RawH2.frame(type: RawH2.continuation, flags: RawH2.endHeaders, stream: 1, payload: rest))
         #expect(raw.events.requests.isEmpty)
         #expect(raw.resets(stream: 1) == [HTTP2ErrorCode.enhanceYourCalm.rawValue])
         try raw.send(RawH2.get(stream: 3))
@@ -167,7 +215,10 @@ import Testing
         var block = [UInt8(0x40)] + RawH2.hpackString(Array("x-bomb".utf8)) + RawH2.hpackString(Array(value.utf8))
         block = RawH2.hpack([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/")]) + block
         block += [UInt8](repeating: 0x80 | 62, count: 2000)  // Indexed: dynamic entry 62.
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1, payload: block))
+        try raw.send(
+            RawH2.clientStart
+                + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: 1, payload: block)
+        )
         #expect(raw.events.requests.isEmpty)
         #expect(!raw.resets(stream: 1).isEmpty || !raw.goaways.isEmpty)
     }
@@ -175,8 +226,9 @@ import Testing
     @Test func continuationFloodIsFatal() throws {
         let raw = try RawServer()
         try raw.send(RawH2.clientStart)
-        var bytes = RawH2.frame(type: RawH2.headers, stream: 1,
-                                payload: RawH2.hpack([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/")]))
+        var bytes = RawH2.frame(
+            type: RawH2.headers, stream: 1,
+            payload: RawH2.hpack([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/")]))
         for i in 0..<20_000 {
             bytes += RawH2.frame(type: RawH2.continuation, stream: 1, payload: RawH2.hpack([("x-\(i)", "v")]))
         }
@@ -193,8 +245,9 @@ import Testing
     @Test func windowUpdateOverflowGetsFlowControlGoAway() throws {
         let raw = try RawServer()
         let increment = RawH2.be32(0x7fff_ffff)
-        try raw.send(RawH2.clientStart + RawH2.frame(type: RawH2.windowUpdate, payload: increment)
-                     + RawH2.frame(type: RawH2.windowUpdate, payload: increment))
+        try raw.send(
+            RawH2.clientStart + RawH2.frame(type: RawH2.windowUpdate, payload: increment)
+                + RawH2.frame(type: RawH2.windowUpdate, payload: increment))
         let goaway = try #require(raw.goaways.first)
         #expect(goaway.errorCode == HTTP2ErrorCode.flowControlError.rawValue)
         #expect(raw.server.isFinished)
@@ -247,7 +300,9 @@ import Testing
         for i in 0..<30 { bytes += RawH2.get(stream: UInt32(1 + 2 * i), endStream: false) }
         try raw.send(bytes)
         #expect(raw.events.requests.count == 10)
-        let refused = raw.frames.filter { $0.type == RawH2.rstStream && $0.errorCode == HTTP2ErrorCode.refusedStream.rawValue }
+        let refused = raw.frames.filter {
+            $0.type == RawH2.rstStream && $0.errorCode == HTTP2ErrorCode.refusedStream.rawValue
+        }
         #expect(refused.count == 20)
         #expect(raw.goaways.isEmpty)
 
@@ -268,7 +323,8 @@ import Testing
         for i in 0..<200 {
             let id = UInt32(1 + 2 * i)
             do {
-                try raw.send(RawH2.get(stream: id) + RawH2.frame(type: RawH2.rstStream, stream: id, payload: RawH2.be32(8)))
+                try raw.send(
+                    RawH2.get(stream: id) + RawH2.frame(type: RawH2.rstStream, stream: id, payload: RawH2.be32(8)))
             } catch {
                 #expect(error.isFatal)
                 break
@@ -320,29 +376,35 @@ import Testing
     @Test(arguments: ["000", "099", "600", "999"])
     func responseStatusOutOfRangeIsReset(_ status: String) throws {
         let client = try HTTP2Session(role: .client)
-        let first = try client.sendRequest(head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/a"),
-                                           endStream: true)
-        let second = try client.sendRequest(head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/b"),
-                                            endStream: true)
+        let first = try client.sendRequest(
+            head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/a"),
+            endStream: true)
+        let second = try client.sendRequest(
+            head: HTTP2RequestHead(method: .get, authority: "upstream", path: "/b"),
+            endStream: true)
         _ = try client.pendingOutput()
-        try client.feed(RawH2.settingsFrame()
-            + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: UInt32(first),
-                          payload: RawH2.hpack([(":status", status)]))
-            + RawH2.frame(type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: UInt32(second),
-                          payload: RawH2.hpack([(":status", "200")])))
+        try client.feed(
+            RawH2.settingsFrame()
+                + RawH2.frame(
+                    type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: UInt32(first),
+                    payload: RawH2.hpack([(":status", status)]))
+                + RawH2.frame(
+                    type: RawH2.headers, flags: RawH2.endHeaders | RawH2.endStream, stream: UInt32(second),
+                    payload: RawH2.hpack([(":status", "200")])))
         let output = RawH2.parse(try client.pendingOutput())
         var events: [HTTP2Event] = []
         while let event = client.nextEvent() { events.append(event) }
         #expect(events.responses().map(\.0) == [second])
         #expect(events.responses().first?.1.status == 200)
-        #expect(output.filter { $0.type == RawH2.rstStream && $0.stream == UInt32(first) }.compactMap(\.errorCode)
+        #expect(
+            output.filter { $0.type == RawH2.rstStream && $0.stream == UInt32(first) }.compactMap(\.errorCode)
                 == [HTTP2ErrorCode.protocolError.rawValue])
     }
 
     @Test func randomBytesNeverTrap() throws {
-        var state: UInt64 = 0xDEADBEEF
+        var state: UInt64 = 0xDEAD_BEEF
         func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return UInt8(truncatingIfNeeded: state >> 33)
         }
         for round in 0..<300 {
@@ -352,7 +414,8 @@ import Testing
             for _ in 0..<(round % 20) {
                 let length = Int(next()) % 64
                 let type = next() % 11
-                bytes += RawH2.frame(type: type, flags: next(), stream: UInt32(next() % 8), payload: (0..<length).map { _ in next() })
+                bytes += RawH2.frame(
+                    type: type, flags: next(), stream: UInt32(next() % 8), payload: (0..<length).map { _ in next() })
             }
             _ = try? server.feed(bytes)
             _ = try? server.pendingOutput()

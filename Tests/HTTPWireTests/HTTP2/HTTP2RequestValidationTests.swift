@@ -1,11 +1,15 @@
 import Testing
+
 @testable import HTTPWire
 
 @Suite struct HTTP2RequestValidationTests {
     @Test func http1ConversionBuildsOneHostAndJoinsCookies() throws {
-        let head = HTTP2RequestHead(method: .post, scheme: "https", authority: "api.example.com:8443", path: "/v1/items?x=1",
-                                    headers: ["cookie": "a=1", "content-type": "application/json", "Cookie": "b=2",
-                                              "te": "trailers", "host": "api.example.com:8443"])
+        let head = HTTP2RequestHead(
+            method: .post, scheme: "https", authority: "api.example.com:8443", path: "/v1/items?x=1",
+            headers: [
+                "cookie": "a=1", "content-type": "application/json", "Cookie": "b=2",
+                "te": "trailers", "host": "api.example.com:8443"
+            ])
         let h1 = try head.toHTTP1Request()
         #expect(h1.method == .post)
         #expect(h1.target == "/v1/items?x=1")
@@ -26,7 +30,7 @@ import Testing
             HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["host": "b"]),
             HTTP2RequestHead(method: .get, authority: nil, path: "/"),
             HTTP2RequestHead(method: .get, authority: "a", path: "relative"),
-            HTTP2RequestHead(method: .get, authority: "a", path: nil),
+            HTTP2RequestHead(method: .get, authority: "a", path: nil)
         ]
         for head in bad {
             #expect(throws: RequestError.self) { _ = try head.toHTTP1Request() }
@@ -49,15 +53,22 @@ import Testing
         func fields(_ pairs: [(String, String)]) -> [(name: String, value: String)] {
             pairs.map { (name: $0.0, value: $0.1) }
         }
-        let good = HTTP2Validation.validateRequest(fields([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"),
-                                                           ("accept", "*/*"), ("te", "Trailers")]))
+        let good = HTTP2Validation.validateRequest(
+            fields([
+                (":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"),
+                ("accept", "*/*"), ("te", "Trailers")
+            ]))
         #expect((try? good.get())?.headers.count == 2)
         let connect = HTTP2Validation.validateRequest(fields([(":method", "CONNECT"), (":authority", "a:443")]))
         #expect((try? connect.get())?.authority == "a:443")
-        let badConnect = HTTP2Validation.validateRequest(fields([(":method", "CONNECT"), (":authority", "a:443"), (":path", "/")]))
+        let badConnect = HTTP2Validation.validateRequest(
+            fields([(":method", "CONNECT"), (":authority", "a:443"), (":path", "/")]))
         #expect((try? badConnect.get()) == nil)
-        let protoWithoutConnect = HTTP2Validation.validateRequest(fields([(":method", "GET"), (":scheme", "https"), (":authority", "a"),
-                                                                          (":path", "/"), (":protocol", "websocket")]))
+        let protoWithoutConnect = HTTP2Validation.validateRequest(
+            fields([
+                (":method", "GET"), (":scheme", "https"), (":authority", "a"),
+                (":path", "/"), (":protocol", "websocket")
+            ]))
         #expect((try? protoWithoutConnect.get()) == nil)
         #expect(HTTP2Validation.isValidValue(Array("a\tb".utf8)))
         #expect(!HTTP2Validation.isValidValue(Array("a\u{7f}".utf8)))
@@ -75,8 +86,9 @@ import Testing
         for value in 0...255 {
             let byte = UInt8(value)
             #expect(HTTP1Grammar.isTokenChar(byte) == token.contains(byte), "byte \(value)")
-            #expect(HTTP2Validation.isLowercaseTokenByte(byte) == (token.contains(byte) && !(0x41...0x5a).contains(byte)),
-                    "byte \(value)")
+            #expect(
+                HTTP2Validation.isLowercaseTokenByte(byte) == (token.contains(byte) && !(0x41...0x5a).contains(byte)),
+                "byte \(value)")
             #expect(HTTP2Validation.isAuthorityByte(byte) == authority.contains(byte), "byte \(value)")
             let allowedInValue = byte == 0x09 || (byte >= 0x20 && byte != 0x7f)
             let inside: [UInt8] = [0x61, byte, 0x62]
@@ -110,7 +122,8 @@ import Testing
     @Test func namesAreLowerCasedAsASCII() {
         #expect(HTTP2Validation.lowercasedName("Content-Type") == "content-type")
         #expect(HTTP2Validation.lowercasedName("x-request-id") == "x-request-id")
-        #expect(HTTP2Validation.lowercasedName("X-A-LONG-HEADER-NAME-PAST-FIFTEEN") == "x-a-long-header-name-past-fifteen")
+        #expect(
+            HTTP2Validation.lowercasedName("X-A-LONG-HEADER-NAME-PAST-FIFTEEN") == "x-a-long-header-name-past-fifteen")
         #expect(HTTP2Validation.lowercasedName("@[`{AZaz09") == "@[`{azaz09", "only A-Z change")
         #expect(HTTP2Validation.lowercasedName("É-X") == "É-x", "non-ASCII bytes stay for validation to refuse")
         #expect(!HTTP2Validation.isValidName(HTTP2Validation.lowercasedName("É-X").utf8))
@@ -119,8 +132,10 @@ import Testing
 
     @Test func connectionSpecificFieldsAreKnownByName() {
         // In any case: outbound names are checked before they are lower-cased.
-        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "keep-alivE",
-                     "Connection", "Transfer-Encoding", "UPGRADE"] {
+        for name in [
+            "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "keep-alivE",
+            "Connection", "Transfer-Encoding", "UPGRADE"
+        ] {
             #expect(HTTP2Validation.isConnectionSpecific(name), "\(name)")
         }
         for name in ["te", "host", "connections", "upgrades", "x-connection", "", "content-type", "Keep-Alive-X"] {

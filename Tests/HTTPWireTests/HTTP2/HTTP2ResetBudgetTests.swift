@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 /// The rapid-reset budget, the RST_STREAM flood limit and the GOAWAYs that name why a connection ends
@@ -122,8 +123,9 @@ import Testing
     @Test func continuationFloodGetsANamedGoAway() throws {
         let raw = try RawServer()
         try raw.send(RawH2.clientStart)
-        var bytes = RawH2.frame(type: RawH2.headers, stream: 1,
-                                payload: RawH2.hpack([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/")]))
+        var bytes = RawH2.frame(
+            type: RawH2.headers, stream: 1,
+            payload: RawH2.hpack([(":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/")]))
         for i in 0..<100 {
             bytes += RawH2.frame(type: RawH2.continuation, stream: 1, payload: RawH2.hpack([("x-\(i)", "v")]))
         }

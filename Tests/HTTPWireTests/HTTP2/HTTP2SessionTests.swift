@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPWire
 
 private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -> HTTP2RequestHead {
@@ -8,8 +9,9 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
 @Suite struct HTTP2SessionTests {
     @Test func getWithResponseBody() throws {
         let pair = try H2Pair()
-        let id = try pair.client.sendRequest(head: getHead("/hello?x=1", headers: ["Accept": "*/*", "Connection": "close"]),
-                                             endStream: true)
+        let id = try pair.client.sendRequest(
+            head: getHead("/hello?x=1", headers: ["Accept": "*/*", "Connection": "close"]),
+            endStream: true)
         try pair.pump()
         let requests = pair.takeServerEvents().requests
         try #require(requests.count == 1)
@@ -22,8 +24,9 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         #expect(!requests[0].1.headers.contains(name: "connection"))
         #expect(requests[0].2)
 
-        try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
-                                     endStream: false)
+        try pair.server.sendResponse(
+            streamID: id, head: HTTPResponseHead(status: 200, headers: ["Content-Type": "text/plain"]),
+            endStream: false)
         try pair.server.sendBody(streamID: id, bytes: Array("hello ".utf8), endStream: false)
         try pair.server.sendBody(streamID: id, bytes: Array("world".utf8), endStream: true)
         try pair.pump()
@@ -43,8 +46,9 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
 
     @Test func postWithBody() throws {
         let pair = try H2Pair()
-        let head = HTTP2RequestHead(method: .post, authority: "api.test", path: "/upload",
-                                    headers: ["content-type": "application/json", "content-length": "11"])
+        let head = HTTP2RequestHead(
+            method: .post, authority: "api.test", path: "/upload",
+            headers: ["content-type": "application/json", "content-length": "11"])
         let id = try pair.client.sendRequest(head: head, endStream: false)
         try pair.client.sendBody(streamID: id, bytes: Array("{\"a\":".utf8), endStream: false)
         try pair.pump()
@@ -157,7 +161,9 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
             // Never more than one stream window without consumed().
             #expect(chunk.count <= 16_384)
             received += chunk
-            if chunk.isEmpty && offset == total && pair.server.bufferedOutbound(streamID: id) == 0 && received.count < total {
+            if chunk.isEmpty && offset == total && pair.server.bufferedOutbound(streamID: id) == 0
+                && received.count < total
+            {
                 Issue.record("stalled at \(received.count)")
                 break
             }
@@ -202,15 +208,19 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
 
     @Test func clientResetSurfacesOnServer() throws {
         let pair = try H2Pair()
-        let id = try pair.client.sendRequest(head: HTTP2RequestHead(method: .post, authority: "a", path: "/"), endStream: false)
+        let id = try pair.client.sendRequest(
+            head: HTTP2RequestHead(method: .post, authority: "a", path: "/"), endStream: false)
         try pair.pump()
         #expect(pair.takeServerEvents().requests.count == 1)
         try pair.client.resetStream(streamID: id, errorCode: .cancel)
         try pair.pump()
-        #expect(pair.takeServerEvents() == [.streamReset(streamID: id, errorCode: .cancel), .streamClosed(streamID: id)])
+        #expect(
+            pair.takeServerEvents() == [.streamReset(streamID: id, errorCode: .cancel), .streamClosed(streamID: id)])
         // The client asked for it: only the close.
         #expect(pair.takeClientEvents() == [.streamClosed(streamID: id)])
-        #expect(throws: HTTP2Error.self) { try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200), endStream: true) }
+        #expect(throws: HTTP2Error.self) {
+            try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200), endStream: true)
+        }
     }
 
     @Test func serverResetSurfacesOnClient() throws {
@@ -219,7 +229,10 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         try pair.pump()
         try pair.server.resetStream(streamID: id, errorCode: .refusedStream)
         try pair.pump()
-        #expect(pair.takeClientEvents() == [.streamReset(streamID: id, errorCode: .refusedStream), .streamClosed(streamID: id)])
+        #expect(
+            pair.takeClientEvents() == [
+                .streamReset(streamID: id, errorCode: .refusedStream), .streamClosed(streamID: id)
+            ])
     }
 
     @Test func gracefulGoAway() throws {
@@ -288,10 +301,12 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
 
     @Test func responseToHeadRequestWithContentLength() throws {
         let pair = try H2Pair()
-        let id = try pair.client.sendRequest(head: HTTP2RequestHead(method: .head, authority: "a", path: "/"), endStream: true)
+        let id = try pair.client.sendRequest(
+            head: HTTP2RequestHead(method: .head, authority: "a", path: "/"), endStream: true)
         try pair.pump()
-        try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200, headers: ["Content-Length": "1234"]),
-                                     endStream: true)
+        try pair.server.sendResponse(
+            streamID: id, head: HTTPResponseHead(status: 200, headers: ["Content-Length": "1234"]),
+            endStream: true)
         try pair.pump()
         let events = pair.takeClientEvents()
         #expect(events.responses().first?.1.headers.first(name: "content-length") == "1234")
@@ -300,15 +315,18 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
 
     @Test func outboundHeadersAreSanitised() throws {
         let pair = try H2Pair()
-        var headers: HTTPFields = ["X-Good": "1", "Transfer-Encoding": "chunked", "Keep-Alive": "5", "X-Bad": "a\r\nInjected: yes",
-                                    "Connection": "x-hop", "X-Hop": "1", "TE": "gzip"]
+        var headers: HTTPFields = [
+            "X-Good": "1", "Transfer-Encoding": "chunked", "Keep-Alive": "5", "X-Bad": "a\r\nInjected: yes",
+            "Connection": "x-hop", "X-Hop": "1", "TE": "gzip"
+        ]
         headers.add(name: "Bad Name", value: "v")
         let id = try pair.client.sendRequest(head: getHead(headers: headers), endStream: true)
         try pair.pump()
         let head = try #require(pair.takeServerEvents().requests.first?.1)
         #expect(head.headers.map(\.name) == ["x-good"])
-        try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200, headers: ["Upgrade": "h2c", "Set-Cookie": "a=b"]),
-                                     endStream: true)
+        try pair.server.sendResponse(
+            streamID: id, head: HTTPResponseHead(status: 200, headers: ["Upgrade": "h2c", "Set-Cookie": "a=b"]),
+            endStream: true)
         try pair.pump()
         #expect(pair.takeClientEvents().responses().first?.1.headers.map(\.name) == ["set-cookie"])
     }
@@ -316,7 +334,9 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
     @Test func misuseThrowsInsteadOfTrapping() throws {
         let server = try HTTP2Session(role: .server)
         #expect(throws: HTTP2Error.self) { _ = try server.sendRequest(head: getHead(), endStream: true) }
-        #expect(throws: HTTP2Error.self) { try server.sendResponse(streamID: 1, head: HTTPResponseHead(status: 200), endStream: true) }
+        #expect(throws: HTTP2Error.self) {
+            try server.sendResponse(streamID: 1, head: HTTPResponseHead(status: 200), endStream: true)
+        }
         #expect(throws: HTTP2Error.self) { try server.sendBody(streamID: 3, bytes: [1], endStream: true) }
         #expect(throws: HTTP2Error.self) { try server.resetStream(streamID: 5) }
         server.consumed(streamID: 7, count: 100)
@@ -326,7 +346,8 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
             try client.sendResponse(streamID: 1, head: HTTPResponseHead(status: 200), endStream: true)
         }
         #expect(throws: HTTP2Error.self) {
-            _ = try client.sendRequest(head: HTTP2RequestHead(method: "GE T", authority: "a", path: "/"), endStream: true)
+            _ = try client.sendRequest(
+                head: HTTP2RequestHead(method: "GE T", authority: "a", path: "/"), endStream: true)
         }
         try server.feed(UnsafeRawBufferPointer(start: nil, count: 0))
     }

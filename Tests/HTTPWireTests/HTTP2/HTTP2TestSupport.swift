@@ -7,7 +7,9 @@ final class H2Pair {
     var clientEvents: [HTTP2Event] = []
     var serverEvents: [HTTP2Event] = []
 
-    init(client clientSettings: HTTP2Settings = HTTP2Settings(), server serverSettings: HTTP2Settings = HTTP2Settings()) throws {
+    init(client clientSettings: HTTP2Settings = HTTP2Settings(), server serverSettings: HTTP2Settings = HTTP2Settings())
+        throws
+    {
         client = try HTTP2Session(role: .client, settings: clientSettings)
         server = try HTTP2Session(role: .server, settings: serverSettings)
     }
@@ -72,7 +74,7 @@ enum RawH2 {
     static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     static let data: UInt8 = 0, headers: UInt8 = 1, rstStream: UInt8 = 3, settings: UInt8 = 4, ping: UInt8 = 6,
-               goaway: UInt8 = 7, windowUpdate: UInt8 = 8, continuation: UInt8 = 9
+        goaway: UInt8 = 7, windowUpdate: UInt8 = 8, continuation: UInt8 = 9
     static let endStream: UInt8 = 0x1, endHeaders: UInt8 = 0x4, ack: UInt8 = 0x1
 
     static func frame(type: UInt8, flags: UInt8 = 0, stream: UInt32 = 0, payload: [UInt8] = []) -> [UInt8] {
@@ -117,9 +119,13 @@ enum RawH2 {
         frame(type: settings, payload: entries.flatMap { [UInt8($0.0 >> 8), UInt8($0.0 & 0xff)] + be32($0.1) })
     }
 
-    static func get(stream: UInt32, path: String = "/", extra: [(String, String)] = [], endStream: Bool = true) -> [UInt8] {
+    static func get(stream: UInt32, path: String = "/", extra: [(String, String)] = [], endStream: Bool = true)
+        -> [UInt8]
+    {
         let fields = [(":method", "GET"), (":scheme", "https"), (":authority", "example.com"), (":path", path)] + extra
-        return frame(type: headers, flags: endHeaders | (endStream ? RawH2.endStream : 0), stream: stream, payload: hpack(fields))
+        return frame(
+            type: headers, flags: endHeaders | (endStream ? RawH2.endStream : 0), stream: stream, payload: hpack(fields)
+        )
     }
 
     /// The client side of a connection: preface and an empty SETTINGS.
@@ -151,9 +157,11 @@ enum RawH2 {
         while index + 9 <= bytes.count {
             let length = Int(bytes[index]) << 16 | Int(bytes[index + 1]) << 8 | Int(bytes[index + 2])
             guard index + 9 + length <= bytes.count else { break }
-            frames.append(Frame(type: bytes[index + 3], flags: bytes[index + 4],
-                                stream: u32(bytes, index + 5) & 0x7fff_ffff,
-                                payload: Array(bytes[(index + 9)..<(index + 9 + length)])))
+            frames.append(
+                Frame(
+                    type: bytes[index + 3], flags: bytes[index + 4],
+                    stream: u32(bytes, index + 5) & 0x7fff_ffff,
+                    payload: Array(bytes[(index + 9)..<(index + 9 + length)])))
             index += 9 + length
         }
         return frames

@@ -1,11 +1,13 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import HTTPClientCore
-import HTTPWire
-@testable import Moya
 
 /// The package-internal `requestInCurrentTask` (the gateway's fast path) runs the same pipeline as `request`.
 @Suite struct CurrentTaskRequestTests {
@@ -13,18 +15,24 @@ import HTTPWire
     @Test func networkRequestsRunThePluginsInOrderAndCarryTheTransportHead() async throws {
         try await withHttpbin { bin async throws in
             let log = Recorder<String>()
-            let provider = binProvider(plugins: [RecordingPlugin(tag: "a", log: log, header: ("X-Added", "1")),
-                                                 RecordingPlugin(tag: "b", log: log)])
+            let provider = binProvider(plugins: [
+                RecordingPlugin(tag: "a", log: log, header: ("X-Added", "1")),
+                RecordingPlugin(tag: "b", log: log)
+            ])
             let response = try await provider.requestInCurrentTask(BinTarget(bin, "/get")).get()
             #expect(response.statusCode == 200)
-            #expect(log.values == ["prepare:a", "prepare:b", "willSend:a", "willSend:b", "didReceive:a", "didReceive:b",
-                                   "process:a", "process:b"])
+            #expect(
+                log.values == [
+                    "prepare:a", "prepare:b", "willSend:a", "willSend:b", "didReceive:a", "didReceive:b",
+                    "process:a", "process:b"
+                ])
             let echo = try response.map(Echo.self)
             #expect(echo.headers["x-added"] == "1", "prepare's changes are sent")
             #expect(echo.headers["x-session"] == "s", "session headers are sent")
             #expect(response.transportHeaders?.first(name: "Content-Type") == "application/json")
-            #expect(response.response?.value(forHTTPHeaderField: "content-type") == "application/json",
-                    "the HTTPURLResponse is still there, made on first use")
+            #expect(
+                response.response?.value(forHTTPHeaderField: "content-type") == "application/json",
+                "the HTTPURLResponse is still there, made on first use")
             #expect(response.timings != nil)
         }
     }
@@ -49,8 +57,9 @@ import HTTPWire
 
     @Test func immediateAndDelayedStubsAndCancellation() async throws {
         let log = Recorder<String>()
-        let immediate = MoyaProvider<TestTarget>(stubClosure: MoyaProvider.immediatelyStub,
-                                                 plugins: [RecordingPlugin(tag: "p", log: log)])
+        let immediate = MoyaProvider<TestTarget>(
+            stubClosure: MoyaProvider.immediatelyStub,
+            plugins: [RecordingPlugin(tag: "p", log: log)])
         let response = try await immediate.requestInCurrentTask(TestTarget()).get()
         #expect(response.data == Data("sample".utf8))
         #expect(log.values == ["prepare:p", "willSend:p", "didReceive:p", "process:p"])

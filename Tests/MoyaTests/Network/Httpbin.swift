@@ -1,12 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import NetCore
+
 @testable import Moya
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// An httpbin-like loopback server on our `HTTPServer`, for the network tests.
 ///
@@ -46,8 +48,9 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
 
     static func start() async throws -> Httpbin {
         let bin = Httpbin()
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: bin)
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: bin)
         try await server.start()
         bin.server = server
         bin.port = server.localAddresses[0].port
@@ -133,7 +136,8 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
         case "redirect" where parts.count == 2, "absolute-redirect" where parts.count == 2:
             let n = Int(parts[1]) ?? 1
             let prefix = parts[0] == "absolute-redirect" ? baseURL.absoluteString : ""
-            let location = n <= 1 ? prefix + "/get" : (prefix.isEmpty ? String(n - 1) : "\(prefix)/\(parts[0])/\(n - 1)")
+            let location =
+                n <= 1 ? prefix + "/get" : (prefix.isEmpty ? String(n - 1) : "\(prefix)/\(parts[0])/\(n - 1)")
             return redirect(302, to: location)
         case "loop":
             return redirect(302, to: "/loop")
@@ -171,7 +175,7 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             "path": String(request.head.path),
             "headers": headers,
             "body": String(decoding: body, as: UTF8.self),
-            "bodyLength": body.count,
+            "bodyLength": body.count
         ]
         if let query = request.head.query { result["query"] = String(query) }
         if let contentType = request.head.headers.first(name: "Content-Type") { result["contentType"] = contentType }
@@ -200,13 +204,20 @@ final class Httpbin: HTTPServerHandler, @unchecked Sendable {
             let parameters = AuthenticationChallenge.parseChallenges(header).first?.parameters ?? [:]
             let ha1 = MD5.hex("\(user):\(realm):\(password)")
             let ha2 = MD5.hex("\(request.head.method.rawValue):\(parameters["uri"] ?? "")")
-            let expected = MD5.hex("\(ha1):\(Httpbin.digestNonce):\(parameters["nc"] ?? ""):\(parameters["cnonce"] ?? ""):auth:\(ha2)")
-            if parameters["username"] == user, parameters["uri"] == request.head.target, parameters["response"] == expected {
+            let expected = MD5.hex(
+                "\(ha1):\(Httpbin.digestNonce):\(parameters["nc"] ?? ""):\(parameters["cnonce"] ?? ""):auth:\(ha2)")
+            if parameters["username"] == user, parameters["uri"] == request.head.target,
+                parameters["response"] == expected
+            {
                 return json(["authenticated": true, "user": user] as [String: Any])
             }
         }
         var headers = HTTPFields()
-        headers.add(name: "WWW-Authenticate", value: "Digest realm=\"\(realm)\", qop=\"auth\", nonce=\"\(Httpbin.digestNonce)\", opaque=\"5ccc069c403ebaf9f0171e9517f40e41\"")
+        headers.add(
+            name: "WWW-Authenticate",
+            value:
+                "Digest realm=\"\(realm)\", qop=\"auth\", nonce=\"\(Httpbin.digestNonce)\", opaque=\"5ccc069c403ebaf9f0171e9517f40e41\""
+        )
         return HTTPServerResponse(status: 401, headers: headers, body: [])
     }
 }
@@ -235,8 +246,10 @@ struct BinTarget: TargetType, AccessTokenAuthorizable {
     var validationType: ValidationType = .none
     var authorizationType: AuthorizationType? = nil
 
-    init(_ bin: Httpbin, _ path: String, method: Moya.Method = .get, task: Moya.Task = .requestPlain,
-         headers: [String: String]? = nil, validationType: ValidationType = .none) {
+    init(
+        _ bin: Httpbin, _ path: String, method: Moya.Method = .get, task: Moya.Task = .requestPlain,
+        headers: [String: String]? = nil, validationType: ValidationType = .none
+    ) {
         self.baseURL = bin.baseURL
         self.path = path
         self.method = method
@@ -259,14 +272,18 @@ struct Echo: Decodable, Equatable {
 }
 
 /// A provider on a fresh `HTTPClient` with fixed session headers (no locale/user-agent noise).
-func binProvider<T: TargetType>(_: T.Type = BinTarget.self, plugins: [PluginType] = [], trackInflights: Bool = false,
-                                headers: [String: String] = ["X-Session": "s"]) -> MoyaProvider<T> {
-    MoyaProvider<T>(session: Session(client: HTTPClient(), headers: headers), plugins: plugins, trackInflights: trackInflights)
+func binProvider<T: TargetType>(
+    _: T.Type = BinTarget.self, plugins: [PluginType] = [], trackInflights: Bool = false,
+    headers: [String: String] = ["X-Session": "s"]
+) -> MoyaProvider<T> {
+    MoyaProvider<T>(
+        session: Session(client: HTTPClient(), headers: headers), plugins: plugins, trackInflights: trackInflights)
 }
 
 extension MoyaProvider {
     /// The completion-handler form, awaited: the result and the token returned by `request`.
-    func requestWithHandler(_ target: Target, progress: ProgressBlock? = nil) async -> Result<Moya.Response, MoyaError> {
+    func requestWithHandler(_ target: Target, progress: ProgressBlock? = nil) async -> Result<Moya.Response, MoyaError>
+    {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<Moya.Response, MoyaError>, Never>) in
             let once = ResumeOnce(continuation)
             self.request(target, progress: progress) { result in once.resume(result) }

@@ -1,12 +1,14 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-import Testing
 import HTTPClientCore
 import HTTPWire
 import NetCore
+import Testing
+
 @testable import Moya
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Response mapping, validation, the async API, cancellation and in-flight sharing against the loopback httpbin.
 @Suite struct NetworkBehaviourTests {
@@ -47,23 +49,35 @@ import NetCore
     @Test func validationFailuresCarryTheResponse() async throws {
         try await withHttpbin { bin async throws in
             let provider = binProvider()
-            for (path, validation) in [("/status/404", ValidationType.successCodes), ("/status/302", .successCodes),
-                                       ("/status/500", .successAndRedirectCodes), ("/status/201", .customCodes([200]))] {
+            for (path, validation) in [
+                ("/status/404", ValidationType.successCodes), ("/status/302", .successCodes),
+                ("/status/500", .successAndRedirectCodes), ("/status/201", .customCodes([200]))
+            ] {
                 let result = await provider.request(BinTarget(bin, path, validationType: validation))
-                guard case .failure(let error) = result else { Issue.record("\(path) should fail validation"); continue }
+                guard case .failure(let error) = result else {
+                    Issue.record("\(path) should fail validation")
+                    continue
+                }
                 let code = Int(path.split(separator: "/").last!)!
                 #expect(error.response?.statusCode == code)
-                guard case .underlying(let underlying, let response?) = error, case .statusCode(let statusResponse)? = underlying as? MoyaError else {
-                    Issue.record("expected .underlying(MoyaError.statusCode, response), got \(error)"); continue
+                guard case .underlying(let underlying, let response?) = error,
+                    case .statusCode(let statusResponse)? = underlying as? MoyaError
+                else {
+                    Issue.record("expected .underlying(MoyaError.statusCode, response), got \(error)")
+                    continue
                 }
                 #expect(statusResponse.statusCode == code)
                 #expect(statusResponse === response)
                 #expect(response.request?.url?.path == path)
             }
             // Passing validation, and no validation at all.
-            #expect(try await provider.response(BinTarget(bin, "/status/302", validationType: .successAndRedirectCodes)).statusCode == 302)
+            #expect(
+                try await provider.response(BinTarget(bin, "/status/302", validationType: .successAndRedirectCodes))
+                    .statusCode == 302)
             #expect(try await provider.response(BinTarget(bin, "/status/500")).statusCode == 500)
-            #expect(try await provider.response(BinTarget(bin, "/status/201", validationType: .customCodes([201]))).statusCode == 201)
+            #expect(
+                try await provider.response(BinTarget(bin, "/status/201", validationType: .customCodes([201])))
+                    .statusCode == 201)
         }
     }
 
@@ -76,7 +90,10 @@ import NetCore
                 _ = try response.filterSuccessfulStatusAndRedirectCodes()
                 Issue.record("expected a statusCode error")
             } catch let error as MoyaError {
-                guard case .statusCode(let failed) = error else { Issue.record("expected statusCode, got \(error)"); return }
+                guard case .statusCode(let failed) = error else {
+                    Issue.record("expected statusCode, got \(error)")
+                    return
+                }
                 #expect(failed.statusCode == 404)
             }
         }
@@ -110,13 +127,17 @@ import NetCore
             let key = DispatchSpecificKey<Int>()
             queue.setSpecific(key: key, value: 42)
             let onQueue = Recorder<Bool>()
-            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Moya.Response, MoyaError>, Never>) in
-                provider.request(BinTarget(bin, "/bytes/100000"), callbackQueue: queue, progress: { _ in
-                    onQueue.append(DispatchQueue.getSpecific(key: key) == 42)
-                }, completion: { result in
-                    onQueue.append(DispatchQueue.getSpecific(key: key) == 42)
-                    continuation.resume(returning: result)
-                })
+            let result = await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<Moya.Response, MoyaError>, Never>) in
+                provider.request(
+                    BinTarget(bin, "/bytes/100000"), callbackQueue: queue,
+                    progress: { _ in
+                        onQueue.append(DispatchQueue.getSpecific(key: key) == 42)
+                    },
+                    completion: { result in
+                        onQueue.append(DispatchQueue.getSpecific(key: key) == 42)
+                        continuation.resume(returning: result)
+                    })
             }
             #expect(try result.get().data.count == 100_000)
             #expect(onQueue.count >= 2)
@@ -144,7 +165,10 @@ import NetCore
             #expect(await waitUntil(timeout: 8) { results.count == 1 })
             #expect(ContinuousClock.now - cancelledAt < .seconds(8), "before the server would answer (10 s)")
             let result = try #require(results.values.first)
-            guard case .failure(let error) = result else { Issue.record("expected a cancellation, got \(result)"); return }
+            guard case .failure(let error) = result else {
+                Issue.record("expected a cancellation, got \(result)")
+                return
+            }
             #expect(error.isCancellation)
             #expect(activity.values == [.began, .ended])
             token.cancel()
@@ -162,7 +186,10 @@ import NetCore
             task.cancel()
             let result = await task.value
             #expect(ContinuousClock.now - cancelledAt < .seconds(8), "before the server would answer (10 s)")
-            guard case .failure(let error) = result else { Issue.record("expected a cancellation, got \(result)"); return }
+            guard case .failure(let error) = result else {
+                Issue.record("expected a cancellation, got \(result)")
+                return
+            }
             #expect(error.isCancellation)
 
             let throwing = _Concurrency.Task { try await provider.response(BinTarget(bin, "/delay/10001")) }
@@ -190,7 +217,10 @@ import NetCore
                 return await provider.request(BinTarget(bin, "/get"))
             }
             let result = await task.value
-            guard case .failure(let error) = result else { Issue.record("expected a cancellation, got \(result)"); return }
+            guard case .failure(let error) = result else {
+                Issue.record("expected a cancellation, got \(result)")
+                return
+            }
             #expect(error.isCancellation)
             try await _Concurrency.Task.sleep(for: .milliseconds(50))
             #expect(bin.hits("/get") == 0)
@@ -243,8 +273,9 @@ import NetCore
             let loop = group.loops[0]
             let onLoop = Recorder<Bool>()
             let plugin = LoopCheckingPlugin(loop: loop, log: onLoop)
-            let provider = MoyaProvider<BinTarget>(session: Session(client: HTTPClient(group: group), headers: [:]),
-                                                   plugins: [plugin], trackInflights: true)
+            let provider = MoyaProvider<BinTarget>(
+                session: Session(client: HTTPClient(group: group), headers: [:]),
+                plugins: [plugin], trackInflights: true)
             // Callers on the client's loop: the shared call is sent, received and delivered on that thread.
             let statuses = await AsyncTask(executorPreference: loop) {
                 await withTaskGroup(of: Int.self) { tasks in
@@ -256,7 +287,8 @@ import NetCore
             }.value
             #expect(statuses == [200, 200, 200])
             #expect(bin.hits("/delay/200") == 1)
-            #expect(onLoop.values == [true, true, true, true, true], "willSend, didReceive and each process on the loop")
+            #expect(
+                onLoop.values == [true, true, true, true, true], "willSend, didReceive and each process on the loop")
 
             // Callers off the loop are served the same way.
             let off = await provider.request(BinTarget(bin, "/delay/201"))
@@ -275,7 +307,9 @@ import NetCore
             #expect(await waitUntil { bin.hits("/delay/400") == 1 })
             token.cancel()
             #expect(await waitUntil { first.count == 1 && second.count == 1 })
-            #expect(first.values.first.map { if case .failure(let error) = $0 { error.isCancellation } else { false } } == true)
+            #expect(
+                first.values.first.map { if case .failure(let error) = $0 { error.isCancellation } else { false } }
+                    == true)
             #expect((try? second.values.first?.get())?.statusCode == 200)
             #expect(bin.hits("/delay/400") == 1)
         }
@@ -285,25 +319,37 @@ import NetCore
 
     @Test func invalidURLsAreRequestMappingErrors() async throws {
         try await withHttpbin { bin async throws in
-            let badEndpoint = MoyaProvider<BinTarget>(endpointClosure: { target in
-                Endpoint(url: "http://127.0.0.1:\(bin.port)/bad path{}", sampleResponseClosure: { .networkResponse(200, Data()) },
-                         method: target.method, task: target.task, httpHeaderFields: target.headers)
-            }, session: Session(client: HTTPClient(), headers: [:]))
+            let badEndpoint = MoyaProvider<BinTarget>(
+                endpointClosure: { target in
+                    Endpoint(
+                        url: "http://127.0.0.1:\(bin.port)/bad path{}",
+                        sampleResponseClosure: { .networkResponse(200, Data()) },
+                        method: target.method, task: target.task, httpHeaderFields: target.headers)
+                }, session: Session(client: HTTPClient(), headers: [:]))
             let result = await badEndpoint.request(BinTarget(bin, "/get"))
-            guard case .failure(.requestMapping(let url)) = result else { Issue.record("expected requestMapping, got \(result)"); return }
+            guard case .failure(.requestMapping(let url)) = result else {
+                Issue.record("expected requestMapping, got \(result)")
+                return
+            }
             #expect(url == "http://127.0.0.1:\(bin.port)/bad path{}")
 
             let provider = binProvider()
             var ftp = BinTarget(bin, "/file")
             ftp.baseURL = URL(string: "ftp://127.0.0.1:\(bin.port)")!
             let ftpResult = await provider.request(ftp)
-            guard case .failure(.requestMapping(let ftpURL)) = ftpResult else { Issue.record("expected requestMapping, got \(ftpResult)"); return }
+            guard case .failure(.requestMapping(let ftpURL)) = ftpResult else {
+                Issue.record("expected requestMapping, got \(ftpResult)")
+                return
+            }
             #expect(ftpURL == "ftp://127.0.0.1:\(bin.port)/file")
 
             var noHost = BinTarget(bin, "/x")
             noHost.baseURL = URL(string: "http:///nohost")!
             let noHostResult = await provider.request(noHost)
-            guard case .failure(.requestMapping) = noHostResult else { Issue.record("expected requestMapping, got \(noHostResult)"); return }
+            guard case .failure(.requestMapping) = noHostResult else {
+                Issue.record("expected requestMapping, got \(noHostResult)")
+                return
+            }
             #expect(bin.startedTargets.isEmpty, "nothing reached the server")
         }
     }

@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import Moya
 
 /// `AccessTokenRefreshPlugin` against httpbin's `/bearer`, which answers 401 until the request carries the token
 /// the server currently accepts.
@@ -18,7 +20,9 @@ import Testing
     }
 
     /// Sends `concurrency` identical `/bearer` requests at once and returns their results.
-    static func sendConcurrently(_ provider: MoyaProvider<BinTarget>, _ bin: Httpbin) async -> [Result<Moya.Response, MoyaError>] {
+    static func sendConcurrently(_ provider: MoyaProvider<BinTarget>, _ bin: Httpbin) async -> [Result<
+        Moya.Response, MoyaError
+    >] {
         await withTaskGroup(of: Result<Moya.Response, MoyaError>.self) { group in
             for _ in 0..<concurrency {
                 group.addTask { await provider.request(Self.bearer(bin, validationType: .successCodes)) }
@@ -78,7 +82,8 @@ import Testing
             #expect(results.count == n)
             for result in results {
                 guard case .failure(.underlying(let error, let response)) = result else {
-                    Issue.record("expected the refresh error, got \(result)"); continue
+                    Issue.record("expected the refresh error, got \(result)")
+                    continue
                 }
                 #expect(error as? RefreshFailed == RefreshFailed())
                 #expect(response?.statusCode == 401, "the 401 that asked for the refresh")

@@ -1,13 +1,15 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import NetCore
 import Testing
+
 @testable import Moya
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// `OAuth2ClientCredentialsTokenSource` and `AccessTokenSourcePlugin` against a real loopback token endpoint and API
 /// (our `HTTPServer`, in-process): one fetch for any number of concurrent requests, proactive renewal, one retry after
@@ -16,30 +18,38 @@ import Testing
     static let clientID = "reports client"
     static let secret = "s3cr:t/+é&="
 
-    static func configuration(_ server: TokenServer, lifetime: Duration = .seconds(300), renewBefore: Duration = .seconds(60),
-                              authentication: OAuth2ClientCredentialsTokenSource.ClientAuthentication = .basic,
-                              attempts: Int = 3, failurePause: Duration = .milliseconds(300))
-        -> OAuth2ClientCredentialsTokenSource.Configuration {
+    static func configuration(
+        _ server: TokenServer, lifetime: Duration = .seconds(300), renewBefore: Duration = .seconds(60),
+        authentication: OAuth2ClientCredentialsTokenSource.ClientAuthentication = .basic,
+        attempts: Int = 3, failurePause: Duration = .milliseconds(300)
+    )
+        -> OAuth2ClientCredentialsTokenSource.Configuration
+    {
         OAuth2ClientCredentialsTokenSource.Configuration(
             tokenURL: "http://127.0.0.1:\(server.port)/oauth/token", clientID: clientID, clientSecret: secret,
             scope: "reports.read reports.write", audience: "https://api.example", clientAuthentication: authentication,
             timeout: .seconds(5), defaultLifetime: lifetime,
-            renewal: AccessTokenRenewalPolicy(renewBefore: renewBefore, attempts: attempts, backoff: .milliseconds(50),
-                                              failurePause: failurePause, maxFailurePause: failurePause))
+            renewal: AccessTokenRenewalPolicy(
+                renewBefore: renewBefore, attempts: attempts, backoff: .milliseconds(50),
+                failurePause: failurePause, maxFailurePause: failurePause))
     }
 
     static func provider(_ source: any AccessTokenSource) -> MoyaProvider<APITarget> {
-        MoyaProvider<APITarget>(session: Session(client: HTTPClient(), headers: [:]),
-                                plugins: [AccessTokenSourcePlugin(source: source)])
+        MoyaProvider<APITarget>(
+            session: Session(client: HTTPClient(), headers: [:]),
+            plugins: [AccessTokenSourcePlugin(source: source)])
     }
 
     @Test func concurrentRequestsWaitForOneFetchAndTheGrantIsWellFormed() async throws {
         try await withTokenServer { server in
-            let source = try OAuth2ClientCredentialsTokenSource(configuration: Self.configuration(server), client: HTTPClient())
+            let source = try OAuth2ClientCredentialsTokenSource(
+                configuration: Self.configuration(server), client: HTTPClient())
             server.delay = .milliseconds(200)
             let provider = Self.provider(source)
             let results = await withTaskGroup(of: Int.self) { group in
-                for _ in 0..<50 { group.addTask { (try? await provider.request(APITarget(server)).get().statusCode) ?? -1 } }
+                for _ in 0..<50 {
+                    group.addTask { (try? await provider.request(APITarget(server)).get().statusCode) ?? -1 }
+                }
                 var statuses: [Int] = []
                 for await status in group { statuses.append(status) }
                 return statuses
@@ -50,8 +60,11 @@ import Testing
             // RFC 6749 §2.3.1 and §4.4.2: Basic with the form-encoded id and secret, the grant in the form body.
             let expected = "Basic " + Data("reports+client:s3cr%3At%2F%2B%C3%A9%26%3D".utf8).base64EncodedString()
             #expect(server.lastAuthorization == expected)
-            #expect(server.lastForm == ["grant_type": "client_credentials", "scope": "reports.read reports.write",
-                                        "audience": "https://api.example"])
+            #expect(
+                server.lastForm == [
+                    "grant_type": "client_credentials", "scope": "reports.read reports.write",
+                    "audience": "https://api.example"
+                ])
             #expect(server.lastContentType == "application/x-www-form-urlencoded")
         }
     }
@@ -91,7 +104,8 @@ import Testing
 
     @Test func aRefusedTokenIsReplacedAndTheRequestSentOnceMore() async throws {
         try await withTokenServer { server in
-            let source = try OAuth2ClientCredentialsTokenSource(configuration: Self.configuration(server), client: HTTPClient())
+            let source = try OAuth2ClientCredentialsTokenSource(
+                configuration: Self.configuration(server), client: HTTPClient())
             let provider = Self.provider(source)
             #expect(try await provider.request(APITarget(server)).get().statusCode == 200)
             server.revokeAll()
@@ -101,7 +115,9 @@ import Testing
             server.apiDelay = .milliseconds(200)
             let tokens = await withTaskGroup(of: String?.self) { group in
                 for _ in 0..<8 {
-                    group.addTask { try? await provider.request(APITarget(server)).get().map(String.self, atKeyPath: "token") }
+                    group.addTask {
+                        try? await provider.request(APITarget(server)).get().map(String.self, atKeyPath: "token")
+                    }
                 }
                 var tokens: [String?] = []
                 for await token in group { tokens.append(token) }
@@ -123,10 +139,12 @@ import Testing
 
     @Test func theTransportLaneWaitsForTheTokenAndRetriesA401() async throws {
         try await withTokenServer { server in
-            let source = try OAuth2ClientCredentialsTokenSource(configuration: Self.configuration(server), client: HTTPClient())
+            let source = try OAuth2ClientCredentialsTokenSource(
+                configuration: Self.configuration(server), client: HTTPClient())
             let provider = MoyaProvider<APITarget>(
                 endpointClosure: MoyaProvider<APITarget>.defaultEndpointMapping,
-                requestClosure: MoyaProvider<APITarget>.defaultRequestMapping, stubClosure: MoyaProvider<APITarget>.neverStub,
+                requestClosure: MoyaProvider<APITarget>.defaultRequestMapping,
+                stubClosure: MoyaProvider<APITarget>.neverStub,
                 session: Session(client: HTTPClient(), headers: [:], redirectHandler: .doNotFollow),
                 plugins: [AccessTokenSourcePlugin(source: source)], trackInflights: false,
                 transportMapping: { $0.transportRequest() })
@@ -145,7 +163,9 @@ import Testing
         try await withTokenServer { server in
             server.failWith = 503
             let events = Recorder<String>()
-            let source = try OAuth2ClientCredentialsTokenSource(configuration: Self.configuration(server), client: HTTPClient()) {
+            let source = try OAuth2ClientCredentialsTokenSource(
+                configuration: Self.configuration(server), client: HTTPClient()
+            ) {
                 event in
                 switch event {
                 case .fetched: events.append("fetched")
@@ -162,9 +182,12 @@ import Testing
             #expect(error.reason == "token endpoint answered 503 (temporarily_unavailable)")
             #expect(server.fetches == 3, "three attempts in the round")
             #expect(server.apiCalls == 0, "nothing was sent without a token")
-            #expect(events.values == ["failed: token endpoint answered 503 (temporarily_unavailable) (retry)",
-                                      "failed: token endpoint answered 503 (temporarily_unavailable) (retry)",
-                                      "failed: token endpoint answered 503 (temporarily_unavailable)"])
+            #expect(
+                events.values == [
+                    "failed: token endpoint answered 503 (temporarily_unavailable) (retry)",
+                    "failed: token endpoint answered 503 (temporarily_unavailable) (retry)",
+                    "failed: token endpoint answered 503 (temporarily_unavailable)"
+                ])
             // During the pause after the failed round: failed at once, no new round.
             let paused = await provider.request(APITarget(server))
             if case .failure(.underlying(let error as AccessTokenSourceError, _)) = paused {
@@ -191,12 +214,13 @@ import Testing
                 (.badLifetime, "the token endpoint's answer has an expires_in that is not a positive number", 3),
                 (.macToken, "the token endpoint's answer has a token_type other than Bearer", 1),
                 (.invalidClient, "token endpoint answered 401 (invalid_client)", 1),
-                (.headerBreaking, "the token is empty or has characters a header cannot carry", 3),
+                (.headerBreaking, "the token is empty or has characters a header cannot carry", 3)
             ]
             for (answer, reason, attempts) in cases {
                 server.answer = answer
                 let before = server.fetches
-                let source = try OAuth2ClientCredentialsTokenSource(configuration: Self.configuration(server), client: HTTPClient())
+                let source = try OAuth2ClientCredentialsTokenSource(
+                    configuration: Self.configuration(server), client: HTTPClient())
                 do {
                     _ = try await source.token(before: nil)
                     Issue.record("\(answer): expected a failure")
@@ -212,7 +236,8 @@ import Testing
     @Test func aWaitEndsAtTheDeadlineWhileTheFetchGoesOn() async throws {
         try await withTokenServer { server in
             server.delay = .milliseconds(800)
-            let source = try OAuth2ClientCredentialsTokenSource(configuration: Self.configuration(server), client: HTTPClient())
+            let source = try OAuth2ClientCredentialsTokenSource(
+                configuration: Self.configuration(server), client: HTTPClient())
             do {
                 _ = try await source.token(before: .now + .milliseconds(100))
                 Issue.record("expected the deadline to pass first")
@@ -302,8 +327,9 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
 
     static func start() async throws -> TokenServer {
         let handler = TokenServer()
-        let server = HTTPServer(configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
-                                group: try EventLoopGroup(threads: 1), handler: handler)
+        let server = HTTPServer(
+            configuration: .init(listen: [SocketAddress(numericHost: "127.0.0.1", port: 0)!]),
+            group: try EventLoopGroup(threads: 1), handler: handler)
         try await server.start()
         handler.server = server
         handler.port = server.localAddresses[0].port
@@ -317,12 +343,27 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
     var lastAuthorization: String? { lock.withLock { last.authorization } }
     var lastForm: [String: String] { lock.withLock { last.form } }
     var lastContentType: String? { lock.withLock { last.contentType } }
-    var delay: Duration { get { lock.withLock { settings.delay } } set { lock.withLock { settings.delay = newValue } } }
-    var expiresIn: Int { get { lock.withLock { settings.expiresIn } } set { lock.withLock { settings.expiresIn = newValue } } }
-    var failWith: Int? { get { lock.withLock { settings.failWith } } set { lock.withLock { settings.failWith = newValue } } }
-    var answer: Answer { get { lock.withLock { settings.answer } } set { lock.withLock { settings.answer = newValue } } }
+    var delay: Duration {
+        get { lock.withLock { settings.delay } }
+        set { lock.withLock { settings.delay = newValue } }
+    }
+    var expiresIn: Int {
+        get { lock.withLock { settings.expiresIn } }
+        set { lock.withLock { settings.expiresIn = newValue } }
+    }
+    var failWith: Int? {
+        get { lock.withLock { settings.failWith } }
+        set { lock.withLock { settings.failWith = newValue } }
+    }
+    var answer: Answer {
+        get { lock.withLock { settings.answer } }
+        set { lock.withLock { settings.answer = newValue } }
+    }
     /// How long `/api` waits before it answers.
-    var apiDelay: Duration { get { lock.withLock { apiWait } } set { lock.withLock { apiWait = newValue } } }
+    var apiDelay: Duration {
+        get { lock.withLock { apiWait } }
+        set { lock.withLock { apiWait = newValue } }
+    }
     var refusesEverything: Bool {
         get { lock.withLock { settings.refuses } }
         set { lock.withLock { settings.refuses = newValue } }
@@ -341,10 +382,13 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
             let token = authorization.hasPrefix("Bearer ") ? String(authorization.dropFirst(7)) : ""
             return (issued[token].map { ContinuousClock.now < $0 } ?? false, settings.refuses)
         }
-        guard valid && !refuses else { return HTTPServerResponse(status: 401, headers: ["WWW-Authenticate": "Bearer"], body: []) }
+        guard valid && !refuses else {
+            return HTTPServerResponse(status: 401, headers: ["WWW-Authenticate": "Bearer"], body: [])
+        }
         let token = String((request.head.headers.first(name: "Authorization") ?? "").dropFirst(7))
-        return HTTPServerResponse(status: 200, headers: ["Content-Type": "application/json"],
-                                  body: Array("{\"token\":\"\(token)\"}".utf8))
+        return HTTPServerResponse(
+            status: 200, headers: ["Content-Type": "application/json"],
+            body: Array("{\"token\":\"\(token)\"}".utf8))
     }
 
     private func token(_ request: HTTPServerRequest, body: [UInt8]) async -> HTTPServerResponse {
@@ -357,7 +401,10 @@ final class TokenServer: HTTPServerHandler, @unchecked Sendable {
         }
         let (count, settings) = lock.withLock {
             counters.fetches += 1
-            last = (request.head.headers.first(name: "Authorization"), form, request.head.headers.first(name: "Content-Type"))
+            last = (
+                request.head.headers.first(name: "Authorization"), form,
+                request.head.headers.first(name: "Content-Type")
+            )
             return (counters.fetches, self.settings)
         }
         if settings.delay > .zero { try? await _Concurrency.Task.sleep(for: settings.delay) }

@@ -1,11 +1,13 @@
 import Foundation
+import HTTPClientCore
+import HTTPWire
+import Testing
+
+@testable import Moya
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-import HTTPClientCore
-import HTTPWire
-@testable import Moya
 
 /// The transport lane (`MoyaProvider.init(…transportMapping:)`): `requestInCurrentTask` runs the whole pipeline on a
 /// `TransportRequest`, against a real loopback server, and builds a `URLRequest` only for whoever reads one.
@@ -16,20 +18,26 @@ import HTTPWire
             let log = Recorder<String>()
             let seen = Recorder<String>()
             let mapped = Recorder<String>()
-            let provider = laneProvider(plugins: [
-                TransportRecordingPlugin(tag: "a", log: log, header: ("X-Added", "1"), seenAuthorization: seen),
-                AccessTokenPlugin { _ in "t0ken" },
-                TransportRecordingPlugin(tag: "b", log: log),
-            ], mapped: mapped)
+            let provider = laneProvider(
+                plugins: [
+                    TransportRecordingPlugin(tag: "a", log: log, header: ("X-Added", "1"), seenAuthorization: seen),
+                    AccessTokenPlugin { _ in "t0ken" },
+                    TransportRecordingPlugin(tag: "b", log: log)
+                ], mapped: mapped)
             #expect(provider.transportLane != nil)
             var target = BinTarget(bin, "/get", headers: ["X-Target": "yes"])
             target.authorizationType = .bearer
             let response = try await provider.requestInCurrentTask(target).get()
             #expect(mapped.values == ["\(bin.baseURL.absoluteString)/get"], "the endpoint went through the mapping")
-            #expect(log.values == ["prepare:a", "prepare:b", "willSend:a", "willSend:b", "didReceive:a", "didReceive:b",
-                                   "process:a", "process:b"])
+            #expect(
+                log.values == [
+                    "prepare:a", "prepare:b", "willSend:a", "willSend:b", "didReceive:a", "didReceive:b",
+                    "process:a", "process:b"
+                ])
             let echo = try response.map(Echo.self)
-            #expect(response.transportBody.map { Data($0) } == response.data, "the transport's body is the data, as an array")
+            #expect(
+                response.transportBody.map { Data($0) } == response.data,
+                "the transport's body is the data, as an array")
             #expect(echo.headers["x-added"] == "1" && echo.headers["x-target"] == "yes")
             #expect(echo.headers["authorization"] == "Bearer t0ken")
             #expect(echo.headers["x-session"] == "s", "the session's headers are sent too")
@@ -44,8 +52,9 @@ import HTTPWire
     @Test func aPluginWithoutATransportPrepareKeepsTheURLRequestPath() async throws {
         try await withHttpbin { bin async throws in
             let mapped = Recorder<String>()
-            let provider = laneProvider(plugins: [RecordingPlugin(tag: "u", log: Recorder(), header: ("X-Url", "1"))],
-                                        mapped: mapped)
+            let provider = laneProvider(
+                plugins: [RecordingPlugin(tag: "u", log: Recorder(), header: ("X-Url", "1"))],
+                mapped: mapped)
             #expect(provider.transportLane == nil)
             let echo = try await provider.requestInCurrentTask(BinTarget(bin, "/get")).echo()
             #expect(echo.headers["x-url"] == "1")
@@ -55,8 +64,10 @@ import HTTPWire
 
     @Test func followingRedirectsKeepsTheURLRequestPath() {
         let provider = MoyaProvider<BinTarget>(
-            endpointClosure: MoyaProvider<BinTarget>.defaultEndpointMapping, requestClosure: MoyaProvider<BinTarget>.defaultRequestMapping,
-            stubClosure: MoyaProvider<BinTarget>.neverStub, session: Session(client: HTTPClient(), headers: [:]), plugins: [],
+            endpointClosure: MoyaProvider<BinTarget>.defaultEndpointMapping,
+            requestClosure: MoyaProvider<BinTarget>.defaultRequestMapping,
+            stubClosure: MoyaProvider<BinTarget>.neverStub, session: Session(client: HTTPClient(), headers: [:]),
+            plugins: [],
             trackInflights: false, transportMapping: { $0.transportRequest() })
         #expect(provider.transportLane == nil)
     }
@@ -96,19 +107,24 @@ import HTTPWire
             let attempts = Recorder<Int>()
             let retried = laneProvider(plugins: [StreamedBodyPlugin(), StatusRetrier(status: 503, attempts: attempts)])
             let key = UUID().uuidString
-            let response = try await retried.requestInCurrentTask(BinTarget(bin, "/flaky/\(key)/2", method: .post)).get()
+            let response = try await retried.requestInCurrentTask(BinTarget(bin, "/flaky/\(key)/2", method: .post))
+                .get()
             #expect(response.statusCode == 503, "the first answer stands: the body cannot be produced again")
             #expect(attempts.values.isEmpty, "the retrier is not asked")
             #expect(bin.hits("/flaky/\(key)/2") == 1)
 
             let credential = URLCredential(user: "u", password: "p", persistence: .none)
             let challenged = laneProvider(plugins: [StreamedBodyPlugin(), CredentialsPlugin { _ in credential }])
-            let digest = try await challenged.requestInCurrentTask(BinTarget(bin, "/digest-auth/u/p", method: .post)).get()
+            let digest = try await challenged.requestInCurrentTask(BinTarget(bin, "/digest-auth/u/p", method: .post))
+                .get()
             #expect(digest.statusCode == 401, "the challenge is not answered with a consumed body")
 
             let collected = laneProvider(plugins: [CredentialsPlugin { _ in credential }])
-            let answered = try await collected.requestInCurrentTask(BinTarget(bin, "/digest-auth/u/p", method: .post,
-                                                                               task: .requestData(Data("x".utf8)))).get()
+            let answered = try await collected.requestInCurrentTask(
+                BinTarget(
+                    bin, "/digest-auth/u/p", method: .post,
+                    task: .requestData(Data("x".utf8)))
+            ).get()
             #expect(answered.statusCode == 200, "a body in memory is sent again with the answer")
         }
     }
@@ -116,8 +132,10 @@ import HTTPWire
     @Test func stubsRunThePluginsAndShowTheRequest() async throws {
         let log = Recorder<String>()
         let provider = MoyaProvider<TestTarget>(
-            endpointClosure: MoyaProvider<TestTarget>.defaultEndpointMapping, requestClosure: MoyaProvider<TestTarget>.defaultRequestMapping,
-            stubClosure: MoyaProvider<TestTarget>.immediatelyStub, session: Session(client: HTTPClient(), headers: [:], redirectHandler: .doNotFollow),
+            endpointClosure: MoyaProvider<TestTarget>.defaultEndpointMapping,
+            requestClosure: MoyaProvider<TestTarget>.defaultRequestMapping,
+            stubClosure: MoyaProvider<TestTarget>.immediatelyStub,
+            session: Session(client: HTTPClient(), headers: [:], redirectHandler: .doNotFollow),
             plugins: [TransportRecordingPlugin(tag: "p", log: log, header: ("X-Stub", "1"))], trackInflights: false,
             transportMapping: { $0.transportRequest() })
         #expect(provider.transportLane != nil)
@@ -135,9 +153,11 @@ import HTTPWire
                 continuation.yield(Array("body".utf8))
                 continuation.finish()
             }
-            let http = try HTTPClientRequest(method: .post, url: "http://127.0.0.1:1/post", body: .stream(body, length: 13))
+            let http = try HTTPClientRequest(
+                method: .post, url: "http://127.0.0.1:1/post", body: .stream(body, length: 13))
             let request = TransportRequest(http: http)
-            var outgoing = TransportOutgoing(request, source: RequestTypeWrapper(transport: request), streamingBodiesAbove: nil)
+            var outgoing = TransportOutgoing(
+                request, source: RequestTypeWrapper(transport: request), streamingBodiesAbove: nil)
             let refused = await outgoing.exchange(in: session, progress: HTTPClientProgress())
             #expect((try? refused.get()) == nil, "nothing listens on port 1")
             #expect(outgoing.canBeSentAgain, "the connection failed before any chunk was pulled")
@@ -165,7 +185,9 @@ import HTTPWire
     }
 
     @Test func immediateStubsAreAnsweredSynchronouslyAndOthersAreDeclined() throws {
-        func provider(_ stub: @escaping (TestTarget) -> StubBehavior, log: Recorder<String>, lane: Bool = true) -> MoyaProvider<TestTarget> {
+        func provider(_ stub: @escaping (TestTarget) -> StubBehavior, log: Recorder<String>, lane: Bool = true)
+            -> MoyaProvider<TestTarget>
+        {
             MoyaProvider<TestTarget>(
                 endpointClosure: MoyaProvider<TestTarget>.defaultEndpointMapping,
                 requestClosure: MoyaProvider<TestTarget>.defaultRequestMapping, stubClosure: stub,
@@ -181,9 +203,12 @@ import HTTPWire
         #expect(response.request?.value(forHTTPHeaderField: "X-Stub") == "1")
 
         let declined = Recorder<String>()
-        #expect(provider(MoyaProvider<TestTarget>.delayedStub(0.01), log: declined).requestImmediately(TestTarget()) == nil)
+        #expect(
+            provider(MoyaProvider<TestTarget>.delayedStub(0.01), log: declined).requestImmediately(TestTarget()) == nil)
         #expect(provider(MoyaProvider<TestTarget>.neverStub, log: declined).requestImmediately(TestTarget()) == nil)
-        #expect(provider(MoyaProvider<TestTarget>.immediatelyStub, log: declined, lane: false).requestImmediately(TestTarget()) == nil)
+        #expect(
+            provider(MoyaProvider<TestTarget>.immediatelyStub, log: declined, lane: false).requestImmediately(
+                TestTarget()) == nil)
         #expect(declined.values.isEmpty, "no plugin saw a declined request")
     }
 
@@ -200,7 +225,8 @@ import HTTPWire
 
             let mapped = Recorder<String>()
             let encoding = laneProvider(plugins: [], mapped: mapped)
-            let query = BinTarget(bin, "/get", task: .requestParameters(parameters: ["q": "a b"], encoding: URLEncoding.default))
+            let query = BinTarget(
+                bin, "/get", task: .requestParameters(parameters: ["q": "a b"], encoding: URLEncoding.default))
             let echo = try await encoding.requestInCurrentTask(query).echo()
             #expect(echo.query == "q=a%20b", "tasks that need encoding take the URLRequest path")
             #expect(mapped.count == 1, "the mapping was asked and declined")
@@ -229,7 +255,8 @@ import HTTPWire
 /// A provider on the transport lane: default mappings, a non-following session with fixed headers.
 private func laneProvider(plugins: [PluginType], mapped: Recorder<String> = Recorder()) -> MoyaProvider<BinTarget> {
     MoyaProvider<BinTarget>(
-        endpointClosure: MoyaProvider<BinTarget>.defaultEndpointMapping, requestClosure: MoyaProvider<BinTarget>.defaultRequestMapping,
+        endpointClosure: MoyaProvider<BinTarget>.defaultEndpointMapping,
+        requestClosure: MoyaProvider<BinTarget>.defaultRequestMapping,
         stubClosure: MoyaProvider<BinTarget>.neverStub,
         session: Session(client: HTTPClient(), headers: ["X-Session": "s"], redirectHandler: .doNotFollow),
         plugins: plugins, trackInflights: false,
@@ -271,14 +298,18 @@ private struct StatusRetrier: TransportRetrier, TransportPlugin {
 
     func prepare(_ request: inout TransportRequest, target: TargetType) {}
 
-    func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-               attempt: Int) async -> RetryDecision {
+    func retry(
+        _ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
         Issue.record("the lane asks the transport variant")
         return .doNotRetry
     }
 
-    func retry(_ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-               attempt: Int) async -> RetryDecision {
+    func retry(
+        _ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
         attempts.append(attempt)
         return result.httpResponse?.statusCode == status ? .retry(after: 0) : .doNotRetry
     }
@@ -290,13 +321,17 @@ private struct ReplacingRetrier: TransportRetrier, TransportPlugin {
 
     func prepare(_ request: inout TransportRequest, target: TargetType) {}
 
-    func retry(_ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-               attempt: Int) async -> RetryDecision {
+    func retry(
+        _ request: URLRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
         .doNotRetry
     }
 
-    func retry(_ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
-               attempt: Int) async -> RetryDecision {
+    func retry(
+        _ request: TransportRequest, for target: TargetType, dueTo result: Result<Moya.Response, MoyaError>,
+        attempt: Int
+    ) async -> RetryDecision {
         guard attempt == 0, case .failure = result else { return .doNotRetry }
         return .retry(after: 0, request: replacement)
     }
@@ -306,10 +341,11 @@ private struct ReplacingRetrier: TransportRetrier, TransportPlugin {
 private struct StreamedBodyPlugin: TransportPlugin {
     func prepare(_ request: inout TransportRequest, target: TargetType) {
         let chunks = [Array("streamed ".utf8), Array("body".utf8)]
-        request.http.body = .stream(AsyncThrowingStream { continuation in
-            for chunk in chunks { continuation.yield(chunk) }
-            continuation.finish()
-        }, length: 13)
+        request.http.body = .stream(
+            AsyncThrowingStream { continuation in
+                for chunk in chunks { continuation.yield(chunk) }
+                continuation.finish()
+            }, length: 13)
     }
 }
 

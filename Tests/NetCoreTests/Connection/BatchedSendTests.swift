@@ -1,9 +1,11 @@
+import Locking
+import Testing
+
+@testable import NetCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import NetCore
-import Locking
-import Testing
 
 /// The loop's end-of-round flush, which sends for many connections at once (one io_uring call when the kernel allows
 /// it, one `sendmsg` each otherwise): every byte arrives in order, whatever the number of buffers queued, a send the
@@ -21,7 +23,9 @@ import Testing
     /// A stream socket pair: the loop's end and the test's end.
     private static func socketPair() throws -> (loopEnd: Int32, testEnd: Int32) {
         var fds: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw SystemError.last("socketpair") }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else {
+            throw SystemError.last("socketpair")
+        }
         _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
         return (fds[0], fds[1])
     }
@@ -63,9 +67,10 @@ import Testing
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute {
                 for (index, pair) in pairs.enumerated() {
-                    let connection = try! Connection(acceptedFD: pair.loopEnd, loop: loop,
-                                                     remoteAddress: SocketAddress(numericHost: "127.0.0.1", port: index),
-                                                     tls: nil)
+                    let connection = try! Connection(
+                        acceptedFD: pair.loopEnd, loop: loop,
+                        remoteAddress: SocketAddress(numericHost: "127.0.0.1", port: index),
+                        tls: nil)
                     connection.delegate = recorder
                     try! connection.start()
                     for piece in Self.payload(index) { connection.write(piece) }
@@ -77,9 +82,12 @@ import Testing
             let expected = Self.payload(index).flatMap { $0 }
             let received = Self.readAll(pairs[index].testEnd, count: expected.count)
             let same = received == expected
-            let firstDifference = same ? nil : zip(received, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-            #expect(same,
-                    "connection \(index): \(received.count) of \(expected.count) bytes, first difference at \(firstDifference ?? -1)")
+            let firstDifference =
+                same ? nil : zip(received, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            #expect(
+                same,
+                "connection \(index): \(received.count) of \(expected.count) bytes, first difference at \(firstDifference ?? -1)"
+            )
             close(pairs[index].testEnd)
         }
         let deadline = ContinuousClock.now + .seconds(5)
@@ -109,7 +117,10 @@ import Testing
                 connection.write(bytes)
                 let message = UnsafeMutablePointer<msghdr>.allocate(capacity: 1)
                 let iovecs = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 4)
-                defer { message.deallocate(); iovecs.deallocate() }
+                defer {
+                    message.deallocate()
+                    iovecs.deallocate()
+                }
                 #expect(connection.prepareBatchedFlush(message, iovecs: iovecs))
                 connection.finishBatchedFlush(result: -code)
                 continuation.resume(returning: !connection.isClosed)
@@ -142,9 +153,10 @@ import Testing
                     for (index, pair) in pairs.enumerated() {
                         let connection: Connection
                         if round == 0 {
-                            connection = try! Connection(acceptedFD: pair.loopEnd, loop: loop,
-                                                         remoteAddress: SocketAddress(numericHost: "127.0.0.1", port: index),
-                                                         tls: nil)
+                            connection = try! Connection(
+                                acceptedFD: pair.loopEnd, loop: loop,
+                                remoteAddress: SocketAddress(numericHost: "127.0.0.1", port: index),
+                                tls: nil)
                             connection.delegate = recorder
                             try! connection.start()
                             open.byIndex[index] = connection

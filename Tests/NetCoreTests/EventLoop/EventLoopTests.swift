@@ -49,7 +49,10 @@ import Testing
         let order = Locked<[Int]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute {
-                loop.schedule(after: .milliseconds(30)) { order.withLock { $0.append(3) }; continuation.resume() }
+                loop.schedule(after: .milliseconds(30)) {
+                    order.withLock { $0.append(3) }
+                    continuation.resume()
+                }
                 loop.schedule(after: .milliseconds(10)) { order.withLock { $0.append(1) } }
                 let cancelled = loop.schedule(after: .milliseconds(15)) { order.withLock { $0.append(99) } }
                 loop.schedule(after: .milliseconds(20)) { order.withLock { $0.append(2) } }
@@ -76,7 +79,9 @@ import Testing
     @Test func groupHandsOutLoopsRoundRobin() throws {
         let group = try EventLoopGroup(threads: 2)
         defer { group.shutdown() }
-        let first = group.next(), second = group.next(), third = group.next()
+        let first = group.next()
+        let second = group.next()
+        let third = group.next()
         #expect(first !== second)
         #expect(first === third)
     }

@@ -1,5 +1,6 @@
-@testable import NetCore
 import Testing
+
+@testable import NetCore
 
 @Suite struct TimerHeapTests {
     private func timer(_ deadline: UInt64, _ fired: @escaping (UInt64) -> Void = { _ in }) -> LoopTimer {

@@ -1,18 +1,23 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Locking
 import NetCore
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite struct ListenerTests {
     func listen(_ port: Int, joining: Bool, on loop: EventLoop) async throws -> UncheckedSendable<Listener> {
         try await withCheckedThrowingContinuation { continuation in
             loop.execute {
-                continuation.resume(with: Result {
-                    try UncheckedSendable(Listener(address: SocketAddress(numericHost: "127.0.0.1", port: port)!, loop: loop,
-                                                   joiningOwnListener: joining) { fd, _ in close(fd) })
-                })
+                continuation.resume(
+                    with: Result {
+                        try UncheckedSendable(
+                            Listener(
+                                address: SocketAddress(numericHost: "127.0.0.1", port: port)!, loop: loop,
+                                joiningOwnListener: joining
+                            ) { fd, _ in close(fd) })
+                    })
             }
         }
     }
@@ -34,7 +39,8 @@ import Testing
             loop.execute {
                 first.value.close()
                 joined.value.close()
-                continuation.resume(returning: Result { try Socket.listen(on: SocketAddress(numericHost: "127.0.0.1", port: port)!) })
+                continuation.resume(
+                    returning: Result { try Socket.listen(on: SocketAddress(numericHost: "127.0.0.1", port: port)!) })
             }
         }
         let fd = try third.get()

@@ -2,6 +2,7 @@ import Locking
 import NetCore
 import TestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,9 @@ import Glibc
             if round % 256 == 0 { peak = max(peak, ProcessMemory.resident(getpid())) }
         }
         #expect(taken == 4096 * chunkBytes)
-        #expect(peak - before < 64 << 20, "RSS grew \((peak - before) >> 20) MiB while 256 MiB went through a two-chunk backlog")
+        #expect(
+            peak - before < 64 << 20,
+            "RSS grew \((peak - before) >> 20) MiB while 256 MiB went through a two-chunk backlog")
     }
 
     @Test func chunksArriveInOrderAcrossCompaction() async throws {

@@ -1,5 +1,6 @@
-@testable import NetCore
 import Testing
+
+@testable import NetCore
 
 @Suite struct TLSServerNameTableTests {
     @Test func exactNamesWinOverWildcardsWhichMatchOneLabelOnly() {

@@ -75,8 +75,10 @@ package enum ConfigValue {
     /// `1048576`, `512KiB`, `10MiB` (also `KB`/`MB` = 1000-based, `GiB`). `nil` when malformed or overflowing.
     package static func parseSize(_ text: String) -> Int64? {
         let trimmed = text.trimmingSpaces()
-        let units: [(String, Int64)] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10),
-                                        ("GB", 1_000_000_000), ("MB", 1_000_000), ("KB", 1000), ("B", 1)]
+        let units: [(String, Int64)] = [
+            ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10),
+            ("GB", 1_000_000_000), ("MB", 1_000_000), ("KB", 1000), ("B", 1)
+        ]
         for (unit, factor) in units where trimmed.hasSuffix(unit) {
             return scaledInteger(String(trimmed.dropLast(unit.count)).trimmingSpaces(), by: factor)
         }
@@ -96,13 +98,15 @@ package enum ConfigValue {
     static func scaledInteger(_ text: String, by factor: Int64) -> Int64? {
         let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         guard let whole = parts.first, !whole.isEmpty, whole.count <= 18,
-              whole.allSatisfy({ $0.isASCII && $0.isNumber }), let wholeValue = Int64(whole) else { return nil }
+            whole.allSatisfy({ $0.isASCII && $0.isNumber }), let wholeValue = Int64(whole)
+        else { return nil }
         var (result, overflow) = wholeValue.multipliedReportingOverflow(by: factor)
         guard !overflow else { return nil }
         if parts.count == 2 {
             let fraction = parts[1]
             guard !fraction.isEmpty, fraction.count <= 9, fraction.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let fractionValue = Int64(fraction) else { return nil }
+                let fractionValue = Int64(fraction)
+            else { return nil }
             var divisor: Int64 = 1
             for _ in 0..<fraction.count { divisor *= 10 }
             let (scaled, overflow2) = fractionValue.multipliedReportingOverflow(by: factor)

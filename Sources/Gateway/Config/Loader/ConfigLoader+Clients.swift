@@ -4,7 +4,8 @@ extension Builder {
         guard let map = reader.mapping(entry.value, entry.path, allowed: ["api_keys"]) else { return nil }
         var clients = ClientsConfig()
         guard let item = map["api_keys"],
-              let apiKeys = reader.mapping(item.value, item.path, allowed: ["header", "keys"]) else { return clients }
+            let apiKeys = reader.mapping(item.value, item.path, allowed: ["header", "keys"])
+        else { return clients }
         var config = APIKeysConfig()
         if let header = apiKeys["header"], let value = reader.string(header) {
             if HeaderName.isValid(value) {
@@ -14,7 +15,9 @@ extension Builder {
             }
         }
         if let keysEntry = reader.requireKey(apiKeys, "keys"), let keys = reader.stringMap(keysEntry) {
-            if keys.isEmpty { reader.report(line: reader.line(of: keysEntry.value), keysEntry.path, "must not be empty") }
+            if keys.isEmpty {
+                reader.report(line: reader.line(of: keysEntry.value), keysEntry.path, "must not be empty")
+            }
             for key in keys {
                 if key.value.text.isEmpty {
                     reader.report(line: key.value.line, key.path, "must not be empty")

@@ -1,17 +1,22 @@
 /// An upstream's `health_check`: the probed path, the rounds' interval and timeout, the thresholds and headers.
 extension Builder {
     func healthCheck(_ entry: YAMLReader.Entry) -> HealthCheckConfig? {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "path", "interval", "timeout", "unhealthy_after", "healthy_after", "headers",
-        ]) else { return nil }
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "path", "interval", "timeout", "unhealthy_after", "healthy_after", "headers"
+                ])
+        else { return nil }
         var ok = true
         var path = "/"
         if let item = reader.requireKey(map, "path"), let value = reader.string(item) {
             if value.hasPrefix("/") && !value.contains(where: { $0 == " " || $0 == "#" || $0.isNewline }) {
                 path = value
             } else {
-                reader.report(line: reader.line(of: item.value), item.path,
-                              "must be an origin-form path starting with '/' (e.g. /healthz)")
+                reader.report(
+                    line: reader.line(of: item.value), item.path,
+                    "must be an origin-form path starting with '/' (e.g. /healthz)")
                 ok = false
             }
         } else {

@@ -3,16 +3,19 @@ import Logging
 /// `logging`: level, format, access log, output and redacted headers.
 extension Builder {
     func logging(_ entry: YAMLReader.Entry) -> LoggingConfig? {
-        guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["level", "format", "access_log", "output", "redact_headers"])
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: ["level", "format", "access_log", "output", "redact_headers"])
         else { return nil }
         var logging = LoggingConfig()
         if let item = map["level"], let value = reader.scalar(item.value, item.path) {
             if let level = Logger.Level(rawValue: value.text) {
                 logging.level = level
             } else {
-                reader.report(line: value.line, item.path,
-                              "invalid level \(value.shown) (trace, debug, info, notice, warning, error or critical)")
+                reader.report(
+                    line: value.line, item.path,
+                    "invalid level \(value.shown) (trace, debug, info, notice, warning, error or critical)")
             }
         }
         if let item = map["format"], let value = reader.scalar(item.value, item.path) {

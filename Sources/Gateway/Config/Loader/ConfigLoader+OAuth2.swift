@@ -19,14 +19,20 @@ extension ConfigLoader {
     /// Parses an OAuth 2.0 `access_token`; reports every problem and returns nil when there is one. `isStub`: the
     /// upstream is a stub, which sends nothing and so has no token to fetch.
     func oauth2(_ entry: YAMLReader.Entry, reader: YAMLReader, isStub: Bool) -> OAuth2ClientCredentialsConfig? {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "type", "token_url", "client_id", "client_secret", "scope", "audience", "auth_method", "timeout",
-            "default_lifetime", "renew_before", "tls",
-        ]) else { return nil }
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "type", "token_url", "client_id", "client_secret", "scope", "audience", "auth_method", "timeout",
+                    "default_lifetime", "renew_before", "tls"
+                ])
+        else { return nil }
         var ok = true
         if isStub {
-            reader.report(line: entry.keyLine, entry.path, "a stub upstream sends nothing, so it has no token to fetch "
-                          + "(use oauth2_client_credentials with base_url)")
+            reader.report(
+                line: entry.keyLine, entry.path,
+                "a stub upstream sends nothing, so it has no token to fetch "
+                    + "(use oauth2_client_credentials with base_url)")
             ok = false
         }
         var url: UpstreamURL?
@@ -36,8 +42,10 @@ extension ConfigLoader {
                 if parsed.scheme == "https" || OAuth2ClientCredentialsConfig.isLoopback(parsed.host) {
                     url = parsed
                 } else {
-                    reader.report(line: value.line, item.path, "must be https (plain http only to a loopback address: "
-                                  + "127.0.0.1, [::1] or localhost), since the client secret and the tokens travel on it")
+                    reader.report(
+                        line: value.line, item.path,
+                        "must be https (plain http only to a loopback address: "
+                            + "127.0.0.1, [::1] or localhost), since the client secret and the tokens travel on it")
                 }
             case .failure(let error):
                 reader.report(line: value.line, item.path, "invalid token_url: \(value.hidingReason(error.reason))")
@@ -47,8 +55,9 @@ extension ConfigLoader {
         let secret = reader.requireKey(map, "client_secret").flatMap { reader.string($0) }
         // Every key is read (and its problems reported) before any is missing.
         let placeholder = UpstreamURL(scheme: "https", host: "", port: 443, basePath: "")
-        var config = OAuth2ClientCredentialsConfig(tokenURL: url ?? placeholder, clientID: clientID ?? "",
-                                                   clientSecret: Secret(secret ?? ""))
+        var config = OAuth2ClientCredentialsConfig(
+            tokenURL: url ?? placeholder, clientID: clientID ?? "",
+            clientSecret: Secret(secret ?? ""))
         ok = ok && url != nil && clientID != nil && secret != nil
         if let item = map["scope"] {
             if let value = text(item, reader: reader) { config.scope = value } else { ok = false }
@@ -102,8 +111,10 @@ extension ConfigLoader {
         }
         let resolved = reader.resolve(value.text)
         guard fileExists(resolved) else {
-            reader.report(line: value.line, entry.path, value.fromEnvironment
-                          ? "file not found or not readable" : "file not found or not readable: \(resolved)")
+            reader.report(
+                line: value.line, entry.path,
+                value.fromEnvironment
+                    ? "file not found or not readable" : "file not found or not readable: \(resolved)")
             return nil
         }
         if let problem = checkCABundle(resolved) {

@@ -16,7 +16,9 @@ extension Builder {
             return nil
         case .success(var normalized):
             let segments = value.text.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-            if segments.dropLast().contains(where: { $0.isEmpty }) || segments.contains(where: { $0 == "." || $0 == ".." }) {
+            if segments.dropLast().contains(where: { $0.isEmpty })
+                || segments.contains(where: { $0 == "." || $0 == ".." })
+            {
                 reader.report(line: value.line, entry.path, "path must not contain empty, '.' or '..' segments")
                 return nil
             }
@@ -34,9 +36,10 @@ extension Builder {
             parameters.append(String(segment))
             return "moya-param-\(parameters.count - 1)-"
         }.joined(separator: "/")
-        let probeEntry = YAMLReader.Entry(key: entry.key, keyLine: entry.keyLine,
-                                          value: .scalar(Node.Scalar(probe, Tag(.implicit, .basic), .plain, entry.value.mark)),
-                                          path: entry.path)
+        let probeEntry = YAMLReader.Entry(
+            key: entry.key, keyLine: entry.keyLine,
+            value: .scalar(Node.Scalar(probe, Tag(.implicit, .basic), .plain, entry.value.mark)),
+            path: entry.path)
         guard let normalized = routePath(probeEntry, stripTrailingSlash: false) else { return nil }
         var result = normalized
         for (index, parameter) in parameters.enumerated() {
@@ -46,8 +49,11 @@ extension Builder {
     }
 
     func match(_ entry: YAMLReader.Entry) -> RouteConfig.Match? {
-        guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["path", "path_prefix", "path_params", "methods", "host"]) else {
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: ["path", "path_prefix", "path_params", "methods", "host"])
+        else {
             return nil
         }
         var match = RouteConfig.Match()
@@ -62,8 +68,9 @@ extension Builder {
         if let item = map["methods"] {
             if let values = reader.list(item) {
                 if values.isEmpty {
-                    reader.report(line: reader.line(of: item.value), item.path,
-                                  "must list at least one method (omit the key to allow every method)")
+                    reader.report(
+                        line: reader.line(of: item.value), item.path,
+                        "must list at least one method (omit the key to allow every method)")
                     ok = false
                 }
                 var methods: [HTTPMethod] = []
@@ -86,14 +93,16 @@ extension Builder {
         }
         if let item = map["host"], let value = reader.string(item) {
             let host = value.lowercased()
-            let valid = host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2
+            let valid =
+                host.hasPrefix("[") && host.hasSuffix("]") && host.count > 2
                 ? host.dropFirst().dropLast().allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
                 : host.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") }
             if valid {
                 match.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
             } else {
-                reader.report(line: reader.line(of: item.value), item.path,
-                              "invalid host (a name or address without port)")
+                reader.report(
+                    line: reader.line(of: item.value), item.path,
+                    "invalid host (a name or address without port)")
                 ok = false
             }
         }
@@ -103,12 +112,14 @@ extension Builder {
     /// A match's `path`, `path_prefix` or `path_params` (a route's or a stub response's), of which it may set one.
     /// `valid` is false when a problem was reported.
     func matchPaths(_ map: YAMLReader.Entries, _ entry: YAMLReader.Entry)
-        -> (path: String?, prefix: String?, params: String?, valid: Bool) {
+        -> (path: String?, prefix: String?, params: String?, valid: Bool)
+    {
         var valid = true
         let kinds = ["path", "path_prefix", "path_params"].filter { map.has($0) }
         if kinds.count > 1 {
-            reader.report(line: map.line, entry.path,
-                          "use only one of path, path_prefix and path_params (found \(kinds.joined(separator: ", ")))")
+            reader.report(
+                line: map.line, entry.path,
+                "use only one of path, path_prefix and path_params (found \(kinds.joined(separator: ", ")))")
             valid = false
         }
         var path: String?
@@ -132,9 +143,11 @@ extension Builder {
     /// (reported).
     func method(_ value: ScalarValue, path: String) -> HTTPMethod? {
         guard !value.text.isEmpty,
-              value.text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0 == "-" || $0 == "_") }) else {
-            reader.report(line: value.line, path,
-                          "invalid method \(value.shown) (methods are case-sensitive upper-case tokens, e.g. GET)")
+            value.text.allSatisfy({ $0.isASCII && ($0.isUppercase || $0 == "-" || $0 == "_") })
+        else {
+            reader.report(
+                line: value.line, path,
+                "invalid method \(value.shown) (methods are case-sensitive upper-case tokens, e.g. GET)")
             return nil
         }
         return HTTPMethod(value.text)
@@ -149,7 +162,8 @@ extension Builder {
             if segment.hasPrefix("{") && segment.hasSuffix("}") && segment.count > 2 {
                 let name = segment.dropFirst().dropLast()
                 guard YAMLReader.isVariableName(name) else {
-                    reader.report(line: reader.line(of: entry.value), entry.path, "invalid parameter name \(shown(name))")
+                    reader.report(
+                        line: reader.line(of: entry.value), entry.path, "invalid parameter name \(shown(name))")
                     return false
                 }
                 guard names.insert(String(name)).inserted else {
@@ -157,14 +171,16 @@ extension Builder {
                     return false
                 }
             } else if segment.contains("{") || segment.contains("}") {
-                reader.report(line: reader.line(of: entry.value), entry.path,
-                              "a parameter must be a whole segment, like /users/{id}")
+                reader.report(
+                    line: reader.line(of: entry.value), entry.path,
+                    "a parameter must be a whole segment, like /users/{id}")
                 return false
             }
         }
         if names.isEmpty {
-            reader.report(line: reader.line(of: entry.value), entry.path,
-                          "has no {parameter} (use path for an exact path)")
+            reader.report(
+                line: reader.line(of: entry.value), entry.path,
+                "has no {parameter} (use path for an exact path)")
             return false
         }
         return true

@@ -4,11 +4,14 @@ import HTTPWire
 /// rate limit, body limit, buffering), and the check that no route shadows an earlier one. The `match` is read in
 /// ConfigLoader+RouteMatch.
 extension Builder {
-    func routes(_ entry: YAMLReader.Entry, declaredUpstreams: [String], stubUpstreams: Set<String>,
-                clients: ClientsConfig?) -> [RouteConfig] {
+    func routes(
+        _ entry: YAMLReader.Entry, declaredUpstreams: [String], stubUpstreams: Set<String>,
+        clients: ClientsConfig?
+    ) -> [RouteConfig] {
         guard case .sequence(let sequence) = entry.value else {
-            reader.report(line: reader.line(of: entry.value), entry.path,
-                          "expected a list, got \(YAMLReader.kindName(entry.value))")
+            reader.report(
+                line: reader.line(of: entry.value), entry.path,
+                "expected a list, got \(YAMLReader.kindName(entry.value))")
             return []
         }
         var result: [RouteConfig] = []
@@ -18,18 +21,24 @@ extension Builder {
         var matchesSeen: [(index: Int, route: RouteConfig)] = []
         for (index, node) in sequence.enumerated() {
             let path = "\(entry.path)[\(index)]"
-            guard let map = reader.mapping(node, path, allowed: [
-                "name", "match", "upstream", "rewrite", "coalesce", "coalesce_vary", "clients", "timeout", "retries",
-                "rate_limit", "websocket", "max_body_bytes", "buffering",
-            ]) else { continue }
+            guard
+                let map = reader.mapping(
+                    node, path,
+                    allowed: [
+                        "name", "match", "upstream", "rewrite", "coalesce", "coalesce_vary", "clients", "timeout",
+                        "retries",
+                        "rate_limit", "websocket", "max_body_bytes", "buffering"
+                    ])
+            else { continue }
             let nameEntry = reader.requireKey(map, "name")
             let nameValue = nameEntry.flatMap { reader.nonEmptyScalar($0) }
             let name = nameValue?.text
             if let nameValue { shownNames[index] = nameValue.shown }
             if let name, let nameValue, let nameEntry {
                 if let first = seenNames[name] {
-                    reader.report(line: reader.line(of: nameEntry.value), nameEntry.path,
-                                  "duplicate route name \(nameValue.shown) (also routes[\(first)])")
+                    reader.report(
+                        line: reader.line(of: nameEntry.value), nameEntry.path,
+                        "duplicate route name \(nameValue.shown) (also routes[\(first)])")
                 } else {
                     seenNames[name] = index
                 }
@@ -41,8 +50,9 @@ extension Builder {
                 if declaredUpstreams.contains(value.text) {
                     upstreamName = value.text
                 } else {
-                    reader.report(line: reader.line(of: item.value), item.path,
-                                  "unknown upstream \(value.shown) (not defined under upstreams)")
+                    reader.report(
+                        line: reader.line(of: item.value), item.path,
+                        "unknown upstream \(value.shown) (not defined under upstreams)")
                 }
             }
             guard let name, let match, let upstreamName else {
@@ -57,8 +67,9 @@ extension Builder {
             if route.websocket, let item = map["websocket"] {
                 let line = reader.line(of: item.value)
                 if stubUpstreams.contains(upstreamName) {
-                    reader.report(line: line, item.path,
-                                  "a stub upstream cannot answer a WebSocket handshake (upstream '\(upstreamName)' has stub)")
+                    reader.report(
+                        line: line, item.path,
+                        "a stub upstream cannot answer a WebSocket handshake (upstream '\(upstreamName)' has stub)")
                 } else if route.coalesce {
                     reader.report(line: line, item.path, "a WebSocket route cannot coalesce (set coalesce: false)")
                 } else if let methods = route.match.methods, !methods.contains(.get) {
@@ -66,9 +77,11 @@ extension Builder {
                 }
             }
             if let shadowing = Builder.shadowingRoute(route, matchesSeen) {
-                reader.report(line: matchEntry.map { reader.line(of: $0.value, fallback: map.line) } ?? map.line,
-                              "\(path).match",
-                              "duplicate match: every request it matches is already taken by routes[\(shadowing.index)] (\(shownNames[shadowing.index] ?? "unnamed"))")
+                reader.report(
+                    line: matchEntry.map { reader.line(of: $0.value, fallback: map.line) } ?? map.line,
+                    "\(path).match",
+                    "duplicate match: every request it matches is already taken by routes[\(shadowing.index)] (\(shownNames[shadowing.index] ?? "unnamed"))"
+                )
             }
             matchesSeen.append((index, route))
             result.append(route)
@@ -77,11 +90,14 @@ extension Builder {
     }
 
     /// An earlier route with the same path, kind and host whose methods cover all of `route`'s methods.
-    static func shadowingRoute(_ route: RouteConfig,
-                               _ earlier: [(index: Int, route: RouteConfig)]) -> (index: Int, route: RouteConfig)? {
+    static func shadowingRoute(
+        _ route: RouteConfig,
+        _ earlier: [(index: Int, route: RouteConfig)]
+    ) -> (index: Int, route: RouteConfig)? {
         let same = earlier.filter {
             $0.route.match.path == route.match.path && $0.route.match.pathPrefix == route.match.pathPrefix
-                && $0.route.match.pathParams.map(Builder.templateShape) == route.match.pathParams.map(Builder.templateShape)
+                && $0.route.match.pathParams.map(Builder.templateShape)
+                    == route.match.pathParams.map(Builder.templateShape)
                 && $0.route.match.host == route.match.host
         }
         guard !same.isEmpty else { return nil }
@@ -107,8 +123,10 @@ extension Builder {
 
     /// A route's options past its name, match and upstream (`buffering` aside), read into `route`; false when one is
     /// invalid (reported).
-    func routeOptions(_ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?,
-                      into route: inout RouteConfig) -> Bool {
+    func routeOptions(
+        _ map: YAMLReader.Entries, match: RouteConfig.Match?, clients: ClientsConfig?,
+        into route: inout RouteConfig
+    ) -> Bool {
         var ok = true
         if let item = map["rewrite"] {
             if let rewrite = rewrite(item, match: match) { route.rewrite = rewrite } else { ok = false }
@@ -156,15 +174,17 @@ extension Builder {
                         if known.contains(value.text) {
                             names.append(value.text)
                         } else {
-                            reader.report(line: value.line, "\(item.path)[\(index)]",
-                                          "unknown client \(value.shown) (not defined under clients.api_keys.keys)")
+                            reader.report(
+                                line: value.line, "\(item.path)[\(index)]",
+                                "unknown client \(value.shown) (not defined under clients.api_keys.keys)")
                             ok = false
                         }
                     }
                 }
                 if known == nil {
-                    reader.report(line: reader.line(of: item.value), item.path,
-                                  "route lists clients but clients.api_keys is not configured")
+                    reader.report(
+                        line: reader.line(of: item.value), item.path,
+                        "route lists clients but clients.api_keys is not configured")
                     ok = false
                 }
                 route.clients = names
@@ -225,8 +245,9 @@ extension Builder {
                     if let status = Int(value.text), (500...599).contains(status) || status == 429 || status == 408 {
                         retries.statuses.append(status)
                     } else {
-                        reader.report(line: value.line, "\(item.path)[\(index)]",
-                                      "invalid retry status \(value.shown) (408, 429 or 5xx)")
+                        reader.report(
+                            line: value.line, "\(item.path)[\(index)]",
+                            "invalid retry status \(value.shown) (408, 429 or 5xx)")
                         ok = false
                     }
                 }
@@ -253,11 +274,13 @@ extension Builder {
                     let literal = match.path ?? match.pathPrefix ?? match.pathParams ?? "/"
                     let prefixSegments = PathNormalizer.segments(of: value)
                     let matchSegments = PathNormalizer.segments(of: literal)
-                    let applies = prefixSegments.count <= matchSegments.count
+                    let applies =
+                        prefixSegments.count <= matchSegments.count
                         && zip(prefixSegments, matchSegments).allSatisfy { $0 == $1 && !$1.hasPrefix("{") }
                     if !applies {
-                        reader.report(line: reader.line(of: item.value), item.path,
-                                      "strip_prefix is not a prefix of the route's match path")
+                        reader.report(
+                            line: reader.line(of: item.value), item.path,
+                            "strip_prefix is not a prefix of the route's match path")
                         ok = false
                     }
                 }

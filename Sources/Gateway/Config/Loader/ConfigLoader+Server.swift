@@ -9,8 +9,10 @@ extension Builder {
 
     /// A list of at least one address (a single string is accepted), each read by `parse`. `kind` names the addresses
     /// in messages, `forms` the forms accepted.
-    func addressList<Address>(_ entry: YAMLReader.Entry, kind: String, forms: String,
-                              parse: (String) -> Address?) -> [Address]? {
+    func addressList<Address>(
+        _ entry: YAMLReader.Entry, kind: String, forms: String,
+        parse: (String) -> Address?
+    ) -> [Address]? {
         guard let items = reader.list(entry, allowSingle: true) else { return nil }
         if items.isEmpty {
             reader.report(line: reader.line(of: entry.value), entry.path, "must list at least one address")
@@ -19,8 +21,9 @@ extension Builder {
         var result: [Address] = []
         for (index, item) in items.enumerated() {
             guard let address = parse(item.text) else {
-                reader.report(line: item.line, "\(entry.path)[\(index)]",
-                              "invalid \(kind) address \(item.shown) (use \(forms))")
+                reader.report(
+                    line: item.line, "\(entry.path)[\(index)]",
+                    "invalid \(kind) address \(item.shown) (use \(forms))")
                 continue
             }
             result.append(address)
@@ -29,9 +32,13 @@ extension Builder {
     }
 
     func server(_ entry: YAMLReader.Entry) -> ServerConfig? {
-        guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["listen", "threads", "http2", "io_uring", "tls", "compression", "limits",
-                                                 "trusted_proxies", "buffering"])
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "listen", "threads", "http2", "io_uring", "tls", "compression", "limits",
+                    "trusted_proxies", "buffering"
+                ])
         else { return nil }
         var server = ServerConfig()
         if let item = map["listen"], let value = listenList(item) { server.listen = value }
@@ -39,21 +46,25 @@ extension Builder {
         if let item = map["http2"], let value = reader.bool(item) { server.http2 = value }
         if let item = map["io_uring"], let value = reader.bool(item) { server.ioUring = value }
         if let item = map["tls"],
-           let tls = reader.mapping(item.value, item.path, allowed: ["listen", "certificate", "private_key"]) {
+            let tls = reader.mapping(item.value, item.path, allowed: ["listen", "certificate", "private_key"])
+        {
             let listen = reader.requireKey(tls, "listen").flatMap(listenList)
             let certificateEntry = reader.requireKey(tls, "certificate")
             let certificate = certificateEntry.flatMap { existingFile($0) }
             let key = reader.requireKey(tls, "private_key").flatMap { existingFile($0) }
             if let certificateEntry, let certificate, let key,
-               let problem = loader.checkServerCertificate(certificate, key) {
-                reader.report(line: reader.line(of: certificateEntry.value, fallback: certificateEntry.keyLine),
-                              certificateEntry.path, problem)
+                let problem = loader.checkServerCertificate(certificate, key)
+            {
+                reader.report(
+                    line: reader.line(of: certificateEntry.value, fallback: certificateEntry.keyLine),
+                    certificateEntry.path, problem)
             } else if let listen, let certificate, let key {
                 server.tls = ServerTLSConfig(listen: listen, certificate: certificate, privateKey: key)
             }
         }
         if let item = map["compression"],
-           let compression = reader.mapping(item.value, item.path, allowed: ["gzip", "min_bytes"]) {
+            let compression = reader.mapping(item.value, item.path, allowed: ["gzip", "min_bytes"])
+        {
             if let gzip = compression["gzip"], let value = reader.bool(gzip) { server.compression.gzip = value }
             if let min = compression["min_bytes"], let value = reader.size(min, allowZero: true) {
                 server.compression.minBytes = Int(clamping: value)
@@ -68,13 +79,16 @@ extension Builder {
     /// `server.buffering` (see ``BufferingConfigParser``); without it, the default temporary directory is checked.
     func bufferingSettings(_ map: YAMLReader.Entries, into server: inout ServerConfig) {
         if let item = map["buffering"] {
-            if let value = BufferingConfigParser.buffering(item, reader: reader,
-                                                           tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk) {
+            if let value = BufferingConfigParser.buffering(
+                item, reader: reader,
+                tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
+            {
                 server.buffering = value
             }
         } else {
-            BufferingConfigParser.checkDefaultTempDirectory(line: map.line, reader: reader,
-                                                            tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
+            BufferingConfigParser.checkDefaultTempDirectory(
+                line: map.line, reader: reader,
+                tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
         }
     }
 
@@ -84,8 +98,9 @@ extension Builder {
         var blocks: [IPBlock] = []
         for (index, item) in items.enumerated() {
             guard let block = IPBlock(parsing: item.text) else {
-                reader.report(line: item.line, "\(entry.path)[\(index)]",
-                              "invalid address or CIDR block \(item.shown) (use 10.0.0.0/8, 192.0.2.10 or 2001:db8::/32)")
+                reader.report(
+                    line: item.line, "\(entry.path)[\(index)]",
+                    "invalid address or CIDR block \(item.shown) (use 10.0.0.0/8, 192.0.2.10 or 2001:db8::/32)")
                 continue
             }
             blocks.append(block)
@@ -94,11 +109,17 @@ extension Builder {
     }
 
     func limits(_ entry: YAMLReader.Entry, into limits: inout LimitsConfig) {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "max_header_bytes", "max_headers", "max_body_bytes", "header_timeout", "body_timeout", "idle_timeout",
-            "send_timeout", "max_connections", "drain_timeout", "min_send_rate", "min_receive_rate", "min_rate_window",
-            "max_requests_per_connection",
-        ]) else { return }
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "max_header_bytes", "max_headers", "max_body_bytes", "header_timeout", "body_timeout",
+                    "idle_timeout",
+                    "send_timeout", "max_connections", "drain_timeout", "min_send_rate", "min_receive_rate",
+                    "min_rate_window",
+                    "max_requests_per_connection"
+                ])
+        else { return }
         if let item = map["max_header_bytes"], let value = reader.size(item) {
             if value > 1 << 24 {
                 reader.report(line: reader.line(of: item.value), item.path, "must be at most 16MiB")
@@ -136,8 +157,9 @@ extension Builder {
         var text = value.text.trimmingSpaces()
         if text.hasSuffix("/s") { text.removeLast(2) }
         guard let rate = ConfigValue.parseSize(text) else {
-            reader.report(line: value.line, entry.path,
-                          "invalid rate \(value.shown) (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)")
+            reader.report(
+                line: value.line, entry.path,
+                "invalid rate \(value.shown) (bytes per second: a size such as 1KiB or 1KiB/s; 0 disables)")
             return nil
         }
         return rate
@@ -152,9 +174,11 @@ extension Builder {
         }
         let resolved = resolve(value.text)
         guard loader.fileExists(resolved) else {
-            reader.report(line: value.line, entry.path,
-                          value.fromEnvironment ? "file not found or not readable"
-                                                : "file not found or not readable: \(resolved)")
+            reader.report(
+                line: value.line, entry.path,
+                value.fromEnvironment
+                    ? "file not found or not readable"
+                    : "file not found or not readable: \(resolved)")
             return nil
         }
         return resolved
@@ -167,8 +191,9 @@ extension Builder {
             if let address = ListenAddress.parse(value.text) {
                 admin.listen = address
             } else {
-                reader.report(line: value.line, item.path,
-                              "invalid listen address \(value.shown) (use IP:port, localhost:port or [IPv6]:port)")
+                reader.report(
+                    line: value.line, item.path,
+                    "invalid listen address \(value.shown) (use IP:port, localhost:port or [IPv6]:port)")
             }
         }
         return admin

@@ -9,8 +9,9 @@ extension Builder {
         case .sequence(let sequence): nodes = Array(sequence)
         case .mapping: nodes = [entry.value]
         default:
-            reader.report(line: reader.line(of: entry.value), entry.path,
-                          "expected a list of faults, got \(YAMLReader.kindName(entry.value))")
+            reader.report(
+                line: reader.line(of: entry.value), entry.path,
+                "expected a list of faults, got \(YAMLReader.kindName(entry.value))")
             return nil
         }
         var faults: [StubFaultConfig] = []
@@ -25,7 +26,9 @@ extension Builder {
             var kind: StubFaultConfig.Kind?
             if let item = reader.requireKey(map, "type"), let value = reader.scalar(item.value, item.path) {
                 kind = StubFaultConfig.Kind(rawValue: value.text)
-                if kind == nil { reader.report(line: value.line, item.path, "invalid fault type \(value.shown) (\(kinds))") }
+                if kind == nil {
+                    reader.report(line: value.line, item.path, "invalid fault type \(value.shown) (\(kinds))")
+                }
             }
             let rate = reader.requireKey(map, "rate").flatMap { reader.double($0, in: 0...1) }
             var mode = StubFaultConfig.Mode.client
@@ -52,7 +55,8 @@ extension Builder {
                     ok = false
                 }
             } else if kind == .slowBody {
-                reader.report(line: map.line, YAMLReader.join(path, "duration"), "required key is missing for slow_body")
+                reader.report(
+                    line: map.line, YAMLReader.join(path, "duration"), "required key is missing for slow_body")
                 ok = false
             }
             guard let kind, let rate else {
@@ -72,14 +76,17 @@ extension Builder {
         guard case .sequence(let sequence) = entry.value else { return }
         for (index, node) in sequence.enumerated() {
             guard case .mapping(let mapping) = node,
-                  let coalesceKey = mapping.keys.first(where: { $0.scalar?.string == "coalesce" }),
-                  let coalesce = mapping[coalesceKey], ["true", "True", "TRUE"].contains(coalesce.scalar?.string ?? ""),
-                  let upstreamNode = mapping.first(where: { $0.key.scalar?.string == "upstream" })?.value,
-                  let name = upstreamNode.scalar?.string,
-                  let stub = config.upstream(named: name)?.stub,
-                  let place = Self.clientFault(in: stub) else { continue }
-            reader.report(line: reader.line(of: coalesce, fallback: reader.line(of: node)), "routes[\(index)].coalesce",
-                          "a coalesced route shares one answer among its callers, so it cannot use a stub with faults that act on the client's connection (upstreams.\(name).stub\(place)); give them mode: upstream, or set coalesce: false")
+                let coalesceKey = mapping.keys.first(where: { $0.scalar?.string == "coalesce" }),
+                let coalesce = mapping[coalesceKey], ["true", "True", "TRUE"].contains(coalesce.scalar?.string ?? ""),
+                let upstreamNode = mapping.first(where: { $0.key.scalar?.string == "upstream" })?.value,
+                let name = upstreamNode.scalar?.string,
+                let stub = config.upstream(named: name)?.stub,
+                let place = Self.clientFault(in: stub)
+            else { continue }
+            reader.report(
+                line: reader.line(of: coalesce, fallback: reader.line(of: node)), "routes[\(index)].coalesce",
+                "a coalesced route shares one answer among its callers, so it cannot use a stub with faults that act on the client's connection (upstreams.\(name).stub\(place)); give them mode: upstream, or set coalesce: false"
+            )
         }
     }
 
@@ -87,15 +94,16 @@ extension Builder {
     static func clientFault(in stub: StubConfig) -> String? {
         func has(_ faults: [StubFaultConfig]) -> Bool { faults.contains { $0.mode == .client && $0.rate > 0 } }
         if has(stub.faults) { return ".faults" }
-        for (index, response) in stub.responses.enumerated() where response.answers.contains(where: { has($0.faults) }) {
+        for (index, response) in stub.responses.enumerated() where response.answers.contains(where: { has($0.faults) })
+        {
             return ".responses[\(index)].faults"
         }
         return nil
     }
 }
 
-private extension Node {
-    var isSequence: Bool {
+extension Node {
+    fileprivate var isSequence: Bool {
         if case .sequence = self { return true }
         return false
     }

@@ -4,9 +4,13 @@ import Yams
 /// A stub response's `match`: methods, path, query, headers and JSON body fields.
 extension Builder {
     func stubMatch(_ entry: YAMLReader.Entry) -> StubMatchConfig? {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "methods", "path", "path_prefix", "path_params", "query", "headers", "json",
-        ]) else { return nil }
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "methods", "path", "path_prefix", "path_params", "query", "headers", "json"
+                ])
+        else { return nil }
         var match = StubMatchConfig()
         var ok = true
         let paths = matchPaths(map, entry)
@@ -25,8 +29,9 @@ extension Builder {
                 match.methods = methods
             } else {
                 if case .sequence(let items) = item.value, items.isEmpty {
-                    reader.report(line: reader.line(of: item.value), item.path,
-                                  "must list at least one method (omit the key to match every method)")
+                    reader.report(
+                        line: reader.line(of: item.value), item.path,
+                        "must list at least one method (omit the key to match every method)")
                 }
                 ok = false
             }
@@ -42,8 +47,9 @@ extension Builder {
             if let pairs = headerList(item) {
                 for pair in pairs {
                     if let apiKeyHeader, pair.name.equalsIgnoringASCIICase(apiKeyHeader) {
-                        reader.report(line: pair.source.line, pair.source.path,
-                                      "the API-key header (clients.api_keys.header) never reaches an upstream")
+                        reader.report(
+                            line: pair.source.line, pair.source.path,
+                            "the API-key header (clients.api_keys.header) never reaches an upstream")
                         ok = false
                     }
                     match.headers.append(StubNameValue(name: pair.name, value: pair.value))
@@ -57,8 +63,9 @@ extension Builder {
                 for field in fields.items {
                     let path = field.key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
                     guard !path.contains(where: \.isEmpty) else {
-                        reader.report(line: field.keyLine, field.path,
-                                      "invalid field path (keys joined with '.', e.g. user.address.city)")
+                        reader.report(
+                            line: field.keyLine, field.path,
+                            "invalid field path (keys joined with '.', e.g. user.address.city)")
                         ok = false
                         continue
                     }
@@ -88,7 +95,8 @@ extension Builder {
             case "false", "False", "FALSE": return .bool(false)
             default:
                 if let number = Double(value.text), number.isFinite,
-                   value.text.first.map({ $0.isNumber || $0 == "-" || $0 == "+" || $0 == "." }) == true {
+                    value.text.first.map({ $0.isNumber || $0 == "-" || $0 == "+" || $0 == "." }) == true
+                {
                     return .number(number)
                 }
                 return .string(value.text)

@@ -4,11 +4,14 @@ import Yams
 /// A stub's `responses`: each response's match, its answer or `sequence` of answers, and what each level
 /// inherits from the one above it.
 extension Builder {
-    func stubResponses(_ entry: YAMLReader.Entry, inheriting inherited: ResolvedAnswer,
-                       reported: inout Set<String>) -> [StubResponseConfig]? {
+    func stubResponses(
+        _ entry: YAMLReader.Entry, inheriting inherited: ResolvedAnswer,
+        reported: inout Set<String>
+    ) -> [StubResponseConfig]? {
         guard case .sequence(let sequence) = entry.value else {
-            reader.report(line: reader.line(of: entry.value), entry.path,
-                          "expected a list, got \(YAMLReader.kindName(entry.value))")
+            reader.report(
+                line: reader.line(of: entry.value), entry.path,
+                "expected a list, got \(YAMLReader.kindName(entry.value))")
             return nil
         }
         var result: [StubResponseConfig] = []
@@ -31,7 +34,8 @@ extension Builder {
             let names = match.parameterNames
             if let item = map["sequence"] {
                 guard case .sequence(let steps) = item.value, steps.count > 0 else {
-                    reader.report(line: reader.line(of: item.value), item.path, "expected a list of one or more answers")
+                    reader.report(
+                        line: reader.line(of: item.value), item.path, "expected a list of one or more answers")
                     ok = false
                     continue
                 }
@@ -39,7 +43,8 @@ extension Builder {
                 for (stepIndex, stepNode) in steps.enumerated() {
                     let stepPath = "\(item.path)[\(stepIndex)]"
                     guard let stepMap = reader.mapping(stepNode, stepPath, allowed: Self.answerKeys),
-                          let stepKeys = answerKeys(stepMap, path: stepPath) else {
+                        let stepKeys = answerKeys(stepMap, path: stepPath)
+                    else {
                         ok = false
                         continue
                     }
@@ -72,8 +77,9 @@ extension Builder {
         }
         let bodySources = ["body", "body_file", "body_bytes"].filter { map.has($0) }
         if bodySources.count > 1 {
-            reader.report(line: map.line, path,
-                          "use only one of body, body_file and body_bytes (found \(bodySources.joined(separator: ", ")))")
+            reader.report(
+                line: map.line, path,
+                "use only one of body, body_file and body_bytes (found \(bodySources.joined(separator: ", ")))")
             ok = false
         } else if let item = map["body"] ?? map["body_file"] ?? map["body_bytes"] {
             let (body, valid) = answerBody(item)
@@ -171,8 +177,9 @@ extension Builder {
     func headerSources(_ entry: YAMLReader.Entry?) -> [Source] {
         guard let entry, case .mapping(let mapping) = entry.value else { return [] }
         return mapping.map { key, value in
-            Source(line: reader.line(of: value, fallback: entry.keyLine),
-                   path: YAMLReader.join(entry.path, key.scalar?.string ?? ""))
+            Source(
+                line: reader.line(of: value, fallback: entry.keyLine),
+                path: YAMLReader.join(entry.path, key.scalar?.string ?? ""))
         }
     }
 }

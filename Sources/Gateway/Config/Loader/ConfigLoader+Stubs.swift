@@ -7,10 +7,15 @@ import Yams
 /// its key path and line, as any other).
 extension Builder {
     func stub(_ entry: YAMLReader.Entry) -> StubConfig? {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "status", "headers", "body", "body_file", "body_bytes", "delay", "latency", "error_rate", "error_status",
-            "faults", "template", "seed", "responses",
-        ]) else { return nil }
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "status", "headers", "body", "body_file", "body_bytes", "delay", "latency", "error_rate",
+                    "error_status",
+                    "faults", "template", "seed", "responses"
+                ])
+        else { return nil }
         var stub = StubConfig()
         var ok = true
         if let item = map["status"] {
@@ -21,8 +26,9 @@ extension Builder {
         }
         let bodySources = ["body", "body_file", "body_bytes"].filter { map.has($0) }
         if bodySources.count > 1 {
-            reader.report(line: map.line, entry.path,
-                          "use only one of body, body_file and body_bytes (found \(bodySources.joined(separator: ", ")))")
+            reader.report(
+                line: map.line, entry.path,
+                "use only one of body, body_file and body_bytes (found \(bodySources.joined(separator: ", ")))")
             ok = false
         }
         // Each source is read, even past a conflict, for its own problems.
@@ -56,19 +62,23 @@ extension Builder {
     }
 
     func latency(_ entry: YAMLReader.Entry) -> StubLatencyConfig? {
-        guard let map = reader.mapping(entry.value, entry.path,
-                                       allowed: ["distribution", "min", "max", "mean", "stddev", "median", "sigma"])
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: ["distribution", "min", "max", "mean", "stddev", "median", "sigma"])
         else { return nil }
         guard let kindEntry = reader.requireKey(map, "distribution"),
-              let kind = reader.scalar(kindEntry.value, kindEntry.path) else { return nil }
+            let kind = reader.scalar(kindEntry.value, kindEntry.path)
+        else { return nil }
         func value(_ key: String, required: Bool) -> (Duration?, Bool) {
             if let item = map[key] {
                 let parsed = reader.duration(item, allowZero: true)
                 return (parsed, parsed != nil)
             }
             if required {
-                reader.report(line: map.line, YAMLReader.join(entry.path, key),
-                              "required key is missing for distribution: \(kind.text)")
+                reader.report(
+                    line: map.line, YAMLReader.join(entry.path, key),
+                    "required key is missing for distribution: \(kind.text)")
                 return (nil, false)
             }
             return (nil, true)
@@ -114,8 +124,9 @@ extension Builder {
             if let item = map["sigma"] {
                 sigma = reader.double(item, in: 0...10)
             } else {
-                reader.report(line: map.line, YAMLReader.join(entry.path, "sigma"),
-                              "required key is missing for distribution: \(kind.text)")
+                reader.report(
+                    line: map.line, YAMLReader.join(entry.path, "sigma"),
+                    "required key is missing for distribution: \(kind.text)")
             }
             let (min, ok3) = value("min", required: false)
             let (max, ok4) = value("max", required: false)
@@ -126,8 +137,9 @@ extension Builder {
             }
             return .lognormal(median: median, sigma: sigma, min: min, max: max)
         default:
-            reader.report(line: kind.line, kindEntry.path,
-                          "invalid distribution \(kind.shown) (fixed, uniform, normal or lognormal)")
+            reader.report(
+                line: kind.line, kindEntry.path,
+                "invalid distribution \(kind.shown) (fixed, uniform, normal or lognormal)")
             return nil
         }
     }
@@ -148,8 +160,9 @@ extension Builder {
                 return (nil, false)
             }
             guard let bytes = loader.readFile(resolved) else {
-                reader.report(line: value.line, item.path,
-                              value.fromEnvironment ? "cannot read the file" : "cannot read the file \(resolved)")
+                reader.report(
+                    line: value.line, item.path,
+                    value.fromEnvironment ? "cannot read the file" : "cannot read the file \(resolved)")
                 return (nil, false)
             }
             return ((bytes, resolved, nil, Source(line: value.line, path: item.path)), true)
@@ -159,8 +172,10 @@ extension Builder {
                 reader.report(line: reader.line(of: item.value), item.path, "must be at most 1GiB")
                 return (nil, false)
             }
-            return ((StubBody.generate(count: Int(size)), nil, Int(size), Source(line: item.keyLine, path: item.path)),
-                    true)
+            return (
+                (StubBody.generate(count: Int(size)), nil, Int(size), Source(line: item.keyLine, path: item.path)),
+                true
+            )
         }
     }
 
@@ -197,8 +212,10 @@ extension Builder {
         var template: Bool?
     }
 
-    static let answerKeys = ["status", "headers", "body", "body_file", "body_bytes", "delay", "latency", "error_rate",
-                             "error_status", "faults", "template"]
+    static let answerKeys = [
+        "status", "headers", "body", "body_file", "body_bytes", "delay", "latency", "error_rate",
+        "error_status", "faults", "template"
+    ]
 
     /// The stub-level keys past the default answer's: `faults`, `template`, `seed`, `responses`; then every answer's
     /// templates. `stub` already holds the default answer's keys. False when something was reported.
@@ -224,8 +241,9 @@ extension Builder {
         base.errorRateSource = map["error_rate"].map { Source(line: $0.keyLine, path: $0.path) }
         base.headerSources = headerSources(map["headers"])
         if base.headerSources.count != stub.headers.count {
-            base.headerSources = Array(repeating: Source(line: map.line, path: YAMLReader.join(entry.path, "headers")),
-                                       count: stub.headers.count)
+            base.headerSources = Array(
+                repeating: Source(line: map.line, path: YAMLReader.join(entry.path, "headers")),
+                count: stub.headers.count)
         }
         if let item = map["body"] ?? map["body_file"] {
             base.bodySource = Source(line: reader.line(of: item.value, fallback: item.keyLine), path: item.path)

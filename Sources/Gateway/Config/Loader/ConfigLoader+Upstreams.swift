@@ -9,7 +9,8 @@ extension Builder {
         var result: [UpstreamConfig] = []
         for item in map.items {
             guard Builder.isName(item.key) else {
-                reader.report(line: item.keyLine, item.path, "invalid upstream name (use letters, digits, '.', '-', '_')")
+                reader.report(
+                    line: item.keyLine, item.path, "invalid upstream name (use letters, digits, '.', '-', '_')")
                 continue
             }
             if let upstream = upstream(item) { result.append(upstream) }
@@ -18,14 +19,20 @@ extension Builder {
     }
 
     static func isName(_ name: String) -> Bool {
-        !name.isEmpty && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }
+        !name.isEmpty
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }
     }
 
     func upstream(_ entry: YAMLReader.Entry) -> UpstreamConfig? {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: [
-            "base_url", "servers", "headers", "timeout", "pool", "tls", "access_token", "credentials", "validation",
-            "stub", "circuit_breaker", "health_check",
-        ]) else { return nil }
+        guard
+            let map = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "base_url", "servers", "headers", "timeout", "pool", "tls", "access_token", "credentials",
+                    "validation",
+                    "stub", "circuit_breaker", "health_check"
+                ])
+        else { return nil }
         var upstream = UpstreamConfig(name: entry.key)
         var ok = true
         if let item = map["stub"] {
@@ -34,15 +41,18 @@ extension Builder {
         if let item = map["base_url"] {
             if let url = baseURL(item) { upstream.baseURL = url } else { ok = false }
         } else if upstream.stub == nil && !map.has("stub") {
-            reader.report(line: map.line, YAMLReader.join(entry.path, "base_url"),
-                          "required key is missing (or configure a stub)")
+            reader.report(
+                line: map.line, YAMLReader.join(entry.path, "base_url"),
+                "required key is missing (or configure a stub)")
             ok = false
         }
         if let item = map["servers"] {
             if map.has("stub") {
                 reader.report(line: item.keyLine, item.path, "a stub upstream has no servers (use them with base_url)")
-            } else if let servers = addressList(item, kind: "server", forms: "host:port or [IPv6]:port",
-                                                     parse: UpstreamServer.parse) {
+            } else if let servers = addressList(
+                item, kind: "server", forms: "host:port or [IPv6]:port",
+                parse: UpstreamServer.parse)
+            {
                 upstream.servers = servers
             } else {
                 ok = false
@@ -82,7 +92,8 @@ extension Builder {
         }
         if let item = map["health_check"] {
             if map.has("stub") {
-                reader.report(line: item.keyLine, item.path, "a stub upstream has no servers to check (use it with base_url)")
+                reader.report(
+                    line: item.keyLine, item.path, "a stub upstream has no servers to check (use it with base_url)")
                 ok = false
             } else if let check = healthCheck(item) {
                 upstream.healthCheck = check
@@ -94,8 +105,9 @@ extension Builder {
             if let validation = UpstreamConfig.Validation(rawValue: value.text) {
                 upstream.validation = validation
             } else {
-                reader.report(line: value.line, item.path,
-                              "invalid value \(value.shown) (none, success or success_and_redirect)")
+                reader.report(
+                    line: value.line, item.path,
+                    "invalid value \(value.shown) (none, success or success_and_redirect)")
             }
         }
         return ok ? upstream : nil
@@ -110,10 +122,15 @@ extension Builder {
 
     /// `pool`: connections, HTTP/2, waiting, idle time, requests per connection, one caller's share.
     func pool(_ entry: YAMLReader.Entry, into settings: inout UpstreamConfig.Pool) {
-        guard let pool = reader.mapping(entry.value, entry.path, allowed: [
-            "max_connections", "http2", "max_wait", "max_waiting", "idle_timeout", "max_requests_per_connection",
-            "max_share",
-        ]) else { return }
+        guard
+            let pool = reader.mapping(
+                entry.value, entry.path,
+                allowed: [
+                    "max_connections", "http2", "max_wait", "max_waiting", "idle_timeout",
+                    "max_requests_per_connection",
+                    "max_share"
+                ])
+        else { return }
         if let max = pool["max_connections"], let value = reader.int(max, in: 1...100_000) {
             settings.maxConnections = value
         }
@@ -190,7 +207,9 @@ extension Builder {
     }
 
     func accessToken(_ entry: YAMLReader.Entry) -> UpstreamConfig.AccessToken? {
-        guard let map = reader.mapping(entry.value, entry.path, allowed: ["type", "token", "scheme"]) else { return nil }
+        guard let map = reader.mapping(entry.value, entry.path, allowed: ["type", "token", "scheme"]) else {
+            return nil
+        }
         let token = reader.requireKey(map, "token").flatMap { reader.string($0) }
         if let token, !HeaderName.isValidValue(token) {
             reader.report(line: map.line, YAMLReader.join(entry.path, "token"), "contains control characters")
@@ -215,8 +234,9 @@ extension Builder {
                     kind = nil
                 }
             default:
-                reader.report(line: value.line, item.path,
-                              "invalid type \(value.shown) (bearer, basic, custom or oauth2_client_credentials)")
+                reader.report(
+                    line: value.line, item.path,
+                    "invalid type \(value.shown) (bearer, basic, custom or oauth2_client_credentials)")
                 kind = nil
             }
         }

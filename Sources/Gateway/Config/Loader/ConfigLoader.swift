@@ -23,11 +23,14 @@ package struct ConfigLoader: Sendable {
     /// Why the CA bundle at this path (a `ca_file`) cannot be loaded, or nil when it can.
     package var checkCABundle: @Sendable (String) -> String?
 
-    package init(readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
-                fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk,
-                checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader.serverCertificateProblemOnDisk,
-                logOutputProblem: @escaping @Sendable (String) -> String? = ConfigLoader.logOutputProblemOnDisk,
-                checkCABundle: @escaping @Sendable (String) -> String? = ConfigLoader.caBundleProblemOnDisk) {
+    package init(
+        readFile: @escaping @Sendable (String) -> [UInt8]? = ConfigLoader.readFileFromDisk,
+        fileExists: @escaping @Sendable (String) -> Bool = ConfigLoader.fileExistsOnDisk,
+        checkServerCertificate: @escaping @Sendable (String, String) -> String? = ConfigLoader
+            .serverCertificateProblemOnDisk,
+        logOutputProblem: @escaping @Sendable (String) -> String? = ConfigLoader.logOutputProblemOnDisk,
+        checkCABundle: @escaping @Sendable (String) -> String? = ConfigLoader.caBundleProblemOnDisk
+    ) {
         self.readFile = readFile
         self.fileExists = fileExists
         self.checkServerCertificate = checkServerCertificate
@@ -54,8 +57,9 @@ package struct ConfigLoader: Sendable {
     /// Builds the TLS context `serve` would build from the files; its error, if any.
     package static let serverCertificateProblemOnDisk: @Sendable (String, String) -> String? = { certificate, key in
         do {
-            _ = try TLSContext(server: TLSServerConfiguration(
-                defaultCertificate: TLSCertificateFiles(certificateChainPath: certificate, privateKeyPath: key)))
+            _ = try TLSContext(
+                server: TLSServerConfiguration(
+                    defaultCertificate: TLSCertificateFiles(certificateChainPath: certificate, privateKeyPath: key)))
             return nil
         } catch let error as TLSError {
             return error.reason
@@ -88,18 +92,27 @@ package struct ConfigLoader: Sendable {
     /// Reads the file at `path` and loads it.
     package func load(path: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
         guard let bytes = readFile(path) else {
-            return .failure(ConfigErrors([ConfigProblem(file: path, line: 1, keyPath: "(file)",
-                                                        reason: "cannot read the configuration file")]))
+            return .failure(
+                ConfigErrors([
+                    ConfigProblem(
+                        file: path, line: 1, keyPath: "(file)",
+                        reason: "cannot read the configuration file")
+                ]))
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            return .failure(ConfigErrors([ConfigProblem(file: path, line: 1, keyPath: "(file)",
-                                                        reason: "the file is not valid UTF-8")]))
+            return .failure(
+                ConfigErrors([
+                    ConfigProblem(
+                        file: path, line: 1, keyPath: "(file)",
+                        reason: "the file is not valid UTF-8")
+                ]))
         }
         return load(path: path, text: text, environment: environment)
     }
 
     /// Loads configuration `text` that was read from `path` (used for messages and to resolve relative paths).
-    package func load(path: String, text: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors> {
+    package func load(path: String, text: String, environment: [String: String]) -> Result<GatewayConfig, ConfigErrors>
+    {
         let root: Node?
         do {
             // `.basic`: no implicit tag resolution. The reader types every scalar itself from its text, and Yams'
@@ -116,16 +129,20 @@ package struct ConfigLoader: Sendable {
         let problems = reader.problems.enumerated().sorted {
             ($0.element.line, $0.offset) < ($1.element.line, $1.offset)
         }.map(\.element)
-        return .failure(ConfigErrors(problems.isEmpty
-            ? [ConfigProblem(file: path, line: 1, keyPath: "(file)", reason: "invalid configuration")] : problems))
+        return .failure(
+            ConfigErrors(
+                problems.isEmpty
+                    ? [ConfigProblem(file: path, line: 1, keyPath: "(file)", reason: "invalid configuration")]
+                    : problems))
     }
 
     static func syntaxProblem(_ error: Error, file: String) -> ConfigProblem {
         func make(_ mark: Mark, _ problem: String, _ context: YamlError.Context?) -> ConfigProblem {
             var reason = "YAML syntax error at column \(max(1, mark.column)): \(problem)"
             if let context { reason += " (\(context.text) at line \(context.mark.line))" }
-            return ConfigProblem(file: file, line: max(1, mark.line), column: max(1, mark.column), keyPath: "(yaml)",
-                                 reason: reason)
+            return ConfigProblem(
+                file: file, line: max(1, mark.line), column: max(1, mark.column), keyPath: "(yaml)",
+                reason: reason)
         }
         if let yamlError = error as? YamlError {
             switch yamlError {
@@ -135,8 +152,9 @@ package struct ConfigLoader: Sendable {
             case .duplicatedKeysInMapping(let duplicates, let context):
                 return make(context.mark, "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", "))", nil)
             case .reader(let problem, _, _, _):
-                return ConfigProblem(file: file, line: 1, column: 1, keyPath: "(yaml)",
-                                     reason: "YAML syntax error: \(problem)")
+                return ConfigProblem(
+                    file: file, line: 1, column: 1, keyPath: "(yaml)",
+                    reason: "YAML syntax error: \(problem)")
             default: break
             }
         }
@@ -161,13 +179,20 @@ struct Builder {
     func resolve(_ file: String) -> String { reader.resolve(file) }
 
     mutating func build(root: Node) -> GatewayConfig? {
-        guard let top = reader.mapping(root, "", allowed: ["server", "admin", "logging", "clients", "upstreams",
-                                                           "routes", "reload"]) else { return nil }
+        guard
+            let top = reader.mapping(
+                root, "",
+                allowed: [
+                    "server", "admin", "logging", "clients", "upstreams",
+                    "routes", "reload"
+                ])
+        else { return nil }
         var config = GatewayConfig(sourcePath: path)
         if let entry = top["server"], let server = server(entry) { config.server = server }
         if top["server"] == nil {
-            BufferingConfigParser.checkDefaultTempDirectory(line: top.line, reader: reader,
-                                                            tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
+            BufferingConfigParser.checkDefaultTempDirectory(
+                line: top.line, reader: reader,
+                tempDirectoryProblem: BufferingConfig.tempDirectoryProblemOnDisk)
         }
         if let entry = top["admin"], let admin = admin(entry) { config.admin = admin }
         if let entry = top["logging"], let logging = logging(entry) { config.logging = logging }
@@ -180,8 +205,9 @@ struct Builder {
             if case .mapping(let mapping) = entry.value { declared = mapping.keys.compactMap { $0.scalar?.string } }
         }
         if let entry = reader.requireKey(top, "routes") {
-            config.routes = routes(entry, declaredUpstreams: declared,
-                                   stubUpstreams: Set(config.upstreams.filter(\.isStub).map(\.name)), clients: config.clients)
+            config.routes = routes(
+                entry, declaredUpstreams: declared,
+                stubUpstreams: Set(config.upstreams.filter(\.isStub).map(\.name)), clients: config.clients)
             reportCoalescedStubFaults(config, routes: entry)
         }
         return config

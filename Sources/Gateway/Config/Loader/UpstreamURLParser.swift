@@ -45,7 +45,8 @@ package enum UpstreamURLParser {
         var port = scheme == "https" ? 443 : 80
         if let portText {
             guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let value = Int(portText), (1...65535).contains(value) else {
+                let value = Int(portText), (1...65535).contains(value)
+            else {
                 return .failure(PathError("invalid port"))
             }
             port = value

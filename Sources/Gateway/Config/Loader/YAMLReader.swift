@@ -53,8 +53,10 @@ final class YAMLReader {
     }
 
     func report(line: Int, _ path: String, _ reason: String) {
-        problems.append(ConfigProblem(file: file, line: max(1, line), keyPath: path.isEmpty ? "(root)" : path,
-                                      reason: reason))
+        problems.append(
+            ConfigProblem(
+                file: file, line: max(1, line), keyPath: path.isEmpty ? "(root)" : path,
+                reason: reason))
     }
 
     func line(of node: Node, fallback: Int = 1) -> Int { node.mark?.line ?? fallback }
@@ -91,12 +93,15 @@ final class YAMLReader {
             let key = keyScalar.string
             let childPath = YAMLReader.join(path, key)
             if let allowed, !allowed.contains(key) {
-                report(line: line(of: keyNode, fallback: entries.line), childPath,
-                       "unknown key (expected one of: \(allowed.joined(separator: ", ")))")
+                report(
+                    line: line(of: keyNode, fallback: entries.line), childPath,
+                    "unknown key (expected one of: \(allowed.joined(separator: ", ")))")
                 continue
             }
-            entries.items.append(Entry(key: key, keyLine: line(of: keyNode, fallback: entries.line), value: value,
-                                       path: childPath))
+            entries.items.append(
+                Entry(
+                    key: key, keyLine: line(of: keyNode, fallback: entries.line), value: value,
+                    path: childPath))
         }
         return entries
     }
@@ -197,8 +202,11 @@ final class YAMLReader {
             fromEnvironment = true
         }
         output += rest
-        return failed ? nil : ScalarValue(text: output, fromEnvironment: fromEnvironment, line: line,
-                                          fromSecretFile: fromSecretFile)
+        return failed
+            ? nil
+            : ScalarValue(
+                text: output, fromEnvironment: fromEnvironment, line: line,
+                fromSecretFile: fromSecretFile)
     }
 
     /// Why a secret file could not be used (its path is named, never its contents).
@@ -223,7 +231,6 @@ final class YAMLReader {
         while let last = text.unicodeScalars.last, last == "\n" || last == "\r" { text.unicodeScalars.removeLast() }
         return .success(text)
     }
-
 
     static func isVariableName(_ name: Substring) -> Bool {
         guard let first = name.first, first.isASCII, first.isLetter || first == "_" else { return false }
@@ -290,8 +297,9 @@ final class YAMLReader {
     func duration(_ entry: Entry, allowZero: Bool = false) -> Duration? {
         guard let value = scalar(entry.value, entry.path) else { return nil }
         guard let duration = ConfigValue.parseDuration(value.text) else {
-            report(line: value.line, entry.path,
-                   "invalid duration \(value.shown) (use a number with ms, s or m, e.g. 250ms, 10s, 2m)")
+            report(
+                line: value.line, entry.path,
+                "invalid duration \(value.shown) (use a number with ms, s or m, e.g. 250ms, 10s, 2m)")
             return nil
         }
         if duration == .zero && !allowZero {
@@ -305,7 +313,8 @@ final class YAMLReader {
     func size(_ entry: Entry, allowZero: Bool = false) -> Int64? {
         guard let value = scalar(entry.value, entry.path) else { return nil }
         guard let size = ConfigValue.parseSize(value.text) else {
-            report(line: value.line, entry.path, "invalid size \(value.shown) (use bytes, KiB or MiB, e.g. 16384, 10MiB)")
+            report(
+                line: value.line, entry.path, "invalid size \(value.shown) (use bytes, KiB or MiB, e.g. 16384, 10MiB)")
             return nil
         }
         if size == 0 && !allowZero {

@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 
 /// `server.buffering`: how proxied responses are buffered, as nginx's `proxy_buffering` does it. The upstream's answer
 /// is read as fast as the upstream sends it, into memory and past that into a temporary file, so that the upstream
@@ -42,8 +43,10 @@ package struct BufferingConfig: Sendable, Equatable {
 /// `upstreams.X.pool.max_share`), called from ``ConfigLoader``'s builder.
 enum BufferingConfigParser {
     /// `server.buffering`: a mapping of ``BufferingConfig/keys``.
-    static func buffering(_ entry: YAMLReader.Entry, reader: YAMLReader,
-                          tempDirectoryProblem: (String) -> String?) -> BufferingConfig? {
+    static func buffering(
+        _ entry: YAMLReader.Entry, reader: YAMLReader,
+        tempDirectoryProblem: (String) -> String?
+    ) -> BufferingConfig? {
         guard let map = reader.mapping(entry.value, entry.path, allowed: BufferingConfig.keys) else { return nil }
         var config = BufferingConfig()
         var ok = true
@@ -72,8 +75,9 @@ enum BufferingConfigParser {
             } else {
                 let resolved = reader.resolve(value.text)
                 if let problem = tempDirectoryProblem(resolved) {
-                    reader.report(line: value.line, item.path,
-                                  value.fromEnvironment ? problem : "\(problem): \(resolved)")
+                    reader.report(
+                        line: value.line, item.path,
+                        value.fromEnvironment ? problem : "\(problem): \(resolved)")
                     ok = false
                 } else {
                     config.tempDirectory = resolved
@@ -82,8 +86,9 @@ enum BufferingConfigParser {
         } else if !map.has("temp_dir") {
             // The default directory must do too: a start that would fail at the first long answer fails now.
             if let problem = tempDirectoryProblem(config.tempDirectory) {
-                reader.report(line: map.line, YAMLReader.join(entry.path, "temp_dir"),
-                              "\(problem): \(config.tempDirectory) (the default; set server.buffering.temp_dir)")
+                reader.report(
+                    line: map.line, YAMLReader.join(entry.path, "temp_dir"),
+                    "\(problem): \(config.tempDirectory) (the default; set server.buffering.temp_dir)")
                 ok = false
             }
         }
@@ -95,8 +100,9 @@ enum BufferingConfigParser {
     static func checkDefaultTempDirectory(line: Int, reader: YAMLReader, tempDirectoryProblem: (String) -> String?) {
         let directory = BufferingConfig().tempDirectory
         if let problem = tempDirectoryProblem(directory) {
-            reader.report(line: line, "server.buffering.temp_dir",
-                          "\(problem): \(directory) (the default; set server.buffering.temp_dir)")
+            reader.report(
+                line: line, "server.buffering.temp_dir",
+                "\(problem): \(directory) (the default; set server.buffering.temp_dir)")
         }
     }
 
@@ -110,8 +116,9 @@ enum BufferingConfigParser {
             scale = 100
         }
         guard let number = Double(text), number.isFinite else {
-            reader.report(line: value.line, entry.path,
-                          "expected a fraction or a percentage, got \(value.shown) (e.g. 0.5 or 50%)")
+            reader.report(
+                line: value.line, entry.path,
+                "expected a fraction or a percentage, got \(value.shown) (e.g. 0.5 or 50%)")
             return nil
         }
         let share = number / scale

@@ -18,9 +18,11 @@ package struct GatewayConfig: Sendable, Equatable {
     /// `reload`: reloading when the files change.
     package var reload = ReloadConfig()
 
-    package init(sourcePath: String, server: ServerConfig = ServerConfig(), admin: AdminConfig = AdminConfig(),
-                logging: LoggingConfig = LoggingConfig(), clients: ClientsConfig? = nil,
-                upstreams: [UpstreamConfig] = [], routes: [RouteConfig] = []) {
+    package init(
+        sourcePath: String, server: ServerConfig = ServerConfig(), admin: AdminConfig = AdminConfig(),
+        logging: LoggingConfig = LoggingConfig(), clients: ClientsConfig? = nil,
+        upstreams: [UpstreamConfig] = [], routes: [RouteConfig] = []
+    ) {
         self.sourcePath = sourcePath
         self.server = server
         self.admin = admin

@@ -26,7 +26,7 @@ package struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
     /// host is neither a numeric address nor `localhost` (listeners bind without name resolution).
     package static func parse(_ text: String) -> ListenAddress? {
         guard let address = split(text),
-              address.host == "localhost" || SocketAddress(numericHost: address.host, port: address.port) != nil
+            address.host == "localhost" || SocketAddress(numericHost: address.host, port: address.port) != nil
         else { return nil }
         return address
     }
@@ -43,17 +43,19 @@ package struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
             guard rest.hasPrefix(":") else { return nil }
             portText = rest.dropFirst()
             guard !host.isEmpty, host.contains(":"),
-                  host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" }) else { return nil }
+                host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." || $0 == "%" })
+            else { return nil }
         } else {
             guard let colon = text.lastIndex(of: ":") else { return nil }
             host = text[..<colon]
             portText = text[text.index(after: colon)...]
             guard !host.isEmpty, !host.contains(":"),
-                  host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") })
+                host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") })
             else { return nil }
         }
         guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let port = Int(portText), port <= 65535 else { return nil }
+            let port = Int(portText), port <= 65535
+        else { return nil }
         return ListenAddress(host: String(host), port: port)
     }
 }

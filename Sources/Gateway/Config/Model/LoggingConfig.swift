@@ -12,7 +12,9 @@ package struct LoggingConfig: Sendable, Equatable {
     }
 
     /// The default `redact_headers` list.
-    package static let defaultRedactHeaders = ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"]
+    package static let defaultRedactHeaders = [
+        "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"
+    ]
 
     /// Default `.info`.
     package var level: Logger.Level = .info

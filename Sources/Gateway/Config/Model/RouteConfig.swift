@@ -14,8 +14,10 @@ package struct RouteConfig: Sendable, Equatable {
         /// Lower-cased host without port; `nil` = any host.
         package var host: String?
 
-        package init(path: String? = nil, pathPrefix: String? = nil, pathParams: String? = nil,
-                    methods: [HTTPMethod]? = nil, host: String? = nil) {
+        package init(
+            path: String? = nil, pathPrefix: String? = nil, pathParams: String? = nil,
+            methods: [HTTPMethod]? = nil, host: String? = nil
+        ) {
             self.path = path
             self.pathPrefix = pathPrefix
             self.pathParams = pathParams

@@ -15,8 +15,8 @@ extension UpstreamServer {
         }
         let labels = address.host.split(separator: ".", omittingEmptySubsequences: false)
         guard !address.isIPv6, address.host.utf8.count <= 253,
-              labels.allSatisfy({ (1...63).contains($0.utf8.count) && !$0.hasPrefix("-") && !$0.hasSuffix("-") }),
-              labels.last?.allSatisfy(\.isNumber) == false
+            labels.allSatisfy({ (1...63).contains($0.utf8.count) && !$0.hasPrefix("-") && !$0.hasSuffix("-") }),
+            labels.last?.allSatisfy(\.isNumber) == false
         else { return nil }
         return UpstreamServer(host: address.host.lowercased(), port: address.port)
     }
