@@ -72,6 +72,11 @@ final class HostResolutionCache: Sendable {
         return addresses
     }
 
+    /// How many requests wait for the resolution of `host:port` in progress (0 when none is).
+    func waitingRequests(host: String, port: Int) -> Int {
+        entries.withLock { $0[Key(host: host, port: port)]?.waiters.count ?? 0 }
+    }
+
     /// The addresses of `host:port`: known ones at once, else from the resolution in progress or a new one.
     func addresses(host: String, port: Int) async throws -> [SocketAddress] {
         if let known = knownAddresses(host: host, port: port) { return known }

@@ -119,7 +119,10 @@ import Testing
         resolver.answer.withLock { $0 = nil }
         let cache = HostResolutionCache(ttl: .seconds(30)) { try await resolver.resolve($0, $1) }
         let waiters = (0..<5).map { _ in Task { try await cache.addresses(host: "down.internal", port: 80) } }
-        try await Self.waitUntil { resolver.waiting == 1 }
+        // Every waiter joins the one resolution before it fails (a task started late would start a second one).
+        try await Self.waitUntil {
+            resolver.waiting == 1 && cache.waitingRequests(host: "down.internal", port: 80) == waiters.count
+        }
         resolver.release(stayOpen: true)
         for waiter in waiters { await #expect(throws: HTTPClientError.self) { try await waiter.value } }
         #expect(resolver.count == 1)
