@@ -6,7 +6,8 @@ import ServiceLifecycle
 
 extension GatewayService {
     /// Builds the runtime for `config` and binds its listeners, as `serve`, `record` and `spy` start; a failure is
-    /// printed as `PATH: cannot start: ERROR` and ends the command with status 1.
+    /// printed as `PATH: cannot start: ERROR` and ends the command with status 1. The gateway reports ready once the
+    /// service runs (``run()``), with its signal handlers in place.
     static func start(_ config: GatewayConfig, recorder: ExchangeRecorder? = nil, path: String) async throws
         -> GatewayRuntime
     {

@@ -25,7 +25,10 @@ struct GatewayService: Service, CustomStringConvertible {
     var adjust: (@Sendable (GatewayConfig) -> GatewayConfig)? = nil
 
     func run() async throws {
+        // The service group has trapped SIGTERM and SIGINT before this runs; with SIGHUP and SIGUSR1 trapped too, the
+        // gateway may say it is ready.
         let signals = await UnixSignalsSequence(trapping: .sighup, .sigusr1)
+        runtime.announceReady()
         let (triggers, trigger) = AsyncStream<ConfigReloader.Trigger>.makeStream()
         let reloader = ConfigReloader(
             runtime: runtime, configPath: configPath, config: config, files: files,

@@ -149,10 +149,16 @@ package final class GatewayRuntime: Sendable {
         return socket
     }
 
-    /// Binds the listeners and starts serving; `/readyz` turns 200.
+    /// Binds the listeners and starts serving. `/readyz` turns 200 (and `listening` is logged) only with
+    /// ``announceReady()``, which the command calls once its signal handlers are in place: a SIGTERM or SIGHUP sent as
+    /// soon as the gateway reports ready must reach them, not the signal's default action.
     package func start() async throws {
         try await adminServer.start()
         try await server.start()
+    }
+
+    /// Turns `/readyz` to 200 and logs the listening addresses.
+    package func announceReady() {
         admin.setReady(true)
         logger.info(
             "listening",

@@ -34,6 +34,14 @@ import Glibc
         return (try? FileManager.default.contentsOfDirectory(atPath: path).count) ?? -1
     }
 
+    /// What the gateway's descriptors point at (for a failure message).
+    static func descriptorTargets(_ gateway: GatewayProcess) -> [String] {
+        let path = "/proc/\(gateway.process.processIdentifier)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        return names.map { (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(path)/\($0)")) ?? "?" }
+            .sorted()
+    }
+
     /// Opens `count` connections, the even ones silent and the odd ones after one answered request, in steps that
     /// let the gateway's accept queue drain; returns them once the gateway holds them all.
     static func openIdleConnections(to gateway: GatewayProcess, baseline: Int) async throws -> [RawClient] {
@@ -81,7 +89,9 @@ import Glibc
             try await Task.sleep(for: .milliseconds(100))
             now = Self.descriptors(gateway)
         }
-        #expect(now <= baseline, "descriptors \(baseline) before, \(now) after the timeouts")
+        #expect(
+            now <= baseline,
+            "descriptors \(baseline) before, \(now) after the timeouts: \(Self.descriptorTargets(gateway))")
         let closed = clients.filter { $0.readAll(timeout: 0.01).closed }.count
         #expect(closed == Self.count, "\(closed) of \(Self.count) clients saw the gateway close")
         #expect(gateway.stop() == 0)

@@ -31,6 +31,11 @@ import Glibc
     static func reload(_ gateway: GatewayProcess, to config: String, count: Int) async throws {
         try gateway.rewriteConfig(config)
         gateway.signal(SIGHUP)
+        try await waitForReloads(gateway, count: count)
+    }
+
+    /// Waits for the `count`-th reload's log line.
+    static func waitForReloads(_ gateway: GatewayProcess, count: Int) async throws {
         for _ in 0..<100 {
             let output = gateway.stdout
             // The line is JSON (`"msg":"reloaded"`) or text (`notice reloaded routes=…`), as the logging then says.
@@ -41,6 +46,21 @@ import Glibc
             try await Task.sleep(for: .milliseconds(20))
         }
         throw GatewayTestError("no reload logged: \(gateway.stdout)")
+    }
+
+    /// The gateway reports ready only once its signal handlers are in place: SIGHUP and SIGUSR1 sent the moment
+    /// `/readyz` answers 200 reload and reopen the log, rather than ending the process (their default action).
+    @Test func signalsSentAsSoonAsItIsReadyAreHandled() async throws {
+        for _ in 0..<3 {
+            let gateway = try await GatewayProcess(config: Self.config(logging: "access_log: false"))
+            gateway.signal(SIGUSR1)
+            gateway.signal(SIGHUP)
+            try await Self.waitForReloads(gateway, count: 1)
+            #expect(gateway.process.isRunning)
+            let answer = try await HTTPClient().execute(HTTPClientRequest(url: "\(gateway.url)/stub"))
+            #expect(answer.status == 200)
+            #expect(gateway.stop() == 0)
+        }
     }
 
     @Test func aReloadAppliesTheLoggingSettingsToTheNextRequest() async throws {
