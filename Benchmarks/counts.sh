@@ -99,15 +99,8 @@ C
 cc -O2 -shared -fPIC -o "$RUN_DIR/sigsuspend_shim.so" "$RUN_DIR/sigsuspend_shim.c"
 
 # ------------------------------------------------------------------ processes
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=tools/child-processes.sh
+source "$HERE/tools/child-processes.sh"
 
 render_nginx() {   # render_nginx TEMPLATE DIR
     sed -e "s|@RUN@|$2|g" -e "s|@UP_PORT@|$UP_PORT|g" -e "s|@NGX_PORT@|$NGX_PORT|g" "$HERE/conf/$1" >"$2/nginx.conf"

@@ -53,15 +53,8 @@ sed -i -e "s|127.0.0.1:8080|127.0.0.1:$GW_PORT|" -e "s|127.0.0.1:9090|127.0.0.1:
     -e "s|^  threads: .*|  threads: $THREADS|" "$RUN_DIR/config/gateway.yaml"
 grep -q "^  threads: $THREADS" "$RUN_DIR/config/gateway.yaml" || die "could not set server.threads in the copy"
 
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=tools/child-processes.sh
+source "$HERE/tools/child-processes.sh"
 
 wait_answer() {   # wait_answer URL PID
     local deadline=$((SECONDS + 30))
