@@ -117,9 +117,12 @@ extension MoyaProvider {
         guard case .never = stubBehavior else {
             return .stub(announce(consume request, pluginTarget: pluginTarget), stubBehavior)
         }
-        let requestType = announce(request, pluginTarget: pluginTarget)
+        // The plugins' wrapper keeps a copy (its `URLRequest` is made from it on demand); the outgoing request takes
+        // this one.
+        let requestType = announce(copy request, pluginTarget: pluginTarget)
         return .send(
-            TransportOutgoing(request, source: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
+            TransportOutgoing(consume request, source: requestType, streamingBodiesAbove: streamingBodiesAbove),
+            requestType)
     }
 
     /// Runs the plugins' transport `prepare` on `request`.

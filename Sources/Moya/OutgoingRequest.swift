@@ -105,11 +105,11 @@ struct TransportOutgoing: OutgoingRequest {
     /// The streamed body, if the body is a stream: it knows whether an attempt has pulled from it.
     private let bodyPulled: TrackedBodyStream?
 
-    init(_ request: TransportRequest, source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
+    init(_ request: consuming TransportRequest, source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
         self.request = request
         self.source = source
         self.streamingBodiesAbove = streamingBodiesAbove
-        if case .stream(let stream, let length) = request.http.body {
+        if case .stream(let stream, let length) = self.request.http.body {
             let tracked = TrackedBodyStream(stream)
             self.request.http.body = .stream(
                 AsyncThrowingStream(unfolding: { try await tracked.next() }), length: length)

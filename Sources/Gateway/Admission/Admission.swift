@@ -66,7 +66,7 @@ enum Admission {
             routed = Routed(route: route, runtime: snapshot.runtime(of: route), upstreamPath: path)
         }
         let route = routed.route
-        if WebSocketTunnel.isRefusedExtendedConnect(request, route: route.config, upstream: routed.runtime?.provider) {
+        if WebSocketTunnel.isRefusedExtendedConnect(request, route: route, upstream: routed.runtime?.provider) {
             // An HTTP/2 client asking for a tunnel (RFC 8441) where there is none: a plain GET's 200 would tell it
             // the tunnel is open.
             return .unrouted(
@@ -85,7 +85,7 @@ enum Admission {
         if let allowed = route.config.clients, !allowed.contains(routed.clientName ?? "") {
             return .refused(Refusal(code: routed.clientName == nil ? .unauthorized : .forbidden), routed)
         }
-        if let declared = request.declaredBodyLength, declared > bodyLimit(route.config, snapshot.config) {
+        if let declared = request.declaredBodyLength, declared > bodyLimit(route, snapshot) {
             return .refused(Refusal(code: .payloadTooLarge, closesConnection: true), routed)
         }
         if let limit = route.config.rateLimit, let limiter = routed.runtime?.rateLimiter {
@@ -101,7 +101,7 @@ enum Admission {
     }
 
     /// The largest request body `route` takes: its `max_body_bytes`, else the server's.
-    static func bodyLimit(_ route: RouteConfig, _ config: GatewayConfig) -> Int64 {
-        route.maxBodyBytes ?? config.server.limits.maxBodyBytes
+    static func bodyLimit(_ route: CompiledRoute, _ snapshot: GatewaySnapshot) -> Int64 {
+        route.config.maxBodyBytes ?? snapshot.config.server.limits.maxBodyBytes
     }
 }

@@ -25,33 +25,38 @@ enum ProxyHeaders {
     ///   sort): the client's in their order, then the configured ones, then `forwarding`.
     static func upstreamHeaders(
         from client: HTTPFields, apiKeyHeader: String?, configured: HTTPFields,
-        dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: HTTPFields
+        dropAuthorization: Bool, varyHeaders: [String], coalescing: Bool, forwarding: Forwarding
     )
         -> (stable: [String: String], perRequest: HTTPFields)
     {
         let listed = connectionListed(in: client)
         var stable: [String: String] = [:]
-        // Made on the first field kept: a request whose fields are all dropped (a client sending only `Host`) sends
-        // the forwarding list itself.
+        // One list, sized once: the client's fields that are kept, the configured ones, then the forwarding fields
+        // (six at most), written straight into it.
         var perRequest = HTTPFields()
-        let capacity = client.count + configured.count + forwarding.count
+        perRequest.reserveCapacity(fields: client.count + configured.count + 6, bytes: 512)
         // Fields go from list to list as bytes (`add(fieldAt:of:)`): no string is made for a field that is kept.
         func keep(_ index: Int, of source: HTTPFields) {
-            if perRequest.isEmpty { perRequest.reserveCapacity(capacity) }
             perRequest.add(fieldAt: index, of: source)
         }
         let vary = varyHeaders.isEmpty ? [] : Set(varyHeaders.map { $0.lowercased() })
+        let apiKeyToken = apiKeyHeader.map { HTTPFields.token(of: $0) }
         var cookie: String?
         var cookieRepeated = false
         for index in 0..<client.count {
             let token = client.token(at: index)
-            let dropped = client.withField(at: index) { name, _ in
-                notForwarded.contains(bytes: name) || isListed(name, in: listed)
-                    || apiKeyHeader?.equalsIgnoringASCIICase(name) == true
-                    || (dropAuthorization && token == .authorization)
-                    || (!configured.isEmpty && configured.contains(nameBytes: name))
+            // Known names are decided by their token; only a name outside the table is compared as bytes.
+            if notForwarded.contains(token) || (dropAuthorization && token == .authorization) { continue }
+            if let apiKeyToken, apiKeyToken != .other, token == apiKeyToken { continue }
+            let comparesAPIKey = apiKeyToken == .other && token == .other
+            if comparesAPIKey || !listed.isEmpty || !configured.isEmpty {
+                let dropped = client.withField(at: index) { name, _ in
+                    (comparesAPIKey && apiKeyHeader?.equalsIgnoringASCIICase(name) == true)
+                        || isListed(name, in: listed)
+                        || (!configured.isEmpty && configured.contains(nameBytes: name))
+                }
+                if dropped { continue }
             }
-            if dropped { continue }
             if coalescing {
                 let name = client.name(at: index)
                 let lower = name.lowercased()
@@ -78,18 +83,13 @@ enum ProxyHeaders {
         if cookieRepeated, let cookie { perRequest.replaceOrAdd(name: "Cookie", value: cookie) }
         if coalescing {
             for field in configured { stable[field.name] = field.value }
-        } else {
-            for index in 0..<configured.count {
-                let replaced =
-                    !forwarding.isEmpty
-                    && configured.withField(at: index) { name, _ in
-                        forwarding.contains(nameBytes: name)
-                    }
-                if !replaced { keep(index, of: configured) }
+        } else if !configured.isEmpty {
+            let replaced = forwarding.names(client: client)
+            for index in 0..<configured.count where !replaced.contains(configured.token(at: index)) {
+                keep(index, of: configured)
             }
         }
-        if perRequest.isEmpty { return (stable, forwarding) }
-        perRequest.append(contentsOf: forwarding)
+        forwarding.append(to: &perRequest, client: client)
         return (stable, perRequest)
     }
 
@@ -110,26 +110,14 @@ enum ProxyHeaders {
         }
     }
 
-    /// The forwarding headers for one caller. `clientAddress` (the peer, or behind trusted proxies the client they
-    /// forwarded for) is sent as `X-Real-IP`, replacing any the client sent.
+    /// The forwarding headers for one caller as a list of their own (see ``Forwarding``).
     static func forwarding(
         client: HTTPFields, peer: String?, clientAddress: String?, isTLS: Bool, requestID: String,
         version: HTTPVersion
     ) -> HTTPFields {
         var result = HTTPFields()
-        result.reserveCapacity(6)
-        result.add(name: "X-Request-Id", value: requestID)
-        let previous = client["X-Forwarded-For"].joined(separator: ", ")
-        if let peer {
-            result.add(name: "X-Forwarded-For", value: previous.isEmpty ? peer : previous + ", " + peer)
-        } else if !previous.isEmpty {
-            result.add(name: "X-Forwarded-For", value: previous)
-        }
-        if let clientAddress { result.add(name: "X-Real-IP", value: clientAddress) }
-        result.add(name: "X-Forwarded-Proto", value: isTLS ? "https" : "http")
-        if let host = client.first(name: "Host") { result.add(name: "X-Forwarded-Host", value: host) }
-        let previousVia = client["Via"].joined(separator: ", ")
-        result.add(name: "Via", value: previousVia.isEmpty ? via(version) : previousVia + ", " + via(version))
+        Forwarding(peer: peer, clientAddress: clientAddress, isTLS: isTLS, requestID: requestID, version: version)
+            .append(to: &result, client: client)
         return result
     }
 
@@ -146,16 +134,17 @@ enum ProxyHeaders {
         }
     }
 
-    /// Client fields never forwarded as they are: the gateway's own and the standard hop-by-hop ones.
-    private static let notForwarded = HeaderNameSet(gatewayOwned + HopByHop.standard)
+    /// Client fields never forwarded as they are: the gateway's own (``gatewayOwned``) and the standard hop-by-hop
+    /// ones, every one a name in `HTTPFieldName`'s table.
+    private static let notForwarded = HTTPFieldNameSet(
+        [
+            .host, .contentLength, .expect, .xRequestId, .xForwardedFor, .xForwardedProto, .xForwardedHost, .xRealIp,
+            .via, .forwarded, .connection, .keepAlive, .proxyConnection, .proxyAuthenticate, .proxyAuthorization, .te,
+            .trailer, .transferEncoding, .upgrade, .http2Settings
+        ])
 
-    /// Whether `name` is one of `names`, ignoring ASCII case (a few length checks for most names: cheaper than
-    /// lower-casing the name and hashing it).
-    private static func isListed(_ name: String, in names: [String]) -> Bool {
-        names.contains { $0.equalsIgnoringASCIICase(name) }
-    }
-
-    /// ``isListed(_:in:)`` for a name's bytes.
+    /// Whether the name `name` spells is one of `names`, ignoring ASCII case (a few length checks for most names:
+    /// cheaper than lower-casing the name and hashing it).
     private static func isListed(_ name: UnsafeRawBufferPointer, in names: [String]) -> Bool {
         !names.isEmpty && names.contains { $0.equalsIgnoringASCIICase(name) }
     }
@@ -163,8 +152,13 @@ enum ProxyHeaders {
     /// The lower-cased names a peer lists in `Connection` (hop-by-hop for this message), except protected ones.
     private static func connectionListed(in headers: HTTPFields) -> [String] {
         // The usual values name nothing beyond the standard hop-by-hop fields, which are removed anyway.
-        let namesOthers = headers.contains(name: "Connection") { value in
-            !(value.equalsIgnoringASCIICase("keep-alive") || value.equalsIgnoringASCIICase("close"))
+        var index = headers.firstIndex(token: .connection)
+        var namesOthers = false
+        while let found = index, !namesOthers {
+            namesOthers = headers.withField(at: found) { _, value in
+                !("keep-alive".equalsIgnoringASCIICase(value) || "close".equalsIgnoringASCIICase(value))
+            }
+            index = headers.firstIndex(token: .connection, from: found + 1)
         }
         guard namesOthers else { return [] }
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
@@ -172,11 +166,14 @@ enum ProxyHeaders {
 
     /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and
     /// `X-Accel-Buffering` (the upstream's word to the gateway on buffering, which nginx does not pass on either).
-    private static let droppedDownstream = HeaderNameSet(
-        HopByHop.standard + [
-            "Content-Length", "X-Request-Id",
-            "X-Accel-Buffering"
+    private static let droppedDownstream = HTTPFieldNameSet(
+        [
+            .contentLength, .xRequestId, .connection, .keepAlive, .proxyConnection, .proxyAuthenticate,
+            .proxyAuthorization, .te, .trailer, .transferEncoding, .upgrade, .http2Settings
         ])
+
+    /// `X-Accel-Buffering`, dropped downstream too: not in `HTTPFieldName`'s table, so compared as bytes.
+    private static let accelBuffering = HeaderNameSet(["X-Accel-Buffering"])
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
@@ -185,7 +182,7 @@ enum ProxyHeaders {
         -> HTTPFields
     {
         var headers = downstream(from: upstream, received: version)
-        headers.add(name: "X-Request-Id", value: requestID)
+        headers.add(name: "X-Request-Id", token: .xRequestId, value: requestID)
         return headers
     }
 
@@ -195,12 +192,17 @@ enum ProxyHeaders {
         var headers = HTTPFields()
         headers.reserveCapacity(upstream.count + 2)
         for index in 0..<upstream.count {
-            let dropped = upstream.withField(at: index) { name, _ in
-                droppedDownstream.contains(bytes: name) || isListed(name, in: listed)
+            let token = upstream.token(at: index)
+            if droppedDownstream.contains(token) { continue }
+            if token == .other || !listed.isEmpty {
+                let dropped = upstream.withField(at: index) { name, _ in
+                    (token == .other && accelBuffering.contains(bytes: name)) || isListed(name, in: listed)
+                }
+                if dropped { continue }
             }
-            if !dropped { headers.add(fieldAt: index, of: upstream) }
+            headers.add(fieldAt: index, of: upstream)
         }
-        headers.add(name: "Via", value: via(version))
+        headers.add(name: "Via", token: .via, value: via(version))
         return headers
     }
 

@@ -31,6 +31,9 @@ extension GatewayHandler {
             record.traceID = TraceContext.traceID(in: head.headers)
         }
 
+        /// Who the request is for, as the upstream call needs it (two strings, not a copy of the whole exchange).
+        var caller: Caller { Caller(requestID: requestID, clientAddress: record.clientAddress) }
+
         /// Notes the route (and the API-key client, once known) in the access-log record.
         mutating func note(_ routed: Admission.Routed) {
             record.route = routed.route.name
@@ -39,6 +42,12 @@ extension GatewayHandler {
             record.routeMetrics = routed.runtime?.metrics
             if let client = routed.clientName { record.client = client }
         }
+    }
+
+    /// The caller of an upstream call: its request id and its address (see ``ClientAddress``).
+    struct Caller {
+        let requestID: String
+        let clientAddress: String?
     }
 
     /// An upstream call, all but its body decided. The request, its id and the client's address are passed in (not
@@ -71,13 +80,13 @@ extension GatewayHandler {
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
         /// a stub that answers at once and logs no exchange: nobody would see them).
         func target(
-            for exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
+            for caller: Caller, request: borrowing HTTPServerRequest, body: [UInt8],
             streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
             forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil
         ) -> GatewayTarget {
             var (stable, perRequest) =
                 forwardsHeaders
-                ? upstreamHeaders(for: exchange, request: request, key: key) : ([:], HTTPFields())
+                ? upstreamHeaders(for: caller, request: request, key: key) : ([:], HTTPFields())
             if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
             return GatewayTarget(
                 provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
@@ -86,33 +95,32 @@ extension GatewayHandler {
                 stableHeaders: stable,
                 perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
                 timeout: route.config.timeout, retries: route.config.retries,
-                callerKey: forwardsHeaders ? callerKey(for: exchange) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
+                callerKey: forwardsHeaders ? callerKey(for: caller) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
         }
 
         /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
         /// IPv6 one by its /64), hashed: for the fair share of a full upstream pool.
-        func callerKey(for exchange: Exchange) -> Int {
+        func callerKey(for caller: Caller) -> Int {
             var hasher = Hasher()
             if let clientName {
                 hasher.combine(1 as UInt8)
                 hasher.combine(clientName)
             } else {
                 hasher.combine(2 as UInt8)
-                hasher.combine(exchange.record.clientAddress.map(ClientAddress.rateLimitKey) ?? "")
+                hasher.combine(caller.clientAddress.map(ClientAddress.rateLimitKey) ?? "")
             }
             return hasher.finalize()
         }
 
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
         /// them when the call is not shared).
-        private func upstreamHeaders(for exchange: Exchange, request: borrowing HTTPServerRequest, key: CoalescingKey?)
+        private func upstreamHeaders(for caller: Caller, request: borrowing HTTPServerRequest, key: CoalescingKey?)
             -> (stable: [String: String], perRequest: HTTPFields)
         {
             let head = request.head
-            let forwarding = ProxyHeaders.forwarding(
-                client: head.headers, peer: request.remoteAddress?.host,
-                clientAddress: exchange.record.clientAddress, isTLS: request.isTLS,
-                requestID: exchange.requestID, version: head.version)
+            let forwarding = Forwarding(
+                peer: request.remoteAddress?.host, clientAddress: caller.clientAddress,
+                isTLS: request.isTLS, requestID: caller.requestID, version: head.version)
             return ProxyHeaders.upstreamHeaders(
                 from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
                 dropAuthorization: upstream.injectsCredentials,

@@ -107,7 +107,7 @@ extension GatewayHandler {
             first.countRetry()
             let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: body)
             target = call.target(
-                for: exchange, request: request, body: body, forwardsHeaders: call.upstream.logsExchanges,
+                for: exchange.caller, request: request, body: body, forwardsHeaders: call.upstream.logsExchanges,
                 stubAnswer: answer)
         }
     }

@@ -61,12 +61,12 @@ final class GatewayHandler: HTTPServerHandler {
             // request that no recorded response matches goes on to the upstream.
             let answer = stubAnswer(responder, exchange: exchange, request: request, call: call, body: [])
             if answer.unmatched && call.upstream.client != nil {
-                return .handle(context: DecidedCall(exchange: exchange, call: call))
+                return .handle(context: DecidedCall(exchange: consume exchange, call: call))
             }
             exchange.record.stubbed = true
             if answer.delay <= 0 {
                 let target = call.target(
-                    for: exchange, request: request, body: [],
+                    for: exchange.caller, request: request, body: [],
                     forwardsHeaders: call.upstream.logsExchanges, stubAnswer: answer)
                 if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
                     let response = stubResponse(
@@ -74,13 +74,13 @@ final class GatewayHandler: HTTPServerHandler {
                     return .respond(finish(&exchange, response: response, started: started))
                 }
             }
-            return .handle(context: DecidedCall(exchange: exchange, call: call, stub: answer))
+            return .handle(context: DecidedCall(exchange: consume exchange, call: call, stub: answer))
         }
         if !call.route.config.coalesce, call.upstream.answersInstantly, call.upstream.breaker == nil,
             request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished
         {
             let target = call.target(
-                for: exchange, request: request, body: [],
+                for: exchange.caller, request: request, body: [],
                 forwardsHeaders: call.upstream.logsExchanges)
             // An instant stub answers `.immediate`: the provider only declines an endpoint it cannot map, which
             // the task then reports.
@@ -90,18 +90,19 @@ final class GatewayHandler: HTTPServerHandler {
                 return .respond(finish(&exchange, response: answer, started: started))
             }
         }
-        return .handle(context: DecidedCall(exchange: exchange, call: call))
+        return .handle(context: DecidedCall(exchange: consume exchange, call: call))
     }
 
-    /// An upstream call as ``decide(_:)`` left it for the task.
+    /// An upstream call as ``decide(_:)`` left it for the task: the exchange is moved in, and the task fills it in
+    /// place (no copy of its access-log record).
     private final class DecidedCall: @unchecked Sendable {
-        // Made on the loop and read once by the task it is handed to (which starts after it is made).
-        let exchange: Exchange
+        // Made on the loop and used only by the task it is handed to (which starts after it is made).
+        @exclusivity(unchecked) var exchange: Exchange
         let call: Call
         /// A stub responder's answer, drawn in `decide` (a sequence steps once per request).
         let stub: StubAnswer?
 
-        init(exchange: Exchange, call: Call, stub: StubAnswer? = nil) {
+        init(exchange: consuming Exchange, call: Call, stub: StubAnswer? = nil) {
             self.exchange = exchange
             self.call = call
             self.stub = stub
@@ -132,9 +133,8 @@ final class GatewayHandler: HTTPServerHandler {
         guard let decided = context as? DecidedCall else { return await handle(request) }
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
-        var exchange = decided.exchange
-        let response = await respond(&exchange, request: request, call: decided.call, stub: decided.stub)
-        return finishHandled(&exchange, request: request, response: response)
+        let response = await respond(&decided.exchange, request: request, call: decided.call, stub: decided.stub)
+        return finishHandled(&decided.exchange, request: request, response: response)
     }
 
     /// A request that did not go through ``decide(_:)``.
@@ -239,11 +239,10 @@ final class GatewayHandler: HTTPServerHandler {
         let requestID = exchange.requestID
         let upstream = call.upstream
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
-        let tunnel = WebSocketTunnel.opening(
-            request, route: call.route.config, upstream: upstream, registry: openTunnels)
+        let tunnel = WebSocketTunnel.opening(request, route: call.route, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
         if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
-        let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route.config, exchange.snapshot.config))
+        let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route, exchange.snapshot))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody =
@@ -265,10 +264,11 @@ final class GatewayHandler: HTTPServerHandler {
         }
         let stub =
             decidedStub.map { StubCall(answer: $0, draw: nil) }
-            ?? stubCall(call, exchange: exchange, request: request, body: body, shared: key != nil)
+            ?? (upstream.responder == nil
+                ? nil : stubCall(call, exchange: exchange, request: request, body: body, shared: key != nil))
         if stub != nil { exchange.record.stubbed = true }
         let target = call.target(
-            for: exchange, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
+            for: exchange.caller, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
             key: key, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
         var isTrial = false

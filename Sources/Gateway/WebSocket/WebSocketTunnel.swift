@@ -41,7 +41,7 @@ final class WebSocketTunnel: Sendable {
     /// route with `websocket: true` to an upstream that can take one. Nil for anything else, whose `Upgrade` is not
     /// forwarded (docs/reliability.md H1-39).
     static func opening(
-        _ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider,
+        _ request: borrowing HTTPServerRequest, route: CompiledRoute, upstream: UpstreamProvider,
         registry: OpenTunnels? = nil
     ) -> WebSocketTunnel? {
         guard relays(request, route: route, upstream: upstream), let input = request.upgradeInput else { return nil }
@@ -55,7 +55,7 @@ final class WebSocketTunnel: Sendable {
             key = generated
         }
         return WebSocketTunnel(
-            source: input, idleTimeout: route.websocketIdleTimeout, upstreamFields: fields, key: key,
+            source: input, idleTimeout: route.config.websocketIdleTimeout, upstreamFields: fields, key: key,
             registry: registry)
     }
 
@@ -76,7 +76,7 @@ final class WebSocketTunnel: Sendable {
     /// Whether `request` is an HTTP/2 extended CONNECT (RFC 8441) that `route` cannot relay: it must be refused, since
     /// the plain GET an HTTP/1.1 client's `Upgrade` falls back to would tell this client its tunnel is open.
     static func isRefusedExtendedConnect(
-        _ request: borrowing HTTPServerRequest, route: RouteConfig,
+        _ request: borrowing HTTPServerRequest, route: CompiledRoute,
         upstream: UpstreamProvider?
     ) -> Bool {
         guard request.head.version == .http2, request.upgradeInput != nil else { return false }
@@ -85,10 +85,10 @@ final class WebSocketTunnel: Sendable {
 
     /// Whether `route` relays `request` as a WebSocket: an upgrade to `websocket` on a `websocket: true` route whose
     /// upstream can take one.
-    private static func relays(_ request: borrowing HTTPServerRequest, route: RouteConfig, upstream: UpstreamProvider?)
-        -> Bool
-    {
-        route.websocket && upstream?.tunnelProvider != nil && request.upgradeInput != nil
+    private static func relays(
+        _ request: borrowing HTTPServerRequest, route: CompiledRoute, upstream: UpstreamProvider?
+    ) -> Bool {
+        route.config.websocket && upstream?.tunnelProvider != nil && request.upgradeInput != nil
             && request.head.requestsUpgrade(to: "websocket")
     }
 

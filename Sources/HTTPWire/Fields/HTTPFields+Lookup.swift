@@ -7,6 +7,19 @@ extension HTTPFields {
         firstIndex(name: name) != nil
     }
 
+    /// The token of the name `name` (``HTTPFieldName/other`` for a name not in the table): looked up once, for a
+    /// name compared with many fields.
+    package static func token(of name: String) -> HTTPFieldName {
+        withBytes(of: name) { HTTPFieldName.lookup($0) }
+    }
+
+    /// The position of the first field at or after `start` whose name is the known name `token` (one byte compared
+    /// per field); nil for ``HTTPFieldName/other``, which names no single field.
+    package func firstIndex(token: HTTPFieldName, from start: Int = 0) -> Int? {
+        guard token != .other else { return nil }
+        return firstIndex(token: token, bytes: UnsafeRawBufferPointer(start: nil, count: 0), from: start)
+    }
+
     /// Whether a field named as the bytes `name` spell (ignoring ASCII case) is present.
     package func contains(nameBytes name: UnsafeRawBufferPointer) -> Bool {
         firstIndex(token: HTTPFieldName.lookup(name), bytes: name, from: 0) != nil

@@ -11,6 +11,26 @@ extension HTTPFields {
         }
     }
 
+    /// Appends a field whose name's token the caller knows (`token` must be `name`'s, or ``HTTPFieldName/other`` for
+    /// a name not in the table): the name is not looked up again.
+    package mutating func add(name: String, token: HTTPFieldName, value: String) {
+        HTTPFields.withBytes(of: name) { nameBytes in
+            HTTPFields.withBytes(of: value) { valueBytes in
+                append(name: nameBytes, value: valueBytes, token: token, flags: 0)
+            }
+        }
+    }
+
+    /// Appends a field named `name` (whose token is `token`, as in ``add(name:token:value:)``) with the value of the
+    /// field at `index` of `other`, copied as bytes.
+    package mutating func add(name: String, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields) {
+        other.withField(at: index) { _, valueBytes in
+            HTTPFields.withBytes(of: name) { nameBytes in
+                append(name: nameBytes, value: valueBytes, token: token, flags: 0)
+            }
+        }
+    }
+
     /// Appends a field as it is.
     package mutating func add(_ field: Field) {
         add(name: field.name, value: field.value)

@@ -5,7 +5,9 @@ import Testing
 
 /// The headers built for an upstream from the client's, the upstream's configured headers and the forwarding headers.
 @Suite struct ProxyHeadersTests {
-    private let forwarding: HTTPFields = ["X-Request-Id": "r1", "Via": "1.1 moya-gateway", "X-Forwarded-Proto": "http"]
+    /// No peer or client address known: the request id, the protocol, the client's `Host` and `Via`.
+    private let forwarding = Forwarding(
+        peer: nil, clientAddress: nil, isTLS: false, requestID: "r1", version: .http1_1)
 
     private func pairs(_ headers: HTTPFields) -> [String] { headers.map { "\($0.name): \($0.value)" } }
 
@@ -22,7 +24,7 @@ import Testing
         #expect(
             pairs(perRequest) == [
                 "Accept: a/b", "Accept: c/d", "Cookie: a=1; b=2",
-                "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"
+                "X-Request-Id: r1", "X-Forwarded-Proto: http", "X-Forwarded-Host: gw", "Via: 1.1 moya-gateway"
             ],
             "hop-by-hop, listed, API-key, gateway-owned and replaced Authorization fields dropped; cookies joined")
     }
@@ -33,7 +35,10 @@ import Testing
             from: client, apiKeyHeader: nil, configured: HTTPFields(), dropAuthorization: false, varyHeaders: [],
             coalescing: false, forwarding: forwarding)
         #expect(stable.isEmpty)
-        #expect(pairs(perRequest) == ["X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+        #expect(
+            pairs(perRequest) == [
+                "X-Request-Id: r1", "X-Forwarded-Proto: http", "X-Forwarded-Host: gw", "Via: 1.1 moya-gateway"
+            ])
     }
 
     @Test func configuredHeadersReplaceTheClientsAndForwardingHeadersReplaceConfiguredOnes() {
@@ -45,7 +50,7 @@ import Testing
         #expect(
             pairs(perRequest) == [
                 "Accept: */*", "x-team: gateway", "X-Static: s",
-                "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"
+                "X-Request-Id: r1", "X-Forwarded-Proto: http", "Via: 1.1 moya-gateway"
             ])
     }
 
@@ -61,7 +66,7 @@ import Testing
             coalescing: true, forwarding: forwarding)
         #expect(stable == ["Authorization": "Bearer c", "Accept-Language": "fr", "Cookie": "a=1; b=2", "X-Static": "s"])
         #expect(
-            pairs(perRequest) == ["Accept: a", "X-Request-Id: r1", "Via: 1.1 moya-gateway", "X-Forwarded-Proto: http"])
+            pairs(perRequest) == ["Accept: a", "X-Request-Id: r1", "X-Forwarded-Proto: http", "Via: 1.1 moya-gateway"])
     }
 
     @Test func mergingIntoARequestsFieldsReplacesNamesInAnySpellingAndJoinsRepeats() {
@@ -90,10 +95,12 @@ import Testing
 
     @Test func theClientsOwnRealIPIsReplacedByTheAddressTheGatewayResolved() {
         let client: HTTPFields = ["X-Real-IP": "1.2.3.4", "x-real-ip": "5.6.7.8", "Host": "h"]
-        let forwarding = ProxyHeaders.forwarding(
-            client: client, peer: "10.0.0.1", clientAddress: "203.0.113.9",
-            isTLS: true, requestID: "r", version: .http1_1)
-        #expect(forwarding["X-Real-IP"] == ["203.0.113.9"])
+        let forwarding = Forwarding(
+            peer: "10.0.0.1", clientAddress: "203.0.113.9", isTLS: true, requestID: "r", version: .http1_1)
+        #expect(
+            ProxyHeaders.forwarding(
+                client: client, peer: "10.0.0.1", clientAddress: "203.0.113.9",
+                isTLS: true, requestID: "r", version: .http1_1)["X-Real-IP"] == ["203.0.113.9"])
         let (_, perRequest) = ProxyHeaders.upstreamHeaders(
             from: client, apiKeyHeader: nil, configured: [:],
             dropAuthorization: false, varyHeaders: [], coalescing: false,
@@ -117,5 +124,49 @@ import Testing
         #expect(
             ProxyHeaders.framingLength(of: HTTPFields([("Content-Length", "5"), ("Transfer-Encoding", "chunked")]))
                 == nil)
+    }
+
+    @Test func aKnownNameListedInConnectionIsDroppedInBothDirections() {
+        let client = HTTPFields([("Connection", "Accept, x-hop"), ("Accept", "a"), ("X-Hop", "1"), ("User-Agent", "u")])
+        let (_, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: nil, configured: HTTPFields(), dropAuthorization: false, varyHeaders: [],
+            coalescing: false, forwarding: forwarding)
+        #expect(
+            pairs(perRequest) == [
+                "User-Agent: u", "X-Request-Id: r1", "X-Forwarded-Proto: http", "Via: 1.1 moya-gateway"
+            ])
+        let upstream = HTTPFields([
+            ("Connection", "ETag"), ("ETag", "\"1\""), ("X-Accel-Buffering", "no"), ("x-accel-buffering", "no"),
+            ("Content-Type", "t")
+        ])
+        #expect(
+            pairs(ProxyHeaders.downstream(from: upstream, requestID: "r")) == [
+                "Content-Type: t", "Via: 1.1 moya-gateway", "X-Request-Id: r"
+            ])
+    }
+
+    @Test func forwardingChainsAndAConfiguredFieldOnlyTheFieldsSentReplace() {
+        let client = HTTPFields([("X-Forwarded-For", "1.1.1.1"), ("x-forwarded-for", "2.2.2.2"), ("Via", "1.0 edge")])
+        let withPeer = ProxyHeaders.forwarding(
+            client: client, peer: "10.0.0.1", clientAddress: nil, isTLS: false, requestID: "r", version: .http1_1)
+        #expect(withPeer["X-Forwarded-For"] == ["1.1.1.1, 2.2.2.2, 10.0.0.1"])
+        #expect(withPeer["Via"] == ["1.0 edge, 1.1 moya-gateway"])
+        #expect(withPeer["X-Forwarded-Host"].isEmpty, "no Host, no X-Forwarded-Host")
+        // Neither a peer nor a chain: no X-Forwarded-For is sent, so the configured one stays.
+        let configured: HTTPFields = ["X-Forwarded-For": "configured", "X-Forwarded-Host": "configured-host"]
+        let (_, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: HTTPFields([("Accept", "a")]), apiKeyHeader: nil, configured: configured, dropAuthorization: false,
+            varyHeaders: [], coalescing: false, forwarding: forwarding)
+        #expect(perRequest["X-Forwarded-For"] == ["configured"])
+        #expect(perRequest["X-Forwarded-Host"] == ["configured-host"])
+    }
+
+    @Test func anAPIKeyHeaderOutsideTheKnownNamesIsDroppedInAnySpelling() {
+        let client = HTTPFields([("X-Team-Key", "k"), ("x-team-key", "k2"), ("X-Api-Key", "kept"), ("Accept", "a")])
+        let (_, perRequest) = ProxyHeaders.upstreamHeaders(
+            from: client, apiKeyHeader: "X-TEAM-KEY", configured: HTTPFields(), dropAuthorization: false,
+            varyHeaders: [], coalescing: false, forwarding: forwarding)
+        #expect(perRequest["X-Team-Key"].isEmpty)
+        #expect(perRequest["X-Api-Key"] == ["kept"], "only the configured key header is the client's credential")
     }
 }
