@@ -121,9 +121,9 @@ struct TransportOutgoing: OutgoingRequest {
 
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
         do {
-            let (head, data) = try await session.send(
+            let head = try await session.send(
                 request, progress: progress, streamingBodiesAbove: streamingBodiesAbove)
-            return .success(Moya.Response(transport: head, data: data, requestSource: source))
+            return .success(Moya.Response(transport: head, requestSource: source))
         } catch {
             return .failure(TransportErrors.moyaError(for: error))
         }

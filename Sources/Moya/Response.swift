@@ -18,7 +18,10 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     public let statusCode: Int
 
     /// The response data.
-    public let data: Data
+    ///
+    /// For a response on Moya's transport lane it is made on first use from the bytes the transport collected (a
+    /// server relaying the body as bytes never needs it).
+    public var data: Data { givenData ?? head?.data ?? Data() }
 
     /// The original URLRequest for the response (the request after the plugins' `prepare`).
     public var request: URLRequest? { requestSource.request }
@@ -40,7 +43,8 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// The body as the transport collected it, the same bytes as `data`; `nil` unless the response came over the
     /// network. For the gateway, which writes the body out as an array (no second copy).
     package var transportBody: [UInt8]? {
-        guard let head, head.transport.body.count == data.count else { return nil }
+        guard let head else { return nil }
+        if let givenData, givenData.count != head.transport.body.count { return nil }
         return head.transport.body
     }
 
@@ -57,6 +61,8 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     private let head: ResponseHead?
     /// The `HTTPURLResponse` the response was made with, when it did not come over the network.
     private let givenResponse: HTTPURLResponse?
+    /// The body the response was made with; nil when it is the transport's collected body (see ``data``).
+    private let givenData: Data?
     private let requestSource: RequestTypeWrapper
 
     /// Creates a response.
@@ -74,7 +80,7 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// A response whose `request` is made on first use.
     init(statusCode: Int, data: Data, requestSource: RequestTypeWrapper, response: HTTPURLResponse?) {
         self.statusCode = statusCode
-        self.data = data
+        self.givenData = data
         self.requestSource = requestSource
         self.head = nil
         self.givenResponse = response
@@ -84,7 +90,17 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
     /// `TransportRequest`) is made lazily.
     init(transport: TransportResponse, data: Data, requestSource: RequestTypeWrapper) {
         self.statusCode = transport.status
-        self.data = data
+        self.givenData = data
+        self.requestSource = requestSource
+        self.head = ResponseHead(transport: transport)
+        self.givenResponse = nil
+    }
+
+    /// A response received by the transport whose body is the one it collected (empty for a streamed body): `data` is
+    /// made from those bytes on first use.
+    init(transport: TransportResponse, requestSource: RequestTypeWrapper) {
+        self.statusCode = transport.status
+        self.givenData = nil
         self.requestSource = requestSource
         self.head = ResponseHead(transport: transport)
         self.givenResponse = nil

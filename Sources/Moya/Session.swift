@@ -200,7 +200,7 @@ public final class Session: Sendable {
         let deadline = TransportErrors.timeout(of: request).map { ContinuousClock.now + $0 }
         var hop = RedirectHop(request: request, upload: upload)
         while true {
-            let (transport, body) = try await exchange(
+            let transport = try await exchange(
                 try hop.clientRequest(in: self), deadline: deadline, timeout: nil,
                 progress: progress, streamingBodiesAbove: threshold,
                 url: .url(hop.request.url))
@@ -211,7 +211,7 @@ public final class Session: Sendable {
                     after: httpResponse, location: transport.headers.first(name: "Location"),
                     from: hop)
             else {
-                return (transport, body)
+                return (transport, transport.body.isEmpty ? Data() : Data(sharing: transport.body))
             }
             hop = next
         }
@@ -222,7 +222,7 @@ public final class Session: Sendable {
     func send(
         _ request: TransportRequest, progress: HTTPClientProgress,
         streamingBodiesAbove threshold: Int? = nil
-    ) async throws -> (TransportResponse, Data) {
+    ) async throws -> TransportResponse {
         return try await exchange(
             clientRequest(for: request), deadline: request.deadline, timeout: request.timeout,
             progress: progress, streamingBodiesAbove: threshold,
@@ -249,19 +249,19 @@ public final class Session: Sendable {
         _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
         progress: HTTPClientProgress, streamingBodiesAbove threshold: Int?,
         url: ResponseURL
-    ) async throws -> (TransportResponse, Data) {
+    ) async throws -> TransportResponse {
         guard let threshold else {
             let response = try await client.execute(request, deadline: deadline, timeout: timeout, progress: progress)
-            return (TransportResponse(response, url: url), Data(sharing: response.body))
+            return TransportResponse(response, url: url)
         }
         switch try await client.execute(
             request, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
             progress: progress)
         {
         case .collected(let response):
-            return (TransportResponse(response, url: url), Data(sharing: response.body))
+            return TransportResponse(response, url: url)
         case .streamed(let response):
-            return (TransportResponse(streaming: response, url: url), Data())
+            return TransportResponse(streaming: response, url: url)
         }
     }
 

@@ -87,10 +87,23 @@ final class ResponseHead: @unchecked Sendable {
     let transport: TransportResponse
     /// The `HTTPURLResponse`, once made; an inline lock, as a response is read from any thread.
     private let made: Locked<UncheckedSendable<HTTPURLResponse?>?>
+    /// The collected body as `Data` (sharing the transport's bytes), once asked for.
+    private let madeData: Locked<Data?>
 
     init(transport: TransportResponse) {
         self.transport = transport
         self.made = Locked(nil)
+        self.madeData = Locked(nil)
+    }
+
+    /// The collected body as `Data`, made on first use; it shares the transport's bytes rather than copying them.
+    var data: Data {
+        madeData.withLock { data in
+            if let data { return data }
+            let made = transport.body.isEmpty ? Data() : Data(sharing: transport.body)
+            data = made
+            return made
+        }
     }
 
     var response: HTTPURLResponse? {

@@ -241,12 +241,14 @@ final class GatewayHandler: HTTPServerHandler {
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
         let tunnel = WebSocketTunnel.opening(request, route: call.route, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
-        if key != nil { exchange.record.upstreamPath = call.sentPath(key: key) }
+        // Read once: each test of the optional key copies it (a struct of strings) through its value witness.
+        let shared = key != nil
+        if shared { exchange.record.upstreamPath = call.sentPath(key: key) }
         let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route, exchange.snapshot))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody =
-            key != nil || upstream.client == nil || upstream.provider.transportLane == nil
+            shared || upstream.client == nil || upstream.provider.transportLane == nil
             ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
         if streamedBody == nil && request.hasBody {
@@ -265,7 +267,7 @@ final class GatewayHandler: HTTPServerHandler {
         let stub =
             decidedStub.map { StubCall(answer: $0, draw: nil) }
             ?? (upstream.responder == nil
-                ? nil : stubCall(call, exchange: exchange, request: request, body: body, shared: key != nil))
+                ? nil : stubCall(call, exchange: exchange, request: request, body: body, shared: shared))
         if stub != nil { exchange.record.stubbed = true }
         let target = call.target(
             for: exchange.caller, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
@@ -288,12 +290,12 @@ final class GatewayHandler: HTTPServerHandler {
         }
         var result: Result<Moya.Response, MoyaError>
         var answered: StubAnswer?
-        if stub != nil, key == nil, let retries = call.route.config.retries, retries.attempts > 1 {
+        if stub != nil, !shared, let retries = call.route.config.retries, retries.attempts > 1 {
             // A stub's failures as an upstream's are retried as the route says (Moya's stubs have no retriers).
             (result, answered) = await retriedStubResult(
                 target, call: call, exchange: exchange, request: request,
                 body: body)
-        } else if key != nil {
+        } else if shared {
             result = await upstream.provider.request(MultiTarget(target))
             exchange.record.coalesced = target.wasSent ? "leader" : "follower"
         } else {
@@ -302,12 +304,12 @@ final class GatewayHandler: HTTPServerHandler {
             let provider = tunnel != nil ? upstream.tunnelProvider ?? upstream.provider : upstream.provider
             result = await provider.requestInCurrentTask(MultiTarget(target), streamingBodiesAbove: collectLimit)
         }
-        if let recorder, tunnel == nil, upstream.client != nil, key == nil || target.wasSent {
+        if let recorder, tunnel == nil, upstream.client != nil, !shared || target.wasSent {
             record(result, into: recorder, call: call, request: request, exchange: exchange)
         }
         exchange.record.retries = target.retryCount
         // A coalesced follower's answer is its leader's call: counted once.
-        if let breaker = upstream.breaker, key == nil || target.wasSent || isTrial {
+        if let breaker = upstream.breaker, !shared || target.wasSent || isTrial {
             let outcome = UpstreamCircuit.outcome(
                 of: result,
                 cancelled: _Concurrency.Task<Never, Never>.isCancelled
