@@ -226,21 +226,17 @@ package enum HTTP1Grammar {
         if first == sp || first == htab {
             return .failure(.badRequest("obsolete line folding or leading whitespace in field line"))
         }
-        var colonIndex = -1
-        for index in 0..<line.count {
-            let byte = line[index]
-            if byte == colon {
-                colonIndex = index
-                break
-            }
-            if !isTokenChar(byte) {
-                if byte == sp || byte == htab { return .failure(.badRequest("whitespace before colon in field line")) }
-                return .failure(.badRequest("invalid character in field name"))
-            }
+        // The name runs to the first byte that is not a token character, which must be the colon (one test per byte
+        // in the loop; the colon, not a token character, ends it like any other).
+        var colonIndex = 0
+        while colonIndex < line.count, isTokenChar(line[colonIndex]) { colonIndex += 1 }
+        guard colonIndex < line.count else { return .failure(.badRequest("field line without colon")) }
+        let stop = line[colonIndex]
+        guard stop == colon else {
+            if stop == sp || stop == htab { return .failure(.badRequest("whitespace before colon in field line")) }
+            return .failure(.badRequest("invalid character in field name"))
         }
-        guard colonIndex > 0 else {
-            return .failure(.badRequest(colonIndex == 0 ? "empty field name" : "field line without colon"))
-        }
+        guard colonIndex > 0 else { return .failure(.badRequest("empty field name")) }
         var start = colonIndex + 1
         var end = line.count
         while start < end, line[start] == sp || line[start] == htab { start += 1 }
