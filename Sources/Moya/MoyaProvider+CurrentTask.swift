@@ -50,9 +50,19 @@ extension MoyaProvider {
                 target, pluginTarget: pluginTarget, endpoint: endpoint, behavior: behavior,
                 requestSource: source)
         case .send(let outgoing, let requestType):
-            let result = await sendWithRetries(
-                outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
-                retriers: retriers, progress: HTTPClientProgress())
+            let result: Result<Moya.Response, MoyaError>
+            if retriers.isEmpty && adapters.isEmpty && requestType.credential == nil {
+                // Nothing can send the request again (no retrier, adapter or challenge to answer): one exchange, as
+                // `sendWithRetries` would make it, without the retry loop's frame.
+                let exchanged = await outgoing.exchange(in: session, progress: HTTPClientProgress())
+                result =
+                    AsyncTask.isCancelled
+                    ? .failure(.underlying(MoyaProviderErrors.cancelled, nil)) : validated(exchanged, target: target)
+            } else {
+                result = await sendWithRetries(
+                    outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
+                    retriers: retriers, progress: HTTPClientProgress())
+            }
             plugins.forEach { $0.didReceive(result, target: pluginTarget) }
             return result
         case .urlRequest(let stubBehavior):
