@@ -5,29 +5,49 @@ extension HTTPFields {
     /// Appends a field, keeping any existing field of the same name.
     package mutating func add(name: String, value: String) {
         HTTPFields.withBytes(of: name) { nameBytes in
-            HTTPFields.withBytes(of: value) { valueBytes in
-                append(name: nameBytes, value: valueBytes, token: HTTPFieldName.lookup(nameBytes), flags: 0)
-            }
+            add(name: name, token: HTTPFieldName.lookup(nameBytes), value: value)
         }
     }
 
     /// Appends a field whose name's token the caller knows (`token` must be `name`'s, or ``HTTPFieldName/other`` for
-    /// a name not in the table): the name is not looked up again.
+    /// a name not in the table): the name is not looked up again. A name in the table is a token, so a field whose
+    /// value has only field-value bytes is marked checked here, and the HTTP/1 serializer copies it without checking
+    /// it again.
     package mutating func add(name: String, token: HTTPFieldName, value: String) {
         HTTPFields.withBytes(of: name) { nameBytes in
             HTTPFields.withBytes(of: value) { valueBytes in
-                append(name: nameBytes, value: valueBytes, token: token, flags: 0)
+                append(
+                    name: nameBytes, value: valueBytes, token: token,
+                    flags: token != .other && HTTPFields.isFieldValue(valueBytes) ? HTTPFieldEntry.validated : 0)
             }
         }
     }
 
     /// Appends a field named `name` (whose token is `token`, as in ``add(name:token:value:)``) with the value of the
-    /// field at `index` of `other`, copied as bytes.
+    /// field at `index` of `other`, copied as bytes (a value the parser checked stays checked).
     package mutating func add(name: String, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields) {
+        let checked = token != .other && other.isValidated(at: index)
         other.withField(at: index) { _, valueBytes in
             HTTPFields.withBytes(of: name) { nameBytes in
-                append(name: nameBytes, value: valueBytes, token: token, flags: 0)
+                append(
+                    name: nameBytes, value: valueBytes, token: token,
+                    flags: checked || (token != .other && HTTPFields.isFieldValue(valueBytes))
+                        ? HTTPFieldEntry.validated : 0)
             }
+        }
+    }
+
+    /// Whether every byte of `value` may appear in a field value (HTTP1Grammar's rule: no CR, LF, NUL or other
+    /// control but HTAB).
+    static func isFieldValue(_ value: UnsafeRawBufferPointer) -> Bool {
+        guard let base = value.baseAddress else { return true }
+        return HTTP1Grammar.areFieldValueBytes(base, count: value.count)
+    }
+
+    /// Whether the field at `index` was checked when it was added (see ``addValidated(name:value:token:)``).
+    func isValidated(at index: Int) -> Bool {
+        withRegions(ifEmpty: false) { entries, _, header in
+            index >= 0 && index < header.count && entries[index].flags & HTTPFieldEntry.validated != 0
         }
     }
 
