@@ -6,7 +6,7 @@ enum TraceContext {
     /// The trace id of a valid `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`, lower-case, ids not all zeros; a
     /// later version may append fields after a `-`), or nil.
     static func traceID(in headers: HTTPFields) -> String? {
-        guard let value = headers.first(name: "traceparent") else { return nil }
+        guard let value = headers.first(.traceparent) else { return nil }
         let bytes = Array(value.utf8)
         guard bytes.count >= 55, bytes.count == 55 || bytes[55] == UInt8(ascii: "-"),
             bytes[2] == UInt8(ascii: "-"), bytes[35] == UInt8(ascii: "-"), bytes[52] == UInt8(ascii: "-"),

@@ -149,7 +149,7 @@ package struct RouteTable: Sendable {
 
     /// Routes a request head: its method, `Host` header and target.
     package func route(_ head: HTTPRequestHead) -> RouteResult {
-        resolve(method: head.method, host: matchesHosts ? head.headers.first(name: "Host") : nil, target: head.target)
+        resolve(method: head.method, host: matchesHosts ? head.headers.first(.host) : nil, target: head.target)
     }
 
     /// Routes `method` + `target`; `host` is the `Host` header (or `:authority`), compared without port and case.

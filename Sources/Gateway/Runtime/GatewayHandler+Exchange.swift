@@ -21,7 +21,7 @@ extension GatewayHandler {
             self.snapshot = snapshot
             self.started = started
             let head = request.head
-            requestID = RequestID.take(from: head.headers.first(name: "X-Request-Id"), generator: generator)
+            requestID = RequestID.take(from: head.headers.first(.xRequestId), generator: generator)
             record = AccessRecord(
                 requestID: requestID, method: head.method.rawValue, path: head.target,
                 bytesIn: Int(request.declaredBodyLength ?? 0))

@@ -114,7 +114,7 @@ final class GatewayHandler: HTTPServerHandler {
     /// server's), and an access-log line like any other request's (`route` null, `-` where the head was not read).
     func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse {
         let head = rejection.head
-        let requestID = RequestID.take(from: head?.headers.first(name: "X-Request-Id"), generator: requestIDs)
+        let requestID = RequestID.take(from: head?.headers.first(.xRequestId), generator: requestIDs)
         var record = AccessRecord(
             requestID: requestID, method: head?.method.rawValue ?? "-", path: head?.target ?? "-",
             bytesIn: 0)

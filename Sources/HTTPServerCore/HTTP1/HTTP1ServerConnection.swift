@@ -212,7 +212,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func startRequest(_ head: consuming HTTPRequestHead, framing: HTTP1BodyFraming) {
         requestsStarted += 1
         headStartedAt = 0
-        let expect = head.headers.first(name: "Expect")
+        let expect = head.headers.first(.expect)
         if let expect, !expect.equalsIgnoringASCIICase("100-continue") {
             reject(status: 417, head: head)
             return

@@ -43,6 +43,11 @@ extension HTTPFields {
         }
     }
 
+    /// The value of the first field whose name is the known name `token` (no lookup of a name's bytes).
+    package func first(_ token: HTTPFieldName) -> String? {
+        firstIndex(token: token).map { value(at: $0) }
+    }
+
     /// The value of the first field named `name`.
     package func first(name: String) -> String? {
         firstIndex(name: name).map { value(at: $0) }

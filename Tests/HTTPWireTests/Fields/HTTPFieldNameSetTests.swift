@@ -22,6 +22,8 @@ import Testing
         #expect(fields.firstIndex(token: .via, from: 2) == 2)
         #expect(fields.firstIndex(token: .via, from: 3) == nil)
         #expect(fields.firstIndex(token: .other) == nil, "other names no single field")
+        #expect(fields.first(.via) == "1.0 edge", "the first of the repeated field")
+        #expect(fields.first(.host) == nil)
     }
 
     @Test func fieldsAddedWithTheirTokenAreFoundAndSerialisedLikeOthers() throws {
