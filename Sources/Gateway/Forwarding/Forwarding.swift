@@ -26,23 +26,23 @@ struct Forwarding {
 
     /// Appends the forwarding fields for `client`'s request to `list`.
     func append(to list: inout HTTPFields, client: HTTPFields) {
-        list.add(name: "X-Request-Id", token: .xRequestId, value: requestID)
+        list.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
         if client.firstIndex(token: .xForwardedFor) == nil {
-            if let peer { list.add(name: "X-Forwarded-For", token: .xForwardedFor, value: peer) }
+            if let peer { list.add(knownName: "X-Forwarded-For", token: .xForwardedFor, value: peer) }
         } else if let chain = forwardedFor(client: client) {
-            list.add(name: "X-Forwarded-For", token: .xForwardedFor, value: chain)
+            list.add(knownName: "X-Forwarded-For", token: .xForwardedFor, value: chain)
         }
-        if let clientAddress { list.add(name: "X-Real-IP", token: .xRealIp, value: clientAddress) }
-        list.add(name: "X-Forwarded-Proto", token: .xForwardedProto, value: isTLS ? "https" : "http")
+        if let clientAddress { list.add(knownName: "X-Real-IP", token: .xRealIp, value: clientAddress) }
+        list.add(knownName: "X-Forwarded-Proto", token: .xForwardedProto, value: isTLS ? "https" : "http")
         if let host = client.firstIndex(token: .host) {
-            list.add(name: "X-Forwarded-Host", token: .xForwardedHost, valueOfFieldAt: host, of: client)
+            list.add(knownName: "X-Forwarded-Host", token: .xForwardedHost, valueOfFieldAt: host, of: client)
         }
         let hop = ProxyHeaders.via(version)
         if client.firstIndex(token: .via) == nil {
-            list.add(name: "Via", token: .via, value: hop)
+            list.add(knownName: "Via", token: .via, value: hop)
         } else {
             let previous = Self.joined(client, .via)
-            list.add(name: "Via", token: .via, value: previous.isEmpty ? hop : previous + ", " + hop)
+            list.add(knownName: "Via", token: .via, value: previous.isEmpty ? hop : previous + ", " + hop)
         }
     }
 

@@ -182,7 +182,7 @@ enum ProxyHeaders {
         -> HTTPFields
     {
         var headers = downstream(from: upstream, received: version)
-        headers.add(name: "X-Request-Id", token: .xRequestId, value: requestID)
+        headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
         return headers
     }
 
@@ -190,19 +190,13 @@ enum ProxyHeaders {
     static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1) -> HTTPFields {
         let listed = connectionListed(in: upstream)
         var headers = HTTPFields()
-        headers.reserveCapacity(upstream.count + 2)
-        for index in 0..<upstream.count {
-            let token = upstream.token(at: index)
-            if droppedDownstream.contains(token) { continue }
-            if token == .other || !listed.isEmpty {
-                let dropped = upstream.withField(at: index) { name, _ in
-                    (token == .other && accelBuffering.contains(bytes: name)) || isListed(name, in: listed)
-                }
-                if dropped { continue }
-            }
-            headers.add(fieldAt: index, of: upstream)
+        // Room for `Via` and the request id too.
+        headers.append(contentsOf: upstream, reservingExtraFields: 2, extraBytes: 48) { token, name in
+            if droppedDownstream.contains(token) { return false }
+            if token == .other && accelBuffering.contains(bytes: name) { return false }
+            return listed.isEmpty || !isListed(name, in: listed)
         }
-        headers.add(name: "Via", token: .via, value: via(version))
+        headers.add(knownName: "Via", token: .via, value: via(version))
         return headers
     }
 

@@ -23,14 +23,28 @@ extension HTTPFields {
         }
     }
 
+    /// ``add(name:token:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in
+    /// place, with no `String` to open.
+    package mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
+        name.withUTF8Buffer { nameBytes in
+            HTTPFields.withBytes(of: value) { valueBytes in
+                append(
+                    name: UnsafeRawBufferPointer(nameBytes), value: valueBytes, token: token,
+                    flags: token != .other && HTTPFields.isFieldValue(valueBytes) ? HTTPFieldEntry.validated : 0)
+            }
+        }
+    }
+
     /// Appends a field named `name` (whose token is `token`, as in ``add(name:token:value:)``) with the value of the
     /// field at `index` of `other`, copied as bytes (a value the parser checked stays checked).
-    package mutating func add(name: String, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields) {
+    package mutating func add(
+        knownName name: StaticString, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields
+    ) {
         let checked = token != .other && other.isValidated(at: index)
-        other.withField(at: index) { _, valueBytes in
-            HTTPFields.withBytes(of: name) { nameBytes in
+        name.withUTF8Buffer { nameBytes in
+            other.withField(at: index) { _, valueBytes in
                 append(
-                    name: nameBytes, value: valueBytes, token: token,
+                    name: UnsafeRawBufferPointer(nameBytes), value: valueBytes, token: token,
                     flags: checked || (token != .other && HTTPFields.isFieldValue(valueBytes))
                         ? HTTPFieldEntry.validated : 0)
             }
@@ -92,6 +106,29 @@ extension HTTPFields {
                 let entry = entries[index]
                 append(
                     name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+                    value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+                    token: entry.token, flags: entry.flags)
+            }
+        }
+    }
+
+    /// Appends the fields of `other` for which `include` (given the field's token and its name's bytes) is true, in
+    /// order, as bytes: room for all of them and for `extraFields` more fields of `extraBytes` bytes is made once,
+    /// then each kept field is copied with its token and flags, in one pass over `other`.
+    package mutating func append(
+        contentsOf other: HTTPFields, reservingExtraFields extraFields: Int = 0, extraBytes: Int = 0,
+        where include: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) -> Bool
+    ) {
+        other.withRegions(ifEmpty: ()) { entries, bytes, header in
+            var needed = extraBytes
+            for index in 0..<header.count { needed += entries[index].byteCount }
+            reserve(entries: count + header.count + extraFields, bytes: needed)
+            for index in 0..<header.count {
+                let entry = entries[index]
+                let name = UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
+                guard include(entry.token, name) else { continue }
+                append(
+                    name: name,
                     value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
                     token: entry.token, flags: entry.flags)
             }

@@ -29,8 +29,8 @@ import Testing
     @Test func fieldsAddedWithTheirTokenAreFoundAndSerialisedLikeOthers() throws {
         let client = HTTPFields([("Host", "api.example:8080")])
         var fields = HTTPFields()
-        fields.add(name: "X-Request-Id", token: .xRequestId, value: "r1")
-        fields.add(name: "X-Forwarded-Host", token: .xForwardedHost, valueOfFieldAt: 0, of: client)
+        fields.add(knownName: "X-Request-Id", token: .xRequestId, value: "r1")
+        fields.add(knownName: "X-Forwarded-Host", token: .xForwardedHost, valueOfFieldAt: 0, of: client)
         #expect(fields.first(name: "x-request-id") == "r1")
         #expect(fields.first(name: "X-Forwarded-Host") == "api.example:8080")
         #expect(fields.token(at: 1) == .xForwardedHost)
@@ -42,7 +42,7 @@ import Testing
 
     @Test func aValueAddedWithItsTokenIsStillCheckedWhenSerialised() {
         var fields = HTTPFields()
-        fields.add(name: "Via", token: .via, value: "1.1 a\r\nX-Injected: 1")
+        fields.add(knownName: "Via", token: .via, value: "1.1 a\r\nX-Injected: 1")
         var bytes: [UInt8] = []
         #expect(throws: HTTP1SerializationError.self) { try HTTP1Serializer.writeFields(of: fields, into: &bytes) }
     }
