@@ -342,17 +342,9 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         connectTimer = nil
         isGoingAway = true
         if !isActive {
-            let reason: HTTPClientError
-            if let tlsError = error as? TLSError {
-                reason = .tlsFailed(reason: tlsError.reason)
-            } else if let clientError = error as? HTTPClientError {
-                reason = clientError
-            } else {
-                reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
-            }
             let unsent = Array(streams.values) + takeQueued()
             streams.removeAll()
-            pool.http2ConnectFailed(self, exchanges: unsent, error: reason)
+            pool.http2ConnectFailed(self, exchanges: unsent, error: HTTPClientError(closedBeforeActive: error))
             return
         }
         let failed = streams
