@@ -22,8 +22,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     private var streams: [Int32: HTTPClientExchange] = [:]
     /// Streams whose upload progress is reported as the session hands their body bytes out.
     private var uploads: [Int32: HTTPClientExchange] = [:]
-    private var queued: [HTTPClientExchange] = []
-    private var queuedHead = 0
+    private var queued = HTTPClientWaitQueue()
     private(set) var isActive = false
     private var settingsReceived = false
     /// No new streams here: GOAWAY received or sent, or the connection is closing.
@@ -66,7 +65,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     /// Exchanges sent or waiting here.
-    var load: Int { streams.count + queued.count - queuedHead }
+    var load: Int { streams.count + queued.count }
 
     /// Queues `exchange`; it starts as soon as the server allows another stream.
     func enqueue(_ exchange: HTTPClientExchange) {
@@ -74,7 +73,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             retryUnprocessed(exchange)
             return
         }
-        guard queued.count - queuedHead < configuration.maxWaitingRequestsPerOrigin else {
+        guard queued.count < configuration.maxWaitingRequestsPerOrigin else {
             exchange.fail(.poolExhausted)
             return
         }
@@ -86,81 +85,27 @@ final class HTTP2ClientConnection: ConnectionDelegate {
 
     /// Fails the queued exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``).
     func expireWaiting(now: UInt64) {
-        HTTPClientExchange.expireWaits(in: &queued, head: &queuedHead, now: now)
+        queued.expireWaits(now: now)
     }
 
+    /// The next queued exchange: the first, or with the fair share (``HTTPClient/Configuration/maxShare``) the first
+    /// whose caller holds fewer than its share of the connection's streams (the ones open now and the one about to
+    /// open), taken out of the queue wherever it is, else the first.
     private func nextQueued() -> HTTPClientExchange? {
-        if let share = configuration.maxShare, share > 0, share < 1, queuedHead < queued.count {
-            return nextQueued(share: share)
+        guard let share = configuration.maxShare, share > 0, share < 1, !queued.isEmpty else {
+            return queued.popFirst()
         }
-        while queuedHead < queued.count {
-            let exchange = queued[queuedHead]
-            queuedHead += 1
-            if queuedHead == queued.count {
-                queued.removeAll(keepingCapacity: true)
-                queuedHead = 0
-            }
-            if !exchange.isFinished { return exchange }
-        }
-        return nil
-    }
-
-    /// The next queued exchange with the fair share (``HTTPClient/Configuration/maxShare``): the first whose caller
-    /// holds fewer than `share` of the connection's streams (the ones open now and the one about to open), taken out
-    /// of the queue wherever it is, else the first.
-    private func nextQueued(share: Double) -> HTTPClientExchange? {
-        let limit = HTTPOriginShares.limit(share: share, capacity: streams.count + 1)
-        var held: [Int: Int]?
-        var first: Int?
-        var chosen: Int?
-        var skipped: [HTTPClientExchange] = []
-        var index = queuedHead
-        while index < queued.count {
-            let exchange = queued[index]
-            if !exchange.isFinished {
-                if first == nil { first = index }
-                guard let caller = exchange.callerKey else {
-                    chosen = index
-                    break
-                }
-                if held == nil {
-                    var counts: [Int: Int] = [:]
-                    for running in streams.values { if let key = running.callerKey { counts[key, default: 0] += 1 } }
-                    held = counts
-                }
-                if held?[caller] ?? 0 < limit {
-                    chosen = index
-                    break
-                }
-                skipped.append(exchange)
-            }
-            index += 1
-        }
-        if chosen != nil {
-            for exchange in skipped where !exchange.passedOverForShare {
-                exchange.passedOverForShare = true
-                configuration.onFairShareWait?()
-            }
-        }
-        guard let picked = chosen ?? first else {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-            return nil
-        }
-        let exchange = queued[picked]
-        if picked == queuedHead { queuedHead += 1 } else { queued.remove(at: picked) }
-        if queuedHead == queued.count {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-        }
-        return exchange
+        return queued.popFirst(
+            fairShare: HTTPOriginShares.limit(share: share, capacity: streams.count + 1),
+            held: {
+                var counts: [Int: Int] = [:]
+                for running in streams.values { if let key = running.callerKey { counts[key, default: 0] += 1 } }
+                return counts
+            }, onFairShareWait: configuration.onFairShareWait)
     }
 
     private func takeQueued() -> [HTTPClientExchange] {
-        let waiting = queued[queuedHead...].filter { !$0.isFinished }
-        queued.removeAll()
-        queuedHead = 0
-        return waiting
+        queued.takeAll()
     }
 
     private func startQueued() {

@@ -29,8 +29,7 @@ final class HTTPOriginPool {
     private let shares: HTTPOriginShares?
     private var idle: [HTTP1ClientConnection] = []
     private var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
-    private var waiting: [HTTPClientExchange] = []
-    @exclusivity(unchecked) private var waitingHead = 0
+    private var waiting = HTTPClientWaitQueue()
     private var addresses: [SocketAddress] = []
     /// Which of `addresses` the next new connection goes to: they take turns (see ``nextAddress()``).
     @exclusivity(unchecked) private var addressIndex = 0
@@ -167,16 +166,11 @@ final class HTTPOriginPool {
 
     /// Puts back, first in line and with its wait time running on, a waiter that could not get a connection after all.
     private func requeueFirst(_ exchange: HTTPClientExchange) {
-        if waitingHead > 0 {
-            waitingHead -= 1
-            waiting[waitingHead] = exchange
-        } else {
-            waiting.insert(exchange, at: 0)
-        }
+        waiting.prepend(exchange)
     }
 
     private func enqueueWaiting(_ exchange: HTTPClientExchange) {
-        guard waiting.count - waitingHead < configuration.maxWaitingRequestsPerOrigin else {
+        guard waiting.count < configuration.maxWaitingRequestsPerOrigin else {
             exchange.fail(.poolExhausted)
             return
         }
@@ -351,50 +345,12 @@ final class HTTPOriginPool {
         return deadline > now ? .nanoseconds(Int64(clamping: deadline - now)) : .zero
     }
 
+    /// The next waiter: the first, or with the fair share (see ``HTTPOriginShares``) the first whose caller holds less
+    /// than its share of the origin's connections, taken out of the queue wherever it is, else the first.
     private func nextWaiter() -> HTTPClientExchange? {
-        if let shares, waitingHead < waiting.count {
-            return nextWaiter(sharing: shares)
-        }
-        while waitingHead < waiting.count {
-            let exchange = waiting[waitingHead]
-            waitingHead += 1
-            if waitingHead == waiting.count {
-                waiting.removeAll(keepingCapacity: true)
-                waitingHead = 0
-            }
-            if !exchange.isFinished { return exchange }
-        }
-        return nil
-    }
-
-    /// The next waiter with the fair share (see ``HTTPOriginShares``): the first whose caller holds less than its share,
-    /// taken out of the queue wherever it is, else the first.
-    private func nextWaiter(sharing shares: HTTPOriginShares) -> HTTPClientExchange? {
-        let onWait = configuration.onFairShareWait
-        guard
-            let index = shares.next(
-                in: waiting, from: waitingHead,
-                passedOver: { exchange in
-                    guard !exchange.passedOverForShare else { return }
-                    exchange.passedOverForShare = true
-                    onWait?()
-                })
-        else {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-            return nil
-        }
-        let exchange = waiting[index]
-        if index == waitingHead {
-            waitingHead += 1
-        } else {
-            waiting.remove(at: index)
-        }
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        }
-        return exchange
+        guard let shares, !waiting.isEmpty else { return waiting.popFirst() }
+        return waiting.popFirst(
+            fairShare: shares.limit, held: { shares.held }, onFairShareWait: configuration.onFairShareWait)
     }
 
     /// Gives `exchange` to `connection`, counting the connection for the exchange's caller (fair share).
@@ -511,7 +467,7 @@ final class HTTPOriginPool {
     /// Fails the waiting exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``) and drops them
     /// from the queue.
     private func expireWaiting(now: UInt64) {
-        HTTPClientExchange.expireWaits(in: &waiting, head: &waitingHead, now: now)
+        waiting.expireWaits(now: now)
     }
 
     func closeAll() {

@@ -1,4 +1,5 @@
 import CNghttp2
+import DequeModule
 
 #if canImport(Glibc)
 import Glibc
@@ -27,8 +28,7 @@ package final class HTTP2Session {
 
     private var session: OpaquePointer?
     private var streams: [Int32: StreamState] = [:]
-    private var events: [HTTP2Event] = []
-    private var eventHead = 0
+    private var events = Deque<HTTP2Event>()
     private var failed = false
     private var shutdownNoticeSent = false
     private var finalGoAwaySubmitted = false
@@ -223,15 +223,9 @@ package final class HTTP2Session {
 
     /// The next event, or nil when none is waiting.
     package func nextEvent() -> HTTP2Event? {
-        while eventHead < events.count {
-            let event = events[eventHead]
-            eventHead += 1
+        while let event = events.popFirst() {
             let drop = event.streamID.map { suppressed.contains($0) } ?? false
-            if eventHead == events.count {
-                events.removeAll(keepingCapacity: true)
-                eventHead = 0
-                suppressed.removeAll(keepingCapacity: true)
-            }
+            if events.isEmpty { suppressed.removeAll(keepingCapacity: true) }
             if drop { continue }
             return event
         }
