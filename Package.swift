@@ -47,13 +47,15 @@ let package = Package(
         .target(
             name: "HTTPWire",
             dependencies: ["CNghttp2", "CZlib", "Locking", .product(name: "DequeModule", package: "swift-collections")]),
+        // What the HTTP/2 client and server connections share: an HTTP2Session driven over a Connection.
+        .target(name: "HTTP2Transport", dependencies: ["NetCore", "HTTPWire"], swiftSettings: runOnCallersExecutor),
         .target(
-            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "Locking"],
+            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "HTTP2Transport", "Locking"],
             swiftSettings: runOnCallersExecutor),
         .target(
             name: "HTTPClientCore",
             dependencies: [
-                "NetCore", "HTTPWire", "Locking",
+                "NetCore", "HTTPWire", "HTTP2Transport", "Locking",
                 .product(name: "DequeModule", package: "swift-collections")
             ],
             swiftSettings: runOnCallersExecutor),

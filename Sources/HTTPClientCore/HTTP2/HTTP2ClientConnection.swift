@@ -1,3 +1,4 @@
+import HTTP2Transport
 import HTTPWire
 import NetCore
 
@@ -14,10 +15,10 @@ import NetCore
 ///   the stream and connection windows hold it back; a response that ends before the body does resets the stream
 ///   (CANCEL) and sends no more of it.
 /// - A connection-level failure fails every stream on it.
-final class HTTP2ClientConnection: ConnectionDelegate {
+final class HTTP2ClientConnection: ConnectionDelegate, HTTP2Connection {
     let connection: Connection
     unowned let pool: HTTPOriginPool
-    private let session: HTTP2Session
+    let session: HTTP2Session
     private let configuration: HTTPClient.Configuration
     private var streams: [Int32: HTTPClientExchange] = [:]
     /// Streams whose upload progress is reported as the session hands their body bytes out.
@@ -31,14 +32,12 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     private var streamsOpened = 0
     /// Whether the TLS handshake must have selected `h2` (mode `.always`).
     private let requiresALPN: Bool
-    private var flushScheduled = false
+    var flushScheduled = false
     private var connectTimer: LoopTimer?
     private let openedAt: UInt64
     /// Connect time, given to the first exchange sent.
     private var connectDuration: Duration?
     private(set) var idleSince = EventLoop.now()
-    /// Output is not pulled from the session while this much waits for the socket.
-    private let writeHighWater = 256 * 1024
     /// Times an exchange is moved to another connection because the server did not process it.
     /// (Each move means the server processed other streams first, or refused this one; the cap stops a server that
     /// never processes anything from bouncing a request forever.)
@@ -263,14 +262,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
-        do {
-            try session.feed(bytes)
-        } catch {
-            failConnection()
-            return
-        }
-        processEvents()
-        flush()
+        receive(bytes)
     }
 
     func connectionDidReadEOF(_ connection: Connection) {
@@ -278,8 +270,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     func connectionDidDrainWrites(_ connection: Connection) {
-        // Called from inside `Connection.write` too: never flush re-entrantly.
-        if session.wantsWrite { scheduleFlush() }
+        writesDrained()
     }
 
     func connectionDidClose(_ connection: Connection, error: (any Error)?) {
@@ -308,56 +299,35 @@ final class HTTP2ClientConnection: ConnectionDelegate {
         for exchange in failed { exchange.fail(error) }
     }
 
-    // MARK: Output
+    // MARK: Output (HTTP2Connection: `flush`, `scheduleFlush`)
 
-    private func flush() {
-        guard !connection.isClosed else { return }
-        for _ in 0..<2 {
-            let room = writeHighWater - connection.pendingWriteBytes
-            guard room > 0 else { break }
-            var output: [UInt8] = []
-            do {
-                try session.drainOutput(into: &output, limit: room)
-            } catch {
-                connection.write(output)
-                failConnection()
-                return
-            }
-            if !output.isEmpty { connection.write(output) }
-            if connection.isClosed { return }
-            if !uploads.isEmpty { reportUploads() }
-            guard processEvents() else { break }
-        }
-        if session.isFinished && !session.wantsWrite {
-            connection.closeAfterFlush()
-        } else if isGoingAway && streams.isEmpty {
-            connection.closeAfterFlush()
-        }
+    func outputWritten() {
+        if !uploads.isEmpty { reportUploads() }
     }
 
-    private func scheduleFlush() {
-        guard !flushScheduled, !connection.isClosed else { return }
-        flushScheduled = true
-        connection.loop.executeLocally { [self] in
-            flushScheduled = false
-            flush()
-        }
+    /// Once it goes away, the connection closes when its last stream has ended.
+    var closesWhenFlushed: Bool { isGoingAway && streams.isEmpty }
+
+    func closeAfterOutput() {
+        connection.closeAfterFlush()
+    }
+
+    func sessionFailed(_ error: HTTP2Error) {
+        failConnection()
     }
 
     /// A fatal session error: write what the session has (it may hold a GOAWAY) and close; streams fail in
     /// `connectionDidClose`.
     private func failConnection() {
         isGoingAway = true
-        var output: [UInt8] = []
-        try? session.drainOutput(into: &output)
-        connection.write(output)
+        connection.write(remainingOutput())
         connection.closeAfterFlush()
     }
 
     // MARK: Events
 
     @discardableResult
-    private func processEvents() -> Bool {
+    func processEvents() -> Bool {
         var any = false
         while let event = session.nextEvent() {
             any = true

@@ -1,3 +1,4 @@
+import HTTP2Transport
 import HTTPWire
 import Locking
 import NetCore
@@ -20,7 +21,7 @@ import NetCore
 ///   in, are cut below ``HTTPServerLimits/minSendRate`` and ``HTTPServerLimits/minReceiveRate``.
 ///
 /// Lives on its connection's loop thread.
-final class HTTP2ServerConnection: HTTPServerConnectionHandler {
+final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection {
     /// One request stream.
     final class Stream {
         let id: Int32
@@ -70,7 +71,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     let connection: Connection
     private let context: HTTPServerLoopContext
-    private let session: HTTP2Session
+    let session: HTTP2Session
     private var streams: [Int32: Stream] = [:]
     /// Handler tasks started and not finished yet (including those of reset streams), and requests waiting to start
     /// theirs (see ``arrived``).
@@ -94,15 +95,13 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     /// When the minimum rates were last checked (loop time).
     private var lastRateCheck: UInt64 = 0
     private let maxRunningTasks: Int
-    private var flushScheduled = false
+    var flushScheduled = false
     private var lastActivity = EventLoop.now()
     private var peerFinished = false
     private var draining = false
     private var finalGoAwaySent = false
     private var drainTimer: LoopTimer?
     private var closing = false
-    /// Output is not pulled from the session while this much is waiting for the socket.
-    private let writeHighWater = 256 * 1024
     /// The most of an unread, declared request body let in (and dropped) after a complete response rather than
     /// stopped with a reset (see ``responseComplete(_:)``).
     static let drainedBodyAllowance: Int64 = 64 * 1024
@@ -125,14 +124,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
         guard !closing else { return }
-        do {
-            try session.feed(bytes)
-        } catch {
-            fail(error)
-            return
-        }
-        processEvents()
-        flush()
+        receive(bytes)
     }
 
     func connectionDidReadEOF(_ connection: Connection) {
@@ -144,8 +136,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
     }
 
     func connectionDidDrainWrites(_ connection: Connection) {
-        // Called from inside `Connection.write` too: never flush re-entrantly.
-        if session.wantsWrite { scheduleFlush() }
+        writesDrained()
     }
 
     func connectionDidClose(_ connection: Connection, error: (any Error)?) {
@@ -160,32 +151,14 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         context.connectionClosed(connection)
     }
 
-    // MARK: Output
+    // MARK: Output (HTTP2Connection: `flush`, `scheduleFlush`)
 
-    /// Writes the session's output now (one write), handles the events sending produced, and closes when the
-    /// session is done.
-    private func flush() {
-        guard !connection.isClosed else { return }
-        for _ in 0..<2 {
-            let room = writeHighWater - connection.pendingWriteBytes
-            guard room > 0 else { break }
-            var output: [UInt8] = []
-            do {
-                try session.drainOutput(into: &output, limit: room)
-            } catch {
-                connection.write(output)
-                fail(error)
-                return
-            }
-            connection.write(output)
-            if connection.isClosed { return }
-            // Sending can produce events (.windowAvailable, .streamClosed).
-            guard processEvents() else { break }
-        }
-        if (session.isFinished && !session.wantsWrite) || (peerFinished && streams.isEmpty) {
-            // A client told GOAWAY for its behaviour may still be sending: the close lingers, so that it reads why.
-            closeAfterFlush(lingering: session.abuseGoAway != nil)
-        }
+    /// A client that has gone (EOF) is done with once its last stream has ended.
+    var closesWhenFlushed: Bool { peerFinished && streams.isEmpty }
+
+    func closeAfterOutput() {
+        // A client told GOAWAY for its behaviour may still be sending: the close lingers, so that it reads why.
+        closeAfterFlush(lingering: session.abuseGoAway != nil)
     }
 
     /// Closes once the output is written; `lingering`: the client may still be sending (a flood), so the connection
@@ -197,23 +170,12 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
         connection.closeAfterFlush(lingering: lingering && !peerFinished ? context.limits.lingeringClose : nil)
     }
 
-    /// Flushes after the current loop job, so several sends made together leave in one write.
-    private func scheduleFlush() {
-        guard !flushScheduled, !connection.isClosed else { return }
-        flushScheduled = true
-        connection.loop.executeLocally { [self] in
-            flushScheduled = false
-            flush()
-        }
-    }
-
     /// A fatal session error: write what the session has (it may hold a GOAWAY), and a GOAWAY naming the error when
     /// the session sent none (a CONTINUATION or acknowledgement flood), then close. The close lingers, so that a
     /// client still sending reads the GOAWAY, unless the client does not read at all (an acknowledgement flood: the
     /// answers to its SETTINGS or PINGs piled up unread), which would only keep the connection open for nothing.
-    private func fail(_ error: HTTP2Error) {
-        var output: [UInt8] = []
-        try? session.drainOutput(into: &output)
+    func sessionFailed(_ error: HTTP2Error) {
+        var output = remainingOutput()
         output.append(contentsOf: session.goAwayFrame(after: error))
         connection.write(output)
         closeAfterFlush(lingering: error.kind != .flooded)
@@ -223,7 +185,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     /// Handles the session's events; returns whether there were any.
     @discardableResult
-    private func processEvents() -> Bool {
+    func processEvents() -> Bool {
         var any = false
         while let event = session.nextEvent() {
             any = true
@@ -694,7 +656,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler {
 
     private func sendFailed(_ stream: Stream, _ error: HTTP2Error) {
         if error.isFatal {
-            fail(error)
+            sessionFailed(error)
             return
         }
         guard !stream.finished else { return }
