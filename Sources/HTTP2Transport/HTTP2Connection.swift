@@ -7,7 +7,7 @@ import NetCore
 /// session and its events handled (``receive(_:)``); the session's output is written while the socket's backlog stays
 /// under ``writeHighWater``, and the events writing produces are handled, twice at most per flush (``flush()``); sends
 /// made together leave in one write after the current loop job (``scheduleFlush()``). The conforming connection says
-/// what the events mean, what a fatal session error does, and when it closes.
+/// what each event means (``handle(_:)``), what a fatal session error does, and when it closes.
 ///
 /// Loop thread only. The methods are `@inlinable`, so each conforming connection gets them specialized: no call
 /// through a witness table.
@@ -16,8 +16,8 @@ package protocol HTTP2Connection: AnyObject {
     var session: HTTP2Session { get }
     /// Whether ``scheduleFlush()`` has a flush scheduled (its state, kept by the connection).
     var flushScheduled: Bool { get set }
-    /// Handles the session's events; returns whether there were any.
-    @discardableResult func processEvents() -> Bool
+    /// Acts on one of the session's events.
+    func handle(_ event: HTTP2Event)
     /// The session failed with a fatal `error` (reading, or making output): write what it has, and close.
     func sessionFailed(_ error: HTTP2Error)
     /// A flush wrote output and the connection is still open (the client reports upload progress here).
@@ -44,6 +44,16 @@ extension HTTP2Connection {
         }
         processEvents()
         flush()
+    }
+
+    /// Hands the session's waiting events to ``handle(_:)``, in order; returns whether there were any.
+    @inlinable @discardableResult package func processEvents() -> Bool {
+        var any = false
+        while let event = session.nextEvent() {
+            any = true
+            handle(event)
+        }
+        return any
     }
 
     /// Writes the session's output now (one write), handles the events sending produced, and closes when the

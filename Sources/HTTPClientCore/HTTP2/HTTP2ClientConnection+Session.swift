@@ -85,84 +85,79 @@ extension HTTP2ClientConnection {
 
     // MARK: Events
 
-    @discardableResult
-    func processEvents() -> Bool {
-        var any = false
-        while let event = session.nextEvent() {
-            any = true
-            switch event {
-            case .response(let streamID, let head, _):
-                guard let exchange = streams[streamID] else { continue }
-                if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
-                exchange.responseStarted = true
-                exchange.responseHead = head
-                exchange.lastReceiveProgress = connection.loop.roundTime
-                exchange.chooseDelivery(for: head)
-                if exchange.isStreamed {
-                    exchange.onBodyDemand = { [weak self, weak exchange] in
-                        guard let self, let exchange, self.streams[streamID] === exchange else { return }
-                        self.acknowledge(streamID, exchange)
-                    }
-                    exchange.headReceived()
+    /// Acts on one of the session's events (see ``HTTP2Transport/HTTP2Connection/processEvents()``).
+    func handle(_ event: HTTP2Event) {
+        switch event {
+        case .response(let streamID, let head, _):
+            guard let exchange = streams[streamID] else { return }
+            if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
+            exchange.responseStarted = true
+            exchange.responseHead = head
+            exchange.lastReceiveProgress = connection.loop.roundTime
+            exchange.chooseDelivery(for: head)
+            if exchange.isStreamed {
+                exchange.onBodyDemand = { [weak self, weak exchange] in
+                    guard let self, let exchange, self.streams[streamID] === exchange else { return }
+                    self.acknowledge(streamID, exchange)
                 }
-            case .responseBody(let streamID, let bytes):
-                guard let exchange = streams[streamID] else {
-                    session.consumed(streamID: streamID, count: bytes.count)
-                    continue
-                }
-                let received = exchange.countBody(bytes.count)
-                exchange.lastReceiveProgress = connection.loop.roundTime
-                if exchange.limitsCollectedBody && received > configuration.maxResponseBodyBytes {
-                    session.consumed(streamID: streamID, count: bytes.count)
-                    abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))
-                    continue
-                }
-                // A streamed body's reader is behind: the bytes stay unacknowledged, so the server's window closes.
-                exchange.unacknowledged += bytes.count
-                if exchange.receive(bytes) { acknowledge(streamID, exchange) }
-                let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
-                exchange.progress.download?(received, declared)
-            case .responseEnd(let streamID):
-                guard let exchange = streams.removeValue(forKey: streamID) else { continue }
-                if exchange.isSendingBody {
-                    // The response is complete before the request body (RFC 9113 §8.1): send no more of it.
-                    exchange.stopBodyPump()
-                    try? session.resetStream(streamID: streamID, errorCode: .cancel)
-                    scheduleFlush()
-                }
-                exchange.succeed()
-            case .streamReset(let streamID, let errorCode):
-                guard let exchange = streams.removeValue(forKey: streamID) else { continue }
-                if errorCode == .refusedStream && !exchange.responseStarted {
-                    retryUnprocessed(exchange)
-                } else {
-                    exchange.fail(.streamReset(errorCode: errorCode.description))
-                }
-            case .streamClosed(let streamID):
-                if let exchange = streams.removeValue(forKey: streamID) {
-                    exchange.fail(.connectionClosed(responseStarted: exchange.responseStarted))
-                }
-                if streams.isEmpty { idleSince = EventLoop.now() }
-                startQueued()
-            case .goaway(let lastStreamID, _):
-                // Oldest first, so they keep their order on the next connection.
-                let unprocessed = streams.keys.sorted().filter { $0 > lastStreamID }.compactMap {
-                    streams.removeValue(forKey: $0)
-                }
-                goingAway(moving: unprocessed)
-            case .remoteSettingsChanged:
-                settingsReceived = true
-                startQueued()
-            case .windowAvailable(let streamID):
-                if let exchange = streams[streamID], exchange.bodyPumpPaused {
-                    exchange.bodyPumpPaused = false
-                    exchange.bodyPump?.requestMore()
-                }
-            case .trailers, .request, .requestBody, .requestEnd:
-                break
+                exchange.headReceived()
             }
+        case .responseBody(let streamID, let bytes):
+            guard let exchange = streams[streamID] else {
+                session.consumed(streamID: streamID, count: bytes.count)
+                return
+            }
+            let received = exchange.countBody(bytes.count)
+            exchange.lastReceiveProgress = connection.loop.roundTime
+            if exchange.limitsCollectedBody && received > configuration.maxResponseBodyBytes {
+                session.consumed(streamID: streamID, count: bytes.count)
+                abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))
+                return
+            }
+            // A streamed body's reader is behind: the bytes stay unacknowledged, so the server's window closes.
+            exchange.unacknowledged += bytes.count
+            if exchange.receive(bytes) { acknowledge(streamID, exchange) }
+            let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
+            exchange.progress.download?(received, declared)
+        case .responseEnd(let streamID):
+            guard let exchange = streams.removeValue(forKey: streamID) else { return }
+            if exchange.isSendingBody {
+                // The response is complete before the request body (RFC 9113 §8.1): send no more of it.
+                exchange.stopBodyPump()
+                try? session.resetStream(streamID: streamID, errorCode: .cancel)
+                scheduleFlush()
+            }
+            exchange.succeed()
+        case .streamReset(let streamID, let errorCode):
+            guard let exchange = streams.removeValue(forKey: streamID) else { return }
+            if errorCode == .refusedStream && !exchange.responseStarted {
+                retryUnprocessed(exchange)
+            } else {
+                exchange.fail(.streamReset(errorCode: errorCode.description))
+            }
+        case .streamClosed(let streamID):
+            if let exchange = streams.removeValue(forKey: streamID) {
+                exchange.fail(.connectionClosed(responseStarted: exchange.responseStarted))
+            }
+            if streams.isEmpty { idleSince = EventLoop.now() }
+            startQueued()
+        case .goaway(let lastStreamID, _):
+            // Oldest first, so they keep their order on the next connection.
+            let unprocessed = streams.keys.sorted().filter { $0 > lastStreamID }.compactMap {
+                streams.removeValue(forKey: $0)
+            }
+            goingAway(moving: unprocessed)
+        case .remoteSettingsChanged:
+            settingsReceived = true
+            startQueued()
+        case .windowAvailable(let streamID):
+            if let exchange = streams[streamID], exchange.bodyPumpPaused {
+                exchange.bodyPumpPaused = false
+                exchange.bodyPump?.requestMore()
+            }
+        case .trailers, .request, .requestBody, .requestEnd:
+            break
         }
-        return any
     }
 
     /// Stops taking exchanges: the pool opens another connection for new ones; `unprocessed` and the queued

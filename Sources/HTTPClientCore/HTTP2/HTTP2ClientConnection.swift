@@ -72,13 +72,7 @@ final class HTTP2ClientConnection: ConnectionDelegate, HTTP2Connection {
             retryUnprocessed(exchange)
             return
         }
-        guard queued.count < configuration.maxWaitingRequestsPerOrigin else {
-            exchange.fail(.poolExhausted)
-            return
-        }
-        exchange.startWaiting(now: EventLoop.now())
-        queued.append(exchange)
-        exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
+        guard queued.enqueue(exchange, limit: configuration.maxWaitingRequestsPerOrigin) else { return }
         startQueued()
     }
 

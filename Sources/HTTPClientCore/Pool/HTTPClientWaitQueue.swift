@@ -1,4 +1,5 @@
 import DequeModule
+import NetCore
 
 /// Exchanges waiting, oldest first, for an HTTP/1.1 connection (``HTTPOriginPool``) or an HTTP/2 stream
 /// (``HTTP2ClientConnection``). Loop thread only.
@@ -14,9 +15,18 @@ struct HTTPClientWaitQueue {
 
     var isEmpty: Bool { exchanges.isEmpty }
 
-    /// Adds `exchange` at the end.
-    mutating func append(_ exchange: HTTPClientExchange) {
+    /// Adds `exchange` at the end, its wait timed from now and cancelling it failing it where it waits; fails it with
+    /// ``HTTPClientError/poolExhausted`` instead, and returns false, when `limit` exchanges wait already.
+    @discardableResult
+    mutating func enqueue(_ exchange: HTTPClientExchange, limit: Int) -> Bool {
+        guard exchanges.count < limit else {
+            exchange.fail(.poolExhausted)
+            return false
+        }
+        exchange.startWaiting(now: EventLoop.now())
         exchanges.append(exchange)
+        exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
+        return true
     }
 
     /// Puts `exchange` back in front (it waited first and could not be served after all).

@@ -170,13 +170,7 @@ final class HTTPOriginPool {
     }
 
     private func enqueueWaiting(_ exchange: HTTPClientExchange) {
-        guard waiting.count < configuration.maxWaitingRequestsPerOrigin else {
-            exchange.fail(.poolExhausted)
-            return
-        }
-        exchange.startWaiting(now: EventLoop.now())
-        waiting.append(exchange)
-        exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
+        waiting.enqueue(exchange, limit: configuration.maxWaitingRequestsPerOrigin)
     }
 
     /// Opens an HTTP/1.1 connection for `exchange` (to `chosen`, else to the next address in turn), or keeps it

@@ -183,38 +183,32 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
 
     // MARK: Events
 
-    /// Handles the session's events; returns whether there were any.
-    @discardableResult
-    func processEvents() -> Bool {
-        var any = false
-        while let event = session.nextEvent() {
-            any = true
-            switch event {
-            case .request(let streamID, let head, let endStream):
-                startRequest(streamID: streamID, head: head, endStream: endStream)
-            case .requestBody(let streamID, let bytes):
-                receiveBody(streamID: streamID, bytes: bytes)
-            case .requestEnd(let streamID):
-                if let stream = streams[streamID] {
-                    stream.body?.finish()
-                    stream.body = nil
-                }
-            case .streamReset(let streamID, _):
-                if let stream = streams[streamID] { end(stream) }
-            case .streamClosed(let streamID):
-                if let stream = streams.removeValue(forKey: streamID) { end(stream) }
-                lastActivity = connection.loop.roundTime
-                streamsChanged()
-            case .windowAvailable(let streamID):
-                if let stream = streams[streamID], let waiter = stream.windowWaiter {
-                    stream.windowWaiter = nil
-                    waiter.resume(returning: true)
-                }
-            case .goaway, .trailers, .remoteSettingsChanged, .response, .responseBody, .responseEnd:
-                break
+    /// Acts on one of the session's events (see ``HTTP2Transport/HTTP2Connection/processEvents()``).
+    func handle(_ event: HTTP2Event) {
+        switch event {
+        case .request(let streamID, let head, let endStream):
+            startRequest(streamID: streamID, head: head, endStream: endStream)
+        case .requestBody(let streamID, let bytes):
+            receiveBody(streamID: streamID, bytes: bytes)
+        case .requestEnd(let streamID):
+            if let stream = streams[streamID] {
+                stream.body?.finish()
+                stream.body = nil
             }
+        case .streamReset(let streamID, _):
+            if let stream = streams[streamID] { end(stream) }
+        case .streamClosed(let streamID):
+            if let stream = streams.removeValue(forKey: streamID) { end(stream) }
+            lastActivity = connection.loop.roundTime
+            streamsChanged()
+        case .windowAvailable(let streamID):
+            if let stream = streams[streamID], let waiter = stream.windowWaiter {
+                stream.windowWaiter = nil
+                waiter.resume(returning: true)
+            }
+        case .goaway, .trailers, .remoteSettingsChanged, .response, .responseBody, .responseEnd:
+            break
         }
-        return any
     }
 
     /// The stream is over (reset or closed): cancel its handler, abort its body, stop its response.
