@@ -85,9 +85,8 @@ final class HTTP2ClientConnection: ConnectionDelegate, HTTP2Connection {
     /// whose caller holds fewer than its share of the connection's streams (the ones open now and the one about to
     /// open), taken out of the queue wherever it is, else the first.
     private func nextQueued() -> HTTPClientExchange? {
-        guard let share = configuration.maxShare, share > 0, share < 1, !queued.isEmpty else {
-            return queued.popFirst()
-        }
+        if queued.isEmpty { return nil }
+        guard let share = configuration.maxShare, share > 0, share < 1 else { return queued.popFirst() }
         return queued.popFirst(
             fairShare: HTTPOriginShares.limit(share: share, capacity: streams.count + 1),
             held: {

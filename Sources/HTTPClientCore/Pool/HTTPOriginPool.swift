@@ -277,7 +277,9 @@ final class HTTPOriginPool {
     /// The next waiter: the first, or with the fair share (see ``HTTPOriginShares``) the first whose caller holds less
     /// than its share of the origin's connections, taken out of the queue wherever it is, else the first.
     func nextWaiter() -> HTTPClientExchange? {
-        guard let shares, !waiting.isEmpty else { return waiting.popFirst() }
+        // Looked at before it is changed: reading is an instantaneous access, no exclusivity bookkeeping.
+        if waiting.isEmpty { return nil }
+        guard let shares else { return waiting.popFirst() }
         return waiting.popFirst(
             fairShare: shares.limit, held: { shares.held }, onFairShareWait: configuration.onFairShareWait)
     }
