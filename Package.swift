@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // `Deque`: the FIFO queues of the hot path (body chunks, HTTP/2 events, waiting exchanges).
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         // `swift package generate-documentation --target Moya` (scripts/docs.sh): a command plugin, built only when
         // the documentation is; `swift build` compiles nothing of it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")
@@ -36,14 +38,26 @@ let package = Package(
         .target(name: "Locking"),
         // Event loops, sockets, timers, TLS.
         .target(
-            name: "NetCore", dependencies: ["CNetShims", "COpenSSL", "Locking"], swiftSettings: runOnCallersExecutor),
+            name: "NetCore",
+            dependencies: [
+                "CNetShims", "COpenSSL", "Locking", .product(name: "DequeModule", package: "swift-collections")
+            ],
+            swiftSettings: runOnCallersExecutor),
         // Wire formats: HTTP/1.1 codec, HTTP/2 over nghttp2, gzip/deflate over zlib. No I/O.
-        .target(name: "HTTPWire", dependencies: ["CNghttp2", "CZlib", "Locking"]),
         .target(
-            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "Locking"],
+            name: "HTTPWire",
+            dependencies: ["CNghttp2", "CZlib", "Locking", .product(name: "DequeModule", package: "swift-collections")]),
+        // What the HTTP/2 client and server connections share: an HTTP2Session driven over a Connection.
+        .target(name: "HTTP2Transport", dependencies: ["NetCore", "HTTPWire"], swiftSettings: runOnCallersExecutor),
+        .target(
+            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "HTTP2Transport", "Locking"],
             swiftSettings: runOnCallersExecutor),
         .target(
-            name: "HTTPClientCore", dependencies: ["NetCore", "HTTPWire", "Locking"],
+            name: "HTTPClientCore",
+            dependencies: [
+                "NetCore", "HTTPWire", "HTTP2Transport", "Locking",
+                .product(name: "DequeModule", package: "swift-collections")
+            ],
             swiftSettings: runOnCallersExecutor),
         .target(
             name: "Moya", dependencies: ["HTTPClientCore", "HTTPWire", "Locking"], swiftSettings: runOnCallersExecutor),

@@ -1,3 +1,5 @@
+import NetCore
+
 /// Why an ``HTTPClient`` request failed.
 package enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The URL is not an absolute `http`/`https` URL the client can reach.
@@ -61,6 +63,20 @@ package enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case .cancelled: return "cancelled"
         case .shutDown: return "client shut down"
         case .upgradeRequiresHTTP1: return "protocol upgrade needs HTTP/1.1 (http2 never) to this origin"
+        }
+    }
+}
+
+extension HTTPClientError {
+    /// Why the exchanges given to a connection that closed before it became active failed, from the error the
+    /// connection closed with: a TLS failure, the client's own error (a connect timeout), else a failed connect.
+    init(closedBeforeActive error: (any Error)?) {
+        if let tlsError = error as? TLSError {
+            self = .tlsFailed(reason: tlsError.reason)
+        } else if let clientError = error as? HTTPClientError {
+            self = clientError
+        } else {
+            self = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
         }
     }
 }

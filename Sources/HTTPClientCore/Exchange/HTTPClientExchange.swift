@@ -196,17 +196,6 @@ final class HTTPClientExchange {
         lastSendProgress = now
     }
 
-    /// Fails the exchanges of `queue` (from `head` on) whose wait expired (see ``expireWait(now:)``) and drops them,
-    /// compacting the queue when any did.
-    static func expireWaits(in queue: inout [HTTPClientExchange], head: inout Int, now: UInt64) {
-        guard head < queue.count else { return }
-        var expired = false
-        for exchange in queue[head...] where exchange.expireWait(now: now) { expired = true }
-        guard expired else { return }
-        queue = queue[head...].filter { !$0.isFinished }
-        head = 0
-    }
-
     /// Asks `pump` for the next chunk when the transport has room for it, else pauses it until the transport drains.
     func pull(from pump: RequestBodyPump, roomForMore: Bool) {
         if roomForMore { pump.requestMore() } else { bodyPumpPaused = true }

@@ -366,18 +366,10 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         connectTimer?.cancel()
         responseTimer?.cancel()
         responseTimer = nil
-        let reason: HTTPClientError
-        if !isActive {
-            if let tlsError = error as? TLSError {
-                reason = .tlsFailed(reason: tlsError.reason)
-            } else if let clientError = error as? HTTPClientError {
-                reason = clientError
-            } else {
-                reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
-            }
-        } else {
-            reason = .connectionClosed(responseStarted: exchange?.responseStarted ?? false)
-        }
+        let reason =
+            isActive
+            ? HTTPClientError.connectionClosed(responseStarted: exchange?.responseStarted ?? false)
+            : HTTPClientError(closedBeforeActive: error)
         let failed = exchange ?? pendingExchange
         exchange = nil
         pendingExchange = nil

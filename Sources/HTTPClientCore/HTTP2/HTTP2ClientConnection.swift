@@ -1,3 +1,4 @@
+import HTTP2Transport
 import HTTPWire
 import NetCore
 
@@ -14,32 +15,29 @@ import NetCore
 ///   the stream and connection windows hold it back; a response that ends before the body does resets the stream
 ///   (CANCEL) and sends no more of it.
 /// - A connection-level failure fails every stream on it.
-final class HTTP2ClientConnection: ConnectionDelegate {
+final class HTTP2ClientConnection: ConnectionDelegate, HTTP2Connection {
     let connection: Connection
     unowned let pool: HTTPOriginPool
-    private let session: HTTP2Session
-    private let configuration: HTTPClient.Configuration
-    private var streams: [Int32: HTTPClientExchange] = [:]
+    let session: HTTP2Session
+    let configuration: HTTPClient.Configuration
+    var streams: [Int32: HTTPClientExchange] = [:]
     /// Streams whose upload progress is reported as the session hands their body bytes out.
-    private var uploads: [Int32: HTTPClientExchange] = [:]
-    private var queued: [HTTPClientExchange] = []
-    private var queuedHead = 0
-    private(set) var isActive = false
-    private var settingsReceived = false
+    var uploads: [Int32: HTTPClientExchange] = [:]
+    private var queued = HTTPClientWaitQueue()
+    var isActive = false
+    var settingsReceived = false
     /// No new streams here: GOAWAY received or sent, or the connection is closing.
-    private(set) var isGoingAway = false
+    var isGoingAway = false
     /// Streams opened so far (for ``HTTPClient/Configuration/maxRequestsPerConnection``).
     private var streamsOpened = 0
     /// Whether the TLS handshake must have selected `h2` (mode `.always`).
-    private let requiresALPN: Bool
-    private var flushScheduled = false
-    private var connectTimer: LoopTimer?
-    private let openedAt: UInt64
+    let requiresALPN: Bool
+    var flushScheduled = false
+    var connectTimer: LoopTimer?
+    let openedAt: UInt64
     /// Connect time, given to the first exchange sent.
-    private var connectDuration: Duration?
-    private(set) var idleSince = EventLoop.now()
-    /// Output is not pulled from the session while this much waits for the socket.
-    private let writeHighWater = 256 * 1024
+    var connectDuration: Duration?
+    var idleSince = EventLoop.now()
     /// Times an exchange is moved to another connection because the server did not process it.
     /// (Each move means the server processed other streams first, or refused this one; the cap stops a server that
     /// never processes anything from bouncing a request forever.)
@@ -66,7 +64,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     /// Exchanges sent or waiting here.
-    var load: Int { streams.count + queued.count - queuedHead }
+    var load: Int { streams.count + queued.count }
 
     /// Queues `exchange`; it starts as soon as the server allows another stream.
     func enqueue(_ exchange: HTTPClientExchange) {
@@ -74,96 +72,35 @@ final class HTTP2ClientConnection: ConnectionDelegate {
             retryUnprocessed(exchange)
             return
         }
-        guard queued.count - queuedHead < configuration.maxWaitingRequestsPerOrigin else {
-            exchange.fail(.poolExhausted)
-            return
-        }
-        exchange.startWaiting(now: EventLoop.now())
-        queued.append(exchange)
-        exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
+        guard queued.enqueue(exchange, limit: configuration.maxWaitingRequestsPerOrigin) else { return }
         startQueued()
     }
 
     /// Fails the queued exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``).
     func expireWaiting(now: UInt64) {
-        HTTPClientExchange.expireWaits(in: &queued, head: &queuedHead, now: now)
+        queued.expireWaits(now: now)
     }
 
+    /// The next queued exchange: the first, or with the fair share (``HTTPClient/Configuration/maxShare``) the first
+    /// whose caller holds fewer than its share of the connection's streams (the ones open now and the one about to
+    /// open), taken out of the queue wherever it is, else the first.
     private func nextQueued() -> HTTPClientExchange? {
-        if let share = configuration.maxShare, share > 0, share < 1, queuedHead < queued.count {
-            return nextQueued(share: share)
-        }
-        while queuedHead < queued.count {
-            let exchange = queued[queuedHead]
-            queuedHead += 1
-            if queuedHead == queued.count {
-                queued.removeAll(keepingCapacity: true)
-                queuedHead = 0
-            }
-            if !exchange.isFinished { return exchange }
-        }
-        return nil
+        if queued.isEmpty { return nil }
+        guard let share = configuration.maxShare, share > 0, share < 1 else { return queued.popFirst() }
+        return queued.popFirst(
+            fairShare: HTTPOriginShares.limit(share: share, capacity: streams.count + 1),
+            held: {
+                var counts: [Int: Int] = [:]
+                for running in streams.values { if let key = running.callerKey { counts[key, default: 0] += 1 } }
+                return counts
+            }, onFairShareWait: configuration.onFairShareWait)
     }
 
-    /// The next queued exchange with the fair share (``HTTPClient/Configuration/maxShare``): the first whose caller
-    /// holds fewer than `share` of the connection's streams (the ones open now and the one about to open), taken out
-    /// of the queue wherever it is, else the first.
-    private func nextQueued(share: Double) -> HTTPClientExchange? {
-        let limit = HTTPOriginShares.limit(share: share, capacity: streams.count + 1)
-        var held: [Int: Int]?
-        var first: Int?
-        var chosen: Int?
-        var skipped: [HTTPClientExchange] = []
-        var index = queuedHead
-        while index < queued.count {
-            let exchange = queued[index]
-            if !exchange.isFinished {
-                if first == nil { first = index }
-                guard let caller = exchange.callerKey else {
-                    chosen = index
-                    break
-                }
-                if held == nil {
-                    var counts: [Int: Int] = [:]
-                    for running in streams.values { if let key = running.callerKey { counts[key, default: 0] += 1 } }
-                    held = counts
-                }
-                if held?[caller] ?? 0 < limit {
-                    chosen = index
-                    break
-                }
-                skipped.append(exchange)
-            }
-            index += 1
-        }
-        if chosen != nil {
-            for exchange in skipped where !exchange.passedOverForShare {
-                exchange.passedOverForShare = true
-                configuration.onFairShareWait?()
-            }
-        }
-        guard let picked = chosen ?? first else {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-            return nil
-        }
-        let exchange = queued[picked]
-        if picked == queuedHead { queuedHead += 1 } else { queued.remove(at: picked) }
-        if queuedHead == queued.count {
-            queued.removeAll(keepingCapacity: true)
-            queuedHead = 0
-        }
-        return exchange
+    func takeQueued() -> [HTTPClientExchange] {
+        queued.takeAll()
     }
 
-    private func takeQueued() -> [HTTPClientExchange] {
-        let waiting = queued[queuedHead...].filter { !$0.isFinished }
-        queued.removeAll()
-        queuedHead = 0
-        return waiting
-    }
-
-    private func startQueued() {
+    func startQueued() {
         guard isActive, settingsReceived, !isGoingAway, !connection.isClosed else { return }
         var started = false
         while session.canOpenStream, let next = nextQueued() {
@@ -270,7 +207,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     /// Reports the upload progress of streams whose body bytes the session handed out, and forgets finished ones.
-    private func reportUploads() {
+    func reportUploads() {
         var done: [Int32] = []
         for (streamID, exchange) in uploads {
             guard streams[streamID] === exchange else {
@@ -285,7 +222,7 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     /// Lets the server send as many body bytes again as `exchange` has passed on (WINDOW_UPDATE).
-    private func acknowledge(_ streamID: Int32, _ exchange: HTTPClientExchange) {
+    func acknowledge(_ streamID: Int32, _ exchange: HTTPClientExchange) {
         guard exchange.unacknowledged > 0 else { return }
         session.consumed(streamID: streamID, count: exchange.unacknowledged)
         exchange.unacknowledged = 0
@@ -293,247 +230,12 @@ final class HTTP2ClientConnection: ConnectionDelegate {
     }
 
     /// Ends `exchange` with `error` and resets its stream (CANCEL), leaving the connection to the other streams.
-    private func abandon(_ streamID: Int32, _ exchange: HTTPClientExchange, with error: HTTPClientError) {
+    func abandon(_ streamID: Int32, _ exchange: HTTPClientExchange, with error: HTTPClientError) {
         guard streams[streamID] === exchange else { return }
         streams.removeValue(forKey: streamID)
         exchange.fail(error)
         try? session.resetStream(streamID: streamID, errorCode: .cancel)
         scheduleFlush()
-    }
-
-    // MARK: ConnectionDelegate
-
-    func connectionDidBecomeActive(_ connection: Connection) {
-        isActive = true
-        connectTimer?.cancel()
-        connectTimer = nil
-        if requiresALPN && connection.isTLS && connection.negotiatedProtocol != "h2" {
-            failEverything(.tlsFailed(reason: "the server did not select h2 by ALPN"))
-            connection.close()
-            return
-        }
-        connectDuration = .nanoseconds(Int64(clamping: EventLoop.now() &- openedAt))
-        idleSince = EventLoop.now()
-        flush()
-    }
-
-    func connection(_ connection: Connection, didRead bytes: UnsafeRawBufferPointer) {
-        do {
-            try session.feed(bytes)
-        } catch {
-            failConnection()
-            return
-        }
-        processEvents()
-        flush()
-    }
-
-    func connectionDidReadEOF(_ connection: Connection) {
-        connection.close()
-    }
-
-    func connectionDidDrainWrites(_ connection: Connection) {
-        // Called from inside `Connection.write` too: never flush re-entrantly.
-        if session.wantsWrite { scheduleFlush() }
-    }
-
-    func connectionDidClose(_ connection: Connection, error: (any Error)?) {
-        connectTimer?.cancel()
-        connectTimer = nil
-        isGoingAway = true
-        if !isActive {
-            let reason: HTTPClientError
-            if let tlsError = error as? TLSError {
-                reason = .tlsFailed(reason: tlsError.reason)
-            } else if let clientError = error as? HTTPClientError {
-                reason = clientError
-            } else {
-                reason = .connectFailed(reason: error.map { "\($0)" } ?? "closed")
-            }
-            let unsent = Array(streams.values) + takeQueued()
-            streams.removeAll()
-            pool.http2ConnectFailed(self, exchanges: unsent, error: reason)
-            return
-        }
-        let failed = streams
-        streams.removeAll()
-        for exchange in failed.values { exchange.fail(.connectionClosed(responseStarted: exchange.responseStarted)) }
-        let waiting = takeQueued()
-        pool.http2ConnectionClosed(self)
-        // Never sent: they go to another connection.
-        for exchange in waiting { retryUnprocessed(exchange) }
-    }
-
-    private func failEverything(_ error: HTTPClientError) {
-        isGoingAway = true
-        let failed = Array(streams.values) + takeQueued()
-        streams.removeAll()
-        for exchange in failed { exchange.fail(error) }
-    }
-
-    // MARK: Output
-
-    private func flush() {
-        guard !connection.isClosed else { return }
-        for _ in 0..<2 {
-            let room = writeHighWater - connection.pendingWriteBytes
-            guard room > 0 else { break }
-            var output: [UInt8] = []
-            do {
-                try session.drainOutput(into: &output, limit: room)
-            } catch {
-                connection.write(output)
-                failConnection()
-                return
-            }
-            if !output.isEmpty { connection.write(output) }
-            if connection.isClosed { return }
-            if !uploads.isEmpty { reportUploads() }
-            guard processEvents() else { break }
-        }
-        if session.isFinished && !session.wantsWrite {
-            connection.closeAfterFlush()
-        } else if isGoingAway && streams.isEmpty {
-            connection.closeAfterFlush()
-        }
-    }
-
-    private func scheduleFlush() {
-        guard !flushScheduled, !connection.isClosed else { return }
-        flushScheduled = true
-        connection.loop.executeLocally { [self] in
-            flushScheduled = false
-            flush()
-        }
-    }
-
-    /// A fatal session error: write what the session has (it may hold a GOAWAY) and close; streams fail in
-    /// `connectionDidClose`.
-    private func failConnection() {
-        isGoingAway = true
-        var output: [UInt8] = []
-        try? session.drainOutput(into: &output)
-        connection.write(output)
-        connection.closeAfterFlush()
-    }
-
-    // MARK: Events
-
-    @discardableResult
-    private func processEvents() -> Bool {
-        var any = false
-        while let event = session.nextEvent() {
-            any = true
-            switch event {
-            case .response(let streamID, let head, _):
-                guard let exchange = streams[streamID] else { continue }
-                if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }
-                exchange.responseStarted = true
-                exchange.responseHead = head
-                exchange.lastReceiveProgress = connection.loop.roundTime
-                exchange.chooseDelivery(for: head)
-                if exchange.isStreamed {
-                    exchange.onBodyDemand = { [weak self, weak exchange] in
-                        guard let self, let exchange, self.streams[streamID] === exchange else { return }
-                        self.acknowledge(streamID, exchange)
-                    }
-                    exchange.headReceived()
-                }
-            case .responseBody(let streamID, let bytes):
-                guard let exchange = streams[streamID] else {
-                    session.consumed(streamID: streamID, count: bytes.count)
-                    continue
-                }
-                let received = exchange.countBody(bytes.count)
-                exchange.lastReceiveProgress = connection.loop.roundTime
-                if exchange.limitsCollectedBody && received > configuration.maxResponseBodyBytes {
-                    session.consumed(streamID: streamID, count: bytes.count)
-                    abandon(streamID, exchange, with: .malformedResponse(reason: "response body exceeds the limit"))
-                    continue
-                }
-                // A streamed body's reader is behind: the bytes stay unacknowledged, so the server's window closes.
-                exchange.unacknowledged += bytes.count
-                if exchange.receive(bytes) { acknowledge(streamID, exchange) }
-                let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
-                exchange.progress.download?(received, declared)
-            case .responseEnd(let streamID):
-                guard let exchange = streams.removeValue(forKey: streamID) else { continue }
-                if exchange.isSendingBody {
-                    // The response is complete before the request body (RFC 9113 §8.1): send no more of it.
-                    exchange.stopBodyPump()
-                    try? session.resetStream(streamID: streamID, errorCode: .cancel)
-                    scheduleFlush()
-                }
-                exchange.succeed()
-            case .streamReset(let streamID, let errorCode):
-                guard let exchange = streams.removeValue(forKey: streamID) else { continue }
-                if errorCode == .refusedStream && !exchange.responseStarted {
-                    retryUnprocessed(exchange)
-                } else {
-                    exchange.fail(.streamReset(errorCode: errorCode.description))
-                }
-            case .streamClosed(let streamID):
-                if let exchange = streams.removeValue(forKey: streamID) {
-                    exchange.fail(.connectionClosed(responseStarted: exchange.responseStarted))
-                }
-                if streams.isEmpty { idleSince = EventLoop.now() }
-                startQueued()
-            case .goaway(let lastStreamID, _):
-                // Oldest first, so they keep their order on the next connection.
-                let unprocessed = streams.keys.sorted().filter { $0 > lastStreamID }.compactMap {
-                    streams.removeValue(forKey: $0)
-                }
-                goingAway(moving: unprocessed)
-            case .remoteSettingsChanged:
-                settingsReceived = true
-                startQueued()
-            case .windowAvailable(let streamID):
-                if let exchange = streams[streamID], exchange.bodyPumpPaused {
-                    exchange.bodyPumpPaused = false
-                    exchange.bodyPump?.requestMore()
-                }
-            case .trailers, .request, .requestBody, .requestEnd:
-                break
-            }
-        }
-        return any
-    }
-
-    /// Stops taking exchanges: the pool opens another connection for new ones; `unprocessed` and the queued
-    /// exchanges move there.
-    private func goingAway(moving unprocessed: [HTTPClientExchange] = []) {
-        let wasGoingAway = isGoingAway
-        isGoingAway = true
-        pool.http2ConnectionRetired(self)
-        let moving = wasGoingAway ? unprocessed : unprocessed + takeQueued()
-        for exchange in moving { retryUnprocessed(exchange) }
-    }
-
-    /// The connection opened its last stream (``HTTPClient/Configuration/maxRequestsPerConnection``): it takes no
-    /// more, the exchanges waiting for it go to another connection (not counted as a retry: none was sent), and it
-    /// closes when its streams have ended (see `flush`).
-    private func retireAtRequestCap() {
-        guard !isGoingAway else { return }
-        isGoingAway = true
-        pool.http2ConnectionRetired(self)
-        for exchange in takeQueued() {
-            exchange.onCancel = nil
-            pool.resubmit(exchange)
-        }
-    }
-
-    /// The server did not process `exchange`: send it again on another connection (a bounded number of times, and
-    /// never when its streamed body was already pulled from).
-    private func retryUnprocessed(_ exchange: HTTPClientExchange) {
-        exchange.timer?.cancel()
-        exchange.stopBodyPump()
-        guard exchange.unprocessedRetries < HTTP2ClientConnection.maxUnprocessedRetries, exchange.canResend else {
-            exchange.fail(.connectionClosed(responseStarted: false))
-            return
-        }
-        exchange.unprocessedRetries += 1
-        exchange.onCancel = nil
-        pool.resubmit(exchange)
     }
 
     // MARK: Idle

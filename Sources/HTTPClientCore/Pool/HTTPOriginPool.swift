@@ -10,7 +10,7 @@ import NetCore
 /// `h2,http/1.1`, other exchanges wait for its handshake, then they all go to HTTP/2 or HTTP/1.1 connections.
 final class HTTPOriginPool {
     /// What the pool knows about the origin's protocol.
-    private enum OriginProtocol {
+    enum OriginProtocol {
         /// Not known yet (TLS with `.auto`): the next connection probes by ALPN.
         case unknown
         /// A probing connection is handshaking; exchanges wait.
@@ -24,23 +24,22 @@ final class HTTPOriginPool {
     let configuration: HTTPClient.Configuration
     let tls: TLSContext?
     /// The client-wide cap on this origin's HTTP/1.1 connections across loops, if any.
-    private let budget: HTTPOriginBudget?
+    let budget: HTTPOriginBudget?
     /// Who holds how many connections, for the fair share of a full pool (nil without one).
     private let shares: HTTPOriginShares?
-    private var idle: [HTTP1ClientConnection] = []
-    private var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
-    private var waiting: [HTTPClientExchange] = []
-    @exclusivity(unchecked) private var waitingHead = 0
-    private var addresses: [SocketAddress] = []
+    var idle: [HTTP1ClientConnection] = []
+    var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
+    private var waiting = HTTPClientWaitQueue()
+    var addresses: [SocketAddress] = []
     /// Which of `addresses` the next new connection goes to: they take turns (see ``nextAddress()``).
     @exclusivity(unchecked) private var addressIndex = 0
     /// Until when (loop clock) each address whose connection could not be made is passed over.
     private var failedUntil: [SocketAddress: UInt64] = [:]
-    private var learned: OriginProtocol
+    var learned: OriginProtocol
     /// The HTTP/2 connections new exchanges go to: one per address (with one address, at most one).
-    @exclusivity(unchecked) private var http2Active: [HTTP2ClientConnection] = []
+    @exclusivity(unchecked) var http2Active: [HTTP2ClientConnection] = []
     /// Every open HTTP/2 connection, including those finishing their streams after GOAWAY.
-    private var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
+    var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
     @exclusivity(unchecked) private var isClosed = false
 
@@ -167,22 +166,11 @@ final class HTTPOriginPool {
 
     /// Puts back, first in line and with its wait time running on, a waiter that could not get a connection after all.
     private func requeueFirst(_ exchange: HTTPClientExchange) {
-        if waitingHead > 0 {
-            waitingHead -= 1
-            waiting[waitingHead] = exchange
-        } else {
-            waiting.insert(exchange, at: 0)
-        }
+        waiting.prepend(exchange)
     }
 
     private func enqueueWaiting(_ exchange: HTTPClientExchange) {
-        guard waiting.count - waitingHead < configuration.maxWaitingRequestsPerOrigin else {
-            exchange.fail(.poolExhausted)
-            return
-        }
-        exchange.startWaiting(now: EventLoop.now())
-        waiting.append(exchange)
-        exchange.onCancel = { [weak exchange] in exchange?.fail(.cancelled) }
+        waiting.enqueue(exchange, limit: configuration.maxWaitingRequestsPerOrigin)
     }
 
     /// Opens an HTTP/1.1 connection for `exchange` (to `chosen`, else to the next address in turn), or keeps it
@@ -229,7 +217,7 @@ final class HTTPOriginPool {
     /// The address for a new connection (`addresses` must not be empty): the next in turn, so that connections, and
     /// the requests on them, spread over all of a name's addresses as nginx spreads them over an upstream's servers;
     /// an address whose connection failed lately is passed over while another one is left.
-    private func nextAddress() -> SocketAddress {
+    func nextAddress() -> SocketAddress {
         let count = addresses.count
         if !failedUntil.isEmpty {
             let now = loop.roundTime
@@ -247,57 +235,6 @@ final class HTTPOriginPool {
         let address = addresses[addressIndex % count]
         addressIndex = (addressIndex + 1) % count
         return address
-    }
-
-    /// Opens an HTTP/2 connection for `exchange`, to `chosen`, else to the next address in turn.
-    private func openHTTP2(for exchange: HTTPClientExchange, to chosen: SocketAddress? = nil) {
-        guard !addresses.isEmpty else {
-            exchange.fail(.nameResolutionFailed(host: origin.host))
-            return
-        }
-        let address = chosen ?? nextAddress()
-        do {
-            let connection = try Connection(connectingTo: address, loop: loop, tls: tls, serverName: origin.host)
-            let client = try HTTP2ClientConnection(
-                connection: connection, pool: self,
-                connectTimeout: min(configuration.connectTimeout, remaining(exchange)),
-                requiresALPN: true)
-            connection.delegate = client
-            http2Connections[ObjectIdentifier(client)] = client
-            http2Active.append(client)
-            client.enqueue(exchange)
-            try connection.start()
-        } catch {
-            exchange.fail(.connectFailed(reason: "\(error)"))
-        }
-    }
-
-    /// The probing connection's handshake picked `h2`: it becomes this origin's HTTP/2 connection and takes its
-    /// exchange and every waiting one.
-    func adoptHTTP2(
-        _ connection: Connection, from probe: HTTP1ClientConnection, pending: HTTPClientExchange?,
-        openedAt: UInt64
-    ) {
-        if all.removeValue(forKey: ObjectIdentifier(probe)) != nil { budget?.release() }
-        releaseShare(of: probe)
-        idle.removeAll { $0 === probe }
-        let client: HTTP2ClientConnection
-        do {
-            client = try HTTP2ClientConnection(
-                connection: connection, pool: self, connectTimeout: nil,
-                requiresALPN: true, openedAt: openedAt)
-        } catch {
-            pending?.fail(.connectFailed(reason: "\(error)"))
-            connection.close()
-            return
-        }
-        connection.delegate = client
-        http2Connections[ObjectIdentifier(client)] = client
-        http2Active.append(client)
-        learned = .http2
-        if let pending { client.enqueue(pending) }
-        while let next = nextWaiter() { client.enqueue(next) }
-        client.connectionDidBecomeActive(connection)
     }
 
     /// The probing connection's handshake picked HTTP/1.1: open connections for the exchanges that waited.
@@ -331,70 +268,20 @@ final class HTTPOriginPool {
         }
     }
 
-    /// `connection` stops taking new exchanges (GOAWAY).
-    func http2ConnectionRetired(_ connection: HTTP2ClientConnection) {
-        guard let index = http2Active.firstIndex(where: { $0 === connection }) else { return }
-        http2Active.remove(at: index)
-        // With `.auto` the next connection negotiates again.
-        if configuration.http2 == .auto && learned == .http2 && http2Active.isEmpty { learned = .unknown }
-    }
-
-    /// `connection` closed.
-    func http2ConnectionClosed(_ connection: HTTP2ClientConnection) {
-        http2ConnectionRetired(connection)
-        http2Connections.removeValue(forKey: ObjectIdentifier(connection))
-    }
-
-    private func remaining(_ exchange: HTTPClientExchange) -> Duration {
+    func remaining(_ exchange: HTTPClientExchange) -> Duration {
         guard let deadline = exchange.deadline else { return .seconds(3600) }
         let now = EventLoop.now()
         return deadline > now ? .nanoseconds(Int64(clamping: deadline - now)) : .zero
     }
 
-    private func nextWaiter() -> HTTPClientExchange? {
-        if let shares, waitingHead < waiting.count {
-            return nextWaiter(sharing: shares)
-        }
-        while waitingHead < waiting.count {
-            let exchange = waiting[waitingHead]
-            waitingHead += 1
-            if waitingHead == waiting.count {
-                waiting.removeAll(keepingCapacity: true)
-                waitingHead = 0
-            }
-            if !exchange.isFinished { return exchange }
-        }
-        return nil
-    }
-
-    /// The next waiter with the fair share (see ``HTTPOriginShares``): the first whose caller holds less than its share,
-    /// taken out of the queue wherever it is, else the first.
-    private func nextWaiter(sharing shares: HTTPOriginShares) -> HTTPClientExchange? {
-        let onWait = configuration.onFairShareWait
-        guard
-            let index = shares.next(
-                in: waiting, from: waitingHead,
-                passedOver: { exchange in
-                    guard !exchange.passedOverForShare else { return }
-                    exchange.passedOverForShare = true
-                    onWait?()
-                })
-        else {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-            return nil
-        }
-        let exchange = waiting[index]
-        if index == waitingHead {
-            waitingHead += 1
-        } else {
-            waiting.remove(at: index)
-        }
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        }
-        return exchange
+    /// The next waiter: the first, or with the fair share (see ``HTTPOriginShares``) the first whose caller holds less
+    /// than its share of the origin's connections, taken out of the queue wherever it is, else the first.
+    func nextWaiter() -> HTTPClientExchange? {
+        // Looked at before it is changed: reading is an instantaneous access, no exclusivity bookkeeping.
+        if waiting.isEmpty { return nil }
+        guard let shares else { return waiting.popFirst() }
+        return waiting.popFirst(
+            fairShare: shares.limit, held: { shares.held }, onFairShareWait: configuration.onFairShareWait)
     }
 
     /// Gives `exchange` to `connection`, counting the connection for the exchange's caller (fair share).
@@ -408,7 +295,7 @@ final class HTTPOriginPool {
     }
 
     /// `connection` no longer counts for the caller it was given to.
-    private func releaseShare(of connection: HTTP1ClientConnection) {
+    func releaseShare(of connection: HTTP1ClientConnection) {
         guard let holder = connection.shareHolder else { return }
         connection.shareHolder = nil
         shares?.give(holder)
@@ -467,7 +354,7 @@ final class HTTPOriginPool {
     /// Whether `exchange`, which a connection to `address` never sent because connecting failed with `error` (refused,
     /// unreachable or timed out), goes on to another of the name's addresses; new connections pass `address` over for
     /// a while (see ``nextAddress()``). Not when every address has failed it already, nor once its deadline has passed.
-    private func failsOver(_ exchange: HTTPClientExchange, from address: SocketAddress?, after error: HTTPClientError)
+    func failsOver(_ exchange: HTTPClientExchange, from address: SocketAddress?, after error: HTTPClientError)
         -> Bool
     {
         switch error {
@@ -483,21 +370,6 @@ final class HTTPOriginPool {
         return true
     }
 
-    /// The HTTP/2 `connection` closed before it was established: each of its exchanges (none was sent) goes on to the
-    /// name's next address when ``failsOver(_:from:after:)`` allows, else fails with `error`.
-    func http2ConnectFailed(
-        _ connection: HTTP2ClientConnection, exchanges: [HTTPClientExchange], error: HTTPClientError
-    ) {
-        http2ConnectionClosed(connection)
-        for exchange in exchanges where !exchange.isFinished {
-            if failsOver(exchange, from: connection.connection.remoteAddress, after: error) {
-                submit(exchange, addresses: [])
-            } else {
-                exchange.fail(error)
-            }
-        }
-    }
-
     /// The loop's sweep: closes connections idle too long and fails exchanges that waited too long for one.
     func sweep(now: UInt64) {
         expireWaiting(now: now)
@@ -511,7 +383,7 @@ final class HTTPOriginPool {
     /// Fails the waiting exchanges whose wait expired (see ``HTTPClientExchange/expireWait(now:)``) and drops them
     /// from the queue.
     private func expireWaiting(now: UInt64) {
-        HTTPClientExchange.expireWaits(in: &waiting, head: &waitingHead, now: now)
+        waiting.expireWaits(now: now)
     }
 
     func closeAll() {

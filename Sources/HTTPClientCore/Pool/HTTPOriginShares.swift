@@ -11,7 +11,7 @@ import Locking
 final class HTTPOriginShares: Sendable {
     /// The most connections one caller holds before its further requests wait behind other callers'.
     let limit: Int
-    private let held = Locked<[Int: Int]>([:])
+    private let heldCounts = Locked<[Int: Int]>([:])
 
     /// - Parameters:
     ///   - share: the fraction of `capacity` (0 < share < 1) one caller may hold while others wait.
@@ -27,12 +27,12 @@ final class HTTPOriginShares: Sendable {
 
     /// `caller` now holds one more connection.
     func take(_ caller: Int) {
-        held.withLock { $0[caller, default: 0] += 1 }
+        heldCounts.withLock { $0[caller, default: 0] += 1 }
     }
 
     /// `caller` gave one back.
     func give(_ caller: Int) {
-        held.withLock { held in
+        heldCounts.withLock { held in
             guard let count = held[caller] else { return }
             if count <= 1 { held.removeValue(forKey: caller) } else { held[caller] = count - 1 }
         }
@@ -40,31 +40,13 @@ final class HTTPOriginShares: Sendable {
 
     /// How many connections `caller` holds now.
     func count(of caller: Int) -> Int {
-        held.withLock { $0[caller] ?? 0 }
+        heldCounts.withLock { $0[caller] ?? 0 }
     }
 
-    /// The position in `queue` (from `start`) of the request to serve next: the first unfinished one whose caller
-    /// holds less than ``limit`` (or that has no caller), else the first unfinished one; nil when none is left.
-    /// `passedOver` is told about each unfinished request skipped for its caller's share.
-    func next(in queue: [HTTPClientExchange], from start: Int, passedOver: (HTTPClientExchange) -> Void) -> Int? {
-        var first: Int?
-        var skipped: [HTTPClientExchange] = []
-        let chosen = held.withLock { held -> Int? in
-            var index = start
-            while index < queue.count {
-                let exchange = queue[index]
-                if !exchange.isFinished {
-                    if first == nil { first = index }
-                    guard let caller = exchange.callerKey, held[caller] ?? 0 >= limit else { return index }
-                    skipped.append(exchange)
-                }
-                index += 1
-            }
-            return nil
-        }
-        guard let chosen else { return first }
-        for exchange in skipped { passedOver(exchange) }
-        return chosen
+    /// How many connections each caller holds now (a copy: the pool picks its next waiter from it, see
+    /// ``HTTPClientWaitQueue/popFirst(fairShare:held:onFairShareWait:)``).
+    var held: [Int: Int] {
+        heldCounts.withLock { $0 }
     }
 }
 

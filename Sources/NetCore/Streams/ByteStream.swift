@@ -1,3 +1,4 @@
+import DequeModule
 import Locking
 
 /// A single-consumer async stream of byte chunks with back-pressure: the producer (a connection on its loop) is told to
@@ -7,8 +8,9 @@ package final class ByteStream: AsyncSequence, Sendable {
     package typealias Element = [UInt8]
 
     private struct State {
-        var chunks: [[UInt8]] = []
-        var head = 0
+        /// A taken chunk's slot lets go of it at once: a stream whose backlog never runs dry (a producer that refills as
+        /// fast as the consumer takes) holds only the chunks not taken yet.
+        var chunks = Deque<[UInt8]>()
         var buffered = 0
         var received = 0
         var finished = false
@@ -112,21 +114,8 @@ package final class ByteStream: AsyncSequence, Sendable {
 
     /// Takes the next buffered chunk or the end from `state`; `.wait` when there is neither.
     private func take(_ state: inout State) -> Step {
-        if state.head < state.chunks.count {
-            // The slot lets go of its chunk at once, and taken slots are dropped once they are most of the array: a
-            // stream whose backlog never runs dry (a producer that refills as fast as the consumer takes) would
-            // otherwise keep every chunk it ever carried.
-            let chunk = state.chunks[state.head]
-            state.chunks[state.head] = []
-            state.head += 1
+        if let chunk = state.chunks.popFirst() {
             state.buffered -= chunk.count
-            if state.head == state.chunks.count {
-                state.chunks.removeAll(keepingCapacity: true)
-                state.head = 0
-            } else if state.head >= 32 && state.head * 2 >= state.chunks.count {
-                state.chunks.removeFirst(state.head)
-                state.head = 0
-            }
             var resume = false
             if state.producerPaused && state.buffered <= lowWaterMark {
                 state.producerPaused = false
