@@ -13,6 +13,8 @@
 # session 20).
 #
 # Env: REPS=3 DURATION=5 CONNS=50 ALONE=0 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers
+#      BIN_DIR= (a directory holding the moya-gateway and hello-server to measure, e.g. a saved build for an A/B;
+#      nothing is built then)
 # Bounded: every wrk run has -d and runs under common.sh's timeout; every process is stopped by PID on exit.
 set -euo pipefail
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-layers}"
@@ -29,10 +31,15 @@ GATEWAY_ADMIN=18213
 install_traps
 kill_stale
 require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$ENGINE_PORT" "$GATEWAY_PORT" "$GATEWAY_ADMIN"
-if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
+if [[ -n "${BIN_DIR:-}" ]]; then
+    BIN="$BIN_DIR"
+else
+    if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+        (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
+    fi
+    BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 fi
-BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+[[ -x "$BIN/moya-gateway" && -x "$BIN/hello-server" ]] || die "missing moya-gateway or hello-server in $BIN"
 
 mkdir -p "$RUN_DIR"
 cat >"$RUN_DIR/gateway.yaml" <<YAML
