@@ -333,10 +333,15 @@ final class HTTPClientExchange {
             return
         }
         guard delivery != nil, !isStreamed, let head = responseHead else { return }
-        let result = collectedResponse(head: head)
+        // The response goes to its continuation as it was made (a `map` over the result would copy it).
         switch delivery {
-        case .collected(let continuation): continuation.resume(with: result)
-        case .collectedOrStreamed(_, let continuation): continuation.resume(with: result.map { .collected($0) })
+        case .collected(let continuation):
+            continuation.resume(with: collectedResponse(head: head))
+        case .collectedOrStreamed(_, let continuation):
+            switch collectedResponse(head: head) {
+            case .success(let response): continuation.resume(returning: .collected(response))
+            case .failure(let error): continuation.resume(throwing: error)
+            }
         case .streamed, nil: return
         }
         delivery = nil

@@ -27,6 +27,15 @@ package enum HTTP1Serializer {
         guard !target.isEmpty, visible else {
             throw HTTP1SerializationError(reason: "request target contains invalid characters")
         }
+        if (0...9).contains(version.major), (0...9).contains(version.minor),
+            case true?? = method.withContiguousStorageIfAvailable({ method in
+                target.withContiguousStorageIfAvailable { target in
+                    appendRequestLine(method: method, target: target, version: version, to: &buffer)
+                }
+            })
+        {
+            return
+        }
         buffer.append(contentsOf: method)
         buffer.append(HTTP1Grammar.sp)
         buffer.append(contentsOf: target)
@@ -34,6 +43,35 @@ package enum HTTP1Serializer {
         try writeVersion(version, into: &buffer)
         buffer.append(HTTP1Grammar.cr)
         buffer.append(HTTP1Grammar.lf)
+    }
+
+    /// Appends `method SP target SP HTTP/x.y CRLF` from contiguous, checked bytes, assembled on the stack and appended
+    /// at once; the version's digits must be single.
+    private static func appendRequestLine(
+        method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion,
+        to buffer: inout [UInt8]
+    ) -> Bool {
+        let length = method.count + target.count + 12  // two spaces, "HTTP/x.y", CRLF
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
+            guard let start = line.baseAddress, let methodBase = method.baseAddress, let targetBase = target.baseAddress
+            else { return false }
+            start.update(from: methodBase, count: method.count)
+            var index = method.count
+            start[index] = HTTP1Grammar.sp
+            (start + index + 1).update(from: targetBase, count: target.count)
+            index += 1 + target.count
+            start[index] = HTTP1Grammar.sp
+            let versionText: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+                0x48, 0x54, 0x54, 0x50, 0x2F, 0x30 &+ UInt8(version.major), 0x2E, 0x30 &+ UInt8(version.minor)
+            )
+            withUnsafeBytes(of: versionText) {
+                (start + index + 1).update(from: $0.bindMemory(to: UInt8.self).baseAddress.unsafelyUnwrapped, count: 8)
+            }
+            start[length - 2] = HTTP1Grammar.cr
+            start[length - 1] = HTTP1Grammar.lf
+            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
+            return true
+        }
     }
 
     /// Appends the status line, the header lines and the final CRLF.
@@ -97,6 +135,26 @@ package enum HTTP1Serializer {
         return true
     }
 
+    /// Appends `name: value CRLF`, as they are (the callers have checked them), for contiguous bytes: the line is
+    /// assembled on the stack and appended to `buffer` at once (one append instead of six, each of which checks the
+    /// array's room).
+    @inline(__always)
+    private static func appendFieldLine(
+        name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]
+    ) {
+        let length = name.count + value.count + 4
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
+            guard let start = line.baseAddress else { return }
+            if let base = name.baseAddress { start.update(from: base, count: name.count) }
+            start[name.count] = HTTP1Grammar.colon
+            start[name.count + 1] = HTTP1Grammar.sp
+            if let base = value.baseAddress { (start + name.count + 2).update(from: base, count: value.count) }
+            start[length - 2] = HTTP1Grammar.cr
+            start[length - 1] = HTTP1Grammar.lf
+            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
+        }
+    }
+
     /// Appends `name: value CRLF`, as they are (the callers have checked them).
     @inline(__always)
     private static func appendFieldLine(
@@ -128,21 +186,29 @@ package enum HTTP1Serializer {
 
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
     package static func writeContentLength(_ length: Int, into buffer: inout [UInt8]) {
+        // The line is assembled on the stack ("Content-Length: ", at most 19 digits, CRLF) and appended at once.
         let name: StaticString = "Content-Length: "
-        name.withUTF8Buffer { buffer.append(contentsOf: $0) }
-        writeDecimal(max(0, length), into: &buffer)
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
-    }
-
-    /// Appends the decimal digits of a non-negative `value`.
-    private static func writeDecimal(_ value: Int, into buffer: inout [UInt8]) {
-        guard value >= 10 else {
-            buffer.append(0x30 &+ UInt8(truncatingIfNeeded: value))
-            return
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { line in
+            guard let start = line.baseAddress else { return }
+            let nameLength = name.utf8CodeUnitCount
+            name.withUTF8Buffer { start.update(from: $0.baseAddress.unsafelyUnwrapped, count: nameLength) }
+            var value = UInt(max(0, length))
+            var digits = 1
+            var rest = value / 10
+            while rest > 0 {
+                digits += 1
+                rest /= 10
+            }
+            var index = nameLength + digits
+            repeat {
+                index -= 1
+                start[index] = 0x30 &+ UInt8(truncatingIfNeeded: value % 10)
+                value /= 10
+            } while value > 0
+            start[nameLength + digits] = HTTP1Grammar.cr
+            start[nameLength + digits + 1] = HTTP1Grammar.lf
+            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: nameLength + digits + 2))
         }
-        writeDecimal(value / 10, into: &buffer)
-        buffer.append(0x30 &+ UInt8(truncatingIfNeeded: value % 10))
     }
 
     /// Appends the empty line that ends a head.

@@ -136,6 +136,22 @@ import Testing
         #expect(wire == bytes("Content-Length: 0\r\n"))
     }
 
+    @Test func requestLinesAreWrittenByteForByteWhateverTheTargetsLength() throws {
+        let long = "/" + String(repeating: "a", count: 8_000) + "?q=1"
+        for (method, target, version) in [
+            (HTTPMethod.get, "/", HTTPVersion.http1_1), (.post, "/x?y=z", .http1_0), (.delete, long, .http1_1)
+        ] {
+            var wire: [UInt8] = []
+            try HTTP1Serializer.writeRequestLine(method: method, target: target, version: version, into: &wire)
+            #expect(wire == bytes("\(method.rawValue) \(target) HTTP/\(version.major).\(version.minor)\r\n"))
+        }
+        var wire: [UInt8] = []
+        #expect(throws: HTTP1SerializationError.self) {
+            try HTTP1Serializer.writeRequestLine(
+                method: .get, target: "/", version: HTTPVersion(major: 10, minor: 0), into: &wire)
+        }
+    }
+
     @Test func chunkedBodyRoundTrip() throws {
         var wire: [UInt8] = []
         try HTTP1Serializer.writeRequestHead(
