@@ -2,7 +2,10 @@ import NetCore
 
 /// A request body sent as it is produced rather than from memory: an async sequence of chunks, or a file read in
 /// ranges off the loop. ``RequestBodyPump`` pulls it.
-enum StreamedRequestBody: Sendable {
+///
+/// Indirect: held as one reference, so that the optional an exchange keeps (nil for nearly every request) is copied
+/// and destroyed as a pointer, not through the runtime's multi-payload enum witnesses.
+indirect enum StreamedRequestBody: Sendable {
     case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
     case file(OffLoopFile)
 

@@ -426,14 +426,19 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         var rounds = 0
         while rounds < 64 {
             rounds += 1
+            // `runningJobs` is empty here: the queues' buffers are swapped into it rather than copied (the emptied
+            // buffer, its capacity kept, goes back to the queue).
             inbox.withLock { inbox in
                 guard !inbox.isEmpty else { return }
-                runningJobs.append(contentsOf: inbox)
-                inbox.removeAll(keepingCapacity: true)
+                swap(&runningJobs, &inbox)
             }
             if !localJobs.isEmpty {
-                runningJobs.append(contentsOf: localJobs)
-                localJobs.removeAll(keepingCapacity: true)
+                if runningJobs.isEmpty {
+                    swap(&runningJobs, &localJobs)
+                } else {
+                    runningJobs.append(contentsOf: localJobs)
+                    localJobs.removeAll(keepingCapacity: true)
+                }
             }
             if runningJobs.isEmpty { return }
             for job in runningJobs {
