@@ -4,6 +4,10 @@ import HTTPWire
 package struct HTTPClientRequest: Sendable {
     /// How the request body is supplied.
     ///
+    /// The cases that carry more than one reference are indirect (boxed), so that a body is copied and destroyed as a
+    /// single reference: a request is copied several times on its way to a connection, and a multi-word payload made
+    /// every copy go through the runtime's generic enum witnesses.
+    ///
     /// `.file` and `.stream` bodies are sent as they are produced, with back-pressure: the next chunk is taken only
     /// once the connection's write queue (HTTP/1.1) or the stream's send queue, held back by the server's flow-control
     /// windows (HTTP/2), has room: about 256 KiB and one chunk (the producer picks its size) wait in memory per request,
@@ -17,14 +21,14 @@ package struct HTTPClientRequest: Sendable {
         case bytes([UInt8])
         /// A body read from a file in chunks off the event loop, sent with the file's size (at opening) as
         /// `Content-Length`. It can be sent again from its start, so it is retried like `.bytes`.
-        case file(path: String)
+        indirect case file(path: String)
         /// A body produced by an async sequence of chunks, pulled one chunk at a time (off the event loop) as the
         /// connection has room. `length` is sent as `Content-Length` when known, and a stream that then produces
         /// more or fewer bytes fails the request with ``HTTPClientError/requestBodyFailed(reason:)``; otherwise the
         /// body is sent chunked (HTTP/1.1) or ended with END_STREAM (HTTP/2). A stream that throws fails the request
         /// the same way. Once pulled from, a stream cannot be replayed: such a request is never retried, and when it
         /// is stopped (early response, failure, cancellation) the stream's iteration is cancelled.
-        case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
+        indirect case stream(AsyncThrowingStream<[UInt8], any Error>, length: Int64?)
         /// No body, and a request to switch protocols (its `Upgrade` and `Connection: Upgrade` fields are the
         /// caller's, e.g. a WebSocket handshake). When the server answers `101 Switching Protocols`, the connection
         /// is the new protocol's:
@@ -40,7 +44,7 @@ package struct HTTPClientRequest: Sendable {
         /// ``HTTPClientError/malformedResponse(reason:)``. Any other answer is an ordinary response, and the stream is
         /// never pulled. HTTP/1.1 only: fails with ``HTTPClientError/upgradeRequiresHTTP1`` when the client may speak
         /// HTTP/2 to the origin (``HTTPClient/Configuration/http2`` other than `.never`, on TLS or with `.always`).
-        case upgrade(AsyncThrowingStream<[UInt8], any Error>, idleTimeout: Duration? = nil)
+        indirect case upgrade(AsyncThrowingStream<[UInt8], any Error>, idleTimeout: Duration? = nil)
     }
 
     /// Where the request goes; pools are kept per origin. Stored, so that its `Host` header value and hash are not
