@@ -172,9 +172,6 @@ enum ProxyHeaders {
             .proxyAuthorization, .te, .trailer, .transferEncoding, .upgrade, .http2Settings
         ])
 
-    /// `X-Accel-Buffering`, dropped downstream too: not in `HTTPFieldName`'s table, so compared as bytes.
-    private static let accelBuffering = HeaderNameSet(["X-Accel-Buffering"])
-
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
     /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
@@ -193,7 +190,8 @@ enum ProxyHeaders {
         // Room for `Via` and the request id too.
         headers.append(contentsOf: upstream, reservingExtraFields: 2, extraBytes: 48) { token, name in
             if droppedDownstream.contains(token) { return false }
-            if token == .other && accelBuffering.contains(bytes: name) { return false }
+            // `X-Accel-Buffering` (the upstream's word to the gateway) is not in the table: compared as bytes.
+            if token == .other && "X-Accel-Buffering".equalsIgnoringASCIICase(name) { return false }
             return listed.isEmpty || !isListed(name, in: listed)
         }
         headers.add(knownName: "Via", token: .via, value: via(version))

@@ -2,40 +2,32 @@
 extension HTTPFields {
     // MARK: Adding fields
 
-    /// Appends a field, keeping any existing field of the same name.
+    /// Appends a field, keeping any existing field of the same name. A name in the table of known names is a token, so
+    /// a field whose value has only field-value bytes is marked checked here (see ``checkedFlags(token:value:)``).
     package mutating func add(name: String, value: String) {
         HTTPFields.withBytes(of: name) { nameBytes in
-            add(name: name, token: HTTPFieldName.lookup(nameBytes), value: value)
-        }
-    }
-
-    /// Appends a field whose name's token the caller knows (`token` must be `name`'s, or ``HTTPFieldName/other`` for
-    /// a name not in the table): the name is not looked up again. A name in the table is a token, so a field whose
-    /// value has only field-value bytes is marked checked here, and the HTTP/1 serializer copies it without checking
-    /// it again.
-    package mutating func add(name: String, token: HTTPFieldName, value: String) {
-        HTTPFields.withBytes(of: name) { nameBytes in
             HTTPFields.withBytes(of: value) { valueBytes in
+                let token = HTTPFieldName.lookup(nameBytes)
                 append(
                     name: nameBytes, value: valueBytes, token: token,
-                    flags: token != .other && HTTPFields.isFieldValue(valueBytes) ? HTTPFieldEntry.validated : 0)
+                    flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
             }
         }
     }
 
-    /// ``add(name:token:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in
-    /// place, with no `String` to open.
+    /// ``add(name:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in place
+    /// and not looked up, with no `String` to open.
     package mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
         name.withUTF8Buffer { nameBytes in
             HTTPFields.withBytes(of: value) { valueBytes in
                 append(
                     name: UnsafeRawBufferPointer(nameBytes), value: valueBytes, token: token,
-                    flags: token != .other && HTTPFields.isFieldValue(valueBytes) ? HTTPFieldEntry.validated : 0)
+                    flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
             }
         }
     }
 
-    /// Appends a field named `name` (whose token is `token`, as in ``add(name:token:value:)``) with the value of the
+    /// Appends a field named `name` (whose token is `token`, as in ``add(knownName:token:value:)``) with the value of the
     /// field at `index` of `other`, copied as bytes (a value the parser checked stays checked).
     package mutating func add(
         knownName name: StaticString, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields
@@ -45,17 +37,19 @@ extension HTTPFields {
             other.withField(at: index) { _, valueBytes in
                 append(
                     name: UnsafeRawBufferPointer(nameBytes), value: valueBytes, token: token,
-                    flags: checked || (token != .other && HTTPFields.isFieldValue(valueBytes))
-                        ? HTTPFieldEntry.validated : 0)
+                    flags: checked ? HTTPFieldEntry.validated : HTTPFields.checkedFlags(token: token, value: valueBytes)
+                )
             }
         }
     }
 
-    /// Whether every byte of `value` may appear in a field value (HTTP1Grammar's rule: no CR, LF, NUL or other
-    /// control but HTAB).
-    static func isFieldValue(_ value: UnsafeRawBufferPointer) -> Bool {
-        guard let base = value.baseAddress else { return true }
-        return HTTP1Grammar.areFieldValueBytes(base, count: value.count)
+    /// The flags of a field added by name: checked (``HTTPFieldEntry/validated``) when the name is in the table (so a
+    /// token) and every byte of `value` may appear in a field value (HTTP1Grammar's rule: no CR, LF, NUL or other
+    /// control but HTAB); unchecked otherwise, for the serializer to check.
+    static func checkedFlags(token: HTTPFieldName, value: UnsafeRawBufferPointer) -> UInt8 {
+        guard token != .other else { return 0 }
+        guard let base = value.baseAddress else { return HTTPFieldEntry.validated }
+        return HTTP1Grammar.areFieldValueBytes(base, count: value.count) ? HTTPFieldEntry.validated : 0
     }
 
     /// Whether the field at `index` was checked when it was added (see ``addValidated(name:value:token:)``).

@@ -17,44 +17,37 @@ package enum HTTP1Serializer {
     package static func writeRequestLine(
         method: HTTPMethod, target: String, version: HTTPVersion, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
-        let method = method.rawValue.utf8
-        guard HTTP1Grammar.isToken(method) else { throw HTTP1SerializationError(reason: "method is not a token") }
-        let target = target.utf8
-        let visible =
-            target.withContiguousStorageIfAvailable { bytes in
-                !bytes.contains { $0 < 0x21 || $0 > 0x7E }
-            } ?? !target.contains { $0 < 0x21 || $0 > 0x7E }
-        guard !target.isEmpty, visible else {
-            throw HTTP1SerializationError(reason: "request target contains invalid characters")
-        }
-        if (0...9).contains(version.major), (0...9).contains(version.minor),
-            case true?? = method.withContiguousStorageIfAvailable({ method in
-                target.withContiguousStorageIfAvailable { target in
-                    appendRequestLine(method: method, target: target, version: version, to: &buffer)
+        var method = method.rawValue
+        var target = target
+        // `withUTF8` makes a string contiguous first if it is not (bridged), so one path covers every string.
+        let failure: HTTP1SerializationError? = method.withUTF8 { method in
+            target.withUTF8 { target in
+                guard HTTP1Grammar.isToken(method) else {
+                    return HTTP1SerializationError(reason: "method is not a token")
                 }
-            })
-        {
-            return
+                guard !target.isEmpty, !target.contains(where: { $0 < 0x21 || $0 > 0x7E }) else {
+                    return HTTP1SerializationError(reason: "request target contains invalid characters")
+                }
+                guard (0...9).contains(version.major), (0...9).contains(version.minor) else {
+                    return HTTP1SerializationError(reason: "HTTP version is not single-digit")
+                }
+                appendRequestLine(method: method, target: target, version: version, to: &buffer)
+                return nil
+            }
         }
-        buffer.append(contentsOf: method)
-        buffer.append(HTTP1Grammar.sp)
-        buffer.append(contentsOf: target)
-        buffer.append(HTTP1Grammar.sp)
-        try writeVersion(version, into: &buffer)
-        buffer.append(HTTP1Grammar.cr)
-        buffer.append(HTTP1Grammar.lf)
+        if let failure { throw failure }
     }
 
     /// Appends `method SP target SP HTTP/x.y CRLF` from contiguous, checked bytes, assembled on the stack and appended
-    /// at once; the version's digits must be single.
+    /// at once (the caller has checked the version's digits are single).
     private static func appendRequestLine(
         method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion,
         to buffer: inout [UInt8]
-    ) -> Bool {
+    ) {
         let length = method.count + target.count + 12  // two spaces, "HTTP/x.y", CRLF
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
             guard let start = line.baseAddress, let methodBase = method.baseAddress, let targetBase = target.baseAddress
-            else { return false }
+            else { return }
             start.update(from: methodBase, count: method.count)
             var index = method.count
             start[index] = HTTP1Grammar.sp
@@ -70,7 +63,6 @@ package enum HTTP1Serializer {
             start[length - 2] = HTTP1Grammar.cr
             start[length - 1] = HTTP1Grammar.lf
             buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
-            return true
         }
     }
 
