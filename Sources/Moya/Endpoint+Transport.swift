@@ -50,12 +50,18 @@ extension Endpoint {
         case .url(let url):
             return Self.target(of: url, after: prefix)
         case .split(let origin, let target):
-            guard origin == prefix, target.utf8.first == UInt8(ascii: "/"), !target.utf8.contains(UInt8(ascii: "#"))
-            else {
+            guard origin == prefix, target.utf8.first == UInt8(ascii: "/"), !Self.hasFragment(target) else {
                 return Self.target(of: origin + target, after: prefix)
             }
             return target
         }
+    }
+
+    /// Whether `target` has a `#`, read from its contiguous bytes (`String.UTF8View.contains` walks the view's
+    /// generic iterator, a few times slower).
+    private static func hasFragment(_ target: String) -> Bool {
+        target.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "#")) }
+            ?? target.utf8.contains(UInt8(ascii: "#"))
     }
 
     /// The origin-form target of `url` when it is `prefix` followed by `/` and no fragment; nil otherwise.

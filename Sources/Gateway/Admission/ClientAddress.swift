@@ -114,7 +114,10 @@ enum ClientAddress {
     /// The rate limit's key for an address: an IPv4 address itself, an IPv6 address its /64 (one host or site is
     /// handed a whole /64 and can take a new address from it for every call).
     static func rateLimitKey(_ address: String) -> String {
-        guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address), !parsed.isIPv4 else {
+        let hasColon =
+            address.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: ":")) }
+            ?? address.utf8.contains(UInt8(ascii: ":"))
+        guard hasColon, let parsed = IPAddress(address), !parsed.isIPv4 else {
             return address
         }
         let block = IPBlock(

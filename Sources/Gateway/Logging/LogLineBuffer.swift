@@ -61,8 +61,10 @@ struct LogLineBuffer {
     /// Appends milliseconds with three decimals (rounded to the microsecond), or `null`.
     mutating func appendMilliseconds(_ duration: Duration?) {
         guard let duration else { return append("null") }
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000
+        let attoseconds = duration.attoseconds
+        // One 128-bit number, divided as 64 bits when it fits (`components` costs a 128-bit division).
+        let nanoseconds =
+            Int64(exactly: attoseconds).map { $0 / 1_000_000_000 } ?? Int64(clamping: attoseconds / 1_000_000_000)
         let micros = (nanoseconds.magnitude &+ 500) / 1000
         if nanoseconds < 0 && micros > 0 { bytes.append(UInt8(ascii: "-")) }
         appendDigits(UInt(micros / 1000))

@@ -9,12 +9,8 @@ import Prometheus
 struct GatewayMetricsFactory: MetricsFactory, Sendable {
     let registry: PrometheusCollectorRegistry
 
-    /// The buckets of every latency histogram (`Timer`).
-    static let durationBuckets: [Duration] = [
-        .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
-        .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)
-    ]
+    /// The buckets of every latency histogram (`Timer`), in seconds.
+    static let durationBuckets: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         let descriptor = Metric.descriptor(label)
@@ -43,9 +39,10 @@ struct GatewayMetricsFactory: MetricsFactory, Sendable {
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
         let descriptor = Metric.descriptor(label)
         if dimensions.isEmpty {
-            return registry.makeDurationHistogram(descriptor: descriptor, buckets: Self.durationBuckets)
+            return SecondsTimer(registry.makeValueHistogram(descriptor: descriptor, buckets: Self.durationBuckets))
         }
-        return registry.makeDurationHistogram(descriptor: descriptor, labels: dimensions, buckets: Self.durationBuckets)
+        return SecondsTimer(
+            registry.makeValueHistogram(descriptor: descriptor, labels: dimensions, buckets: Self.durationBuckets))
     }
 
     private func makeGauge(_ descriptor: MetricNameDescriptor, dimensions: [(String, String)]) -> Prometheus.Gauge {
@@ -71,7 +68,7 @@ struct GatewayMetricsFactory: MetricsFactory, Sendable {
     }
 
     func destroyTimer(_ handler: any TimerHandler) {
-        if let histogram = handler as? DurationHistogram { registry.unregisterDurationHistogram(histogram) }
+        if let timer = handler as? SecondsTimer { registry.unregisterValueHistogram(timer.histogram) }
     }
 }
 
