@@ -79,6 +79,36 @@ import Testing
         #expect(RecordingWriter.fit([]).median == 0)
     }
 
+    /// REC-04: a recorded value holding `${` (a query value, a vary header) is written escaped, so the recording loads
+    /// with the value that was recorded rather than an environment variable's (or an error for an unset one).
+    @Test func aRecordedValueHoldingDollarBraceLoadsAsRecorded() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rec04-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let configPath = directory + "/gateway.yaml"
+        try """
+        upstreams:
+          users: { base_url: "http://127.0.0.1:9/v1" }
+        routes:
+          - { name: users, match: { path_prefix: /users }, upstream: users }
+        """.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let config = try ConfigLoader().load(path: configPath, environment: [:]).get()
+        let recorder = ExchangeRecorder()
+        Self.observe(recorder, target: "/v1/users/7?q=${HOME}", requestHeaders: ["X-Tenant": "${TENANT}-acme"])
+        let out = directory + "/out"
+        try RecordingWriter.prepare(out)
+        _ = try RecordingWriter.write(recorder, configPath: configPath, config: config, to: out)
+        let yaml = try String(contentsOfFile: out + "/gateway.yaml", encoding: .utf8)
+        #expect(yaml.contains("$${HOME}") && yaml.contains("$${TENANT}-acme"), "\(yaml)")
+        // Set, the variables would be read in place of the recorded values if they were not escaped.
+        let replay = try ConfigLoader().load(
+            path: out + "/gateway.yaml", environment: ["HOME": "/home/someone", "TENANT": "other"]
+        ).get()
+        let response = try #require(replay.upstream(named: "users")?.stub?.responses.first)
+        #expect(response.match.query == [StubNameValue(name: "q", value: "${HOME}")])
+        #expect(response.match.headers == [StubNameValue(name: "X-Tenant", value: "${TENANT}-acme")])
+    }
+
     @Test func aRecordingGoesIntoANewOrEmptyDirectory() throws {
         let directory = NSTemporaryDirectory() + "recorder-\(UUID().uuidString)"
         try RecordingWriter.prepare(directory + "/new/out")
