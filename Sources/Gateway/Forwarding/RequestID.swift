@@ -22,14 +22,19 @@ enum RequestID {
     /// second.
     static func generate(_ bits: (UInt64, UInt64)) -> String {
         let alphabet: StaticString = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
-        var characters: (UInt64, UInt64) = (0, 0)
-        withUnsafeMutableBytes(of: &characters) { buffer in
-            for index in 0..<length {
-                let word = index < 8 ? bits.0 : bits.1
-                let sixBits = Int((word >> UInt64(58 - 6 * (index % 8))) & 0x3f)
-                buffer[index] = alphabet.utf8Start[sixBits]
+        let table = alphabet.utf8Start
+        // Each word's characters packed into a word of their own, little-endian (the first character in the low
+        // byte): eight from the first, seven from the second.
+        var first: UInt64 = 0
+        var second: UInt64 = 0
+        for index in 0..<8 {
+            let shift = UInt64(58 - 6 * index)
+            first |= UInt64(table[Int(truncatingIfNeeded: (bits.0 >> shift) & 0x3f)]) << UInt64(8 * index)
+            if index < 7 {
+                second |= UInt64(table[Int(truncatingIfNeeded: (bits.1 >> shift) & 0x3f)]) << UInt64(8 * index)
             }
         }
+        var characters = (first.littleEndian, second.littleEndian)
         return withUnsafeBytes(of: &characters) { String(decoding: $0.prefix(length), as: UTF8.self) }
     }
 }
