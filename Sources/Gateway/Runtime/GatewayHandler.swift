@@ -381,7 +381,7 @@ final class GatewayHandler: HTTPServerHandler {
                     headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
                 }
             } else if var stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
-                stubHeaders.add(name: "X-Request-Id", value: requestID)
+                stubHeaders.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
                 headers = stubHeaders
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
