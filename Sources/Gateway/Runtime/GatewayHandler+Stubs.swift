@@ -42,6 +42,10 @@ extension GatewayHandler {
 
     /// The call's stub answer when its upstream has a responder: drawn now, or, for a `shared` (coalesced) call, when
     /// the shared call asks for it, so that a flight draws once.
+    ///
+    /// Not inlined: in `respond`, its `ContinuousClock.Instant` temporaries (a resilient type, sized at run time) cost
+    /// every call of that async function two task allocations, stub or not.
+    @inline(never)
     func stubCall(
         _ call: Call, exchange: Exchange, request: borrowing HTTPServerRequest, body: [UInt8],
         shared: Bool
