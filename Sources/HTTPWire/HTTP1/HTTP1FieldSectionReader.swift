@@ -97,44 +97,51 @@ struct HTTP1FieldSectionReader: Sendable {
         HTTP1ParseError(status: status, reason: "header section too large")
     }
 
-    /// Appends the line's field to ``headers`` as bytes; only the framing fields' values become strings.
+    /// Appends the line's field to ``headers`` as bytes; a framing field's position is noted (no string is made).
     private mutating func add(_ field: HTTP1Grammar.FieldLineBytes, of line: UnsafeRawBufferPointer) {
-        let value = field.value(in: line)
         let token: HTTPFieldName?
         switch field.kind {
         case .other:
             token = nil
         case .host:
-            hostValues.append(HTTP1Grammar.string(value))
+            hostValues.append(headers.count)
             token = .host
         case .contentLength:
-            contentLengthValues.append(HTTP1Grammar.string(value))
+            contentLengthValues.append(headers.count)
             token = .contentLength
         case .transferEncoding:
-            transferEncodingValues.append(HTTP1Grammar.string(value))
+            transferEncodingValues.append(headers.count)
             if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
             token = .transferEncoding
         }
-        headers.addValidated(name: field.name(in: line), value: value, token: token)
+        headers.addValidated(name: field.name(in: line), value: field.value(in: line), token: token)
+    }
+
+    /// Calls `body` with the value bytes of the field at `index` of ``headers`` (an element of ``hostValues`` and the
+    /// like); they are valid only inside it.
+    func withValue<R>(at index: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        headers.withField(at: index) { _, value in body(value) }
     }
 }
 
-/// The values of one framing field (Host, Content-Length, Transfer-Encoding) in the order received. Such a field is
-/// almost always sent once, so the first value is held inline: no array is allocated per message.
+/// Where the fields of one framing field name (Host, Content-Length, Transfer-Encoding) are in the section's
+/// ``HTTP1FieldSectionReader/headers``, in the order received (read their values with
+/// ``HTTP1FieldSectionReader/withValue(at:_:)``). Such a field is almost always sent once, so the first position is
+/// held inline: no array is allocated per message.
 struct FramingFieldValues: RandomAccessCollection, Sendable {
-    private var firstValue: String?
-    private var laterValues: [String] = []
+    private var firstValue = -1
+    private var laterValues: [Int] = []
 
     init() {}
 
     var startIndex: Int { 0 }
-    var endIndex: Int { firstValue == nil ? 0 : 1 + laterValues.count }
+    var endIndex: Int { firstValue < 0 ? 0 : 1 + laterValues.count }
 
-    subscript(position: Int) -> String {
-        position == 0 ? (firstValue ?? "") : laterValues[position - 1]
+    subscript(position: Int) -> Int {
+        position == 0 ? firstValue : laterValues[position - 1]
     }
 
-    mutating func append(_ value: String) {
-        if firstValue == nil { firstValue = value } else { laterValues.append(value) }
+    mutating func append(_ fieldIndex: Int) {
+        if firstValue < 0 { firstValue = fieldIndex } else { laterValues.append(fieldIndex) }
     }
 }

@@ -138,6 +138,27 @@ package enum HTTP1Grammar {
         String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Whether `bytes` are exactly the UTF-8 bytes of `string` (case-sensitive), compared in place.
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ string: StaticString) -> Bool {
+        guard bytes.count == string.utf8CodeUnitCount else { return false }
+        guard let base = bytes.baseAddress else { return true }
+        return memcmp(base, string.utf8Start, bytes.count) == 0
+    }
+
+    /// Whether `bytes` are exactly the UTF-8 bytes of `string` (case-sensitive), compared in place when `string` has
+    /// them contiguous.
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
+        let utf8 = string.utf8
+        guard bytes.count == utf8.count else { return false }
+        if let equal = utf8.withContiguousStorageIfAvailable({ stored -> Bool in
+            guard let base = bytes.baseAddress, let storedBase = stored.baseAddress else { return true }
+            return memcmp(base, storedBase, bytes.count) == 0
+        }) {
+            return equal
+        }
+        return bytes.elementsEqual(utf8)
+    }
+
     // MARK: Lines
 
     /// Finds the next LF in `bytes`, starting the search at `scanned` and remembering how far it looked so that a
@@ -271,6 +292,11 @@ package enum HTTP1Grammar {
         return value.withUTF8 { isValidHost(bytes: $0) }
     }
 
+    /// ``isValidHost(_:)`` for a value's bytes.
+    static func isValidHost(bytes: UnsafeRawBufferPointer) -> Bool {
+        isValidHost(bytes: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+
     private static func isValidHost(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         if bytes.first == 0x5B {  // "["
@@ -322,7 +348,15 @@ package enum HTTP1Grammar {
 
     /// The comma-separated elements of a list-valued field, trimmed of OWS, as byte arrays (empty ones kept).
     static func listElements(_ value: String) -> [ArraySlice<UInt8>] {
-        let bytes = Array(value.utf8)
+        listElements(Array(value.utf8))
+    }
+
+    /// ``listElements(_:)`` of a value's bytes.
+    static func listElements(_ value: UnsafeRawBufferPointer) -> [ArraySlice<UInt8>] {
+        listElements(Array(value))
+    }
+
+    private static func listElements(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
         var elements: [ArraySlice<UInt8>] = []
         var start = 0
         var index = 0
