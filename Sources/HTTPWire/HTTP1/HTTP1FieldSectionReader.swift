@@ -99,22 +99,18 @@ struct HTTP1FieldSectionReader: Sendable {
 
     /// Appends the line's field to ``headers`` as bytes; a framing field's position is noted (no string is made).
     private mutating func add(_ field: HTTP1Grammar.FieldLineBytes, of line: UnsafeRawBufferPointer) {
-        let token: HTTPFieldName?
-        switch field.kind {
-        case .other:
-            token = nil
+        switch field.token {
         case .host:
             hostValues.append(headers.count)
-            token = .host
         case .contentLength:
             contentLengthValues.append(headers.count)
-            token = .contentLength
         case .transferEncoding:
             transferEncodingValues.append(headers.count)
             if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
-            token = .transferEncoding
+        default:
+            break
         }
-        headers.addValidated(name: field.name(in: line), value: field.value(in: line), token: token)
+        headers.addValidated(name: field.name(in: line), value: field.value(in: line), token: field.token)
     }
 
     /// Calls `body` with the value bytes of the field at `index` of ``headers`` (an element of ``hostValues`` and the
