@@ -110,7 +110,9 @@ struct HTTP1FieldSectionReader: Sendable {
         default:
             break
         }
-        headers.addValidated(name: field.name(in: line), value: field.value(in: line), token: field.token)
+        headers.appendValidatedLine(
+            line, nameCount: field.nameCount, valueStart: field.valueStart, valueEnd: field.valueEnd,
+            token: field.token)
     }
 
     /// Calls `body` with the value bytes of the field at `index` of ``headers`` (an element of ``hostValues`` and the
