@@ -93,13 +93,7 @@ extension HTTPFields {
     mutating func appendValidatedLine(
         _ line: UnsafeRawBufferPointer, nameCount: Int, valueStart: Int, valueEnd: Int, token: HTTPFieldName
     ) {
-        if storage == nil || !isKnownUniquelyReferenced(&storage)
-            || !Unmanaged.passUnretained(storage.unsafelyUnwrapped)._withUnsafeGuaranteedRef({
-                $0.fitsOneMore(bytes: valueEnd)
-            })
-        {
-            makeRoom(entries: count + 1, bytes: valueEnd)
-        }
+        makeRoomForOneMore(bytes: valueEnd)
         withRegions(ifEmpty: ()) { entries, bytes, header in
             let start = header.byteCount
             let end = HTTPFields.offset(start &+ valueEnd)
