@@ -79,16 +79,19 @@ extension HTTPFields {
     package func containsToken(_ token: String, name: String) -> Bool {
         guard !isEmpty else { return false }
         return HTTPFields.withBytes(of: name) { nameBytes in
-            HTTPFields.withBytes(of: token) { tokenBytes in
-                let nameToken = HTTPFieldName.lookup(nameBytes)
-                var index = 0
-                while let found = firstIndex(token: nameToken, bytes: nameBytes, from: index) {
+            let nameToken = HTTPFieldName.lookup(nameBytes)
+            // Most often no field has the name: the token's bytes are then never opened.
+            guard var found = firstIndex(token: nameToken, bytes: nameBytes, from: 0) else { return false }
+            return HTTPFields.withBytes(of: token) { tokenBytes in
+                while true {
                     if withField(at: found, { _, value in HTTPFields.list(value, contains: tokenBytes) }) {
                         return true
                     }
-                    index = found + 1
+                    guard let next = firstIndex(token: nameToken, bytes: nameBytes, from: found + 1) else {
+                        return false
+                    }
+                    found = next
                 }
-                return false
             }
         }
     }
