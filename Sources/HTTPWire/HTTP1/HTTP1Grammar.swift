@@ -45,10 +45,18 @@ package enum HTTP1Grammar {
             index &+= 8
         }
         if index == count { return true }
-        if index &+ 8 > count, count >= 8,
-            !hasControlByte(base.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self))
-        {
-            return true
+        if index &+ 8 > count {
+            if count >= 8, !hasControlByte(base.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)) {
+                return true
+            }
+            // Four to seven bytes: two overlapping halves tested as one word.
+            if count >= 4, count < 8,
+                !hasControlByte(
+                    UInt64(base.loadUnaligned(as: UInt32.self))
+                        | UInt64(base.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)) << 32)
+            {
+                return true
+            }
         }
         while index < count {
             guard isFieldValueByte(base.load(fromByteOffset: index, as: UInt8.self)) else { return false }
@@ -188,7 +196,9 @@ package enum HTTP1Grammar {
     static func lineContent(_ bytes: UnsafeRawBufferPointer, lfOffset: Int) -> UnsafeRawBufferPointer? {
         guard lfOffset >= 1, bytes[lfOffset - 1] == cr else { return nil }
         let content = UnsafeRawBufferPointer(rebasing: bytes[0..<(lfOffset - 1)])
-        for byte in content where byte == cr { return nil }
+        if let base = content.baseAddress, !content.isEmpty, memchr(base, Int32(cr), content.count) != nil {
+            return nil
+        }
         return content
     }
 
@@ -368,7 +378,7 @@ package enum HTTP1Grammar {
                     index += 3
                     continue
                 }
-                guard isUnreserved(byte) || isSubDelim(byte) else { return false }
+                guard isRegNameChar(byte) else { return false }
                 index += 1
             }
         }
@@ -378,6 +388,12 @@ package enum HTTP1Grammar {
         if port.isEmpty { return true }
         guard port.count <= 5, let number = parseDecimal(port), number <= 65535 else { return false }
         return true
+    }
+
+    /// `unreserved / sub-delims` (RFC 3986 §3.2.2: a reg-name's bytes besides pct-encoded), one class test.
+    @inline(__always)
+    static func isRegNameChar(_ byte: UInt8) -> Bool {
+        isInClass(byte, low: 0x2bff_7fd2_0000_0000, high: 0x47ff_fffe_87ff_fffe)
     }
 
     @inline(__always)

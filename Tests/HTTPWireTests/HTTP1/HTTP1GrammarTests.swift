@@ -113,4 +113,26 @@ import Testing
             #expect(parsed?.token == token, "\(line)")
         }
     }
+
+    /// The reg-name class is exactly unreserved or sub-delims, for every byte.
+    @Test func regNameClassIsUnreservedOrSubDelims() {
+        for value in 0...255 {
+            let byte = UInt8(value)
+            #expect(
+                HTTP1Grammar.isRegNameChar(byte) == (HTTP1Grammar.isUnreserved(byte) || HTTP1Grammar.isSubDelim(byte)),
+                "byte \(value)")
+        }
+    }
+
+    /// A CR anywhere in a line but before its LF makes the line invalid; a line without one is its bytes before CRLF.
+    @Test func lineContentRefusesACarriageReturnInsideTheLine() {
+        for (text, content) in [
+            ("GET / HTTP/1.1\r\n", "GET / HTTP/1.1"), ("\r\n", ""), ("a\rb\r\n", nil), ("\r\r\n", nil), ("ab\n", nil)
+        ] as [(String, String?)] {
+            let bytes = Array(text.utf8)
+            let lf = bytes.firstIndex(of: HTTP1Grammar.lf)!
+            let found = bytes.withUnsafeBytes { HTTP1Grammar.lineContent($0, lfOffset: lf).map { Array($0) } }
+            #expect(found == content.map { Array($0.utf8) }, "\(Array(text.utf8))")
+        }
+    }
 }
