@@ -77,11 +77,12 @@ struct HTTP1FieldSectionReader: Sendable {
             case .failure(let error):
                 return (.error(error), lineStart)
             case .success(let field):
-                guard headers.count < maxFields else {
+                let fieldCount = headers.count
+                guard fieldCount < maxFields else {
                     return (.error(HTTP1ParseError(status: sizeStatus, reason: "too many header fields")), lineStart)
                 }
                 sectionBytes += lineLength
-                if headers.isEmpty {
+                if fieldCount == 0 {
                     // Room for the fields at once, sized by the bytes at hand (most often the whole section): a
                     // small request's list stays small, a large one is not regrown field by field.
                     let pending = bytes.count - lineStart
@@ -98,6 +99,7 @@ struct HTTP1FieldSectionReader: Sendable {
     }
 
     /// Appends the line's field to ``headers`` as bytes; a framing field's position is noted (no string is made).
+    @inline(__always)
     private mutating func add(_ field: HTTP1Grammar.FieldLineBytes, of line: UnsafeRawBufferPointer) {
         switch field.token {
         case .host:
