@@ -59,7 +59,7 @@ package struct CompressionPolicy: Sendable, Hashable {
         if (100..<200).contains(status) || status == 204 || status == 206 || status == 304 { return false }
         let headers = response.headers
         if headers.contains(name: "Content-Encoding") || headers.contains(name: "Content-Range") { return false }
-        if headers.containsToken("no-transform", name: "Cache-Control") { return false }
+        if headers.containsToken("no-transform", in: .cacheControl) { return false }
         guard let type = headers.first(name: "Content-Type"), isCompressible(contentType: type) else { return false }
         let lengths = headers["Content-Length"]
         if let first = lengths.first {

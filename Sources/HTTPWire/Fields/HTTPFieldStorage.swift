@@ -54,6 +54,14 @@ final class HTTPFieldStorage: ManagedBuffer<HTTPFieldStorage.Header, UInt8> {
         }
     }
 
+    /// Whether one more field and `bytes` more bytes fit.
+    @inlinable
+    func fitsOneMore(bytes: Int) -> Bool {
+        withUnsafeMutablePointerToHeader {
+            $0.pointee.entryCapacity > $0.pointee.count && $0.pointee.byteCapacity - $0.pointee.byteCount >= bytes
+        }
+    }
+
     /// Calls `body` with the entries and the bytes region.
     @inlinable @inline(__always)
     func withRegions<R>(

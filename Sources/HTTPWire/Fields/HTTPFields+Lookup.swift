@@ -79,16 +79,31 @@ extension HTTPFields {
     package func containsToken(_ token: String, name: String) -> Bool {
         guard !isEmpty else { return false }
         return HTTPFields.withBytes(of: name) { nameBytes in
-            HTTPFields.withBytes(of: token) { tokenBytes in
-                let nameToken = HTTPFieldName.lookup(nameBytes)
-                var index = 0
-                while let found = firstIndex(token: nameToken, bytes: nameBytes, from: index) {
-                    if withField(at: found, { _, value in HTTPFields.list(value, contains: tokenBytes) }) {
-                        return true
-                    }
-                    index = found + 1
+            containsToken(token, nameToken: HTTPFieldName.lookup(nameBytes), nameBytes: nameBytes)
+        }
+    }
+
+    /// ``containsToken(_:name:)`` for a known name, given as its token (no name bytes to open and look up): whether
+    /// the list-valued field `name` contains `token`, ignoring ASCII case. False for ``HTTPFieldName/other``.
+    package func containsToken(_ token: String, in name: HTTPFieldName) -> Bool {
+        guard name != .other, !isEmpty else { return false }
+        return containsToken(token, nameToken: name, nameBytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    private func containsToken(
+        _ token: String, nameToken: HTTPFieldName, nameBytes: UnsafeRawBufferPointer
+    ) -> Bool {
+        // Most often no field has the name: the token's bytes are then never opened.
+        guard var found = firstIndex(token: nameToken, bytes: nameBytes, from: 0) else { return false }
+        return HTTPFields.withBytes(of: token) { tokenBytes in
+            while true {
+                if withField(at: found, { _, value in HTTPFields.list(value, contains: tokenBytes) }) {
+                    return true
                 }
-                return false
+                guard let next = firstIndex(token: nameToken, bytes: nameBytes, from: found + 1) else {
+                    return false
+                }
+                found = next
             }
         }
     }

@@ -85,6 +85,33 @@ extension HTTPFields {
         append(name: name, value: value, token: token ?? HTTPFieldName.lookup(name), flags: HTTPFieldEntry.validated)
     }
 
+    /// Appends the field of a line the HTTP/1 parser checked (as ``addValidated(name:value:token:)``): the name is
+    /// `line[0..<nameCount]`, the value `line[valueStart..<valueEnd]`, and `token` the name's. The line's bytes up to
+    /// the value's end are copied as one run (the colon and the whitespace between name and value come along,
+    /// unreferenced), and room is checked in place: one copy and no call per field while the storage has room.
+    @inline(__always)
+    mutating func appendValidatedLine(
+        _ line: UnsafeRawBufferPointer, nameCount: Int, valueStart: Int, valueEnd: Int, token: HTTPFieldName
+    ) {
+        makeRoomForOneMore(bytes: valueEnd)
+        withRegions(ifEmpty: ()) { entries, bytes, header in
+            let start = header.byteCount
+            let end = HTTPFields.offset(start &+ valueEnd)
+            if let base = line.baseAddress, valueEnd > 0 {
+                UnsafeMutableRawPointer(bytes + start).copyMemory(from: base, byteCount: valueEnd)
+            }
+            header.byteCount = Int(end)
+            var entry = HTTPFieldEntry(
+                nameStart: 0, nameCount: 0, valueStart: 0, valueCount: 0, token: token, flags: HTTPFieldEntry.validated)
+            entry.nameStart = UInt32(truncatingIfNeeded: start)
+            entry.nameCount = UInt32(truncatingIfNeeded: nameCount)
+            entry.valueStart = UInt32(truncatingIfNeeded: start &+ valueStart)
+            entry.valueCount = UInt32(truncatingIfNeeded: valueEnd &- valueStart)
+            entries[header.count] = entry
+            header.count &+= 1
+        }
+    }
+
     /// Appends `other`'s fields, in order, keeping every existing field.
     package mutating func append(contentsOf other: HTTPFields) {
         guard !other.isEmpty else { return }

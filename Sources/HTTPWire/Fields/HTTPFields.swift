@@ -229,28 +229,43 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         makeRoom(entries: entries, bytes: bytes)
     }
 
+    /// Makes room for one more field of `bytes` bytes: checked in place (no call) while the storage is this value's
+    /// alone and has room, else through ``makeRoom(entries:bytes:)``.
+    @inline(__always)
+    mutating func makeRoomForOneMore(bytes: Int) {
+        if storage == nil || !isKnownUniquelyReferenced(&storage)
+            || !Unmanaged.passUnretained(storage.unsafelyUnwrapped)._withUnsafeGuaranteedRef({
+                $0.fitsOneMore(bytes: bytes)
+            })
+        {
+            makeRoom(entries: count + 1, bytes: bytes)
+        }
+    }
+
     mutating func append(
         name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName,
         flags: UInt8
     ) {
-        makeRoom(entries: count + 1, bytes: name.count + value.count)
+        makeRoomForOneMore(bytes: name.count &+ value.count)
         withRegions(ifEmpty: ()) { entries, bytes, header in
             let nameStart = header.byteCount
             if let base = name.baseAddress, !name.isEmpty {
                 UnsafeMutableRawPointer(bytes + nameStart).copyMemory(from: base, byteCount: name.count)
             }
-            let valueStart = nameStart + name.count
+            let valueStart = nameStart &+ name.count
             if let base = value.baseAddress, !value.isEmpty {
                 UnsafeMutableRawPointer(bytes + valueStart).copyMemory(from: base, byteCount: value.count)
             }
-            header.byteCount = valueStart + value.count
-            entries[header.count] = HTTPFieldEntry(
-                nameStart: Int(HTTPFields.offset(nameStart)),
-                nameCount: Int(HTTPFields.offset(name.count)),
-                valueStart: Int(HTTPFields.offset(valueStart)),
-                valueCount: Int(HTTPFields.offset(value.count)),
-                token: token, flags: flags)
-            header.count += 1
+            // The end offset fits in 32 bits, so every offset and count before it does.
+            header.byteCount = Int(HTTPFields.offset(valueStart &+ value.count))
+            var entry = HTTPFieldEntry(
+                nameStart: 0, nameCount: 0, valueStart: 0, valueCount: 0, token: token, flags: flags)
+            entry.nameStart = UInt32(truncatingIfNeeded: nameStart)
+            entry.nameCount = UInt32(truncatingIfNeeded: name.count)
+            entry.valueStart = UInt32(truncatingIfNeeded: valueStart)
+            entry.valueCount = UInt32(truncatingIfNeeded: value.count)
+            entries[header.count] = entry
+            header.count &+= 1
         }
     }
 

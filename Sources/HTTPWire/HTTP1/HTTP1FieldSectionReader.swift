@@ -77,11 +77,12 @@ struct HTTP1FieldSectionReader: Sendable {
             case .failure(let error):
                 return (.error(error), lineStart)
             case .success(let field):
-                guard headers.count < maxFields else {
+                let fieldCount = headers.count
+                guard fieldCount < maxFields else {
                     return (.error(HTTP1ParseError(status: sizeStatus, reason: "too many header fields")), lineStart)
                 }
                 sectionBytes += lineLength
-                if headers.isEmpty {
+                if fieldCount == 0 {
                     // Room for the fields at once, sized by the bytes at hand (most often the whole section): a
                     // small request's list stays small, a large one is not regrown field by field.
                     let pending = bytes.count - lineStart
@@ -97,44 +98,50 @@ struct HTTP1FieldSectionReader: Sendable {
         HTTP1ParseError(status: status, reason: "header section too large")
     }
 
-    /// Appends the line's field to ``headers`` as bytes; only the framing fields' values become strings.
+    /// Appends the line's field to ``headers`` as bytes; a framing field's position is noted (no string is made).
+    @inline(__always)
     private mutating func add(_ field: HTTP1Grammar.FieldLineBytes, of line: UnsafeRawBufferPointer) {
-        let value = field.value(in: line)
-        let token: HTTPFieldName?
-        switch field.kind {
-        case .other:
-            token = nil
+        switch field.token {
         case .host:
-            hostValues.append(HTTP1Grammar.string(value))
-            token = .host
+            hostValues.append(headers.count)
         case .contentLength:
-            contentLengthValues.append(HTTP1Grammar.string(value))
-            token = .contentLength
+            contentLengthValues.append(headers.count)
         case .transferEncoding:
-            transferEncodingValues.append(HTTP1Grammar.string(value))
+            transferEncodingValues.append(headers.count)
             if field.hadTrailingWhitespace { transferEncodingHadTrailingWhitespace = true }
-            token = .transferEncoding
+        default:
+            break
         }
-        headers.addValidated(name: field.name(in: line), value: value, token: token)
+        headers.appendValidatedLine(
+            line, nameCount: field.nameCount, valueStart: field.valueStart, valueEnd: field.valueEnd,
+            token: field.token)
+    }
+
+    /// Calls `body` with the value bytes of the field at `index` of ``headers`` (an element of ``hostValues`` and the
+    /// like); they are valid only inside it.
+    func withValue<R>(at index: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        headers.withField(at: index) { _, value in body(value) }
     }
 }
 
-/// The values of one framing field (Host, Content-Length, Transfer-Encoding) in the order received. Such a field is
-/// almost always sent once, so the first value is held inline: no array is allocated per message.
+/// Where the fields of one framing field name (Host, Content-Length, Transfer-Encoding) are in the section's
+/// ``HTTP1FieldSectionReader/headers``, in the order received (read their values with
+/// ``HTTP1FieldSectionReader/withValue(at:_:)``). Such a field is almost always sent once, so the first position is
+/// held inline: no array is allocated per message.
 struct FramingFieldValues: RandomAccessCollection, Sendable {
-    private var firstValue: String?
-    private var laterValues: [String] = []
+    private var firstValue = -1
+    private var laterValues: [Int] = []
 
     init() {}
 
     var startIndex: Int { 0 }
-    var endIndex: Int { firstValue == nil ? 0 : 1 + laterValues.count }
+    var endIndex: Int { firstValue < 0 ? 0 : 1 + laterValues.count }
 
-    subscript(position: Int) -> String {
-        position == 0 ? (firstValue ?? "") : laterValues[position - 1]
+    subscript(position: Int) -> Int {
+        position == 0 ? firstValue : laterValues[position - 1]
     }
 
-    mutating func append(_ value: String) {
-        if firstValue == nil { firstValue = value } else { laterValues.append(value) }
+    mutating func append(_ fieldIndex: Int) {
+        if firstValue < 0 { firstValue = fieldIndex } else { laterValues.append(fieldIndex) }
     }
 }

@@ -35,13 +35,28 @@ package enum HTTP1Grammar {
     }
 
     /// Whether every one of `count` bytes at `base` may appear in a field value (see ``isFieldValueByte(_:)``). Eight
-    /// bytes are tested at a time while none of them is a control byte or DEL; from the first word that has one (an
-    /// HTAB, which is allowed, or a byte that is not), the rest is tested byte by byte.
+    /// bytes are tested at a time while none of them is a control byte or DEL (the last fewer than eight as the word
+    /// that ends the run, overlapping the one before); from the first word that has one (an HTAB, which is allowed,
+    /// or a byte that is not), the rest is tested byte by byte.
     @inline(__always)
     static func areFieldValueBytes(_ base: UnsafeRawPointer, count: Int) -> Bool {
         var index = 0
-        while index + 8 <= count, !hasControlByte(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-            index += 8
+        while index &+ 8 <= count, !hasControlByte(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+            index &+= 8
+        }
+        if index == count { return true }
+        if index &+ 8 > count {
+            if count >= 8, !hasControlByte(base.loadUnaligned(fromByteOffset: count &- 8, as: UInt64.self)) {
+                return true
+            }
+            // Four to seven bytes: two overlapping halves tested as one word.
+            if count >= 4, count < 8,
+                !hasControlByte(
+                    UInt64(base.loadUnaligned(as: UInt32.self))
+                        | UInt64(base.loadUnaligned(fromByteOffset: count &- 4, as: UInt32.self)) << 32)
+            {
+                return true
+            }
         }
         while index < count {
             guard isFieldValueByte(base.load(fromByteOffset: index, as: UInt8.self)) else { return false }
@@ -138,6 +153,27 @@ package enum HTTP1Grammar {
         String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Whether `bytes` are exactly the UTF-8 bytes of `string` (case-sensitive), compared in place.
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ string: StaticString) -> Bool {
+        guard bytes.count == string.utf8CodeUnitCount else { return false }
+        guard let base = bytes.baseAddress else { return true }
+        return memcmp(base, string.utf8Start, bytes.count) == 0
+    }
+
+    /// Whether `bytes` are exactly the UTF-8 bytes of `string` (case-sensitive), compared in place when `string` has
+    /// them contiguous.
+    static func equals(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
+        let utf8 = string.utf8
+        guard bytes.count == utf8.count else { return false }
+        if let equal = utf8.withContiguousStorageIfAvailable({ stored -> Bool in
+            guard let base = bytes.baseAddress, let storedBase = stored.baseAddress else { return true }
+            return memcmp(base, storedBase, bytes.count) == 0
+        }) {
+            return equal
+        }
+        return bytes.elementsEqual(utf8)
+    }
+
     // MARK: Lines
 
     /// Finds the next LF in `bytes`, starting the search at `scanned` and remembering how far it looked so that a
@@ -160,13 +196,27 @@ package enum HTTP1Grammar {
     static func lineContent(_ bytes: UnsafeRawBufferPointer, lfOffset: Int) -> UnsafeRawBufferPointer? {
         guard lfOffset >= 1, bytes[lfOffset - 1] == cr else { return nil }
         let content = UnsafeRawBufferPointer(rebasing: bytes[0..<(lfOffset - 1)])
-        for byte in content where byte == cr { return nil }
+        if let base = content.baseAddress, !content.isEmpty, memchr(base, Int32(cr), content.count) != nil {
+            return nil
+        }
         return content
     }
 
     // MARK: Field lines
 
-    enum FieldKind: Sendable { case other, contentLength, transferEncoding, host }
+    enum FieldKind: Sendable {
+        case other, contentLength, transferEncoding, host
+
+        /// The kind of a field whose name has the token `token`.
+        init(_ token: HTTPFieldName) {
+            switch token {
+            case .host: self = .host
+            case .contentLength: self = .contentLength
+            case .transferEncoding: self = .transferEncoding
+            default: self = .other
+            }
+        }
+    }
 
     struct FieldLine: Sendable {
         var name: String
@@ -208,8 +258,11 @@ package enum HTTP1Grammar {
         var nameCount: Int
         var valueStart: Int
         var valueEnd: Int
-        var kind: FieldKind
+        /// The name's token (``HTTPFieldName/other`` for a name not in the table).
+        var token: HTTPFieldName
         var hadTrailingWhitespace: Bool
+
+        var kind: FieldKind { FieldKind(token) }
 
         func name(in line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
             UnsafeRawBufferPointer(rebasing: line[0..<nameCount])
@@ -226,9 +279,10 @@ package enum HTTP1Grammar {
         if first == sp || first == htab {
             return .failure(.badRequest("obsolete line folding or leading whitespace in field line"))
         }
-        // The name runs to the first byte that is not a token character, which must be the colon (one test per byte
-        // in the loop; the colon, not a token character, ends it like any other).
-        var colonIndex = 0
+        // The name runs to the first byte that is not a token character, which must be the colon (the colon, not a
+        // token character, ends it like any other). Eight bytes at a time while they are letters, digits and `-` up
+        // to a colon; from the first word that is not, byte by byte.
+        var colonIndex = scanCommonName(line)
         while colonIndex < line.count, isTokenChar(line[colonIndex]) { colonIndex += 1 }
         guard colonIndex < line.count else { return .failure(.badRequest("field line without colon")) }
         let stop = line[colonIndex]
@@ -248,18 +302,45 @@ package enum HTTP1Grammar {
         if start < end, let base = line.baseAddress, !areFieldValueBytes(base + start, count: end - start) {
             return .failure(.badRequest("invalid character in field value"))
         }
-        let nameBytes = UnsafeRawBufferPointer(rebasing: line[0..<colonIndex])
-        let kind: FieldKind
-        switch colonIndex {
-        case 4 where equalsLowercase(nameBytes, "host"): kind = .host
-        case 14 where equalsLowercase(nameBytes, "content-length"): kind = .contentLength
-        case 17 where equalsLowercase(nameBytes, "transfer-encoding"): kind = .transferEncoding
-        default: kind = .other
-        }
+        let token = HTTPFieldName.lookup(UnsafeRawBufferPointer(rebasing: line[0..<colonIndex]))
         return .success(
             FieldLineBytes(
-                nameCount: colonIndex, valueStart: start, valueEnd: end, kind: kind,
+                nameCount: colonIndex, valueStart: start, valueEnd: end, token: token,
                 hadTrailingWhitespace: trailing))
+    }
+
+    /// How many leading bytes of `line` are known to be name bytes before its colon: a multiple of eight (whole words
+    /// of letters, digits and `-`) or, when the word holding the first colon has only those before it, the colon's
+    /// offset. The byte loop of ``parseFieldLineBytes(_:)`` goes on from there (at the colon, it stops at once).
+    @inline(__always)
+    static func scanCommonName(_ line: UnsafeRawBufferPointer) -> Int {
+        guard let base = line.baseAddress else { return 0 }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        while index &+ 8 <= line.count {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            // A byte of 0x80 or above is no token character: the byte loop decides.
+            if word & highBits != 0 { return index }
+            // The high bit of each byte that is a letter, a digit or `-`, and of each colon (the ranges' tests are
+            // exact for bytes below 0x80: no carry crosses a byte).
+            let lower = word | (ones &* 0x20)
+            let letter = (lower &+ ones &* (0x80 - 0x61)) & ~(lower &+ ones &* (0x7F - 0x7A))
+            let digit = (word &+ ones &* (0x80 - 0x30)) & ~(word &+ ones &* (0x7F - 0x39))
+            let dash = (word &+ ones &* (0x80 - 0x2D)) & ~(word &+ ones &* (0x7F - 0x2D))
+            let colonByte = (word &+ ones &* (0x80 - 0x3A)) & ~(word &+ ones &* (0x7F - 0x3A))
+            let common = (letter | digit | dash) & highBits
+            let colons = colonByte & highBits
+            if colons != 0 {
+                // The first colon's offset in the word; the bytes before it must all be common name bytes.
+                let offset = colons.trailingZeroBitCount >> 3
+                let before = (UInt64(1) << UInt64(offset << 3)) &- 1
+                return common & before & highBits == before & highBits ? index &+ offset : index
+            }
+            if common != highBits { return index }
+            index &+= 8
+        }
+        return index
     }
 
     // MARK: Field values
@@ -269,6 +350,11 @@ package enum HTTP1Grammar {
     static func isValidHost(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { isValidHost(bytes: $0) }
+    }
+
+    /// ``isValidHost(_:)`` for a value's bytes.
+    static func isValidHost(bytes: UnsafeRawBufferPointer) -> Bool {
+        isValidHost(bytes: bytes.assumingMemoryBound(to: UInt8.self))
     }
 
     private static func isValidHost(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -292,7 +378,7 @@ package enum HTTP1Grammar {
                     index += 3
                     continue
                 }
-                guard isUnreserved(byte) || isSubDelim(byte) else { return false }
+                guard isRegNameChar(byte) else { return false }
                 index += 1
             }
         }
@@ -302,6 +388,12 @@ package enum HTTP1Grammar {
         if port.isEmpty { return true }
         guard port.count <= 5, let number = parseDecimal(port), number <= 65535 else { return false }
         return true
+    }
+
+    /// `unreserved / sub-delims` (RFC 3986 §3.2.2: a reg-name's bytes besides pct-encoded), one class test.
+    @inline(__always)
+    static func isRegNameChar(_ byte: UInt8) -> Bool {
+        isInClass(byte, low: 0x2bff_7fd2_0000_0000, high: 0x47ff_fffe_87ff_fffe)
     }
 
     @inline(__always)
@@ -322,7 +414,15 @@ package enum HTTP1Grammar {
 
     /// The comma-separated elements of a list-valued field, trimmed of OWS, as byte arrays (empty ones kept).
     static func listElements(_ value: String) -> [ArraySlice<UInt8>] {
-        let bytes = Array(value.utf8)
+        listElements(Array(value.utf8))
+    }
+
+    /// ``listElements(_:)`` of a value's bytes.
+    static func listElements(_ value: UnsafeRawBufferPointer) -> [ArraySlice<UInt8>] {
+        listElements(Array(value))
+    }
+
+    private static func listElements(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
         var elements: [ArraySlice<UInt8>] = []
         var start = 0
         var index = 0

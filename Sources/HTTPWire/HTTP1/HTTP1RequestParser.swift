@@ -191,7 +191,7 @@ package struct HTTP1RequestParser: Sendable {
         case .failure(let error): return .failure(error)
         }
         guard HTTP1Grammar.isToken(methodBytes) else { return .failure(.badRequest("invalid method")) }
-        let method = HTTPMethod(HTTP1Grammar.string(methodBytes))
+        let method = knownMethod(methodBytes) ?? HTTPMethod(HTTP1Grammar.string(methodBytes))
         guard !targetBytes.isEmpty else { return .failure(.badRequest("empty request target")) }
         for byte in targetBytes where byte < 0x21 || byte > 0x7E || byte == 0x23 {
             return .failure(.badRequest("invalid character in request target"))
@@ -210,6 +210,27 @@ package struct HTTP1RequestParser: Sendable {
             return .failure(.badRequest("invalid request target form"))
         }
         return .success((method, target, version))
+    }
+
+    /// The method `bytes` spell when it is one of the common ones (its string a literal: none is decoded), else nil.
+    private static func knownMethod(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod? {
+        switch bytes.count {
+        case 3:
+            if HTTP1Grammar.equals(bytes, "GET") { return HTTPMethod(rawValue: "GET") }
+            if HTTP1Grammar.equals(bytes, "PUT") { return HTTPMethod(rawValue: "PUT") }
+        case 4:
+            if HTTP1Grammar.equals(bytes, "POST") { return HTTPMethod(rawValue: "POST") }
+            if HTTP1Grammar.equals(bytes, "HEAD") { return HTTPMethod(rawValue: "HEAD") }
+        case 5:
+            if HTTP1Grammar.equals(bytes, "PATCH") { return HTTPMethod(rawValue: "PATCH") }
+        case 6:
+            if HTTP1Grammar.equals(bytes, "DELETE") { return HTTPMethod(rawValue: "DELETE") }
+        case 7:
+            if HTTP1Grammar.equals(bytes, "OPTIONS") { return HTTPMethod(rawValue: "OPTIONS") }
+        default:
+            break
+        }
+        return nil
     }
 
     /// Whether `target` is absolute-form with an `http` or `https` scheme (any case) and something after `://`.
@@ -256,7 +277,9 @@ package struct HTTP1RequestParser: Sendable {
         let hosts = fields.hostValues
         if hosts.count > 1 { return fail(.badRequest("more than one Host header")) }
         if hosts.isEmpty && version >= .http1_1 { return fail(.badRequest("missing Host header")) }
-        if let host = hosts.first, !HTTP1Grammar.isValidHost(host) { return fail(.badRequest("invalid Host header")) }
+        if let host = hosts.first, !fields.withValue(at: host, HTTP1Grammar.isValidHost(bytes:)) {
+            return fail(.badRequest("invalid Host header"))
+        }
 
         let head = HTTPRequestHead(method: method, target: target, version: version, headers: fields.headers)
         switch framing {
@@ -294,7 +317,7 @@ package struct HTTP1RequestParser: Sendable {
                 return .failure(.badRequest("whitespace after Transfer-Encoding value"))
             }
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 request")) }
-            let codings = HTTP1Grammar.listElements(transferEncoding)
+            let codings = fields.withValue(at: transferEncoding, HTTP1Grammar.listElements)
             var chunkedCount = 0
             for coding in codings {
                 guard HTTP1Grammar.isToken(coding) else { return .failure(.badRequest("invalid Transfer-Encoding")) }
@@ -308,7 +331,7 @@ package struct HTTP1RequestParser: Sendable {
         }
         if contentLengths.count > 1 { return .failure(.badRequest("repeated Content-Length header")) }
         if let contentLength = contentLengths.first {
-            guard let length = HTTP1Grammar.parseDecimal(contentLength.utf8) else {
+            guard let length = fields.withValue(at: contentLength, HTTP1Grammar.parseDecimal) else {
                 return .failure(.badRequest("invalid Content-Length"))
             }
             if length > maxBodyBytes { return .failure(HTTP1ParseError(status: 413, reason: "body too large")) }

@@ -281,7 +281,9 @@ package struct HTTP1ResponseParser: Sendable {
             for byte in reasonBytes where !HTTP1Grammar.isFieldValueByte(byte) {
                 return .failure(.badRequest("invalid character in reason phrase"))
             }
-            reason = HTTP1Grammar.string(reasonBytes)
+            // The standard phrase (most often) is taken as the literal it is, not decoded.
+            let standard = HTTPStatus.reasonPhrase(for: status)
+            reason = HTTP1Grammar.equals(reasonBytes, standard) ? standard : HTTP1Grammar.string(reasonBytes)
         }
         return .success((version, status, reason))
     }
@@ -339,16 +341,16 @@ package struct HTTP1ResponseParser: Sendable {
             return .failure(.badRequest("both Content-Length and Transfer-Encoding"))
         }
         var contentLength: Int64?
-        for value in fields.contentLengthValues {
+        for field in fields.contentLengthValues {
             // The usual single number needs no list splitting.
-            if let length = HTTP1Grammar.parseDecimal(value.utf8) {
+            if let length = fields.withValue(at: field, HTTP1Grammar.parseDecimal) {
                 if let previous = contentLength, previous != length {
                     return .failure(.badRequest("differing Content-Length values"))
                 }
                 contentLength = length
                 continue
             }
-            for element in HTTP1Grammar.listElements(value) {
+            for element in fields.withValue(at: field, HTTP1Grammar.listElements) {
                 guard let length = HTTP1Grammar.parseDecimal(element) else {
                     return .failure(.badRequest("invalid Content-Length"))
                 }
@@ -361,7 +363,9 @@ package struct HTTP1ResponseParser: Sendable {
         if hasTransferEncoding {
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 response")) }
             var codings: [ArraySlice<UInt8>] = []
-            for value in fields.transferEncodingValues { codings += HTTP1Grammar.listElements(value) }
+            for field in fields.transferEncodingValues {
+                codings += fields.withValue(at: field, HTTP1Grammar.listElements)
+            }
             guard codings.count == 1, HTTP1Grammar.equalsLowercase(codings[0], "chunked") else {
                 return .failure(.badRequest("unsupported Transfer-Encoding"))
             }

@@ -290,15 +290,69 @@ package enum HTTP1Serializer {
         let failure: HTTP1SerializationError? = headers.withRegions(ifEmpty: nil) { entries, bytes, header in
             var needed = 0
             for index in 0..<header.count { needed += entries[index].byteCount + 4 }
-            buffer.reserveCapacity(buffer.count + needed)
-            for index in 0..<header.count {
-                let entry = entries[index]
-                guard include(entry.token) else { continue }
-                if let failure = appendField(entry, bytes: bytes, into: &buffer) { return failure }
+            guard needed <= maxStackSection else {
+                buffer.reserveCapacity(buffer.count + needed)
+                for index in 0..<header.count {
+                    let entry = entries[index]
+                    guard include(entry.token) else { continue }
+                    if let failure = appendField(entry, bytes: bytes, into: &buffer) { return failure }
+                }
+                return nil
             }
-            return nil
+            // The lines are assembled on the stack and appended at once (one append per section, not per field).
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: needed) { lines in
+                guard let start = lines.baseAddress else { return nil }
+                var length = 0
+                for index in 0..<header.count {
+                    let entry = entries[index]
+                    guard include(entry.token) else { continue }
+                    if let failure = checkField(entry, bytes: bytes) { return failure }
+                    length += writeFieldLine(entry, bytes: bytes, to: start + length)
+                }
+                buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
+                return nil
+            }
         }
         if let failure { throw failure }
+    }
+
+    /// The largest header section ``writeFields(of:into:where:)`` assembles on the stack.
+    private static let maxStackSection = 8192
+
+    /// The error for a field not checked when it was added (not from the parser) whose name is not a token or whose
+    /// value has a byte no field value may hold; nil for a valid field.
+    @inline(__always)
+    private static func checkField(
+        _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>
+    ) -> HTTP1SerializationError? {
+        guard entry.flags & HTTPFieldEntry.validated == 0 else { return nil }
+        let name = UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
+        guard HTTP1Grammar.isToken(name) else {
+            return HTTP1SerializationError(reason: "header name is not a token")
+        }
+        if !HTTP1Grammar.areFieldValueBytes(
+            UnsafeRawPointer(bytes + Int(entry.valueStart)), count: Int(entry.valueCount))
+        {
+            return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
+        }
+        return nil
+    }
+
+    /// Writes `name: value CRLF` of `entry` at `target` (which has room for its bytes and 4 more); returns the number
+    /// of bytes written.
+    @inline(__always)
+    private static func writeFieldLine(
+        _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
+    ) -> Int {
+        let nameCount = Int(entry.nameCount)
+        let valueCount = Int(entry.valueCount)
+        target.update(from: bytes + Int(entry.nameStart), count: nameCount)
+        target[nameCount] = HTTP1Grammar.colon
+        target[nameCount + 1] = HTTP1Grammar.sp
+        (target + nameCount + 2).update(from: bytes + Int(entry.valueStart), count: valueCount)
+        target[nameCount + valueCount + 2] = HTTP1Grammar.cr
+        target[nameCount + valueCount + 3] = HTTP1Grammar.lf
+        return nameCount + valueCount + 4
     }
 
     private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {

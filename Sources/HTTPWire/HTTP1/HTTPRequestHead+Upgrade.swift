@@ -3,8 +3,8 @@ extension HTTPRequestHead {
     /// properly: `Upgrade` present and `upgrade` among the `Connection` options (RFC 9110 §7.8). Nil otherwise, and
     /// for HTTP/1.0, which has no upgrade.
     package var requestedUpgrade: String? {
-        guard version >= .http1_1, headers.containsToken("upgrade", name: "Connection"),
-            let value = headers.first(name: "Upgrade"), !value.isEmpty
+        guard version >= .http1_1, headers.containsToken("upgrade", in: .connection),
+            let value = headers.first(.upgrade), !value.isEmpty
         else { return nil }
         return value
     }

@@ -29,9 +29,9 @@ package struct HTTPRequestHead: Sendable, Hashable {
     /// Whether the client asked for the connection to stay open after this exchange (HTTP/1.0 needs
     /// `Connection: keep-alive`; HTTP/1.1 stays open unless `Connection: close`).
     package var wantsKeepAlive: Bool {
-        if headers.containsToken("close", name: "Connection") { return false }
+        if headers.containsToken("close", in: .connection) { return false }
         if version >= .http1_1 { return true }
-        return headers.containsToken("keep-alive", name: "Connection")
+        return headers.containsToken("keep-alive", in: .connection)
     }
 }
 

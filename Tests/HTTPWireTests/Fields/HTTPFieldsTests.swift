@@ -47,6 +47,24 @@ import Testing
         #expect(!HTTPFields().containsToken("close", name: "Connection"))
     }
 
+    /// The known-name form answers as the name form does, over repeated fields, and never for `other`.
+    @Test func containsTokenInAKnownNameAnswersAsByName() {
+        let headers: HTTPFields = [
+            "Connection": "keep-alive", "X-Other": "close", "connection": " Upgrade ,close", "Expect": "100-Continue"
+        ]
+        for token in ["close", "upgrade", "keep-alive", "x-other", "100-continue", ""] {
+            #expect(
+                headers.containsToken(token, in: .connection) == headers.containsToken(token, name: "Connection"),
+                "\(token)")
+            #expect(
+                headers.containsToken(token, in: .expect) == headers.containsToken(token, name: "Expect"), "\(token)")
+        }
+        #expect(headers.containsToken("close", in: .connection))
+        #expect(headers.containsToken("100-continue", in: .expect))
+        #expect(!headers.containsToken("close", in: .other))
+        #expect(!HTTPFields().containsToken("close", in: .connection))
+    }
+
     @Test func keepAliveFollowsVersionAndConnection() {
         #expect(HTTPRequestHead(method: .get, target: "/").wantsKeepAlive)
         #expect(!HTTPRequestHead(method: .get, target: "/", headers: ["Connection": "close"]).wantsKeepAlive)

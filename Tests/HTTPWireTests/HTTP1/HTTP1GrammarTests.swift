@@ -49,4 +49,90 @@ import Testing
             #expect(bytes.withUnsafeBytes { HTTP1Grammar.areFieldValueBytes($0.baseAddress!, count: count) })
         }
     }
+
+    /// The word-at-a-time name scan against the byte-by-byte rule it stands for: every byte value at every position of
+    /// names up to 20 bytes (and in the colon's place), in lines long and short, gives the same result (where the
+    /// name ends, or the same error) as scanning token characters one by one up to the colon.
+    @Test func fieldNameScanAgreesWithTheByteRuleForEveryByteAtEveryPosition() {
+        var disagreements: [String] = []
+        for nameLength in 0...20 {
+            for value in ["", "v", "a longer value, past a word"] {
+                for position in 0...nameLength {
+                    for byte in 0...255 {
+                        var line = Array(repeating: UInt8(ascii: "x"), count: nameLength) + [HTTP1Grammar.colon]
+                        line += Array(value.utf8)
+                        line[position] = UInt8(byte)
+                        let expected = Self.referenceNameEnd(line)
+                        let actual: String = line.withUnsafeBytes { bytes in
+                            switch HTTP1Grammar.parseFieldLineBytes(bytes) {
+                            case .success(let field): return "name \(field.nameCount)"
+                            case .failure(let error): return error.reason
+                            }
+                        }
+                        if actual != expected {
+                            disagreements.append("name \(nameLength) value \(value.count) at \(position): \(byte)")
+                        }
+                    }
+                }
+            }
+        }
+        let count = disagreements.count
+        #expect(count == 0, "first disagreements: \(disagreements.prefix(5))")
+    }
+
+    /// What the field-line grammar says about a line's name, scanned byte by byte: the name's length, or the reason
+    /// of the name's error (for a valid name, the rest of the line is checked as a value by the parser; those errors
+    /// are compared too).
+    private static func referenceNameEnd(_ line: [UInt8]) -> String {
+        guard let first = line.first else { return "empty field line" }
+        if first == HTTP1Grammar.sp || first == HTTP1Grammar.htab {
+            return "obsolete line folding or leading whitespace in field line"
+        }
+        var index = 0
+        while index < line.count, HTTP1Grammar.isTokenChar(line[index]) { index += 1 }
+        guard index < line.count else { return "field line without colon" }
+        guard line[index] == HTTP1Grammar.colon else {
+            if line[index] == HTTP1Grammar.sp || line[index] == HTTP1Grammar.htab {
+                return "whitespace before colon in field line"
+            }
+            return "invalid character in field name"
+        }
+        guard index > 0 else { return "empty field name" }
+        let value = line[(index + 1)...].drop { $0 == HTTP1Grammar.sp || $0 == HTTP1Grammar.htab }
+        return value.allSatisfy(HTTP1Grammar.isFieldValueByte) ? "name \(index)" : "invalid character in field value"
+    }
+
+    /// The name's token comes with the parsed line, found ignoring case, and a name not in the table is `other`.
+    @Test func aParsedLineCarriesItsNamesToken() {
+        for (line, token) in [
+            ("Host: a", HTTPFieldName.host), ("CONTENT-LENGTH: 1", .contentLength),
+            ("transfer-Encoding: chunked", .transferEncoding), ("X-Custom-Name: v", .other), ("hosts: a", .other)
+        ] {
+            let bytes = Array(line.utf8)
+            let parsed = bytes.withUnsafeBytes { try? HTTP1Grammar.parseFieldLineBytes($0).get() }
+            #expect(parsed?.token == token, "\(line)")
+        }
+    }
+
+    /// The reg-name class is exactly unreserved or sub-delims, for every byte.
+    @Test func regNameClassIsUnreservedOrSubDelims() {
+        for value in 0...255 {
+            let byte = UInt8(value)
+            #expect(
+                HTTP1Grammar.isRegNameChar(byte) == (HTTP1Grammar.isUnreserved(byte) || HTTP1Grammar.isSubDelim(byte)),
+                "byte \(value)")
+        }
+    }
+
+    /// A CR anywhere in a line but before its LF makes the line invalid; a line without one is its bytes before CRLF.
+    @Test func lineContentRefusesACarriageReturnInsideTheLine() {
+        for (text, content) in [
+            ("GET / HTTP/1.1\r\n", "GET / HTTP/1.1"), ("\r\n", ""), ("a\rb\r\n", nil), ("\r\r\n", nil), ("ab\n", nil)
+        ] as [(String, String?)] {
+            let bytes = Array(text.utf8)
+            let lf = bytes.firstIndex(of: HTTP1Grammar.lf)!
+            let found = bytes.withUnsafeBytes { HTTP1Grammar.lineContent($0, lfOffset: lf).map { Array($0) } }
+            #expect(found == content.map { Array($0.utf8) }, "\(Array(text.utf8))")
+        }
+    }
 }
