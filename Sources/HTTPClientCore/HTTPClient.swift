@@ -156,10 +156,11 @@ package final class HTTPClient: Sendable {
     /// (`Task(executorPreference:)`) stays on that thread, where the client runs requests made from it.
     package var currentLoop: EventLoop? { group.loops.first { $0.inEventLoop } }
 
-    /// The pools of one loop. Loop thread only.
+    /// The pools of one loop. Loop thread only: its accesses cannot overlap, so they skip dynamic exclusivity checks
+    /// (the sweep iterates a copy of the pools).
     final class LoopPools {
-        var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]
-        var sweepID: Int?
+        @exclusivity(unchecked) var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]
+        @exclusivity(unchecked) var sweepID: Int?
     }
 
     /// Creates a client on `group`'s loops, or on a private loop when `group` is nil.

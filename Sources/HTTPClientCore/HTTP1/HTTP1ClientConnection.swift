@@ -3,8 +3,8 @@ import NetCore
 
 /// An HTTP/1.1 connection to one origin, running one exchange at a time. Loop thread only.
 final class HTTP1ClientConnection: ConnectionDelegate {
-    // Loop-confined scalars, references only read or assigned whole, and the parser (whose mutations call nothing
-    // outside it) skip dynamic exclusivity checks (see `Connection`).
+    // Loop-confined state skips dynamic exclusivity checks (see `Connection`): scalars, references and optionals
+    // only read or assigned whole, and the parser (whose mutations call nothing outside it).
     let connection: Connection
     unowned let pool: HTTPOriginPool
     @exclusivity(unchecked) private var parser: HTTP1ResponseParser
@@ -27,16 +27,16 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     /// closes the connection (a POST lost that way cannot be retried).
     @exclusivity(unchecked) private var reuseLimit: UInt64
     let openedAt = EventLoop.now()
-    private var connectTimer: LoopTimer?
+    @exclusivity(unchecked) private var connectTimer: LoopTimer?
     /// The response-head deadline's timer: one per connection, armed lazily. When it fires it checks the exchange at
     /// hand then, and re-arms for that exchange's due time if it is later, so a connection serving a stream of
     /// requests with the same timeout schedules about one timer per timeout period rather than one per request.
-    private var responseTimer: LoopTimer?
+    @exclusivity(unchecked) private var responseTimer: LoopTimer?
     @exclusivity(unchecked) private var responseTimerDue: UInt64 = 0
     /// The exchange waiting for this connection to become active.
     @exclusivity(unchecked) private var pendingExchange: HTTPClientExchange?
     /// A streamed body's request head, written together with its first chunk.
-    private var pendingHead: [UInt8]?
+    @exclusivity(unchecked) private var pendingHead: [UInt8]?
     /// Whether the streamed body being sent is framed chunked (it has no declared length).
     @exclusivity(unchecked) private var chunkedUpload = false
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
