@@ -161,6 +161,9 @@ package final class HTTPClient: Sendable {
     final class LoopPools {
         @exclusivity(unchecked) var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]
         @exclusivity(unchecked) var sweepID: Int?
+        /// The pool found last: a proxy sends most requests to the same origin, and comparing it costs less than
+        /// hashing it for the dictionary.
+        @exclusivity(unchecked) var last: HTTPOriginPool?
     }
 
     /// Creates a client on `group`'s loops, or on a private loop when `group` is nil.
@@ -418,13 +421,18 @@ package final class HTTPClient: Sendable {
         configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets,
         shares: HTTPOriginShareTables
     ) -> HTTPOriginPool {
-        if let pool = pools.byOrigin[origin] { return pool }
+        if let last = pools.last, last.origin == origin { return last }
+        if let pool = pools.byOrigin[origin] {
+            pools.last = pool
+            return pool
+        }
         let budget = budgets.budget(for: origin)
         let pool = HTTPOriginPool(
             origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget,
             shares: shares.table(for: origin))
         budget?.register(pool)
         pools.byOrigin[origin] = pool
+        pools.last = pool
         if pools.sweepID == nil {
             pools.sweepID = loop.addTickHandler { now in
                 for pool in pools.byOrigin.values { pool.sweep(now: now) }

@@ -334,38 +334,46 @@ final class HTTPClientExchange {
             bodyStream.finish()
             return
         }
-        guard delivery != nil, !isStreamed, let head = responseHead else { return }
-        // The response goes to its continuation as it was made (a `map` over the result would copy it).
+        // The head and body are taken out of the exchange, which is done with them, and the response goes to its
+        // continuation as it was made: nothing of it is copied (a `map` over a result, or `resume(with:)`, which
+        // borrows its result, would copy the response).
+        guard delivery != nil, !isStreamed, let head = responseHead.take() else { return }
         switch delivery {
         case .collected(let continuation):
-            continuation.resume(with: collectedResponse(head: head))
+            do throws(HTTPClientError) {
+                continuation.resume(returning: try collectedResponse(head: consume head))
+            } catch {
+                continuation.resume(throwing: error)
+            }
         case .collectedOrStreamed(_, let continuation):
-            switch collectedResponse(head: head) {
-            case .success(let response): continuation.resume(returning: .collected(response))
-            case .failure(let error): continuation.resume(throwing: error)
+            do throws(HTTPClientError) {
+                continuation.resume(returning: .collected(try collectedResponse(head: consume head)))
+            } catch {
+                continuation.resume(throwing: error)
             }
         case .streamed, nil: return
         }
         delivery = nil
     }
 
-    /// The whole response: the body decoded as configured, timings taken now.
-    private func collectedResponse(head: HTTPResponseHead) -> Result<HTTPClientResponse, any Error> {
-        var head = head
+    /// The whole response, with the body collected so far (taken out of the exchange), decoded as configured, timings
+    /// taken now.
+    private func collectedResponse(head: consuming HTTPResponseHead) throws(HTTPClientError) -> HTTPClientResponse {
+        var body: [UInt8] = []
+        swap(&body, &responseBody)
         if let limits = decompression, request.method != .head,
             let value = head.headers.first(name: "Content-Encoding"),
             case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
             coding == .gzip || coding == .deflate
         {
             do {
-                responseBody = try Inflater.decompress(
-                    responseBody, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
+                body = try Inflater.decompress(body, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
                 head.headers.remove(name: "Content-Encoding")
-                head.headers.replaceOrAdd(name: "Content-Length", value: String(responseBody.count))
+                head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
             } catch CompressionError.limitExceeded {
-                return .failure(HTTPClientError.decompressionLimitExceeded)
+                throw .decompressionLimitExceeded
             } catch {
-                return .failure(HTTPClientError.malformedResponse(reason: "undecodable \(coding) body"))
+                throw .malformedResponse(reason: "undecodable \(coding) body")
             }
         }
         let now = EventLoop.now()
@@ -373,7 +381,7 @@ final class HTTPClientExchange {
             connect: connectDuration,
             firstByte: .nanoseconds(Int64(clamping: (firstByteAt == 0 ? now : firstByteAt) &- startedAt)),
             total: .nanoseconds(Int64(clamping: now &- startedAt)))
-        return .success(HTTPClientResponse(head: head, body: responseBody, timings: timings))
+        return HTTPClientResponse(head: head, body: body, timings: timings)
     }
 
     func fail(_ error: HTTPClientError) {
