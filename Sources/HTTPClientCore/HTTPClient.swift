@@ -285,7 +285,12 @@ package final class HTTPClient: Sendable {
         let start = try prepare(
             request, deadline: deadline, timeout: timeout, progress: progress, file: file,
             addresses: usable(addresses ?? []))
-        return try await withTaskCancellationHandler {
+        // The cancellation handler's variant that runs on the caller's executor (the standard library's entry point for
+        // callers compiled before `isolation:` was added): `withTaskCancellationHandler(operation:onCancel:isolation:)`
+        // hops to its isolation on entry and back after the operation, two task switches that, for a task preferring
+        // a loop, each read the task's executor preference under its status lock (issue 38: 540 instructions per
+        // request).
+        return try await _unsafeInheritExecutor_withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 start.begin(delivering: delivery(continuation))
             }
