@@ -283,12 +283,19 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                     return
                 }
                 exchange.responseHead = head
-                if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 {
-                    reusable = false
+                // `Connection: close` and the server's `Keep-Alive` (the first one) in one pass over the fields, by
+                // their tokens (looking each name up costs more than the pass).
+                var closes = head.version < .http1_1
+                var keepAlive: String?
+                head.headers.forEachField { token, _, value in
+                    switch token {
+                    case .connection: if HTTPClient.connectionListHasClose(value) { closes = true }
+                    case .keepAlive: if keepAlive == nil { keepAlive = String(decoding: value, as: UTF8.self) }
+                    default: break
+                    }
                 }
-                if let keepAlive = head.headers.first(name: "Keep-Alive"),
-                    let limit = HTTPClient.keepAliveReuseLimit(keepAlive)
-                {
+                if closes { reusable = false }
+                if let keepAlive, let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
                     reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
                 exchange.chooseDelivery(for: head)
