@@ -217,7 +217,7 @@ final class HTTPClientExchange {
     func chooseDelivery(for head: HTTPResponseHead) {
         guard case .collectedOrStreamed(let threshold, _) = delivery else { return }
         if request.method == .head || head.status == 204 || head.status == 304 { return }
-        if let length = head.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold { return }
+        if let length = head.headers.first(.contentLength).flatMap({ Int($0) }), length <= threshold { return }
         isStreamed = true
     }
 
@@ -362,7 +362,7 @@ final class HTTPClientExchange {
         var body: [UInt8] = []
         swap(&body, &responseBody)
         if let limits = decompression, request.method != .head,
-            let value = head.headers.first(name: "Content-Encoding"),
+            let value = head.headers.first(.contentEncoding),
             case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
             coding == .gzip || coding == .deflate
         {

@@ -316,7 +316,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 if !exchange.receive(bytes) { connection.pauseReading() }
                 if let download = exchange.progress.download {
                     download(
-                        received, exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) })
+                        received, exchange.responseHead?.headers.first(.contentLength).flatMap { Int64($0) })
                 }
             case .end:
                 if exchange.isSendingBody { stopUpload(exchange) }
