@@ -405,10 +405,10 @@ package final class HTTPClient: Sendable {
         // clock is read only for a deadline given as an instant).
         let now = EventLoop.now()
         var deadlineNanos = deadline.map { instant in
-            now.addingSaturated(ContinuousClock.now.duration(to: instant).nanoseconds)
+            now.addingSaturated(ContinuousClock.now.duration(to: instant).saturatedNanoseconds)
         }
         if let timeout {
-            let bound = now.addingSaturated(timeout.nanoseconds)
+            let bound = now.addingSaturated(timeout.saturatedNanoseconds)
             deadlineNanos = min(deadlineNanos ?? bound, bound)
         }
         let exchange = HTTPClientExchange(
