@@ -156,10 +156,14 @@ package final class HTTPClient: Sendable {
     /// (`Task(executorPreference:)`) stays on that thread, where the client runs requests made from it.
     package var currentLoop: EventLoop? { group.loops.first { $0.inEventLoop } }
 
-    /// The pools of one loop. Loop thread only.
+    /// The pools of one loop. Loop thread only: its accesses cannot overlap, so they skip dynamic exclusivity checks
+    /// (the sweep iterates a copy of the pools).
     final class LoopPools {
-        var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]
-        var sweepID: Int?
+        @exclusivity(unchecked) var byOrigin: [HTTPOrigin: HTTPOriginPool] = [:]
+        @exclusivity(unchecked) var sweepID: Int?
+        /// The pool found last: a proxy sends most requests to the same origin, and comparing it costs less than
+        /// hashing it for the dictionary.
+        @exclusivity(unchecked) var last: HTTPOriginPool?
     }
 
     /// Creates a client on `group`'s loops, or on a private loop when `group` is nil.
@@ -281,7 +285,12 @@ package final class HTTPClient: Sendable {
         let start = try prepare(
             request, deadline: deadline, timeout: timeout, progress: progress, file: file,
             addresses: usable(addresses ?? []))
-        return try await withTaskCancellationHandler {
+        // The cancellation handler's variant that runs on the caller's executor (the standard library's entry point for
+        // callers compiled before `isolation:` was added): `withTaskCancellationHandler(operation:onCancel:isolation:)`
+        // hops to its isolation on entry and back after the operation, two task switches that, for a task preferring
+        // a loop, each read the task's executor preference under its status lock (issue 38: 540 instructions per
+        // request).
+        return try await _unsafeInheritExecutor_withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 start.begin(delivering: delivery(continuation))
             }
@@ -396,10 +405,10 @@ package final class HTTPClient: Sendable {
         // clock is read only for a deadline given as an instant).
         let now = EventLoop.now()
         var deadlineNanos = deadline.map { instant in
-            now.addingSaturated(ContinuousClock.now.duration(to: instant).nanoseconds)
+            now.addingSaturated(ContinuousClock.now.duration(to: instant).saturatedNanoseconds)
         }
         if let timeout {
-            let bound = now.addingSaturated(timeout.nanoseconds)
+            let bound = now.addingSaturated(timeout.saturatedNanoseconds)
             deadlineNanos = min(deadlineNanos ?? bound, bound)
         }
         let exchange = HTTPClientExchange(
@@ -417,13 +426,18 @@ package final class HTTPClient: Sendable {
         configuration: Configuration, tls: TLSContext?, budgets: HTTPOriginBudgets,
         shares: HTTPOriginShareTables
     ) -> HTTPOriginPool {
-        if let pool = pools.byOrigin[origin] { return pool }
+        if let last = pools.last, last.origin == origin { return last }
+        if let pool = pools.byOrigin[origin] {
+            pools.last = pool
+            return pool
+        }
         let budget = budgets.budget(for: origin)
         let pool = HTTPOriginPool(
             origin: origin, loop: loop, configuration: configuration, tls: tls, budget: budget,
             shares: shares.table(for: origin))
         budget?.register(pool)
         pools.byOrigin[origin] = pool
+        pools.last = pool
         if pools.sweepID == nil {
             pools.sweepID = loop.addTickHandler { now in
                 for pool in pools.byOrigin.values { pool.sweep(now: now) }

@@ -16,8 +16,10 @@ final class HTTPClientExchange {
         case collectedOrStreamed(threshold: Int, UnsafeContinuation<HTTPClientResponseOrStream, any Error>)
     }
 
-    // Loop-confined scalars and references only read or assigned whole skip dynamic exclusivity checks (see
-    // `Connection`); the response head and body, mutated in place, keep them.
+    // Loop-confined state skips dynamic exclusivity checks (see `Connection`): scalars and references only read or
+    // assigned whole, and values mutated in place by code that cannot reach the exchange meanwhile (the response body
+    // appended to; the upload progress, whose callback is the caller's and reaches the exchange only through
+    // `loop.execute`, which runs after the current event).
     let request: HTTPClientRequest
     /// Who the request is sent for (``HTTPClientRequest/callerKey``), for the fair share of a full pool.
     let callerKey: Int?
@@ -31,11 +33,11 @@ final class HTTPClientExchange {
     /// A body sent as it is produced (stream or file), instead of `body`.
     let streamedBody: StreamedRequestBody?
     /// For a request to switch protocols (``HTTPClientRequest/Body/upgrade(_:)``): the bytes sent after a 101.
-    var upgradeBody: StreamedRequestBody?
+    @exclusivity(unchecked) var upgradeBody: StreamedRequestBody?
     /// The server answered the upgrade with 101: the connection carries the new protocol's bytes both ways.
     @exclusivity(unchecked) var switchedProtocols = false
     /// After a 101: the longest time with no bytes either way, instead of the response timeout.
-    var tunnelIdleTimeout: Duration?
+    @exclusivity(unchecked) var tunnelIdleTimeout: Duration?
     let progress: HTTPClientProgress
     /// The client's settings the exchange reads, copied one by one: a copy of the whole configuration costs a
     /// reference count per string and array in it.
@@ -59,11 +61,11 @@ final class HTTPClientExchange {
     @exclusivity(unchecked) private var cancelledBeforeBegin = false
     /// Streamed delivery: set by the connection, called on the loop when the caller has drained the body below its
     /// low-water mark (resume reading, or acknowledge HTTP/2 DATA).
-    var onBodyDemand: (() -> Void)?
+    @exclusivity(unchecked) var onBodyDemand: (() -> Void)?
     /// HTTP/2 streamed delivery: DATA bytes received and not yet acknowledged to the server.
     @exclusivity(unchecked) var unacknowledged = 0
-    var responseHead: HTTPResponseHead?
-    var responseBody: [UInt8] = []
+    @exclusivity(unchecked) var responseHead: HTTPResponseHead?
+    @exclusivity(unchecked) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var responseStarted = false
     @exclusivity(unchecked) var connectDuration: Duration?
     @exclusivity(unchecked) var firstByteAt: UInt64 = 0
@@ -78,7 +80,7 @@ final class HTTPClientExchange {
     @exclusivity(unchecked) var requiresFreshConnection = false
     @exclusivity(unchecked) var timer: LoopTimer?
     /// How to stop the exchange once it is under way (see ``cancel()``), when a closure is needed.
-    var onCancel: (() -> Void)?
+    @exclusivity(unchecked) var onCancel: (() -> Void)?
     /// The HTTP/1 connection running the exchange: cancelling closes it. Set by the connection when it sends the
     /// exchange and cleared when it lets go of it, so the reference is strong without keeping either alive after. Not
     /// `weak`: a weak reference gives the connection a side table, which slows every retain and release of it; not an
@@ -93,9 +95,9 @@ final class HTTPClientExchange {
     /// A streamed body's reader is behind: reading waits for it, so the server is not the one keeping the response.
     @exclusivity(unchecked) var waitingForReader = false
     /// Upload progress, when the caller asked for it and there is a body.
-    var upload: UploadProgress?
+    @exclusivity(unchecked) var upload: UploadProgress?
     /// The pump of the current attempt's streamed body, until it delivered the body's end or the attempt ended.
-    private(set) var bodyPump: RequestBodyPump?
+    @exclusivity(unchecked) private(set) var bodyPump: RequestBodyPump?
     /// The pump holds a chunk back until the connection has room (write queue drained, HTTP/2 window available).
     @exclusivity(unchecked) var bodyPumpPaused = false
     /// Streamed body bytes this attempt gave to the connection or session.
@@ -215,7 +217,7 @@ final class HTTPClientExchange {
     func chooseDelivery(for head: HTTPResponseHead) {
         guard case .collectedOrStreamed(let threshold, _) = delivery else { return }
         if request.method == .head || head.status == 204 || head.status == 304 { return }
-        if let length = head.headers.first(name: "Content-Length").flatMap({ Int($0) }), length <= threshold { return }
+        if let length = head.headers.first(.contentLength).flatMap({ Int($0) }), length <= threshold { return }
         isStreamed = true
     }
 
@@ -265,7 +267,7 @@ final class HTTPClientExchange {
     }
 
     /// Body bytes received so far (collected, or counted for progress when streamed).
-    private(set) var receivedBodyBytes: Int64 = 0
+    @exclusivity(unchecked) private(set) var receivedBodyBytes: Int64 = 0
 
     /// Counts body bytes for progress and limits.
     func countBody(_ count: Int) -> Int64 {
@@ -275,7 +277,7 @@ final class HTTPClientExchange {
 
     /// The exchange starts waiting for a connection or an HTTP/2 stream.
     func startWaiting(now: UInt64) {
-        let limit = maxWaitTime.map { now.addingSaturated($0.nanoseconds) } ?? .max
+        let limit = maxWaitTime.map { now.addingSaturated($0.saturatedNanoseconds) } ?? .max
         waitExpiry = min(limit, deadline ?? .max)
     }
 
@@ -303,7 +305,7 @@ final class HTTPClientExchange {
             var since =
                 responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
             if switchedProtocols { since = max(since, lastSendProgress) }
-            let candidate = since.addingSaturated(timeout.nanoseconds)
+            let candidate = since.addingSaturated(timeout.saturatedNanoseconds)
             result = min(result ?? candidate, candidate)
         }
         return result
@@ -332,38 +334,46 @@ final class HTTPClientExchange {
             bodyStream.finish()
             return
         }
-        guard delivery != nil, !isStreamed, let head = responseHead else { return }
-        // The response goes to its continuation as it was made (a `map` over the result would copy it).
+        // The head and body are taken out of the exchange, which is done with them, and the response goes to its
+        // continuation as it was made: nothing of it is copied (a `map` over a result, or `resume(with:)`, which
+        // borrows its result, would copy the response).
+        guard delivery != nil, !isStreamed, let head = responseHead.take() else { return }
         switch delivery {
         case .collected(let continuation):
-            continuation.resume(with: collectedResponse(head: head))
+            do throws(HTTPClientError) {
+                continuation.resume(returning: try collectedResponse(head: consume head))
+            } catch {
+                continuation.resume(throwing: error)
+            }
         case .collectedOrStreamed(_, let continuation):
-            switch collectedResponse(head: head) {
-            case .success(let response): continuation.resume(returning: .collected(response))
-            case .failure(let error): continuation.resume(throwing: error)
+            do throws(HTTPClientError) {
+                continuation.resume(returning: .collected(try collectedResponse(head: consume head)))
+            } catch {
+                continuation.resume(throwing: error)
             }
         case .streamed, nil: return
         }
         delivery = nil
     }
 
-    /// The whole response: the body decoded as configured, timings taken now.
-    private func collectedResponse(head: HTTPResponseHead) -> Result<HTTPClientResponse, any Error> {
-        var head = head
+    /// The whole response, with the body collected so far (taken out of the exchange), decoded as configured, timings
+    /// taken now.
+    private func collectedResponse(head: consuming HTTPResponseHead) throws(HTTPClientError) -> HTTPClientResponse {
+        var body: [UInt8] = []
+        swap(&body, &responseBody)
         if let limits = decompression, request.method != .head,
-            let value = head.headers.first(name: "Content-Encoding"),
+            let value = head.headers.first(.contentEncoding),
             case let coding = ContentCoding(rawValue: String(Substring(value).trimmingHTTPWhitespace())),
             coding == .gzip || coding == .deflate
         {
             do {
-                responseBody = try Inflater.decompress(
-                    responseBody, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
+                body = try Inflater.decompress(body, maxOutputBytes: limits.maxBytes, maxRatio: limits.maxRatio)
                 head.headers.remove(name: "Content-Encoding")
-                head.headers.replaceOrAdd(name: "Content-Length", value: String(responseBody.count))
+                head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
             } catch CompressionError.limitExceeded {
-                return .failure(HTTPClientError.decompressionLimitExceeded)
+                throw .decompressionLimitExceeded
             } catch {
-                return .failure(HTTPClientError.malformedResponse(reason: "undecodable \(coding) body"))
+                throw .malformedResponse(reason: "undecodable \(coding) body")
             }
         }
         let now = EventLoop.now()
@@ -371,7 +381,7 @@ final class HTTPClientExchange {
             connect: connectDuration,
             firstByte: .nanoseconds(Int64(clamping: (firstByteAt == 0 ? now : firstByteAt) &- startedAt)),
             total: .nanoseconds(Int64(clamping: now &- startedAt)))
-        return .success(HTTPClientResponse(head: head, body: responseBody, timings: timings))
+        return HTTPClientResponse(head: head, body: body, timings: timings)
     }
 
     func fail(_ error: HTTPClientError) {

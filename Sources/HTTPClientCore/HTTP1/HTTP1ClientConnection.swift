@@ -3,8 +3,8 @@ import NetCore
 
 /// An HTTP/1.1 connection to one origin, running one exchange at a time. Loop thread only.
 final class HTTP1ClientConnection: ConnectionDelegate {
-    // Loop-confined scalars, references only read or assigned whole, and the parser (whose mutations call nothing
-    // outside it) skip dynamic exclusivity checks (see `Connection`).
+    // Loop-confined state skips dynamic exclusivity checks (see `Connection`): scalars, references and optionals
+    // only read or assigned whole, and the parser (whose mutations call nothing outside it).
     let connection: Connection
     unowned let pool: HTTPOriginPool
     @exclusivity(unchecked) private var parser: HTTP1ResponseParser
@@ -27,16 +27,16 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     /// closes the connection (a POST lost that way cannot be retried).
     @exclusivity(unchecked) private var reuseLimit: UInt64
     let openedAt = EventLoop.now()
-    private var connectTimer: LoopTimer?
+    @exclusivity(unchecked) private var connectTimer: LoopTimer?
     /// The response-head deadline's timer: one per connection, armed lazily. When it fires it checks the exchange at
     /// hand then, and re-arms for that exchange's due time if it is later, so a connection serving a stream of
     /// requests with the same timeout schedules about one timer per timeout period rather than one per request.
-    private var responseTimer: LoopTimer?
+    @exclusivity(unchecked) private var responseTimer: LoopTimer?
     @exclusivity(unchecked) private var responseTimerDue: UInt64 = 0
     /// The exchange waiting for this connection to become active.
     @exclusivity(unchecked) private var pendingExchange: HTTPClientExchange?
     /// A streamed body's request head, written together with its first chunk.
-    private var pendingHead: [UInt8]?
+    @exclusivity(unchecked) private var pendingHead: [UInt8]?
     /// Whether the streamed body being sent is framed chunked (it has no declared length).
     @exclusivity(unchecked) private var chunkedUpload = false
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
@@ -283,12 +283,19 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                     return
                 }
                 exchange.responseHead = head
-                if head.headers.containsToken("close", name: "Connection") || head.version < .http1_1 {
-                    reusable = false
+                // `Connection: close` and the server's `Keep-Alive` (the first one) in one pass over the fields, by
+                // their tokens (looking each name up costs more than the pass).
+                var closes = head.version < .http1_1
+                var keepAlive: String?
+                head.headers.forEachField { token, _, value in
+                    switch token {
+                    case .connection: if HTTPClient.connectionListHasClose(value) { closes = true }
+                    case .keepAlive: if keepAlive == nil { keepAlive = String(decoding: value, as: UTF8.self) }
+                    default: break
+                    }
                 }
-                if let keepAlive = head.headers.first(name: "Keep-Alive"),
-                    let limit = HTTPClient.keepAliveReuseLimit(keepAlive)
-                {
+                if closes { reusable = false }
+                if let keepAlive, let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
                     reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
                 exchange.chooseDelivery(for: head)
@@ -309,7 +316,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 if !exchange.receive(bytes) { connection.pauseReading() }
                 if let download = exchange.progress.download {
                     download(
-                        received, exchange.responseHead?.headers.first(name: "Content-Length").flatMap { Int64($0) })
+                        received, exchange.responseHead?.headers.first(.contentLength).flatMap { Int64($0) })
                 }
             case .end:
                 if exchange.isSendingBody { stopUpload(exchange) }

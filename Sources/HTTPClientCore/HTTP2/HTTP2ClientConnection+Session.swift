@@ -117,7 +117,7 @@ extension HTTP2ClientConnection {
             // A streamed body's reader is behind: the bytes stay unacknowledged, so the server's window closes.
             exchange.unacknowledged += bytes.count
             if exchange.receive(bytes) { acknowledge(streamID, exchange) }
-            let declared = exchange.responseHead?.headers.first(name: "content-length").flatMap { Int64($0) }
+            let declared = exchange.responseHead?.headers.first(.contentLength).flatMap { Int64($0) }
             exchange.progress.download?(received, declared)
         case .responseEnd(let streamID):
             guard let exchange = streams.removeValue(forKey: streamID) else { return }

@@ -27,19 +27,23 @@ final class HTTPOriginPool {
     let budget: HTTPOriginBudget?
     /// Who holds how many connections, for the fair share of a full pool (nil without one).
     private let shares: HTTPOriginShares?
-    var idle: [HTTP1ClientConnection] = []
-    var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
-    private var waiting = HTTPClientWaitQueue()
-    var addresses: [SocketAddress] = []
+    // Loop-confined state skips dynamic exclusivity checks (see `Connection`): no access to it can overlap another.
+    // The collections' in-place mutations call nothing that reaches the pool (closing a connection, which calls back
+    // into it, happens after the connection is taken out; an exchange failed in the wait queue resumes its caller
+    // later, as a task; the fair share's callbacks read other objects).
+    @exclusivity(unchecked) var idle: [HTTP1ClientConnection] = []
+    @exclusivity(unchecked) var all: [ObjectIdentifier: HTTP1ClientConnection] = [:]
+    @exclusivity(unchecked) private var waiting = HTTPClientWaitQueue()
+    @exclusivity(unchecked) var addresses: [SocketAddress] = []
     /// Which of `addresses` the next new connection goes to: they take turns (see ``nextAddress()``).
     @exclusivity(unchecked) private var addressIndex = 0
     /// Until when (loop clock) each address whose connection could not be made is passed over.
-    private var failedUntil: [SocketAddress: UInt64] = [:]
-    var learned: OriginProtocol
+    @exclusivity(unchecked) private var failedUntil: [SocketAddress: UInt64] = [:]
+    @exclusivity(unchecked) var learned: OriginProtocol
     /// The HTTP/2 connections new exchanges go to: one per address (with one address, at most one).
     @exclusivity(unchecked) var http2Active: [HTTP2ClientConnection] = []
     /// Every open HTTP/2 connection, including those finishing their streams after GOAWAY.
-    var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
+    @exclusivity(unchecked) var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
     @exclusivity(unchecked) private var isClosed = false
 

@@ -49,9 +49,12 @@ final class HostResolutionCache: Sendable {
     /// (an expired one starts a background refresh and is still returned). Synchronous, so the usual request costs no
     /// async call.
     func knownAddresses(host: String, port: Int) -> [SocketAddress]? {
-        if let last = lastNumeric.withLock({ $0 }), last.key.host == host, last.key.port == port {
+        // Compared under the lock: only the addresses are copied out.
+        let lastAddresses = lastNumeric.withLock { last -> [SocketAddress]? in
+            guard let last, last.key.host == host, last.key.port == port else { return nil }
             return last.addresses
         }
+        if let lastAddresses { return lastAddresses }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         if let numeric = SocketAddress(numericHost: bare, port: port) {
             let addresses = [numeric]
