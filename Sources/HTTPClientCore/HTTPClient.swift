@@ -405,10 +405,10 @@ package final class HTTPClient: Sendable {
         // clock is read only for a deadline given as an instant).
         let now = EventLoop.now()
         var deadlineNanos = deadline.map { instant in
-            now.addingSaturated(ContinuousClock.now.duration(to: instant).saturatedNanoseconds)
+            now.addingSaturated(ContinuousClock.now.duration(to: instant).nanoseconds)
         }
         if let timeout {
-            let bound = now.addingSaturated(timeout.saturatedNanoseconds)
+            let bound = now.addingSaturated(timeout.nanoseconds)
             deadlineNanos = min(deadlineNanos ?? bound, bound)
         }
         let exchange = HTTPClientExchange(

@@ -277,7 +277,7 @@ final class HTTPClientExchange {
 
     /// The exchange starts waiting for a connection or an HTTP/2 stream.
     func startWaiting(now: UInt64) {
-        let limit = maxWaitTime.map { now.addingSaturated($0.saturatedNanoseconds) } ?? .max
+        let limit = maxWaitTime.map { now.addingSaturated($0.nanoseconds) } ?? .max
         waitExpiry = min(limit, deadline ?? .max)
     }
 
@@ -305,7 +305,7 @@ final class HTTPClientExchange {
             var since =
                 responseHead == nil ? lastSendProgress : (waitingForReader ? EventLoop.now() : lastReceiveProgress)
             if switchedProtocols { since = max(since, lastSendProgress) }
-            let candidate = since.addingSaturated(timeout.saturatedNanoseconds)
+            let candidate = since.addingSaturated(timeout.nanoseconds)
             result = min(result ?? candidate, candidate)
         }
         return result
