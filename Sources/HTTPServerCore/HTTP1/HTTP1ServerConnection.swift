@@ -236,12 +236,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             declaredLength = nil
             body = makeBodyStream()
         }
-        var request = HTTPServerRequest(
+        let upgradeInput = asksUpgrade ? makeBodyStream() : nil
+        let request = HTTPServerRequest(
             head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-            loop: connection.loop)
-        let upgradeInput = asksUpgrade ? makeBodyStream() : nil
-        request.upgradeInput = upgradeInput
+            loop: connection.loop, upgradeInput: upgradeInput)
         // An unsafe request behind others, or any request behind an unsafe one, waits for its turn (see
         // `Slot.isUnsafe`); nothing is decided about it until then.
         let waits = !slots.isEmpty && (isUnsafe || slots.contains { $0.isUnsafe })
@@ -287,12 +286,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             connection.pauseReading()
         }
         if waits {
-            slot.waiting = request
+            slot.waiting = consume request
         } else if let immediate {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
         } else {
-            dispatch(request, context: handlerContext, slot: slot)
+            dispatch(consume request, context: handlerContext, slot: slot)
         }
         if slots.count >= context.limits.maxPipelinedRequests {
             processingPaused = true
@@ -320,22 +319,23 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
     /// starts it, while the loop has fewer than its maximum), else in a task of its own. The answer fills `slot`.
     private func dispatch(
-        _ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
+        _ request: consuming HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
         slot: Slot
     ) {
         let handler = context.handler
+        // Moved, not copied, on its way to the worker.
+        let job = HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot)
         if let worker {
             if worker.isWaiting {
                 slot.task = worker.task
-                worker.run(HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot))
+                worker.run(consume job)
                 return
             }
         } else if context.handlerWorkers < HTTPServerLoopContext.maxHandlerWorkers {
             context.handlerWorkers += 1
             let owner = UncheckedSendable(self)
-            let first = HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot)
             let started = HTTP1HandlerWorker.start(
-                first: first, handler: handler, compressor: context.compressor,
+                first: consume job, handler: handler, compressor: context.compressor,
                 loop: connection.loop
             ) {
                 owner.value.complete($0, with: $1)
@@ -344,11 +344,18 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             slot.task = started.task
             return
         }
-        let owner = UncheckedSendable((self, slot))
+        runInOwnTask(consume job, handler: handler)
+    }
+
+    /// Runs `job`'s handler in a task of its own (the worker is busy, or the loop has its maximum of workers).
+    private func runInOwnTask(_ job: consuming HTTP1HandlerWorker.Job, handler: any HTTPServerHandler) {
+        let job = job
+        let owner = UncheckedSendable((self, job.slot))
         let loop = connection.loop
         let compressor = context.compressor
-        slot.task = Task(executorPreference: loop) {
-            let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
+        job.slot.task = Task(executorPreference: loop) {
+            let response = compressor.applied(
+                to: await handler.handle(job.request, context: job.context), for: job.request)
             loop.executeSoonOrNow {
                 let (connection, slot) = owner.value
                 connection.complete(slot, with: response)
@@ -362,8 +369,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func startWaitingHandlers() {
         for (index, slot) in slots.enumerated() {
             if slot.isUnsafe && index > 0 { return }
-            if let request = slot.waiting {
-                slot.waiting = nil
+            if let request = slot.waiting.take() {
                 // A request whose body failed meanwhile has the server's answer already.
                 if slot.response == nil {
                     switch context.decision(for: request) {
@@ -446,14 +452,19 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     private func writeReadyResponses() {
         while true {
-            while let first = slots.first, let response = first.response, !first.writing {
+            // The response is taken out of its slot rather than copied; one whose body goes on being written is put
+            // back (the slot stays answered until it ends).
+            while let first = slots.first, !first.writing, let response = first.response.take() {
                 if draining || response.closesConnection
                     || (bodyAwaitsContinue && first === bodySlot && currentBody != nil)
                 {
                     first.keepAlive = false
                 }
                 let streaming = write(response, for: first)
-                if streaming { return }
+                if streaming {
+                    first.response = consume response
+                    return
+                }
                 slots.removeFirst()
                 if !first.keepAlive {
                     finishConnection()
