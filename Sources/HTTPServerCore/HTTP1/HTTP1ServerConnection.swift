@@ -17,8 +17,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let isUnsafe: Bool
         /// A request waiting for its turn (see ``isUnsafe``): nothing was decided about it yet.
         var waiting: HTTPServerRequest?
-        var keepAlive: Bool
-        var response: HTTPServerResponse?
+        // Loop-confined like the connection; no access to these two calls out while in progress (the response is only
+        // assigned, read or taken whole; `keepAlive` is never passed `inout`): no dynamic exclusivity check.
+        @exclusivity(unchecked) var keepAlive: Bool
+        @exclusivity(unchecked) var response: HTTPServerResponse?
         var writing = false
         var task: Task<Void, Never>?
         /// The status the server gave the request when its body failed (see ``HTTPServerRequest/bodyRejectionStatus``):
@@ -36,12 +38,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     // State is loop-confined. Scalars, references only ever read or assigned whole, and the parser (whose mutations call
-    // nothing outside it) skip the runtime's dynamic exclusivity check (see `Connection`); the slot array keeps it, as
-    // a write made while it is being changed can close the connection and reach it again.
+    // nothing outside it) skip the runtime's dynamic exclusivity check (see `Connection`). So does the slot array: it is
+    // only changed by `append`, `removeFirst` (whose removed slot is let go of after the change) and `takeSlots()`
+    // (likewise), none of which runs code outside the array while it changes, and every other use reads it.
     let connection: Connection
     private let context: HTTPServerLoopContext
     @exclusivity(unchecked) private var parser: HTTP1RequestParser
-    private var slots: [Slot] = []
+    @exclusivity(unchecked) private var slots: [Slot] = []
     @exclusivity(unchecked) private var currentBody: ByteStream?
     /// The slot of the request whose body `currentBody` is.
     private weak var bodySlot: Slot?
@@ -162,7 +165,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         endUpgrade()
         for slot in slots { slot.task?.cancel() }
-        slots.removeAll()
+        _ = takeSlots()
         retireWorker()
         if let waiter = drainWaiter {
             drainWaiter = nil
@@ -508,7 +511,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         endUpgrade()
         for slot in slots { slot.task?.cancel() }
-        slots.removeAll()
+        _ = takeSlots()
         retireWorker()
         if resetsOnClose {
             connection.reset()
@@ -519,6 +522,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Set by a response whose fault is a reset (``HTTPServerResponseFault/reset``): the connection ends with a TCP RST.
     private var resetsOnClose = false
+
+    /// Empties the slot array and returns what it held, so that the slots are let go of (and whatever their release
+    /// runs, such as a stream's `onRelease`) only once the array is no longer being changed.
+    private func takeSlots() -> [Slot] {
+        var taken: [Slot] = []
+        swap(&taken, &slots)
+        return taken
+    }
 
     /// Cancels the handler answering `slot`. When that is the worker, it is retired: a cancelled task cannot run the
     /// next request.
@@ -562,11 +573,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             slot.keepAlive = false
             return write(HTTPServerRejection(status: 500).defaultResponse, for: slot)
         }
-        guard
-            let remaining = writeHeadAndBytes(
-                response, version: slot.version, isHead: slot.isHead,
-                keepAlive: &slot.keepAlive)
-        else { return false }
+        var keepAlive = slot.keepAlive
+        let remaining = writeHeadAndBytes(
+            response, version: slot.version, isHead: slot.isHead, keepAlive: &keepAlive)
+        slot.keepAlive = keepAlive
+        guard let remaining else { return false }
         slot.writing = true
         let owner = UncheckedSendable((self, slot, remaining))
         Task(executorPreference: connection.loop) {
