@@ -224,22 +224,24 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let version = head.version
         let isHead = head.method == .head
         let isUnsafe = !head.method.isSafe
-        let asksUpgrade = framing == .none && head.requestedUpgrade != nil
         let declaredLength: Int64?
         let body: ByteStream?
+        let upgradeInput: ByteStream?
         switch framing {
         case .none:
             declaredLength = nil
             body = nil
+            upgradeInput = head.requestedUpgrade != nil ? makeBodyStream() : nil
             if !keepAlive { acceptingRequests = false }
         case .contentLength(let length):
             declaredLength = length
             body = makeBodyStream()
+            upgradeInput = nil
         case .chunked:
             declaredLength = nil
             body = makeBodyStream()
+            upgradeInput = nil
         }
-        let upgradeInput = asksUpgrade ? makeBodyStream() : nil
         let request = HTTPServerRequest(
             head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
@@ -247,12 +249,20 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         // An unsafe request behind others, or any request behind an unsafe one, waits for its turn (see
         // `Slot.isUnsafe`); nothing is decided about it until then.
         let waits = !slots.isEmpty && (isUnsafe || slots.contains { $0.isUnsafe })
-        var immediate: HTTPServerResponse?
-        var handlerContext: (any AnyObject & Sendable)?
-        if !waits {
+        // Constants, so that the answer is borrowed where it is looked at and moved where it goes, never copied.
+        let immediate: HTTPServerResponse?
+        let handlerContext: (any AnyObject & Sendable)?
+        if waits {
+            immediate = nil
+            handlerContext = nil
+        } else {
             switch context.decision(for: request) {
-            case .respond(let response): immediate = response
-            case .handle(let decided): handlerContext = decided
+            case .respond(let response):
+                immediate = response
+                handlerContext = nil
+            case .handle(let decided):
+                immediate = nil
+                handlerContext = decided
             }
         }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
@@ -290,7 +300,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         if waits {
             slot.waiting = consume request
-        } else if let immediate {
+        } else if immediate != nil {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
         } else {
