@@ -267,10 +267,14 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         defer { flushing = false }
         while !pendingFlushes.isEmpty {
             swap(&pendingFlushes, &flushingNow)
-            if let batchSender, flushingNow.count > 1 {
+            if flushingNow.count > 1, let batchSender {
                 flushBatched(with: batchSender)
             } else {
-                for connection in flushingNow { connection.flushDeferred() }
+                // Borrowed from the array, which nothing changes meanwhile (a connection that writes again queues
+                // itself in `pendingFlushes`), instead of retaining it and each connection for the loop.
+                flushingNow.withUnsafeBufferPointer { connections in
+                    for index in connections.indices { connections[index].flushDeferred() }
+                }
             }
             flushingNow.removeAll(keepingCapacity: true)
         }
