@@ -688,11 +688,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             connection.write(output)
             return nil
         }
-        switch (framing, response.body) {
-        case (.bytes, .bytes(let body)) where paces(response):
-            connection.write(output)
-            return .paced(body)
-        case (.bytes, .bytes(let body)):
+        // The framing and the body are looked at one after the other: a tuple of the two would copy the body.
+        switch framing {
+        case .bytes:
+            guard case .bytes(let body) = response.body else { break }
+            if paces(response) {
+                connection.write(output)
+                return .paced(body)
+            }
             if body.count <= Self.bodyCopiedIntoHead {
                 output.append(contentsOf: body)
                 connection.write(output)
@@ -703,13 +706,15 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 connection.write(body)
             }
             return nil
-        case (.stream(let isChunked), .stream(let body)):
+        case .stream(let isChunked):
+            guard case .stream(let body) = response.body else { break }
             connection.write(output)
             return .stream(body, chunked: isChunked)
-        default:
-            connection.write(output)
-            return nil
+        case .none:
+            break
         }
+        connection.write(output)
+        return nil
     }
 
     /// The largest byte body copied into the buffer of its head; a larger one is queued as it is.
