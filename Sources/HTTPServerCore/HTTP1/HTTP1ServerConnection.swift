@@ -231,7 +231,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         case .none:
             declaredLength = nil
             body = nil
-            upgradeInput = head.requestedUpgrade != nil ? makeBodyStream() : nil
+            // Most requests have no `Upgrade` field: found by its token, one byte per field, before the full check.
+            let asksUpgrade = head.headers.firstIndex(token: .upgrade) != nil && head.requestedUpgrade != nil
+            upgradeInput = asksUpgrade ? makeBodyStream() : nil
             if !keepAlive { acceptingRequests = false }
         case .contentLength(let length):
             declaredLength = length
