@@ -220,7 +220,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             reject(status: 417, head: head)
             return
         }
-        let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
+        // Without a `Connection` field (most requests; looked for by its token, one byte per field) keep-alive is the
+        // version's default, and its tokens need not be read by name.
+        let wantsKeepAlive =
+            head.headers.firstIndex(token: .connection) == nil ? head.version >= .http1_1 : head.wantsKeepAlive
+        let keepAlive = wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
         let isHead = head.method == .head
         let isUnsafe = !head.method.isSafe
