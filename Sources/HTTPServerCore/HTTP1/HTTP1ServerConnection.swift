@@ -226,7 +226,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             head.headers.firstIndex(token: .connection) == nil ? head.version >= .http1_1 : head.wantsKeepAlive
         let keepAlive = wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
-        let isHead = head.method == .head
+        // Methods are case-sensitive: one that does not start with `H` is not HEAD, and a GET is not compared as a
+        // string (whose differing bits would take the comparison's slow path).
+        let isHead = head.method.rawValue.utf8.first == UInt8(ascii: "H") && head.method == .head
         let isUnsafe = !head.method.isSafe
         let declaredLength: Int64?
         let body: ByteStream?
