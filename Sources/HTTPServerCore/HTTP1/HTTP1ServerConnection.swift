@@ -62,7 +62,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     @exclusivity(unchecked) private var acceptingRequests = true
     @exclusivity(unchecked) private var peerFinished = false
     @exclusivity(unchecked) private var requestsStarted = 0
-    @exclusivity(unchecked) private var drainWaiter: CheckedContinuation<Void, Never>?
+    /// The body writer waiting for the socket to drain. An unsafe continuation: an optional checked one (a type of the
+    /// resilient concurrency library) is looked at through the runtime's generic witnesses, at every drained write.
+    @exclusivity(unchecked) private var drainWaiter: UnsafeContinuation<Void, Never>?
     private let createdAt = EventLoop.now()
     @exclusivity(unchecked) private var active = false
     /// When the current request's first byte arrived (header timeout), 0 when none is being read.
@@ -767,7 +769,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         lastActivity = connection.loop.roundTime
         if connection.pendingWriteBytes > 256 * 1024 {
-            await withCheckedContinuation { drainWaiter = $0 }
+            await withUnsafeContinuation { drainWaiter = $0 }
         }
         return true
     }
