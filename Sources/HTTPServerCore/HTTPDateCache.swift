@@ -8,11 +8,12 @@ import Glibc
 /// the loop's ``EventLoop/roundTime`` has passed the next second's start.
 final class HTTPDateCache {
     private let loop: EventLoop
+    // Loop-confined, and only ever read or assigned whole: no dynamic exclusivity check.
     /// The loop's monotonic time at which the cached second ends.
-    private var validUntil: UInt64 = 0
-    private var second: time_t = 0
-    private var cached = ""
-    private var cachedFieldLine: [UInt8] = []
+    @exclusivity(unchecked) private var validUntil: UInt64 = 0
+    @exclusivity(unchecked) private var second: time_t = 0
+    @exclusivity(unchecked) private var cached = ""
+    @exclusivity(unchecked) private var cachedFieldLine: [UInt8] = []
 
     init(loop: EventLoop) {
         self.loop = loop

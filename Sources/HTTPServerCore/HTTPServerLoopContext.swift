@@ -71,9 +71,11 @@ final class HTTPServerLoopContext {
 
     /// The handler's decision about `request` (``HTTPServerHandler/decide(_:)``), an answer as it is sent.
     func decision(for request: HTTPServerRequest) -> HTTPServerDecision {
-        let decision = handler.decide(request)
-        guard case .respond(let response) = decision else { return decision }
-        return .respond(compressor.applied(to: response, for: request))
+        // Switched over as it comes, so that the answer moves on instead of being copied.
+        switch handler.decide(request) {
+        case .respond(let response): return .respond(compressor.applied(to: response, for: request))
+        case .handle(let context): return .handle(context: context)
+        }
     }
 
     /// Binds `address` on this loop; `joiningOwnListener` when another loop of this server already bound it.

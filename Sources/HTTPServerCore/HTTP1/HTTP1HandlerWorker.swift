@@ -45,23 +45,27 @@ final class HTTP1HandlerWorker {
     /// `compressor` when the server compresses, on the loop thread, in a job of its own; the worker already waits
     /// for the next request then.
     static func start(
-        first: Job, handler: any HTTPServerHandler, compressor: ResponseCompressor?, loop: EventLoop,
+        first: consuming Job, handler: any HTTPServerHandler, compressor: ResponseCompressor?, loop: EventLoop,
         complete: @escaping (HTTP1ServerConnection.Slot, consuming HTTPServerResponse) -> Void
     ) -> HTTP1HandlerWorker {
         let worker = HTTP1HandlerWorker(complete: complete)
         let shared = UncheckedSendable(worker)
         worker.task = Task(executorPreference: loop) {
             var next: Job? = first
-            while let job = next {
+            // Taken out of `next` (and the answer out of `pending`) so that neither is copied on its way.
+            while let job = next.take() {
                 let response = compressor.applied(
                     to: await handler.handle(job.request, context: job.context),
                     for: job.request)
+                let slot = job.slot
+                var pending: HTTPServerResponse? = consume response
                 next = await withUnsafeContinuation { (continuation: Waiter) in
+                    guard let response = pending.take() else { return }
                     // The task prefers the loop, so it is there now; a handler that moved elsewhere is brought back.
                     if loop.inEventLoop {
-                        shared.value.wait(with: continuation, answering: job.slot, with: response, on: loop)
+                        shared.value.wait(with: continuation, answering: slot, with: response, on: loop)
                     } else {
-                        let answer = UncheckedSendable((job.slot, response))
+                        let answer = UncheckedSendable((slot, response))
                         loop.execute {
                             shared.value.wait(
                                 with: continuation, answering: answer.value.0, with: answer.value.1, on: loop)
@@ -75,11 +79,11 @@ final class HTTP1HandlerWorker {
     }
 
     /// Hands `job` to the waiting worker.
-    func run(_ job: Job) {
+    func run(_ job: consuming Job) {
         guard let waiting else { return }
         self.waiting = nil
         idleSweeps = 0
-        waiting.resume(returning: job)
+        waiting.resume(returning: consume job)
     }
 
     /// Ends the worker: now when it waits, else once its current request is answered.
@@ -105,10 +109,11 @@ final class HTTP1HandlerWorker {
     /// ends.
     private func wait(
         with continuation: Waiter, answering slot: HTTP1ServerConnection.Slot,
-        with response: HTTPServerResponse, on loop: EventLoop
+        with response: consuming HTTPServerResponse, on loop: EventLoop
     ) {
         let complete = self.complete
         guard !retired else {
+            let response = response
             loop.executeLocally {
                 complete(slot, response)
                 continuation.resume(returning: nil)
@@ -118,9 +123,10 @@ final class HTTP1HandlerWorker {
         waiting = continuation
         if answer == nil {
             // Held here rather than captured, so the job capturing only the worker costs no allocation.
-            answer = (slot, response)
+            answer = (slot, consume response)
             loop.executeLocally(deliverAnswer)
         } else {
+            let response = response
             loop.executeLocally { complete(slot, response) }
         }
     }

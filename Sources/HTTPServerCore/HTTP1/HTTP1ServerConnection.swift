@@ -17,8 +17,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         let isUnsafe: Bool
         /// A request waiting for its turn (see ``isUnsafe``): nothing was decided about it yet.
         var waiting: HTTPServerRequest?
-        var keepAlive: Bool
-        var response: HTTPServerResponse?
+        // Loop-confined like the connection; no access to these two calls out while in progress (the response is only
+        // assigned, read or taken whole; `keepAlive` is never passed `inout`): no dynamic exclusivity check.
+        @exclusivity(unchecked) var keepAlive: Bool
+        @exclusivity(unchecked) var response: HTTPServerResponse?
         var writing = false
         var task: Task<Void, Never>?
         /// The status the server gave the request when its body failed (see ``HTTPServerRequest/bodyRejectionStatus``):
@@ -36,12 +38,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     }
 
     // State is loop-confined. Scalars, references only ever read or assigned whole, and the parser (whose mutations call
-    // nothing outside it) skip the runtime's dynamic exclusivity check (see `Connection`); the slot array keeps it, as
-    // a write made while it is being changed can close the connection and reach it again.
+    // nothing outside it) skip the runtime's dynamic exclusivity check (see `Connection`). So does the slot array: it is
+    // only changed by `append`, `removeFirst` (whose removed slot is let go of after the change) and `takeSlots()`
+    // (likewise), none of which runs code outside the array while it changes, and every other use reads it.
     let connection: Connection
     private let context: HTTPServerLoopContext
     @exclusivity(unchecked) private var parser: HTTP1RequestParser
-    private var slots: [Slot] = []
+    @exclusivity(unchecked) private var slots: [Slot] = []
     @exclusivity(unchecked) private var currentBody: ByteStream?
     /// The slot of the request whose body `currentBody` is.
     private weak var bodySlot: Slot?
@@ -59,7 +62,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     @exclusivity(unchecked) private var acceptingRequests = true
     @exclusivity(unchecked) private var peerFinished = false
     @exclusivity(unchecked) private var requestsStarted = 0
-    @exclusivity(unchecked) private var drainWaiter: CheckedContinuation<Void, Never>?
+    /// The body writer waiting for the socket to drain. An unsafe continuation: an optional checked one (a type of the
+    /// resilient concurrency library) is looked at through the runtime's generic witnesses, at every drained write.
+    @exclusivity(unchecked) private var drainWaiter: UnsafeContinuation<Void, Never>?
     private let createdAt = EventLoop.now()
     @exclusivity(unchecked) private var active = false
     /// When the current request's first byte arrived (header timeout), 0 when none is being read.
@@ -162,7 +167,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         endUpgrade()
         for slot in slots { slot.task?.cancel() }
-        slots.removeAll()
+        _ = takeSlots()
         retireWorker()
         if let waiter = drainWaiter {
             drainWaiter = nil
@@ -217,40 +222,57 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             reject(status: 417, head: head)
             return
         }
-        let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
+        // Without a `Connection` field (most requests; looked for by its token, one byte per field) keep-alive is the
+        // version's default, and its tokens need not be read by name.
+        let wantsKeepAlive =
+            head.headers.firstIndex(token: .connection) == nil ? head.version >= .http1_1 : head.wantsKeepAlive
+        let keepAlive = wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
-        let isHead = head.method == .head
+        // Methods are case-sensitive: one that does not start with `H` is not HEAD, and a GET is not compared as a
+        // string (whose differing bits would take the comparison's slow path).
+        let isHead = head.method.rawValue.utf8.first == UInt8(ascii: "H") && head.method == .head
         let isUnsafe = !head.method.isSafe
-        let asksUpgrade = framing == .none && head.requestedUpgrade != nil
         let declaredLength: Int64?
         let body: ByteStream?
+        let upgradeInput: ByteStream?
         switch framing {
         case .none:
             declaredLength = nil
             body = nil
+            // Most requests have no `Upgrade` field: found by its token, one byte per field, before the full check.
+            let asksUpgrade = head.headers.firstIndex(token: .upgrade) != nil && head.requestedUpgrade != nil
+            upgradeInput = asksUpgrade ? makeBodyStream() : nil
             if !keepAlive { acceptingRequests = false }
         case .contentLength(let length):
             declaredLength = length
             body = makeBodyStream()
+            upgradeInput = nil
         case .chunked:
             declaredLength = nil
             body = makeBodyStream()
+            upgradeInput = nil
         }
-        var request = HTTPServerRequest(
+        let request = HTTPServerRequest(
             head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-            loop: connection.loop)
-        let upgradeInput = asksUpgrade ? makeBodyStream() : nil
-        request.upgradeInput = upgradeInput
+            loop: connection.loop, upgradeInput: upgradeInput)
         // An unsafe request behind others, or any request behind an unsafe one, waits for its turn (see
         // `Slot.isUnsafe`); nothing is decided about it until then.
         let waits = !slots.isEmpty && (isUnsafe || slots.contains { $0.isUnsafe })
-        var immediate: HTTPServerResponse?
-        var handlerContext: (any AnyObject & Sendable)?
-        if !waits {
+        // Constants, so that the answer is borrowed where it is looked at and moved where it goes, never copied.
+        let immediate: HTTPServerResponse?
+        let handlerContext: (any AnyObject & Sendable)?
+        if waits {
+            immediate = nil
+            handlerContext = nil
+        } else {
             switch context.decision(for: request) {
-            case .respond(let response): immediate = response
-            case .handle(let decided): handlerContext = decided
+            case .respond(let response):
+                immediate = response
+                handlerContext = nil
+            case .handle(let decided):
+                immediate = nil
+                handlerContext = decided
             }
         }
         if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
@@ -287,12 +309,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             connection.pauseReading()
         }
         if waits {
-            slot.waiting = request
-        } else if let immediate {
+            slot.waiting = consume request
+        } else if immediate != nil {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
         } else {
-            dispatch(request, context: handlerContext, slot: slot)
+            dispatch(consume request, context: handlerContext, slot: slot)
         }
         if slots.count >= context.limits.maxPipelinedRequests {
             processingPaused = true
@@ -320,22 +342,23 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// Runs the handler for `request` on the connection's loop: in the connection's worker when it is free (or
     /// starts it, while the loop has fewer than its maximum), else in a task of its own. The answer fills `slot`.
     private func dispatch(
-        _ request: HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
+        _ request: consuming HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?,
         slot: Slot
     ) {
         let handler = context.handler
+        // Moved, not copied, on its way to the worker.
+        let job = HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot)
         if let worker {
             if worker.isWaiting {
                 slot.task = worker.task
-                worker.run(HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot))
+                worker.run(consume job)
                 return
             }
         } else if context.handlerWorkers < HTTPServerLoopContext.maxHandlerWorkers {
             context.handlerWorkers += 1
             let owner = UncheckedSendable(self)
-            let first = HTTP1HandlerWorker.Job(request: request, context: handlerContext, slot: slot)
             let started = HTTP1HandlerWorker.start(
-                first: first, handler: handler, compressor: context.compressor,
+                first: consume job, handler: handler, compressor: context.compressor,
                 loop: connection.loop
             ) {
                 owner.value.complete($0, with: $1)
@@ -344,11 +367,18 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             slot.task = started.task
             return
         }
-        let owner = UncheckedSendable((self, slot))
+        runInOwnTask(consume job, handler: handler)
+    }
+
+    /// Runs `job`'s handler in a task of its own (the worker is busy, or the loop has its maximum of workers).
+    private func runInOwnTask(_ job: consuming HTTP1HandlerWorker.Job, handler: any HTTPServerHandler) {
+        let job = job
+        let owner = UncheckedSendable((self, job.slot))
         let loop = connection.loop
         let compressor = context.compressor
-        slot.task = Task(executorPreference: loop) {
-            let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
+        job.slot.task = Task(executorPreference: loop) {
+            let response = compressor.applied(
+                to: await handler.handle(job.request, context: job.context), for: job.request)
             loop.executeSoonOrNow {
                 let (connection, slot) = owner.value
                 connection.complete(slot, with: response)
@@ -362,8 +392,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func startWaitingHandlers() {
         for (index, slot) in slots.enumerated() {
             if slot.isUnsafe && index > 0 { return }
-            if let request = slot.waiting {
-                slot.waiting = nil
+            if let request = slot.waiting.take() {
                 // A request whose body failed meanwhile has the server's answer already.
                 if slot.response == nil {
                     switch context.decision(for: request) {
@@ -446,14 +475,19 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     private func writeReadyResponses() {
         while true {
-            while let first = slots.first, let response = first.response, !first.writing {
+            // The response is taken out of its slot rather than copied; one whose body goes on being written is put
+            // back (the slot stays answered until it ends).
+            while let first = slots.first, !first.writing, let response = first.response.take() {
                 if draining || response.closesConnection
                     || (bodyAwaitsContinue && first === bodySlot && currentBody != nil)
                 {
                     first.keepAlive = false
                 }
                 let streaming = write(response, for: first)
-                if streaming { return }
+                if streaming {
+                    first.response = consume response
+                    return
+                }
                 slots.removeFirst()
                 if !first.keepAlive {
                     finishConnection()
@@ -497,7 +531,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody = nil
         endUpgrade()
         for slot in slots { slot.task?.cancel() }
-        slots.removeAll()
+        _ = takeSlots()
         retireWorker()
         if resetsOnClose {
             connection.reset()
@@ -508,6 +542,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
 
     /// Set by a response whose fault is a reset (``HTTPServerResponseFault/reset``): the connection ends with a TCP RST.
     private var resetsOnClose = false
+
+    /// Empties the slot array and returns what it held, so that the slots are let go of (and whatever their release
+    /// runs, such as a stream's `onRelease`) only once the array is no longer being changed.
+    private func takeSlots() -> [Slot] {
+        var taken: [Slot] = []
+        swap(&taken, &slots)
+        return taken
+    }
 
     /// Cancels the handler answering `slot`. When that is the worker, it is retired: a cancelled task cannot run the
     /// next request.
@@ -551,11 +593,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             slot.keepAlive = false
             return write(HTTPServerRejection(status: 500).defaultResponse, for: slot)
         }
-        guard
-            let remaining = writeHeadAndBytes(
-                response, version: slot.version, isHead: slot.isHead,
-                keepAlive: &slot.keepAlive)
-        else { return false }
+        var keepAlive = slot.keepAlive
+        let remaining = writeHeadAndBytes(
+            response, version: slot.version, isHead: slot.isHead, keepAlive: &keepAlive)
+        slot.keepAlive = keepAlive
+        guard let remaining else { return false }
         slot.writing = true
         let owner = UncheckedSendable((self, slot, remaining))
         Task(executorPreference: connection.loop) {
@@ -656,11 +698,14 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             connection.write(output)
             return nil
         }
-        switch (framing, response.body) {
-        case (.bytes, .bytes(let body)) where paces(response):
-            connection.write(output)
-            return .paced(body)
-        case (.bytes, .bytes(let body)):
+        // The framing and the body are looked at one after the other: a tuple of the two would copy the body.
+        switch framing {
+        case .bytes:
+            guard case .bytes(let body) = response.body else { break }
+            if paces(response) {
+                connection.write(output)
+                return .paced(body)
+            }
             if body.count <= Self.bodyCopiedIntoHead {
                 output.append(contentsOf: body)
                 connection.write(output)
@@ -671,13 +716,15 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 connection.write(body)
             }
             return nil
-        case (.stream(let isChunked), .stream(let body)):
+        case .stream(let isChunked):
+            guard case .stream(let body) = response.body else { break }
             connection.write(output)
             return .stream(body, chunked: isChunked)
-        default:
-            connection.write(output)
-            return nil
+        case .none:
+            break
         }
+        connection.write(output)
+        return nil
     }
 
     /// The largest byte body copied into the buffer of its head; a larger one is queued as it is.
@@ -722,7 +769,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         }
         lastActivity = connection.loop.roundTime
         if connection.pendingWriteBytes > 256 * 1024 {
-            await withCheckedContinuation { drainWaiter = $0 }
+            await withUnsafeContinuation { drainWaiter = $0 }
         }
         return true
     }

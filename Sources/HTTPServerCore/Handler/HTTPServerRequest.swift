@@ -58,10 +58,11 @@ package struct HTTPServerRequest: Sendable {
     /// A request whose body is `bodyStream`, or none when nil.
     init(
         head: HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
-        isTLS: Bool, loop: EventLoop
+        isTLS: Bool, loop: EventLoop, upgradeInput: ByteStream? = nil
     ) {
         self.head = head
         self.bodyStream = bodyStream
+        self.upgradeInput = upgradeInput
         self.declaredBodyLength = declaredBodyLength
         self.remoteAddress = remoteAddress
         self.isTLS = isTLS

@@ -75,7 +75,10 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     /// One clock read per round serves every per-request timestamp that coarse timeouts read (last activity, write
     /// progress, the `Date` header's second), as in nginx: at most one round stale, where a round is a few
     /// milliseconds at worst, against timeouts of seconds.
-    @exclusivity(unchecked) package private(set) var roundTime: UInt64 = EventLoop.now()
+    package var roundTime: UInt64 { currentRoundTime }
+    /// ``roundTime``'s storage. Read from other modules through the getter: a stored property read there directly would
+    /// get the dynamic exclusivity check that `@exclusivity(unchecked)` leaves out here.
+    @exclusivity(unchecked) private var currentRoundTime: UInt64 = EventLoop.now()
     private var nextTickHandlerID = 0
 
     /// Creates a loop and starts its thread.
@@ -264,10 +267,14 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         defer { flushing = false }
         while !pendingFlushes.isEmpty {
             swap(&pendingFlushes, &flushingNow)
-            if let batchSender, flushingNow.count > 1 {
+            if flushingNow.count > 1, let batchSender {
                 flushBatched(with: batchSender)
             } else {
-                for connection in flushingNow { connection.flushDeferred() }
+                // Borrowed from the array, which nothing changes meanwhile (a connection that writes again queues
+                // itself in `pendingFlushes`), instead of retaining it and each connection for the loop.
+                flushingNow.withUnsafeBufferPointer { connections in
+                    for index in connections.indices { connections[index].flushDeferred() }
+                }
             }
             flushingNow.removeAll(keepingCapacity: true)
         }
@@ -395,7 +402,7 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
             }
             let count = epoll_wait(epollFD, events.assumingMemoryBound(to: epoll_event.self), Int32(capacity), timeout)
             sleeping.store(false, ordering: .releasing)
-            roundTime = EventLoop.now()
+            currentRoundTime = EventLoop.now()
             if count > 0 {
                 for i in 0..<Int(count) {
                     let event = (events + i * stride).assumingMemoryBound(to: epoll_event.self)
