@@ -22,29 +22,6 @@ extension HTTPClient {
     /// Whether the value of a `Connection` field, a comma-separated list, has the element `close` (ignoring ASCII case
     /// and the optional whitespace around elements, RFC 9110 §7.6.1), read from its bytes without splitting them.
     static func connectionListHasClose(_ value: UnsafeRawBufferPointer) -> Bool {
-        let count = value.count
-        var start = 0
-        while start <= count {
-            var end = start
-            while end < count && value[end] != UInt8(ascii: ",") { end += 1 }
-            var lower = start
-            var upper = end
-            while lower < upper && (value[lower] == UInt8(ascii: " ") || value[lower] == UInt8(ascii: "\t")) {
-                lower += 1
-            }
-            while upper > lower && (value[upper - 1] == UInt8(ascii: " ") || value[upper - 1] == UInt8(ascii: "\t")) {
-                upper -= 1
-            }
-            // `| 0x20` lowercases a letter; only `C`/`c` and so on map to the letters of "close".
-            if upper - lower == 5 && value[lower] | 0x20 == UInt8(ascii: "c")
-                && value[lower + 1] | 0x20 == UInt8(ascii: "l")
-                && value[lower + 2] | 0x20 == UInt8(ascii: "o") && value[lower + 3] | 0x20 == UInt8(ascii: "s")
-                && value[lower + 4] | 0x20 == UInt8(ascii: "e")
-            {
-                return true
-            }
-            start = end + 1
-        }
-        return false
+        ("close" as StaticString).withUTF8Buffer { HTTPFields.list(value, contains: UnsafeRawBufferPointer($0)) }
     }
 }

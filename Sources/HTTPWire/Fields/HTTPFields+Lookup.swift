@@ -114,7 +114,8 @@ extension HTTPFields {
         withBytes(of: list) { listBytes in withBytes(of: token) { HTTPFields.list(listBytes, contains: $0) } }
     }
 
-    static func list(_ bytes: UnsafeRawBufferPointer, contains token: UnsafeRawBufferPointer) -> Bool {
+    /// ``list(_:contains:)`` on bytes: whether the comma-separated `bytes` have an element equal to `token`.
+    package static func list(_ bytes: UnsafeRawBufferPointer, contains token: UnsafeRawBufferPointer) -> Bool {
         var elementStart = 0
         var index = 0
         while true {

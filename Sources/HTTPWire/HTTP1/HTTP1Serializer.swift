@@ -134,15 +134,9 @@ package enum HTTP1Serializer {
     private static func appendFieldLine(
         name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to buffer: inout [UInt8]
     ) {
-        let length = name.count + value.count + 4
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count + value.count + 4) { line in
             guard let start = line.baseAddress else { return }
-            if let base = name.baseAddress { start.update(from: base, count: name.count) }
-            start[name.count] = HTTP1Grammar.colon
-            start[name.count + 1] = HTTP1Grammar.sp
-            if let base = value.baseAddress { (start + name.count + 2).update(from: base, count: value.count) }
-            start[length - 2] = HTTP1Grammar.cr
-            start[length - 1] = HTTP1Grammar.lf
+            let length = writeFieldLine(name: name, value: value, to: start)
             buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
         }
     }
@@ -265,19 +259,11 @@ package enum HTTP1Serializer {
     private static func appendField(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, into buffer: inout [UInt8]
     ) -> HTTP1SerializationError? {
-        let name = UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
-        let value = UnsafeBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount))
-        if entry.flags & HTTPFieldEntry.validated == 0 {
-            guard HTTP1Grammar.isToken(name) else {
-                return HTTP1SerializationError(reason: "header name is not a token")
-            }
-            if let base = value.baseAddress,
-                !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count)
-            {
-                return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
-            }
-        }
-        appendFieldLine(name: name, value: value, to: &buffer)
+        if let failure = checkField(entry, bytes: bytes) { return failure }
+        appendFieldLine(
+            name: UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+            value: UnsafeBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+            to: &buffer)
         return nil
     }
 
@@ -344,15 +330,25 @@ package enum HTTP1Serializer {
     private static func writeFieldLine(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
     ) -> Int {
-        let nameCount = Int(entry.nameCount)
-        let valueCount = Int(entry.valueCount)
-        target.update(from: bytes + Int(entry.nameStart), count: nameCount)
-        target[nameCount] = HTTP1Grammar.colon
-        target[nameCount + 1] = HTTP1Grammar.sp
-        (target + nameCount + 2).update(from: bytes + Int(entry.valueStart), count: valueCount)
-        target[nameCount + valueCount + 2] = HTTP1Grammar.cr
-        target[nameCount + valueCount + 3] = HTTP1Grammar.lf
-        return nameCount + valueCount + 4
+        writeFieldLine(
+            name: UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
+            value: UnsafeBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
+            to: target)
+    }
+
+    /// Writes `name: value CRLF` at `target` (which has room for both and 4 more bytes); returns the number of bytes
+    /// written.
+    @inline(__always)
+    private static func writeFieldLine(
+        name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
+    ) -> Int {
+        if let base = name.baseAddress { target.update(from: base, count: name.count) }
+        target[name.count] = HTTP1Grammar.colon
+        target[name.count + 1] = HTTP1Grammar.sp
+        if let base = value.baseAddress { (target + name.count + 2).update(from: base, count: value.count) }
+        target[name.count + value.count + 2] = HTTP1Grammar.cr
+        target[name.count + value.count + 3] = HTTP1Grammar.lf
+        return name.count + value.count + 4
     }
 
     private static func writeChunkSize(_ size: Int, into buffer: inout [UInt8]) {
