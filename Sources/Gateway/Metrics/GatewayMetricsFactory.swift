@@ -2,12 +2,15 @@ import CoreMetrics
 import Prometheus
 
 /// The swift-metrics backend of the gateway's metrics: every `Counter`, `Timer` and `Meter` the gateway makes goes to
-/// one Prometheus registry (swift-prometheus), which `/metrics` renders. Unlike swift-prometheus's own factory it keeps
+/// one Prometheus registry (swift-prometheus), which `/metrics` renders, except timers: those are the gateway's own
+/// ``LatencyHistogram``s (in ``latencies``, rendered after the registry). Unlike swift-prometheus's own factory it keeps
 /// each metric's `# HELP` text and the gateway's latency buckets. It is passed to each metric explicitly
 /// (`Counter(label:dimensions:factory:)`): nothing is bootstrapped process-wide, so several runtimes (tests) never
 /// share metrics.
 struct GatewayMetricsFactory: MetricsFactory, Sendable {
     let registry: PrometheusCollectorRegistry
+    /// Every timer made (see ``makeTimer(label:dimensions:)``).
+    let latencies = LatencyHistograms()
 
     /// The buckets of every latency histogram (`Timer`), in seconds.
     static let durationBuckets: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -37,12 +40,8 @@ struct GatewayMetricsFactory: MetricsFactory, Sendable {
     }
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        let descriptor = Metric.descriptor(label)
-        if dimensions.isEmpty {
-            return SecondsTimer(registry.makeValueHistogram(descriptor: descriptor, buckets: Self.durationBuckets))
-        }
-        return SecondsTimer(
-            registry.makeValueHistogram(descriptor: descriptor, labels: dimensions, buckets: Self.durationBuckets))
+        latencies.histogram(
+            name: Metric.name(label), help: Metric.help(label), labels: dimensions, buckets: Self.durationBuckets)
     }
 
     private func makeGauge(_ descriptor: MetricNameDescriptor, dimensions: [(String, String)]) -> Prometheus.Gauge {
@@ -68,7 +67,7 @@ struct GatewayMetricsFactory: MetricsFactory, Sendable {
     }
 
     func destroyTimer(_ handler: any TimerHandler) {
-        if let timer = handler as? SecondsTimer { registry.unregisterValueHistogram(timer.histogram) }
+        if let histogram = handler as? LatencyHistogram { latencies.remove(histogram) }
     }
 }
 
@@ -127,7 +126,12 @@ enum Metric {
     /// The Prometheus name and `# HELP` text of the metric labelled `label` (no help for a label the gateway does not
     /// define; an empty label, which Prometheus cannot name, becomes `unnamed`).
     static func descriptor(_ label: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(
-            metricName: label.isEmpty ? "unnamed" : label, unitName: "", helpText: helpTexts[label] ?? "")
+        MetricNameDescriptor(metricName: name(label), unitName: "", helpText: help(label))
     }
+
+    /// The Prometheus name of the metric labelled `label`.
+    static func name(_ label: String) -> String { label.isEmpty ? "unnamed" : label }
+
+    /// The `# HELP` text of the metric labelled `label` (empty for a label the gateway does not define).
+    static func help(_ label: String) -> String { helpTexts[label] ?? "" }
 }

@@ -70,6 +70,13 @@ package final class Telemetry: Sendable {
         Meter(label: Metric.lastReloadSuccessful, factory: metricsFactory).set(1.0)
     }
 
+    /// The metrics in the Prometheus text format, as `/metrics` answers: the registry's, then the latency histograms.
+    func exposition() -> [UInt8] {
+        var text = registry.emitToBuffer()
+        metricsFactory.latencies.emit(into: &text)
+        return text
+    }
+
     /// Counts and times a request, and writes its access-log line.
     func record(_ record: AccessRecord) {
         let route = record.route ?? "none"

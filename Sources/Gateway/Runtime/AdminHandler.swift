@@ -45,7 +45,7 @@ final class AdminHandler: HTTPServerHandler {
             telemetry.openConnections(openConnections())
             return HTTPServerResponse(
                 status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                body: telemetry.registry.emitToBuffer())
+                body: telemetry.exposition())
         default:
             return HTTPServerResponse(
                 status: 404, headers: ["Content-Type": "application/json"],

@@ -27,7 +27,7 @@ import Testing
             return try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
         }
 
-        var metrics: String { telemetry.registry.emitToString() }
+        var metrics: String { String(decoding: telemetry.exposition(), as: UTF8.self) }
     }
 
     private static func record(status: Int = 200, error: String? = nil) -> AccessRecord {
