@@ -8,6 +8,8 @@
 #             caddy          Caddy `reverse_proxy`, GOMAXPROCS=1, 64 idle upstream connections (conf/caddy-proxy.Caddyfile)
 #             gw-proxy       moya-gateway proxying /json to the upstream (threads 1, pool of 64)
 #             gw-stub        moya-gateway answering /json from a stub upstream with a 300-byte body
+#             gw-proxy-epoll, gw-stub-epoll  the same with `server.io_uring: false` (what a container under the
+#                            default seccomp profile gets: one `sendmsg` per connection's writes)
 #             caddy-respond  Caddy `respond` with the same body (conf/caddy-respond.Caddyfile)
 #             varnish        Varnish pass-through (conf/varnish-pass.vcl): not in the default TARGETS
 #
@@ -19,7 +21,8 @@
 # /proc bills part of a proxy's work to the upstream (Benchmarks/README.md, session 20): for CPU per proxied request
 # use layers.sh ALONE=1.
 #
-# Env: REPS=3 DURATION=5s CONNS="50 1" TARGETS="direct nginx haproxy caddy gw-proxy gw-stub caddy-respond"
+# Env: REPS=3 DURATION=5s CONNS="50 1"
+#      TARGETS="direct nginx haproxy caddy gw-proxy gw-proxy-epoll gw-stub gw-stub-epoll caddy-respond"
 #      ACCESS_LOG=false SKIP_BUILD=0 PIN=1 RUN_DIR=/tmp/moyabench-proxy QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1
 # Output: progress on stderr, a markdown table on stdout; raw wrk output, .cpu sidecars and summary.tsv under
 # $RUN_DIR/results/throughput/.
@@ -32,13 +35,17 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 REPS="${REPS:-3}"
 DURATION="${DURATION:-5s}"
 CONNS="${CONNS:-50 1}"
-TARGETS="${TARGETS:-direct nginx haproxy caddy gw-proxy gw-stub caddy-respond}"
+TARGETS="${TARGETS:-direct nginx haproxy caddy gw-proxy gw-proxy-epoll gw-stub gw-stub-epoll caddy-respond}"
 GW_PROXY_PORT=18200 GW_PROXY_ADMIN=18201 GW_STUB_PORT=18202 GW_STUB_ADMIN=18203
+GW_PROXY_EPOLL_PORT=18204 GW_PROXY_EPOLL_ADMIN=18205 GW_STUB_EPOLL_PORT=18206 GW_STUB_EPOLL_ADMIN=18207
 OUT="$RESULTS_DIR/throughput"
 MODE=$([[ "$PIN" == 1 ]] && echo pinned || echo unpinned)
 
 declare -A PORT=([direct]=$UP_PORT [nginx]=$NGX_PORT [haproxy]=$HAP_PORT [caddy]=$CADDY_PORT [varnish]=$VAR_PORT
-    [gw-proxy]=$GW_PROXY_PORT [gw-stub]=$GW_STUB_PORT [caddy-respond]=$CADDY_RESPOND_PORT)
+    [gw-proxy]=$GW_PROXY_PORT [gw-stub]=$GW_STUB_PORT [gw-proxy-epoll]=$GW_PROXY_EPOLL_PORT
+    [gw-stub-epoll]=$GW_STUB_EPOLL_PORT [caddy-respond]=$CADDY_RESPOND_PORT)
+declare -A ADMIN=([gw-proxy]=$GW_PROXY_ADMIN [gw-stub]=$GW_STUB_ADMIN [gw-proxy-epoll]=$GW_PROXY_EPOLL_ADMIN
+    [gw-stub-epoll]=$GW_STUB_EPOLL_ADMIN)
 for t in $TARGETS; do [[ -n "${PORT[$t]:-}" ]] || die "unknown target $t"; done
 has() { [[ " $TARGETS " == *" $1 "* ]]; }
 
@@ -57,9 +64,9 @@ record_env "$OUT"
     echo "load: wrk -t1 -c{$CONNS} -d$DURATION --latency GET /json; targets: $TARGETS; reps=$REPS; mode=$MODE"
 } >>"$OUT/conditions.txt"
 
-write_config() {   # write_config FILE PORT ADMIN UPSTREAM
+write_config() {   # write_config FILE PORT ADMIN UPSTREAM IO_URING
     cat >"$1" <<YAML
-server: { listen: ["$HOST:$2"], threads: 1, http2: false }
+server: { listen: ["$HOST:$2"], threads: 1, http2: false, io_uring: $5 }
 admin: { listen: "$HOST:$3" }
 logging: { access_log: ${ACCESS_LOG:-false} }
 upstreams:
@@ -69,11 +76,14 @@ routes:
   - { name: json, match: { path: /json }, upstream: $4 }
 YAML
 }
-write_config "$RUN_DIR/gw-proxy.yaml" "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" bench
-write_config "$RUN_DIR/gw-stub.yaml" "$GW_STUB_PORT" "$GW_STUB_ADMIN" stub
+write_config "$RUN_DIR/gw-proxy.yaml" "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" bench true
+write_config "$RUN_DIR/gw-stub.yaml" "$GW_STUB_PORT" "$GW_STUB_ADMIN" stub true
+write_config "$RUN_DIR/gw-proxy-epoll.yaml" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" bench false
+write_config "$RUN_DIR/gw-stub-epoll.yaml" "$GW_STUB_EPOLL_PORT" "$GW_STUB_EPOLL_ADMIN" stub false
 
 require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$HAP_PORT" "$VAR_PORT" "$CADDY_PORT" "$CADDY_RESPOND_PORT" \
-    "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" "$GW_STUB_PORT" "$GW_STUB_ADMIN"
+    "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" "$GW_STUB_PORT" "$GW_STUB_ADMIN" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" \
+    "$GW_STUB_EPOLL_PORT" "$GW_STUB_EPOLL_ADMIN"
 log "[$MODE] starting the upstream and the targets: $TARGETS"
 start_upstream
 has nginx && start_nginx_proxy
@@ -81,10 +91,10 @@ has haproxy && start_haproxy
 has varnish && start_varnish_pass
 has caddy && start_caddy caddy caddy-proxy.Caddyfile "http://$HOST:$CADDY_PORT/json"
 has caddy-respond && start_caddy caddy-respond caddy-respond.Caddyfile "http://$HOST:$CADDY_RESPOND_PORT/json"
-for gw in gw-proxy gw-stub; do
+for gw in gw-proxy gw-stub gw-proxy-epoll gw-stub-epoll; do
     has "$gw" || continue
     spawn "$gw" "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/$gw.yaml"
-    wait_http "http://$HOST:$([[ $gw == gw-proxy ]] && echo "$GW_PROXY_ADMIN" || echo "$GW_STUB_ADMIN")/readyz"
+    wait_http "http://$HOST:${ADMIN[$gw]}/readyz"
 done
 for t in $TARGETS; do   # every target answers the same body
     [[ "$(curl -s -o /dev/null -w '%{http_code} %{size_download}' "http://$HOST:${PORT[$t]}/json")" == "200 300" ]] ||

@@ -4,6 +4,8 @@
 #   nginx     nginx `proxy_pass` with upstream keep-alive 64 (conf/nginx-proxy.conf)
 #   engine    `hello-server --proxy`: our HTTP server and HTTPClient alone (no routing, Moya, plugins or logs)
 #   gateway   `moya-gateway` with one proxied route (threads 1, access log off, pool 64)
+#   gateway-epoll  the same gateway with `server.io_uring: false` (what a container under the default seccomp profile
+#             gets: each connection's writes one `sendmsg` each instead of a round's in one `io_uring_enter`)
 # engine − nginx is the engine's gap; gateway − engine is what Moya and the gateway add on top of it.
 # Servers (upstream included) on CPU 1, wrk -t1 -c$CONNS on CPU 0; CPU from /proc/PID/stat of each process tree, and
 # CPU 1's busy time per request from /proc/stat.
@@ -28,9 +30,12 @@ ALONE="${ALONE:-0}"
 ENGINE_PORT=18210
 GATEWAY_PORT=18212
 GATEWAY_ADMIN=18213
+EPOLL_PORT=18214
+EPOLL_ADMIN=18215
 install_traps
 kill_stale
-require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$ENGINE_PORT" "$GATEWAY_PORT" "$GATEWAY_ADMIN"
+require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$ENGINE_PORT" "$GATEWAY_PORT" "$GATEWAY_ADMIN" "$EPOLL_PORT" \
+    "$EPOLL_ADMIN"
 if [[ -n "${BIN_DIR:-}" ]]; then
     BIN="$BIN_DIR"
 else
@@ -42,15 +47,19 @@ fi
 [[ -x "$BIN/moya-gateway" && -x "$BIN/hello-server" ]] || die "missing moya-gateway or hello-server in $BIN"
 
 mkdir -p "$RUN_DIR"
-cat >"$RUN_DIR/gateway.yaml" <<YAML
-server: { listen: ["$HOST:$GATEWAY_PORT"], threads: 1, http2: false }
-admin: { listen: "$HOST:$GATEWAY_ADMIN" }
+write_config() {   # write_config FILE PORT ADMIN IO_URING
+    cat >"$1" <<YAML
+server: { listen: ["$HOST:$2"], threads: 1, http2: false, io_uring: $4 }
+admin: { listen: "$HOST:$3" }
 logging: { access_log: false }
 upstreams:
   bench: { base_url: "http://$HOST:$UP_PORT", pool: { max_connections: 64 } }
 routes:
   - { name: json, match: { path: /json }, upstream: bench }
 YAML
+}
+write_config "$RUN_DIR/gateway.yaml" "$GATEWAY_PORT" "$GATEWAY_ADMIN" true
+write_config "$RUN_DIR/gateway-epoll.yaml" "$EPOLL_PORT" "$EPOLL_ADMIN" false
 
 if [[ "$ALONE" == 1 ]]; then
     PROXY_PINNING=("${SRV[@]}")
@@ -65,9 +74,11 @@ spawn engine "${SRV[@]}" "$BIN/hello-server" --port "$ENGINE_PORT" --proxy "http
 wait_http "http://$HOST:$ENGINE_PORT/json"
 spawn gateway "${SRV[@]}" "$BIN/moya-gateway" serve --config "$RUN_DIR/gateway.yaml"
 wait_http "http://$HOST:$GATEWAY_ADMIN/readyz"
+spawn gateway-epoll "${SRV[@]}" "$BIN/moya-gateway" serve --config "$RUN_DIR/gateway-epoll.yaml"
+wait_http "http://$HOST:$EPOLL_ADMIN/readyz"
 
-declare -A PORT=([nginx]=$NGX_PORT [engine]=$ENGINE_PORT [gateway]=$GATEWAY_PORT)
-TARGETS=(nginx engine gateway)
+declare -A PORT=([nginx]=$NGX_PORT [engine]=$ENGINE_PORT [gateway]=$GATEWAY_PORT [gateway-epoll]=$EPOLL_PORT)
+TARGETS=(nginx engine gateway gateway-epoll)
 
 # User and system clock ticks of a process and its descendants (nginx's worker is its master's child).
 ticks() {
@@ -125,7 +136,7 @@ alone = sys.argv[2] == "1"
 busy = f"CPU {sys.argv[3]} busy µs/req" + (" (the proxy alone)" if alone else " (proxy and upstream)")
 print(f"| proxy | req/s (median, min–max) | user µs/req | system µs/req | user vs nginx | {busy} | busy vs nginx |")
 print("|---|---:|---:|---:|---:|---:|---:|")
-for target in ("nginx", "engine", "gateway"):
+for target in ("nginx", "engine", "gateway", "gateway-epoll"):
     print(f"| {target} | {median(target, 0):,.0f} ({spread(target, 0)}) | {median(target, 1):.1f} ({spread(target, 1)}) "
           f"| {median(target, 2):.1f} ({spread(target, 2)}) | {median(target, 1) / median('nginx', 1):.1f}× "
           f"| {median(target, 3):.1f} ({spread(target, 3)}) | {median(target, 3) / median('nginx', 3):.2f}× |")

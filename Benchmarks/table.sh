@@ -6,12 +6,12 @@
 #
 #   1. build release once (moya-gateway, hello-server, ClientBench)
 #   2. run.sh      hello-server vs nginx `return 200` (wrk), ClientBench vs wrk, memory        -> $RUN_DIR/moya
-#   3. gateway.sh  moya-gateway proxy vs nginx `proxy_pass`, HAProxy and Caddy `reverse_proxy`; stub mode vs nginx
+#   3. gateway.sh  moya-gateway proxy (io_uring on and off) vs nginx `proxy_pass`, HAProxy and Caddy `reverse_proxy`; stub mode vs nginx
 #                  `return 200` and Caddy `respond` (wrk)                                       -> $RUN_DIR/proxy
 #   4. h2.sh       moya-gateway over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256 -> $RUN_DIR/h2
 #   5. gzip.sh     gzip cost per request and per KiB vs nginx gzip level 1                    -> $RUN_DIR/gzip
 #   6. coalesce.sh 100 concurrent identical GETs through a coalescing route vs the upstream delay -> $RUN_DIR/coalesce
-#   7. layers.sh   ALONE=1: nginx proxy_pass, the engine and moya-gateway each alone on CPU 1 (upstream on CPU 0): the
+#   7. layers.sh   ALONE=1: nginx proxy_pass, the engine and moya-gateway (io_uring on and off) each alone on CPU 1 (upstream on CPU 0): the
 #                  CPU per proxied request from CPU 1's busy time                               -> $RUN_DIR/layers
 #
 # The proxied rows of gateway.sh bill CPU per process while the upstream shares CPU 1, which bills part of the gateway's
@@ -147,17 +147,18 @@ if os.path.exists(tsv):
         f = lambda k: None if r.get(k) in (None, "None", "") else float(r[k])
         t[(r["mode"], r["conns"], r["target"])] = (f("rps_med"), f("proxy_cpu_us_per_req"), f("upstream_cpu_us_per_req"))
     for conns in ("50", "1"):
-        g, n, s, d, h, c, cr = (t.get(("pinned", conns, x)) for x in
-                                ("gw-proxy", "nginx", "gw-stub", "direct", "haproxy", "caddy", "caddy-respond"))
-        if g and n:
-            rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream (CPU billed per process, upstream beside it)",
-                         "moya-gateway", "nginx proxy_pass",
-                         f"{num(g[0])} req/s, {num(g[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
-                         ratio(g[0], n[0]), ratio(g[1], n[1]), peer(h, g), peer(c, g)))
-        if s and d:
-            rows.append((f"answer without upstream, wrk -c{conns}", "moya-gateway stub", "nginx return 200",
-                         f"{num(s[0])} req/s, {num(s[1], 1)} µs", f"{num(d[0])} req/s, {num(d[2], 1)} µs",
-                         ratio(s[0], d[0]), ratio(s[1], d[2]), "-", peer(cr, s)))
+        n, d, h, c, cr = (t.get(("pinned", conns, x)) for x in ("nginx", "direct", "haproxy", "caddy", "caddy-respond"))
+        for suffix, uring in (("", ""), ("-epoll", ", io_uring: false")):
+            g, s = t.get(("pinned", conns, "gw-proxy" + suffix)), t.get(("pinned", conns, "gw-stub" + suffix))
+            if g and n:
+                rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream (CPU billed per process, upstream beside it)",
+                             f"moya-gateway{uring}", "nginx proxy_pass",
+                             f"{num(g[0])} req/s, {num(g[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
+                             ratio(g[0], n[0]), ratio(g[1], n[1]), peer(h, g), peer(c, g)))
+            if s and d:
+                rows.append((f"answer without upstream, wrk -c{conns}", f"moya-gateway stub{uring}", "nginx return 200",
+                             f"{num(s[0])} req/s, {num(s[1], 1)} µs", f"{num(d[0])} req/s, {num(d[2], 1)} µs",
+                             ratio(s[0], d[0]), ratio(s[1], d[2]), "-", peer(cr, s)))
     for key in sorted(k for k in t if "coalesc" in k[2]):
         rows.append((f"coalescing ({key[2]}, -c{key[1]})", key[2], "-", f"{num(t[key][0])} req/s", "-", "-", "-"))
 
@@ -168,13 +169,15 @@ if os.path.exists(layers):
     for line in open(layers):
         target, *values = line.split()
         by.setdefault(target, []).append([float(v) for v in values])
-    g, n = by.get("gateway"), by.get("nginx")
-    if g and n:
-        gr, nr = med([v[0] for v in g]), med([v[0] for v in n])
-        gb, nb = med([v[3] for v in g]), med([v[3] for v in n])
-        rows.append(("proxy, wrk -c50, each proxy alone on CPU 1 (CPU 1 busy time per request)", "moya-gateway",
-                     "nginx proxy_pass", f"{num(gr)} req/s, {num(gb, 1)} µs", f"{num(nr)} req/s, {num(nb, 1)} µs",
-                     ratio(gr, nr), ratio(gb, nb)))
+    n = by.get("nginx")
+    for target, ours in (("gateway", "moya-gateway"), ("gateway-epoll", "moya-gateway, io_uring: false")):
+        g = by.get(target)
+        if g and n:
+            gr, nr = med([v[0] for v in g]), med([v[0] for v in n])
+            gb, nb = med([v[3] for v in g]), med([v[3] for v in n])
+            rows.append(("proxy, wrk -c50, each proxy alone on CPU 1 (CPU 1 busy time per request)", ours,
+                         "nginx proxy_pass", f"{num(gr)} req/s, {num(gb, 1)} µs", f"{num(nr)} req/s, {num(nb, 1)} µs",
+                         ratio(gr, nr), ratio(gb, nb)))
 
 # h2.sh and gzip.sh: their RATIO lines and tables
 def ratio_lines(name):
