@@ -155,30 +155,43 @@ package final class ConfigFileWatcher: Sendable {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
             if count <= 0 { return relevant }
-            var offset = 0
-            let headerSize = MemoryLayout<inotify_event>.size
-            while offset + headerSize <= count {
-                let (wd, mask, nameLength) = buffer.withUnsafeBytes { bytes in
-                    let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
-                    return (event.wd, event.mask, Int(event.len))
+            let changed = buffer.withUnsafeBytes { bytes in
+                Self.containsChange(UnsafeRawBufferPointer(rebasing: bytes[..<count])) { wd, mask, name in
+                    // Events of a watch removed by `watch(_:)` (its IN_IGNORED, say) are not changes.
+                    state.withLock { state in
+                        guard let directory = state.directories[wd] else { return false }
+                        if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 { return true }
+                        return name.hasPrefix("..") || state.names[directory]?.contains(name) == true
+                    }
                 }
-                let nameStart = offset + headerSize
-                let nameEnd = min(nameStart + nameLength, count)
-                let name = String(decoding: buffer[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
-                offset = nameEnd
-                if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    relevant = true
-                    continue
-                }
-                // Events of a watch removed by `watch(_:)` (its IN_IGNORED, say) are not changes.
-                let counts = state.withLock { state -> Bool in
-                    guard let directory = state.directories[wd] else { return false }
-                    if mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 { return true }
-                    return name.hasPrefix("..") || state.names[directory]?.contains(name) == true
-                }
-                if counts { relevant = true }
             }
+            if changed { relevant = true }
         }
+    }
+
+    /// Whether the inotify events in `events` (as `read` returned them) hold a change: an overflow of the kernel's
+    /// queue (`IN_Q_OVERFLOW`: events were lost, so one of them may have been a change; a reload too many beats a
+    /// change missed), or an event `counts` takes for one (given its watch descriptor, mask and name). Every event
+    /// is walked (a truncated last one is read as far as it goes).
+    static func containsChange(
+        _ events: UnsafeRawBufferPointer, counts: (_ wd: Int32, _ mask: UInt32, _ name: String) -> Bool
+    ) -> Bool {
+        var relevant = false
+        var offset = 0
+        let headerSize = MemoryLayout<inotify_event>.size
+        while offset + headerSize <= events.count {
+            let event = events.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+            let nameStart = offset + headerSize
+            let nameEnd = min(nameStart + Int(event.len), events.count)
+            offset = nameEnd
+            if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                relevant = true
+                continue
+            }
+            let name = String(decoding: events[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
+            if counts(event.wd, event.mask, name) { relevant = true }
+        }
+        return relevant
     }
 }
 

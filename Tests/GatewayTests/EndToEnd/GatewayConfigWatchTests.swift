@@ -111,6 +111,31 @@ import Glibc
         #expect(gateway.stop() == 0)
     }
 
+    /// RL-08: SIGHUP and the file watch asking at once. Reloads run one at a time, in the order they were asked for:
+    /// after rewrites each followed at once by SIGHUP (the watch asking too, after its debounce), the gateway serves
+    /// the last file, and no reload was rejected or took an older file after a newer one.
+    @Test func aSignalAndTheWatchAtOnceEndOnTheLastFile() async throws {
+        let reload = "reload: { watch: true, debounce: 50ms }"
+        let gateway = try await GatewayProcess(config: Self.routes(["/v0"], reload: reload))
+        #expect(try await Self.waitFor { gateway.stdout.contains("watching the configuration files") })
+        for version in 1...5 {
+            try gateway.rewriteConfig(Self.routes(["/v\(version)"], reload: reload))
+            gateway.signal(SIGHUP)
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        #expect(try await Self.waitFor { Self.reloads(gateway) >= 2 }, "\(gateway.stdout)")
+        // Until the reloads stop (the watch's may come after the signals'), bounded.
+        var seen = -1
+        for _ in 0..<20 where Self.reloads(gateway) != seen {
+            seen = Self.reloads(gateway)
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(!gateway.stdout.contains("reload rejected"), "\(gateway.stdout)")
+        #expect(try await Self.status(gateway, "/v5") == 200)
+        for version in 0..<5 { #expect(try await Self.status(gateway, "/v\(version)") == 404) }
+        #expect(gateway.stop() == 0)
+    }
+
     @Test func aSecretVolumeSwapAndAnEditedStubBodyTakeEffectByThemselves() async throws {
         let upstream = try await RecordingUpstream.start()
         nonisolated(unsafe) var secrets: Volume?
