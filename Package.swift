@@ -106,7 +106,7 @@ let package = Package(
         .executableTarget(name: "MoyaFuzz", dependencies: ["CFuzzerDriver", "FuzzTargets"], path: "Fuzz/MoyaFuzz"),
 
         // Raw sockets, process and certificate helpers shared by the test suites.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", path: "Tests/TestSupport", exclude: ["python"]),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
         // Every committed fuzz corpus (Fuzz/corpus) through its target once, invariants included.
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"]),

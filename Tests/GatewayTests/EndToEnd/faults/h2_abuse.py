@@ -16,33 +16,27 @@ Prints one JSON object. Every wait is bounded.
 """
 import argparse
 import json
+import os
 import socket
+import sys
 import time
 
-import hpack
-from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame,
-                              RstStreamFrame, SettingsFrame, WindowUpdateFrame)
+from hyperframe.frame import (ContinuationFrame, DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame,
+                              WindowUpdateFrame)
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR", 5: "STREAM_CLOSED",
-          6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 8: "CANCEL", 9: "COMPRESSION_ERROR", 11: "ENHANCE_YOUR_CALM"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "TestSupport", "python"))
+from h2raw import ERRORS, RawConnection, request  # noqa: E402
 
 
-class Conn:
+class Conn(RawConnection):
     def __init__(self, port, settings=None):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(5)
         sock.connect(("127.0.0.1", port))
-        self.sock = sock
-        self.buffer = b""
-        # `closed`: the peer closed (EOF or reset on reading); `refused`: a send failed (what it sent may still be read).
-        self.closed = False
+        # `refused`: a send failed (what the peer sent may still be read; `closed` says when it closed).
         self.refused = False
-        self.encoder = hpack.Encoder()
-        self.decoder = hpack.Decoder()
-        self.frames = []
-        self.send(PREFACE + SettingsFrame(0, settings=settings or {}).serialize())
+        super().__init__(sock, settings)
 
     def send(self, data):
         try:
@@ -61,48 +55,8 @@ class Conn:
             frame.flags.add("END_STREAM")
         return frame.serialize()
 
-    def read(self, until, timeout):
-        """Reads frames (ACKing SETTINGS) until `until(frame)` holds for one, the peer closes, or `timeout` passes."""
-        deadline = time.monotonic() + timeout
-        while True:
-            while len(self.buffer) >= 9:
-                frame, length = Frame.parse_frame_header(memoryview(self.buffer[:9]))
-                if len(self.buffer) < 9 + length:
-                    break
-                frame.parse_body(memoryview(self.buffer[9:9 + length]))
-                self.buffer = self.buffer[9 + length:]
-                self.frames.append(frame)
-                if isinstance(frame, SettingsFrame) and "ACK" not in frame.flags:
-                    self.send(SettingsFrame(0, flags=["ACK"]).serialize())
-                if isinstance(frame, HeadersFrame):
-                    try:
-                        frame.decoded = dict(self.decoder.decode(frame.data))
-                    except Exception:
-                        frame.decoded = {}
-                if until(frame):
-                    return frame
-            left = deadline - time.monotonic()
-            if self.closed or left <= 0:
-                return None
-            try:
-                self.sock.settimeout(max(0.005, left))
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                return None
-            except OSError:
-                self.closed = True
-                return None
-            if not data:
-                self.closed = True
-                return None
-            self.buffer += data
-
     def goaway(self):
         return next((f for f in self.frames if isinstance(f, GoAwayFrame)), None)
-
-
-def request(path, method="GET", extra=()):
-    return [(":method", method), (":scheme", "http"), (":authority", "localhost"), (":path", path)] + list(extra)
 
 
 def describe_goaway(frame):

@@ -14,21 +14,21 @@ well-behaved client library refuses to. Everything is bounded: every read has a 
 """
 import argparse
 import json
+import os
 import socket
 import ssl
 import struct
+import sys
 import time
 
-import hpack
-from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame,
-                              RstStreamFrame, SettingsFrame, WindowUpdateFrame)
+from hyperframe.frame import (ContinuationFrame, DataFrame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame,
+                              SettingsFrame, WindowUpdateFrame)
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR", 5: "STREAM_CLOSED",
-          6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 8: "CANCEL", 9: "COMPRESSION_ERROR", 11: "ENHANCE_YOUR_CALM"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "TestSupport", "python"))
+from h2raw import ERRORS, PREFACE, RawConnection, request  # noqa: E402
 
 
-class Conn:
+class Conn(RawConnection):
     """One raw HTTP/2 connection: frames out, frames in, close detection."""
 
     def __init__(self, port, settings=None, rcvbuf=None, tls=None):
@@ -39,67 +39,25 @@ class Conn:
         sock.connect(("127.0.0.1", port))
         if tls:
             sock = tls.wrap_socket(sock, server_hostname="localhost")
-        self.sock = sock
-        self.buffer = b""
-        self.closed = False
-        self.encoder = hpack.Encoder()
-        self.decoder = hpack.Decoder()
+        super().__init__(sock, settings)
         self.decoder.max_allowed_table_size = 65536
-        self.frames = []
-        self.send(PREFACE + SettingsFrame(0, settings=settings or {}).serialize())
 
     def send(self, data):
         try:
             self.sock.sendall(data)
             return True
-        except (BrokenPipeError, ConnectionResetError, socket.timeout, ssl.SSLError, OSError):
+        except OSError:
             self.closed = True
             return False
 
     def headers(self, stream_id, headers, end_stream=True, end_headers=True, raw_block=None):
         frame = HeadersFrame(stream_id)
         frame.data = raw_block if raw_block is not None else self.encoder.encode(headers)
-        frame.flags.add("END_HEADERS") if end_headers else None
+        if end_headers:
+            frame.flags.add("END_HEADERS")
         if end_stream:
             frame.flags.add("END_STREAM")
         return self.send(frame.serialize())
-
-    def read(self, until, timeout=5.0):
-        """Reads frames (ACKing SETTINGS/PING) until `until(frame)` is true for one, the peer closes, or timeout.
-        Returns the matching frame or None."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            while len(self.buffer) >= 9:
-                frame, length = Frame.parse_frame_header(memoryview(self.buffer[:9]))
-                if len(self.buffer) < 9 + length:
-                    break
-                frame.parse_body(memoryview(self.buffer[9:9 + length]))
-                self.buffer = self.buffer[9 + length:]
-                self.frames.append(frame)
-                if isinstance(frame, SettingsFrame) and "ACK" not in frame.flags:
-                    self.send(SettingsFrame(0, flags=["ACK"]).serialize())
-                if isinstance(frame, HeadersFrame):
-                    try:
-                        frame.decoded = dict(self.decoder.decode(frame.data))
-                    except Exception:
-                        frame.decoded = {}
-                if until(frame):
-                    return frame
-            if self.closed:
-                return None
-            try:
-                self.sock.settimeout(max(0.01, deadline - time.time()))
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                return None
-            except (ConnectionResetError, ssl.SSLError, OSError):
-                self.closed = True
-                return None
-            if not data:
-                self.closed = True
-                return None
-            self.buffer += data
-        return None
 
     def goaway(self, timeout=5.0):
         return self.read(lambda f: isinstance(f, GoAwayFrame), timeout)
@@ -109,10 +67,6 @@ class Conn:
             self.sock.close()
         except OSError:
             pass
-
-
-def request(path, method="GET", extra=(), authority="localhost"):
-    return [(":method", method), (":scheme", "http"), (":authority", authority), (":path", path)] + list(extra)
 
 
 def stream_outcome(conn, stream_id, timeout=5.0):
