@@ -6,21 +6,6 @@ import Testing
 /// `await provider.request(_:)` on a provider with `trackInflights`: identical requests share one call that belongs
 /// to all its waiters.
 @Suite struct MoyaProviderSharedRequestTests {
-    private func countingProvider(delay: TimeInterval, counter: Recorder<Int>, plugins: [PluginType] = [])
-        -> MoyaProvider<GitHub>
-    {
-        MoyaProvider<GitHub>(
-            endpointClosure: { target in
-                Endpoint(
-                    url: URL(target: target).absoluteString,
-                    sampleResponseClosure: {
-                        counter.append(1)
-                        return .networkResponse(200, target.sampleData)
-                    },
-                    method: target.method, task: target.task, httpHeaderFields: target.headers)
-            }, stubClosure: MoyaProvider.delayedStub(delay), plugins: plugins, trackInflights: true)
-    }
-
     private func isCancellation(_ result: Result<Response, MoyaError>?) -> Bool {
         if case .failure(let error)? = result { return error.isCancellation }
         return false

@@ -234,19 +234,6 @@ import FoundationNetworking
 }
 
 @Suite struct TrackInflightsTests {
-    func countingProvider(delay: TimeInterval, counter: Recorder<Int>) -> MoyaProvider<GitHub> {
-        MoyaProvider<GitHub>(
-            endpointClosure: { target in
-                Endpoint(
-                    url: URL(target: target).absoluteString,
-                    sampleResponseClosure: {
-                        counter.append(1)
-                        return .networkResponse(200, target.sampleData)
-                    },
-                    method: target.method, task: target.task, httpHeaderFields: target.headers)
-            }, stubClosure: MoyaProvider.delayedStub(delay), trackInflights: true)
-    }
-
     @Test func concurrentIdenticalRequestsShareOneCall() async {
         let counter = Recorder<Int>()
         let provider = countingProvider(delay: 2, counter: counter)

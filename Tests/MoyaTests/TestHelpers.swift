@@ -109,3 +109,18 @@ extension MoyaError {
         return false
     }
 }
+
+/// A `trackInflights` provider of ``GitHub`` whose stubs answer after `delay` seconds, counting every call (a sample
+/// drawn) in `counter`: identical requests in flight share one call.
+func countingProvider(delay: TimeInterval, counter: Recorder<Int>, plugins: [PluginType] = []) -> MoyaProvider<GitHub> {
+    MoyaProvider<GitHub>(
+        endpointClosure: { target in
+            Endpoint(
+                url: URL(target: target).absoluteString,
+                sampleResponseClosure: {
+                    counter.append(1)
+                    return .networkResponse(200, target.sampleData)
+                },
+                method: target.method, task: target.task, httpHeaderFields: target.headers)
+        }, stubClosure: MoyaProvider.delayedStub(delay), plugins: plugins, trackInflights: true)
+}
