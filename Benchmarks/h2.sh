@@ -5,6 +5,8 @@
 #   h2load -n $NREQ -c10 -m10             https://127.0.0.1:PORT/json   (ALPN h2)
 #   h2load -n $NREQ -c100 -m1 --h1        https://127.0.0.1:PORT/json   (HTTP/1.1, 100 connections, no pipelining)
 #   targets: gw        moya-gateway, TLS listener, http2 on, upstream pool of $GW_POOL connections
+#            gwe       the same with `server.io_uring: false` (what a container under the default seccomp profile
+#                      gets), on $GW_TLS_PORT + 10; EPOLL=0 leaves it out
 #            nginx-ka64 / nginx-ka256   nginx `listen ssl http2`, `proxy_pass` with `keepalive 64` / `256`
 #                                       (conf/nginx-tls.conf; h2 on :18443, HTTP/1.1 on :18444)
 #
@@ -21,7 +23,7 @@
 # traffic on 127.0.0.1; every process is started with common.sh's spawn and stopped by PID on EXIT; every h2load run is
 # bounded (-n, `timeout -k 5 $CLIENT_TIMEOUT`).
 #
-# Env: REPS=3 ALONE=0 NREQ=10000 CASES="h2-c10-m10 h1-c100-m1" KEEPALIVES="64 256" GW_POOL=64 SKIP_BUILD=0
+# Env: REPS=3 ALONE=0 NREQ=10000 CASES="h2-c10-m10 h1-c100-m1" KEEPALIVES="64 256" GW_POOL=64 EPOLL=1 SKIP_BUILD=0
 #      RUN_DIR=/tmp/moyabench-h2 GW_TLS_PORT=18453 QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1
 # Output: progress on stderr, a markdown table on stdout (also $RUN_DIR/results/h2/summary.md); raw h2load output
 # and .cpu sidecars under $RUN_DIR/results/h2/.
@@ -40,6 +42,9 @@ KEEPALIVES="${KEEPALIVES:-64 256}"
 GW_POOL="${GW_POOL:-64}"
 GW_TLS_PORT="${GW_TLS_PORT:-18453}"
 GW_ADMIN_PORT="${GW_ADMIN_PORT:-18454}"
+EPOLL="${EPOLL:-1}"
+GWE_TLS_PORT=$((GW_TLS_PORT + 10))
+GWE_ADMIN_PORT=$((GW_ADMIN_PORT + 10))
 OUT="$RESULTS_DIR/h2"
 
 need h2load nginx openssl curl taskset swift "$PY"
@@ -60,22 +65,28 @@ mkdir -p "$RUN_DIR/tls"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
     -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
     -keyout "$RUN_DIR/tls/key.pem" -out "$RUN_DIR/tls/cert.pem" 2>/dev/null
-cat >"$RUN_DIR/gateway-h2.yaml" <<YAML
+write_config() {   # write_config FILE TLS_PORT ADMIN_PORT IO_URING
+    cat >"$1" <<YAML
 server:
-  listen: ["127.0.0.1:$((GW_TLS_PORT + 2))"]
+  listen: ["127.0.0.1:$(($2 + 2))"]
   threads: 1
   http2: true
-  tls: { listen: ["127.0.0.1:$GW_TLS_PORT"], certificate: "$RUN_DIR/tls/cert.pem", private_key: "$RUN_DIR/tls/key.pem" }
-admin: { listen: "127.0.0.1:$GW_ADMIN_PORT" }
+  io_uring: $4
+  tls: { listen: ["127.0.0.1:$2"], certificate: "$RUN_DIR/tls/cert.pem", private_key: "$RUN_DIR/tls/key.pem" }
+admin: { listen: "127.0.0.1:$3" }
 logging: { access_log: false }
 upstreams:
   bench: { base_url: "http://127.0.0.1:$UP_PORT", pool: { max_connections: $GW_POOL } }
 routes:
   - { name: json, match: { path: /json }, upstream: bench }
 YAML
-"$GW_BIN" check --config "$RUN_DIR/gateway-h2.yaml" >&2 || die "generated gateway config is invalid"
+    "$GW_BIN" check --config "$1" >&2 || die "generated gateway config $1 is invalid"
+}
+write_config "$RUN_DIR/gateway-h2.yaml" "$GW_TLS_PORT" "$GW_ADMIN_PORT" true
+write_config "$RUN_DIR/gateway-epoll-h2.yaml" "$GWE_TLS_PORT" "$GWE_ADMIN_PORT" false
 
-require_free_ports "$UP_PORT" "$TLS_H2_PORT" "$TLS_H1_PORT" "$GW_TLS_PORT" "$((GW_TLS_PORT + 2))" "$GW_ADMIN_PORT"
+require_free_ports "$UP_PORT" "$TLS_H2_PORT" "$TLS_H1_PORT" "$GW_TLS_PORT" "$((GW_TLS_PORT + 2))" "$GW_ADMIN_PORT" \
+    "$GWE_TLS_PORT" "$((GWE_TLS_PORT + 2))" "$GWE_ADMIN_PORT"
 if [[ "${ALONE:-0}" == 1 ]]; then
     PROXY_PINNING=("${SRV[@]}")
     SRV=("${CLI[@]}")
@@ -90,6 +101,11 @@ wait_http "http://$HOST:$GW_ADMIN_PORT/readyz"
 GW_PID=$(pid_of gateway)
 [[ "$(curl -ks --http2 -o /dev/null -w '%{http_version}' "https://$HOST:$GW_TLS_PORT/json")" == 2 ]] ||
     die "the gateway does not answer h2 on :$GW_TLS_PORT"
+if [[ "$EPOLL" == 1 ]]; then
+    spawn gateway-epoll "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/gateway-epoll-h2.yaml"
+    wait_http "http://$HOST:$GWE_ADMIN_PORT/readyz"
+    GWE_PID=$(pid_of gateway-epoll)
+fi
 
 case_args() {   # case_args CASE -> h2load arguments (without URL)
     case $1 in
@@ -101,7 +117,8 @@ case_args() {   # case_args CASE -> h2load arguments (without URL)
 }
 # target -> URL base per case (nginx: h2 on :18443, HTTP/1.1 only on :18444)
 target_url() {   # target_url TARGET CASE
-    if [[ $1 == gw* ]]; then echo "https://$HOST:$GW_TLS_PORT/json"
+    if [[ $1 == gwe* ]]; then echo "https://$HOST:$GWE_TLS_PORT/json"
+    elif [[ $1 == gw* ]]; then echo "https://$HOST:$GW_TLS_PORT/json"
     elif [[ $2 == h2-* ]]; then echo "https://$HOST:$TLS_H2_PORT/json"
     else echo "https://$HOST:$TLS_H1_PORT/json"; fi
 }
@@ -132,11 +149,14 @@ for ka in $KEEPALIVES; do
         client h2load -n 2000 $(case_args "$c") "$(target_url nginx "$c")" >/dev/null
         # shellcheck disable=SC2046
         client h2load -n 2000 $(case_args "$c") "$(target_url gw "$c")" >/dev/null
+        # shellcheck disable=SC2046
+        [[ "$EPOLL" != 1 ]] || client h2load -n 2000 $(case_args "$c") "$(target_url gwe "$c")" >/dev/null
     done
     for rep in $(seq "$REPS"); do
         for c in $CASES; do
             measure "nginx-ka$ka" "$np" "$c" "$rep"
             measure "gw-vs-ka$ka" "$GW_PID" "$c" "$rep"
+            [[ "$EPOLL" != 1 ]] || measure "gwe-vs-ka$ka" "$GWE_PID" "$c" "$rep"
         done
     done
     stop_one "nginx-ka$ka"
@@ -172,19 +192,22 @@ ratios = []
 for case in cases:
     for ka in keepalives:
         stats = {}
-        for target in (f"nginx-ka{ka}", f"gw-vs-ka{ka}"):
+        for target in (f"nginx-ka{ka}", f"gw-vs-ka{ka}", f"gwe-vs-ka{ka}"):
             rows = runs(target, case)
             if not rows:
                 continue
             rps = [h["rps"] for h, _ in rows if h["rps"]]
             stats[target] = (med(rps), med([c["proxy_cpu_us"] for _, c in rows]))
-            label = "moya-gateway" if target.startswith("gw") else f"nginx keepalive {ka}"
+            label = ("moya-gateway, io_uring: false" if target.startswith("gwe") else
+                     "moya-gateway" if target.startswith("gw") else f"nginx keepalive {ka}")
             print(f"| {case} | {label} (phase ka{ka}) | {fmt(med(rps))} ({fmt(min(rps) if rps else None)}-{fmt(max(rps) if rps else None)}) "
                   f"| {fmt(stats[target][1], 1)} | {fmt(med([c['upstream_cpu_us'] for _, c in rows]), 1)} "
                   f"| {sum(h['failed'] or 0 for h, _ in rows)} | {rows[0][0]['proto'] or '-'} |")
-        n, g = stats.get(f"nginx-ka{ka}"), stats.get(f"gw-vs-ka{ka}")
-        if n and g and n[0] and g[0] and n[1] and g[1]:
-            ratios.append((case, ka, g[0] / n[0], g[1] / n[1], g, n))
+        n = stats.get(f"nginx-ka{ka}")
+        for suffix, ours in (("", f"gw-vs-ka{ka}"), ("-epoll", f"gwe-vs-ka{ka}")):
+            g = stats.get(ours)
+            if n and g and n[0] and g[0] and n[1] and g[1]:
+                ratios.append((case + suffix, ka, g[0] / n[0], g[1] / n[1], g, n))
 print()
 print("| case | vs nginx keepalive | req/s ratio (gateway/nginx) | CPU µs/req ratio (gateway/nginx) |")
 print("|---|---|---|---|")

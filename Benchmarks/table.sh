@@ -8,7 +8,8 @@
 #   2. run.sh      hello-server vs nginx `return 200` (wrk), ClientBench vs wrk, memory        -> $RUN_DIR/moya
 #   3. gateway.sh  moya-gateway proxy (io_uring on and off) vs nginx `proxy_pass`, HAProxy and Caddy `reverse_proxy`; stub mode vs nginx
 #                  `return 200` and Caddy `respond` (wrk)                                       -> $RUN_DIR/proxy
-#   4. h2.sh       moya-gateway over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256 -> $RUN_DIR/h2
+#   4. h2.sh       moya-gateway (io_uring on and off) over TLS, h2 -c10 -m10 and HTTP/1.1, vs nginx keepalive 64/256
+#                                                                                               -> $RUN_DIR/h2
 #   5. gzip.sh     gzip cost per request and per KiB vs nginx gzip level 1                    -> $RUN_DIR/gzip
 #   6. coalesce.sh 100 concurrent identical GETs through a coalescing route vs the upstream delay -> $RUN_DIR/coalesce
 #   7. layers.sh   ALONE=1: nginx proxy_pass, the engine and moya-gateway (io_uring on and off) each alone on CPU 1 (upstream on CPU 0): the
@@ -197,7 +198,9 @@ def two(x):
 
 for key, r in ratio_lines("h2").items():
     _, case, ka = key.split(".")
-    rows.append((f"TLS {case.replace('-', ' ')}, proxied (h2load)", "moya-gateway", f"nginx keepalive {ka[2:]}",
+    ours = "moya-gateway, io_uring: false" if case.endswith("-epoll") else "moya-gateway"
+    case = case.removesuffix("-epoll")
+    rows.append((f"TLS {case.replace('-', ' ')}, proxied (h2load)", ours, f"nginx keepalive {ka[2:]}",
                  *pair(r), two(r.get("rps")), two(r.get("cpu"))))
 g = ratio_lines("gzip")
 if "gzip.cost_per_kib" in g:
