@@ -119,6 +119,8 @@ struct TransportOutgoing: OutgoingRequest {
         }
     }
 
+    /// Inlined, with `Session.send`, into the provider's pipeline: out of line, each is one more task allocation.
+    @inline(__always)
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
         do {
             let head = try await session.send(
