@@ -57,7 +57,8 @@ extension MoyaProvider {
                 let exchanged = await outgoing.exchange(in: session, progress: HTTPClientProgress())
                 result =
                     AsyncTask.isCancelled
-                    ? .failure(.underlying(MoyaProviderErrors.cancelled, nil)) : validated(exchanged, target: target)
+                    ? .failure(.underlying(MoyaProviderErrors.cancelled, nil))
+                    : validated(consume exchanged, target: target)
             } else {
                 result = await sendWithRetries(
                     outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
