@@ -128,12 +128,10 @@ extension MoyaProvider {
         guard case .never = stubBehavior else {
             return .stub(announce(consume request, pluginTarget: pluginTarget), stubBehavior)
         }
-        // The plugins' wrapper keeps a copy (its `URLRequest` is made from it on demand); the outgoing request takes
-        // this one.
-        let requestType = announce(copy request, pluginTarget: pluginTarget)
-        return .send(
-            TransportOutgoing(consume request, source: requestType, streamingBodiesAbove: streamingBodiesAbove),
-            requestType)
+        // The plugins' wrapper takes the request (its `URLRequest` is made from it on demand); the outgoing request sends
+        // it from there.
+        let requestType = announce(consume request, pluginTarget: pluginTarget)
+        return .send(TransportOutgoing(sharing: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
     }
 
     /// Runs the plugins' transport `prepare` on `request`.
