@@ -57,7 +57,8 @@ extension MoyaProvider {
                 let exchanged = await outgoing.exchange(in: session, progress: HTTPClientProgress())
                 result =
                     AsyncTask.isCancelled
-                    ? .failure(.underlying(MoyaProviderErrors.cancelled, nil)) : validated(exchanged, target: target)
+                    ? .failure(.underlying(MoyaProviderErrors.cancelled, nil))
+                    : validated(consume exchanged, target: target)
             } else {
                 result = await sendWithRetries(
                     outgoing, target: target, pluginTarget: pluginTarget, requestType: requestType,
@@ -127,12 +128,10 @@ extension MoyaProvider {
         guard case .never = stubBehavior else {
             return .stub(announce(consume request, pluginTarget: pluginTarget), stubBehavior)
         }
-        // The plugins' wrapper keeps a copy (its `URLRequest` is made from it on demand); the outgoing request takes
-        // this one.
-        let requestType = announce(copy request, pluginTarget: pluginTarget)
-        return .send(
-            TransportOutgoing(consume request, source: requestType, streamingBodiesAbove: streamingBodiesAbove),
-            requestType)
+        // The plugins' wrapper takes the request (its `URLRequest` is made from it on demand); the outgoing request sends
+        // it from there.
+        let requestType = announce(consume request, pluginTarget: pluginTarget)
+        return .send(TransportOutgoing(sharing: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType)
     }
 
     /// Runs the plugins' transport `prepare` on `request`.

@@ -340,7 +340,10 @@ extension MoyaProvider {
 
     /// The result, or the status-code failure when the target's validation rejects its response (real and stubbed
     /// requests fail validation the same way; Moya wraps an AFError for real ones).
-    func validated(_ result: Result<Moya.Response, MoyaError>, target: Target) -> Result<Moya.Response, MoyaError> {
+    /// Consumes `result`: the caller's result is handed back as it is, not copied.
+    func validated(_ result: consuming Result<Moya.Response, MoyaError>, target: Target)
+        -> Result<Moya.Response, MoyaError>
+    {
         guard case .success(let response) = result, !target.validationType.accepts(response.statusCode) else {
             return result
         }

@@ -98,31 +98,51 @@ struct URLRequestOutgoing: OutgoingRequest {
 }
 
 /// A `TransportRequest` sent straight to the session's client; its `URLRequest` is made only if someone reads it.
+///
+/// The request is the source's (`RequestTypeWrapper.transport`), sent from there: the wrapper the plugins saw and the
+/// request sent are one value, not two copies. Changing the request (a challenge's answer, a retrier's or an
+/// adapter's request) makes a new source.
 struct TransportOutgoing: OutgoingRequest {
-    var request: TransportRequest
-    var source: RequestTypeWrapper
+    /// The wrapper whose `transport` is sent; the response's request source.
+    private(set) var source: RequestTypeWrapper
     let streamingBodiesAbove: Int?
     /// The streamed body, if the body is a stream: it knows whether an attempt has pulled from it.
     private let bodyPulled: TrackedBodyStream?
 
+    /// The request as it is sent. Setting it makes a new source (with the same session headers).
+    var request: TransportRequest {
+        get { source.transport }
+        set { source = RequestTypeWrapper(transport: newValue, sessionHeaders: source.sessionHeaders) }
+    }
+
+    /// Sends `request` (as its own source: the same request as `source`'s, whose session headers it takes).
     init(_ request: consuming TransportRequest, source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
-        self.request = request
+        self.init(
+            sharing: RequestTypeWrapper(transport: request, sessionHeaders: source.sessionHeaders),
+            streamingBodiesAbove: streamingBodiesAbove)
+    }
+
+    /// Sends `source`'s transport request. A streamed body is wrapped to track its pulls (then in a new source).
+    init(sharing source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
         self.source = source
         self.streamingBodiesAbove = streamingBodiesAbove
-        if case .stream(let stream, let length) = self.request.http.body {
+        if case .stream(let stream, let length) = source.transport.http.body {
             let tracked = TrackedBodyStream(stream)
-            self.request.http.body = .stream(
-                AsyncThrowingStream(unfolding: { try await tracked.next() }), length: length)
+            var request = source.transport
+            request.http.body = .stream(AsyncThrowingStream(unfolding: { try await tracked.next() }), length: length)
+            self.source = RequestTypeWrapper(transport: request, sessionHeaders: source.sessionHeaders)
             bodyPulled = tracked
         } else {
             bodyPulled = nil
         }
     }
 
+    /// Inlined, with `Session.send`, into the provider's pipeline: out of line, each is one more task allocation.
+    @inline(__always)
     func exchange(in session: Session, progress: HTTPClientProgress) async -> Result<Moya.Response, MoyaError> {
         do {
             let head = try await session.send(
-                request, progress: progress, streamingBodiesAbove: streamingBodiesAbove)
+                source.transport, progress: progress, streamingBodiesAbove: streamingBodiesAbove)
             return .success(Moya.Response(transport: head, requestSource: source))
         } catch {
             return .failure(TransportErrors.moyaError(for: error))
@@ -136,6 +156,7 @@ struct TransportOutgoing: OutgoingRequest {
     var digestURI: String { request.http.target }
 
     mutating func authorize(_ value: String) {
+        var request = self.request
         request.http.headers.replaceOrAdd(name: "Authorization", value: value)
         source = RequestTypeWrapper(transport: request)
     }
@@ -160,14 +181,14 @@ struct TransportOutgoing: OutgoingRequest {
         }
         var replacement = TransportRequest(http: http, timeout: TransportErrors.timeout(of: request))
         replacement.deadline = self.request.deadline
-        self.request = replacement
-        source = RequestTypeWrapper(request: request)
+        source = RequestTypeWrapper(transport: replacement, request: request)
     }
 
     /// The adapted request is what the response's `request` shows. An adapter without a transport form (which a
     /// transport lane does not take; see `TransportLane`) adapts the request's `URLRequest` form.
     mutating func adapt(with adapter: AdapterPlugin, target: TargetType, in session: Session) async throws {
         if let transport = adapter.transport {
+            var request = self.request
             try await transport.adapt(&request, for: target)
             source = RequestTypeWrapper(transport: request)
         } else if let urlRequest = source.request {

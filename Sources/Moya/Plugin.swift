@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClientCore
 import Locking
 
 #if canImport(FoundationNetworking)
@@ -127,40 +128,58 @@ public protocol RequestType {
 /// `TransportRequest` that was sent (most callers never ask, and building it costs URL parsing and header work). One
 /// object serves both, so a request costs one allocation for them.
 final class RequestTypeWrapper: RequestType, @unchecked Sendable {
-    private enum State {
-        case made(URLRequest?)
-        case pending(TransportRequest)
-    }
-
-    /// An inline lock: the request is read from any thread (plugins, response consumers).
-    private let state: Locked<UncheckedSendable<State>>
+    /// The transport request the wrapper was made from; ``noTransport`` for one made from a `URLRequest`. It never
+    /// changes, so it is read without the lock: a `TransportOutgoing` sends it from here, without a copy of its own.
+    /// Not optional: `TransportRequest` is address-only (its deadline is a resilient `ContinuousClock.Instant`), and
+    /// unwrapping an optional one copies it.
+    let transport: TransportRequest
+    /// Whether ``transport`` is the request (false: the wrapper was made from a `URLRequest`).
+    private let hasTransport: Bool
+    /// The `URLRequest`, once made (at once for a wrapper made from one). An inline lock: the request is read from any
+    /// thread (plugins, response consumers).
+    private let made: Locked<UncheckedSendable<URLRequest?>?>
     private let storedCredential = Locked<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
     let sessionHeaders: [String: String]
 
     var request: URLRequest? {
-        let current = state.withLock { state in
-            if case .pending(let transport) = state.value {
-                state = UncheckedSendable(.made(URLRequest(transport: transport)))
-            }
-            return state
-        }
-        guard case .made(let request) = current.value else { return nil }
-        return request
+        made.withLock { made -> UncheckedSendable<URLRequest?> in
+            if let made { return made }
+            let built = UncheckedSendable(hasTransport ? URLRequest(transport: transport) : nil)
+            made = built
+            return built
+        }.value
     }
 
     /// The credential set with `authenticate`, if any.
     var credential: URLCredential? { storedCredential.withLock { $0 }.value }
 
     init(request: URLRequest?, sessionHeaders: [String: String] = [:]) {
-        state = Locked(UncheckedSendable(.made(request)))
+        transport = Self.noTransport
+        hasTransport = false
+        made = Locked(UncheckedSendable(request))
         self.sessionHeaders = sessionHeaders
     }
 
     /// A wrapper whose `request` is made from `transport` on first use.
     init(transport: consuming TransportRequest, sessionHeaders: [String: String] = [:]) {
-        state = Locked(UncheckedSendable(.pending(transport)))
+        self.transport = transport
+        hasTransport = true
+        made = Locked(nil)
         self.sessionHeaders = sessionHeaders
     }
+
+    /// A wrapper for `transport` whose `request` is `request` (a retrier's request, as it was given).
+    init(transport: consuming TransportRequest, request: URLRequest) {
+        self.transport = transport
+        hasTransport = true
+        made = Locked(UncheckedSendable(request))
+        sessionHeaders = [:]
+    }
+
+    /// The `transport` of a wrapper made from a `URLRequest`: never sent.
+    private static let noTransport = TransportRequest(
+        http: HTTPClientRequest(origin: HTTPOrigin(scheme: "http", host: "invalid", port: 80), target: "/"),
+        timeout: nil)
 
     @discardableResult
     func authenticate(username: String, password: String, persistence: URLCredential.Persistence = .forSession) -> Self
