@@ -252,7 +252,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             body = makeBodyStream()
             upgradeInput = nil
         }
-        let request = HTTPServerRequest(
+        let request = HTTPServerRequest.made(
             head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
             loop: connection.loop, upgradeInput: upgradeInput)
