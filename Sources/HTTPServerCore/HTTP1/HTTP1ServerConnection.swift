@@ -252,7 +252,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             body = makeBodyStream()
             upgradeInput = nil
         }
-        let request = HTTPServerRequest(
+        let request = HTTPServerRequest.made(
             head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
             loop: connection.loop, upgradeInput: upgradeInput)
@@ -268,22 +268,24 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         } else {
             switch context.decision(for: request) {
             case .respond(let response):
+                // Looked at here, where it is bound from the decision: an `if let` of `immediate` copied it.
+                if body == nil, slots.isEmpty, !response.body.isStream, !paces(response), response.head.status != 101,
+                    response.fault == nil
+                {
+                    // Nothing ahead of it and nothing more to read or stream: written now, without a place in the
+                    // queue.
+                    upgradeInput?.finish()
+                    var keepAlive = keepAlive
+                    writeHeadAndBytes(response, version: version, isHead: isHead, keepAlive: &keepAlive)
+                    if !keepAlive { finishConnection() }
+                    return
+                }
                 immediate = response
                 handlerContext = nil
             case .handle(let decided):
                 immediate = nil
                 handlerContext = decided
             }
-        }
-        if let immediate, body == nil, slots.isEmpty, !immediate.body.isStream, !paces(immediate),
-            immediate.head.status != 101, immediate.fault == nil
-        {
-            // Nothing ahead of it and nothing more to read or stream: written now, without a place in the queue.
-            upgradeInput?.finish()
-            var keepAlive = keepAlive
-            writeHeadAndBytes(immediate, version: version, isHead: isHead, keepAlive: &keepAlive)
-            if !keepAlive { finishConnection() }
-            return
         }
         let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive, isUnsafe: isUnsafe)
         slots.append(slot)

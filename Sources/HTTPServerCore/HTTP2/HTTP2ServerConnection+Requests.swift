@@ -53,8 +53,8 @@ extension HTTP2ServerConnection {
             body = makeBodyStream(streamID: streamID)
             stream.body = body
         }
-        let request = HTTPServerRequest(
-            head: head, body: body, declaredBodyLength: declaredLength,
+        let request = HTTPServerRequest.made(
+            head: head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
             loop: connection.loop)
         enqueue(request, stream: stream)
@@ -83,8 +83,8 @@ extension HTTP2ServerConnection {
             input = makeBodyStream(streamID: stream.id)
             stream.body = input
         }
-        var request = HTTPServerRequest(
-            head: head, body: ByteStream.complete([]), declaredBodyLength: nil,
+        var request = HTTPServerRequest.made(
+            head: head, bodyStream: ByteStream.complete([]), declaredBodyLength: nil,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
             loop: connection.loop)
         request.upgradeInput = input

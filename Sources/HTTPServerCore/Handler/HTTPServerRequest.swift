@@ -45,28 +45,30 @@ package struct HTTPServerRequest: Sendable {
     package var isTLS: Bool
     /// The loop serving the connection; async work started for the request should prefer it.
     package var loop: EventLoop
+}
 
+extension HTTPServerRequest {
     package init(
         head: HTTPRequestHead, body: ByteStream, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
         isTLS: Bool, loop: EventLoop
     ) {
-        self.init(
+        self = .made(
             head: head, bodyStream: body, declaredBodyLength: declaredBodyLength, remoteAddress: remoteAddress,
             isTLS: isTLS, loop: loop)
     }
 
     /// A request whose body is `bodyStream`, or none when nil.
-    init(
+    ///
+    /// Made by the memberwise initializer (which needs no initializer in the type's body): an initializer of its own
+    /// assembled the request in one temporary and copied it into another, a retain and a release of each of its
+    /// references per request.
+    static func made(
         head: HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
         isTLS: Bool, loop: EventLoop, upgradeInput: ByteStream? = nil
-    ) {
-        self.head = head
-        self.bodyStream = bodyStream
-        self.upgradeInput = upgradeInput
-        self.declaredBodyLength = declaredBodyLength
-        self.remoteAddress = remoteAddress
-        self.isTLS = isTLS
-        self.loop = loop
+    ) -> HTTPServerRequest {
+        HTTPServerRequest(
+            head: head, bodyStream: bodyStream, declaredBodyLength: declaredBodyLength, upgradeInput: upgradeInput,
+            remoteAddress: remoteAddress, isTLS: isTLS, loop: loop)
     }
 }
 
