@@ -277,7 +277,7 @@ package struct HTTP1RequestParser: Sendable {
         let hosts = fields.hostValues
         if hosts.count > 1 { return fail(.badRequest("more than one Host header")) }
         if hosts.isEmpty && version >= .http1_1 { return fail(.badRequest("missing Host header")) }
-        if let host = hosts.first, !fields.withValue(at: host, HTTP1Grammar.isValidHost(bytes:)) {
+        if !hosts.isEmpty, !fields.withValue(at: hosts.first, HTTP1Grammar.isValidHost(bytes:)) {
             return fail(.badRequest("invalid Host header"))
         }
 
@@ -310,14 +310,14 @@ package struct HTTP1RequestParser: Sendable {
     ) -> Result<HTTP1BodyFraming, HTTP1ParseError> {
         let contentLengths = fields.contentLengthValues
         let transferEncodings = fields.transferEncodingValues
-        if let transferEncoding = transferEncodings.first {
+        if !transferEncodings.isEmpty {
             if !contentLengths.isEmpty { return .failure(.badRequest("both Content-Length and Transfer-Encoding")) }
             if transferEncodings.count > 1 { return .failure(.badRequest("repeated Transfer-Encoding header")) }
             if fields.transferEncodingHadTrailingWhitespace {
                 return .failure(.badRequest("whitespace after Transfer-Encoding value"))
             }
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 request")) }
-            let codings = fields.withValue(at: transferEncoding, HTTP1Grammar.listElements)
+            let codings = fields.withValue(at: transferEncodings.first, HTTP1Grammar.listElements)
             var chunkedCount = 0
             for coding in codings {
                 guard HTTP1Grammar.isToken(coding) else { return .failure(.badRequest("invalid Transfer-Encoding")) }
@@ -330,8 +330,8 @@ package struct HTTP1RequestParser: Sendable {
             return .success(.chunked)
         }
         if contentLengths.count > 1 { return .failure(.badRequest("repeated Content-Length header")) }
-        if let contentLength = contentLengths.first {
-            guard let length = fields.withValue(at: contentLength, HTTP1Grammar.parseDecimal) else {
+        if !contentLengths.isEmpty {
+            guard let length = fields.withValue(at: contentLengths.first, HTTP1Grammar.parseDecimal) else {
                 return .failure(.badRequest("invalid Content-Length"))
             }
             if length > maxBodyBytes { return .failure(HTTP1ParseError(status: 413, reason: "body too large")) }
