@@ -27,8 +27,12 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     /// nil while there is no field (no allocation for an empty list).
     @usableFromInline var storage: HTTPFieldStorage?
 
+    /// An empty list (no storage until a field is added, and no array of pairs to make and release).
+    @inlinable
+    package init() { storage = nil }
+
     /// Creates headers from `(name, value)` pairs, in order.
-    package init(_ pairs: [(String, String)] = []) {
+    package init(_ pairs: [(String, String)]) {
         storage = nil
         guard !pairs.isEmpty else { return }
         var bytes = 0
