@@ -18,12 +18,31 @@ extension HTTPFields {
     /// ``add(name:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in place
     /// and not looked up, with no `String` to open.
     package mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
-        name.withUTF8Buffer { nameBytes in
-            HTTPFields.withBytes(of: value) { valueBytes in
-                append(
-                    name: UnsafeRawBufferPointer(nameBytes), value: valueBytes, token: token,
-                    flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
-            }
+        guard name.hasPointerRepresentation else {
+            name.withUTF8Buffer { add(name: UnsafeRawBufferPointer($0), token: token, value: value) }
+            return
+        }
+        add(
+            name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), token: token,
+            value: value)
+    }
+
+    /// Appends a field named `name` (whose token is `token`) with the value `value`, flagged as
+    /// ``add(name:value:)`` does. The value's bytes are read in place when the string has them contiguous (any native
+    /// string), in one closure that appends: the string is not retained around it, as a helper taking the closure
+    /// to append would.
+    private mutating func add(name: UnsafeRawBufferPointer, token: HTTPFieldName, value: String) {
+        let added: Void? = value.utf8.withContiguousStorageIfAvailable { valueBytes in
+            let valueBytes = UnsafeRawBufferPointer(valueBytes)
+            append(
+                name: name, value: valueBytes, token: token,
+                flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
+        }
+        if added != nil { return }
+        Array(value.utf8).withUnsafeBytes { valueBytes in
+            append(
+                name: name, value: valueBytes, token: token,
+                flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
         }
     }
 
