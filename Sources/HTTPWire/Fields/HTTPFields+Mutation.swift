@@ -32,9 +32,11 @@ extension HTTPFields {
     /// string), in one closure that appends: the string is not retained around it, as a helper taking the closure
     /// to append would.
     private mutating func add(name: UnsafeRawBufferPointer, token: HTTPFieldName, value: String) {
+        // Room is made first, so that the closure only copies bytes.
+        makeRoomForOneMore(bytes: name.count &+ value.utf8.count)
         let added: Void? = value.utf8.withContiguousStorageIfAvailable { valueBytes in
             let valueBytes = UnsafeRawBufferPointer(valueBytes)
-            append(
+            appendInRoom(
                 name: name, value: valueBytes, token: token,
                 flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
         }

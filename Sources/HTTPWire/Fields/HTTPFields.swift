@@ -251,6 +251,15 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         flags: UInt8
     ) {
         makeRoomForOneMore(bytes: name.count &+ value.count)
+        appendInRoom(name: name, value: value, token: token, flags: flags)
+    }
+
+    /// ``append(name:value:token:flags:)`` once ``makeRoomForOneMore(bytes:)`` made room for the field: it only
+    /// copies bytes (so, called inside a closure that reads a string's bytes, it gives no reason to retain the string).
+    @inline(__always)
+    mutating func appendInRoom(
+        name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName, flags: UInt8
+    ) {
         withRegions(ifEmpty: ()) { entries, bytes, header in
             let nameStart = header.byteCount
             if let base = name.baseAddress, !name.isEmpty {
