@@ -144,9 +144,10 @@ extension HTTPFields {
             var needed = 0
             for index in 0..<header.count { needed += entries[index].byteCount }
             reserve(entries: count + header.count, bytes: needed)
+            // Room for every field was made (in a storage this value alone holds): each is copied without checking.
             for index in 0..<header.count {
                 let entry = entries[index]
-                append(
+                appendInRoom(
                     name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
                     value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
                     token: entry.token, flags: entry.flags)
@@ -165,11 +166,13 @@ extension HTTPFields {
             var needed = extraBytes
             for index in 0..<header.count { needed += entries[index].byteCount }
             reserve(entries: count + header.count + extraFields, bytes: needed)
+            // Room for every field was made (in a storage this value alone holds): each kept one is copied without
+            // checking.
             for index in 0..<header.count {
                 let entry = entries[index]
                 let name = UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
                 guard include(entry.token, name) else { continue }
-                append(
+                appendInRoom(
                     name: name,
                     value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
                     token: entry.token, flags: entry.flags)
