@@ -67,6 +67,7 @@ extension HTTPFields {
     /// The flags of a field added by name: checked (``HTTPFieldEntry/validated``) when the name is in the table (so a
     /// token) and every byte of `value` may appear in a field value (HTTP1Grammar's rule: no CR, LF, NUL or other
     /// control but HTAB); unchecked otherwise, for the serializer to check.
+    @inline(__always)
     static func checkedFlags(token: HTTPFieldName, value: UnsafeRawBufferPointer) -> UInt8 {
         guard token != .other else { return 0 }
         guard let base = value.baseAddress else { return HTTPFieldEntry.validated }
