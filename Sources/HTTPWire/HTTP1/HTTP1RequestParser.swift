@@ -213,20 +213,21 @@ package struct HTTP1RequestParser: Sendable {
     }
 
     /// The method `bytes` spell when it is one of the common ones (its string a literal: none is decoded), else nil.
+    /// The bytes are compared with static strings (one `memcmp`), not with `String`s (opened, retained and released).
     private static func knownMethod(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod? {
         switch bytes.count {
         case 3:
-            if HTTP1Grammar.equals(bytes, "GET") { return HTTPMethod(rawValue: "GET") }
-            if HTTP1Grammar.equals(bytes, "PUT") { return HTTPMethod(rawValue: "PUT") }
+            if HTTP1Grammar.equals(bytes, "GET" as StaticString) { return HTTPMethod(rawValue: "GET") }
+            if HTTP1Grammar.equals(bytes, "PUT" as StaticString) { return HTTPMethod(rawValue: "PUT") }
         case 4:
-            if HTTP1Grammar.equals(bytes, "POST") { return HTTPMethod(rawValue: "POST") }
-            if HTTP1Grammar.equals(bytes, "HEAD") { return HTTPMethod(rawValue: "HEAD") }
+            if HTTP1Grammar.equals(bytes, "POST" as StaticString) { return HTTPMethod(rawValue: "POST") }
+            if HTTP1Grammar.equals(bytes, "HEAD" as StaticString) { return HTTPMethod(rawValue: "HEAD") }
         case 5:
-            if HTTP1Grammar.equals(bytes, "PATCH") { return HTTPMethod(rawValue: "PATCH") }
+            if HTTP1Grammar.equals(bytes, "PATCH" as StaticString) { return HTTPMethod(rawValue: "PATCH") }
         case 6:
-            if HTTP1Grammar.equals(bytes, "DELETE") { return HTTPMethod(rawValue: "DELETE") }
+            if HTTP1Grammar.equals(bytes, "DELETE" as StaticString) { return HTTPMethod(rawValue: "DELETE") }
         case 7:
-            if HTTP1Grammar.equals(bytes, "OPTIONS") { return HTTPMethod(rawValue: "OPTIONS") }
+            if HTTP1Grammar.equals(bytes, "OPTIONS" as StaticString) { return HTTPMethod(rawValue: "OPTIONS") }
         default:
             break
         }
