@@ -32,7 +32,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     package init() { storage = nil }
 
     /// Creates headers from `(name, value)` pairs, in order.
-    package init(_ pairs: [(String, String)]) {
+    package init(_ pairs: [(String, String)] = []) {
         storage = nil
         guard !pairs.isEmpty else { return }
         var bytes = 0
