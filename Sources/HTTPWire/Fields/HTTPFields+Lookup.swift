@@ -15,9 +15,20 @@ extension HTTPFields {
 
     /// The position of the first field at or after `start` whose name is the known name `token` (one byte compared
     /// per field); nil for ``HTTPFieldName/other``, which names no single field.
+    ///
+    /// Inlinable, so that a caller in another module scans the entries itself (one byte compared per field) instead of
+    /// calling here.
+    @inlinable
     package func firstIndex(token: HTTPFieldName, from start: Int = 0) -> Int? {
         guard token != .other else { return nil }
-        return firstIndex(token: token, bytes: UnsafeRawBufferPointer(start: nil, count: 0), from: start)
+        return withRegions(ifEmpty: nil) { entries, _, header -> Int? in
+            var index = Swift.max(start, 0)
+            while index < header.count {
+                if entries[index].token == token { return index }
+                index &+= 1
+            }
+            return nil
+        }
     }
 
     /// Whether a field named as the bytes `name` spell (ignoring ASCII case) is present.

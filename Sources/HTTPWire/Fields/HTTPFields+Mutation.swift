@@ -18,12 +18,33 @@ extension HTTPFields {
     /// ``add(name:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in place
     /// and not looked up, with no `String` to open.
     package mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
-        name.withUTF8Buffer { nameBytes in
-            HTTPFields.withBytes(of: value) { valueBytes in
-                append(
-                    name: UnsafeRawBufferPointer(nameBytes), value: valueBytes, token: token,
-                    flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
-            }
+        guard name.hasPointerRepresentation else {
+            name.withUTF8Buffer { add(name: UnsafeRawBufferPointer($0), token: token, value: value) }
+            return
+        }
+        add(
+            name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), token: token,
+            value: value)
+    }
+
+    /// Appends a field named `name` (whose token is `token`) with the value `value`, flagged as
+    /// ``add(name:value:)`` does. The value's bytes are read in place when the string has them contiguous (any native
+    /// string), in one closure that appends: the string is not retained around it, as a helper taking the closure
+    /// to append would.
+    private mutating func add(name: UnsafeRawBufferPointer, token: HTTPFieldName, value: String) {
+        // Room is made first, so that the closure only copies bytes.
+        makeRoomForOneMore(bytes: name.count &+ value.utf8.count)
+        let added: Void? = value.utf8.withContiguousStorageIfAvailable { valueBytes in
+            let valueBytes = UnsafeRawBufferPointer(valueBytes)
+            appendInRoom(
+                name: name, value: valueBytes, token: token,
+                flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
+        }
+        if added != nil { return }
+        Array(value.utf8).withUnsafeBytes { valueBytes in
+            append(
+                name: name, value: valueBytes, token: token,
+                flags: HTTPFields.checkedFlags(token: token, value: valueBytes))
         }
     }
 
@@ -46,6 +67,7 @@ extension HTTPFields {
     /// The flags of a field added by name: checked (``HTTPFieldEntry/validated``) when the name is in the table (so a
     /// token) and every byte of `value` may appear in a field value (HTTP1Grammar's rule: no CR, LF, NUL or other
     /// control but HTAB); unchecked otherwise, for the serializer to check.
+    @inline(__always)
     static func checkedFlags(token: HTTPFieldName, value: UnsafeRawBufferPointer) -> UInt8 {
         guard token != .other else { return 0 }
         guard let base = value.baseAddress else { return HTTPFieldEntry.validated }
@@ -123,9 +145,10 @@ extension HTTPFields {
             var needed = 0
             for index in 0..<header.count { needed += entries[index].byteCount }
             reserve(entries: count + header.count, bytes: needed)
+            // Room for every field was made (in a storage this value alone holds): each is copied without checking.
             for index in 0..<header.count {
                 let entry = entries[index]
-                append(
+                appendInRoom(
                     name: UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
                     value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
                     token: entry.token, flags: entry.flags)
@@ -144,11 +167,13 @@ extension HTTPFields {
             var needed = extraBytes
             for index in 0..<header.count { needed += entries[index].byteCount }
             reserve(entries: count + header.count + extraFields, bytes: needed)
+            // Room for every field was made (in a storage this value alone holds): each kept one is copied without
+            // checking.
             for index in 0..<header.count {
                 let entry = entries[index]
                 let name = UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
                 guard include(entry.token, name) else { continue }
-                append(
+                appendInRoom(
                     name: name,
                     value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
                     token: entry.token, flags: entry.flags)

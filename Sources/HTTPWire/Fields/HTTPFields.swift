@@ -27,6 +27,10 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     /// nil while there is no field (no allocation for an empty list).
     @usableFromInline var storage: HTTPFieldStorage?
 
+    /// An empty list (no storage until a field is added, and no array of pairs to make and release).
+    @inlinable
+    package init() { storage = nil }
+
     /// Creates headers from `(name, value)` pairs, in order.
     package init(_ pairs: [(String, String)] = []) {
         storage = nil
@@ -247,6 +251,15 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         flags: UInt8
     ) {
         makeRoomForOneMore(bytes: name.count &+ value.count)
+        appendInRoom(name: name, value: value, token: token, flags: flags)
+    }
+
+    /// ``append(name:value:token:flags:)`` once ``makeRoomForOneMore(bytes:)`` made room for the field: it only
+    /// copies bytes (so, called inside a closure that reads a string's bytes, it gives no reason to retain the string).
+    @inline(__always)
+    mutating func appendInRoom(
+        name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName, flags: UInt8
+    ) {
         withRegions(ifEmpty: ()) { entries, bytes, header in
             let nameStart = header.byteCount
             if let base = name.baseAddress, !name.isEmpty {

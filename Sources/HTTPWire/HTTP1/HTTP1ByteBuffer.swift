@@ -1,36 +1,56 @@
-/// The receive buffer shared by the HTTP/1 parsers: a growable byte array with a read index.
+/// The receive buffer shared by the HTTP/1 parsers: a growable byte array with a read index and an end index.
 ///
-/// Consumed bytes are dropped lazily: the storage is reset when everything has been read and compacted with a
-/// single move when the consumed prefix dominates, so appends and reads stay amortised O(n).
+/// The readable bytes are `storage[readIndex..<end]`. Consumed bytes are dropped lazily: once everything has been
+/// read, both indices go back to zero and the next bytes are written over the old ones in place (the array keeps its
+/// count, so no array operation runs per message), and when the consumed prefix dominates the rest is moved down once,
+/// so appends and reads stay amortised O(n).
 struct HTTP1ByteBuffer: Sendable {
+    /// The bytes; only `readIndex..<end` are readable (beyond `end`, bytes already read, kept as room).
     private(set) var storage: [UInt8] = []
     private(set) var readIndex: Int = 0
+    /// The end of the readable bytes (at most `storage.count`).
+    private var end: Int = 0
 
     init() {}
 
     /// Bytes received and not yet consumed.
-    var readableCount: Int { storage.count - readIndex }
+    var readableCount: Int { end - readIndex }
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return }
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
         compactIfUseful()
-        storage.append(contentsOf: bytes)
+        let count = bytes.count
+        if storage.count - end >= count {
+            // Written over bytes already read, in place.
+            let start = end
+            storage.withUnsafeMutableBytes {
+                ($0.baseAddress.unsafelyUnwrapped + start).copyMemory(from: source, byteCount: count)
+            }
+        } else {
+            if end < storage.count { storage.removeSubrange(end...) }
+            storage.append(contentsOf: bytes)
+        }
+        end += count
     }
 
     mutating func append(_ bytes: [UInt8]) {
-        guard !bytes.isEmpty else { return }
-        compactIfUseful()
-        storage.append(contentsOf: bytes)
+        bytes.withUnsafeBytes { append($0) }
     }
 
     private mutating func compactIfUseful() {
         if readIndex == 0 { return }
-        if readIndex >= storage.count {
-            storage.removeAll(keepingCapacity: true)
+        if readIndex >= end {
             readIndex = 0
-        } else if readIndex >= 4096 && readIndex * 2 >= storage.count {
-            storage.removeSubrange(0..<readIndex)
+            end = 0
+        } else if readIndex >= 4096 && readIndex * 2 >= end {
+            let start = readIndex
+            let count = end - readIndex
+            storage.withUnsafeMutableBytes { all in
+                guard let base = all.baseAddress else { return }
+                base.copyMemory(from: base + start, byteCount: count)
+            }
             readIndex = 0
+            end = count
         }
     }
 
@@ -41,13 +61,14 @@ struct HTTP1ByteBuffer: Sendable {
 
     /// Drops every readable byte.
     mutating func consumeAll() {
-        readIndex = storage.count
+        readIndex = end
     }
 
     /// Calls `body` with the readable bytes. The pointer must not escape.
     func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         let start = readIndex
-        return storage.withUnsafeBytes { all in body(UnsafeRawBufferPointer(rebasing: all[start...])) }
+        let end = end
+        return storage.withUnsafeBytes { all in body(UnsafeRawBufferPointer(rebasing: all[start..<end])) }
     }
 
     /// The first `count` readable bytes as an array of their own, consumed: it holds no more memory than the bytes
@@ -62,6 +83,7 @@ struct HTTP1ByteBuffer: Sendable {
         if readIndex == 0, count == storage.count, storage.capacity - count <= Self.spareCapacityHandedOver {
             let bytes = storage
             storage = []
+            end = 0
             return bytes
         }
         let start = readIndex

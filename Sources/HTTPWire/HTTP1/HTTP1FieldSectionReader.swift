@@ -11,9 +11,9 @@ struct HTTP1FieldSectionReader: Sendable {
     }
 
     private(set) var headers = HTTPFields()
-    private(set) var hostValues = FramingFieldValues()
-    private(set) var contentLengthValues = FramingFieldValues()
-    private(set) var transferEncodingValues = FramingFieldValues()
+    private(set) var hostValues = FramingFieldValues(.host)
+    private(set) var contentLengthValues = FramingFieldValues(.contentLength)
+    private(set) var transferEncodingValues = FramingFieldValues(.transferEncoding)
     /// Whether any Transfer-Encoding value had whitespace after it (a smuggling gadget).
     private(set) var transferEncodingHadTrailingWhitespace = false
     private var sectionBytes = 0
@@ -25,9 +25,9 @@ struct HTTP1FieldSectionReader: Sendable {
     /// assigned over this one cost a release of every field).
     mutating func reset() {
         headers = HTTPFields()
-        hostValues = FramingFieldValues()
-        contentLengthValues = FramingFieldValues()
-        transferEncodingValues = FramingFieldValues()
+        hostValues = FramingFieldValues(.host)
+        contentLengthValues = FramingFieldValues(.contentLength)
+        transferEncodingValues = FramingFieldValues(.transferEncoding)
         transferEncodingHadTrailingWhitespace = false
         sectionBytes = 0
         scanned = 0
@@ -117,31 +117,40 @@ struct HTTP1FieldSectionReader: Sendable {
             token: field.token)
     }
 
-    /// Calls `body` with the value bytes of the field at `index` of ``headers`` (an element of ``hostValues`` and the
+    /// Calls `body` with the value bytes of the field at `index` of ``headers`` (a position of ``hostValues`` and the
     /// like); they are valid only inside it.
     func withValue<R>(at index: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         headers.withField(at: index) { _, value in body(value) }
     }
+
+    /// The position of the field of `values`' name after the one at `position`, or nil after the last: with
+    /// ``FramingFieldValues/first``, the positions of every such field, in order.
+    func position(after position: Int, in values: FramingFieldValues) -> Int? {
+        guard values.count > 1 else { return nil }
+        return headers.firstIndex(token: values.token, from: position + 1)
+    }
 }
 
 /// Where the fields of one framing field name (Host, Content-Length, Transfer-Encoding) are in the section's
-/// ``HTTP1FieldSectionReader/headers``, in the order received (read their values with
-/// ``HTTP1FieldSectionReader/withValue(at:_:)``). Such a field is almost always sent once, so the first position is
-/// held inline: no array is allocated per message.
-struct FramingFieldValues: RandomAccessCollection, Sendable {
-    private var firstValue = -1
-    private var laterValues: [Int] = []
+/// ``HTTP1FieldSectionReader/headers``: how many there are and the first one's position (read their values with
+/// ``HTTP1FieldSectionReader/withValue(at:_:)``; the later ones, rare, with
+/// ``HTTP1FieldSectionReader/position(after:in:)``). A few integers, so a section's reset or copy counts no reference
+/// and allocates nothing.
+struct FramingFieldValues: Sendable, BitwiseCopyable {
+    /// The name the fields have.
+    let token: HTTPFieldName
+    /// The position of the first field, or -1 when there is none.
+    private(set) var first = -1
+    /// How many fields have the name.
+    private(set) var count = 0
 
-    init() {}
+    init(_ token: HTTPFieldName) { self.token = token }
 
-    var startIndex: Int { 0 }
-    var endIndex: Int { firstValue < 0 ? 0 : 1 + laterValues.count }
+    var isEmpty: Bool { count == 0 }
 
-    subscript(position: Int) -> Int {
-        position == 0 ? firstValue : laterValues[position - 1]
-    }
-
+    /// Notes a field of the name at `fieldIndex` (positions come in increasing order).
     mutating func append(_ fieldIndex: Int) {
-        if firstValue < 0 { firstValue = fieldIndex } else { laterValues.append(fieldIndex) }
+        if count == 0 { first = fieldIndex }
+        count += 1
     }
 }

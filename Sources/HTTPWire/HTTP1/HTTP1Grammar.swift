@@ -274,6 +274,7 @@ package enum HTTP1Grammar {
     }
 
     /// ``parseFieldLine(_:)`` without making strings: the same checks, and where the name and value are.
+    @inline(__always)
     static func parseFieldLineBytes(_ line: UnsafeRawBufferPointer) -> Result<FieldLineBytes, HTTP1ParseError> {
         guard let first = line.first else { return .failure(.badRequest("empty field line")) }
         if first == sp || first == htab {

@@ -341,7 +341,9 @@ package struct HTTP1ResponseParser: Sendable {
             return .failure(.badRequest("both Content-Length and Transfer-Encoding"))
         }
         var contentLength: Int64?
-        for field in fields.contentLengthValues {
+        var nextContentLength = fields.contentLengthValues.isEmpty ? nil : fields.contentLengthValues.first
+        while let field = nextContentLength {
+            nextContentLength = fields.position(after: field, in: fields.contentLengthValues)
             // The usual single number needs no list splitting.
             if let length = fields.withValue(at: field, HTTP1Grammar.parseDecimal) {
                 if let previous = contentLength, previous != length {
@@ -363,8 +365,10 @@ package struct HTTP1ResponseParser: Sendable {
         if hasTransferEncoding {
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 response")) }
             var codings: [ArraySlice<UInt8>] = []
-            for field in fields.transferEncodingValues {
+            var nextTransferEncoding: Int? = fields.transferEncodingValues.first
+            while let field = nextTransferEncoding {
                 codings += fields.withValue(at: field, HTTP1Grammar.listElements)
+                nextTransferEncoding = fields.position(after: field, in: fields.transferEncodingValues)
             }
             guard codings.count == 1, HTTP1Grammar.equalsLowercase(codings[0], "chunked") else {
                 return .failure(.badRequest("unsupported Transfer-Encoding"))

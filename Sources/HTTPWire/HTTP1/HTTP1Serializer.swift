@@ -17,25 +17,43 @@ package enum HTTP1Serializer {
     package static func writeRequestLine(
         method: HTTPMethod, target: String, version: HTTPVersion, into buffer: inout [UInt8]
     ) throws(HTTP1SerializationError) {
+        // Native strings have their UTF-8 contiguous: read in place, without copying (and retaining) the strings.
+        let inPlace = method.rawValue.utf8.withContiguousStorageIfAvailable { method in
+            target.utf8.withContiguousStorageIfAvailable { target in
+                checkAndAppendRequestLine(method: method, target: target, version: version, to: &buffer)
+            }
+        }
+        if case .some(.some(let failure)) = inPlace {
+            if let failure { throw failure }
+            return
+        }
         var method = method.rawValue
         var target = target
-        // `withUTF8` makes a string contiguous first if it is not (bridged), so one path covers every string.
+        // `withUTF8` makes a string contiguous first if it is not (bridged).
         let failure: HTTP1SerializationError? = method.withUTF8 { method in
             target.withUTF8 { target in
-                guard HTTP1Grammar.isToken(method) else {
-                    return HTTP1SerializationError(reason: "method is not a token")
-                }
-                guard !target.isEmpty, !target.contains(where: { $0 < 0x21 || $0 > 0x7E }) else {
-                    return HTTP1SerializationError(reason: "request target contains invalid characters")
-                }
-                guard (0...9).contains(version.major), (0...9).contains(version.minor) else {
-                    return HTTP1SerializationError(reason: "HTTP version is not single-digit")
-                }
-                appendRequestLine(method: method, target: target, version: version, to: &buffer)
-                return nil
+                checkAndAppendRequestLine(method: method, target: target, version: version, to: &buffer)
             }
         }
         if let failure { throw failure }
+    }
+
+    /// Checks the request line's parts and appends it; the error, and nothing appended, for a part that is not valid.
+    private static func checkAndAppendRequestLine(
+        method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion,
+        to buffer: inout [UInt8]
+    ) -> HTTP1SerializationError? {
+        guard HTTP1Grammar.isToken(method) else {
+            return HTTP1SerializationError(reason: "method is not a token")
+        }
+        guard !target.isEmpty, !target.contains(where: { $0 < 0x21 || $0 > 0x7E }) else {
+            return HTTP1SerializationError(reason: "request target contains invalid characters")
+        }
+        guard (0...9).contains(version.major), (0...9).contains(version.minor) else {
+            return HTTP1SerializationError(reason: "HTTP version is not single-digit")
+        }
+        appendRequestLine(method: method, target: target, version: version, to: &buffer)
+        return nil
     }
 
     /// Appends `method SP target SP HTTP/x.y CRLF` from contiguous, checked bytes, assembled on the stack and appended
