@@ -158,7 +158,7 @@ extension MoyaProvider {
         let endpoint = self.endpoint(target)
         guard let mapped = lane.mapping(endpoint) else { return nil }
         let pluginTarget: TargetType = target
-        let result: Result<Moya.Response, MoyaError>
+        var result: Result<Moya.Response, MoyaError>
         switch consume mapped {
         case .success(var request):
             prepare(&request, lane: lane, pluginTarget: pluginTarget)
@@ -169,7 +169,9 @@ extension MoyaProvider {
         case .failure(let error):
             result = .failure(error)
         }
-        return plugins.reduce(result) { $1.process($0, target: pluginTarget) }
+        // Each plugin's result replaces the last in place (`reduce` copies the result into and out of its closure).
+        for plugin in plugins { result = plugin.process(consume result, target: pluginTarget) }
+        return result
     }
 
     /// A stub's result, after its delay (cancelling the task during the delay cancels the request).

@@ -121,6 +121,21 @@ public protocol RequestType {
     func cURLDescription(calling handler: @escaping (String) -> Void) -> Self
 }
 
+/// A `URLRequest` a ``RequestTypeWrapper`` made (or was given), boxed: made at most once per wrapper.
+private final class MadeRequest: @unchecked Sendable {
+    let request: URLRequest?
+
+    init(_ request: URLRequest?) {
+        self.request = request
+    }
+}
+
+/// What a ``RequestTypeWrapper`` keeps behind its lock.
+private struct WrapperState: @unchecked Sendable {
+    var made: MadeRequest?
+    var credential: URLCredential?
+}
+
 /// The `RequestType` handed to plugins: the prepared request, the session headers, and the credential a plugin
 /// supplied for an authentication challenge.
 ///
@@ -135,28 +150,29 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     let transport: TransportRequest
     /// Whether ``transport`` is the request (false: the wrapper was made from a `URLRequest`).
     private let hasTransport: Bool
-    /// The `URLRequest`, once made (at once for a wrapper made from one). An inline lock: the request is read from any
-    /// thread (plugins, response consumers).
-    private let made: Locked<UncheckedSendable<URLRequest?>?>
-    private let storedCredential = Locked<UncheckedSendable<URLCredential?>>(UncheckedSendable(nil))
+    /// The `URLRequest`, once made (at once for a wrapper made from one), and the credential set with `authenticate`.
+    /// One inline lock: the request is read from any thread (plugins, response consumers). Both are references, so a
+    /// wrapper whose request was never made (a stub's, a relayed one's) is destroyed with two releases of nil rather
+    /// than an outlined destroy of an optional `URLRequest`.
+    private let state: Locked<WrapperState>
     let sessionHeaders: [String: String]
 
     var request: URLRequest? {
-        made.withLock { made -> UncheckedSendable<URLRequest?> in
-            if let made { return made }
-            let built = UncheckedSendable(hasTransport ? URLRequest(transport: transport) : nil)
-            made = built
+        state.withLock { state -> MadeRequest in
+            if let made = state.made { return made }
+            let built = MadeRequest(hasTransport ? URLRequest(transport: transport) : nil)
+            state.made = built
             return built
-        }.value
+        }.request
     }
 
     /// The credential set with `authenticate`, if any.
-    var credential: URLCredential? { storedCredential.withLock { $0 }.value }
+    var credential: URLCredential? { state.withLock { $0.credential } }
 
     init(request: URLRequest?, sessionHeaders: [String: String] = [:]) {
         transport = Self.noTransport
         hasTransport = false
-        made = Locked(UncheckedSendable(request))
+        state = Locked(WrapperState(made: MadeRequest(request)))
         self.sessionHeaders = sessionHeaders
     }
 
@@ -164,7 +180,7 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     init(transport: consuming TransportRequest, sessionHeaders: [String: String] = [:]) {
         self.transport = transport
         hasTransport = true
-        made = Locked(nil)
+        state = Locked(WrapperState())
         self.sessionHeaders = sessionHeaders
     }
 
@@ -172,7 +188,7 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
     init(transport: consuming TransportRequest, request: URLRequest) {
         self.transport = transport
         hasTransport = true
-        made = Locked(UncheckedSendable(request))
+        state = Locked(WrapperState(made: MadeRequest(request)))
         sessionHeaders = [:]
     }
 
@@ -189,7 +205,7 @@ final class RequestTypeWrapper: RequestType, @unchecked Sendable {
 
     @discardableResult
     func authenticate(with credential: URLCredential) -> Self {
-        storedCredential.withLock { $0 = UncheckedSendable(credential) }
+        state.withLock { $0.credential = credential }
         return self
     }
 

@@ -85,31 +85,35 @@ enum ResponseURL: @unchecked Sendable {
 /// once, on first use, under a lock.
 final class ResponseHead: @unchecked Sendable {
     let transport: TransportResponse
-    /// The `HTTPURLResponse`, once made; an inline lock, as a response is read from any thread.
-    private let made: Locked<UncheckedSendable<HTTPURLResponse?>?>
-    /// The collected body as `Data` (sharing the transport's bytes), once asked for.
-    private let madeData: Locked<Data?>
+    /// The `HTTPURLResponse` and the collected body as `Data`, each once made; one inline lock, as a response is read
+    /// from any thread.
+    private let made: Locked<MadeHead>
 
     init(transport: TransportResponse) {
         self.transport = transport
-        self.made = Locked(nil)
-        self.madeData = Locked(nil)
+        self.made = Locked(MadeHead())
     }
 
     /// The collected body as `Data`, made on first use; it shares the transport's bytes rather than copying them.
     var data: Data {
-        madeData.withLock { data in
-            if let data { return data }
-            let made = transport.body.isEmpty ? Data() : Data(sharing: transport.body)
-            data = made
-            return made
+        made.withLock { made in
+            if let data = made.data { return data }
+            let data = transport.body.isEmpty ? Data() : Data(sharing: transport.body)
+            made.data = data
+            return data
         }
     }
 
     var response: HTTPURLResponse? {
         made.withLock { made in
-            if made == nil { made = UncheckedSendable(transport.makeHTTPURLResponse()) }
-            return made
+            if made.response == nil { made.response = UncheckedSendable(transport.makeHTTPURLResponse()) }
+            return made.response
         }?.value
     }
+}
+
+/// What a ``ResponseHead`` makes on first use, behind its lock.
+private struct MadeHead: @unchecked Sendable {
+    var response: UncheckedSendable<HTTPURLResponse?>?
+    var data: Data?
 }

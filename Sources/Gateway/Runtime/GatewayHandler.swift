@@ -419,7 +419,7 @@ final class GatewayHandler: HTTPServerHandler {
                 return HTTPServerResponse(head: head, body: .stream(relayed))
             }
             let body =
-                response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response.data)
+                response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response)
                 ?? Array(response.data)
             return HTTPServerResponse(head: head, body: .bytes(body))
         case .failure(let error):

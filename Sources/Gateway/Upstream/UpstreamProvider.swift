@@ -29,6 +29,9 @@ final class UpstreamProvider: Sendable {
     let stubResponseHeaders: HTTPFields?
     /// A stub upstream's body, as an array made once (its answers carry it as `Data`).
     private let stubBody: [UInt8]?
+    /// The `HTTPURLResponse` of a stub upstream's normal answer (made once, with ``stubBody``'s bytes as its data): a
+    /// response carrying this very object carries those bytes, which then need no comparison.
+    private let stubNormalResponse: HTTPURLResponse?
     /// The origin requests go to (`http://stub.invalid` for a stub), computed once. The same string is the transport
     /// lane's known origin, so an endpoint made with it is recognised by one comparison (see `Endpoint(origin:target:…)`).
     let origin: String
@@ -163,6 +166,7 @@ final class UpstreamProvider: Sendable {
             ProxyHeaders.downstream(from: HTTPFields(stub.headers.map { ($0.name, $0.value) }))
         }
         self.stubBody = stub?.body
+        self.stubNormalResponse = samples?.normalResponse
         // One closure for every endpoint of this upstream, rather than one made per request.
         let sampleResponse: Endpoint.SampleResponseClosure = {
             UpstreamProvider.sampleResponse(stub: samples, sampler: sampler)
@@ -245,6 +249,16 @@ final class UpstreamProvider: Sendable {
             })
     }
 
+    /// The stub's body as an array when `response` carries exactly its bytes (a stubbed answer), so that it is not
+    /// copied out of the response's `Data` for every answer; nil otherwise. The stub's normal answer is recognised by
+    /// its `HTTPURLResponse` (one identity comparison: reading a `Data`'s bytes costs three exclusivity checks).
+    func stubBody(matching response: Moya.Response) -> [UInt8]? {
+        if let stubNormalResponse, let stubBody, response.response === stubNormalResponse {
+            return stubBody.isEmpty ? nil : stubBody
+        }
+        return stubBody(matching: response.data)
+    }
+
     /// The stub's body as an array when `data` holds exactly its bytes (a stubbed answer), so that it is not copied
     /// out of the `Data` for every answer; nil otherwise.
     func stubBody(matching data: Data) -> [UInt8]? {
@@ -273,6 +287,8 @@ final class UpstreamProvider: Sendable {
 private final class StubSamples: @unchecked Sendable {
     let normal: EndpointSampleResponse
     let failing: EndpointSampleResponse
+    /// The `HTTPURLResponse` of ``normal``, nil when it has none; its data is then the stub's body.
+    let normalResponse: HTTPURLResponse?
 
     init(_ stub: StubConfig) {
         var fields: [String: String] = [:]
@@ -288,6 +304,7 @@ private final class StubSamples: @unchecked Sendable {
             return .response(response, body)
         }
         normal = sample(status: stub.status, body: Data(stub.body))
+        if case .response(let response, _) = normal { normalResponse = response } else { normalResponse = nil }
         failing = sample(status: stub.errorStatus, body: Data())
     }
 }
