@@ -272,8 +272,11 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
             } else {
                 // Borrowed from the array, which nothing changes meanwhile (a connection that writes again queues
                 // itself in `pendingFlushes`), instead of retaining it and each connection for the loop.
+                // Each connection is used as the array holds it, without a retain and release around its flush.
                 flushingNow.withUnsafeBufferPointer { connections in
-                    for index in connections.indices { connections[index].flushDeferred() }
+                    for index in connections.indices {
+                        Unmanaged.passUnretained(connections[index])._withUnsafeGuaranteedRef { $0.flushDeferred() }
+                    }
                 }
             }
             flushingNow.removeAll(keepingCapacity: true)
