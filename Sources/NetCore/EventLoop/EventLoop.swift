@@ -270,10 +270,11 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
             if flushingNow.count > 1, let batchSender {
                 flushBatched(with: batchSender)
             } else {
-                // Borrowed from the array, which nothing changes meanwhile (a connection that writes again queues
-                // itself in `pendingFlushes`), instead of retaining it and each connection for the loop.
-                flushingNow.withUnsafeBufferPointer { connections in
-                    for index in connections.indices { connections[index].flushDeferred() }
+                // Each connection is used as the array holds it (nothing changes the array meanwhile: a connection
+                // that writes again queues itself in `pendingFlushes`), without retaining the array, or each
+                // connection around its flush.
+                for index in flushingNow.indices {
+                    Unmanaged.passUnretained(flushingNow[index])._withUnsafeGuaranteedRef { $0.flushDeferred() }
                 }
             }
             flushingNow.removeAll(keepingCapacity: true)
