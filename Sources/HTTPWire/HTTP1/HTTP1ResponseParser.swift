@@ -281,9 +281,11 @@ package struct HTTP1ResponseParser: Sendable {
             for byte in reasonBytes where !HTTP1Grammar.isFieldValueByte(byte) {
                 return .failure(.badRequest("invalid character in reason phrase"))
             }
-            // The standard phrase (most often) is taken as the literal it is, not decoded.
-            let standard = HTTPStatus.reasonPhrase(for: status)
-            reason = HTTP1Grammar.equals(reasonBytes, standard) ? standard : HTTP1Grammar.string(reasonBytes)
+            // The standard phrase (most often) is compared with static bytes and taken as the literal it is, not
+            // decoded.
+            reason =
+                HTTP1Grammar.equals(reasonBytes, HTTPStatus.reasonPhraseBytes(for: status))
+                ? HTTPStatus.reasonPhrase(for: status) : HTTP1Grammar.string(reasonBytes)
         }
         return .success((version, status, reason))
     }

@@ -331,4 +331,21 @@ private func response(
         let empty = responseEvents(bytes("HTTP/1.1 404 \r\nContent-Length: 0\r\n\r\n")).events
         #expect(empty == [.head(response(404, [("Content-Length", "0")], reason: ""), .contentLength(0)), .end])
     }
+
+    @Test func reasonPhraseStandardOrNot() {
+        // The static bytes the parser compares with are the standard phrase, for every code.
+        for status in 100...599 {
+            #expect(HTTPStatus.reasonPhraseBytes(for: status).description == HTTPStatus.reasonPhrase(for: status))
+        }
+        for (line, reason) in [
+            ("HTTP/1.1 200 OK", "OK"), ("HTTP/1.1 200 ok", "ok"), ("HTTP/1.1 200 OK ", "OK "),
+            ("HTTP/1.1 200 Fine", "Fine"), ("HTTP/1.1 404 Not Found", "Not Found"), ("HTTP/1.1 404 OK", "OK"),
+            ("HTTP/1.1 599 Whatever", "Whatever"), ("HTTP/1.1 500 Internal Server Erro", "Internal Server Erro")
+        ] {
+            let status = Int(line.split(separator: " ")[1]) ?? 0
+            let events = responseEvents(bytes(line + "\r\nContent-Length: 0\r\n\r\n")).events
+            #expect(
+                events == [.head(response(status, [("Content-Length", "0")], reason: reason), .contentLength(0)), .end])
+        }
+    }
 }
