@@ -28,6 +28,12 @@ let hostileResponseCases: [HostileResponseCase] = [
     .init("UP-06 lowercase version", "http/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 HTTP/2.0 status line", "HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 control in reason", "HTTP/1.1 200 O\u{1}K\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR in reason", "HTTP/1.1 200 O\rK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR ending reason", "HTTP/1.1 200 OK\r\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR for reason separator", "HTTP/1.1 200\rOK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR in status code", "HTTP/1.1 2\r0 OK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR for version separator", "HTTP/1.1\r200 OK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR in version", "HTTP/1\r1 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 CL+TE", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
     .init(
         "UP-06 CL+TE on HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
