@@ -229,15 +229,16 @@ package struct HTTP1ResponseParser: Sendable {
         var scanned = self.scanned
         typealias Parsed = (version: HTTPVersion, status: Int, reason: String)
         let outcome: (result: Result<Parsed, HTTP1ParseError>, consumed: Int)? = buffer.withReadableBytes { bytes in
-            let tooLong = HTTP1ParseError.badRequest("status line too long")
             guard let lfOffset = HTTP1Grammar.findLineFeed(bytes, scanned: &scanned) else {
-                return bytes.count > limit &+ 1 ? (.failure(tooLong), 0) : nil
+                return bytes.count > limit &+ 1 ? (.failure(.badRequest("status line too long")), 0) : nil
             }
-            if lfOffset > limit &+ 1 { return (.failure(tooLong), 0) }
-            guard let line = HTTP1Grammar.lineContent(bytes, lfOffset: lfOffset) else {
+            if lfOffset > limit &+ 1 { return (.failure(.badRequest("status line too long")), 0) }
+            guard lfOffset >= 1, bytes[lfOffset - 1] == HTTP1Grammar.cr else {
                 return (.failure(.badRequest("status line not ended by CRLF, or bare CR")), 0)
             }
-            return (Self.parseStatusLine(line), lfOffset + 1)
+            // No separate search for a CR inside the line: the status-line grammar checks every byte of it and
+            // refuses a CR (not a version, space or digit byte, nor a reason-phrase byte).
+            return (Self.parseStatusLine(UnsafeRawBufferPointer(rebasing: bytes[0..<(lfOffset - 1)])), lfOffset + 1)
         }
         self.scanned = scanned
         guard let outcome else { return nil }
@@ -281,9 +282,11 @@ package struct HTTP1ResponseParser: Sendable {
             for byte in reasonBytes where !HTTP1Grammar.isFieldValueByte(byte) {
                 return .failure(.badRequest("invalid character in reason phrase"))
             }
-            // The standard phrase (most often) is taken as the literal it is, not decoded.
-            let standard = HTTPStatus.reasonPhrase(for: status)
-            reason = HTTP1Grammar.equals(reasonBytes, standard) ? standard : HTTP1Grammar.string(reasonBytes)
+            // The standard phrase (most often) is compared with static bytes and taken as the literal it is, not
+            // decoded.
+            reason =
+                HTTP1Grammar.equals(reasonBytes, HTTPStatus.reasonPhraseBytes(for: status))
+                ? HTTPStatus.reasonPhrase(for: status) : HTTP1Grammar.string(reasonBytes)
         }
         return .success((version, status, reason))
     }

@@ -92,3 +92,58 @@ import Testing
         #expect(readable(buffer) == bytes("z"))
     }
 }
+
+/// The section reader appends a field with only a room check once it appended in the same call: a copy of the
+/// headers taken between calls keeps its fields, and a section outgrowing the first room still reads in order.
+@Suite struct HTTP1FieldSectionReaderRoomTests {
+    private func pairs(_ fields: HTTPFields) -> [String] {
+        (0..<fields.count).map {
+            let field = fields.field(at: $0)
+            return "\(field.name)=\(field.value)"
+        }
+    }
+
+    @Test func copiesTakenBetweenCallsKeepTheirFields() {
+        var reader = HTTP1FieldSectionReader()
+        var buffer = HTTP1ByteBuffer()
+        var copies: [(HTTPFields, [String])] = []
+        for line in ["A: 1\r\nB: 2\r\n", "C: 3\r\n", "D: 4\r\nE: 5\r\n"] {
+            buffer.append(bytes(line))
+            guard case .needMore = reader.read(&buffer, maxBytes: 8192, maxFields: 100, sizeStatus: 431) else {
+                Issue.record("the section is not complete yet")
+                return
+            }
+            let copy = reader.headers
+            copies.append((copy, pairs(copy)))
+        }
+        buffer.append(bytes("\r\n"))
+        guard case .complete = reader.read(&buffer, maxBytes: 8192, maxFields: 100, sizeStatus: 431) else {
+            Issue.record("the section must be complete")
+            return
+        }
+        #expect(pairs(reader.headers) == ["A=1", "B=2", "C=3", "D=4", "E=5"])
+        #expect(copies.map { pairs($0.0) } == copies.map { $0.1 })
+        #expect(copies.map { $0.1 } == [["A=1", "B=2"], ["A=1", "B=2", "C=3"], ["A=1", "B=2", "C=3", "D=4", "E=5"]])
+    }
+
+    @Test func aSectionOutgrowingItsFirstRoomReadsInOrder() {
+        var reader = HTTP1FieldSectionReader()
+        var buffer = HTTP1ByteBuffer()
+        // A short first line sizes the room small; the long lines after it arrive in the same call.
+        var section = ""
+        var expected = ["X=y"]
+        for index in 0..<90 {
+            let value = String(repeating: Character(String(index % 10)), count: 40 + index * 7)
+            section += "Field-\(index): \(value)\r\n"
+            expected.append("Field-\(index)=\(value)")
+        }
+        buffer.append(bytes("X: y\r\n"))
+        _ = reader.read(&buffer, maxBytes: 65536, maxFields: 100, sizeStatus: 431)
+        buffer.append(bytes(section + "\r\n"))
+        guard case .complete = reader.read(&buffer, maxBytes: 65536, maxFields: 100, sizeStatus: 431) else {
+            Issue.record("the section must be complete")
+            return
+        }
+        #expect(pairs(reader.headers) == expected)
+    }
+}

@@ -28,6 +28,12 @@ let hostileResponseCases: [HostileResponseCase] = [
     .init("UP-06 lowercase version", "http/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 HTTP/2.0 status line", "HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 control in reason", "HTTP/1.1 200 O\u{1}K\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR in reason", "HTTP/1.1 200 O\rK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR ending reason", "HTTP/1.1 200 OK\r\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR for reason separator", "HTTP/1.1 200\rOK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR in status code", "HTTP/1.1 2\r0 OK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR for version separator", "HTTP/1.1\r200 OK\r\nContent-Length: 0\r\n\r\n"),
+    .init("UP-06 bare CR in version", "HTTP/1\r1 200 OK\r\nContent-Length: 0\r\n\r\n"),
     .init("UP-06 CL+TE", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
     .init(
         "UP-06 CL+TE on HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
@@ -330,5 +336,22 @@ private func response(
         #expect(events == [.head(response(200, [("Content-Length", "0")], reason: ""), .contentLength(0)), .end])
         let empty = responseEvents(bytes("HTTP/1.1 404 \r\nContent-Length: 0\r\n\r\n")).events
         #expect(empty == [.head(response(404, [("Content-Length", "0")], reason: ""), .contentLength(0)), .end])
+    }
+
+    @Test func reasonPhraseStandardOrNot() {
+        // The static bytes the parser compares with are the standard phrase, for every code.
+        for status in 100...599 {
+            #expect(HTTPStatus.reasonPhraseBytes(for: status).description == HTTPStatus.reasonPhrase(for: status))
+        }
+        for (line, reason) in [
+            ("HTTP/1.1 200 OK", "OK"), ("HTTP/1.1 200 ok", "ok"), ("HTTP/1.1 200 OK ", "OK "),
+            ("HTTP/1.1 200 Fine", "Fine"), ("HTTP/1.1 404 Not Found", "Not Found"), ("HTTP/1.1 404 OK", "OK"),
+            ("HTTP/1.1 599 Whatever", "Whatever"), ("HTTP/1.1 500 Internal Server Erro", "Internal Server Erro")
+        ] {
+            let status = Int(line.split(separator: " ")[1]) ?? 0
+            let events = responseEvents(bytes(line + "\r\nContent-Length: 0\r\n\r\n")).events
+            #expect(
+                events == [.head(response(status, [("Content-Length", "0")], reason: reason), .contentLength(0)), .end])
+        }
     }
 }
