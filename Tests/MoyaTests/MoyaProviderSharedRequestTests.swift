@@ -94,16 +94,7 @@ import Testing
 
     @Test func immediateStubsFinishBeforeTheCallerWaits() async throws {
         let counter = Recorder<Int>()
-        let provider = MoyaProvider<GitHub>(
-            endpointClosure: { target in
-                Endpoint(
-                    url: URL(target: target).absoluteString,
-                    sampleResponseClosure: {
-                        counter.append(1)
-                        return .networkResponse(200, target.sampleData)
-                    },
-                    method: target.method, task: target.task, httpHeaderFields: nil)
-            }, stubClosure: MoyaProvider.immediatelyStub, trackInflights: true)
+        let provider = countingProvider(stubClosure: MoyaProvider.immediatelyStub, counter: counter)
         #expect(try await provider.request(.zen).get().data == GitHub.zen.sampleData)
         #expect(try await provider.request(.zen).get().data == GitHub.zen.sampleData)
         #expect(counter.count == 2, "an immediate stub is over before another caller could join")

@@ -113,6 +113,13 @@ extension MoyaError {
 /// A `trackInflights` provider of ``GitHub`` whose stubs answer after `delay` seconds, counting every call (a sample
 /// drawn) in `counter`: identical requests in flight share one call.
 func countingProvider(delay: TimeInterval, counter: Recorder<Int>, plugins: [PluginType] = []) -> MoyaProvider<GitHub> {
+    countingProvider(stubClosure: MoyaProvider.delayedStub(delay), counter: counter, plugins: plugins)
+}
+
+/// The same with the stubs `stubClosure` says (`immediatelyStub`: answered before the caller waits).
+func countingProvider(
+    stubClosure: @escaping MoyaProvider<GitHub>.StubClosure, counter: Recorder<Int>, plugins: [PluginType] = []
+) -> MoyaProvider<GitHub> {
     MoyaProvider<GitHub>(
         endpointClosure: { target in
             Endpoint(
@@ -122,5 +129,5 @@ func countingProvider(delay: TimeInterval, counter: Recorder<Int>, plugins: [Plu
                     return .networkResponse(200, target.sampleData)
                 },
                 method: target.method, task: target.task, httpHeaderFields: target.headers)
-        }, stubClosure: MoyaProvider.delayedStub(delay), plugins: plugins, trackInflights: true)
+        }, stubClosure: stubClosure, plugins: plugins, trackInflights: true)
 }
