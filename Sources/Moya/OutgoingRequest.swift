@@ -115,13 +115,6 @@ struct TransportOutgoing: OutgoingRequest {
         set { source = RequestTypeWrapper(transport: newValue, sessionHeaders: source.sessionHeaders) }
     }
 
-    /// Sends `request` (as its own source: the same request as `source`'s, whose session headers it takes).
-    init(_ request: consuming TransportRequest, source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
-        self.init(
-            sharing: RequestTypeWrapper(transport: request, sessionHeaders: source.sessionHeaders),
-            streamingBodiesAbove: streamingBodiesAbove)
-    }
-
     /// Sends `source`'s transport request. A streamed body is wrapped to track its pulls (then in a new source).
     init(sharing source: RequestTypeWrapper, streamingBodiesAbove: Int?) {
         self.source = source

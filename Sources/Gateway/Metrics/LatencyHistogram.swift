@@ -27,7 +27,7 @@ final class LatencyHistogram: TimerHandler, Sendable {
 
     /// A histogram with `buckets` (upper bounds in seconds, ascending) whose series has `labels`.
     init(labels: [(String, String)], buckets: [Double]) {
-        renderedLabels = Self.render(labels)
+        renderedLabels = Self.renderedLabels(labels)
         bucketLabels = buckets.map(\.description)
         bounds = buckets.map { Int64(($0 * 1e9).rounded()) }
         counts = (0...buckets.count).map { _ in Counter() }
@@ -86,7 +86,7 @@ final class LatencyHistogram: TimerHandler, Sendable {
 
     /// `name="value"` pairs joined by commas, each value escaped as the text format requires (backslash, double
     /// quote, line feed).
-    private static func render(_ labels: [(String, String)]) -> [UInt8] {
+    static func renderedLabels(_ labels: [(String, String)]) -> [UInt8] {
         var rendered: [UInt8] = []
         for (index, (name, value)) in labels.enumerated() {
             if index > 0 { rendered.append(UInt8(ascii: ",")) }

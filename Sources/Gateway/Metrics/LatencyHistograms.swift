@@ -16,10 +16,11 @@ final class LatencyHistograms: Sendable {
     /// The histogram of metric `name` (with `help`, rendered as its `# HELP` line when not empty) for `labels`, made
     /// with `buckets` the first time.
     func histogram(name: String, help: String, labels: [(String, String)], buckets: [Double]) -> LatencyHistogram {
-        let made = LatencyHistogram(labels: labels, buckets: buckets)
+        let rendered = LatencyHistogram.renderedLabels(labels)
         return families.withLock { families in
             var family = families[name] ?? Family(help: help, series: [])
-            if let known = family.series.first(where: { $0.renderedLabels == made.renderedLabels }) { return known }
+            if let known = family.series.first(where: { $0.renderedLabels == rendered }) { return known }
+            let made = LatencyHistogram(labels: labels, buckets: buckets)
             family.series.append(made)
             families[name] = family
             return made

@@ -251,7 +251,8 @@ final class UpstreamProvider: Sendable {
 
     /// The stub's body as an array when `response` carries exactly its bytes (a stubbed answer), so that it is not
     /// copied out of the response's `Data` for every answer; nil otherwise. The stub's normal answer is recognised by
-    /// its `HTTPURLResponse` (one identity comparison: reading a `Data`'s bytes costs three exclusivity checks).
+    /// its `HTTPURLResponse` (one identity comparison: reading a `Data`'s bytes costs three exclusivity checks); none of
+    /// the gateway's plugins makes a response of its own, so a response with that object is the stub's as it was drawn.
     func stubBody(matching response: Moya.Response) -> [UInt8]? {
         if let stubNormalResponse, let stubBody, response.response === stubNormalResponse {
             return stubBody.isEmpty ? nil : stubBody

@@ -222,11 +222,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             reject(status: 417, head: head)
             return
         }
-        // Without a `Connection` field (most requests; looked for by its token, one byte per field) keep-alive is the
-        // version's default, and its tokens need not be read by name.
-        let wantsKeepAlive =
-            head.headers.firstIndex(token: .connection) == nil ? head.version >= .http1_1 : head.wantsKeepAlive
-        let keepAlive = wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
+        let keepAlive = head.wantsKeepAlive && !draining && requestsStarted < context.limits.maxRequestsPerConnection
         let version = head.version
         // Methods are case-sensitive: one that does not start with `H` is not HEAD, and a GET is not compared as a
         // string (whose differing bits would take the comparison's slow path).
@@ -239,9 +235,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         case .none:
             declaredLength = nil
             body = nil
-            // Most requests have no `Upgrade` field: found by its token, one byte per field, before the full check.
-            let asksUpgrade = head.headers.firstIndex(token: .upgrade) != nil && head.requestedUpgrade != nil
-            upgradeInput = asksUpgrade ? makeBodyStream() : nil
+            upgradeInput = head.requestedUpgrade != nil ? makeBodyStream() : nil
             if !keepAlive { acceptingRequests = false }
         case .contentLength(let length):
             declaredLength = length

@@ -83,11 +83,10 @@ extension HTTP2ServerConnection {
             input = makeBodyStream(streamID: stream.id)
             stream.body = input
         }
-        var request = HTTPServerRequest.made(
+        let request = HTTPServerRequest.made(
             head: head, bodyStream: ByteStream.complete([]), declaredBodyLength: nil,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
-            loop: connection.loop)
-        request.upgradeInput = input
+            loop: connection.loop, upgradeInput: input)
         enqueue(request, stream: stream)
     }
 

@@ -139,8 +139,8 @@ struct HTTP1FieldSectionReader: Sendable {
 struct FramingFieldValues: Sendable, BitwiseCopyable {
     /// The name the fields have.
     let token: HTTPFieldName
-    /// The position of the first field, or -1 when there is none.
-    private(set) var first = -1
+    /// The position of the first field; nil when there is none.
+    private(set) var first: Int?
     /// How many fields have the name.
     private(set) var count = 0
 
@@ -150,7 +150,7 @@ struct FramingFieldValues: Sendable, BitwiseCopyable {
 
     /// Notes a field of the name at `fieldIndex` (positions come in increasing order).
     mutating func append(_ fieldIndex: Int) {
-        if count == 0 { first = fieldIndex }
+        if first == nil { first = fieldIndex }
         count += 1
     }
 }

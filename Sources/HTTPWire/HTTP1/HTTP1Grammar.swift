@@ -160,20 +160,6 @@ package enum HTTP1Grammar {
         return memcmp(base, string.utf8Start, bytes.count) == 0
     }
 
-    /// Whether `bytes` are exactly the UTF-8 bytes of `string` (case-sensitive), compared in place when `string` has
-    /// them contiguous.
-    static func equals(_ bytes: UnsafeRawBufferPointer, _ string: String) -> Bool {
-        let utf8 = string.utf8
-        guard bytes.count == utf8.count else { return false }
-        if let equal = utf8.withContiguousStorageIfAvailable({ stored -> Bool in
-            guard let base = bytes.baseAddress, let storedBase = stored.baseAddress else { return true }
-            return memcmp(base, storedBase, bytes.count) == 0
-        }) {
-            return equal
-        }
-        return bytes.elementsEqual(utf8)
-    }
-
     // MARK: Lines
 
     /// Finds the next LF in `bytes`, starting the search at `scanned` and remembering how far it looked so that a

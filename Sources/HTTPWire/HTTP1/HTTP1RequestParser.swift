@@ -217,17 +217,17 @@ package struct HTTP1RequestParser: Sendable {
     private static func knownMethod(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod? {
         switch bytes.count {
         case 3:
-            if HTTP1Grammar.equals(bytes, "GET" as StaticString) { return HTTPMethod(rawValue: "GET") }
-            if HTTP1Grammar.equals(bytes, "PUT" as StaticString) { return HTTPMethod(rawValue: "PUT") }
+            if HTTP1Grammar.equals(bytes, "GET") { return HTTPMethod(rawValue: "GET") }
+            if HTTP1Grammar.equals(bytes, "PUT") { return HTTPMethod(rawValue: "PUT") }
         case 4:
-            if HTTP1Grammar.equals(bytes, "POST" as StaticString) { return HTTPMethod(rawValue: "POST") }
-            if HTTP1Grammar.equals(bytes, "HEAD" as StaticString) { return HTTPMethod(rawValue: "HEAD") }
+            if HTTP1Grammar.equals(bytes, "POST") { return HTTPMethod(rawValue: "POST") }
+            if HTTP1Grammar.equals(bytes, "HEAD") { return HTTPMethod(rawValue: "HEAD") }
         case 5:
-            if HTTP1Grammar.equals(bytes, "PATCH" as StaticString) { return HTTPMethod(rawValue: "PATCH") }
+            if HTTP1Grammar.equals(bytes, "PATCH") { return HTTPMethod(rawValue: "PATCH") }
         case 6:
-            if HTTP1Grammar.equals(bytes, "DELETE" as StaticString) { return HTTPMethod(rawValue: "DELETE") }
+            if HTTP1Grammar.equals(bytes, "DELETE") { return HTTPMethod(rawValue: "DELETE") }
         case 7:
-            if HTTP1Grammar.equals(bytes, "OPTIONS" as StaticString) { return HTTPMethod(rawValue: "OPTIONS") }
+            if HTTP1Grammar.equals(bytes, "OPTIONS") { return HTTPMethod(rawValue: "OPTIONS") }
         default:
             break
         }
@@ -278,7 +278,7 @@ package struct HTTP1RequestParser: Sendable {
         let hosts = fields.hostValues
         if hosts.count > 1 { return fail(.badRequest("more than one Host header")) }
         if hosts.isEmpty && version >= .http1_1 { return fail(.badRequest("missing Host header")) }
-        if !hosts.isEmpty, !fields.withValue(at: hosts.first, HTTP1Grammar.isValidHost(bytes:)) {
+        if let host = hosts.first, !fields.withValue(at: host, HTTP1Grammar.isValidHost(bytes:)) {
             return fail(.badRequest("invalid Host header"))
         }
 
@@ -311,14 +311,14 @@ package struct HTTP1RequestParser: Sendable {
     ) -> Result<HTTP1BodyFraming, HTTP1ParseError> {
         let contentLengths = fields.contentLengthValues
         let transferEncodings = fields.transferEncodingValues
-        if !transferEncodings.isEmpty {
+        if let transferEncoding = transferEncodings.first {
             if !contentLengths.isEmpty { return .failure(.badRequest("both Content-Length and Transfer-Encoding")) }
             if transferEncodings.count > 1 { return .failure(.badRequest("repeated Transfer-Encoding header")) }
             if fields.transferEncodingHadTrailingWhitespace {
                 return .failure(.badRequest("whitespace after Transfer-Encoding value"))
             }
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 request")) }
-            let codings = fields.withValue(at: transferEncodings.first, HTTP1Grammar.listElements)
+            let codings = fields.withValue(at: transferEncoding, HTTP1Grammar.listElements)
             var chunkedCount = 0
             for coding in codings {
                 guard HTTP1Grammar.isToken(coding) else { return .failure(.badRequest("invalid Transfer-Encoding")) }
@@ -331,8 +331,8 @@ package struct HTTP1RequestParser: Sendable {
             return .success(.chunked)
         }
         if contentLengths.count > 1 { return .failure(.badRequest("repeated Content-Length header")) }
-        if !contentLengths.isEmpty {
-            guard let length = fields.withValue(at: contentLengths.first, HTTP1Grammar.parseDecimal) else {
+        if let contentLength = contentLengths.first {
+            guard let length = fields.withValue(at: contentLength, HTTP1Grammar.parseDecimal) else {
                 return .failure(.badRequest("invalid Content-Length"))
             }
             if length > maxBodyBytes { return .failure(HTTP1ParseError(status: 413, reason: "body too large")) }

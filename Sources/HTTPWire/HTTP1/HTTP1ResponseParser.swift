@@ -344,7 +344,7 @@ package struct HTTP1ResponseParser: Sendable {
             return .failure(.badRequest("both Content-Length and Transfer-Encoding"))
         }
         var contentLength: Int64?
-        var nextContentLength = fields.contentLengthValues.isEmpty ? nil : fields.contentLengthValues.first
+        var nextContentLength = fields.contentLengthValues.first
         while let field = nextContentLength {
             nextContentLength = fields.position(after: field, in: fields.contentLengthValues)
             // The usual single number needs no list splitting.
@@ -368,7 +368,7 @@ package struct HTTP1ResponseParser: Sendable {
         if hasTransferEncoding {
             if version < .http1_1 { return .failure(.badRequest("Transfer-Encoding in an HTTP/1.0 response")) }
             var codings: [ArraySlice<UInt8>] = []
-            var nextTransferEncoding: Int? = fields.transferEncodingValues.first
+            var nextTransferEncoding = fields.transferEncodingValues.first
             while let field = nextTransferEncoding {
                 codings += fields.withValue(at: field, HTTP1Grammar.listElements)
                 nextTransferEncoding = fields.position(after: field, in: fields.transferEncodingValues)

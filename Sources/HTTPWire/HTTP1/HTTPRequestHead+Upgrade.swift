@@ -3,7 +3,9 @@ extension HTTPRequestHead {
     /// properly: `Upgrade` present and `upgrade` among the `Connection` options (RFC 9110 §7.8). Nil otherwise, and
     /// for HTTP/1.0, which has no upgrade.
     package var requestedUpgrade: String? {
-        guard version >= .http1_1, headers.containsToken("upgrade", in: .connection),
+        // Most requests have no `Upgrade` field: looked for by its token first (one byte per field).
+        guard version >= .http1_1, headers.firstIndex(token: .upgrade) != nil,
+            headers.containsToken("upgrade", in: .connection),
             let value = headers.first(.upgrade), !value.isEmpty
         else { return nil }
         return value

@@ -29,6 +29,9 @@ package struct HTTPRequestHead: Sendable, Hashable {
     /// Whether the client asked for the connection to stay open after this exchange (HTTP/1.0 needs
     /// `Connection: keep-alive`; HTTP/1.1 stays open unless `Connection: close`).
     package var wantsKeepAlive: Bool {
+        // Most requests have no `Connection` field (looked for by its token, one byte per field): the version's
+        // default, with no token to read.
+        guard headers.firstIndex(token: .connection) != nil else { return version >= .http1_1 }
         if headers.containsToken("close", in: .connection) { return false }
         if version >= .http1_1 { return true }
         return headers.containsToken("keep-alive", in: .connection)

@@ -155,9 +155,8 @@ import FoundationNetworking
             }
             let http = try HTTPClientRequest(
                 method: .post, url: "http://127.0.0.1:1/post", body: .stream(body, length: 13))
-            let request = TransportRequest(http: http)
             var outgoing = TransportOutgoing(
-                request, source: RequestTypeWrapper(transport: request), streamingBodiesAbove: nil)
+                sharing: RequestTypeWrapper(transport: TransportRequest(http: http)), streamingBodiesAbove: nil)
             let refused = await outgoing.exchange(in: session, progress: HTTPClientProgress())
             #expect((try? refused.get()) == nil, "nothing listens on port 1")
             #expect(outgoing.canBeSentAgain, "the connection failed before any chunk was pulled")
