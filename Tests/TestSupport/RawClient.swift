@@ -105,26 +105,6 @@ extension String {
     }
 }
 
-/// A loopback port nobody listens on right now (bound to port 0, read back, closed).
-package func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw POSIXError(.EMFILE) }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// Whether this machine has an IPv6 loopback (`::1` can be bound): containers may run without one.
 package func ipv6LoopbackIsAvailable() -> Bool {
     let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
