@@ -15,16 +15,23 @@ extension HTTP2Session {
         guard (200...999).contains(head.status) else {
             throw HTTP2Error(kind: .invalidState, message: "status \(head.status) is not a final status")
         }
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(head.headers.count + 1)
-        fields.append((":status", String(head.status)))
-        HTTP2Session.appendOutboundFields(head.headers, isRequest: false, to: &fields)
-        let rc = withNVArray(fields) { nva, count in
+        let submit = { (nva: UnsafePointer<nghttp2_nv>, count: Int) -> Int32 in
             if endStream {
                 return nghttp2_submit_response(session, streamID, nva, count, nil)
             }
-            var provider = dataProvider
+            var provider = self.dataProvider
             return nghttp2_submit_response(session, streamID, nva, count, &provider)
+        }
+        let rc: Int32
+        if head.headers.firstIndex(token: .connection) == nil {
+            rc = HTTP2Session.withResponseNVArray(status: head.status, headers: head.headers, submit)
+        } else {
+            // Fields the Connection field nominates are dropped too: the general path (rare in a response).
+            var fields: [(String, String)] = []
+            fields.reserveCapacity(head.headers.count + 1)
+            fields.append((":status", String(head.status)))
+            HTTP2Session.appendOutboundFields(head.headers, isRequest: false, to: &fields)
+            rc = withNVArray(fields, submit)
         }
         guard rc == 0 else { throw HTTP2Error(nghttp2Code: rc) }
         if !endStream { stream.hasProvider = true }
@@ -224,6 +231,79 @@ extension HTTP2Session {
     /// A value without NUL, CR or LF (other controls are the peer's to refuse).
     private static func isSafe(value: String) -> Bool {
         HTTP1Grammar.allBytes(value.utf8) { $0 != 0 && $0 != 0x0a && $0 != 0x0d }
+    }
+
+    /// Calls `body` with an `nghttp2_nv` array for a response head: `:status`, then the fields of `headers` that may be
+    /// sent, as ``appendOutboundFields(_:isRequest:to:)`` chooses them for a response without a `Connection` field (the
+    /// caller's condition). Made from the fields' bytes: the names lower-cased into one temporary buffer, the values
+    /// pointed at where they are; no string per field. The pointers live only during the call (nghttp2 copies).
+    static func withResponseNVArray(
+        status: Int, headers: HTTPFields, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+    ) -> Int32 {
+        headers.withRegions(ifEmpty: withResponseNVArray(status: status, entries: nil, bytes: nil, count: 0, body)) {
+            entries, bytes, header in
+            withResponseNVArray(status: status, entries: entries, bytes: bytes, count: header.count, body)
+        }
+    }
+
+    private static func withResponseNVArray(
+        status: Int, entries: HTTPFieldEntries?, bytes: UnsafeMutablePointer<UInt8>?, count: Int,
+        _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+    ) -> Int32 {
+        var nameBytes = 0
+        if let entries { for index in 0..<count { nameBytes += Int(entries[index].nameCount) } }
+        return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count + 1) { nva in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: nameBytes + 10) { buffer in
+                let base = buffer.baseAddress!
+                // ":status" and its three digits (200...999, checked by the caller) after the names.
+                let statusName = base + nameBytes
+                var offset = 0
+                for byte in ":status".utf8 {
+                    statusName[offset] = byte
+                    offset += 1
+                }
+                let digits = statusName + 7
+                digits[0] = 0x30 + UInt8(truncatingIfNeeded: status / 100 % 10)
+                digits[1] = 0x30 + UInt8(truncatingIfNeeded: status / 10 % 10)
+                digits[2] = 0x30 + UInt8(truncatingIfNeeded: status % 10)
+                nva[0] = nghttp2_nv(
+                    name: statusName, value: digits, namelen: 7, valuelen: 3,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                var used = 1
+                var nameOffset = 0
+                if let entries, let bytes {
+                    for index in 0..<count {
+                        let entry = entries[index]
+                        switch entry.token {
+                        case .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade, .te: continue
+                        default: break
+                        }
+                        let name = bytes + Int(entry.nameStart)
+                        let nameCount = Int(entry.nameCount)
+                        let value = bytes + Int(entry.valueStart)
+                        let valueCount = Int(entry.valueCount)
+                        if entry.flags & HTTPFieldEntry.validated == 0 {
+                            guard HTTP1Grammar.isToken(UnsafeBufferPointer(start: name, count: nameCount)),
+                                HTTP1Grammar.allBytes(
+                                    UnsafeBufferPointer(start: value, count: valueCount),
+                                    { $0 != 0 && $0 != 0x0a && $0 != 0x0d })
+                            else { continue }
+                        }
+                        // HTTP/2 field names are lower case (RFC 9113 §8.2.1): lower-cased in the copy.
+                        let target = base + nameOffset
+                        for position in 0..<nameCount { target[position] = HTTP1Grammar.lowercased(name[position]) }
+                        nameOffset += nameCount
+                        nva[used] = nghttp2_nv(
+                            name: target, value: value, namelen: nameCount, valuelen: valueCount,
+                            flags: UInt8(
+                                entry.token == .authorization || entry.token == .proxyAuthorization
+                                    ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
+                        used += 1
+                    }
+                }
+                return body(nva.baseAddress!, used)
+            }
+        }
     }
 
     /// Calls `body` with an `nghttp2_nv` array for `fields`; the pointers live only during the call (nghttp2 copies).
