@@ -295,14 +295,26 @@ extension HTTP2Session {
                         nameOffset += nameCount
                         nva[used] = nghttp2_nv(
                             name: target, value: value, namelen: nameCount, valuelen: valueCount,
-                            flags: UInt8(
-                                entry.token == .authorization || entry.token == .proxyAuthorization
-                                    ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue))
+                            flags: HTTP2Session.indexingFlags(entry.token))
                         used += 1
                     }
                 }
                 return body(nva.baseAddress!, used)
             }
+        }
+    }
+
+    /// The HPACK flags of a field named `token`: never indexed for credentials (RFC 7541 §7.1.3), and for fields whose
+    /// value is new in every message (`x-request-id`, `traceparent`, `tracestate`): indexing those would only fill the
+    /// connection's dynamic table with entries never used again, evicting the ones that are (`server`, `content-type`,
+    /// `via`), and make the encoder search a table of them for every field it sends.
+    @inline(__always)
+    static func indexingFlags(_ token: HTTPFieldName) -> UInt8 {
+        switch token {
+        case .authorization, .proxyAuthorization, .xRequestId, .traceparent, .tracestate:
+            return UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        default:
+            return UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
         }
     }
 
@@ -317,9 +329,8 @@ extension HTTP2Session {
             storage.append(contentsOf: name.utf8)
             let valueStart = storage.count
             storage.append(contentsOf: value.utf8)
-            let sensitive =
-                name.equalsIgnoringASCIICase("authorization") || name.equalsIgnoringASCIICase("proxy-authorization")
-            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, sensitive))
+            let unindexed = HTTP2Session.indexingFlags(HTTPFieldName(name)) != UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, unindexed))
         }
         storage.append(0)
         return storage.withUnsafeMutableBufferPointer { buffer in
