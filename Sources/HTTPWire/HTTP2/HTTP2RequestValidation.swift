@@ -228,6 +228,30 @@ extension HTTP2RequestHead {
         var out = HTTPFields()
         out.reserveCapacity(headers.count + 1)
         out.add(name: "Host", value: host)
+        // Checked from the fields' bytes (no string per field); without cookies (to join), the fields kept are copied
+        // as bytes, with their tokens.
+        var failure: RequestError?
+        var hasCookie = false
+        headers.forEachField { token, name, value in
+            guard failure == nil else { return }
+            if !HTTP1Grammar.isToken(name) {
+                failure = RequestError("invalid field name")
+            } else if !value.isEmpty && !HTTP2Validation.isValidValue(value.assumingMemoryBound(to: UInt8.self)) {
+                failure = RequestError("invalid field value")
+            } else if token == .cookie {
+                hasCookie = true
+            }
+        }
+        if let failure { throw failure }
+        guard hasCookie else {
+            out.append(contentsOf: headers) { token, _ in
+                switch token {
+                case .host, .te, .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade: return false
+                default: return true
+                }
+            }
+            return HTTPRequestHead(method: method, target: target, version: .http1_1, headers: out)
+        }
         var cookies: [String] = []
         var cookieInserted = false
         for field in headers {
