@@ -108,7 +108,7 @@ needs_engine=0; [[ " $TARGETS " != *" engine-"* ]] || needs_engine=1
 
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR/bin" "$RUN_DIR/dumps" "$RUN_DIR/upstream/tmp" "$RUN_DIR/nginx/tmp" "$RUN_DIR/nginx-h2/tmp" \
-    "$RUN_DIR/tls"
+    "$RUN_DIR/tls" "$RUN_DIR/tmp"
 objcopy --strip-debug "$BIN_DIR/moya-gateway" "$RUN_DIR/bin/moya-gateway"
 [[ $needs_engine == 0 ]] || objcopy --strip-debug "$BIN_DIR/hello-server" "$RUN_DIR/bin/hello-server"
 cat >"$RUN_DIR/sigsuspend_shim.c" <<'C'
@@ -229,6 +229,7 @@ server:
   http2: true
   io_uring: $uring
   tls: { listen: ["$HOST:$GW_TLS_PORT"], certificate: "$RUN_DIR/tls/cert.pem", private_key: "$RUN_DIR/tls/key.pem" }
+  buffering: { temp_dir: "$RUN_DIR/tmp" }
 admin: { listen: "$HOST:$GW_TLS_ADMIN" }
 logging: { access_log: false }
 upstreams:
