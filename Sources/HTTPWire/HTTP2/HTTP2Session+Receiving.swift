@@ -21,6 +21,7 @@ extension HTTP2Session {
                 return 0
             }
             let stream = StreamState(id: streamID)
+            stream.buildsRequest = true
             stream.openedAt = feedTime
             streams[streamID] = stream
             requestsAccepted += 1
@@ -49,7 +50,31 @@ extension HTTP2Session {
             reject(stream, code: .enhanceYourCalm)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
+        if stream.fields.isEmpty { stream.fields.reserveCapacity(16) }
         stream.fields.append((name, value))
+        return 0
+    }
+
+    /// A received field as nghttp2's bytes (valid only during the call): a server's request head is built from them
+    /// without a string per field; any other block goes on as strings (``onHeader(_:name:value:)``).
+    func onHeader(_ frame: nghttp2_frame, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
+        guard let stream = streams[frame.hd.stream_id], !stream.rejected else { return 0 }
+        guard stream.buildsRequest else {
+            // Straight into strings (short ones are stored inline). Invalid UTF-8 is repaired, which validation
+            // tolerates exactly as it would the raw bytes (obs-text either way).
+            return onHeader(
+                frame, name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        }
+        stream.headerListSize += name.count + value.count + 32
+        if stream.headerListSize > Int(settings.maxHeaderListSize) {
+            reject(stream, code: .enhanceYourCalm)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        if name.first == UInt8(ascii: ":") {
+            stream.request.addPseudoHeader(name: name, value: String(decoding: value, as: UTF8.self))
+        } else {
+            stream.request.addField(name: name, value: value)
+        }
         return 0
     }
 
@@ -123,7 +148,10 @@ extension HTTP2Session {
             emit(.requestEnd(streamID: stream.id))
             return
         }
-        switch HTTP2Validation.validateRequest(stream.fields) {
+        let built = stream.buildsRequest ? stream.request.finish() : HTTP2Validation.validateRequest(stream.fields)
+        stream.buildsRequest = false
+        stream.request = HTTP2RequestBuilder()
+        switch built {
         case .failure:
             reject(stream, code: .protocolError)
         case .success(let head):

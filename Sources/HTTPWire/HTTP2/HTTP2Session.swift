@@ -62,9 +62,13 @@ package final class HTTP2Session {
 
     final class StreamState {
         let id: Int32
-        /// The header block being received (room for a typical head's fields from the start).
+        /// The header block being received as strings (room for a typical head's fields made at its first field).
         var fields: [(name: String, value: String)] = []
-        var headerListSize = 0
+        /// Server: the request's first header block, built as it arrives while ``buildsRequest``
+        /// (``HTTP2RequestBuilder``). Loop thread only, never accessed re-entrantly: unchecked.
+        @exclusivity(unchecked) var request = HTTP2RequestBuilder()
+        @exclusivity(unchecked) var buildsRequest = false
+        @exclusivity(unchecked) var headerListSize = 0
         var surfaced = false
         /// Client: whether the final response head was surfaced.
         var surfacedResponse = false
@@ -92,7 +96,6 @@ package final class HTTP2Session {
 
         init(id: Int32) {
             self.id = id
-            fields.reserveCapacity(16)
         }
 
         var outboundBuffered: Int { outbound.count - outboundRead }
