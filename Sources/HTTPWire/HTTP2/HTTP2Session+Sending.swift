@@ -9,7 +9,7 @@ extension HTTP2Session {
     package func sendResponse(streamID: Int32, head: HTTPResponseHead, endStream: Bool) throws(HTTP2Error) {
         guard role == .server else { throw HTTP2Error(kind: .invalidState, message: "client cannot send a response") }
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
-        guard let stream = streams[streamID], stream.surfaced, !stream.hasProvider, !stream.localEnded else {
+        guard let stream = lookupStream(streamID), stream.surfaced, !stream.hasProvider, !stream.localEnded else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) cannot take a response")
         }
         guard (200...999).contains(head.status) else {
@@ -43,7 +43,7 @@ extension HTTP2Session {
     @discardableResult
     package func sendBody(streamID: Int32, bytes: some Collection<UInt8>, endStream: Bool) throws(HTTP2Error) -> Bool {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
-        guard let stream = streams[streamID], stream.hasProvider, !stream.outboundEnd else {
+        guard let stream = lookupStream(streamID), stream.hasProvider, !stream.outboundEnd else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) cannot take body bytes")
         }
         if stream.outboundRead > 0 && stream.outboundRead >= stream.outbound.count / 2 {
@@ -70,7 +70,7 @@ extension HTTP2Session {
     /// `.streamReset` event follows for it, only `.streamClosed`.
     package func resetStream(streamID: Int32, errorCode: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
-        guard let stream = streams[streamID] else {
+        guard let stream = lookupStream(streamID) else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
         }
         stream.locallyReset = true
@@ -84,7 +84,7 @@ extension HTTP2Session {
     /// cannot overtake the response (a reset submitted at once would be sent before the response's DATA frames, and
     /// the client would lose the answer).
     package func stopRequestAfterResponse(streamID: Int32) throws(HTTP2Error) {
-        guard let stream = streams[streamID] else {
+        guard let stream = lookupStream(streamID) else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
         }
         if stream.localEnded {
@@ -353,7 +353,7 @@ extension HTTP2Session {
     func readOutbound(streamID: Int32, into buffer: UnsafeMutableRawBufferPointer, flags: UnsafeMutablePointer<UInt32>)
         -> Int
     {
-        guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        guard let stream = lookupStream(streamID) else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let available = stream.outboundBuffered
         if available == 0 {
             if stream.outboundEnd {
