@@ -6,7 +6,22 @@
 #   engine-stub     hello-server (the server alone, 13-byte answer)
 #   nginx-proxy     nginx proxy_pass, upstream keep-alive 64 (a reference: instructions and mallocs only mean much)
 #   nginx-stub      nginx return 200 (a reference)
+#   gateway-h2      moya-gateway with a TLS listener and http2 (ALPN h2), the proxied route, GET /json over h2
+#   gateway-h2-epoll  the same with `server.io_uring: false` (what a container under the default seccomp profile gets)
+#   nginx-h2        nginx `listen ssl http2` + proxy_pass, upstream keep-alive 256 (conf/nginx-counts-tls.conf; the
+#                   reference for the two above)
 # all in front of one nginx upstream answering a 300-byte JSON (not under valgrind).
+#
+# The h2 targets are driven by `h2load -n N -c H2_CONNS -m H2_STREAMS https://...` (TLS 1.3, ALPN h2; both sides use
+# a self-signed ECDSA P-256 certificate made with the openssl CLI in RUN_DIR). Default -c10 -m10, as Benchmarks/h2.sh
+# loads them: a request's cost there includes its share of what several streams in flight share (a TLS record or a
+# read carrying several HEADERS frames, one write flushing several responses, one SETTINGS/WINDOW_UPDATE per
+# connection), which -c1 -m1 would bill to every request as a read, a write and a wake-up of its own (ask for it with
+# H2_CONNS=1 H2_STREAMS=1 when that is the question). The connections and TLS handshakes of a load run cancel out of
+# dump(2N) − dump(N) like the HTTP/1.1 ones; N/H2_CONNS and 2N/H2_CONNS must stay at or below 1000 (the gateway and
+# nginx end an HTTP/2 connection with GOAWAY after 1000 requests and h2load does not reconnect). How the streams of a
+# run interleave depends on timing, so these figures move by a few hundred instructions from run to run, unlike the
+# HTTP/1.1 ones (-c1, one request at a time).
 #
 # Wall-clock and cycle counters are noise on a shared VM (and `perf stat -e instructions` is not supported on this
 # one); instruction and call counts are not. For each target, after WARMUP requests (pools filled, caches and lazily
@@ -22,6 +37,7 @@
 #   CHECK=Benchmarks/counts-baseline.tsv Benchmarks/counts.sh     # also compares; exit 1 when a count rose
 #
 # Env: N=1000 WARMUP=300 CONNS=1 TARGETS="gateway-proxy gateway-stub engine-proxy engine-stub nginx-proxy nginx-stub"
+#      (the h2 targets run only when named: TARGETS="gateway-h2 gateway-h2-epoll nginx-h2") H2_CONNS=10 H2_STREAMS=10
 #      TOLERANCE=0.03 (a count may rise by this fraction, plus 0.5 per request, before CHECK fails)
 #      BIN_DIR= (release binaries to measure instead of building: for an A/B against a saved build) SKIP_BUILD=0
 #      IO_URING=1 (0: the gateway and the engine send with sendmsg) RUN_DIR=/tmp/moyabench-counts BASE_PORT=18400
@@ -40,6 +56,8 @@ WARMUP="${WARMUP:-300}"
 CONNS="${CONNS:-1}"
 TARGETS="${TARGETS:-gateway-proxy gateway-stub engine-proxy engine-stub nginx-proxy nginx-stub}"
 TOLERANCE="${TOLERANCE:-0.03}"
+H2_CONNS="${H2_CONNS:-10}"
+H2_STREAMS="${H2_STREAMS:-10}"
 IO_URING="${IO_URING:-1}"
 BASE_PORT="${BASE_PORT:-18400}"
 HOST=127.0.0.1
@@ -49,6 +67,10 @@ GW_ADMIN=$((BASE_PORT + 2))
 ENGINE_PORT=$((BASE_PORT + 3))
 HELLO_PORT=$((BASE_PORT + 4))
 NGX_PORT=$((BASE_PORT + 5))
+GW_TLS_PORT=$((BASE_PORT + 6))
+GW_TLS_ADMIN=$((BASE_PORT + 7))
+GW_TLS_PLAIN=$((BASE_PORT + 8))
+NGX_TLS_PORT=$((BASE_PORT + 9))
 START_TIMEOUT=600   # seconds for a process under valgrind to answer its first request (minutes on a busy VM)
 
 log() { echo "[counts $(date +%H:%M:%S)] $*" >&2; }
@@ -65,10 +87,11 @@ if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2 \
         || { apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >&2; }
 fi
-for tool in valgrind callgrind_control h2load nginx curl objcopy cc python3 ss; do
+for tool in valgrind callgrind_control h2load nginx curl objcopy cc python3 ss openssl; do
     command -v "$tool" >/dev/null || die "missing $tool"
 done
-for port in "$UP_PORT" "$GW_PORT" "$GW_ADMIN" "$ENGINE_PORT" "$HELLO_PORT" "$NGX_PORT"; do
+for port in "$UP_PORT" "$GW_PORT" "$GW_ADMIN" "$ENGINE_PORT" "$HELLO_PORT" "$NGX_PORT" "$GW_TLS_PORT" "$GW_TLS_ADMIN" \
+    "$GW_TLS_PLAIN" "$NGX_TLS_PORT"; do
     ! ss -Hltn "sport = :$port" | grep -q . || die "port $port is taken (BASE_PORT= moves them all)"
 done
 
@@ -79,12 +102,15 @@ if [[ -z "${BIN_DIR:-}" ]]; then
     fi
     BIN_DIR="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 fi
-[[ -x "$BIN_DIR/moya-gateway" && -x "$BIN_DIR/hello-server" ]] || die "missing binaries in $BIN_DIR"
+needs_engine=0; [[ " $TARGETS " != *" engine-"* ]] || needs_engine=1
+[[ -x "$BIN_DIR/moya-gateway" ]] || die "missing moya-gateway in $BIN_DIR"
+[[ $needs_engine == 0 || -x "$BIN_DIR/hello-server" ]] || die "missing hello-server in $BIN_DIR"
 
 rm -rf "$RUN_DIR"
-mkdir -p "$RUN_DIR/bin" "$RUN_DIR/dumps" "$RUN_DIR/upstream/tmp" "$RUN_DIR/nginx/tmp"
+mkdir -p "$RUN_DIR/bin" "$RUN_DIR/dumps" "$RUN_DIR/upstream/tmp" "$RUN_DIR/nginx/tmp" "$RUN_DIR/nginx-h2/tmp" \
+    "$RUN_DIR/tls" "$RUN_DIR/tmp"
 objcopy --strip-debug "$BIN_DIR/moya-gateway" "$RUN_DIR/bin/moya-gateway"
-objcopy --strip-debug "$BIN_DIR/hello-server" "$RUN_DIR/bin/hello-server"
+[[ $needs_engine == 0 ]] || objcopy --strip-debug "$BIN_DIR/hello-server" "$RUN_DIR/bin/hello-server"
 cat >"$RUN_DIR/sigsuspend_shim.c" <<'C'
 /* valgrind 3.19's rt_sigsuspend wrapper edits the caller's mask in place; libdispatch passes a read-only one. */
 #define _GNU_SOURCE
@@ -103,12 +129,13 @@ cc -O2 -shared -fPIC -o "$RUN_DIR/sigsuspend_shim.so" "$RUN_DIR/sigsuspend_shim.
 source "$HERE/tools/child-processes.sh"
 
 render_nginx() {   # render_nginx TEMPLATE DIR
-    sed -e "s|@RUN@|$2|g" -e "s|@UP_PORT@|$UP_PORT|g" -e "s|@NGX_PORT@|$NGX_PORT|g" "$HERE/conf/$1" >"$2/nginx.conf"
+    sed -e "s|@RUN@|$2|g" -e "s|@UP_PORT@|$UP_PORT|g" -e "s|@NGX_PORT@|$NGX_PORT|g" \
+        -e "s|@NGX_TLS_PORT@|$NGX_TLS_PORT|g" -e "s|@TLS@|$RUN_DIR/tls|g" "$HERE/conf/$1" >"$2/nginx.conf"
 }
 
 wait_answer() {   # wait_answer URL PID
     local deadline=$((SECONDS + START_TIMEOUT))
-    until curl -sf -o /dev/null "$1"; do
+    until curl -skf -o /dev/null "$1"; do
         kill -0 "$2" 2>/dev/null || die "the process for $1 ended (see $RUN_DIR/*.log)"
         ((SECONDS < deadline)) || die "no answer from $1 within ${START_TIMEOUT}s"
         sleep 1
@@ -130,9 +157,10 @@ stop() {   # stop PID
     wait "$1" 2>/dev/null || true
 }
 
-load() {   # load URL REQUESTS
-    local out
-    out=$(timeout -k 5 900 h2load --h1 -n "$2" -c "$CONNS" "$1" 2>&1) || die "h2load failed against $1: $out"
+load() {   # load URL REQUESTS (https:// URLs: h2 over TLS, -c H2_CONNS -m H2_STREAMS)
+    local out args=(--h1 -c "$CONNS")
+    [[ $1 != https://* ]] || args=(-c "$H2_CONNS" -m "$H2_STREAMS")
+    out=$(timeout -k 5 900 h2load "${args[@]}" -n "$2" "$1" 2>&1) || die "h2load failed against $1: $out"
     grep -q "requests: $2 total, $2 started, $2 done, $2 succeeded" <<<"$out" \
         || die "not every request succeeded against $1: $(grep -E 'requests:|status codes:' <<<"$out")"
 }
@@ -186,6 +214,35 @@ YAML
     if wants gateway-stub; then measure gateway-stub "$VG_PID" "http://$HOST:$GW_PORT/stub"; fi
     stop "$VG_PID"
 fi
+if wants gateway-h2 || wants gateway-h2-epoll || wants nginx-h2; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+        -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" \
+        -keyout "$RUN_DIR/tls/key.pem" -out "$RUN_DIR/tls/cert.pem" 2>/dev/null
+fi
+for target in gateway-h2 gateway-h2-epoll; do
+    wants "$target" || continue
+    uring=true; [[ $target == gateway-h2 ]] || uring=false
+    cat >"$RUN_DIR/$target.yaml" <<YAML
+server:
+  listen: ["$HOST:$GW_TLS_PLAIN"]
+  threads: 1
+  http2: true
+  io_uring: $uring
+  tls: { listen: ["$HOST:$GW_TLS_PORT"], certificate: "$RUN_DIR/tls/cert.pem", private_key: "$RUN_DIR/tls/key.pem" }
+  buffering: { temp_dir: "$RUN_DIR/tmp" }
+admin: { listen: "$HOST:$GW_TLS_ADMIN" }
+logging: { access_log: false }
+upstreams:
+  bench: { base_url: "http://$HOST:$UP_PORT", pool: { max_connections: 64 } }
+routes:
+  - { name: json, match: { path: /json }, upstream: bench }
+YAML
+    log "starting moya-gateway (TLS, h2, io_uring $uring) under callgrind"
+    start_valgrind "$target" "$RUN_DIR/bin/moya-gateway" serve --config "$RUN_DIR/$target.yaml"
+    wait_answer "http://$HOST:$GW_TLS_ADMIN/readyz" "$VG_PID"
+    measure "$target" "$VG_PID" "https://$HOST:$GW_TLS_PORT/json"
+    stop "$VG_PID"
+done
 if wants engine-proxy; then
     log "starting hello-server --proxy under callgrind"
     start_valgrind engine-proxy "$RUN_DIR/bin/hello-server" --port "$ENGINE_PORT" --threads 1 "${uring_flag[@]}" \
@@ -210,9 +267,19 @@ if wants nginx-proxy || wants nginx-stub; then
     if wants nginx-stub; then measure nginx-stub "$VG_PID" "http://$HOST:$NGX_PORT/hello"; fi
     stop "$VG_PID"
 fi
+if wants nginx-h2; then
+    render_nginx nginx-counts-tls.conf "$RUN_DIR/nginx-h2"
+    log "starting nginx (TLS, h2; one process, no master) under callgrind"
+    start_valgrind nginx-h2 nginx -p "$RUN_DIR/nginx-h2" -c "$RUN_DIR/nginx-h2/nginx.conf" \
+        -e "$RUN_DIR/nginx-h2/error.log"
+    wait_answer "https://$HOST:$NGX_TLS_PORT/json" "$VG_PID"
+    measure nginx-h2 "$VG_PID" "https://$HOST:$NGX_TLS_PORT/json"
+    stop "$VG_PID"
+fi
 
 {
-    echo "conditions: N=$N (and 2N) after $WARMUP warm-up requests, h2load --h1 -c $CONNS, io_uring=$IO_URING," \
+    h2_note=""; [[ " $TARGETS " != *-h2* ]] || h2_note=" (h2 targets: -c $H2_CONNS -m $H2_STREAMS over TLS)"
+    echo "conditions: N=$N (and 2N) after $WARMUP warm-up requests, h2load --h1 -c $CONNS$h2_note, io_uring=$IO_URING," \
         "$(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD)), $(valgrind --version)"
     echo
     python3 "$HERE/tools/callgrind_counts.py" --table "$RESULTS"

@@ -77,4 +77,34 @@ import Testing
             ])
         #expect(ok.stdout == "hello")
     }
+
+    /// The TLS 1.3 cipher suite a client gets: AES-128-GCM whatever the client's order among the AES suites (OpenSSL's
+    /// clients list AES-256-GCM first), ChaCha20-Poly1305 for a client that lists it first (one without AES hardware),
+    /// and AES-256-GCM for a client that offers nothing else.
+    @Test func tls13SuitePreferenceIsAES128ThenClientsChaChaThenAES256() async throws {
+        let directory = ProcessRunner.temporaryDirectory()
+        let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
+        let tls = TLSServerConfiguration(
+            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+        let (server, port) = try await startTestServer(tls: tls)
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        let cases: [(offered: String?, expected: String)] = [
+            (nil, "TLS_AES_128_GCM_SHA256"),
+            ("TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"),
+            (
+                "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256",
+                "TLS_CHACHA20_POLY1305_SHA256"
+            ),
+            ("TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256", "TLS_CHACHA20_POLY1305_SHA256"),
+            ("TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384")
+        ]
+        for (offered, expected) in cases {
+            var arguments = ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-CAfile", ca]
+            if let offered { arguments += ["-ciphersuites", offered] }
+            let output = try ProcessRunner.run("openssl", arguments, input: Data("Q\n".utf8))
+            let line = output.stdout.split(separator: "\n").first { $0.contains("Cipher is") }
+            #expect(
+                line == "New, TLSv1.3, Cipher is \(expected)", "offered \(offered ?? "the default"): \(line ?? "none")")
+        }
+    }
 }

@@ -47,6 +47,15 @@ struct TestRoutes: HTTPServerHandler {
         switch path {
         case "/hello":
             return HTTPServerResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("hello".utf8))
+        case "/per-message-fields", "/per-message-fields?again":
+            // Fields whose values are new in every response (HTTP/2 sends them never indexed), beside ordinary ones.
+            return HTTPServerResponse(
+                status: 200,
+                headers: [
+                    "Content-Type": "text/plain", "X-Request-Id": "req-\(UInt64.random(in: 0...UInt64.max))",
+                    "Traceparent": "00-\(String(repeating: "a", count: 32))-\(String(repeating: "b", count: 16))-01",
+                    "X-Plain": "same"
+                ], body: Array("hello".utf8))
         case "/echo":
             do {
                 let body = try await request.body.collect(upTo: 1 << 20)

@@ -43,10 +43,16 @@ extension HTTP2ServerConnection {
         let response = stream.isTunnel ? tunnelAnswer(stream, response) : response
         var head = response.head
         head.version = .http2
-        for name in ["Connection", "Keep-Alive", "Transfer-Encoding", "Upgrade", "Proxy-Connection"] {
-            head.headers.remove(name: name)
+        // Connection-specific fields, in one pass by token.
+        head.headers.removeAll { token, _ in
+            switch token {
+            case .connection, .keepAlive, .transferEncoding, .upgrade, .proxyConnection: return true
+            default: return false
+            }
         }
-        if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: context.dateCache.current) }
+        if head.headers.firstIndex(token: .date) == nil {
+            head.headers.add(knownName: "Date", token: .date, value: context.dateCache.current)
+        }
         if !(200...999).contains(head.status) {
             // Interim or invalid status as a final response: nothing sensible to send.
             head = HTTPResponseHead(status: 502, version: .http2, headers: ["Date": context.dateCache.current])
@@ -56,11 +62,15 @@ extension HTTP2ServerConnection {
         var bodyStream: ByteStream?
         switch head.statusForbidsBody ? HTTPServerResponse.Body.none : response.body {
         case .none:
-            if !head.statusForbidsBody && !stream.isHead && !head.headers.contains(name: "Content-Length") {
+            if !head.statusForbidsBody && !stream.isHead && head.headers.firstIndex(token: .contentLength) == nil {
                 head.headers.add(name: "Content-Length", value: "0")
             }
         case .bytes(let body):
-            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            if head.headers.firstIndex(token: .contentLength) == nil {
+                head.headers.add(knownName: "Content-Length", token: .contentLength, value: String(body.count))
+            } else if !Self.hasOnlyContentLength(body.count, in: head.headers) {
+                head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+            }
             if bodyAllowed { bytes = body }
         case .stream(let body):
             if bodyAllowed { bodyStream = body }
@@ -79,6 +89,24 @@ extension HTTP2ServerConnection {
         if let bodyStream { return bodyStream }
         if !stream.finished { responseComplete(stream) }
         return nil
+    }
+
+    /// Whether `headers` has one `Content-Length` field and it says `count` (a proxied answer's, typically): then it
+    /// stays as it is, with no new string made and no field rewritten.
+    static func hasOnlyContentLength(_ count: Int, in headers: HTTPFields) -> Bool {
+        guard let index = headers.firstIndex(token: .contentLength),
+            headers.firstIndex(token: .contentLength, from: index + 1) == nil
+        else { return false }
+        return headers.withField(at: index) { _, value in
+            guard !value.isEmpty, value.count <= 18 else { return false }
+            var parsed = 0
+            for byte in value {
+                guard byte >= 0x30 && byte <= 0x39 else { return false }
+                parsed = parsed * 10 + Int(byte - 0x30)
+            }
+            // Leading zeros ("0300") are rewritten, as before.
+            return parsed == count && (value.count == 1 || value[0] != 0x30)
+        }
     }
 
     /// The answer to an extended CONNECT. A 101 with a streamed body opens the tunnel: the client gets `200` (RFC 8441

@@ -28,13 +28,9 @@ extension HTTP2Session {
             guard let session = HTTP2Session.from(userData), let frame else {
                 return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
             }
-            // Straight into strings (no intermediate arrays; short ones are stored inline). Invalid UTF-8 is
-            // repaired, which validation tolerates exactly as it would the raw bytes (obs-text either way).
-            let nameText =
-                name.map { String(decoding: UnsafeBufferPointer(start: $0, count: nameLength), as: UTF8.self) } ?? ""
-            let valueText =
-                value.map { String(decoding: UnsafeBufferPointer(start: $0, count: valueLength), as: UTF8.self) } ?? ""
-            return session.onHeader(frame.pointee, name: nameText, value: valueText)
+            return session.onHeader(
+                frame.pointee, name: UnsafeRawBufferPointer(start: name, count: name == nil ? 0 : nameLength),
+                value: UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : valueLength))
         }
         nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks) { _, frame, _, _, _, _, _, userData in
             guard let session = HTTP2Session.from(userData), let frame else {

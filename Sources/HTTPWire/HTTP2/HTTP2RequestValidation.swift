@@ -93,89 +93,22 @@ package enum HTTP2Validation {
     }
 
     /// Validates a complete request header block (fields in wire order, pseudo-headers included) and builds the
-    /// request head; returns the reason on failure.
+    /// request head; returns the reason on failure. (The server builds it field by field from nghttp2's bytes with
+    /// ``HTTP2RequestBuilder``, which this runs too.)
     package static func validateRequest(_ fields: [(name: String, value: String)]) -> Result<
         HTTP2RequestHead, RequestError
     > {
-        var method: String?
-        var scheme: String?
-        var authority: String?
-        var path: String?
-        var proto: String?
-        var regularSeen = false
-        var headers = HTTPFields()
-        headers.reserveCapacity(fields.count)
-        var hosts: [String] = []
-        var contentLengths: [String] = []
+        var builder = HTTP2RequestBuilder(fields: fields.count)
         for (name, value) in fields {
             if name.utf8.first == UInt8(ascii: ":") {
-                if regularSeen { return .failure(.init("pseudo-header after a regular field")) }
-                func set(_ slot: inout String?) -> Bool {
-                    if slot != nil { return false }
-                    slot = value
-                    return true
+                HTTPFields.withBytes(of: name) { builder.addPseudoHeader(name: $0, value: value) }
+            } else {
+                HTTPFields.withBytes(of: name) { nameBytes in
+                    HTTPFields.withBytes(of: value) { builder.addField(name: nameBytes, value: $0) }
                 }
-                let ok: Bool
-                switch name {
-                case ":method": ok = set(&method)
-                case ":scheme": ok = set(&scheme)
-                case ":authority": ok = set(&authority)
-                case ":path": ok = set(&path)
-                case ":protocol": ok = set(&proto)
-                default: return .failure(.init("unknown pseudo-header \(name)"))
-                }
-                if !ok { return .failure(.init("duplicate \(name)")) }
-                continue
-            }
-            regularSeen = true
-            // A valid name has no uppercase letters: it is its own lowercased form.
-            guard isValidName(name.utf8) else { return .failure(.init("invalid field name")) }
-            guard isValidValue(value.utf8) else { return .failure(.init("invalid value in \(name)")) }
-            if isConnectionSpecific(name) { return .failure(.init("connection-specific field \(name)")) }
-            if name == "te" && !value.equalsIgnoringASCIICase("trailers") {
-                return .failure(.init("te other than trailers"))
-            }
-            if name == "host" { hosts.append(value) }
-            if name == "content-length" { contentLengths.append(value) }
-            headers.add(name: name, value: value)
-        }
-        guard let method, HTTP1Grammar.isToken(method.utf8) else {
-            return .failure(.init("missing or invalid :method"))
-        }
-        let httpMethod = HTTPMethod(method)
-        if hosts.count > 1 { return .failure(.init("more than one host")) }
-        for host in hosts where !isValidAuthority(host.utf8) { return .failure(.init("invalid host")) }
-        if let authority, !isValidAuthority(authority.utf8) { return .failure(.init("invalid :authority")) }
-        if let authority, let host = hosts.first, !authority.equalsIgnoringASCIICase(host) {
-            return .failure(.init(":authority and host differ"))
-        }
-        if let first = contentLengths.first {
-            guard contentLengths.allSatisfy({ $0.utf8.elementsEqual(first.utf8) }), !first.isEmpty,
-                first.utf8.count <= 18,
-                first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
-            else {
-                return .failure(.init("invalid content-length"))
             }
         }
-        if httpMethod == .connect && proto == nil {
-            // RFC 9113 §8.5: only :method and :authority.
-            guard scheme == nil, path == nil, authority != nil else { return .failure(.init("malformed CONNECT")) }
-            return .success(
-                HTTP2RequestHead(
-                    method: httpMethod, scheme: nil, authority: authority, path: nil,
-                    headers: headers))
-        }
-        if proto != nil && httpMethod != .connect { return .failure(.init(":protocol without CONNECT")) }
-        guard let scheme, isValidScheme(scheme.utf8) else { return .failure(.init("missing or invalid :scheme")) }
-        guard let path, isValidPath(path.utf8, method: httpMethod) else {
-            return .failure(.init("missing or invalid :path"))
-        }
-        guard authority != nil || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
-        if let proto, !HTTP1Grammar.isToken(proto.utf8) { return .failure(.init("invalid :protocol")) }
-        return .success(
-            HTTP2RequestHead(
-                method: httpMethod, scheme: scheme, authority: authority,
-                path: path, extendedProtocol: proto, headers: headers))
+        return builder.finish()
     }
 
     /// Validates a trailer block: no pseudo-headers, valid names and values, no connection-specific fields.
@@ -228,6 +161,30 @@ extension HTTP2RequestHead {
         var out = HTTPFields()
         out.reserveCapacity(headers.count + 1)
         out.add(name: "Host", value: host)
+        // Checked from the fields' bytes (no string per field); without cookies (to join), the fields kept are copied
+        // as bytes, with their tokens.
+        var failure: RequestError?
+        var hasCookie = false
+        headers.forEachField { token, name, value in
+            guard failure == nil else { return }
+            if !HTTP1Grammar.isToken(name) {
+                failure = RequestError("invalid field name")
+            } else if !value.isEmpty && !HTTP2Validation.isValidValue(value.assumingMemoryBound(to: UInt8.self)) {
+                failure = RequestError("invalid field value")
+            } else if token == .cookie {
+                hasCookie = true
+            }
+        }
+        if let failure { throw failure }
+        guard hasCookie else {
+            out.append(contentsOf: headers) { token, _ in
+                switch token {
+                case .host, .te, .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade: return false
+                default: return true
+                }
+            }
+            return HTTPRequestHead(method: method, target: target, version: .http1_1, headers: out)
+        }
         var cookies: [String] = []
         var cookieInserted = false
         for field in headers {
@@ -254,5 +211,138 @@ extension HTTP2RequestHead {
             out.replaceOrAdd(name: "cookie", value: cookies.joined(separator: "; "))
         }
         return HTTPRequestHead(method: method, target: target, version: .http1_1, headers: out)
+    }
+}
+
+/// A request head being received, field by field in wire order (RFC 9113 §8.2–8.3): pseudo-headers as strings (a few
+/// per request), regular fields checked and kept as bytes with their tokens, so that no string is made per field. The
+/// first problem found is kept and reported by ``finish()``, as ``HTTP2Validation/validateRequest(_:)`` reports it.
+struct HTTP2RequestBuilder {
+    private var method: String?
+    private var scheme: String?
+    private var authority: String?
+    private var path: String?
+    private var proto: String?
+    private var regularSeen = false
+    private var headers = HTTPFields()
+    private var hosts: [String] = []
+    private var contentLengths: [String] = []
+    private var failure: RequestError?
+
+    /// A builder with room for `fields` regular fields, made at the first (none before: a client's streams keep an
+    /// unused one).
+    init(fields: Int = 16) {
+        expectedFields = fields
+    }
+
+    private let expectedFields: Int
+
+    /// A field whose name begins with `:` (its bytes valid only during the call).
+    mutating func addPseudoHeader(name: UnsafeRawBufferPointer, value: String) {
+        guard failure == nil else { return }
+        if regularSeen {
+            failure = RequestError("pseudo-header after a regular field")
+            return
+        }
+        func set(_ slot: inout String?) -> Bool {
+            if slot != nil { return false }
+            slot = value
+            return true
+        }
+        let ok: Bool
+        if HTTP1Grammar.equals(name, ":method") {
+            ok = set(&method)
+        } else if HTTP1Grammar.equals(name, ":path") {
+            ok = set(&path)
+        } else if HTTP1Grammar.equals(name, ":scheme") {
+            ok = set(&scheme)
+        } else if HTTP1Grammar.equals(name, ":authority") {
+            ok = set(&authority)
+        } else if HTTP1Grammar.equals(name, ":protocol") {
+            ok = set(&proto)
+        } else {
+            failure = RequestError("unknown pseudo-header \(String(decoding: name, as: UTF8.self))")
+            return
+        }
+        if !ok { failure = RequestError("duplicate \(String(decoding: name, as: UTF8.self))") }
+    }
+
+    /// A regular field, from its bytes (valid only during the call).
+    mutating func addField(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        guard failure == nil else { return }
+        regularSeen = true
+        // A valid name has no uppercase letters: it is its own lowercased form.
+        guard HTTP2Validation.isValidName(name) else {
+            failure = RequestError("invalid field name")
+            return
+        }
+        guard value.isEmpty || HTTP2Validation.isValidValue(value.assumingMemoryBound(to: UInt8.self)) else {
+            failure = RequestError("invalid value in \(String(decoding: name, as: UTF8.self))")
+            return
+        }
+        let token = HTTPFieldName.lookup(name)
+        if headers.isEmpty { headers.reserveCapacity(expectedFields) }
+        switch token {
+        case .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade:
+            failure = RequestError("connection-specific field \(String(decoding: name, as: UTF8.self))")
+            return
+        case .te:
+            guard HTTP1Grammar.equalsLowercase(value, "trailers") else {
+                failure = RequestError("te other than trailers")
+                return
+            }
+        case .host: hosts.append(String(decoding: value, as: UTF8.self))
+        case .contentLength: contentLengths.append(String(decoding: value, as: UTF8.self))
+        default: break
+        }
+        headers.addValidated(name: name, value: value, token: token)
+    }
+
+    /// The request head, or the first problem found.
+    func finish() -> Result<HTTP2RequestHead, RequestError> {
+        if let failure { return .failure(failure) }
+        guard let method, HTTP1Grammar.isToken(method.utf8) else {
+            return .failure(.init("missing or invalid :method"))
+        }
+        let httpMethod = HTTPMethod(method)
+        if hosts.count > 1 { return .failure(.init("more than one host")) }
+        for host in hosts where !HTTP2Validation.isValidAuthority(host.utf8) {
+            return .failure(.init("invalid host"))
+        }
+        if let authority, !HTTP2Validation.isValidAuthority(authority.utf8) {
+            return .failure(.init("invalid :authority"))
+        }
+        if let authority, let host = hosts.first, !authority.equalsIgnoringASCIICase(host) {
+            return .failure(.init(":authority and host differ"))
+        }
+        if let first = contentLengths.first {
+            guard contentLengths.allSatisfy({ $0.utf8.elementsEqual(first.utf8) }), !first.isEmpty,
+                first.utf8.count <= 18,
+                first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+            else {
+                return .failure(.init("invalid content-length"))
+            }
+        }
+        if httpMethod == .connect && proto == nil {
+            // RFC 9113 §8.5: only :method and :authority.
+            guard scheme == nil, path == nil, authority != nil else { return .failure(.init("malformed CONNECT")) }
+            return .success(
+                HTTP2RequestHead(
+                    method: httpMethod, scheme: nil, authority: authority, path: nil,
+                    headers: headers))
+        }
+        if proto != nil && httpMethod != .connect { return .failure(.init(":protocol without CONNECT")) }
+        guard let scheme, HTTP2Validation.isValidScheme(scheme.utf8) else {
+            return .failure(.init("missing or invalid :scheme"))
+        }
+        guard let path, HTTP2Validation.isValidPath(path.utf8, method: httpMethod) else {
+            return .failure(.init("missing or invalid :path"))
+        }
+        guard authority != nil || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
+        if let proto, !HTTP1Grammar.isToken(proto.utf8) { return .failure(.init("invalid :protocol")) }
+        return .success(
+            HTTP2RequestHead(
+                method: httpMethod, scheme: scheme, authority: authority,
+                path: path, extendedProtocol: proto, headers: headers))
     }
 }

@@ -22,7 +22,9 @@ extension HTTP2Session {
             goAway(.enhanceYourCalm, "RST_STREAM flood", terminating: true)
             return
         }
-        guard let stream = streams[streamID], !stream.localEnded, !stream.locallyReset, !stream.rejected else { return }
+        guard let stream = lookupStream(streamID), !stream.localEnded, !stream.locallyReset, !stream.rejected else {
+            return
+        }
         if resetBudget.streamCancelled(openedAt: stream.openedAt, now: feedTime) {
             // No new stream is taken; the streams up to the last one processed still complete.
             goAway(.enhanceYourCalm, "rapid reset: streams cancelled faster than they complete", terminating: false)
@@ -66,7 +68,7 @@ extension HTTP2Session {
 
     /// Response body bytes of `streamID` handed to nghttp2 so far (0 for a stream the session no longer knows).
     package func bodyBytesSent(streamID: Int32) -> Int {
-        streams[streamID]?.outboundSent ?? 0
+        lookupStream(streamID)?.outboundSent ?? 0
     }
 
     /// How much the peer's flow-control windows let the session send now: on the connection, and on `streamID`
@@ -74,7 +76,7 @@ extension HTTP2Session {
     package func sendWindow(streamID: Int32? = nil) -> (connection: Int, stream: Int?) {
         guard let session else { return (0, nil) }
         let connection = Int(nghttp2_session_get_remote_window_size(session))
-        guard let streamID, streams[streamID] != nil else { return (connection, nil) }
+        guard let streamID, lookupStream(streamID) != nil else { return (connection, nil) }
         return (connection, Int(nghttp2_session_get_stream_remote_window_size(session, streamID)))
     }
 

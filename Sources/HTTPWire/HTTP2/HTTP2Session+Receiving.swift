@@ -21,6 +21,7 @@ extension HTTP2Session {
                 return 0
             }
             let stream = StreamState(id: streamID)
+            stream.buildsRequest = true
             stream.openedAt = feedTime
             streams[streamID] = stream
             requestsAccepted += 1
@@ -35,7 +36,7 @@ extension HTTP2Session {
             }
             return 0
         }
-        guard let stream = streams[streamID] else { return 0 }
+        guard let stream = lookupStream(streamID) else { return 0 }
         // Trailers, or the next response head after a 1xx.
         stream.fields.removeAll()
         stream.headerListSize = 0
@@ -43,19 +44,43 @@ extension HTTP2Session {
     }
 
     func onHeader(_ frame: nghttp2_frame, name: String, value: String) -> Int32 {
-        guard let stream = streams[frame.hd.stream_id], !stream.rejected else { return 0 }
+        guard let stream = lookupStream(frame.hd.stream_id), !stream.rejected else { return 0 }
         stream.headerListSize += name.utf8.count + value.utf8.count + 32
         if stream.headerListSize > Int(settings.maxHeaderListSize) {
             reject(stream, code: .enhanceYourCalm)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
+        if stream.fields.isEmpty { stream.fields.reserveCapacity(16) }
         stream.fields.append((name, value))
+        return 0
+    }
+
+    /// A received field as nghttp2's bytes (valid only during the call): a server's request head is built from them
+    /// without a string per field; any other block goes on as strings (``onHeader(_:name:value:)``).
+    func onHeader(_ frame: nghttp2_frame, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
+        guard let stream = lookupStream(frame.hd.stream_id), !stream.rejected else { return 0 }
+        guard stream.buildsRequest else {
+            // Straight into strings (short ones are stored inline). Invalid UTF-8 is repaired, which validation
+            // tolerates exactly as it would the raw bytes (obs-text either way).
+            return onHeader(
+                frame, name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        }
+        stream.headerListSize += name.count + value.count + 32
+        if stream.headerListSize > Int(settings.maxHeaderListSize) {
+            reject(stream, code: .enhanceYourCalm)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
+        }
+        if name.first == UInt8(ascii: ":") {
+            stream.request.addPseudoHeader(name: name, value: String(decoding: value, as: UTF8.self))
+        } else {
+            stream.request.addField(name: name, value: value)
+        }
         return 0
     }
 
     func onInvalidHeader(_ frame: nghttp2_frame) -> Int32 {
         // nghttp2 would silently drop the field; a gateway rejects the whole request instead (RFC 9113 §8.2.1).
-        if let stream = streams[frame.hd.stream_id] {
+        if let stream = lookupStream(frame.hd.stream_id) {
             reject(stream, code: .protocolError)
         } else if let session {
             _ = nghttp2_submit_rst_stream(
@@ -70,7 +95,7 @@ extension HTTP2Session {
         let endStream = frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
         switch UInt32(frame.hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            guard let stream = streams[streamID], !stream.rejected else { return 0 }
+            guard let stream = lookupStream(streamID), !stream.rejected else { return 0 }
             if endStream { stream.remoteEnded = true }
             if role == .server {
                 handleRequestHeaders(stream, endStream: endStream)
@@ -86,7 +111,7 @@ extension HTTP2Session {
                 return 0
             }
             consecutiveEmptyDataFrames = 0
-            guard let stream = streams[streamID], !stream.rejected, endStream else { return 0 }
+            guard let stream = lookupStream(streamID), !stream.rejected, endStream else { return 0 }
             stream.remoteEnded = true
             if let length = stream.contentLength, length != stream.bodyReceived,
                 !(role == .client && stream.isHeadRequest)
@@ -123,7 +148,10 @@ extension HTTP2Session {
             emit(.requestEnd(streamID: stream.id))
             return
         }
-        switch HTTP2Validation.validateRequest(stream.fields) {
+        let built = stream.buildsRequest ? stream.request.finish() : HTTP2Validation.validateRequest(stream.fields)
+        stream.buildsRequest = false
+        stream.request = HTTP2RequestBuilder()
+        switch built {
         case .failure:
             reject(stream, code: .protocolError)
         case .success(let head):
@@ -197,7 +225,7 @@ extension HTTP2Session {
             goAwayWritten = true
             if terminating && frame.goaway.error_code == abuseGoAway?.errorCode.rawValue { terminated = true }
         case NGHTTP2_HEADERS.rawValue, NGHTTP2_DATA.rawValue:
-            if frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let stream = streams[streamID] {
+            if frame.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let stream = lookupStream(streamID) {
                 if role == .server && !stream.localEnded { resetBudget.streamCompleted() }
                 stream.localEnded = true
                 if stream.resetWhenLocalEnds {
@@ -221,7 +249,7 @@ extension HTTP2Session {
 
     func onDataChunk(streamID: Int32, bytes: [UInt8]) -> Int32 {
         guard let session else { return 0 }
-        guard let stream = streams[streamID], !stream.rejected, !stream.locallyReset,
+        guard let stream = lookupStream(streamID), !stream.rejected, !stream.locallyReset,
             stream.surfaced && (role == .server || stream.surfacedResponse)
         else {
             // Nobody will pass these on: credit the windows now.
@@ -244,6 +272,7 @@ extension HTTP2Session {
     func onStreamClose(streamID: Int32, errorCode: UInt32) -> Int32 {
         localResetsPending.remove(streamID)
         guard let stream = streams.removeValue(forKey: streamID) else { return 0 }
+        if lastStream === stream { lastStream = nil }
         if role == .client { openLocalStreams -= 1 }
         if stream.unconsumed > 0, let session {
             // The stream is gone: give its unacknowledged bytes back to the connection window.

@@ -9,22 +9,29 @@ extension HTTP2Session {
     package func sendResponse(streamID: Int32, head: HTTPResponseHead, endStream: Bool) throws(HTTP2Error) {
         guard role == .server else { throw HTTP2Error(kind: .invalidState, message: "client cannot send a response") }
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
-        guard let stream = streams[streamID], stream.surfaced, !stream.hasProvider, !stream.localEnded else {
+        guard let stream = lookupStream(streamID), stream.surfaced, !stream.hasProvider, !stream.localEnded else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) cannot take a response")
         }
         guard (200...999).contains(head.status) else {
             throw HTTP2Error(kind: .invalidState, message: "status \(head.status) is not a final status")
         }
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(head.headers.count + 1)
-        fields.append((":status", String(head.status)))
-        HTTP2Session.appendOutboundFields(head.headers, isRequest: false, to: &fields)
-        let rc = withNVArray(fields) { nva, count in
+        let submit = { (nva: UnsafePointer<nghttp2_nv>, count: Int) -> Int32 in
             if endStream {
                 return nghttp2_submit_response(session, streamID, nva, count, nil)
             }
-            var provider = dataProvider
+            var provider = self.dataProvider
             return nghttp2_submit_response(session, streamID, nva, count, &provider)
+        }
+        let rc: Int32
+        if head.headers.firstIndex(token: .connection) == nil {
+            rc = HTTP2Session.withResponseNVArray(status: head.status, headers: head.headers, submit)
+        } else {
+            // Fields the Connection field nominates are dropped too: the general path (rare in a response).
+            var fields: [(String, String)] = []
+            fields.reserveCapacity(head.headers.count + 1)
+            fields.append((":status", String(head.status)))
+            HTTP2Session.appendOutboundFields(head.headers, isRequest: false, to: &fields)
+            rc = withNVArray(fields, submit)
         }
         guard rc == 0 else { throw HTTP2Error(nghttp2Code: rc) }
         if !endStream { stream.hasProvider = true }
@@ -36,7 +43,7 @@ extension HTTP2Session {
     @discardableResult
     package func sendBody(streamID: Int32, bytes: some Collection<UInt8>, endStream: Bool) throws(HTTP2Error) -> Bool {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
-        guard let stream = streams[streamID], stream.hasProvider, !stream.outboundEnd else {
+        guard let stream = lookupStream(streamID), stream.hasProvider, !stream.outboundEnd else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) cannot take body bytes")
         }
         if stream.outboundRead > 0 && stream.outboundRead >= stream.outbound.count / 2 {
@@ -63,7 +70,7 @@ extension HTTP2Session {
     /// `.streamReset` event follows for it, only `.streamClosed`.
     package func resetStream(streamID: Int32, errorCode: HTTP2ErrorCode = .cancel) throws(HTTP2Error) {
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
-        guard let stream = streams[streamID] else {
+        guard let stream = lookupStream(streamID) else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
         }
         stream.locallyReset = true
@@ -77,7 +84,7 @@ extension HTTP2Session {
     /// cannot overtake the response (a reset submitted at once would be sent before the response's DATA frames, and
     /// the client would lose the answer).
     package func stopRequestAfterResponse(streamID: Int32) throws(HTTP2Error) {
-        guard let stream = streams[streamID] else {
+        guard let stream = lookupStream(streamID) else {
             throw HTTP2Error(kind: .invalidStream, message: "stream \(streamID) is not open")
         }
         if stream.localEnded {
@@ -226,6 +233,91 @@ extension HTTP2Session {
         HTTP1Grammar.allBytes(value.utf8) { $0 != 0 && $0 != 0x0a && $0 != 0x0d }
     }
 
+    /// Calls `body` with an `nghttp2_nv` array for a response head: `:status`, then the fields of `headers` that may be
+    /// sent, as ``appendOutboundFields(_:isRequest:to:)`` chooses them for a response without a `Connection` field (the
+    /// caller's condition). Made from the fields' bytes: the names lower-cased into one temporary buffer, the values
+    /// pointed at where they are; no string per field. The pointers live only during the call (nghttp2 copies).
+    static func withResponseNVArray(
+        status: Int, headers: HTTPFields, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+    ) -> Int32 {
+        headers.withRegions(ifEmpty: withResponseNVArray(status: status, entries: nil, bytes: nil, count: 0, body)) {
+            entries, bytes, header in
+            withResponseNVArray(status: status, entries: entries, bytes: bytes, count: header.count, body)
+        }
+    }
+
+    private static func withResponseNVArray(
+        status: Int, entries: HTTPFieldEntries?, bytes: UnsafeMutablePointer<UInt8>?, count: Int,
+        _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+    ) -> Int32 {
+        var nameBytes = 0
+        if let entries { for index in 0..<count { nameBytes += Int(entries[index].nameCount) } }
+        return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count + 1) { nva in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: nameBytes + 10) { buffer in
+                let base = buffer.baseAddress!
+                // ":status" and its three digits (200...999, checked by the caller) after the names.
+                let statusName = base + nameBytes
+                var offset = 0
+                for byte in ":status".utf8 {
+                    statusName[offset] = byte
+                    offset += 1
+                }
+                let digits = statusName + 7
+                digits[0] = 0x30 + UInt8(truncatingIfNeeded: status / 100 % 10)
+                digits[1] = 0x30 + UInt8(truncatingIfNeeded: status / 10 % 10)
+                digits[2] = 0x30 + UInt8(truncatingIfNeeded: status % 10)
+                nva[0] = nghttp2_nv(
+                    name: statusName, value: digits, namelen: 7, valuelen: 3,
+                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                var used = 1
+                var nameOffset = 0
+                if let entries, let bytes {
+                    for index in 0..<count {
+                        let entry = entries[index]
+                        switch entry.token {
+                        case .connection, .keepAlive, .proxyConnection, .transferEncoding, .upgrade, .te: continue
+                        default: break
+                        }
+                        let name = bytes + Int(entry.nameStart)
+                        let nameCount = Int(entry.nameCount)
+                        let value = bytes + Int(entry.valueStart)
+                        let valueCount = Int(entry.valueCount)
+                        if entry.flags & HTTPFieldEntry.validated == 0 {
+                            guard HTTP1Grammar.isToken(UnsafeBufferPointer(start: name, count: nameCount)),
+                                HTTP1Grammar.allBytes(
+                                    UnsafeBufferPointer(start: value, count: valueCount),
+                                    { $0 != 0 && $0 != 0x0a && $0 != 0x0d })
+                            else { continue }
+                        }
+                        // HTTP/2 field names are lower case (RFC 9113 §8.2.1): lower-cased in the copy.
+                        let target = base + nameOffset
+                        for position in 0..<nameCount { target[position] = HTTP1Grammar.lowercased(name[position]) }
+                        nameOffset += nameCount
+                        nva[used] = nghttp2_nv(
+                            name: target, value: value, namelen: nameCount, valuelen: valueCount,
+                            flags: HTTP2Session.indexingFlags(entry.token))
+                        used += 1
+                    }
+                }
+                return body(nva.baseAddress!, used)
+            }
+        }
+    }
+
+    /// The HPACK flags of a field named `token`: never indexed for credentials (RFC 7541 §7.1.3), and for fields whose
+    /// value is new in every message (`x-request-id`, `traceparent`, `tracestate`): indexing those would only fill the
+    /// connection's dynamic table with entries never used again, evicting the ones that are (`server`, `content-type`,
+    /// `via`), and make the encoder search a table of them for every field it sends.
+    @inline(__always)
+    static func indexingFlags(_ token: HTTPFieldName) -> UInt8 {
+        switch token {
+        case .authorization, .proxyAuthorization, .xRequestId, .traceparent, .tracestate:
+            return UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        default:
+            return UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+        }
+    }
+
     /// Calls `body` with an `nghttp2_nv` array for `fields`; the pointers live only during the call (nghttp2 copies).
     private func withNVArray<R>(_ fields: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         var storage: [UInt8] = []
@@ -237,9 +329,8 @@ extension HTTP2Session {
             storage.append(contentsOf: name.utf8)
             let valueStart = storage.count
             storage.append(contentsOf: value.utf8)
-            let sensitive =
-                name.equalsIgnoringASCIICase("authorization") || name.equalsIgnoringASCIICase("proxy-authorization")
-            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, sensitive))
+            let unindexed = HTTP2Session.indexingFlags(HTTPFieldName(name)) != UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)
+            ranges.append((nameStart, valueStart - nameStart, valueStart, storage.count - valueStart, unindexed))
         }
         storage.append(0)
         return storage.withUnsafeMutableBufferPointer { buffer in
@@ -262,7 +353,7 @@ extension HTTP2Session {
     func readOutbound(streamID: Int32, into buffer: UnsafeMutableRawBufferPointer, flags: UnsafeMutablePointer<UInt32>)
         -> Int
     {
-        guard let stream = streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+        guard let stream = lookupStream(streamID) else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
         let available = stream.outboundBuffered
         if available == 0 {
             if stream.outboundEnd {

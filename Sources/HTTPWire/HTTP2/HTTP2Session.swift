@@ -28,6 +28,19 @@ package final class HTTP2Session {
 
     var session: OpaquePointer?
     var streams: [Int32: StreamState] = [:]
+    /// The stream ``lookupStream(_:)`` found last: the callbacks of one frame, and the calls that answer it, ask for
+    /// the same stream one after another, so most lookups skip hashing. Cleared when that stream is removed (stream
+    /// ids are never reused). Loop thread only, never accessed re-entrantly: unchecked.
+    @exclusivity(unchecked) var lastStream: StreamState?
+
+    /// The open stream `id`, if any (``streams``, through ``lastStream``).
+    @inline(__always)
+    func lookupStream(_ id: Int32) -> StreamState? {
+        if let last = lastStream, last.id == id { return last }
+        guard let found = streams[id] else { return nil }
+        lastStream = found
+        return found
+    }
     var events = Deque<HTTP2Event>()
     var failed = false
     var shutdownNoticeSent = false
@@ -62,9 +75,13 @@ package final class HTTP2Session {
 
     final class StreamState {
         let id: Int32
-        /// The header block being received (room for a typical head's fields from the start).
+        /// The header block being received as strings (room for a typical head's fields made at its first field).
         var fields: [(name: String, value: String)] = []
-        var headerListSize = 0
+        /// Server: the request's first header block, built as it arrives while ``buildsRequest``
+        /// (``HTTP2RequestBuilder``). Loop thread only, never accessed re-entrantly: unchecked.
+        @exclusivity(unchecked) var request = HTTP2RequestBuilder()
+        @exclusivity(unchecked) var buildsRequest = false
+        @exclusivity(unchecked) var headerListSize = 0
         var surfaced = false
         /// Client: whether the final response head was surfaced.
         var surfacedResponse = false
@@ -92,7 +109,6 @@ package final class HTTP2Session {
 
         init(id: Int32) {
             self.id = id
-            fields.reserveCapacity(16)
         }
 
         var outboundBuffered: Int { outbound.count - outboundRead }
@@ -261,7 +277,7 @@ package final class HTTP2Session {
     /// Acknowledges `count` body bytes of `streamID` as passed on, so WINDOW_UPDATE can let the peer send more.
     /// Bytes of a stream that has closed were already credited back when it closed; such calls are ignored.
     package func consumed(streamID: Int32, count: Int) {
-        guard let session, let stream = streams[streamID], count > 0 else { return }
+        guard let session, let stream = lookupStream(streamID), count > 0 else { return }
         let amount = min(count, stream.unconsumed)
         guard amount > 0 else { return }
         stream.unconsumed -= amount
@@ -270,7 +286,7 @@ package final class HTTP2Session {
 
     /// Body bytes queued for `streamID` and not yet handed to nghttp2.
     package func bufferedOutbound(streamID: Int32) -> Int {
-        streams[streamID]?.outboundBuffered ?? 0
+        lookupStream(streamID)?.outboundBuffered ?? 0
     }
 
     /// Response body bytes handed to nghttp2 so far, all streams together (they leave as the windows allow).

@@ -58,7 +58,11 @@ package final class TLSContext: @unchecked Sendable {
         self.clientConfiguration = nil
         self.alpnWire = TLSContext.wireFormat(configuration.alpnProtocols)
         TLSContext.applyCommonOptions(context)
-        _ = cgw_SSL_CTX_set_options(context, cgw_SSL_OP_CIPHER_SERVER_PREFERENCE())
+        _ = cgw_SSL_CTX_set_options(
+            context, cgw_SSL_OP_CIPHER_SERVER_PREFERENCE() | cgw_SSL_OP_PRIORITIZE_CHACHA())
+        guard SSL_CTX_set_ciphersuites(context, TLSContext.tls13CipherSuites) == 1 else {
+            throw TLSContext.lastError("TLS 1.3 cipher suites")
+        }
         guard SSL_CTX_use_certificate_chain_file(context, files.certificateChainPath) == 1 else {
             throw TLSContext.lastError("certificate \(files.certificateChainPath)")
         }
@@ -92,6 +96,12 @@ package final class TLSContext: @unchecked Sendable {
                 }, arg)
         }
     }
+
+    /// The TLS 1.3 suites a server chooses from, in its order (Go's and Cloudflare's): AES-128-GCM first, as fast and
+    /// as safe as AES-256-GCM in practice and cheaper per record (OpenSSL's default order, which most clients send too,
+    /// puts AES-256-GCM first); ChaCha20-Poly1305 next, and first for a client that lists it first
+    /// (`SSL_OP_PRIORITIZE_CHACHA`: a client without AES hardware says so that way); AES-256-GCM last.
+    static let tls13CipherSuites = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384"
 
     /// Refuses a server certificate that has expired or is not valid yet: every client would reject it, so serving it
     /// only turns a configuration mistake into failed handshakes.

@@ -160,6 +160,28 @@ import Testing
         #expect(output.stdout.contains(":status: 200"))
     }
 
+    /// Response fields whose value is new in every message (`x-request-id`, `traceparent`) are sent never indexed, so
+    /// they do not fill the connection's HPACK table; other fields are indexed, and upper-case names go out lower-cased.
+    @Test func perMessageFieldsAreSentNeverIndexed() async throws {
+        let (server, port) = try await startTestServer()
+        defer { Task { await server.shutdown(timeout: .seconds(1)) } }
+        // Two requests on one connection (nghttp fetches a URL given twice once).
+        let url = "http://127.0.0.1:\(port)/per-message-fields"
+        let output = try ProcessRunner.run("nghttp", ["-nv", url, url + "?again"])
+        #expect(output.status == 0)
+        let lines = output.stdout.split(separator: "\n").map(String.init)
+        func received(_ name: String) -> [String] {
+            lines.filter { $0.contains("recv (stream_id=") && $0.contains(") \(name): ") }
+        }
+        #expect(received("x-request-id").count == 2)
+        #expect(received("x-request-id").allSatisfy { $0.contains(", sensitive) x-request-id: req-") })
+        #expect(received("traceparent").count == 2)
+        #expect(received("traceparent").allSatisfy { $0.contains(", sensitive) traceparent: 00-") })
+        #expect(received("x-plain").count == 2)
+        #expect(received("x-plain").allSatisfy { !$0.contains("sensitive") })
+        #expect(received("content-type").allSatisfy { !$0.contains("sensitive") })
+    }
+
     @Test func h2loadCompletesEveryRequest() async throws {
         let (server, port) = try await startTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
