@@ -102,9 +102,7 @@ final class TemporaryBufferFile: Sendable {
         var removed = 0
         let directoryFD = dirfd(handle)
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = Self.name(of: entry)
             guard name.hasPrefix(namePrefix) else { continue }
             var status = stat()
             guard fstatat(directoryFD, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFREG,
@@ -113,5 +111,13 @@ final class TemporaryBufferFile: Sendable {
             if unlinkat(directoryFD, name, 0) == 0 { removed += 1 }
         }
         return removed
+    }
+
+    /// The entry's name, read up to its terminating NUL in place. A record is only as long as its name
+    /// (`d_reclen`): loading `d_name` as a value would read its declared 256 bytes, past the end of the last record
+    /// of `readdir`'s buffer (a crash when that is the end of the mapping).
+    private static func name(of entry: UnsafeMutablePointer<dirent>) -> String {
+        guard let offset = MemoryLayout<dirent>.offset(of: \.d_name) else { return "" }
+        return String(cString: (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: CChar.self))
     }
 }
