@@ -33,14 +33,18 @@ struct Forwarding {
             list.add(knownName: "X-Forwarded-For", token: .xForwardedFor, value: chain)
         }
         if let clientAddress { list.add(knownName: "X-Real-IP", token: .xRealIp, value: clientAddress) }
-        list.add(knownName: "X-Forwarded-Proto", token: .xForwardedProto, value: isTLS ? "https" : "http")
+        list.add(knownName: "X-Forwarded-Proto", token: .xForwardedProto, staticValue: isTLS ? "https" : "http")
         if let host = client.firstIndex(token: .host) {
             list.add(knownName: "X-Forwarded-Host", token: .xForwardedHost, valueOfFieldAt: host, of: client)
         }
-        let hop = ProxyHeaders.via(version)
         if client.firstIndex(token: .via) == nil {
-            list.add(knownName: "Via", token: .via, value: hop)
+            if let hop = ProxyHeaders.staticVia(version) {
+                list.add(knownName: "Via", token: .via, staticValue: hop)
+            } else {
+                list.add(knownName: "Via", token: .via, value: ProxyHeaders.via(version))
+            }
         } else {
+            let hop = ProxyHeaders.via(version)
             let previous = Self.joined(client, .via)
             list.add(knownName: "Via", token: .via, value: previous.isEmpty ? hop : previous + ", " + hop)
         }

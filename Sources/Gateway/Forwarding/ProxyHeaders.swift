@@ -134,6 +134,16 @@ enum ProxyHeaders {
         }
     }
 
+    /// ``via(_:)`` as static text, for the versions a request or response arrives in (nil for others).
+    static func staticVia(_ version: HTTPVersion) -> StaticString? {
+        switch (version.major, version.minor) {
+        case (1, 1): return "1.1 moya-gateway"
+        case (2, _): return "2 moya-gateway"
+        case (1, 0): return "1.0 moya-gateway"
+        default: return nil
+        }
+    }
+
     /// Client fields never forwarded as they are: the gateway's own (``gatewayOwned``) and the standard hop-by-hop
     /// ones, every one a name in `HTTPFieldName`'s table.
     private static let notForwarded = HTTPFieldNameSet(
@@ -155,13 +165,29 @@ enum ProxyHeaders {
         var index = headers.firstIndex(token: .connection)
         var namesOthers = false
         while let found = index, !namesOthers {
-            namesOthers = headers.withField(at: found) { _, value in
-                !("keep-alive".equalsIgnoringASCIICase(value) || "close".equalsIgnoringASCIICase(value))
-            }
+            namesOthers = headers.withField(at: found) { _, value in !isKeepAliveOrClose(value) }
             index = headers.firstIndex(token: .connection, from: found + 1)
         }
         guard namesOthers else { return [] }
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
+    }
+
+    /// Whether `value` is `keep-alive` or `close`, ignoring ASCII case: compared byte by byte with static bytes (no
+    /// string to open, as `String.equalsIgnoringASCIICase` does).
+    private static func isKeepAliveOrClose(_ value: UnsafeRawBufferPointer) -> Bool {
+        let expected: StaticString
+        switch value.count {
+        case 10: expected = "keep-alive"
+        case 5: expected = "close"
+        default: return false
+        }
+        let bytes = expected.utf8Start
+        for index in 0..<value.count {
+            var byte = value[index]
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { byte |= 0x20 }
+            if byte != bytes[index] { return false }
+        }
+        return true
     }
 
     /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and
@@ -194,7 +220,11 @@ enum ProxyHeaders {
             if token == .other && "X-Accel-Buffering".equalsIgnoringASCIICase(name) { return false }
             return listed.isEmpty || !isListed(name, in: listed)
         }
-        headers.add(knownName: "Via", token: .via, value: via(version))
+        if let hop = staticVia(version) {
+            headers.add(knownName: "Via", token: .via, staticValue: hop)
+        } else {
+            headers.add(knownName: "Via", token: .via, value: via(version))
+        }
         return headers
     }
 
@@ -223,5 +253,16 @@ enum ProxyHeaders {
         headers.add(name: "Via", value: "1.1 moya-gateway")
         headers.add(name: "X-Request-Id", value: requestID)
         return headers
+    }
+}
+
+extension HTTPFields {
+    /// Appends a field whose name (`token`'s) and value are static text the gateway writes: both read in place, and
+    /// the value, field-value bytes by construction, not checked again (the field is marked checked, as
+    /// ``add(knownName:token:value:)`` would mark it).
+    mutating func add(knownName name: StaticString, token: HTTPFieldName, staticValue value: StaticString) {
+        addValidated(
+            name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+            value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), token: token)
     }
 }

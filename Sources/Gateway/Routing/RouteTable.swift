@@ -159,7 +159,7 @@ package struct RouteTable: Sendable {
 
     /// Routing by method, `Host` (read from a head only when some route matches hosts) and target.
     private func resolve(method: HTTPMethod, host: String?, target: String) -> RouteResult {
-        if method == .connect { return .badRequest("CONNECT is not supported") }
+        if MethodTest.isConnect(method) { return .badRequest("CONNECT is not supported") }
         let normalized: NormalizedTarget
         switch PathNormalizer.normalize(target: target) {
         case .failure(let error): return .badRequest(error.reason)
