@@ -114,6 +114,21 @@ extension GatewayHandler {
                 callerKey: forwardsHeaders ? callerKey(for: caller) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
         }
 
+        /// ``target(for:request:body:streamedBody:tunnel:sharing:forwardsHeaders:stubAnswer:stubDraw:)`` out of line,
+        /// for `respond`: inlined there, the target's deadline (a `ContinuousClock.Instant`, a resilient type sized at
+        /// run time) made the async function's frame dynamic, a task allocation more per call. (`decide`, synchronous,
+        /// keeps it inlined.)
+        @inline(never)
+        func sentTarget(
+            for caller: Caller, request: borrowing HTTPServerRequest, body: [UInt8],
+            streamedBody: UpstreamRequestBody?, tunnel: WebSocketTunnel?, sharing: Sharing?,
+            stubAnswer: StubAnswer?, stubDraw: StubDraw?
+        ) -> GatewayTarget {
+            target(
+                for: caller, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
+                sharing: sharing, stubAnswer: stubAnswer, stubDraw: stubDraw)
+        }
+
         /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
         /// IPv6 one by its /64), hashed: for the fair share of a full upstream pool.
         func callerKey(for caller: Caller) -> Int {

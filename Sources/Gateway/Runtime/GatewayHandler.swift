@@ -251,7 +251,7 @@ final class GatewayHandler: HTTPServerHandler {
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody =
-            shared || upstream.client == nil || upstream.provider.transportLane == nil
+            shared || upstream.client == nil || !upstream.provider.hasTransportLane
             ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
         if streamedBody == nil && request.hasBody {
@@ -272,7 +272,7 @@ final class GatewayHandler: HTTPServerHandler {
             ?? (upstream.responder == nil
                 ? nil : stubCall(call, exchange: exchange, request: request, body: body, shared: shared))
         if stub != nil { exchange.record.stubbed = true }
-        let target = call.target(
+        let target = call.sentTarget(
             for: exchange.caller, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
             sharing: sharing, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
