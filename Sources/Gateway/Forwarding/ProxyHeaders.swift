@@ -172,22 +172,24 @@ enum ProxyHeaders {
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
     }
 
-    /// Whether `value` is `keep-alive` or `close`, ignoring ASCII case: compared byte by byte with static bytes (no
-    /// string to open, as `String.equalsIgnoringASCIICase` does).
+    /// Whether `value` is `keep-alive` or `close`, ignoring ASCII case: compared a word at a time (no string to open,
+    /// as `String.equalsIgnoringASCIICase` does). Each letter's byte is compared with its case bit set (a byte that
+    /// matches a lower-case letter so is that letter in either case); the hyphen's byte is compared as it is.
     private static func isKeepAliveOrClose(_ value: UnsafeRawBufferPointer) -> Bool {
-        let expected: StaticString
+        guard let base = value.baseAddress else { return false }
         switch value.count {
-        case 10: expected = "keep-alive"
-        case 5: expected = "close"
-        default: return false
+        case 10:
+            // "keep-ali" and "ve", little-endian; no case bit at the hyphen (byte 4).
+            let head = UInt64(littleEndian: base.loadUnaligned(as: UInt64.self)) | 0x2020_2000_2020_2020
+            let tail = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt16.self)) | 0x2020
+            return head == 0x696C_612D_7065_656B && tail == 0x6576
+        case 5:
+            // "clos" little-endian, and "e".
+            let head = UInt32(littleEndian: base.loadUnaligned(as: UInt32.self)) | 0x2020_2020
+            return head == 0x736F_6C63 && base.load(fromByteOffset: 4, as: UInt8.self) | 0x20 == 0x65
+        default:
+            return false
         }
-        let bytes = expected.utf8Start
-        for index in 0..<value.count {
-            var byte = value[index]
-            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { byte |= 0x20 }
-            if byte != bytes[index] { return false }
-        }
-        return true
     }
 
     /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and

@@ -104,6 +104,11 @@ package struct RouteTable: Sendable {
     /// Positions in ``routes`` of the exact-path routes, by path (each list in precedence order). Exact routes sort
     /// before every other kind, so trying these and then ``otherRoutes`` keeps the precedence order.
     private let exactRoutes: [String: [Int]]
+    /// The same, as a list, when there are at most ``shortListLimit`` exact paths: comparing a few paths costs less
+    /// than hashing the request's (nil otherwise).
+    private let shortExactRoutes: [(path: String, positions: [Int])]?
+    /// The most exact paths looked up by comparison rather than hashing.
+    private static let shortListLimit = 4
     /// Positions in ``routes`` of the template and prefix routes, in precedence order.
     private let otherRoutes: [Int]
     /// Whether any route has a `host`: the request's host is only normalised then.
@@ -143,6 +148,8 @@ package struct RouteTable: Sendable {
             }
         }
         exactRoutes = exact
+        shortExactRoutes =
+            exact.count <= Self.shortListLimit ? exact.map { (path: $0.key, positions: $0.value) } : nil
         otherRoutes = other
         matchesHosts = routes.contains { $0.config.match.host != nil }
     }
@@ -194,13 +201,20 @@ package struct RouteTable: Sendable {
             for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
             return nil
         }
-        for position in exactRoutes[normalized.path] ?? [] {
+        for position in exactPositions(normalized.path) {
             if let result = attempt(position) { return result }
         }
         for position in otherRoutes {
             if let result = attempt(position) { return result }
         }
         return pathMatched ? .methodNotAllowed(allow: allow) : .notFound
+    }
+
+    /// The positions of the exact routes for `path`, in precedence order.
+    private func exactPositions(_ path: String) -> [Int] {
+        guard let shortExactRoutes else { return exactRoutes[path] ?? [] }
+        for entry in shortExactRoutes where entry.path == path { return entry.positions }
+        return []
     }
 
     static func match(_ route: CompiledRoute, path: String, segments: [Substring]) -> [String: String]? {
