@@ -43,6 +43,8 @@ enum ProxyHeaders {
         let apiKeyToken = apiKeyHeader.map { HTTPFields.token(of: $0) }
         var cookie: String?
         var cookieRepeated = false
+        // Read once, not through the lazy global's accessor for every field.
+        let notForwarded = Self.notForwarded
         for index in 0..<client.count {
             let token = client.token(at: index)
             // Known names are decided by their token; only a name outside the table is compared as bytes.
@@ -215,6 +217,8 @@ enum ProxyHeaders {
     static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1) -> HTTPFields {
         let listed = connectionListed(in: upstream)
         var headers = HTTPFields()
+        // Read once, not through the lazy global's accessor for every field.
+        let droppedDownstream = Self.droppedDownstream
         // Room for `Via` and the request id too.
         headers.append(contentsOf: upstream, reservingExtraFields: 2, extraBytes: 48) { token, name in
             if droppedDownstream.contains(token) { return false }

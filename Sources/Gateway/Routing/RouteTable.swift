@@ -104,8 +104,8 @@ package struct RouteTable: Sendable {
     /// Positions in ``routes`` of the exact-path routes, by path (each list in precedence order). Exact routes sort
     /// before every other kind, so trying these and then ``otherRoutes`` keeps the precedence order.
     private let exactRoutes: [String: [Int]]
-    /// The same, as a list, when there are at most ``shortListLimit`` exact paths: comparing a few paths costs less
-    /// than hashing the request's (nil otherwise).
+    /// The same, as a list in the order of the paths' first routes, when there are at most ``shortListLimit`` exact
+    /// paths: comparing a few paths costs less than hashing the request's (nil otherwise).
     private let shortExactRoutes: [(path: String, positions: [Int])]?
     /// The most exact paths looked up by comparison rather than hashing.
     private static let shortListLimit = 4
@@ -139,17 +139,20 @@ package struct RouteTable: Sendable {
         }
         routes = compiled.sorted { $0.precedence < $1.precedence }
         var exact: [String: [Int]] = [:]
+        var exactPaths: [String] = []
         var other: [Int] = []
         for (position, route) in routes.enumerated() {
             if case .exact(let path) = route.kind {
+                if exact[path] == nil { exactPaths.append(path) }
                 exact[path, default: []].append(position)
             } else {
                 other.append(position)
             }
         }
         exactRoutes = exact
+        // In precedence order (not the dictionary's, which changes from process to process).
         shortExactRoutes =
-            exact.count <= Self.shortListLimit ? exact.map { (path: $0.key, positions: $0.value) } : nil
+            exact.count <= Self.shortListLimit ? exactPaths.map { (path: $0, positions: exact[$0] ?? []) } : nil
         otherRoutes = other
         matchesHosts = routes.contains { $0.config.match.host != nil }
     }
