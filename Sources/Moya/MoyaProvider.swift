@@ -147,6 +147,9 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// (twice per request) is left out.
     @exclusivity(unchecked) package private(set) var transportLane: TransportLane?
 
+    /// Whether the provider has a ``transportLane``, read in place (reading the lane from another module copies it).
+    package var hasTransportLane: Bool { transportLane != nil }
+
     /// Initializes a provider.
     ///
     /// - Parameters:

@@ -51,7 +51,7 @@ enum Admission {
         now: () -> UInt64 = { EventLoop.now() }
     ) -> Decision {
         let method = request.head.method
-        if method == .trace || method == .connect {
+        if MethodTest.isTraceOrConnect(method) {
             return .unrouted(Refusal(code: .methodNotAllowed, headers: ["Allow": allMethods.joined(separator: ", ")]))
         }
         var routed: Routed

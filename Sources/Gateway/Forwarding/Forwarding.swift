@@ -26,21 +26,37 @@ struct Forwarding {
 
     /// Appends the forwarding fields for `client`'s request to `list`.
     func append(to list: inout HTTPFields, client: HTTPFields) {
+        // The client's fields that decide the forwarding ones, found in one pass.
+        var hasForwardedFor = false
+        var hasVia = false
+        var host: Int?
+        for index in 0..<client.count {
+            switch client.token(at: index) {
+            case .xForwardedFor: hasForwardedFor = true
+            case .via: hasVia = true
+            case .host where host == nil: host = index
+            default: break
+            }
+        }
         list.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
-        if client.firstIndex(token: .xForwardedFor) == nil {
+        if !hasForwardedFor {
             if let peer { list.add(knownName: "X-Forwarded-For", token: .xForwardedFor, value: peer) }
         } else if let chain = forwardedFor(client: client) {
             list.add(knownName: "X-Forwarded-For", token: .xForwardedFor, value: chain)
         }
         if let clientAddress { list.add(knownName: "X-Real-IP", token: .xRealIp, value: clientAddress) }
-        list.add(knownName: "X-Forwarded-Proto", token: .xForwardedProto, value: isTLS ? "https" : "http")
-        if let host = client.firstIndex(token: .host) {
+        list.add(knownName: "X-Forwarded-Proto", token: .xForwardedProto, staticValue: isTLS ? "https" : "http")
+        if let host {
             list.add(knownName: "X-Forwarded-Host", token: .xForwardedHost, valueOfFieldAt: host, of: client)
         }
-        let hop = ProxyHeaders.via(version)
-        if client.firstIndex(token: .via) == nil {
-            list.add(knownName: "Via", token: .via, value: hop)
+        if !hasVia {
+            if let hop = ProxyHeaders.staticVia(version) {
+                list.add(knownName: "Via", token: .via, staticValue: hop)
+            } else {
+                list.add(knownName: "Via", token: .via, value: ProxyHeaders.via(version))
+            }
         } else {
+            let hop = ProxyHeaders.via(version)
             let previous = Self.joined(client, .via)
             list.add(knownName: "Via", token: .via, value: previous.isEmpty ? hop : previous + ", " + hop)
         }

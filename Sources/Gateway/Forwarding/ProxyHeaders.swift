@@ -43,6 +43,8 @@ enum ProxyHeaders {
         let apiKeyToken = apiKeyHeader.map { HTTPFields.token(of: $0) }
         var cookie: String?
         var cookieRepeated = false
+        // Read once, not through the lazy global's accessor for every field.
+        let notForwarded = Self.notForwarded
         for index in 0..<client.count {
             let token = client.token(at: index)
             // Known names are decided by their token; only a name outside the table is compared as bytes.
@@ -134,6 +136,16 @@ enum ProxyHeaders {
         }
     }
 
+    /// ``via(_:)`` as static text, for the versions a request or response arrives in (nil for others).
+    static func staticVia(_ version: HTTPVersion) -> StaticString? {
+        switch (version.major, version.minor) {
+        case (1, 1): return "1.1 moya-gateway"
+        case (2, _): return "2 moya-gateway"
+        case (1, 0): return "1.0 moya-gateway"
+        default: return nil
+        }
+    }
+
     /// Client fields never forwarded as they are: the gateway's own (``gatewayOwned``) and the standard hop-by-hop
     /// ones, every one a name in `HTTPFieldName`'s table.
     private static let notForwarded = HTTPFieldNameSet(
@@ -155,13 +167,31 @@ enum ProxyHeaders {
         var index = headers.firstIndex(token: .connection)
         var namesOthers = false
         while let found = index, !namesOthers {
-            namesOthers = headers.withField(at: found) { _, value in
-                !("keep-alive".equalsIgnoringASCIICase(value) || "close".equalsIgnoringASCIICase(value))
-            }
+            namesOthers = headers.withField(at: found) { _, value in !isKeepAliveOrClose(value) }
             index = headers.firstIndex(token: .connection, from: found + 1)
         }
         guard namesOthers else { return [] }
         return headers.tokens(name: "Connection").map { $0.lowercased() }.filter { !HopByHop.protected.contains($0) }
+    }
+
+    /// Whether `value` is `keep-alive` or `close`, ignoring ASCII case: compared a word at a time (no string to open,
+    /// as `String.equalsIgnoringASCIICase` does). Each letter's byte is compared with its case bit set (a byte that
+    /// matches a lower-case letter so is that letter in either case); the hyphen's byte is compared as it is.
+    private static func isKeepAliveOrClose(_ value: UnsafeRawBufferPointer) -> Bool {
+        guard let base = value.baseAddress else { return false }
+        switch value.count {
+        case 10:
+            // "keep-ali" and "ve", little-endian; no case bit at the hyphen (byte 4).
+            let head = UInt64(littleEndian: base.loadUnaligned(as: UInt64.self)) | 0x2020_2000_2020_2020
+            let tail = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: 8, as: UInt16.self)) | 0x2020
+            return head == 0x696C_612D_7065_656B && tail == 0x6576
+        case 5:
+            // "clos" little-endian, and "e".
+            let head = UInt32(littleEndian: base.loadUnaligned(as: UInt32.self)) | 0x2020_2020
+            return head == 0x736F_6C63 && base.load(fromByteOffset: 4, as: UInt8.self) | 0x20 == 0x65
+        default:
+            return false
+        }
     }
 
     /// Response fields never returned to the client: hop-by-hop, framing, the request id (the gateway sets it) and
@@ -187,6 +217,8 @@ enum ProxyHeaders {
     static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1) -> HTTPFields {
         let listed = connectionListed(in: upstream)
         var headers = HTTPFields()
+        // Read once, not through the lazy global's accessor for every field.
+        let droppedDownstream = Self.droppedDownstream
         // Room for `Via` and the request id too.
         headers.append(contentsOf: upstream, reservingExtraFields: 2, extraBytes: 48) { token, name in
             if droppedDownstream.contains(token) { return false }
@@ -194,7 +226,11 @@ enum ProxyHeaders {
             if token == .other && "X-Accel-Buffering".equalsIgnoringASCIICase(name) { return false }
             return listed.isEmpty || !isListed(name, in: listed)
         }
-        headers.add(knownName: "Via", token: .via, value: via(version))
+        if let hop = staticVia(version) {
+            headers.add(knownName: "Via", token: .via, staticValue: hop)
+        } else {
+            headers.add(knownName: "Via", token: .via, value: via(version))
+        }
         return headers
     }
 
@@ -223,5 +259,16 @@ enum ProxyHeaders {
         headers.add(name: "Via", value: "1.1 moya-gateway")
         headers.add(name: "X-Request-Id", value: requestID)
         return headers
+    }
+}
+
+extension HTTPFields {
+    /// Appends a field whose name (`token`'s) and value are static text the gateway writes: both read in place, and
+    /// the value, field-value bytes by construction, not checked again (the field is marked checked, as
+    /// ``add(knownName:token:value:)`` would mark it).
+    mutating func add(knownName name: StaticString, token: HTTPFieldName, staticValue value: StaticString) {
+        addValidated(
+            name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+            value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), token: token)
     }
 }

@@ -34,8 +34,15 @@ enum RequestID {
                 second |= UInt64(table[Int(truncatingIfNeeded: (bits.1 >> shift) & 0x3f)]) << UInt64(8 * index)
             }
         }
-        var characters = (first.littleEndian, second.littleEndian)
-        return withUnsafeBytes(of: &characters) { String(decoding: $0.prefix(length), as: UTF8.self) }
+        // Written straight into the inline string: at most fifteen ASCII bytes make a small string with no UTF-8
+        // validation (`String(decoding:as:)` validated the bytes first).
+        return String(unsafeUninitializedCapacity: length) { buffer in
+            withUnsafeBytes(of: (first.littleEndian, second.littleEndian)) { characters in
+                UnsafeMutableRawBufferPointer(buffer).copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: characters[..<length]))
+            }
+            return length
+        }
     }
 }
 

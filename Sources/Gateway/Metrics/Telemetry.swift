@@ -81,7 +81,9 @@ package final class Telemetry: Sendable {
     func record(_ record: AccessRecord) {
         let route = record.route ?? "none"
         // The upstream's own time, once per network call (a follower's timings are its leader's).
-        let upstream = record.upstreamFirstByte != nil && record.coalesced != "follower" ? record.upstream : nil
+        let upstream =
+            record.upstreamFirstByte != nil && (record.coalesced == "no" || record.coalesced != "follower")
+            ? record.upstream : nil
         let (requests, timer, upstreamTimer) =
             record.routeMetrics?.handles(status: record.status, upstreamTimed: upstream != nil)
             ?? cachedHandles(route: route, status: record.status, upstream: upstream)

@@ -33,8 +33,9 @@ package enum PathNormalizer {
     /// Splits and normalises an origin-form target (`/path?query`).
     package static func normalize(target: String) -> Result<NormalizedTarget, PathError> {
         if target.isEmpty { return .failure(PathError("empty request target")) }
-        if target == "*" { return .failure(PathError("asterisk-form target")) }
+        // An origin-form target (the usual one) is known by its first byte, without comparing it with "*".
         guard target.utf8.first == UInt8(ascii: "/") else {
+            if target == "*" { return .failure(PathError("asterisk-form target")) }
             return .failure(PathError("not an origin-form target (absolute-form and authority-form are refused)"))
         }
         if let plain = plainTarget(target) { return .success(plain) }

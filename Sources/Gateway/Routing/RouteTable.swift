@@ -104,6 +104,11 @@ package struct RouteTable: Sendable {
     /// Positions in ``routes`` of the exact-path routes, by path (each list in precedence order). Exact routes sort
     /// before every other kind, so trying these and then ``otherRoutes`` keeps the precedence order.
     private let exactRoutes: [String: [Int]]
+    /// The same, as a list in the order of the paths' first routes, when there are at most ``shortListLimit`` exact
+    /// paths: comparing a few paths costs less than hashing the request's (nil otherwise).
+    private let shortExactRoutes: [(path: String, positions: [Int])]?
+    /// The most exact paths looked up by comparison rather than hashing.
+    private static let shortListLimit = 4
     /// Positions in ``routes`` of the template and prefix routes, in precedence order.
     private let otherRoutes: [Int]
     /// Whether any route has a `host`: the request's host is only normalised then.
@@ -134,15 +139,20 @@ package struct RouteTable: Sendable {
         }
         routes = compiled.sorted { $0.precedence < $1.precedence }
         var exact: [String: [Int]] = [:]
+        var exactPaths: [String] = []
         var other: [Int] = []
         for (position, route) in routes.enumerated() {
             if case .exact(let path) = route.kind {
+                if exact[path] == nil { exactPaths.append(path) }
                 exact[path, default: []].append(position)
             } else {
                 other.append(position)
             }
         }
         exactRoutes = exact
+        // In precedence order (not the dictionary's, which changes from process to process).
+        shortExactRoutes =
+            exact.count <= Self.shortListLimit ? exactPaths.map { (path: $0, positions: exact[$0] ?? []) } : nil
         otherRoutes = other
         matchesHosts = routes.contains { $0.config.match.host != nil }
     }
@@ -159,7 +169,7 @@ package struct RouteTable: Sendable {
 
     /// Routing by method, `Host` (read from a head only when some route matches hosts) and target.
     private func resolve(method: HTTPMethod, host: String?, target: String) -> RouteResult {
-        if method == .connect { return .badRequest("CONNECT is not supported") }
+        if MethodTest.isConnect(method) { return .badRequest("CONNECT is not supported") }
         let normalized: NormalizedTarget
         switch PathNormalizer.normalize(target: target) {
         case .failure(let error): return .badRequest(error.reason)
@@ -194,13 +204,20 @@ package struct RouteTable: Sendable {
             for name in route.allowedMethods ?? [] where !allow.contains(name) { allow.append(name) }
             return nil
         }
-        for position in exactRoutes[normalized.path] ?? [] {
+        for position in exactPositions(normalized.path) {
             if let result = attempt(position) { return result }
         }
         for position in otherRoutes {
             if let result = attempt(position) { return result }
         }
         return pathMatched ? .methodNotAllowed(allow: allow) : .notFound
+    }
+
+    /// The positions of the exact routes for `path`, in precedence order.
+    private func exactPositions(_ path: String) -> [Int] {
+        guard let shortExactRoutes else { return exactRoutes[path] ?? [] }
+        for entry in shortExactRoutes where entry.path == path { return entry.positions }
+        return []
     }
 
     static func match(_ route: CompiledRoute, path: String, segments: [Substring]) -> [String: String]? {

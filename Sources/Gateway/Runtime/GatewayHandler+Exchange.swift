@@ -50,6 +50,19 @@ extension GatewayHandler {
         let clientAddress: String?
     }
 
+    /// What a shared (coalesced) call's target takes from its ``CoalescingKey``.
+    struct Sharing {
+        /// The path and query sent upstream (see ``Call/sentPath(key:)``).
+        let sentPath: String
+        /// The flight's identity, sent in ``UpstreamProvider/flightHeader``.
+        let flightKey: String
+
+        init(key: CoalescingKey, call: Call) {
+            sentPath = call.sentPath(key: key)
+            flightKey = "\(key.hashValue)-\(key.identity)"
+        }
+    }
+
     /// An upstream call, all but its body decided. The request, its id and the client's address are passed in (not
     /// copied here: a copy of the request costs a reference count per field).
     struct Call {
@@ -71,31 +84,49 @@ extension GatewayHandler {
 
         /// The path and query sent upstream: a shared call's query has its parameters sorted, as in its key, so that
         /// requests that differ only in parameter order share it and send the same request however they arrived.
-        func sentPath(key: CoalescingKey?) -> String {
+        func sentPath(key: CoalescingKey) -> String {
             // The key's URL is `origin + upstreamPath` with the query sorted: its path part, without sorting again.
-            guard let key, key.url.utf8.count > upstream.origin.utf8.count else { return upstreamPath }
+            guard key.url.utf8.count > upstream.origin.utf8.count else { return upstreamPath }
             return String(decoding: key.url.utf8.dropFirst(upstream.origin.utf8.count), as: UTF8.self)
         }
 
         /// The Moya target for this call. Without `forwardsHeaders` it carries no client or forwarding headers (for
-        /// a stub that answers at once and logs no exchange: nobody would see them).
+        /// a stub that answers at once and logs no exchange: nobody would see them). A shared call (see
+        /// ``Sharing``) is sent to its key's path with its flight key; the key itself is not passed: each test of an
+        /// optional key copies it through its value witness.
         func target(
             for caller: Caller, request: borrowing HTTPServerRequest, body: [UInt8],
-            streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, key: CoalescingKey? = nil,
+            streamedBody: UpstreamRequestBody? = nil, tunnel: WebSocketTunnel? = nil, sharing: Sharing? = nil,
             forwardsHeaders: Bool = true, stubAnswer: StubAnswer? = nil, stubDraw: StubDraw? = nil
         ) -> GatewayTarget {
             var (stable, perRequest) =
                 forwardsHeaders
-                ? upstreamHeaders(for: caller, request: request, key: key) : ([:], HTTPFields())
+                ? upstreamHeaders(for: caller, request: request, shared: sharing != nil) : ([:], HTTPFields())
             if let tunnel { perRequest.replaceOrAdd(tunnel.upstreamFields) }
             return GatewayTarget(
-                provider: upstream, origin: upstream.origin, upstreamTarget: sentPath(key: key),
+                provider: upstream, origin: upstream.origin, upstreamTarget: sharing?.sentPath ?? upstreamPath,
                 method: request.head.method,
                 body: body.isEmpty ? Data() : Data(body), streamedBody: streamedBody, tunnel: tunnel,
                 stableHeaders: stable,
-                perRequestHeaders: perRequest, flightKey: key.map { "\($0.hashValue)-\($0.identity)" },
+                perRequestHeaders: perRequest,
+                flightKey: sharing?.flightKey,
                 timeout: route.config.timeout, retries: route.config.retries,
                 callerKey: forwardsHeaders ? callerKey(for: caller) : nil, stubAnswer: stubAnswer, stubDraw: stubDraw)
+        }
+
+        /// ``target(for:request:body:streamedBody:tunnel:sharing:forwardsHeaders:stubAnswer:stubDraw:)`` out of line,
+        /// for `respond`: inlined there, the target's deadline (a `ContinuousClock.Instant`, a resilient type sized at
+        /// run time) made the async function's frame dynamic, a task allocation more per call. (`decide`, synchronous,
+        /// keeps it inlined.)
+        @inline(never)
+        func sentTarget(
+            for caller: Caller, request: borrowing HTTPServerRequest, body: [UInt8],
+            streamedBody: UpstreamRequestBody?, tunnel: WebSocketTunnel?, sharing: Sharing?,
+            stubAnswer: StubAnswer?, stubDraw: StubDraw?
+        ) -> GatewayTarget {
+            target(
+                for: caller, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
+                sharing: sharing, stubAnswer: stubAnswer, stubDraw: stubDraw)
         }
 
         /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
@@ -112,19 +143,24 @@ extension GatewayHandler {
             return hasher.finalize()
         }
 
+        /// `string`, owned. `Forwarding` storing `request.remoteAddress?.host` directly copied the whole optional
+        /// address through its value witnesses, twice; passed in borrowed, only the string is retained.
+        @inline(never)
+        private static func owned(_ string: String?) -> String? { string }
+
         /// The headers sent upstream: those that take part in a flight's identity, and this caller's own (all of
         /// them when the call is not shared).
-        private func upstreamHeaders(for caller: Caller, request: borrowing HTTPServerRequest, key: CoalescingKey?)
+        private func upstreamHeaders(for caller: Caller, request: borrowing HTTPServerRequest, shared: Bool)
             -> (stable: [String: String], perRequest: HTTPFields)
         {
             let head = request.head
             let forwarding = Forwarding(
-                peer: request.remoteAddress?.host, clientAddress: caller.clientAddress,
+                peer: Self.owned(request.remoteAddress?.host), clientAddress: caller.clientAddress,
                 isTLS: request.isTLS, requestID: caller.requestID, version: head.version)
             return ProxyHeaders.upstreamHeaders(
                 from: head.headers, apiKeyHeader: apiKeyHeader, configured: upstream.upstream.headers,
                 dropAuthorization: upstream.injectsCredentials,
-                varyHeaders: route.config.coalesceVary, coalescing: key != nil,
+                varyHeaders: route.config.coalesceVary, coalescing: shared,
                 forwarding: forwarding)
         }
     }

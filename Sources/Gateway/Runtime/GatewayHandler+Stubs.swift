@@ -73,14 +73,15 @@ extension GatewayHandler {
         request: borrowing HTTPServerRequest, exchange: inout Exchange
     ) -> HTTPServerResponse {
         let answered = response(
-            for: result, call: call, isHead: request.head.method == .head, stub: answer,
+            for: result, call: call, isHead: MethodTest.isHead(request.head.method), stub: answer,
             exchange: &exchange)
         if answer.unmatched { exchange.record.upstreamError = "no stub response matched" }
         guard let fault = answer.clientFault, case .success(let moya) = result,
             moya.statusCode == answer.status
         else { return answered }
         exchange.record.upstreamError = "stub fault: \(fault.kind.rawValue)"
-        return StubFaultResponse.applying(fault, to: answered, isHead: request.head.method == .head, loop: request.loop)
+        return StubFaultResponse.applying(
+            fault, to: answered, isHead: MethodTest.isHead(request.head.method), loop: request.loop)
     }
 
     /// A stub call with the route's `retries`: a failure an upstream's would be retried for (a reset or a close

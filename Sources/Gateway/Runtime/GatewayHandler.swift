@@ -86,7 +86,7 @@ final class GatewayHandler: HTTPServerHandler {
             // the task then reports.
             if let result = call.upstream.provider.requestImmediately(MultiTarget(target)) {
                 let answer = response(
-                    for: result, call: call, isHead: request.head.method == .head, exchange: &exchange)
+                    for: result, call: call, isHead: MethodTest.isHead(request.head.method), exchange: &exchange)
                 return .respond(finish(&exchange, response: answer, started: started))
             }
         }
@@ -241,14 +241,17 @@ final class GatewayHandler: HTTPServerHandler {
         // A WebSocket handshake on a route that relays them (such a route never coalesces).
         let tunnel = WebSocketTunnel.opening(request, route: call.route, upstream: upstream, registry: openTunnels)
         let key = call.coalescingKey(for: request)
-        // Read once: each test of the optional key copies it (a struct of strings) through its value witness.
-        let shared = key != nil
-        if shared { exchange.record.upstreamPath = call.sentPath(key: key) }
+        // Read once: each test of the optional key copies it (a struct of strings) through its value witness, and
+        // `!= nil` (Optional's `Equatable` operator) copies it twice more.
+        var sharing: Sharing?
+        if let key { sharing = Sharing(key: key, call: call) }
+        let shared = sharing != nil
+        if let sharing { exchange.record.upstreamPath = sharing.sentPath }
         let maxBodyBytes = Int(clamping: Admission.bodyLimit(call.route, exchange.snapshot))
         // A long or open-ended body goes upstream as it arrives when the call is sent alone on the transport lane
         // (a shared call's body is part of its identity; a stub reads none).
         let streamedBody =
-            shared || upstream.client == nil || upstream.provider.transportLane == nil
+            shared || upstream.client == nil || !upstream.provider.hasTransportLane
             ? nil : UpstreamRequestBody.relaying(request, limit: maxBodyBytes)
         var body: [UInt8] = []
         if streamedBody == nil && request.hasBody {
@@ -269,9 +272,9 @@ final class GatewayHandler: HTTPServerHandler {
             ?? (upstream.responder == nil
                 ? nil : stubCall(call, exchange: exchange, request: request, body: body, shared: shared))
         if stub != nil { exchange.record.stubbed = true }
-        let target = call.target(
+        let target = call.sentTarget(
             for: exchange.caller, request: request, body: body, streamedBody: streamedBody, tunnel: tunnel,
-            key: key, stubAnswer: stub?.answer, stubDraw: stub?.draw)
+            sharing: sharing, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
         var isTrial = false
         if let breaker = upstream.breaker {
@@ -331,7 +334,7 @@ final class GatewayHandler: HTTPServerHandler {
             return stubResponse(for: result, answer: answer, call: call, request: request, exchange: &exchange)
         }
         return response(
-            for: result, call: call, isHead: request.head.method == .head, tunnel: tunnel,
+            for: result, call: call, isHead: MethodTest.isHead(request.head.method), tunnel: tunnel,
             exchange: &exchange)
     }
 
@@ -386,7 +389,9 @@ final class GatewayHandler: HTTPServerHandler {
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
             }
-            if exchange.record.coalesced == "follower", let reason = SharedResponsePolicy.unshareableReason(headers) {
+            if exchange.record.coalesced != "no", exchange.record.coalesced == "follower",
+                let reason = SharedResponsePolicy.unshareableReason(headers)
+            {
                 // Shared all the same (the flight belongs to its group, see docs/configuration.md), but on the record.
                 exchange.snapshot.logger.warning(
                     "coalesced follower got a response marked unshareable",

@@ -126,6 +126,23 @@ import Testing
                 == nil)
     }
 
+    /// `Connection: keep-alive` or `close`, in any case, lists no field to drop; a value that only resembles them is a
+    /// field name, dropped.
+    @Test func connectionKeepAliveOrCloseInAnyCaseListsNothing() {
+        for value in ["keep-alive", "Keep-Alive", "KEEP-ALIVE", "close", "Close", "cLoSe"] {
+            let upstream = HTTPFields([("Connection", value), ("Close", "1"), ("X-Keep", "2")])
+            #expect(
+                pairs(ProxyHeaders.downstream(from: upstream)) == ["Close: 1", "X-Keep: 2", "Via: 1.1 moya-gateway"],
+                "Connection: \(value)")
+        }
+        for value in ["keep-alivf", "Keep_Alive", "keep-alive2", "clos", "closed", "closf"] {
+            let upstream = HTTPFields([("Connection", value), (value, "1"), ("X-Keep", "2")])
+            #expect(
+                pairs(ProxyHeaders.downstream(from: upstream)) == ["X-Keep: 2", "Via: 1.1 moya-gateway"],
+                "Connection: \(value)")
+        }
+    }
+
     @Test func aKnownNameListedInConnectionIsDroppedInBothDirections() {
         let client = HTTPFields([("Connection", "Accept, x-hop"), ("Accept", "a"), ("X-Hop", "1"), ("User-Agent", "u")])
         let (_, perRequest) = ProxyHeaders.upstreamHeaders(

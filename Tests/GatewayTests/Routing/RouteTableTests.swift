@@ -48,6 +48,41 @@ import Testing
         }
     }()
 
+    /// A table of `paths` (exact, GET only) and a POST route on `/a`, from configuration text.
+    static func exactTable(_ paths: [String]) throws -> RouteTable {
+        var text = "upstreams:\n  root: { base_url: \"http://127.0.0.1:18081\" }\nroutes:\n"
+        for (index, path) in paths.enumerated() {
+            text += "  - { name: r\(index), match: { path: \(path), methods: [GET] }, upstream: root }\n"
+        }
+        text += "  - { name: post-a, match: { path: /a, methods: [POST] }, upstream: root }\n"
+        let config = try #require(try? ConfigLoader().load(path: "t.yaml", text: text, environment: [:]).get())
+        return RouteTable(config: config)
+    }
+
+    /// Exact paths are found by comparison in a table of at most four of them and by hashing in a larger one: the
+    /// same answers either way (the route, the method's refusal, an unknown path, a query kept).
+    @Test func exactPathsRouteAlikeInShortAndLongTables() throws {
+        let long = "/a-path-longer-than-fifteen-bytes"
+        for paths in [["/a", "/b"], ["/a", "/b", "/c", "/d", "/e", long]] {
+            let table = try Self.exactTable(paths)
+            func name(_ method: HTTPMethod, _ target: String) -> String {
+                switch table.route(method: method, host: nil, target: target) {
+                case .matched(let route, let path, _): return "\(route.name) \(path)"
+                case .methodNotAllowed(let allow): return "405 \(allow.sorted())"
+                case .notFound: return "404"
+                case .badRequest: return "400"
+                }
+            }
+            #expect(name(.get, "/a") == "r0 /a", "\(paths.count) paths")
+            #expect(name(.post, "/a") == "post-a /a", "\(paths.count) paths")
+            #expect(name(.get, "/b?x=1") == "r1 /b?x=1", "\(paths.count) paths")
+            #expect(name(.delete, "/b") == "405 [\"GET\", \"HEAD\"]", "\(paths.count) paths")
+            #expect(name(.get, "/z") == "404", "\(paths.count) paths")
+            #expect(name(.get, "/A") == "404", "paths are case-sensitive (\(paths.count) paths)")
+            if paths.count > 2 { #expect(name(.get, long) == "r5 \(long)") }
+        }
+    }
+
     func route(_ method: HTTPMethod, _ target: String, host: String? = "gw.local:8080") -> RouteResult {
         Self.table.route(method: method, host: host, target: target)
     }
