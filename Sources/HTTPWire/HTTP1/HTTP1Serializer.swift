@@ -191,28 +191,36 @@ package enum HTTP1Serializer {
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
     package static func writeContentLength(_ length: Int, into buffer: inout [UInt8]) {
         // The line is assembled on the stack ("Content-Length: ", at most 19 digits, CRLF) and appended at once.
-        let name: StaticString = "Content-Length: "
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { line in
             guard let start = line.baseAddress else { return }
-            let nameLength = name.utf8CodeUnitCount
-            name.withUTF8Buffer { start.update(from: $0.baseAddress.unsafelyUnwrapped, count: nameLength) }
-            var value = UInt(max(0, length))
-            var digits = 1
-            var rest = value / 10
-            while rest > 0 {
-                digits += 1
-                rest /= 10
-            }
-            var index = nameLength + digits
-            repeat {
-                index -= 1
-                start[index] = 0x30 &+ UInt8(truncatingIfNeeded: value % 10)
-                value /= 10
-            } while value > 0
-            start[nameLength + digits] = HTTP1Grammar.cr
-            start[nameLength + digits + 1] = HTTP1Grammar.lf
-            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: nameLength + digits + 2))
+            let length = writeContentLengthLine(length, to: start)
+            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
         }
+    }
+
+    /// Writes `Content-Length: <length> CRLF` at `target` (which has room for 40 bytes); returns the number of bytes
+    /// written. A negative length is written as 0.
+    @inline(__always)
+    static func writeContentLengthLine(_ length: Int, to start: UnsafeMutablePointer<UInt8>) -> Int {
+        let name: StaticString = "Content-Length: "
+        let nameLength = name.utf8CodeUnitCount
+        name.withUTF8Buffer { start.update(from: $0.baseAddress.unsafelyUnwrapped, count: nameLength) }
+        var value = UInt(max(0, length))
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        var index = nameLength + digits
+        repeat {
+            index -= 1
+            start[index] = 0x30 &+ UInt8(truncatingIfNeeded: value % 10)
+            value /= 10
+        } while value > 0
+        start[nameLength + digits] = HTTP1Grammar.cr
+        start[nameLength + digits + 1] = HTTP1Grammar.lf
+        return nameLength + digits + 2
     }
 
     /// Appends the empty line that ends a head.
@@ -326,7 +334,7 @@ package enum HTTP1Serializer {
     /// The error for a field not checked when it was added (not from the parser) whose name is not a token or whose
     /// value has a byte no field value may hold; nil for a valid field.
     @inline(__always)
-    private static func checkField(
+    static func checkField(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>
     ) -> HTTP1SerializationError? {
         guard entry.flags & HTTPFieldEntry.validated == 0 else { return nil }
@@ -345,7 +353,7 @@ package enum HTTP1Serializer {
     /// Writes `name: value CRLF` of `entry` at `target` (which has room for its bytes and 4 more); returns the number
     /// of bytes written.
     @inline(__always)
-    private static func writeFieldLine(
+    static func writeFieldLine(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
     ) -> Int {
         writeFieldLine(
@@ -391,7 +399,7 @@ package enum HTTP1Serializer {
     }
 
     /// Precomputed HTTP/1.1 status lines for the most common statuses with their standard reason phrase.
-    private static func commonStatusLine(_ status: Int, reason: String) -> StaticString? {
+    static func commonStatusLine(_ status: Int, reason: String) -> StaticString? {
         let line: StaticString
         switch status {
         case 100: line = "HTTP/1.1 100 Continue\r\n"
