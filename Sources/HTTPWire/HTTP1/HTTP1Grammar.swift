@@ -345,36 +345,47 @@ package enum HTTP1Grammar {
     }
 
     private static func isValidHost(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = bytes.count
+        guard count > 0, let base = bytes.baseAddress else { return true }
         var index = 0
-        if bytes.first == 0x5B {  // "["
+        if base[0] == 0x5B {  // "["
             index = 1
-            while index < bytes.count, bytes[index] != 0x5D {
-                let byte = bytes[index]
+            while index < count, base[index] != 0x5D {
+                let byte = base[index]
                 guard hexValue(byte) != nil || byte == colon || byte == 0x2E || isUnreserved(byte) || isSubDelim(byte)
                 else { return false }
                 index += 1
             }
-            guard index < bytes.count, index > 1 else { return false }
+            guard index < count, index > 1 else { return false }
             index += 1  // "]"
         } else {
-            while index < bytes.count, bytes[index] != colon {
-                let byte = bytes[index]
-                if byte == 0x25 {  // pct-encoded
-                    guard index + 2 < bytes.count, hexValue(bytes[index + 1]) != nil, hexValue(bytes[index + 2]) != nil
-                    else { return false }
-                    index += 3
+            // One class test per byte while they are reg-name bytes; a pct-encoded byte, the port's colon or a byte
+            // that may not be there stops the run.
+            while index < count {
+                let byte = base[index]
+                if isRegNameChar(byte) {
+                    index &+= 1
                     continue
                 }
-                guard isRegNameChar(byte) else { return false }
-                index += 1
+                guard byte == 0x25 else { break }  // pct-encoded
+                guard index + 2 < count, hexValue(base[index + 1]) != nil, hexValue(base[index + 2]) != nil
+                else { return false }
+                index += 3
             }
         }
-        if index == bytes.count { return true }
-        guard bytes[index] == colon else { return false }
-        let port = bytes[(index + 1)...]
-        if port.isEmpty { return true }
-        guard port.count <= 5, let number = parseDecimal(port), number <= 65535 else { return false }
-        return true
+        if index == count { return true }
+        guard base[index] == colon else { return false }
+        index += 1
+        // The port: up to five decimal digits, at most 65535 (none is valid too).
+        guard count - index <= 5 else { return false }
+        var port = 0
+        while index < count {
+            let digit = base[index] &- 0x30
+            guard digit < 10 else { return false }
+            port = port &* 10 &+ Int(digit)
+            index += 1
+        }
+        return port <= 65535
     }
 
     /// `unreserved / sub-delims` (RFC 3986 §3.2.2: a reg-name's bytes besides pct-encoded), one class test.
