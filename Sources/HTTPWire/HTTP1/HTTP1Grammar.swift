@@ -296,6 +296,88 @@ package enum HTTP1Grammar {
                 hadTrailingWhitespace: trailing))
     }
 
+    /// The field line starting at `lineStart` of `bytes` when it is a common one, found and checked in one pass: a
+    /// name of token characters, a colon, optional spaces or tabs, a value without any control byte (no HTAB), then
+    /// CR LF, all within `bytes`. Returns the field as ``parseFieldLineBytes(_:)`` gives it for the line without its
+    /// CR LF (offsets from `lineStart`), and the line's length with CR LF. nil for any other line (an empty one, one
+    /// not complete in `bytes`, one with a tab or another control byte in its value, or one that is not valid): the
+    /// caller reads those through ``findLineFeed(_:scanned:)`` and ``parseFieldLineBytes(_:)``, which decide them.
+    ///
+    /// Every line this accepts is one the general path accepts with the same result: its first LF is the one right
+    /// after the CR that ends the value (no byte before it is a control byte), and the checks are the same.
+    @inline(__always)
+    static func scanCommonFieldLine(
+        _ bytes: UnsafeRawBufferPointer, from lineStart: Int
+    ) -> (field: FieldLineBytes, lineLength: Int)? {
+        guard let buffer = bytes.baseAddress, lineStart < bytes.count else { return nil }
+        let base = buffer + lineStart
+        let count = bytes.count &- lineStart
+        let first = base.load(as: UInt8.self)
+        guard first != sp, first != htab else { return nil }
+        let rest = UnsafeRawBufferPointer(start: base, count: count)
+        var colonIndex = scanCommonName(rest)
+        while colonIndex < count, isTokenChar(base.load(fromByteOffset: colonIndex, as: UInt8.self)) {
+            colonIndex &+= 1
+        }
+        guard colonIndex > 0, colonIndex < count, base.load(fromByteOffset: colonIndex, as: UInt8.self) == colon
+        else { return nil }
+        var valueStart = colonIndex &+ 1
+        while valueStart < count {
+            let byte = base.load(fromByteOffset: valueStart, as: UInt8.self)
+            guard byte == sp || byte == htab else { break }
+            valueStart &+= 1
+        }
+        // The first control byte (or DEL) after the value's start: eight bytes at a time, then byte by byte near the
+        // end of the bytes.
+        var stop = valueStart
+        var found = false
+        while stop &+ 8 <= count {
+            let mask = controlBytes(base.loadUnaligned(fromByteOffset: stop, as: UInt64.self))
+            if mask != 0 {
+                stop &+= mask.trailingZeroBitCount &>> 3
+                found = true
+                break
+            }
+            stop &+= 8
+        }
+        if !found {
+            while stop < count {
+                let byte = base.load(fromByteOffset: stop, as: UInt8.self)
+                if byte < 0x20 || byte == 0x7F {
+                    found = true
+                    break
+                }
+                stop &+= 1
+            }
+        }
+        guard found, stop &+ 1 < count, base.load(fromByteOffset: stop, as: UInt8.self) == cr,
+            base.load(fromByteOffset: stop &+ 1, as: UInt8.self) == lf
+        else { return nil }
+        // Trailing whitespace (only spaces here: a tab stopped the scan).
+        var valueEnd = stop
+        while valueEnd > valueStart, base.load(fromByteOffset: valueEnd &- 1, as: UInt8.self) == sp { valueEnd &-= 1 }
+        let token = HTTPFieldName.lookup(UnsafeRawBufferPointer(start: base, count: colonIndex))
+        return (
+            FieldLineBytes(
+                nameCount: colonIndex, valueStart: valueStart, valueEnd: valueEnd, token: token,
+                hadTrailingWhitespace: valueEnd != stop),
+            stop &+ 2
+        )
+    }
+
+    /// The high bit of each byte of `word` that is below 0x20 or is 0x7F, exact from the lowest such byte up to the
+    /// first one (a borrow only runs upward from a byte that counts), so its trailing zero bits locate the first.
+    @inline(__always)
+    static func controlBytes(_ word: UInt64) -> UInt64 {
+        let word = UInt64(littleEndian: word)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        let below0x20 = (word &- ones &* 0x20) & ~word & highBits
+        let del = word ^ (ones &* 0x7F)
+        let isDel = (del &- ones) & ~del & highBits
+        return below0x20 | isDel
+    }
+
     /// How many leading bytes of `line` are known to be name bytes before its colon: a multiple of eight (whole words
     /// of letters, digits and `-`) or, when the word holding the first colon has only those before it, the colon's
     /// offset. The byte loop of ``parseFieldLineBytes(_:)`` goes on from there (at the colon, it stops at once).
