@@ -356,7 +356,15 @@ package enum HTTP1Serializer {
     static func writeFieldLine(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
     ) -> Int {
-        writeFieldLine(
+        if entry.isStoredAsLine(in: bytes) {
+            // `name: value` is one run of the storage: one copy, then CR LF.
+            let length = Int(entry.nameCount) &+ HTTPFieldEntry.separatorCount &+ Int(entry.valueCount)
+            target.update(from: bytes + Int(entry.nameStart), count: length)
+            target[length] = HTTP1Grammar.cr
+            target[length &+ 1] = HTTP1Grammar.lf
+            return length &+ 2
+        }
+        return writeFieldLine(
             name: UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
             value: UnsafeBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
             to: target)
