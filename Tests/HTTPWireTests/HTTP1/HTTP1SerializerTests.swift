@@ -179,6 +179,12 @@ import Testing
             Issue.record("no head")
             return
         }
+        var parsed: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: head.headers, into: &parsed)
+        #expect(String(decoding: parsed, as: UTF8.self) == "Host: h\r\nA: b\r\nC: d\r\nE: f\r\n")
+        var someParsed: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: head.headers, into: &someParsed) { $0 != .host }
+        #expect(String(decoding: someParsed, as: UTF8.self) == "A: b\r\nC: d\r\nE: f\r\n")
         var fields = head.headers
         fields.add(name: "G", value: "h")
         fields.add(knownName: "Content-Type", token: .contentType, value: "text/plain")
