@@ -38,6 +38,16 @@ package struct HTTP1HeadAssembly: ~Copyable {
         17 &+ reason.utf8.count
     }
 
+    /// The room a request line of `method` and `target` takes (see ``appendRequestLine(method:target:version:)``).
+    package static func requestLineCapacity(method: HTTPMethod, target: String) -> Int {
+        method.rawValue.utf8.count &+ target.utf8.count &+ 12
+    }
+
+    /// The room the line `name: value CRLF` takes (see ``appendField(name:value:)``).
+    package static func fieldCapacity(name: String, value: String) -> Int {
+        name.utf8.count &+ value.utf8.count &+ 4
+    }
+
     /// The room `Content-Length: <length> CRLF` takes at most.
     package static let contentLengthCapacity = 40
 
@@ -116,6 +126,49 @@ package struct HTTP1HeadAssembly: ~Copyable {
         if !written, failure == nil {
             failure = HTTP1SerializationError(reason: "reason phrase contains control characters")
         }
+    }
+
+    /// Appends `method SP target SP HTTP/x.y CRLF`, checked and failing as
+    /// ``HTTP1Serializer/writeRequestLine(method:target:version:into:)`` does.
+    package mutating func appendRequestLine(method: HTTPMethod, target: String, version: HTTPVersion) {
+        var methodText = method.rawValue
+        var target = target
+        // `withUTF8` reads a native string in place (and makes a bridged one contiguous first).
+        let lineFailure: HTTP1SerializationError? = methodText.withUTF8 { method in
+            target.withUTF8 { target in
+                if let failure = HTTP1Serializer.requestLineFailure(method: method, target: target, version: version) {
+                    return failure
+                }
+                guard hasRoom(method.count &+ target.count &+ 12) else { return nil }
+                count &+= HTTP1Serializer.writeRequestLine(
+                    method: method, target: target, version: version, to: start + count)
+                return nil
+            }
+        }
+        if let lineFailure, failure == nil { failure = lineFailure }
+    }
+
+    /// Appends `name: value CRLF`, checked and failing as ``HTTP1Serializer/writeField(name:value:into:)`` does.
+    package mutating func appendField(name: String, value: String) {
+        var name = name
+        var value = value
+        let fieldFailure: HTTP1SerializationError? = name.withUTF8 { name in
+            value.withUTF8 { value in
+                guard HTTP1Grammar.isToken(name) else {
+                    return HTTP1SerializationError(reason: "header name is not a token")
+                }
+                if let base = value.baseAddress,
+                    !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count)
+                {
+                    return HTTP1SerializationError(
+                        reason: "header value contains CR, LF, NUL or another control character")
+                }
+                guard hasRoom(name.count &+ value.count &+ 4) else { return nil }
+                count &+= HTTP1Serializer.writeFieldLine(name: name, value: value, to: start + count)
+                return nil
+            }
+        }
+        if let fieldFailure, failure == nil { failure = fieldFailure }
     }
 
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
