@@ -16,68 +16,64 @@ struct HTTP1ResponseHeadWriter {
 
     /// The head's bytes, then the framing decided; `keepAlive` is cleared when the body is close-delimited.
     /// `dateFieldLine` is the whole `Date` line to add when the handler set none (see ``HTTPDateCache``).
+    ///
+    /// The head is assembled in one pass (status line, the handler's fields, the added lines) in a temporary region
+    /// and appended to `output` at once.
     static func write(
         _ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool,
         dateFieldLine: [UInt8], into output: inout [UInt8]
     ) throws(HTTP1SerializationError) -> Framing {
-        var head = response.head
-        head.version = version >= .http1_1 ? .http1_1 : .http1_0
-        let forbidsBody = head.statusForbidsBody
-        try HTTP1Serializer.writeStatusLine(head, into: &output)
-        var bodyLength: Int?
-        if case .bytes(let body) = response.body { bodyLength = body.count }
-        var hasDate = false
-        var hasLength = false
-        let headers = head.headers
-        for index in 0..<headers.count {
-            switch headers.token(at: index) {
-            case .contentLength:
-                if forbidsBody || hasLength { continue }
-                hasLength = true
-                if let bodyLength {
-                    HTTP1Serializer.writeContentLength(bodyLength, into: &output)
-                    continue
-                }
-            case .connection, .keepAlive, .transferEncoding:
-                continue
-            case .date:
-                hasDate = true
-            default:
-                break
-            }
-            try HTTP1Serializer.writeField(at: index, of: headers, into: &output)
-        }
-        if !hasDate { output.append(contentsOf: dateFieldLine) }
+        let headVersion: HTTPVersion = version >= .http1_1 ? .http1_1 : .http1_0
+        let forbidsBody = response.head.statusForbidsBody
         let bodyAllowed = !isHead && !forbidsBody
-        var framing = Framing.none
+        var bodyLength: Int?
+        var isStream = false
         switch response.body {
-        case .none:
-            if bodyAllowed && !hasLength { HTTP1Serializer.writeContentLength(0, into: &output) }
-        case .bytes(let body):
-            if !forbidsBody && !hasLength {
-                HTTP1Serializer.writeContentLength(body.count, into: &output)
-            }
-            if bodyAllowed { framing = .bytes }
-        case .stream:
-            if bodyAllowed {
-                if hasLength {
-                    framing = .stream(chunked: false)
-                } else if head.version == .http1_1 {
-                    try HTTP1Serializer.writeField(name: "Transfer-Encoding", value: "chunked", into: &output)
-                    framing = .stream(chunked: true)
-                } else {
-                    keepAlive = false
-                    framing = .stream(chunked: false)
+        case .none: break
+        case .bytes(let body): bodyLength = body.count
+        case .stream: isStream = true
+        }
+        // Room for the status line, every field, the Date line, one Content-Length line (written in place of the
+        // handler's or added), `Transfer-Encoding: chunked`, a Connection line and the empty line.
+        let capacity =
+            HTTP1HeadAssembly.statusLineCapacity(reason: response.head.reason)
+            &+ HTTP1HeadAssembly.fieldsCapacity(response.head.headers) &+ dateFieldLine.count
+            &+ HTTP1HeadAssembly.contentLengthCapacity &+ 28 &+ 24 &+ 2
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) {
+            region throws(HTTP1SerializationError) -> Framing in
+            var assembly = HTTP1HeadAssembly(region)
+            assembly.appendStatusLine(status: response.head.status, reason: response.head.reason, version: headVersion)
+            let (hasDate, hasLength) = assembly.appendResponseFields(
+                of: response.head.headers, forbidsBody: forbidsBody, bodyLength: bodyLength)
+            if !hasDate { assembly.append(dateFieldLine) }
+            var framing = Framing.none
+            if isStream {
+                if bodyAllowed {
+                    if hasLength {
+                        framing = .stream(chunked: false)
+                    } else if headVersion == .http1_1 {
+                        assembly.append("Transfer-Encoding: chunked\r\n")
+                        framing = .stream(chunked: true)
+                    } else {
+                        keepAlive = false
+                        framing = .stream(chunked: false)
+                    }
                 }
+            } else if let bodyLength {
+                if !forbidsBody && !hasLength { assembly.appendContentLength(bodyLength) }
+                if bodyAllowed { framing = .bytes }
+            } else if bodyAllowed && !hasLength {
+                assembly.appendContentLength(0)
             }
+            if !keepAlive {
+                assembly.append("Connection: close\r\n")
+            } else if version == .http1_0 {
+                assembly.append("Connection: keep-alive\r\n")
+            }
+            assembly.appendEndOfHead()
+            try assembly.finish(into: &output)
+            return framing
         }
-        if !keepAlive {
-            try HTTP1Serializer.writeField(name: "Connection", value: "close", into: &output)
-        } else if version == .http1_0 {
-            try HTTP1Serializer.writeField(name: "Connection", value: "keep-alive", into: &output)
-        }
-        HTTP1Serializer.writeEndOfHead(into: &output)
-        return framing
     }
 
     /// The head of a `101 Switching Protocols`: the handler's fields (its `Upgrade` among them) without the framing
@@ -86,21 +82,29 @@ struct HTTP1ResponseHeadWriter {
         _ head: HTTPResponseHead, dateFieldLine: [UInt8],
         into output: inout [UInt8]
     ) throws(HTTP1SerializationError) {
-        var head = head
-        head.version = .http1_1
-        try HTTP1Serializer.writeStatusLine(head, into: &output)
-        var hasDate = false
-        let headers = head.headers
-        for index in 0..<headers.count {
-            switch headers.token(at: index) {
-            case .contentLength, .connection, .keepAlive, .transferEncoding: continue
-            case .date: hasDate = true
-            default: break
+        let capacity =
+            HTTP1HeadAssembly.statusLineCapacity(reason: head.reason) &+ HTTP1HeadAssembly.fieldsCapacity(head.headers)
+            &+ dateFieldLine.count &+ 21 &+ 2
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) {
+            region throws(HTTP1SerializationError) in
+            var assembly = HTTP1HeadAssembly(region)
+            assembly.appendStatusLine(status: head.status, reason: head.reason, version: .http1_1)
+            var hasDate = false
+            assembly.appendFields(of: head.headers) { token in
+                switch token {
+                case .contentLength, .connection, .keepAlive, .transferEncoding:
+                    return .skip
+                case .date:
+                    hasDate = true
+                    return .write
+                default:
+                    return .write
+                }
             }
-            try HTTP1Serializer.writeField(at: index, of: headers, into: &output)
+            if !hasDate { assembly.append(dateFieldLine) }
+            assembly.append("Connection: Upgrade\r\n")
+            assembly.appendEndOfHead()
+            try assembly.finish(into: &output)
         }
-        if !hasDate { output.append(contentsOf: dateFieldLine) }
-        try HTTP1Serializer.writeField(name: "Connection", value: "Upgrade", into: &output)
-        HTTP1Serializer.writeEndOfHead(into: &output)
     }
 }

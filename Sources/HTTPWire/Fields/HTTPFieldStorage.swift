@@ -79,7 +79,7 @@ final class HTTPFieldStorage: ManagedBuffer<HTTPFieldStorage.Header, UInt8> {
     func copy(reservingEntries entries: Int, bytes extra: Int) -> HTTPFieldStorage {
         withRegions { sourceEntries, sourceBytes, header in
             var live = 0
-            for index in 0..<header.count { live += sourceEntries[index].byteCount }
+            for index in 0..<header.count { live += sourceEntries[index].storedByteCount }
             let copy = HTTPFieldStorage.make(entries: max(entries, header.count), bytes: live + extra)
             copy.withRegions { targetEntries, targetBytes, targetHeader in
                 var offset = 0
@@ -90,6 +90,8 @@ final class HTTPFieldStorage: ManagedBuffer<HTTPFieldStorage.Header, UInt8> {
                     (targetBytes + offset).update(from: sourceBytes + name, count: nameCount)
                     entry.nameStart = UInt32(offset)
                     offset += nameCount
+                    HTTPFieldEntry.writeSeparator(at: targetBytes + offset)
+                    offset += HTTPFieldEntry.separatorCount
                     let value = Int(entry.valueStart)
                     let valueCount = Int(entry.valueCount)
                     (targetBytes + offset).update(from: sourceBytes + value, count: valueCount)
@@ -160,4 +162,27 @@ struct HTTPFieldEntry: Sendable, BitwiseCopyable {
     }
 
     @inlinable var byteCount: Int { Int(nameCount) + Int(valueCount) }
+
+    /// The bytes an append stores for the field: its name, `: ` and its value, so that a header line is copied from
+    /// the storage in one run (see ``isStoredAsLine(in:)``).
+    @inlinable var storedByteCount: Int { byteCount &+ HTTPFieldEntry.separatorCount }
+
+    /// The `: ` stored between a field's name and its value.
+    @usableFromInline static let separatorCount = 2
+
+    /// Writes `: ` at `target`.
+    @inlinable @inline(__always)
+    static func writeSeparator(at target: UnsafeMutablePointer<UInt8>) {
+        UnsafeMutableRawPointer(target).storeBytes(of: UInt16(0x203A).littleEndian, as: UInt16.self)  // ": "
+    }
+
+    /// Whether the field's name, `: ` and value lie back to back in `bytes` (the storage's bytes region), so
+    /// `name: value` is one run from ``nameStart``: true for every field appended or copied whole, and for a parsed
+    /// line with one space after its colon; false for a value set later, which lies elsewhere.
+    @inlinable @inline(__always)
+    func isStoredAsLine(in bytes: UnsafeMutablePointer<UInt8>) -> Bool {
+        let separator = Int(nameStart) &+ Int(nameCount)
+        guard Int(valueStart) == separator &+ HTTPFieldEntry.separatorCount else { return false }
+        return UInt16(littleEndian: UnsafeRawPointer(bytes + separator).loadUnaligned(as: UInt16.self)) == 0x203A
+    }
 }

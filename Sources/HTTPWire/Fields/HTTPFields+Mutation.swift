@@ -33,7 +33,7 @@ extension HTTPFields {
     /// to append would.
     private mutating func add(name: UnsafeRawBufferPointer, token: HTTPFieldName, value: String) {
         // Room is made first, so that the closure only copies bytes.
-        makeRoomForOneMore(bytes: name.count &+ value.utf8.count)
+        makeRoomForOneMore(bytes: name.count &+ value.utf8.count &+ HTTPFieldEntry.separatorCount)
         let added: Void? = value.utf8.withContiguousStorageIfAvailable { valueBytes in
             let valueBytes = UnsafeRawBufferPointer(valueBytes)
             appendInRoom(
@@ -143,7 +143,7 @@ extension HTTPFields {
         }
         other.withRegions(ifEmpty: ()) { entries, bytes, header in
             var needed = 0
-            for index in 0..<header.count { needed += entries[index].byteCount }
+            for index in 0..<header.count { needed += entries[index].storedByteCount }
             reserve(entries: count + header.count, bytes: needed)
             // Room for every field was made (in a storage this value alone holds): each is copied without checking.
             for index in 0..<header.count {
@@ -164,8 +164,8 @@ extension HTTPFields {
         where include: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) -> Bool
     ) {
         other.withRegions(ifEmpty: ()) { entries, bytes, header in
-            var needed = extraBytes
-            for index in 0..<header.count { needed += entries[index].byteCount }
+            var needed = extraBytes &+ extraFields &* HTTPFieldEntry.separatorCount
+            for index in 0..<header.count { needed += entries[index].storedByteCount }
             reserve(entries: count + header.count + extraFields, bytes: needed)
             // Room for every field was made (in a storage this value alone holds): each kept one is copied without
             // checking.

@@ -36,7 +36,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         storage = nil
         guard !pairs.isEmpty else { return }
         var bytes = 0
-        for (name, value) in pairs { bytes += name.utf8.count + value.utf8.count }
+        for (name, value) in pairs { bytes += name.utf8.count + value.utf8.count + HTTPFieldEntry.separatorCount }
         reserve(entries: pairs.count, bytes: bytes)
         for (name, value) in pairs { add(name: name, value: value) }
     }
@@ -250,7 +250,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, token: HTTPFieldName,
         flags: UInt8
     ) {
-        makeRoomForOneMore(bytes: name.count &+ value.count)
+        makeRoomForOneMore(bytes: name.count &+ value.count &+ HTTPFieldEntry.separatorCount)
         appendInRoom(name: name, value: value, token: token, flags: flags)
     }
 
@@ -265,7 +265,9 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
             if let base = name.baseAddress, !name.isEmpty {
                 UnsafeMutableRawPointer(bytes + nameStart).copyMemory(from: base, byteCount: name.count)
             }
-            let valueStart = nameStart &+ name.count
+            // `name: value`, as a header line has them (see ``HTTPFieldEntry/separatorCount``).
+            HTTPFieldEntry.writeSeparator(at: bytes + (nameStart &+ name.count))
+            let valueStart = nameStart &+ name.count &+ HTTPFieldEntry.separatorCount
             if let base = value.baseAddress, !value.isEmpty {
                 UnsafeMutableRawPointer(bytes + valueStart).copyMemory(from: base, byteCount: value.count)
             }

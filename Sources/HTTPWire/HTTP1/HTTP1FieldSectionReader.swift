@@ -55,6 +55,22 @@ struct HTTP1FieldSectionReader: Sendable {
         var lineStart = 0
         while true {
             let available = maxBytes - sectionBytes
+            // The common line in one pass (its end found by the scan that checks its value); any other line, and any
+            // line in error or incomplete, by the general path below, which decides exactly as before.
+            if scanned == 0, let field = HTTP1Grammar.scanCommonFieldLine(bytes, from: lineStart),
+                field.lineLength <= available, headers.count < maxFields
+            {
+                sectionBytes += field.lineLength
+                if headers.isEmpty {
+                    let pending = bytes.count - lineStart
+                    headers.reserveCapacity(fields: min(max(pending / 24, 8), 64), bytes: min(max(pending, 128), 8192))
+                }
+                add(
+                    field.field,
+                    of: UnsafeRawBufferPointer(rebasing: bytes[lineStart..<(lineStart + field.field.valueEnd)]))
+                lineStart += field.lineLength
+                continue
+            }
             // A line arriving in many pieces is scanned once: `scanned` is how far into it the last call looked.
             guard
                 let lfOffset = HTTP1Grammar.findLineFeed(

@@ -296,6 +296,88 @@ package enum HTTP1Grammar {
                 hadTrailingWhitespace: trailing))
     }
 
+    /// The field line starting at `lineStart` of `bytes` when it is a common one, found and checked in one pass: a
+    /// name of token characters, a colon, optional spaces or tabs, a value without any control byte (no HTAB), then
+    /// CR LF, all within `bytes`. Returns the field as ``parseFieldLineBytes(_:)`` gives it for the line without its
+    /// CR LF (offsets from `lineStart`), and the line's length with CR LF. nil for any other line (an empty one, one
+    /// not complete in `bytes`, one with a tab or another control byte in its value, or one that is not valid): the
+    /// caller reads those through ``findLineFeed(_:scanned:)`` and ``parseFieldLineBytes(_:)``, which decide them.
+    ///
+    /// Every line this accepts is one the general path accepts with the same result: its first LF is the one right
+    /// after the CR that ends the value (no byte before it is a control byte), and the checks are the same.
+    @inline(__always)
+    static func scanCommonFieldLine(
+        _ bytes: UnsafeRawBufferPointer, from lineStart: Int
+    ) -> (field: FieldLineBytes, lineLength: Int)? {
+        guard let buffer = bytes.baseAddress, lineStart < bytes.count else { return nil }
+        let base = buffer + lineStart
+        let count = bytes.count &- lineStart
+        let first = base.load(as: UInt8.self)
+        guard first != sp, first != htab else { return nil }
+        let rest = UnsafeRawBufferPointer(start: base, count: count)
+        var colonIndex = scanCommonName(rest)
+        while colonIndex < count, isTokenChar(base.load(fromByteOffset: colonIndex, as: UInt8.self)) {
+            colonIndex &+= 1
+        }
+        guard colonIndex > 0, colonIndex < count, base.load(fromByteOffset: colonIndex, as: UInt8.self) == colon
+        else { return nil }
+        var valueStart = colonIndex &+ 1
+        while valueStart < count {
+            let byte = base.load(fromByteOffset: valueStart, as: UInt8.self)
+            guard byte == sp || byte == htab else { break }
+            valueStart &+= 1
+        }
+        // The first control byte (or DEL) after the value's start: eight bytes at a time, then byte by byte near the
+        // end of the bytes.
+        var stop = valueStart
+        var found = false
+        while stop &+ 8 <= count {
+            let mask = controlBytes(base.loadUnaligned(fromByteOffset: stop, as: UInt64.self))
+            if mask != 0 {
+                stop &+= mask.trailingZeroBitCount &>> 3
+                found = true
+                break
+            }
+            stop &+= 8
+        }
+        if !found {
+            while stop < count {
+                let byte = base.load(fromByteOffset: stop, as: UInt8.self)
+                if byte < 0x20 || byte == 0x7F {
+                    found = true
+                    break
+                }
+                stop &+= 1
+            }
+        }
+        guard found, stop &+ 1 < count, base.load(fromByteOffset: stop, as: UInt8.self) == cr,
+            base.load(fromByteOffset: stop &+ 1, as: UInt8.self) == lf
+        else { return nil }
+        // Trailing whitespace (only spaces here: a tab stopped the scan).
+        var valueEnd = stop
+        while valueEnd > valueStart, base.load(fromByteOffset: valueEnd &- 1, as: UInt8.self) == sp { valueEnd &-= 1 }
+        let token = HTTPFieldName.lookup(UnsafeRawBufferPointer(start: base, count: colonIndex))
+        return (
+            FieldLineBytes(
+                nameCount: colonIndex, valueStart: valueStart, valueEnd: valueEnd, token: token,
+                hadTrailingWhitespace: valueEnd != stop),
+            stop &+ 2
+        )
+    }
+
+    /// The high bit of each byte of `word` that is below 0x20 or is 0x7F, exact from the lowest such byte up to the
+    /// first one (a borrow only runs upward from a byte that counts), so its trailing zero bits locate the first.
+    @inline(__always)
+    static func controlBytes(_ word: UInt64) -> UInt64 {
+        let word = UInt64(littleEndian: word)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        let below0x20 = (word &- ones &* 0x20) & ~word & highBits
+        let del = word ^ (ones &* 0x7F)
+        let isDel = (del &- ones) & ~del & highBits
+        return below0x20 | isDel
+    }
+
     /// How many leading bytes of `line` are known to be name bytes before its colon: a multiple of eight (whole words
     /// of letters, digits and `-`) or, when the word holding the first colon has only those before it, the colon's
     /// offset. The byte loop of ``parseFieldLineBytes(_:)`` goes on from there (at the colon, it stops at once).
@@ -345,36 +427,47 @@ package enum HTTP1Grammar {
     }
 
     private static func isValidHost(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = bytes.count
+        guard count > 0, let base = bytes.baseAddress else { return true }
         var index = 0
-        if bytes.first == 0x5B {  // "["
+        if base[0] == 0x5B {  // "["
             index = 1
-            while index < bytes.count, bytes[index] != 0x5D {
-                let byte = bytes[index]
+            while index < count, base[index] != 0x5D {
+                let byte = base[index]
                 guard hexValue(byte) != nil || byte == colon || byte == 0x2E || isUnreserved(byte) || isSubDelim(byte)
                 else { return false }
                 index += 1
             }
-            guard index < bytes.count, index > 1 else { return false }
+            guard index < count, index > 1 else { return false }
             index += 1  // "]"
         } else {
-            while index < bytes.count, bytes[index] != colon {
-                let byte = bytes[index]
-                if byte == 0x25 {  // pct-encoded
-                    guard index + 2 < bytes.count, hexValue(bytes[index + 1]) != nil, hexValue(bytes[index + 2]) != nil
-                    else { return false }
-                    index += 3
+            // One class test per byte while they are reg-name bytes; a pct-encoded byte, the port's colon or a byte
+            // that may not be there stops the run.
+            while index < count {
+                let byte = base[index]
+                if isRegNameChar(byte) {
+                    index &+= 1
                     continue
                 }
-                guard isRegNameChar(byte) else { return false }
-                index += 1
+                guard byte == 0x25 else { break }  // pct-encoded
+                guard index + 2 < count, hexValue(base[index + 1]) != nil, hexValue(base[index + 2]) != nil
+                else { return false }
+                index += 3
             }
         }
-        if index == bytes.count { return true }
-        guard bytes[index] == colon else { return false }
-        let port = bytes[(index + 1)...]
-        if port.isEmpty { return true }
-        guard port.count <= 5, let number = parseDecimal(port), number <= 65535 else { return false }
-        return true
+        if index == count { return true }
+        guard base[index] == colon else { return false }
+        index += 1
+        // The port: up to five decimal digits, at most 65535 (none is valid too).
+        guard count - index <= 5 else { return false }
+        var port = 0
+        while index < count {
+            let digit = base[index] &- 0x30
+            guard digit < 10 else { return false }
+            port = port &* 10 &+ Int(digit)
+            index += 1
+        }
+        return port <= 65535
     }
 
     /// `unreserved / sub-delims` (RFC 3986 §3.2.2: a reg-name's bytes besides pct-encoded), one class test.

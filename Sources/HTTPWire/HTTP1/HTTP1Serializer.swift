@@ -43,6 +43,16 @@ package enum HTTP1Serializer {
         method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion,
         to buffer: inout [UInt8]
     ) -> HTTP1SerializationError? {
+        if let failure = requestLineFailure(method: method, target: target, version: version) { return failure }
+        appendRequestLine(method: method, target: target, version: version, to: &buffer)
+        return nil
+    }
+
+    /// The error for a request line part that is not valid (a method that is not a token, an empty target or one with
+    /// a byte outside visible ASCII, a version digit above 9); nil when every part is valid.
+    static func requestLineFailure(
+        method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion
+    ) -> HTTP1SerializationError? {
         guard HTTP1Grammar.isToken(method) else {
             return HTTP1SerializationError(reason: "method is not a token")
         }
@@ -52,7 +62,6 @@ package enum HTTP1Serializer {
         guard (0...9).contains(version.major), (0...9).contains(version.minor) else {
             return HTTP1SerializationError(reason: "HTTP version is not single-digit")
         }
-        appendRequestLine(method: method, target: target, version: version, to: &buffer)
         return nil
     }
 
@@ -64,24 +73,35 @@ package enum HTTP1Serializer {
     ) {
         let length = method.count + target.count + 12  // two spaces, "HTTP/x.y", CRLF
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { line in
-            guard let start = line.baseAddress, let methodBase = method.baseAddress, let targetBase = target.baseAddress
-            else { return }
-            start.update(from: methodBase, count: method.count)
-            var index = method.count
-            start[index] = HTTP1Grammar.sp
-            (start + index + 1).update(from: targetBase, count: target.count)
-            index += 1 + target.count
-            start[index] = HTTP1Grammar.sp
-            let versionText: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
-                0x48, 0x54, 0x54, 0x50, 0x2F, 0x30 &+ UInt8(version.major), 0x2E, 0x30 &+ UInt8(version.minor)
-            )
-            withUnsafeBytes(of: versionText) {
-                (start + index + 1).update(from: $0.bindMemory(to: UInt8.self).baseAddress.unsafelyUnwrapped, count: 8)
-            }
-            start[length - 2] = HTTP1Grammar.cr
-            start[length - 1] = HTTP1Grammar.lf
-            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
+            guard let start = line.baseAddress else { return }
+            let written = writeRequestLine(method: method, target: target, version: version, to: start)
+            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: written))
         }
+    }
+
+    /// Writes `method SP target SP HTTP/x.y CRLF` of checked parts at `start` (which has room for both and 12 more
+    /// bytes); returns the number of bytes written.
+    @inline(__always)
+    static func writeRequestLine(
+        method: UnsafeBufferPointer<UInt8>, target: UnsafeBufferPointer<UInt8>, version: HTTPVersion,
+        to start: UnsafeMutablePointer<UInt8>
+    ) -> Int {
+        let length = method.count + target.count + 12
+        if let methodBase = method.baseAddress { start.update(from: methodBase, count: method.count) }
+        var index = method.count
+        start[index] = HTTP1Grammar.sp
+        if let targetBase = target.baseAddress { (start + index + 1).update(from: targetBase, count: target.count) }
+        index += 1 + target.count
+        start[index] = HTTP1Grammar.sp
+        let versionText: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (
+            0x48, 0x54, 0x54, 0x50, 0x2F, 0x30 &+ UInt8(version.major), 0x2E, 0x30 &+ UInt8(version.minor)
+        )
+        withUnsafeBytes(of: versionText) {
+            (start + index + 1).update(from: $0.bindMemory(to: UInt8.self).baseAddress.unsafelyUnwrapped, count: 8)
+        }
+        start[length - 2] = HTTP1Grammar.cr
+        start[length - 1] = HTTP1Grammar.lf
+        return length
     }
 
     /// Appends the status line, the header lines and the final CRLF.
@@ -191,28 +211,36 @@ package enum HTTP1Serializer {
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
     package static func writeContentLength(_ length: Int, into buffer: inout [UInt8]) {
         // The line is assembled on the stack ("Content-Length: ", at most 19 digits, CRLF) and appended at once.
-        let name: StaticString = "Content-Length: "
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 40) { line in
             guard let start = line.baseAddress else { return }
-            let nameLength = name.utf8CodeUnitCount
-            name.withUTF8Buffer { start.update(from: $0.baseAddress.unsafelyUnwrapped, count: nameLength) }
-            var value = UInt(max(0, length))
-            var digits = 1
-            var rest = value / 10
-            while rest > 0 {
-                digits += 1
-                rest /= 10
-            }
-            var index = nameLength + digits
-            repeat {
-                index -= 1
-                start[index] = 0x30 &+ UInt8(truncatingIfNeeded: value % 10)
-                value /= 10
-            } while value > 0
-            start[nameLength + digits] = HTTP1Grammar.cr
-            start[nameLength + digits + 1] = HTTP1Grammar.lf
-            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: nameLength + digits + 2))
+            let length = writeContentLengthLine(length, to: start)
+            buffer.append(contentsOf: UnsafeBufferPointer(start: start, count: length))
         }
+    }
+
+    /// Writes `Content-Length: <length> CRLF` at `target` (which has room for 40 bytes); returns the number of bytes
+    /// written. A negative length is written as 0.
+    @inline(__always)
+    static func writeContentLengthLine(_ length: Int, to start: UnsafeMutablePointer<UInt8>) -> Int {
+        let name: StaticString = "Content-Length: "
+        let nameLength = name.utf8CodeUnitCount
+        name.withUTF8Buffer { start.update(from: $0.baseAddress.unsafelyUnwrapped, count: nameLength) }
+        var value = UInt(max(0, length))
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        var index = nameLength + digits
+        repeat {
+            index -= 1
+            start[index] = 0x30 &+ UInt8(truncatingIfNeeded: value % 10)
+            value /= 10
+        } while value > 0
+        start[nameLength + digits] = HTTP1Grammar.cr
+        start[nameLength + digits + 1] = HTTP1Grammar.lf
+        return nameLength + digits + 2
     }
 
     /// Appends the empty line that ends a head.
@@ -326,7 +354,7 @@ package enum HTTP1Serializer {
     /// The error for a field not checked when it was added (not from the parser) whose name is not a token or whose
     /// value has a byte no field value may hold; nil for a valid field.
     @inline(__always)
-    private static func checkField(
+    static func checkField(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>
     ) -> HTTP1SerializationError? {
         guard entry.flags & HTTPFieldEntry.validated == 0 else { return nil }
@@ -345,10 +373,18 @@ package enum HTTP1Serializer {
     /// Writes `name: value CRLF` of `entry` at `target` (which has room for its bytes and 4 more); returns the number
     /// of bytes written.
     @inline(__always)
-    private static func writeFieldLine(
+    static func writeFieldLine(
         _ entry: HTTPFieldEntry, bytes: UnsafeMutablePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
     ) -> Int {
-        writeFieldLine(
+        if entry.isStoredAsLine(in: bytes) {
+            // `name: value` is one run of the storage: one copy, then CR LF.
+            let length = Int(entry.nameCount) &+ HTTPFieldEntry.separatorCount &+ Int(entry.valueCount)
+            target.update(from: bytes + Int(entry.nameStart), count: length)
+            target[length] = HTTP1Grammar.cr
+            target[length &+ 1] = HTTP1Grammar.lf
+            return length &+ 2
+        }
+        return writeFieldLine(
             name: UnsafeBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount)),
             value: UnsafeBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
             to: target)
@@ -357,7 +393,7 @@ package enum HTTP1Serializer {
     /// Writes `name: value CRLF` at `target` (which has room for both and 4 more bytes); returns the number of bytes
     /// written.
     @inline(__always)
-    private static func writeFieldLine(
+    static func writeFieldLine(
         name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, to target: UnsafeMutablePointer<UInt8>
     ) -> Int {
         if let base = name.baseAddress { target.update(from: base, count: name.count) }
@@ -391,7 +427,7 @@ package enum HTTP1Serializer {
     }
 
     /// Precomputed HTTP/1.1 status lines for the most common statuses with their standard reason phrase.
-    private static func commonStatusLine(_ status: Int, reason: String) -> StaticString? {
+    static func commonStatusLine(_ status: Int, reason: String) -> StaticString? {
         let line: StaticString
         switch status {
         case 100: line = "HTTP/1.1 100 Continue\r\n"

@@ -135,4 +135,66 @@ import Testing
             #expect(found == content.map { Array($0.utf8) }, "\(Array(text.utf8))")
         }
     }
+
+    /// The Host check agrees with the rule written plainly (RFC 3986 reg-name with pct-encoding, IP literal in
+    /// brackets, optional port of up to five digits not above 65535) for every byte in each part of a host, and for
+    /// the edge cases of ports and escapes.
+    @Test func hostCheckAgreesWithThePlainRule() {
+        var cases: [[UInt8]] = [
+            [], Array("a".utf8), Array("%41".utf8), Array("%4".utf8), Array("%zz".utf8), Array("a%".utf8),
+            Array("h:".utf8), Array("h:0".utf8), Array("h:65535".utf8), Array("h:65536".utf8),
+            Array("h:123456".utf8), Array("h:12a".utf8), Array("h:99999".utf8), Array("h:00080".utf8),
+            Array("[::1]".utf8), Array("[::1]:80".utf8), Array("[]".utf8), Array("[::1".utf8), Array(":80".utf8),
+            Array("h::80".utf8), Array("127.0.0.1:18601".utf8), Array("example.com".utf8)
+        ]
+        for value in 0...255 {
+            let byte = UInt8(value)
+            cases.append([byte])
+            cases.append(Array("ab".utf8) + [byte] + Array("cd".utf8))
+            cases.append(Array("ab:8".utf8) + [byte])
+            cases.append(Array("[::".utf8) + [byte] + Array("]".utf8))
+            cases.append(Array("%4".utf8) + [byte])
+        }
+        for bytes in cases {
+            let checked = bytes.withUnsafeBytes { HTTP1Grammar.isValidHost(bytes: $0) }
+            #expect(checked == Self.plainIsValidHost(bytes), "\(bytes)")
+        }
+    }
+
+    /// The Host rule of ``HTTP1Grammar/isValidHost(bytes:)``, byte by byte.
+    private static func plainIsValidHost(_ bytes: [UInt8]) -> Bool {
+        var index = 0
+        if bytes.first == 0x5B {
+            index = 1
+            while index < bytes.count, bytes[index] != 0x5D {
+                let byte = bytes[index]
+                guard
+                    HTTP1Grammar.hexValue(byte) != nil || byte == 0x3A || byte == 0x2E
+                        || HTTP1Grammar.isUnreserved(byte) || HTTP1Grammar.isSubDelim(byte)
+                else { return false }
+                index += 1
+            }
+            guard index < bytes.count, index > 1 else { return false }
+            index += 1
+        } else {
+            while index < bytes.count, bytes[index] != 0x3A {
+                let byte = bytes[index]
+                if byte == 0x25 {
+                    guard index + 2 < bytes.count, HTTP1Grammar.hexValue(bytes[index + 1]) != nil,
+                        HTTP1Grammar.hexValue(bytes[index + 2]) != nil
+                    else { return false }
+                    index += 3
+                    continue
+                }
+                guard HTTP1Grammar.isUnreserved(byte) || HTTP1Grammar.isSubDelim(byte) else { return false }
+                index += 1
+            }
+        }
+        if index == bytes.count { return true }
+        guard bytes[index] == 0x3A else { return false }
+        let port = bytes[(index + 1)...]
+        if port.isEmpty { return true }
+        guard port.count <= 5, let number = HTTP1Grammar.parseDecimal(port), number <= 65535 else { return false }
+        return true
+    }
 }

@@ -169,4 +169,45 @@ import Testing
         #expect(events[1] == .body(expectedBody))
         #expect(events[2] == .end)
     }
+
+    /// Fields made every way (parsed with and without space after the colon, added, copied, grown, set again,
+    /// replaced, removed) serialize as `name: value` lines, whether a field's line is one run of the storage or not.
+    @Test func fieldsMadeEveryWaySerializeAsTheirLines() throws {
+        var parser = HTTP1RequestParser()
+        parser.append(bytes("GET / HTTP/1.1\r\nHost: h\r\nA:b\r\nC:   d  \r\nE: f\r\n\r\n"))
+        guard case .head(let head, _)? = parser.next() else {
+            Issue.record("no head")
+            return
+        }
+        var parsed: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: head.headers, into: &parsed)
+        #expect(String(decoding: parsed, as: UTF8.self) == "Host: h\r\nA: b\r\nC: d\r\nE: f\r\n")
+        var someParsed: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: head.headers, into: &someParsed) { $0 != .host }
+        #expect(String(decoding: someParsed, as: UTF8.self) == "A: b\r\nC: d\r\nE: f\r\n")
+        var fields = head.headers
+        fields.add(name: "G", value: "h")
+        fields.add(knownName: "Content-Type", token: .contentType, value: "text/plain")
+        fields.setValue("f2", at: 3)
+        var copied = HTTPFields()
+        copied.append(contentsOf: fields)
+        copied.add(name: "Long-\(String(repeating: "n", count: 40))", value: String(repeating: "v", count: 300))
+        copied.replaceOrAdd(name: "a", value: "b2")
+        copied.remove(name: "G")
+        copied.add(fieldAt: 1, of: fields)
+        var grown = HTTPFields()
+        grown.append(contentsOf: copied) { token, _ in token != .contentType }
+        var output: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: grown, into: &output)
+        let long = "Long-\(String(repeating: "n", count: 40)): \(String(repeating: "v", count: 300))\r\n"
+        #expect(
+            String(decoding: output, as: UTF8.self)
+                == "Host: h\r\nA: b2\r\nC: d\r\nE: f2\r\n" + long + "A: b\r\n")
+        for index in 0..<grown.count {
+            var line: [UInt8] = []
+            try HTTP1Serializer.writeField(at: index, of: grown, into: &line)
+            let field = grown.field(at: index)
+            #expect(String(decoding: line, as: UTF8.self) == "\(field.name): \(field.value)\r\n")
+        }
+    }
 }
