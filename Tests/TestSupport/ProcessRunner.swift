@@ -98,9 +98,9 @@ package enum ProcessRunner {
         return waitForExit(process, timeout: timeout)
     }
 
-    /// A fresh temporary directory.
+    /// A fresh temporary directory, under this test process's own directory (``TestRunDirectory``).
     package static func temporaryDirectory(_ prefix: String = "moya-gateway-test") -> String {
-        let path = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        let path = "\(TestRunDirectory.path)/\(prefix)-\(UUID().uuidString)"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }

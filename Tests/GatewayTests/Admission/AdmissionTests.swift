@@ -4,6 +4,7 @@ import HTTPWire
 import Logging
 import NetCore
 import Prometheus
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -82,9 +83,7 @@ import Testing
         init() throws {
             let loaded = try config(AdmissionTests.yaml)
             group = try EventLoopGroup(threads: 1)
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "admission-\(UUID().uuidString).log"
-            ).path
+            let path = ProcessRunner.temporaryDirectory("admission") + "/access.log"
             let sink = try LogSink(destination: .file(path))
             let settings = LogSettings(loaded.logging)
             let telemetry = Telemetry(registry: PrometheusCollectorRegistry(), sink: sink, settings: settings)

@@ -2,6 +2,7 @@ import CoreMetrics
 import Foundation
 import Logging
 import Prometheus
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -16,8 +17,7 @@ import Testing
         let path: String
 
         init(_ logging: LoggingConfig) throws {
-            path =
-                FileManager.default.temporaryDirectory.appendingPathComponent("telemetry-\(UUID().uuidString).log").path
+            path = ProcessRunner.temporaryDirectory("telemetry") + "/access.log"
             sink = try LogSink(destination: .file(path))
             telemetry = Telemetry(registry: PrometheusCollectorRegistry(), sink: sink, settings: LogSettings(logging))
         }

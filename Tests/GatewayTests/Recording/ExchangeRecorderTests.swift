@@ -1,6 +1,7 @@
 import Foundation
 import HTTPWire
 import Logging
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -110,7 +111,7 @@ import Testing
     }
 
     @Test func aRecordingGoesIntoANewOrEmptyDirectory() throws {
-        let directory = NSTemporaryDirectory() + "recorder-\(UUID().uuidString)"
+        let directory = ProcessRunner.temporaryDirectory("recorder")
         try RecordingWriter.prepare(directory + "/new/out")
         try "x".write(toFile: directory + "/new/out/file", atomically: true, encoding: .utf8)
         #expect(throws: RecordingWriter.WriteError.self) { try RecordingWriter.prepare(directory + "/new/out") }
