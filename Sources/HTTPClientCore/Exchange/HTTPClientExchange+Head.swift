@@ -52,11 +52,18 @@ extension HTTPClientExchange {
     ) throws(Failure) {
         if !hasHost { try visit("Host", request.origin.hostHeader) }
         if let bodyLength {
-            if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
+            if bodyLength > 0 || Self.expectsBody(request.method) {
                 try visit("Content-Length", String(bodyLength))
             }
         } else {
             try visit("Transfer-Encoding", "chunked")
         }
+    }
+
+    /// Whether a request with `method` is expected to carry a body (POST, PUT, PATCH), so an empty one is sent with
+    /// `Content-Length: 0`. Other methods are told apart by their first byte, without comparing strings.
+    private static func expectsBody(_ method: HTTPMethod) -> Bool {
+        guard method.rawValue.utf8.first == UInt8(ascii: "P") else { return false }
+        return method == .post || method == .put || method == .patch
     }
 }

@@ -271,18 +271,21 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     }
 
     private func drainParser() {
-        while let exchange, let event = parser.next() {
-            switch event {
+        while let exchange {
+            // Switched on as it is returned (not bound first), so the head it carries moves into the exchange instead
+            // of being copied.
+            switch parser.next() {
+            case nil:
+                return
             case .informational:
                 continue
-            case .head(let head, _):
+            case .head(let head, let framing):
                 if head.status == 101, !Self.switches(to: head, asked: exchange.request.headers) {
                     // RFC 9110 §15.2.2: the server switches to one of the protocols the request listed, and says which.
                     failAndClose(
                         .malformedResponse(reason: "101 Switching Protocols to a protocol the request did not ask for"))
                     return
                 }
-                exchange.responseHead = head
                 // `Connection: close` and the server's `Keep-Alive` (the first one) in one pass over the fields, by
                 // their tokens (looking each name up costs more than the pass).
                 var closes = head.version < .http1_1
@@ -298,11 +301,13 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                 if let keepAlive, let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
                     reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
-                exchange.chooseDelivery(for: head)
+                exchange.chooseDelivery(for: framing)
+                let status = head.status
+                exchange.responseHead = consume head
                 // A refusal (or a close) before the whole body went out: the server does not want the rest
                 // (RFC 9112 §9.5). A success may read on, so the body keeps going until the response ends.
-                if exchange.isSendingBody && (head.status >= 300 || !reusable) { stopUpload(exchange) }
-                if head.status == 101 { startTunnel(exchange) }
+                if exchange.isSendingBody && (status >= 300 || !reusable) { stopUpload(exchange) }
+                if status == 101 { startTunnel(exchange) }
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
                         guard let self, let exchange, self.exchange === exchange else { return }

@@ -334,6 +334,11 @@ package struct HTTP1ResponseParser: Sendable {
         return .head(head, framing)
     }
 
+    /// Whether `method` is HEAD; the usual methods are told apart by their first byte, without comparing strings.
+    private static func isHead(_ method: HTTPMethod) -> Bool {
+        method.rawValue.utf8.first == UInt8(ascii: "H") && method == .head
+    }
+
     /// RFC 9112 §6.3 for responses, strictly.
     static func framing(
         status: Int, requestMethod: HTTPMethod, version: HTTPVersion, fields: HTTP1FieldSectionReader,
@@ -377,7 +382,7 @@ package struct HTTP1ResponseParser: Sendable {
                 return .failure(.badRequest("unsupported Transfer-Encoding"))
             }
         }
-        if requestMethod == .head || status == 204 || status == 304 { return .success(.none) }
+        if status == 204 || status == 304 || isHead(requestMethod) { return .success(.none) }
         if hasTransferEncoding { return .success(.chunked) }
         if let contentLength {
             if let maxBodyBytes, contentLength > maxBodyBytes {
