@@ -20,7 +20,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     @exclusivity(unchecked) private(set) var reusable = true
     @exclusivity(unchecked) private(set) var exchangesServed = 0
     /// The caller the pool counts this connection for (fair share), from the exchange it was given until it is back.
-    @exclusivity(unchecked) var shareHolder: Int?
+    @exclusivity(unchecked) var shareHolder: HTTPOriginShares.Holder?
     @exclusivity(unchecked) var idleSince = EventLoop.now()
     /// How long (ns) the connection may sit idle and still be reused: the client's idle timeout, or the server's
     /// `Keep-Alive: timeout=` less a margin when that is shorter, so that a request is not sent just as the server

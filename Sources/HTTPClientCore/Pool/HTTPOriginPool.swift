@@ -46,6 +46,9 @@ final class HTTPOriginPool {
     @exclusivity(unchecked) var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
     @exclusivity(unchecked) private var isClosed = false
+    /// The fair share's holder of the last caller a connection was given to: the same caller's next request (a
+    /// proxy's usual run) is counted without looking its caller up.
+    @exclusivity(unchecked) private var lastHolder: HTTPOriginShares.Holder?
 
     init(
         origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?,
@@ -292,8 +295,9 @@ final class HTTPOriginPool {
     private func assign(_ exchange: HTTPClientExchange, to connection: HTTP1ClientConnection) {
         if let shares, let caller = exchange.callerKey {
             releaseShare(of: connection)
-            shares.take(caller)
-            connection.shareHolder = caller
+            let holder = shares.take(caller, cached: lastHolder)
+            lastHolder = holder
+            connection.shareHolder = holder
         }
         connection.start(exchange)
     }
