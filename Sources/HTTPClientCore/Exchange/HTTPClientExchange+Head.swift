@@ -8,8 +8,9 @@ import HTTPWire
 /// or copying the request; HTTP/2 asks for it as an ``HTTPRequestHead``.
 extension HTTPClientExchange {
     /// The head as HTTP/1.1 bytes: the request's fields in order, copied from their bytes, without its framing
-    /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``).
-    func writeHead(into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``). `hostField`, the origin's `Host`
+    /// field line already written (see ``HTTPOriginPool/hostField``), is copied in when the request has no `Host`.
+    func writeHead(into buffer: inout [UInt8], hostField: [UInt8]? = nil) throws(HTTP1SerializationError) {
         try HTTP1Serializer.writeRequestLine(
             method: request.method, target: request.target, version: .http1_1,
             into: &buffer)
@@ -21,6 +22,10 @@ extension HTTPClientExchange {
             default: break
             }
             return true
+        }
+        if !hasHost, let hostField {
+            buffer.append(contentsOf: hostField)
+            hasHost = true
         }
         try writeAddedFields(hasHost: hasHost) { (name, value) throws(HTTP1SerializationError) in
             try HTTP1Serializer.writeField(name: name, value: value, into: &buffer)

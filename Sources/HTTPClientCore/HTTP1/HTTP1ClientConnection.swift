@@ -39,6 +39,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     @exclusivity(unchecked) private var pendingHead: [UInt8]?
     /// Whether the streamed body being sent is framed chunked (it has no declared length).
     @exclusivity(unchecked) private var chunkedUpload = false
+    /// The pool's `Host` field line (see ``HTTPOriginPool/hostField``), for requests without their own.
+    private let hostField: [UInt8]?
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
     static let writeHighWater = 256 * 1024
 
@@ -50,6 +52,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.pool = pool
         self.parser = HTTP1ResponseParser(limits: limits)
         self.reuseLimit = idleTimeout.nanoseconds
+        self.hostField = pool.hostField
         // The timers hold the connection strongly: it cancels them once active and when it closes, which drops the
         // closures. A weak capture would give the connection a side table, slowing each retain and release of it.
         connectTimer = connection.loop.schedule(after: connectTimeout) { [self] in
@@ -98,7 +101,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
-            try exchange.writeHead(into: &output)
+            try exchange.writeHead(into: &output, hostField: hostField)
         } catch {
             self.exchange = nil
             exchange.fail(.invalidURL("request head cannot be serialized: \(error)"))
