@@ -289,19 +289,18 @@ final class HTTP1ClientConnection: ConnectionDelegate {
                         .malformedResponse(reason: "101 Switching Protocols to a protocol the request did not ask for"))
                     return
                 }
-                // `Connection: close` and the server's `Keep-Alive` (the first one) in one pass over the fields, by
-                // their tokens (looking each name up costs more than the pass).
+                // `Connection: close` and the server's `Keep-Alive` (the first one), found by their tokens: the
+                // scans compare one byte per field, inlined, and only the fields found are read.
                 var closes = head.version < .http1_1
-                var keepAlive: String?
-                head.headers.forEachField { token, _, value in
-                    switch token {
-                    case .connection: if HTTPClient.connectionListHasClose(value) { closes = true }
-                    case .keepAlive: if keepAlive == nil { keepAlive = String(decoding: value, as: UTF8.self) }
-                    default: break
-                    }
+                var connectionField = head.headers.firstIndex(token: .connection)
+                while !closes, let index = connectionField {
+                    closes = head.headers.withField(at: index) { _, value in HTTPClient.connectionListHasClose(value) }
+                    connectionField = head.headers.firstIndex(token: .connection, from: index + 1)
                 }
                 if closes { reusable = false }
-                if let keepAlive, let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
+                if let index = head.headers.firstIndex(token: .keepAlive),
+                    let limit = HTTPClient.keepAliveReuseLimit(head.headers.value(at: index))
+                {
                     reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
                 exchange.chooseDelivery(for: framing)
