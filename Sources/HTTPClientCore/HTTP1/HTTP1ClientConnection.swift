@@ -115,7 +115,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             startUpload(exchange, head: output)
             return
         }
-        output.append(contentsOf: exchange.body)
+        if !exchange.body.isEmpty { output.append(contentsOf: exchange.body) }
         connection.write(output)
         if exchange.upload != nil, self.exchange === exchange {
             exchange.upload?.queue(exchange.body.count, complete: true)

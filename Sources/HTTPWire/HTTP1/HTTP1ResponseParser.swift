@@ -47,7 +47,8 @@ package struct HTTP1ResponseParser: Sendable {
         case statusLine
         case headers
         case body
-        case failed(HTTP1ParseError)
+        /// The error is in `failure`: a state without a payload is switched on without copying it.
+        case failed
     }
 
     private static let errorStatus = 502
@@ -57,6 +58,8 @@ package struct HTTP1ResponseParser: Sendable {
     private let configuredMaxBodyBytes: Int64?
     private var buffer = HTTP1ByteBuffer()
     private var state: State = .idle
+    /// The error the parser stopped at (state `.failed`).
+    private var failure = HTTP1ParseError(status: HTTP1ResponseParser.errorStatus, reason: "")
     private var requestMethod = HTTPMethod.get
     /// Whether the request being answered asked to switch protocols: a 101 is then its final response.
     private var upgradeRequested = false
@@ -156,8 +159,8 @@ package struct HTTP1ResponseParser: Sendable {
             switch state {
             case .idle:
                 return nil
-            case .failed(let error):
-                return .error(error)
+            case .failed:
+                return .error(failure)
             case .statusLine:
                 if let event = parseStatusLine() { return event }
                 if case .statusLine = state {
@@ -210,7 +213,8 @@ package struct HTTP1ResponseParser: Sendable {
     @discardableResult
     private mutating func fail(_ reason: String) -> HTTP1ResponseEvent {
         let error = HTTP1ParseError(status: Self.errorStatus, reason: reason)
-        state = .failed(error)
+        failure = error
+        state = .failed
         buffer.consumeAll()
         fields.reset()
         return .error(error)
