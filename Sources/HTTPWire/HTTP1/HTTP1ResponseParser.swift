@@ -117,7 +117,9 @@ package struct HTTP1ResponseParser: Sendable {
         upgradeRequested = upgrade
         hasReceivedResponseBytes = false
         informationalCount = 0
-        resetHead()
+        // A head is reset as it is returned (and a new parser has none): something is left only when a status line
+        // was read or scanned since.
+        if status != 0 || scanned != 0 { resetHead() }
         state = .statusLine
     }
 
@@ -345,7 +347,7 @@ package struct HTTP1ResponseParser: Sendable {
 
     /// RFC 9112 §6.3 for responses, strictly.
     static func framing(
-        status: Int, requestMethod: HTTPMethod, version: HTTPVersion, fields: HTTP1FieldSectionReader,
+        status: Int, requestMethod: HTTPMethod, version: HTTPVersion, fields: borrowing HTTP1FieldSectionReader,
         maxBodyBytes: Int64?
     ) -> Result<HTTP1ResponseBodyFraming, HTTP1ParseError> {
         let hasTransferEncoding = !fields.transferEncodingValues.isEmpty
