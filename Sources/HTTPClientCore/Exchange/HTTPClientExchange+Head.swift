@@ -8,8 +8,9 @@ import HTTPWire
 /// or copying the request; HTTP/2 asks for it as an ``HTTPRequestHead``.
 extension HTTPClientExchange {
     /// The head as HTTP/1.1 bytes: the request's fields in order, copied from their bytes, without its framing
-    /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``).
-    func writeHead(into buffer: inout [UInt8]) throws(HTTP1SerializationError) {
+    /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``). `hostField`, the origin's `Host`
+    /// field line already written (see ``HTTPOriginPool/hostField``), is copied in when the request has no `Host`.
+    func writeHead(into buffer: inout [UInt8], hostField: [UInt8]? = nil) throws(HTTP1SerializationError) {
         try HTTP1Serializer.writeRequestLine(
             method: request.method, target: request.target, version: .http1_1,
             into: &buffer)
@@ -21,6 +22,10 @@ extension HTTPClientExchange {
             default: break
             }
             return true
+        }
+        if !hasHost, let hostField {
+            buffer.append(contentsOf: hostField)
+            hasHost = true
         }
         try writeAddedFields(hasHost: hasHost) { (name, value) throws(HTTP1SerializationError) in
             try HTTP1Serializer.writeField(name: name, value: value, into: &buffer)
@@ -52,11 +57,18 @@ extension HTTPClientExchange {
     ) throws(Failure) {
         if !hasHost { try visit("Host", request.origin.hostHeader) }
         if let bodyLength {
-            if bodyLength > 0 || request.method == .post || request.method == .put || request.method == .patch {
+            if bodyLength > 0 || Self.expectsBody(request.method) {
                 try visit("Content-Length", String(bodyLength))
             }
         } else {
             try visit("Transfer-Encoding", "chunked")
         }
+    }
+
+    /// Whether a request with `method` is expected to carry a body (POST, PUT, PATCH), so an empty one is sent with
+    /// `Content-Length: 0`. GET, the usual method, is ruled out first: equal strings compare by their bits, at once,
+    /// where different ones go through the string comparison.
+    private static func expectsBody(_ method: HTTPMethod) -> Bool {
+        method != .get && (method == .post || method == .put || method == .patch)
     }
 }

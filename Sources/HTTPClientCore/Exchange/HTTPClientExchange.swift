@@ -221,6 +221,17 @@ final class HTTPClientExchange {
         isStreamed = true
     }
 
+    /// ``chooseDelivery(for:)`` from an HTTP/1 response's framing, as the parser validated it: no body (a response to
+    /// HEAD, a 204 or a 304) or a length within the threshold is collected, with no field to look up again.
+    func chooseDelivery(for framing: HTTP1ResponseBodyFraming) {
+        guard case .collectedOrStreamed(let threshold, _) = delivery else { return }
+        switch framing {
+        case .none: return
+        case .contentLength(let length) where length <= Int64(threshold): return
+        default: isStreamed = true
+        }
+    }
+
     /// The response head is in `responseHead`: a streamed delivery hands it to the caller now.
     func headReceived() {
         guard isStreamed, let delivery, let head = responseHead else { return }

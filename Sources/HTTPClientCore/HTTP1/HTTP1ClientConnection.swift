@@ -20,7 +20,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     @exclusivity(unchecked) private(set) var reusable = true
     @exclusivity(unchecked) private(set) var exchangesServed = 0
     /// The caller the pool counts this connection for (fair share), from the exchange it was given until it is back.
-    @exclusivity(unchecked) var shareHolder: Int?
+    @exclusivity(unchecked) var shareHolder: HTTPOriginShares.Holder?
     @exclusivity(unchecked) var idleSince = EventLoop.now()
     /// How long (ns) the connection may sit idle and still be reused: the client's idle timeout, or the server's
     /// `Keep-Alive: timeout=` less a margin when that is shorter, so that a request is not sent just as the server
@@ -39,6 +39,8 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     @exclusivity(unchecked) private var pendingHead: [UInt8]?
     /// Whether the streamed body being sent is framed chunked (it has no declared length).
     @exclusivity(unchecked) private var chunkedUpload = false
+    /// The pool's `Host` field line (see ``HTTPOriginPool/hostField``), for requests without their own.
+    private let hostField: [UInt8]?
     /// A streamed body's next chunk is pulled only while at most this much waits to be written.
     static let writeHighWater = 256 * 1024
 
@@ -50,6 +52,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         self.pool = pool
         self.parser = HTTP1ResponseParser(limits: limits)
         self.reuseLimit = idleTimeout.nanoseconds
+        self.hostField = pool.hostField
         // The timers hold the connection strongly: it cancels them once active and when it closes, which drops the
         // closures. A weak capture would give the connection a side table, slowing each retain and release of it.
         connectTimer = connection.loop.schedule(after: connectTimeout) { [self] in
@@ -98,7 +101,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         var output: [UInt8] = []
         output.reserveCapacity(256 + exchange.body.count)
         do {
-            try exchange.writeHead(into: &output)
+            try exchange.writeHead(into: &output, hostField: hostField)
         } catch {
             self.exchange = nil
             exchange.fail(.invalidURL("request head cannot be serialized: \(error)"))
@@ -112,7 +115,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
             startUpload(exchange, head: output)
             return
         }
-        output.append(contentsOf: exchange.body)
+        if !exchange.body.isEmpty { output.append(contentsOf: exchange.body) }
         connection.write(output)
         if exchange.upload != nil, self.exchange === exchange {
             exchange.upload?.queue(exchange.body.count, complete: true)
@@ -271,38 +274,42 @@ final class HTTP1ClientConnection: ConnectionDelegate {
     }
 
     private func drainParser() {
-        while let exchange, let event = parser.next() {
-            switch event {
+        while let exchange {
+            // Switched on as it is returned (not bound first), so the head it carries moves into the exchange instead
+            // of being copied.
+            switch parser.next() {
+            case nil:
+                return
             case .informational:
                 continue
-            case .head(let head, _):
+            case .head(let head, let framing):
                 if head.status == 101, !Self.switches(to: head, asked: exchange.request.headers) {
                     // RFC 9110 §15.2.2: the server switches to one of the protocols the request listed, and says which.
                     failAndClose(
                         .malformedResponse(reason: "101 Switching Protocols to a protocol the request did not ask for"))
                     return
                 }
-                exchange.responseHead = head
-                // `Connection: close` and the server's `Keep-Alive` (the first one) in one pass over the fields, by
-                // their tokens (looking each name up costs more than the pass).
+                // `Connection: close` and the server's `Keep-Alive` (the first one), found by their tokens: the
+                // scans compare one byte per field, inlined, and only the fields found are read.
                 var closes = head.version < .http1_1
-                var keepAlive: String?
-                head.headers.forEachField { token, _, value in
-                    switch token {
-                    case .connection: if HTTPClient.connectionListHasClose(value) { closes = true }
-                    case .keepAlive: if keepAlive == nil { keepAlive = String(decoding: value, as: UTF8.self) }
-                    default: break
-                    }
+                var connectionField = head.headers.firstIndex(token: .connection)
+                while !closes, let index = connectionField {
+                    closes = head.headers.withField(at: index) { _, value in HTTPClient.connectionListHasClose(value) }
+                    connectionField = head.headers.firstIndex(token: .connection, from: index + 1)
                 }
                 if closes { reusable = false }
-                if let keepAlive, let limit = HTTPClient.keepAliveReuseLimit(keepAlive) {
+                if let index = head.headers.firstIndex(token: .keepAlive),
+                    let limit = HTTPClient.keepAliveReuseLimit(head.headers.value(at: index))
+                {
                     reuseLimit = min(reuseLimit, limit.nanoseconds)
                 }
-                exchange.chooseDelivery(for: head)
+                exchange.chooseDelivery(for: framing)
+                let status = head.status
+                exchange.responseHead = consume head
                 // A refusal (or a close) before the whole body went out: the server does not want the rest
                 // (RFC 9112 §9.5). A success may read on, so the body keeps going until the response ends.
-                if exchange.isSendingBody && (head.status >= 300 || !reusable) { stopUpload(exchange) }
-                if head.status == 101 { startTunnel(exchange) }
+                if exchange.isSendingBody && (status >= 300 || !reusable) { stopUpload(exchange) }
+                if status == 101 { startTunnel(exchange) }
                 if exchange.isStreamed {
                     exchange.onBodyDemand = { [weak self, weak exchange] in
                         guard let self, let exchange, self.exchange === exchange else { return }

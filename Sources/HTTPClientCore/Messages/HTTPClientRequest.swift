@@ -115,18 +115,20 @@ package struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
     package var port: Int { didSet { refreshHostHeader() } }
     /// The `Host` header value for this origin (port omitted when it is the scheme's default).
     package private(set) var hostHeader: String
+    /// Whether the scheme is `https`: stored with the `Host` value, not compared for every request.
+    package private(set) var isTLS: Bool
 
     package init(scheme: String, host: String, port: Int) {
         self.scheme = scheme
         self.host = host
         self.port = port
         self.hostHeader = ""
+        self.isTLS = false
         refreshHostHeader()
     }
 
-    package var isTLS: Bool { scheme == "https" }
-
     private mutating func refreshHostHeader() {
+        isTLS = scheme == "https"
         let bracketed = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
         hostHeader = port == (isTLS ? 443 : 80) ? bracketed : bracketed + ":" + String(port)
     }

@@ -27,6 +27,10 @@ final class HTTPOriginPool {
     let budget: HTTPOriginBudget?
     /// Who holds how many connections, for the fair share of a full pool (nil without one).
     private let shares: HTTPOriginShares?
+    /// The `Host` field line (`Host: host[:port]` and CRLF) an HTTP/1.1 request without its own `Host` is sent with,
+    /// written and checked once for the origin rather than for every request; nil when the origin's host is no valid
+    /// field value (each request's head then fails to serialize, as it would without this).
+    let hostField: [UInt8]?
     // Loop-confined state skips dynamic exclusivity checks (see `Connection`): no access to it can overlap another.
     // The collections' in-place mutations call nothing that reaches the pool (closing a connection, which calls back
     // into it, happens after the connection is taken out; an exchange failed in the wait queue resumes its caller
@@ -46,6 +50,9 @@ final class HTTPOriginPool {
     @exclusivity(unchecked) var http2Connections: [ObjectIdentifier: HTTP2ClientConnection] = [:]
     /// Set by `closeAll` (client shutdown): exchanges moved off a closing connection fail instead of reconnecting.
     @exclusivity(unchecked) private var isClosed = false
+    /// The fair share's holder of the last caller a connection was given to: the same caller's next request (a
+    /// proxy's usual run) is counted without looking its caller up.
+    @exclusivity(unchecked) private var lastHolder: HTTPOriginShares.Holder?
 
     init(
         origin: HTTPOrigin, loop: EventLoop, configuration: HTTPClient.Configuration, tls: TLSContext?,
@@ -57,6 +64,13 @@ final class HTTPOriginPool {
         self.tls = tls
         self.budget = budget
         self.shares = shares
+        var hostField: [UInt8] = []
+        do {
+            try HTTP1Serializer.writeField(name: "Host", value: origin.hostHeader, into: &hostField)
+            self.hostField = hostField
+        } catch {
+            self.hostField = nil
+        }
         switch configuration.http2 {
         case .never: learned = .http1
         case .always: learned = .http2
@@ -292,8 +306,9 @@ final class HTTPOriginPool {
     private func assign(_ exchange: HTTPClientExchange, to connection: HTTP1ClientConnection) {
         if let shares, let caller = exchange.callerKey {
             releaseShare(of: connection)
-            shares.take(caller)
-            connection.shareHolder = caller
+            let holder = shares.take(caller, cached: lastHolder)
+            lastHolder = holder
+            connection.shareHolder = holder
         }
         connection.start(exchange)
     }

@@ -47,7 +47,8 @@ package struct HTTP1ResponseParser: Sendable {
         case statusLine
         case headers
         case body
-        case failed(HTTP1ParseError)
+        /// The error is in `failure`: a state without a payload is switched on without copying it.
+        case failed
     }
 
     private static let errorStatus = 502
@@ -57,6 +58,8 @@ package struct HTTP1ResponseParser: Sendable {
     private let configuredMaxBodyBytes: Int64?
     private var buffer = HTTP1ByteBuffer()
     private var state: State = .idle
+    /// The error the parser stopped at (state `.failed`).
+    private var failure = HTTP1ParseError(status: HTTP1ResponseParser.errorStatus, reason: "")
     private var requestMethod = HTTPMethod.get
     /// Whether the request being answered asked to switch protocols: a 101 is then its final response.
     private var upgradeRequested = false
@@ -114,7 +117,9 @@ package struct HTTP1ResponseParser: Sendable {
         upgradeRequested = upgrade
         hasReceivedResponseBytes = false
         informationalCount = 0
-        resetHead()
+        // A head is reset as it is returned (and a new parser has none): something is left only when a status line
+        // was read or scanned since.
+        if status != 0 || scanned != 0 { resetHead() }
         state = .statusLine
     }
 
@@ -156,8 +161,8 @@ package struct HTTP1ResponseParser: Sendable {
             switch state {
             case .idle:
                 return nil
-            case .failed(let error):
-                return .error(error)
+            case .failed:
+                return .error(failure)
             case .statusLine:
                 if let event = parseStatusLine() { return event }
                 if case .statusLine = state {
@@ -210,7 +215,8 @@ package struct HTTP1ResponseParser: Sendable {
     @discardableResult
     private mutating func fail(_ reason: String) -> HTTP1ResponseEvent {
         let error = HTTP1ParseError(status: Self.errorStatus, reason: reason)
-        state = .failed(error)
+        failure = error
+        state = .failed
         buffer.consumeAll()
         fields.reset()
         return .error(error)
@@ -334,9 +340,15 @@ package struct HTTP1ResponseParser: Sendable {
         return .head(head, framing)
     }
 
+    /// Whether `method` is HEAD. GET, the usual method, is ruled out first: equal strings compare by their bits, at
+    /// once, where different ones go through the string comparison.
+    private static func isHead(_ method: HTTPMethod) -> Bool {
+        method != .get && method == .head
+    }
+
     /// RFC 9112 §6.3 for responses, strictly.
     static func framing(
-        status: Int, requestMethod: HTTPMethod, version: HTTPVersion, fields: HTTP1FieldSectionReader,
+        status: Int, requestMethod: HTTPMethod, version: HTTPVersion, fields: borrowing HTTP1FieldSectionReader,
         maxBodyBytes: Int64?
     ) -> Result<HTTP1ResponseBodyFraming, HTTP1ParseError> {
         let hasTransferEncoding = !fields.transferEncodingValues.isEmpty
@@ -377,7 +389,7 @@ package struct HTTP1ResponseParser: Sendable {
                 return .failure(.badRequest("unsupported Transfer-Encoding"))
             }
         }
-        if requestMethod == .head || status == 204 || status == 304 { return .success(.none) }
+        if status == 204 || status == 304 || isHead(requestMethod) { return .success(.none) }
         if hasTransferEncoding { return .success(.chunked) }
         if let contentLength {
             if let maxBodyBytes, contentLength > maxBodyBytes {
