@@ -6,11 +6,7 @@ import Testing
 
 @Suite(.serialized) struct TLSServerTests {
     @Test func curlOverTLSWithGeneratedCertificateAndOldProtocolsRefused() async throws {
-        let directory = ProcessRunner.temporaryDirectory()
-        let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(
-            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
-        let (server, port) = try await startTestServer(tls: tls)
+        let (server, port, ca) = try await startTLSTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let ok = try ProcessRunner.run(
             "curl",
@@ -39,11 +35,7 @@ import Testing
     /// TLS-06: a client's renegotiation is refused; TLS-02: an SSLv2-format or SSLv3 ClientHello gets a close or an
     /// alert, never a handshake. The server goes on serving.
     @Test func renegotiationAndAncientHellosAreRefused() async throws {
-        let directory = ProcessRunner.temporaryDirectory()
-        let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(
-            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
-        let (server, port) = try await startTestServer(tls: tls)
+        let (server, port, ca) = try await startTLSTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         // `R` on its own line asks s_client to renegotiate; the request after it is never answered.
         let renegotiation = try ProcessRunner.run(
@@ -82,11 +74,7 @@ import Testing
     /// clients list AES-256-GCM first), ChaCha20-Poly1305 for a client that lists it first (one without AES hardware),
     /// and AES-256-GCM for a client that offers nothing else.
     @Test func tls13SuitePreferenceIsAES128ThenClientsChaChaThenAES256() async throws {
-        let directory = ProcessRunner.temporaryDirectory()
-        let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(
-            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
-        let (server, port) = try await startTestServer(tls: tls)
+        let (server, port, ca) = try await startTLSTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let cases: [(offered: String?, expected: String)] = [
             (nil, "TLS_AES_128_GCM_SHA256"),

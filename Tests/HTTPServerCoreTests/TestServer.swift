@@ -2,6 +2,7 @@ import Dispatch
 import HTTPServerCore
 import HTTPWire
 import NetCore
+import TestSupport
 
 /// What /cancel-probe and /stubborn handlers observed, by probe id: the last state ("started", then "cancelled" or
 /// "completed"), how many started, how many are running and the most that ran at once.
@@ -171,4 +172,14 @@ func startTestServer(
     try await server.start()
     let port = (tls == nil ? server.localAddresses : server.tlsLocalAddresses)[0].port
     return (server, port)
+}
+
+/// A test server on a TLS listener with a certificate for `localhost` and 127.0.0.1 made for it; the CA file clients
+/// trust it by.
+func startTLSTestServer() async throws -> (server: HTTPServer, port: Int, ca: String) {
+    let (ca, cert, key) = try ProcessRunner.makeCertificates(in: ProcessRunner.temporaryDirectory())
+    let tls = TLSServerConfiguration(
+        defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
+    let (server, port) = try await startTestServer(tls: tls)
+    return (server, port, ca)
 }

@@ -8,29 +8,43 @@ import HTTPWire
 /// or copying the request; HTTP/2 asks for it as an ``HTTPRequestHead``.
 extension HTTPClientExchange {
     /// The head as HTTP/1.1 bytes: the request's fields in order, copied from their bytes, without its framing
-    /// fields; then the ones the exchange adds (``writeAddedFields(hasHost:_:)``). `hostField`, the origin's `Host`
-    /// field line already written (see ``HTTPOriginPool/hostField``), is copied in when the request has no `Host`.
+    /// fields; then `Host` when the request has none and the body's framing (``addedFraming``). `hostField`, the
+    /// origin's `Host` field line already written (see ``HTTPOriginPool/hostField``), is the `Host` line then.
+    /// The head is assembled in one temporary region and appended to `buffer` at once.
     func writeHead(into buffer: inout [UInt8], hostField: [UInt8]? = nil) throws(HTTP1SerializationError) {
-        try HTTP1Serializer.writeRequestLine(
-            method: request.method, target: request.target, version: .http1_1,
-            into: &buffer)
-        var hasHost = false
-        try HTTP1Serializer.writeFields(of: request.headers, into: &buffer) { token in
-            switch token {
-            case .transferEncoding, .contentLength: return false
-            case .host: hasHost = true
-            default: break
+        let request = self.request
+        let hostRoom =
+            hostField?.count ?? HTTP1HeadAssembly.fieldCapacity(name: "Host", value: request.origin.hostHeader)
+        let capacity =
+            HTTP1HeadAssembly.requestLineCapacity(method: request.method, target: request.target)
+            &+ HTTP1HeadAssembly.fieldsCapacity(request.headers) &+ hostRoom
+            &+ HTTP1HeadAssembly.contentLengthCapacity &+ 2
+        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) {
+            region throws(HTTP1SerializationError) in
+            var assembly = HTTP1HeadAssembly(region)
+            assembly.appendRequestLine(method: request.method, target: request.target, version: .http1_1)
+            var hasHost = false
+            assembly.appendFields(of: request.headers) { token in
+                switch token {
+                case .transferEncoding, .contentLength: return .skip
+                case .host: hasHost = true
+                default: break
+                }
+                return .write
             }
-            return true
+            if !hasHost, let hostField {
+                assembly.append(hostField)
+            } else if !hasHost {
+                assembly.appendField(name: "Host", value: request.origin.hostHeader)
+            }
+            switch addedFraming {
+            case .none: break
+            case .contentLength(let length): assembly.appendContentLength(Int(length))
+            case .chunked: assembly.append("Transfer-Encoding: chunked\r\n")
+            }
+            assembly.appendEndOfHead()
+            try assembly.finish(into: &buffer)
         }
-        if !hasHost, let hostField {
-            buffer.append(contentsOf: hostField)
-            hasHost = true
-        }
-        try writeAddedFields(hasHost: hasHost) { (name, value) throws(HTTP1SerializationError) in
-            try HTTP1Serializer.writeField(name: name, value: value, into: &buffer)
-        }
-        HTTP1Serializer.writeEndOfHead(into: &buffer)
     }
 
     /// The head as a value (for HTTP/2): the request's fields as ``writeHead(into:)`` chooses them, as bytes.
@@ -47,22 +61,28 @@ extension HTTPClientExchange {
             }
             headers.add(fieldAt: index, of: fields)
         }
-        writeAddedFields(hasHost: hasHost) { (name, value) in headers.add(name: name, value: value) }
+        if !hasHost { headers.add(name: "Host", value: request.origin.hostHeader) }
+        switch addedFraming {
+        case .none: break
+        case .contentLength(let length): headers.add(name: "Content-Length", value: String(length))
+        case .chunked: headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
         return HTTPRequestHead(method: request.method, target: request.target, version: .http1_1, headers: headers)
     }
 
-    /// The fields the exchange adds after the request's: `Host` when the request has none, and the body's framing.
-    private func writeAddedFields<Failure: Error>(
-        hasHost: Bool, _ visit: (String, String) throws(Failure) -> Void
-    ) throws(Failure) {
-        if !hasHost { try visit("Host", request.origin.hostHeader) }
-        if let bodyLength {
-            if bodyLength > 0 || Self.expectsBody(request.method) {
-                try visit("Content-Length", String(bodyLength))
-            }
-        } else {
-            try visit("Transfer-Encoding", "chunked")
-        }
+    /// The framing field the exchange adds after the request's fields.
+    private enum AddedFraming {
+        /// None: an empty body of a method that expects none.
+        case none
+        /// `Content-Length`: a body of known length, or an empty one of a method that expects a body.
+        case contentLength(Int64)
+        /// `Transfer-Encoding: chunked`: a streamed body of unknown length.
+        case chunked
+    }
+
+    private var addedFraming: AddedFraming {
+        guard let bodyLength else { return .chunked }
+        return bodyLength > 0 || Self.expectsBody(request.method) ? .contentLength(bodyLength) : .none
     }
 
     /// Whether a request with `method` is expected to carry a body (POST, PUT, PATCH), so an empty one is sent with

@@ -120,11 +120,7 @@ import Testing
     }
 
     @Test func tlsNegotiatesH2WithALPN() async throws {
-        let directory = ProcessRunner.temporaryDirectory()
-        let (ca, cert, key) = try ProcessRunner.makeCertificates(in: directory)
-        let tls = TLSServerConfiguration(
-            defaultCertificate: TLSCertificateFiles(certificateChainPath: cert, privateKeyPath: key))
-        let (server, port) = try await startTestServer(tls: tls)
+        let (server, port, ca) = try await startTLSTestServer()
         defer { Task { await server.shutdown(timeout: .seconds(1)) } }
         let url = "https://localhost:\(port)"
         let resolve = ["--resolve", "localhost:\(port):127.0.0.1", "--cacert", ca]
