@@ -63,15 +63,13 @@ extension HTTP2Connection {
         for _ in 0..<2 {
             let room = Self.writeHighWater - connection.pendingWriteBytes
             guard room > 0 else { break }
-            var output: [UInt8] = []
+            let connection = self.connection
             do {
-                try session.drainOutput(into: &output, limit: room)
+                try session.drainOutput(limit: room) { connection.write($0) }
             } catch {
-                connection.write(output)
                 sessionFailed(error)
                 return
             }
-            if !output.isEmpty { connection.write(output) }
             if connection.isClosed { return }
             outputWritten()
             // Sending can produce events (.windowAvailable, .streamClosed).
