@@ -48,6 +48,7 @@ extension HTTP2Connection {
 
     /// Hands the session's waiting events to ``handle(_:)``, in order; returns whether there were any.
     @inlinable @discardableResult package func processEvents() -> Bool {
+        let session = self.session
         var any = false
         while let event = session.nextEvent() {
             any = true
@@ -59,19 +60,19 @@ extension HTTP2Connection {
     /// Writes the session's output now (one write), handles the events sending produced, and closes when the
     /// session is done.
     @inlinable package func flush() {
+        // Read once: each read of a requirement is a call through the conformance (and an access check).
+        let connection = self.connection
+        let session = self.session
         guard !connection.isClosed else { return }
         for _ in 0..<2 {
             let room = Self.writeHighWater - connection.pendingWriteBytes
             guard room > 0 else { break }
-            var output: [UInt8] = []
             do {
-                try session.drainOutput(into: &output, limit: room)
+                try session.drainOutput(limit: room) { connection.write($0) }
             } catch {
-                connection.write(output)
                 sessionFailed(error)
                 return
             }
-            if !output.isEmpty { connection.write(output) }
             if connection.isClosed { return }
             outputWritten()
             // Sending can produce events (.windowAvailable, .streamClosed).

@@ -24,6 +24,8 @@ extension HTTP2Session {
             stream.buildsRequest = true
             stream.openedAt = feedTime
             streams[streamID] = stream
+            // The header callbacks that follow ask for this stream: found without hashing.
+            lastStream = stream
             requestsAccepted += 1
             if let cap = settings.maxRequestsPerConnection, requestsAccepted >= cap, !finalGoAwaySubmitted, let session
             {
@@ -270,7 +272,8 @@ extension HTTP2Session {
     }
 
     func onStreamClose(streamID: Int32, errorCode: UInt32) -> Int32 {
-        localResetsPending.remove(streamID)
+        // Usually empty: then nothing to hash.
+        if !localResetsPending.isEmpty { localResetsPending.remove(streamID) }
         guard let stream = streams.removeValue(forKey: streamID) else { return 0 }
         if lastStream === stream { lastStream = nil }
         if role == .client { openLocalStreams -= 1 }

@@ -32,6 +32,11 @@ package final class HTTP2Session {
     /// the same stream one after another, so most lookups skip hashing. Cleared when that stream is removed (stream
     /// ids are never reused). Loop thread only, never accessed re-entrantly: unchecked.
     @exclusivity(unchecked) var lastStream: StreamState?
+    /// The memory ``drainOutput(limit:to:)`` drains into, kept between calls (see there), and whether a drain is using
+    /// it. Loop thread only; never held across a call: unchecked.
+    @exclusivity(unchecked) private var outputStorage: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var outputCapacity = 0
+    @exclusivity(unchecked) private var outputInUse = false
 
     /// The open stream `id`, if any (``streams``, through ``lastStream``).
     @inline(__always)
@@ -182,6 +187,7 @@ package final class HTTP2Session {
 
     deinit {
         if let session { nghttp2_session_del(session) }
+        free(outputStorage)
     }
 
     // MARK: - Input and output
@@ -229,6 +235,62 @@ package final class HTTP2Session {
             buffer.append(contentsOf: UnsafeBufferPointer(start: data, count: n))
         }
     }
+
+    /// Drains output as ``drainOutput(into:limit:)`` does, into memory the session keeps between calls (so a flush
+    /// allocates nothing), and hands what was drained to `write` (not called when there is nothing). On a failure the
+    /// bytes drained before it are handed over first, then the error is thrown. A call made from inside `write`
+    /// drains into an array of its own.
+    package func drainOutput(limit: Int, to write: (UnsafeRawBufferPointer) -> Void) throws(HTTP2Error) {
+        guard let session else { throw HTTP2Error(kind: .sessionClosed, message: "no session") }
+        if outputInUse {
+            var buffer: [UInt8] = []
+            var failure: HTTP2Error?
+            do { try drainOutput(into: &buffer, limit: limit) } catch { failure = error }
+            if !buffer.isEmpty { buffer.withUnsafeBytes(write) }
+            if let failure { throw failure }
+            return
+        }
+        outputInUse = true
+        defer { outputInUse = false }
+        var count = 0
+        var failure: HTTP2Error?
+        while count < limit && !terminated {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 {
+                failed = true
+                failure = HTTP2Error(nghttp2Code: Int32(truncatingIfNeeded: n))
+                break
+            }
+            guard n > 0, let data else { break }
+            if count + n > outputCapacity {
+                let capacity = max(count + n, outputCapacity * 2, 4096)
+                guard let grown = realloc(outputStorage, capacity) else {
+                    // No memory to gather in: what is gathered, then this chunk, go out as they are.
+                    if count > 0 { write(UnsafeRawBufferPointer(start: outputStorage, count: count)) }
+                    write(UnsafeRawBufferPointer(start: data, count: n))
+                    count = 0
+                    continue
+                }
+                outputStorage = grown
+                outputCapacity = capacity
+            }
+            guard let storage = outputStorage else { break }
+            memcpy(storage + count, data, n)
+            count += n
+        }
+        if count > 0 { write(UnsafeRawBufferPointer(start: outputStorage, count: count)) }
+        // Memory grown by a large flush (body frames up to the write high water) is not kept for an idle session.
+        if outputCapacity > Self.keptOutputCapacity {
+            free(outputStorage)
+            outputStorage = nil
+            outputCapacity = 0
+        }
+        if let failure { throw failure }
+    }
+
+    /// The most memory ``drainOutput(limit:to:)`` keeps between calls.
+    static let keptOutputCapacity = 32 * 1024
 
     /// All bytes ready to write.
     package func pendingOutput() throws(HTTP2Error) -> [UInt8] {

@@ -47,8 +47,7 @@ extension Connection {
 
     func flushTLSOutput(_ tls: TLSSession) {
         guard tls.hasOutput else { return }
-        var output: [UInt8] = []
-        tls.takeOutput(into: &output)
-        send(output)
+        let output = tls.takeOutput()
+        if !output.isEmpty { send(output) }
     }
 }

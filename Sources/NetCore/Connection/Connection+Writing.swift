@@ -25,6 +25,27 @@ extension Connection {
         send(bytes)
     }
 
+    /// Queues a copy of `bytes` and writes as much as the socket takes now (``write(_:)-([UInt8])``); over TLS the
+    /// bytes are encrypted in place, without a copy.
+    package func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !closed, writeFailure == nil, lingeringUntil == 0, !bytes.isEmpty else { return }
+        if let tls {
+            guard active else {
+                plaintextBeforeHandshake.append(Array(bytes))
+                return
+            }
+            do {
+                try tls.write(bytes)
+            } catch {
+                close(error: error)
+                return
+            }
+            flushTLSOutput(tls)
+            return
+        }
+        send(Array(bytes))
+    }
+
     /// Queues `bytes`; the loop sends every connection's queued bytes just before it next waits (one gathered
     /// `sendmsg` per connection), so the answers of one round leave back to back: a peer woken by the first finds the
     /// others already there instead of being woken again for each.

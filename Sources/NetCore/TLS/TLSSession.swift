@@ -91,7 +91,7 @@ final class TLSSession {
         }
     }
 
-    /// Encrypts `bytes`; the ciphertext is then in ``takeOutput(into:)``.
+    /// Encrypts `bytes`; the ciphertext is then in ``takeOutput()``.
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         ERR_clear_error()
@@ -112,14 +112,17 @@ final class TLSSession {
     /// Whether ciphertext is waiting to be written.
     var hasOutput: Bool { cgw_BIO_ctrl_pending(writeBIO) > 0 }
 
-    /// Moves pending ciphertext out of the write BIO.
-    func takeOutput(into output: inout [UInt8]) {
+    /// Moves pending ciphertext out of the write BIO into a new array.
+    func takeOutput() -> [UInt8] {
         let pending = Int(cgw_BIO_ctrl_pending(writeBIO))
-        guard pending > 0 else { return }
-        let start = output.count
+        guard pending > 0 else { return [] }
+        // Appending zeros to an empty array is specialized code; making an array of a given size is a generic call
+        // into the standard library (a metadata lookup) that costs more than the zeroing.
+        var output: [UInt8] = []
         output.append(contentsOf: repeatElement(0, count: pending))
-        let read = output.withUnsafeMutableBytes { BIO_read(writeBIO, $0.baseAddress! + start, Int32(pending)) }
-        output.removeLast(pending - Int(max(0, read)))
+        let read = Int(output.withUnsafeMutableBytes { BIO_read(writeBIO, $0.baseAddress, Int32(pending)) })
+        if read < pending { output.removeLast(pending - max(0, read)) }
+        return output
     }
 
     /// The ALPN protocol agreed in the handshake.
