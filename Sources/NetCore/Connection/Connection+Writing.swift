@@ -7,43 +7,42 @@ import Glibc
 extension Connection {
     /// Queues `bytes` and writes as much as the socket takes now.
     package func write(_ bytes: [UInt8]) {
-        guard !closed, writeFailure == nil, lingeringUntil == 0, !bytes.isEmpty else { return }
-        if let tls {
-            guard active else {
-                plaintextBeforeHandshake.append(bytes)
-                return
-            }
-            do {
-                try bytes.withUnsafeBytes { try tls.write($0) }
-            } catch {
-                close(error: error)
-                return
-            }
-            flushTLSOutput(tls)
+        guard acceptsWrites, !bytes.isEmpty else { return }
+        guard let tls else {
+            send(bytes)
             return
         }
-        send(bytes)
+        bytes.withUnsafeBytes { write($0, over: tls) { bytes } }
     }
 
     /// Queues a copy of `bytes` and writes as much as the socket takes now (``write(_:)-([UInt8])``); over TLS the
     /// bytes are encrypted in place, without a copy.
     package func write(_ bytes: UnsafeRawBufferPointer) {
-        guard !closed, writeFailure == nil, lingeringUntil == 0, !bytes.isEmpty else { return }
-        if let tls {
-            guard active else {
-                plaintextBeforeHandshake.append(Array(bytes))
-                return
-            }
-            do {
-                try tls.write(bytes)
-            } catch {
-                close(error: error)
-                return
-            }
-            flushTLSOutput(tls)
+        guard acceptsWrites, !bytes.isEmpty else { return }
+        guard let tls else {
+            send(Array(bytes))
             return
         }
-        send(Array(bytes))
+        write(bytes, over: tls) { Array(bytes) }
+    }
+
+    /// Whether writes are still taken: not closed, no failed send, not lingering.
+    private var acceptsWrites: Bool { !closed && writeFailure == nil && lingeringUntil == 0 }
+
+    /// Encrypts `bytes` and queues the ciphertext; before the handshake is done, keeps `kept()` (the bytes as an
+    /// array) to write once it is. A failed encryption closes the connection.
+    private func write(_ bytes: UnsafeRawBufferPointer, over tls: TLSSession, kept: () -> [UInt8]) {
+        guard active else {
+            plaintextBeforeHandshake.append(kept())
+            return
+        }
+        do {
+            try tls.write(bytes)
+        } catch {
+            close(error: error)
+            return
+        }
+        flushTLSOutput(tls)
     }
 
     /// Queues `bytes`; the loop sends every connection's queued bytes just before it next waits (one gathered
