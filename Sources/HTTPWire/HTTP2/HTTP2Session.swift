@@ -32,8 +32,8 @@ package final class HTTP2Session {
     /// the same stream one after another, so most lookups skip hashing. Cleared when that stream is removed (stream
     /// ids are never reused). Loop thread only, never accessed re-entrantly: unchecked.
     @exclusivity(unchecked) var lastStream: StreamState?
-    /// The memory ``drainOutput(limit:to:)`` drains into, kept between calls (see there), and whether a drain is using
-    /// it. Loop thread only; never held across a call: unchecked.
+    /// The memory ``drainOutput(limit:to:)`` drains into, kept between calls while streams are open (see there), and
+    /// whether a drain is using it. Loop thread only; never held across a call: unchecked.
     @exclusivity(unchecked) private var outputStorage: UnsafeMutableRawPointer?
     @exclusivity(unchecked) private var outputCapacity = 0
     @exclusivity(unchecked) private var outputInUse = false
@@ -236,8 +236,8 @@ package final class HTTP2Session {
         }
     }
 
-    /// Drains output as ``drainOutput(into:limit:)`` does, into memory the session keeps between calls (so a flush
-    /// allocates nothing), and hands what was drained to `write` (not called when there is nothing). On a failure the
+    /// Drains output as ``drainOutput(into:limit:)`` does, into memory the session keeps between calls while it has
+    /// open streams (so a busy connection's flush allocates nothing, and an idle one holds nothing), and hands what was drained to `write` (not called when there is nothing). On a failure the
     /// bytes drained before it are handed over first, then the error is thrown. A call made from inside `write`
     /// drains into an array of its own.
     package func drainOutput(limit: Int, to write: (UnsafeRawBufferPointer) -> Void) throws(HTTP2Error) {
@@ -280,8 +280,9 @@ package final class HTTP2Session {
             count += n
         }
         if count > 0 { write(UnsafeRawBufferPointer(start: outputStorage, count: count)) }
-        // Memory grown by a large flush (body frames up to the write high water) is not kept for an idle session.
-        if outputCapacity > Self.keptOutputCapacity {
+        // Kept only while streams are open: an idle connection holds none of it, and memory grown by a large flush
+        // (body frames up to the write high water) is not kept either.
+        if outputCapacity > Self.keptOutputCapacity || streams.isEmpty {
             free(outputStorage)
             outputStorage = nil
             outputCapacity = 0
