@@ -1,5 +1,6 @@
 import CoreMetrics
 import Locking
+import Synchronization
 
 /// One route's metric handles: its requests by status, its duration, its upstream's first-byte time and its other
 /// counters (``CountedEvent``). Each snapshot holds one per route (see ``GatewaySnapshot/runtime(of:)``), so a routed
@@ -11,6 +12,25 @@ final class RouteMetrics: Sendable {
     let upstream: String
     private let factory: GatewayMetricsFactory
     private let handles = Locked(Handles())
+    /// The handles of a `200` answer, once one was counted (see ``CommonHandles``): set once, retained until
+    /// `deinit`. An `Atomic` of the unmanaged reference is specialized in place; `AtomicLazyReference.load()` is
+    /// a generic call into the library (~640 instructions).
+    private let common = Atomic<Unmanaged<CommonHandles>?>(nil)
+
+    /// A `200` answer's handles, all made: most of a route's requests read them with one atomic load, without the
+    /// lock and the search of ``Handles``. Set when a `200` is first counted, with the upstream's first-byte timer
+    /// when that request timed the upstream (an upstream-timed request finds them here only then).
+    private final class CommonHandles: Sendable {
+        let counter: CoreMetrics.Counter
+        let duration: CoreMetrics.Timer
+        let upstreamFirstByte: CoreMetrics.Timer?
+
+        init(counter: CoreMetrics.Counter, duration: CoreMetrics.Timer, upstreamFirstByte: CoreMetrics.Timer?) {
+            self.counter = counter
+            self.duration = duration
+            self.upstreamFirstByte = upstreamFirstByte
+        }
+    }
 
     private struct Handles {
         /// A route answers with a handful of statuses: a list searched in order beats hashing (and an upstream that
@@ -38,6 +58,34 @@ final class RouteMetrics: Sendable {
 
     /// The counter for `status`, the route's duration timer, and when `upstreamTimed` the upstream's first-byte timer.
     func handles(status: Int, upstreamTimed: Bool) -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?) {
+        guard status == 200 else { return lockedHandles(status: status, upstreamTimed: upstreamTimed) }
+        if let common = common.load(ordering: .acquiring) {
+            // Held by this object until `deinit`: read without a reference count of its own.
+            let found = common._withUnsafeGuaranteedRef {
+                common -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?)? in
+                if !upstreamTimed { return (common.counter, common.duration, nil) }
+                if let firstByte = common.upstreamFirstByte { return (common.counter, common.duration, firstByte) }
+                return nil
+            }
+            return found ?? lockedHandles(status: status, upstreamTimed: upstreamTimed)
+        }
+        let made = lockedHandles(status: status, upstreamTimed: upstreamTimed)
+        let handles = Unmanaged.passRetained(
+            CommonHandles(counter: made.0, duration: made.1, upstreamFirstByte: made.2))
+        if !common.compareExchange(expected: nil, desired: handles, ordering: .acquiringAndReleasing).exchanged {
+            handles.release()
+        }
+        return made
+    }
+
+    deinit {
+        common.load(ordering: .acquiring)?.release()
+    }
+
+    /// ``handles(status:upstreamTimed:)`` from the list, made on first use.
+    private func lockedHandles(status: Int, upstreamTimed: Bool)
+        -> (CoreMetrics.Counter, CoreMetrics.Timer, CoreMetrics.Timer?)
+    {
         handles.withLock { handles in
             let counter: CoreMetrics.Counter
             if let known = handles.requests.first(where: { $0.status == status }) {

@@ -130,17 +130,10 @@ extension GatewayHandler {
         }
 
         /// The caller as `rate_limit` keys it (the API client, else the client's address behind `trusted_proxies`, an
-        /// IPv6 one by its /64), hashed: for the fair share of a full upstream pool.
+        /// IPv6 one by its /64), hashed (see ``CallerKey``): for the fair share of a full upstream pool.
         func callerKey(for caller: Caller) -> Int {
-            var hasher = Hasher()
-            if let clientName {
-                hasher.combine(1 as UInt8)
-                hasher.combine(clientName)
-            } else {
-                hasher.combine(2 as UInt8)
-                hasher.combine(caller.clientAddress.map(ClientAddress.rateLimitKey) ?? "")
-            }
-            return hasher.finalize()
+            if let clientName { return CallerKey.of(clientName, kind: 1) }
+            return CallerKey.of(caller.clientAddress.map(ClientAddress.rateLimitKey) ?? "", kind: 2)
         }
 
         /// `string`, owned. `Forwarding` storing `request.remoteAddress?.host` directly copied the whole optional

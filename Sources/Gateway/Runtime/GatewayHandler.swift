@@ -98,7 +98,9 @@ final class GatewayHandler: HTTPServerHandler {
     private final class DecidedCall: @unchecked Sendable {
         // Made on the loop and used only by the task it is handed to (which starts after it is made).
         @exclusivity(unchecked) var exchange: Exchange
-        let call: Call
+        /// Taken (moved out) by the task: read in place, it was copied for the call across the suspension, a
+        /// reference count per field, and destroyed twice.
+        @exclusivity(unchecked) var call: Call?
         /// A stub responder's answer, drawn in `decide` (a sequence steps once per request).
         let stub: StubAnswer?
 
@@ -130,10 +132,12 @@ final class GatewayHandler: HTTPServerHandler {
     }
 
     func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse {
-        guard let decided = context as? DecidedCall else { return await handle(request) }
+        guard let decided = context as? DecidedCall, let call = decided.call.take() else {
+            return await handle(request)
+        }
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
-        let response = await respond(&decided.exchange, request: request, call: decided.call, stub: decided.stub)
+        let response = await respond(&decided.exchange, request: request, call: call, stub: decided.stub)
         return finishHandled(&decided.exchange, request: request, response: response)
     }
 
