@@ -126,17 +126,13 @@ enum ProxyHeaders {
     /// This hop's `Via` entry for a message received in `version` (RFC 9110 §7.6.3): `1.1 moya-gateway`,
     /// `2 moya-gateway`.
     static func via(_ version: HTTPVersion) -> String {
-        switch (version.major, version.minor) {
-        case (1, 1): return "1.1 moya-gateway"
-        case (2, _): return "2 moya-gateway"
-        case (1, 0): return "1.0 moya-gateway"
-        default:
-            return version.minor == 0
-                ? "\(version.major) moya-gateway" : "\(version.major).\(version.minor) moya-gateway"
-        }
+        if let text = staticVia(version) { return text.description }
+        return version.minor == 0
+            ? "\(version.major) moya-gateway" : "\(version.major).\(version.minor) moya-gateway"
     }
 
-    /// ``via(_:)`` as static text, for the versions a request or response arrives in (nil for others).
+    /// ``via(_:)`` as static text, for the versions a request or response arrives in (nil for others): the hot
+    /// path writes it without making a string.
     static func staticVia(_ version: HTTPVersion) -> StaticString? {
         switch (version.major, version.minor) {
         case (1, 1): return "1.1 moya-gateway"
