@@ -141,13 +141,13 @@ package final class HTTPClient: Sendable {
     package let group: EventLoopGroup
     private let ownsGroup: Bool
     private let tlsContext: Locked<TLSContext?>
-    private let resolutions: HostResolutionCache
+    let resolutions: HostResolutionCache
     /// The addresses of ``Configuration/servers``, when any are configured.
-    private let serverList: ServerListResolution?
+    let serverList: ServerListResolution?
     private let pools: [UncheckedSendable<LoopPools>]
     private let budgets: HTTPOriginBudgets
     private let shareTables: HTTPOriginShareTables
-    private let isShutDown = Atomic<Bool>(false)
+    let isShutDown = Atomic<Bool>(false)
     /// Addresses taken out by ``exclude(_:)``; `hasExclusions` spares the lock while there are none.
     private let excluded = Locked<Set<SocketAddress>>([])
     private let hasExclusions = Atomic<Bool>(false)
@@ -321,14 +321,14 @@ package final class HTTPClient: Sendable {
     }
 
     /// `addresses` without the excluded ones, unless that leaves none.
-    private func usable(_ addresses: [SocketAddress]) -> [SocketAddress] {
+    func usable(_ addresses: [SocketAddress]) -> [SocketAddress] {
         guard hasExclusions.load(ordering: .relaxed) else { return addresses }
         let kept = excluded.withLock { excluded in addresses.filter { !excluded.contains($0) } }
         return kept.isEmpty ? addresses : kept
     }
 
     /// An exchange ready to go to its origin's pool on its loop.
-    private struct PreparedExchange: @unchecked Sendable {
+    struct PreparedExchange: @unchecked Sendable {
         // Made before it is shared: the cancellation handler reaches it directly, with no box to allocate and lock.
         // Past `begin` only the loop touches it.
         let exchange: HTTPClientExchange
@@ -359,7 +359,7 @@ package final class HTTPClient: Sendable {
     }
 
     /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
-    private func prepare(
+    func prepare(
         _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
         progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress]
     ) throws -> PreparedExchange {

@@ -75,6 +75,7 @@ final class HTTPServerLoopContext {
         switch handler.decide(request) {
         case .respond(let response): return .respond(compressor.applied(to: response, for: request))
         case .handle(let context): return .handle(context: context)
+        case .answerLater(let context): return .answerLater(context: context)
         }
     }
 

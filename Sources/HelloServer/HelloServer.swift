@@ -1,6 +1,7 @@
 import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
+import Locking
 import NetCore
 
 #if canImport(Glibc)
@@ -36,14 +37,47 @@ struct HelloServer {
         let origin: HTTPOrigin
 
         func handle(_ request: HTTPServerRequest) async -> HTTPServerResponse {
-            let outgoing = HTTPClientRequest(
-                method: request.head.method, origin: origin, target: request.head.target,
-                headers: Self.endToEnd(request.head.headers, dropping: "Host"))
-            guard let response = try? await client.execute(outgoing) else {
+            guard let response = try? await client.execute(outgoing(for: request)) else {
                 return HTTPServerResponse(status: 502, body: [])
             }
-            return HTTPServerResponse(
-                status: response.status, headers: Self.endToEnd(response.headers), body: response.body)
+            return Self.answer(response)
+        }
+
+        /// Every request is relayed on the loop, by callback, with no task (``start(_:context:responder:)``).
+        func decide(_ request: HTTPServerRequest) -> HTTPServerDecision {
+            .answerLater(context: nil)
+        }
+
+        func start(
+            _ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder
+        ) {
+            let started = client.start(outgoing(for: request)) { result in
+                guard case .success(.collected(let response)) = result else {
+                    return responder.respond(HTTPServerResponse(status: 502, body: []))
+                }
+                responder.respond(Self.answer(response))
+            }
+            guard let started else {
+                // Not startable at once (the origin's address not resolved yet): in a task, as `handle` does.
+                let waiting = UncheckedSendable(responder)
+                let loop = request.loop
+                Task(executorPreference: loop) {
+                    let response = await handle(request)
+                    loop.executeSoonOrNow { waiting.value.respond(response) }
+                }
+                return
+            }
+            responder.cancellation = RelayCancellation(call: started)
+        }
+
+        private func outgoing(for request: HTTPServerRequest) -> HTTPClientRequest {
+            HTTPClientRequest(
+                method: request.head.method, origin: origin, target: request.head.target,
+                headers: Self.endToEnd(request.head.headers, dropping: "Host"))
+        }
+
+        private static func answer(_ response: HTTPClientResponse) -> HTTPServerResponse {
+            HTTPServerResponse(status: response.status, headers: Self.endToEnd(response.headers), body: response.body)
         }
 
         /// `headers` without the fields dropped both ways (`Connection`, `Keep-Alive`, `Transfer-Encoding`,
@@ -68,6 +102,13 @@ struct HelloServer {
             }
             return kept
         }
+    }
+
+    /// Stops a relayed exchange whose client went away.
+    final class RelayCancellation: HTTPServerCancellation {
+        let call: HTTPClientCall
+        init(call: HTTPClientCall) { self.call = call }
+        func cancel() { call.cancel() }
     }
 
     static func main() async throws {

@@ -3,10 +3,11 @@ import Locking
 import NetCore
 
 /// One request/response exchange as it moves through a pool and onto a connection. Loop thread only.
-final class HTTPClientExchange {
+final class HTTPClientExchange: EventLoopJob {
     /// How the response reaches the caller. Unchecked continuations: the exchange resumes one exactly once (the
-    /// delivery is cleared as it is resumed), and a checked one costs an allocation per request.
-    enum Delivery {
+    /// delivery is cleared as it is resumed), and a checked one costs an allocation per request. Unchecked `Sendable`:
+    /// a continuation is, and a ``callback(threshold:_:)`` is made on the loop that calls it and never leaves it.
+    enum Delivery: @unchecked Sendable {
         /// All of it at the end (`execute`).
         case collected(UnsafeContinuation<HTTPClientResponse, any Error>)
         /// The head as soon as it arrives, the body as a back-pressured ``ByteStream`` (`execute(streaming:)`).
@@ -14,6 +15,9 @@ final class HTTPClientExchange {
         /// Collected when the head declares a body of at most `threshold` bytes, else streamed
         /// (`execute(_:streamingBodiesLongerThan:)`).
         case collectedOrStreamed(threshold: Int, UnsafeContinuation<HTTPClientResponseOrStream, any Error>)
+        /// To a closure on the loop, in a job of its own (never from inside the connection's event): collected, or
+        /// with a `threshold`, streamed past it as `collectedOrStreamed` is (``HTTPClient/start(_:streamingBodiesLongerThan:deadline:timeout:completion:)``).
+        case callback(threshold: Int?, HTTPClientCompletion)
     }
 
     // Loop-confined state skips dynamic exclusivity checks (see `Connection`): scalars and references only read or
@@ -145,6 +149,7 @@ final class HTTPClientExchange {
         self.delivery = delivery
         if case .streamed = delivery { isStreamed = true }
         if case .collected = delivery { limitsCollectedBody = true }
+        if case .callback(nil, _) = delivery { limitsCollectedBody = true }
         guard !cancelledBeforeBegin else {
             fail(.cancelled)
             return false
@@ -215,7 +220,7 @@ final class HTTPClientExchange {
     /// For a response collected or streamed by size: decides from its head (before ``headReceived()``). A body the
     /// head declares short enough, or a response without a body, is collected.
     func chooseDelivery(for head: HTTPResponseHead) {
-        guard case .collectedOrStreamed(let threshold, _) = delivery else { return }
+        guard let threshold = streamingThreshold else { return }
         if request.method == .head || head.status == 204 || head.status == 304 { return }
         if let length = head.headers.first(.contentLength).flatMap({ Int($0) }), length <= threshold { return }
         isStreamed = true
@@ -224,11 +229,20 @@ final class HTTPClientExchange {
     /// ``chooseDelivery(for:)`` from an HTTP/1 response's framing, as the parser validated it: no body (a response to
     /// HEAD, a 204 or a 304) or a length within the threshold is collected, with no field to look up again.
     func chooseDelivery(for framing: HTTP1ResponseBodyFraming) {
-        guard case .collectedOrStreamed(let threshold, _) = delivery else { return }
+        guard let threshold = streamingThreshold else { return }
         switch framing {
         case .none: return
         case .contentLength(let length) where length <= Int64(threshold): return
         default: isStreamed = true
+        }
+    }
+
+    /// The body length past which a delivery decided at the head streams the body; nil for the others.
+    private var streamingThreshold: Int? {
+        switch delivery {
+        case .collectedOrStreamed(let threshold, _): return threshold
+        case .callback(let threshold, _): return threshold
+        default: return nil
         }
     }
 
@@ -260,6 +274,7 @@ final class HTTPClientExchange {
         switch delivery {
         case .streamed(let continuation): continuation.resume(returning: response)
         case .collectedOrStreamed(_, let continuation): continuation.resume(returning: .streamed(response))
+        case .callback(_, let completion): call(completion, with: .success(.streamed(response)))
         case .collected: break
         }
     }
@@ -362,6 +377,12 @@ final class HTTPClientExchange {
             } catch {
                 continuation.resume(throwing: error)
             }
+        case .callback(_, let completion):
+            do throws(HTTPClientError) {
+                call(completion, with: .success(.collected(try collectedResponse(head: consume head))))
+            } catch {
+                call(completion, with: .failure(error))
+            }
         case .streamed, nil: return
         }
         delivery = nil
@@ -407,9 +428,29 @@ final class HTTPClientExchange {
         case .collected(let continuation): continuation.resume(throwing: error)
         case .streamed(let continuation): continuation.resume(throwing: error)
         case .collectedOrStreamed(_, let continuation): continuation.resume(throwing: error)
+        case .callback(_, let completion): call(completion, with: .failure(error))
         case nil: return
         }
         delivery = nil
+    }
+
+    /// A callback delivery's result, held until its job runs.
+    @exclusivity(unchecked) private var outcome:
+        (HTTPClientCompletion, Result<HTTPClientResponseOrStream, HTTPClientError>)?
+
+    /// Calls `completion` with `result` in a job of its own on the loop, as a continuation's task would resume: the
+    /// connection that finished the exchange is done with its event (and back in its pool) by then.
+    private func call(
+        _ completion: @escaping HTTPClientCompletion,
+        with result: consuming Result<HTTPClientResponseOrStream, HTTPClientError>
+    ) {
+        outcome = (completion, result)
+        loop.executeLocally(job: self)
+    }
+
+    func runOnLoop() {
+        guard let (completion, result) = outcome.take() else { return }
+        completion(result)
     }
 }
 

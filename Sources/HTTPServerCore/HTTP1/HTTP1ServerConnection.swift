@@ -7,8 +7,9 @@ import NetCore
 ///
 /// Lives on its connection's loop thread.
 final class HTTP1ServerConnection: HTTPServerConnectionHandler {
-    /// One request's place in the response order.
-    final class Slot {
+    /// One request's place in the response order; for a request answered later on the loop
+    /// (``HTTPServerDecision/answerLater(context:)``), also its handler's responder.
+    final class Slot: HTTPServerResponder {
         let isHead: Bool
         let version: HTTPVersion
         /// Not GET, HEAD, OPTIONS or TRACE: its handler starts only once every earlier response on the connection is
@@ -28,6 +29,33 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         var failedStatus: Int?
         /// When the body failed (loop time, nanoseconds).
         var failedAt: UInt64 = 0
+        /// A request answered later: the connection its answer goes to, until it is given.
+        var answering: HTTP1ServerConnection?
+        /// A request answered later, when the server compresses: what the compression of its answer looks at.
+        var compressedFor: HTTPServerRequest?
+        var cancellation: (any HTTPServerCancellation)?
+        private(set) var isCancelled = false
+
+        func respond(_ response: consuming HTTPServerResponse) {
+            guard let connection = answering.take() else { return }
+            cancellation = nil
+            if let request = compressedFor.take() {
+                connection.complete(self, with: connection.context.compressor.applied(to: response, for: request))
+            } else {
+                connection.complete(self, with: response)
+            }
+        }
+
+        /// Whether a handler still works on the answer (a task, or work started for an answer given later).
+        var isHandled: Bool { task != nil || answering != nil }
+
+        /// Stops the handler answering this slot: its task, or the work started for an answer given later.
+        func cancelHandler() {
+            task?.cancel()
+            guard answering != nil, !isCancelled else { return }
+            isCancelled = true
+            cancellation.take()?.cancel()
+        }
 
         init(isHead: Bool, version: HTTPVersion, keepAlive: Bool, isUnsafe: Bool = false) {
             self.isHead = isHead
@@ -166,7 +194,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody?.fail(ByteStreamError.aborted)
         currentBody = nil
         endUpgrade()
-        for slot in slots { slot.task?.cancel() }
+        for slot in slots { slot.cancelHandler() }
         _ = takeSlots()
         retireWorker()
         if let waiter = drainWaiter {
@@ -256,6 +284,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         // Constants, so that the answer is borrowed where it is looked at and moved where it goes, never copied.
         let immediate: HTTPServerResponse?
         let handlerContext: (any AnyObject & Sendable)?
+        var answersLater = false
         if waits {
             immediate = nil
             handlerContext = nil
@@ -279,6 +308,10 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             case .handle(let decided):
                 immediate = nil
                 handlerContext = decided
+            case .answerLater(let decided):
+                immediate = nil
+                handlerContext = decided
+                answersLater = true
             }
         }
         let slot = Slot(isHead: isHead, version: version, keepAlive: keepAlive, isUnsafe: isUnsafe)
@@ -309,6 +342,8 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         } else if immediate != nil {
             // Written when the input at hand has been processed (see `connection(_:didRead:)`).
             slot.response = immediate
+        } else if answersLater {
+            startHandler(consume request, context: handlerContext, slot: slot)
         } else {
             dispatch(consume request, context: handlerContext, slot: slot)
         }
@@ -366,6 +401,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         runInOwnTask(consume job, handler: handler)
     }
 
+    /// Starts the handler's work for a request it answers later on the loop (``HTTPServerHandler/start(_:context:responder:)``);
+    /// the slot is its responder.
+    private func startHandler(
+        _ request: consuming HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?, slot: Slot
+    ) {
+        slot.answering = self
+        if context.compressor != nil { slot.compressedFor = copy request }
+        context.handler.start(request, context: handlerContext, responder: slot)
+    }
+
     /// Runs `job`'s handler in a task of its own (the worker is busy, or the loop has its maximum of workers).
     private func runInOwnTask(_ job: consuming HTTP1HandlerWorker.Job, handler: any HTTPServerHandler) {
         let job = job
@@ -394,6 +439,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                     switch context.decision(for: request) {
                     case .respond(let response): slot.response = response
                     case .handle(let decided): dispatch(request, context: decided, slot: slot)
+                    case .answerLater(let decided): startHandler(request, context: decided, slot: slot)
                     }
                 }
             }
@@ -437,7 +483,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         guard slot.response == nil else { return }
         slot.failedStatus = status
         slot.failedAt = connection.loop.roundTime
-        guard slot.task != nil else { return answerFailedRequest(slot) }
+        guard slot.isHandled else { return answerFailedRequest(slot) }
         cancelTask(of: slot)
     }
 
@@ -526,7 +572,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         currentBody?.fail(ByteStreamError.aborted)
         currentBody = nil
         endUpgrade()
-        for slot in slots { slot.task?.cancel() }
+        for slot in slots { slot.cancelHandler() }
         _ = takeSlots()
         retireWorker()
         if resetsOnClose {
@@ -550,7 +596,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     /// Cancels the handler answering `slot`. When that is the worker, it is retired: a cancelled task cannot run the
     /// next request.
     private func cancelTask(of slot: Slot) {
-        guard let task = slot.task else { return }
+        guard let task = slot.task else { return slot.cancelHandler() }
         task.cancel()
         slot.task = nil
         if let worker, worker.task == task { retireWorker() }

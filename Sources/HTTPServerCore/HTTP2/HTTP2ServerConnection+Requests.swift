@@ -201,6 +201,7 @@ extension HTTP2ServerConnection {
         let compressor = context.compressor
         let owner = UncheckedSendable((self, stream))
         let handlerContext: (any AnyObject & Sendable)?
+        var answersLater = false
         switch context.decision(for: request) {
         case .respond(let response):
             guard let body = startResponse(stream, with: response) else {
@@ -215,9 +216,16 @@ extension HTTP2ServerConnection {
             return
         case .handle(let decided):
             handlerContext = decided
+        case .answerLater(let decided):
+            handlerContext = decided
+            answersLater = true
         }
-        run(stream) {
-            let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
+        run(stream) { [answersLater] in
+            let answer =
+                answersLater
+                ? await HTTPServerContinuationResponder.answer(request, context: handlerContext, handler: handler)
+                : await handler.handle(request, context: handlerContext)
+            let response = compressor.applied(to: answer, for: request)
             // Back on the loop (the task prefers it as executor).
             let (server, stream) = owner.value
             await server.respond(stream, with: response)

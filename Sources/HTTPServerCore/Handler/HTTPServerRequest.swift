@@ -1,4 +1,5 @@
 import HTTPWire
+import Locking
 import NetCore
 
 /// A request as the server hands it to the handler: the head, a streaming body and where it came from.
@@ -137,6 +138,11 @@ package protocol HTTPServerHandler: Sendable {
     /// ``handle(_:)`` for a request ``decide(_:)`` handed on with `context`. The default ignores the context.
     func handle(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async -> HTTPServerResponse
 
+    /// Begins answering a request ``decide(_:)`` answered with ``HTTPServerDecision/answerLater(context:)``, on the loop
+    /// thread: the work starts here and its answer goes to `responder`, on the loop, once. No task is involved unless
+    /// the handler makes one. Must not block. The default runs ``handle(_:context:)`` in a task preferring the loop.
+    func start(_ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder)
+
     /// The answer to a request the server refuses before the handler sees it (see ``HTTPServerRejection``), for a
     /// handler that shapes its own errors or logs them. Called on the loop thread; must not block. The status and
     /// the connection's fate stay the server's. The default is ``HTTPServerRejection/defaultResponse``.
@@ -149,6 +155,10 @@ package enum HTTPServerDecision: Sendable {
     case respond(HTTPServerResponse)
     /// ``HTTPServerHandler/handle(_:context:)`` runs in a task, given `context`.
     case handle(context: (any AnyObject & Sendable)?)
+    /// ``HTTPServerHandler/start(_:context:responder:)`` runs on the loop, given `context`, and answers later through
+    /// its responder: a request that waits only for callbacks (an upstream exchange) costs no task. Over HTTP/2 the
+    /// stream's task waits for the responder.
+    case answerLater(context: (any AnyObject & Sendable)?)
 }
 
 extension HTTPServerHandler {
@@ -164,6 +174,25 @@ extension HTTPServerHandler {
         await handle(request)
     }
     package func rejected(_ rejection: HTTPServerRejection) -> HTTPServerResponse { rejection.defaultResponse }
+
+    package func start(
+        _ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder
+    ) {
+        let started = UncheckedSendable(responder)
+        let loop = request.loop
+        let task = Task(executorPreference: loop) {
+            let response = await handle(request, context: context)
+            loop.executeSoonOrNow { started.value.respond(response) }
+        }
+        responder.cancellation = TaskCancellation(task: task)
+    }
+}
+
+/// Cancels the task that answers a request in ``HTTPServerHandler/start(_:context:responder:)``'s default.
+private final class TaskCancellation: HTTPServerCancellation {
+    let task: Task<Void, Never>
+    init(task: Task<Void, Never>) { self.task = task }
+    func cancel() { task.cancel() }
 }
 
 /// Adapts a closure to ``HTTPServerHandler``.

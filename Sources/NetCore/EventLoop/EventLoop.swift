@@ -14,6 +14,13 @@ package protocol EventLoopHandler: AnyObject {
     func handleEvents(_ events: UInt32)
 }
 
+/// Work an object does on its loop when its turn comes (see ``EventLoop/executeLocally(job:)``): queued as the object
+/// itself, so deferring it allocates nothing, as resuming a task does not.
+package protocol EventLoopJob: AnyObject {
+    /// Runs on the loop thread, in a job of its own.
+    func runOnLoop()
+}
+
 /// One epoll loop on its own thread: edge-triggered readiness, an eventfd for wake-ups, timers and a job queue.
 ///
 /// A loop is also a `TaskExecutor`: `Task(executorPreference: loop)` keeps async work on the loop's thread, so a request
@@ -28,6 +35,7 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     private enum Job: @unchecked Sendable {
         case closure(() -> Void)
         case task(UnownedJob)
+        case object(any EventLoopJob)
     }
 
     /// Jobs submitted from other threads, drained by the loop.
@@ -132,6 +140,11 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     /// Enqueues non-Sendable work from the loop thread itself (e.g. deferring a callback to after the current event).
     package func executeLocally(_ work: @escaping () -> Void) {
         localJobs.append(.closure(work))
+    }
+
+    /// Runs `job` after the current event, from the loop thread itself, with no closure to allocate.
+    package func executeLocally(job: any EventLoopJob) {
+        localJobs.append(.object(job))
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
@@ -453,6 +466,7 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
                 switch job {
                 case .closure(let body): body()
                 case .task(let task): task.runSynchronously(on: asUnownedTaskExecutor())
+                case .object(let object): object.runOnLoop()
                 }
             }
             runningJobs.removeAll(keepingCapacity: true)

@@ -1,0 +1,55 @@
+import HTTPWire
+import NetCore
+
+/// How ``HTTPClient/start(_:streamingBodiesLongerThan:deadline:timeout:completion:)`` hands over the response: called
+/// once, on the loop the request was started from, in a job of its own.
+package typealias HTTPClientCompletion = (Result<HTTPClientResponseOrStream, HTTPClientError>) -> Void
+
+/// An exchange started by ``HTTPClient/start(_:streamingBodiesLongerThan:deadline:timeout:completion:)``.
+package struct HTTPClientCall {
+    /// Nil when the request failed before an exchange was made (its completion has the error).
+    let exchange: HTTPClientExchange?
+
+    /// Stops the exchange (on its loop): its completion gets ``HTTPClientError/cancelled`` unless it has its result
+    /// already. A streamed body already handed over is ended by dropping or cancelling its stream instead.
+    package func cancel() {
+        exchange?.cancel()
+    }
+}
+
+extension HTTPClient {
+    /// Sends `request` from the loop the caller runs on and calls `completion` there with the response, with no task:
+    /// collected, or with `threshold`, returned at the head with the body streamed when it is longer than that (as
+    /// `execute(_:streamingBodiesLongerThan:)` does). The same exchange as the async forms (pools, retries of a
+    /// reused connection's failure, deadlines, fair share); `deadline` and `timeout` as in
+    /// ``execute(_:deadline:timeout:progress:)``.
+    ///
+    /// Returns nil, having done nothing, when the exchange cannot start at once on this thread: the caller is not on
+    /// one of the client's loops, the client is shut down, the body is a file still to be opened, or the origin's
+    /// addresses are not known yet; the async forms wait for those. Every other failure goes to `completion`.
+    package func start(
+        _ request: HTTPClientRequest, streamingBodiesLongerThan threshold: Int? = nil,
+        deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
+        completion: @escaping HTTPClientCompletion
+    ) -> HTTPClientCall? {
+        guard !isShutDown.load(ordering: .relaxed), let loop = currentLoop else { return nil }
+        if case .file = request.body { return nil }
+        let known =
+            serverList == nil
+            ? resolutions.knownAddresses(host: request.host, port: request.port)
+            : serverList?.knownAddresses()
+        guard let known else { return nil }
+        let prepared: PreparedExchange
+        do {
+            prepared = try prepare(
+                request, deadline: deadline, timeout: timeout, progress: HTTPClientProgress(), file: nil,
+                addresses: usable(known))
+        } catch {
+            let failure = (error as? HTTPClientError) ?? .requestBodyFailed(reason: "\(error)")
+            loop.executeLocally { completion(.failure(failure)) }
+            return HTTPClientCall(exchange: nil)
+        }
+        prepared.begin(delivering: .callback(threshold: threshold, completion))
+        return HTTPClientCall(exchange: prepared.exchange)
+    }
+}
