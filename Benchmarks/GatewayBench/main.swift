@@ -83,6 +83,7 @@ func run(_ handler: HTTPServerHandler, loop: EventLoop, options: Options, second
                     switch handler.decide(request) {
                     case .respond(let immediate): response = immediate
                     case .handle(let context): response = await handler.handle(request, context: context)
+                    case .answerLater(let context): response = await handler.answer(later: request, context: context)
                     }
                     if case .stream(let stream) = response.body {
                         do { _ = try await stream.collect(upTo: 1 << 30) } catch { statuses[-1, default: 0] += 1 }

@@ -40,9 +40,20 @@ extension MoyaProvider {
         _ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
         streamingBodiesAbove: Int? = nil
     ) async -> Result<Moya.Response, MoyaError> {
-        switch transportStep(
-            target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
-        {
+        await result(
+            of: transportStep(
+                target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove),
+            target: target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
+    }
+
+    /// The pipeline after `step` (see ``transportStep(_:pluginTarget:endpoint:streamingBodiesAbove:)``), up to
+    /// `didReceive`. Inlined into `unprocessedResult`: out of line, its frame is one more task allocation.
+    @inline(__always)
+    func result(
+        of step: consuming TransportStep, target: Target, pluginTarget: TargetType, endpoint: Endpoint,
+        streamingBodiesAbove: Int?
+    ) async -> Result<Moya.Response, MoyaError> {
+        switch step {
         case .finished(let result):
             return result
         case .stub(let source, let behavior):
@@ -110,7 +121,7 @@ extension MoyaProvider {
 
     /// The synchronous part of ``unprocessedResult(_:pluginTarget:endpoint:streamingBodiesAbove:)`` (kept out of the
     /// async function, whose every local costs a task allocation).
-    private func transportStep(
+    func transportStep(
         _ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
         streamingBodiesAbove: Int?
     ) -> TransportStep {
@@ -210,7 +221,7 @@ extension MoyaProvider {
 /// What a request comes to before anything waits, on the transport lane: plugins prepare a `TransportRequest`
 /// (as `TransportPlugin`s) and see a `URLRequest` only if they ask for one. Not nested in the generic provider, whose
 /// nested types get their metadata instantiated on every use.
-private enum TransportStep {
+enum TransportStep {
     /// The endpoint failed to map, or the task is cancelled.
     case finished(Result<Moya.Response, MoyaError>)
     /// Prepared, and stubbed; the wrapper the plugins saw is the response's request source.

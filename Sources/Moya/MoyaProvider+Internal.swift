@@ -344,7 +344,14 @@ extension MoyaProvider {
     func validated(_ result: consuming Result<Moya.Response, MoyaError>, target: Target)
         -> Result<Moya.Response, MoyaError>
     {
-        guard case .success(let response) = result, !target.validationType.accepts(response.statusCode) else {
+        validated(result, by: target.validationType)
+    }
+
+    /// `result`, or the status code error when `validation` does not accept its status.
+    func validated(_ result: consuming Result<Moya.Response, MoyaError>, by validation: ValidationType)
+        -> Result<Moya.Response, MoyaError>
+    {
+        guard case .success(let response) = result, !validation.accepts(response.statusCode) else {
             return result
         }
         return .failure(.underlying(MoyaError.statusCode(response), response))

@@ -243,7 +243,7 @@ public final class Session: Sendable {
     /// ``send(_:progress:streamingBodiesAbove:)``, kept out of the async function, whose every local costs a task
     /// allocation. The request's `timeout` and `deadline` go to the client as they are: it bounds the exchange by the
     /// earlier of the two on its own clock.
-    private func clientRequest(for request: TransportRequest) -> HTTPClientRequest {
+    func clientRequest(for request: TransportRequest) -> HTTPClientRequest {
         var clientRequest = request.http
         for (name, value) in headers.sorted(by: { $0.key < $1.key })
         where !clientRequest.headers.contains(name: name) {

@@ -16,7 +16,7 @@ final class GatewayHandler: HTTPServerHandler {
     private let state: GatewayStateBox
     private let requestIDs = RequestIDGenerator()
     /// Requests in `handle` now: the drain waits for the ones the server cancelled to write their access-log line.
-    private let running = Atomic<Int>(0)
+    let running = Atomic<Int>(0)
     /// Relayed responses (long bodies, WebSocket tunnels) whose access-log line is not written yet: the drain waits
     /// for the ones it cut too.
     private let relaying = AtomicCounter()
@@ -28,7 +28,7 @@ final class GatewayHandler: HTTPServerHandler {
     let recorder: ExchangeRecorder?
     /// The longest upstream body collected (not relayed as it arrives): longer when recording, so that a body up to
     /// the recorder's per-body cap can be recorded.
-    private let collectLimit: Int
+    let collectLimit: Int
 
     init(state: GatewayStateBox, buffering: ResponseBuffering? = nil, recorder: ExchangeRecorder? = nil) {
         self.state = state
@@ -90,12 +90,15 @@ final class GatewayHandler: HTTPServerHandler {
                 return .respond(finish(&exchange, response: answer, started: started))
             }
         }
+        if answersOnLoop(call, request: request) {
+            return .answerLater(context: DecidedCall(exchange: consume exchange, call: call))
+        }
         return .handle(context: DecidedCall(exchange: consume exchange, call: call))
     }
 
     /// An upstream call as ``decide(_:)`` left it for the task: the exchange is moved in, and the task fills it in
     /// place (no copy of its access-log record).
-    private final class DecidedCall: @unchecked Sendable {
+    final class DecidedCall: @unchecked Sendable {
         // Made on the loop and used only by the task it is handed to (which starts after it is made).
         @exclusivity(unchecked) var exchange: Exchange
         /// Taken (moved out) by the task: read in place, it was copied for the call across the suspension, a
@@ -138,7 +141,9 @@ final class GatewayHandler: HTTPServerHandler {
         running.add(1, ordering: .relaxed)
         defer { running.subtract(1, ordering: .releasing) }
         let response = await respond(&decided.exchange, request: request, call: call, stub: decided.stub)
-        return finishHandled(&decided.exchange, request: request, response: response)
+        return finishHandled(
+            &decided.exchange, bodyRejectionStatus: request.bodyRejectionStatus,
+            cancelled: _Concurrency.Task<Never, Never>.isCancelled, response: response)
     }
 
     /// A request that did not go through ``decide(_:)``.
@@ -154,17 +159,20 @@ final class GatewayHandler: HTTPServerHandler {
         case .call(let call):
             response = await respond(&exchange, request: request, call: call)
         }
-        return finishHandled(&exchange, request: request, response: response)
+        return finishHandled(
+            &exchange, bodyRejectionStatus: request.bodyRejectionStatus,
+            cancelled: _Concurrency.Task<Never, Never>.isCancelled, response: response)
     }
 
-    /// Completes a request `handle` answered (synchronous, so the async function holds fewer locals: each costs a
-    /// task allocation).
-    private func finishHandled(
-        _ exchange: inout Exchange, request: borrowing HTTPServerRequest,
+    /// Completes a request `handle` or a loop call answered (synchronous, so the async function holds fewer locals:
+    /// each costs a task allocation); `cancelled` when the server gave up on the request, with `bodyRejectionStatus`
+    /// when that was for its body.
+    func finishHandled(
+        _ exchange: inout Exchange, bodyRejectionStatus: Int?, cancelled: Bool,
         response: consuming HTTPServerResponse
     ) -> HTTPServerResponse {
-        if _Concurrency.Task<Never, Never>.isCancelled {
-            if let status = request.bodyRejectionStatus {
+        if cancelled {
+            if let status = bodyRejectionStatus {
                 // The server gave up on the body (too slow, over the limit, malformed framing) and sends this
                 // answer with its own status: the error body and log line say so, like a refusal before routing.
                 exchange.record.upstreamError =
@@ -281,19 +289,9 @@ final class GatewayHandler: HTTPServerHandler {
             sharing: sharing, stubAnswer: stub?.answer, stubDraw: stub?.draw)
 
         var isTrial = false
-        if let breaker = upstream.breaker {
-            switch breaker.admit(now: EventLoop.now()) {
-            case .allowed(let trial):
-                isTrial = trial
-            case .refused(let wait):
-                exchange.record.upstreamError = "circuit open"
-                exchange.snapshot.telemetry.circuitRefused(
-                    upstream: call.route.upstream.name,
-                    metrics: exchange.record.routeMetrics)
-                return errorResponse(
-                    .serviceUnavailable, requestID: requestID,
-                    extra: ["Retry-After": RetryAfter.value(wait)])
-            }
+        switch admit(call, exchange: &exchange) {
+        case .refused(let answer): return answer
+        case .admitted(let trial): isTrial = trial
         }
         var result: Result<Moya.Response, MoyaError>
         var answered: StubAnswer?
@@ -316,14 +314,10 @@ final class GatewayHandler: HTTPServerHandler {
         }
         exchange.record.retries = target.retryCount
         // A coalesced follower's answer is its leader's call: counted once.
-        if let breaker = upstream.breaker, !shared || target.wasSent || isTrial {
-            let outcome = UpstreamCircuit.outcome(
-                of: result,
-                cancelled: _Concurrency.Task<Never, Never>.isCancelled
-                    || streamedBody?.exceededLimit == true)
-            UpstreamCircuit.report(
-                breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
-                upstream: call.route.upstream.name, breaker: breaker, snapshot: exchange.snapshot)
+        if !shared || target.wasSent || isTrial {
+            report(
+                result, to: call, isTrial: isTrial, exchange: exchange,
+                cancelled: _Concurrency.Task<Never, Never>.isCancelled || streamedBody?.exceededLimit == true)
         }
         if let streamedBody {
             exchange.record.bytesIn = streamedBody.bytesRelayed
@@ -464,7 +458,7 @@ final class GatewayHandler: HTTPServerHandler {
         return response
     }
 
-    private func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:])
+    func errorResponse(_ code: GatewayErrorCode, requestID: String, extra: [String: String] = [:])
         -> HTTPServerResponse
     {
         var headers: HTTPFields = ["Content-Type": ErrorBody.contentType, "X-Request-Id": requestID]

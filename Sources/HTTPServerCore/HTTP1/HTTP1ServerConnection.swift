@@ -39,10 +39,18 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         func respond(_ response: consuming HTTPServerResponse) {
             guard let connection = answering.take() else { return }
             cancellation = nil
-            if let request = compressedFor.take() {
-                connection.complete(self, with: connection.context.compressor.applied(to: response, for: request))
+            let answer =
+                if let request = compressedFor.take() {
+                    connection.context.compressor.applied(to: response, for: request)
+                } else {
+                    response
+                }
+            if connection.startingHandler {
+                // Answered from inside `start`: the slot is filled, and the connection writes it once the input at
+                // hand is processed, as it does an immediate answer.
+                self.response = answer
             } else {
-                connection.complete(self, with: response)
+                connection.complete(self, with: answer)
             }
         }
 
@@ -408,8 +416,13 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     ) {
         slot.answering = self
         if context.compressor != nil { slot.compressedFor = copy request }
+        startingHandler = true
         context.handler.start(request, context: handlerContext, responder: slot)
+        startingHandler = false
     }
+
+    /// Set while a handler's `start` runs: an answer it gives at once fills its slot, to be written with the others.
+    @exclusivity(unchecked) private var startingHandler = false
 
     /// Runs `job`'s handler in a task of its own (the worker is busy, or the loop has its maximum of workers).
     private func runInOwnTask(_ job: consuming HTTP1HandlerWorker.Job, handler: any HTTPServerHandler) {

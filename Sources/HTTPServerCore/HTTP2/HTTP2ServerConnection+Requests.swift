@@ -223,7 +223,7 @@ extension HTTP2ServerConnection {
         run(stream) { [answersLater] in
             let answer =
                 answersLater
-                ? await HTTPServerContinuationResponder.answer(request, context: handlerContext, handler: handler)
+                ? await handler.answer(later: request, context: handlerContext)
                 : await handler.handle(request, context: handlerContext)
             let response = compressor.applied(to: answer, for: request)
             // Back on the loop (the task prefers it as executor).

@@ -78,3 +78,14 @@ final class HTTPServerContinuationResponder: HTTPServerResponder {
         cancellation?.cancel()
     }
 }
+
+extension HTTPServerHandler {
+    /// The answer to a request ``decide(_:)`` answered with ``HTTPServerDecision/answerLater(context:)``, awaited
+    /// from a task on the request's loop (HTTP/2's streams, benchmarks): ``start(_:context:responder:)`` runs on the
+    /// loop and its responder resumes the task; cancelling the task cancels the handler's work.
+    package func answer(later request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async
+        -> HTTPServerResponse
+    {
+        await HTTPServerContinuationResponder.answer(request, context: context, handler: self)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import HTTPClientCore
+import Locking
+
+/// A request started by `MoyaProvider.request(onLoop:streamingBodiesAbove:completion:)`.
+package struct MoyaLoopRequest {
+    fileprivate let call: HTTPClientCall?
+    fileprivate let task: AsyncTask<Void, Never>?
+
+    /// Cancels the request: its completion gets the cancellation error (after the plugins' `didReceive` and
+    /// `process`) unless its result is in already. On the loop the request was started from.
+    package func cancel() {
+        call?.cancel()
+        task?.cancel()
+    }
+}
+
+extension MoyaProvider {
+    /// ``requestInCurrentTask(_:streamingBodiesAbove:)``'s pipeline, answered by callback on the caller's event loop
+    /// instead of returned: for a server's handler that runs on the loop without a task.
+    ///
+    /// The endpoint, stub behaviour, the plugins' `prepare` and `willSend` run now. A request that nothing could send
+    /// again (no retrier, adapter or challenge to answer) then goes to the client with no task, and `completion`
+    /// runs on this loop, in a job of its own, after validation and the plugins' `didReceive` and `process`. Any
+    /// other request (stubbed, on the `URLRequest` path, retried, or from a thread that is not one of the client's
+    /// loops) goes on in a task preferring the loop. `completion` is never called before this returns.
+    package func request(
+        onLoop target: Target, streamingBodiesAbove: Int? = nil,
+        completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
+    ) -> MoyaLoopRequest {
+        let pluginTarget: TargetType = target
+        let endpoint = self.endpoint(target)
+        let step = transportStep(
+            target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
+        if case .send(let outgoing, let requestType) = step, retriers.isEmpty, adapters.isEmpty,
+            requestType.credential == nil,
+            let call = send(outgoing, pluginTarget: pluginTarget, completion: completion)
+        {
+            return MoyaLoopRequest(call: call, task: nil)
+        }
+        let waiting = UncheckedSendable((step, target, pluginTarget, endpoint, completion))
+        let task = AsyncTask(executorPreference: session.client.currentLoop) {
+            let (step, target, pluginTarget, endpoint, completion) = waiting.value
+            var result = await self.result(
+                of: step, target: target, pluginTarget: pluginTarget, endpoint: endpoint,
+                streamingBodiesAbove: streamingBodiesAbove)
+            for plugin in self.plugins { result = plugin.process(consume result, target: pluginTarget) }
+            completion(result)
+        }
+        return MoyaLoopRequest(call: nil, task: task)
+    }
+
+    /// Sends `outgoing` once with the client's callback; nil when the client cannot start it at once (see
+    /// `HTTPClient.start`).
+    private func send(
+        _ outgoing: TransportOutgoing, pluginTarget: TargetType,
+        completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
+    ) -> HTTPClientCall? {
+        let source = outgoing.source
+        let request = source.transport
+        let url = ResponseURL.transport(request.http.origin, request.http.target)
+        return session.client.start(
+            session.headers.isEmpty ? request.http : session.clientRequest(for: request),
+            streamingBodiesLongerThan: outgoing.streamingBodiesAbove, deadline: request.deadline,
+            timeout: request.timeout
+        ) { exchanged in
+            var result: Result<Moya.Response, MoyaError>
+            switch consume exchanged {
+            case .success(.collected(let response)):
+                result = .success(
+                    Moya.Response(transport: TransportResponse(response, url: url), requestSource: source))
+            case .success(.streamed(let response)):
+                result = .success(
+                    Moya.Response(transport: TransportResponse(streaming: response, url: url), requestSource: source))
+            case .failure(let error):
+                result = .failure(TransportErrors.moyaError(for: error))
+            }
+            result = self.validated(consume result, by: pluginTarget.validationType)
+            self.plugins.forEach { $0.didReceive(result, target: pluginTarget) }
+            for plugin in self.plugins { result = plugin.process(consume result, target: pluginTarget) }
+            completion(result)
+        }
+    }
+}
