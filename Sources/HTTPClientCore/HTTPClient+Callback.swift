@@ -3,7 +3,7 @@ import NetCore
 
 /// How ``HTTPClient/start(_:streamingBodiesLongerThan:deadline:timeout:completion:)`` hands over the response: called
 /// once, on the loop the request was started from, in a job of its own.
-package typealias HTTPClientCompletion = (Result<HTTPClientResponseOrStream, HTTPClientError>) -> Void
+package typealias HTTPClientCompletion = (consuming Result<HTTPClientResponseOrStream, HTTPClientError>) -> Void
 
 /// An exchange started by ``HTTPClient/start(_:streamingBodiesLongerThan:deadline:timeout:completion:)``.
 package struct HTTPClientCall {

@@ -38,6 +38,18 @@ extension MoyaProvider {
         {
             return MoyaLoopRequest(call: call, task: nil)
         }
+        return inTask(
+            step, target: target, pluginTarget: pluginTarget, endpoint: endpoint,
+            streamingBodiesAbove: streamingBodiesAbove, completion: completion)
+    }
+
+    /// The rest of the pipeline after `step`, in a task preferring the caller's loop. Out of line: the tuple of its
+    /// captures would otherwise have its metadata looked up on every request, the callback's included.
+    @inline(never)
+    private func inTask(
+        _ step: consuming TransportStep, target: Target, pluginTarget: TargetType, endpoint: Endpoint,
+        streamingBodiesAbove: Int?, completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
+    ) -> MoyaLoopRequest {
         let waiting = UncheckedSendable((step, target, pluginTarget, endpoint, completion))
         let task = AsyncTask(executorPreference: session.client.currentLoop) {
             let (step, target, pluginTarget, endpoint, completion) = waiting.value
@@ -57,13 +69,8 @@ extension MoyaProvider {
         completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
     ) -> HTTPClientCall? {
         let source = outgoing.source
-        let request = source.transport
-        let url = ResponseURL.transport(request.http.origin, request.http.target)
-        return session.client.start(
-            session.headers.isEmpty ? request.http : session.clientRequest(for: request),
-            streamingBodiesLongerThan: outgoing.streamingBodiesAbove, deadline: request.deadline,
-            timeout: request.timeout
-        ) { exchanged in
+        let url = ResponseURL.transport(source.transport.http.origin, source.transport.http.target)
+        let completed: HTTPClientCompletion = { exchanged in
             var result: Result<Moya.Response, MoyaError>
             switch consume exchanged {
             case .success(.collected(let response)):
@@ -80,5 +87,15 @@ extension MoyaProvider {
             for plugin in self.plugins { result = plugin.process(consume result, target: pluginTarget) }
             completion(result)
         }
+        guard session.headers.isEmpty else {
+            let request = source.transport
+            return session.client.start(
+                session.clientRequest(for: request), streamingBodiesLongerThan: outgoing.streamingBodiesAbove,
+                deadline: request.deadline, timeout: request.timeout, completion: completed)
+        }
+        // Sent from the source the plugins saw, borrowed: the client's exchange keeps the one copy.
+        return session.client.start(
+            source.transport.http, streamingBodiesLongerThan: outgoing.streamingBodiesAbove,
+            deadline: source.transport.deadline, timeout: source.transport.timeout, completion: completed)
     }
 }

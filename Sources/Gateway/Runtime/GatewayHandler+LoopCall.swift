@@ -42,11 +42,12 @@ extension GatewayHandler {
             isTrial = trial
         }
         let target = call.target(for: decided.exchange.caller, request: request, body: [])
+        let provider = call.upstream.provider
         let loopCall = LoopCall(
-            handler: self, decided: decided, call: call, target: target, isTrial: isTrial,
+            handler: self, decided: decided, call: consume call, target: target, isTrial: isTrial,
             isHead: MethodTest.isHead(request.head.method), responder: responder)
         responder.cancellation = loopCall
-        loopCall.sent = call.upstream.provider.request(
+        loopCall.sent = provider.request(
             onLoop: MultiTarget(target), streamingBodiesAbove: collectLimit
         ) { result in
             loopCall.complete(result)
@@ -89,14 +90,14 @@ extension GatewayHandler {
     /// Records a sent call's outcome in its upstream's circuit (if it has one); `cancelled` when the call was given
     /// up on (not the upstream's fault).
     func report(
-        _ result: Result<Moya.Response, MoyaError>, to call: Call, isTrial: Bool, exchange: borrowing Exchange,
+        _ result: Result<Moya.Response, MoyaError>, to call: Call, isTrial: Bool, snapshot: GatewaySnapshot,
         cancelled: Bool
     ) {
         guard let breaker = call.upstream.breaker else { return }
         let outcome = UpstreamCircuit.outcome(of: result, cancelled: cancelled)
         UpstreamCircuit.report(
             breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
-            upstream: call.route.upstream.name, breaker: breaker, snapshot: exchange.snapshot)
+            upstream: call.route.upstream.name, breaker: breaker, snapshot: snapshot)
     }
 }
 
@@ -137,7 +138,10 @@ private final class LoopCall: HTTPServerCancellation {
         sent = nil
         let cancelled = responder.isCancelled
         decided.exchange.record.retries = target.retryCount
-        handler.report(result, to: call, isTrial: isTrial, exchange: decided.exchange, cancelled: cancelled)
+        if call.upstream.breaker != nil {
+            handler.report(
+                result, to: call, isTrial: isTrial, snapshot: decided.exchange.snapshot, cancelled: cancelled)
+        }
         let response = handler.response(for: result, call: call, isHead: isHead, exchange: &decided.exchange)
         responder.respond(handler.finishCall(decided, response: response, cancelled: cancelled))
     }

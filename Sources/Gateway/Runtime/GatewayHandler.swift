@@ -316,7 +316,7 @@ final class GatewayHandler: HTTPServerHandler {
         // A coalesced follower's answer is its leader's call: counted once.
         if !shared || target.wasSent || isTrial {
             report(
-                result, to: call, isTrial: isTrial, exchange: exchange,
+                result, to: call, isTrial: isTrial, snapshot: exchange.snapshot,
                 cancelled: _Concurrency.Task<Never, Never>.isCancelled || streamedBody?.exceededLimit == true)
         }
         if let streamedBody {

@@ -434,9 +434,10 @@ final class HTTPClientExchange: EventLoopJob {
         delivery = nil
     }
 
-    /// A callback delivery's result, held until its job runs.
-    @exclusivity(unchecked) private var outcome:
-        (HTTPClientCompletion, Result<HTTPClientResponseOrStream, HTTPClientError>)?
+    /// A callback delivery's completion and result, held until its job runs (two optionals: an optional tuple of
+    /// them is copied through run-time tuple metadata).
+    @exclusivity(unchecked) private var pendingCompletion: HTTPClientCompletion?
+    @exclusivity(unchecked) private var pendingResult: Result<HTTPClientResponseOrStream, HTTPClientError>?
 
     /// Calls `completion` with `result` in a job of its own on the loop, as a continuation's task would resume: the
     /// connection that finished the exchange is done with its event (and back in its pool) by then.
@@ -444,13 +445,14 @@ final class HTTPClientExchange: EventLoopJob {
         _ completion: @escaping HTTPClientCompletion,
         with result: consuming Result<HTTPClientResponseOrStream, HTTPClientError>
     ) {
-        outcome = (completion, result)
+        pendingCompletion = completion
+        pendingResult = consume result
         loop.executeLocally(job: self)
     }
 
     func runOnLoop() {
-        guard let (completion, result) = outcome.take() else { return }
-        completion(result)
+        guard let completion = pendingCompletion.take(), let result = pendingResult.take() else { return }
+        completion(consume result)
     }
 }
 
