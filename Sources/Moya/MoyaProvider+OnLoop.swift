@@ -2,6 +2,12 @@ import Foundation
 import HTTPClientCore
 import Locking
 
+/// Receives the result of `MoyaProvider.request(onLoop:streamingBodiesAbove:completion:)`, on the loop the request
+/// was started from (an object rather than a closure: the caller's own state, with no context to allocate).
+package protocol MoyaLoopCompletion: AnyObject {
+    func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>)
+}
+
 /// A request started by `MoyaProvider.request(onLoop:streamingBodiesAbove:completion:)`.
 package struct MoyaLoopRequest {
     fileprivate let call: HTTPClientCall?
@@ -26,7 +32,7 @@ extension MoyaProvider {
     /// loops) goes on in a task preferring the loop. `completion` is never called before this returns.
     package func request(
         onLoop target: Target, streamingBodiesAbove: Int? = nil,
-        completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
+        completion: any MoyaLoopCompletion
     ) -> MoyaLoopRequest {
         let pluginTarget: TargetType = target
         let endpoint = self.endpoint(target)
@@ -48,7 +54,7 @@ extension MoyaProvider {
     @inline(never)
     private func inTask(
         _ step: consuming TransportStep, target: Target, pluginTarget: TargetType, endpoint: Endpoint,
-        streamingBodiesAbove: Int?, completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
+        streamingBodiesAbove: Int?, completion: any MoyaLoopCompletion
     ) -> MoyaLoopRequest {
         let waiting = UncheckedSendable((step, target, pluginTarget, endpoint, completion))
         let task = AsyncTask(executorPreference: session.client.currentLoop) {
@@ -57,7 +63,7 @@ extension MoyaProvider {
                 of: step, target: target, pluginTarget: pluginTarget, endpoint: endpoint,
                 streamingBodiesAbove: streamingBodiesAbove)
             for plugin in self.plugins { result = plugin.process(consume result, target: pluginTarget) }
-            completion(result)
+            completion.requestCompleted(result)
         }
         return MoyaLoopRequest(call: nil, task: task)
     }
@@ -66,7 +72,7 @@ extension MoyaProvider {
     /// `HTTPClient.start`).
     private func send(
         _ outgoing: TransportOutgoing, pluginTarget: TargetType,
-        completion: @escaping (Result<Moya.Response, MoyaError>) -> Void
+        completion: any MoyaLoopCompletion
     ) -> HTTPClientCall? {
         let source = outgoing.source
         let url = ResponseURL.transport(source.transport.http.origin, source.transport.http.target)
@@ -85,7 +91,7 @@ extension MoyaProvider {
             result = self.validated(consume result, by: pluginTarget.validationType)
             self.plugins.forEach { $0.didReceive(result, target: pluginTarget) }
             for plugin in self.plugins { result = plugin.process(consume result, target: pluginTarget) }
-            completion(result)
+            completion.requestCompleted(result)
         }
         guard session.headers.isEmpty else {
             let request = source.transport

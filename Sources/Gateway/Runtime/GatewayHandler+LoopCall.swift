@@ -48,10 +48,7 @@ extension GatewayHandler {
             isHead: MethodTest.isHead(request.head.method), responder: responder)
         responder.cancellation = loopCall
         loopCall.sent = provider.request(
-            onLoop: MultiTarget(target), streamingBodiesAbove: collectLimit
-        ) { result in
-            loopCall.complete(result)
-        }
+            onLoop: MultiTarget(target), streamingBodiesAbove: collectLimit, completion: loopCall)
     }
 
     /// The access-log line and metrics of a loop call answered with `response`; `running` counts it no more.
@@ -103,7 +100,7 @@ extension GatewayHandler {
 
 /// One call sent by callback on the loop (see ``GatewayHandler/start(_:context:responder:)``), until its answer is
 /// given. Loop thread only.
-private final class LoopCall: HTTPServerCancellation {
+private final class LoopCall: HTTPServerCancellation, MoyaLoopCompletion {
     let handler: GatewayHandler
     let decided: GatewayHandler.DecidedCall
     let call: GatewayHandler.Call
@@ -111,8 +108,9 @@ private final class LoopCall: HTTPServerCancellation {
     let isTrial: Bool
     let isHead: Bool
     let responder: any HTTPServerResponder
-    /// The request under way, for cancelling it.
-    var sent: MoyaLoopRequest?
+    /// The request under way, for cancelling it. Loop-confined, read and assigned whole: no dynamic exclusivity
+    /// check.
+    @exclusivity(unchecked) var sent: MoyaLoopRequest?
 
     init(
         handler: GatewayHandler, decided: GatewayHandler.DecidedCall, call: GatewayHandler.Call,
@@ -134,7 +132,7 @@ private final class LoopCall: HTTPServerCancellation {
     }
 
     /// The call's result: the response to the client, the access-log line and metrics, as `handle` makes them.
-    func complete(_ result: Result<Moya.Response, MoyaError>) {
+    func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) {
         sent = nil
         let cancelled = responder.isCancelled
         decided.exchange.record.retries = target.retryCount

@@ -29,28 +29,27 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         var failedStatus: Int?
         /// When the body failed (loop time, nanoseconds).
         var failedAt: UInt64 = 0
+        // Loop-confined, and no access to these calls out while in progress (each is read, assigned or taken whole,
+        // and a cancellation taken out is called after): no dynamic exclusivity check.
         /// A request answered later: the connection its answer goes to, until it is given.
-        var answering: HTTP1ServerConnection?
-        /// A request answered later, when the server compresses: what the compression of its answer looks at.
-        var compressedFor: HTTPServerRequest?
-        var cancellation: (any HTTPServerCancellation)?
-        private(set) var isCancelled = false
+        @exclusivity(unchecked) var answering: HTTP1ServerConnection?
+        /// A request answered later, when the server compresses: what the compression of its answer looks at (set
+        /// once `start` returned without answering).
+        @exclusivity(unchecked) var compressedFor: HTTPServerRequest?
+        @exclusivity(unchecked) var cancellation: (any HTTPServerCancellation)?
+        @exclusivity(unchecked) private(set) var isCancelled = false
 
         func respond(_ response: consuming HTTPServerResponse) {
             guard let connection = answering.take() else { return }
             cancellation = nil
-            let answer =
-                if let request = compressedFor.take() {
-                    connection.context.compressor.applied(to: response, for: request)
-                } else {
-                    response
-                }
             if connection.startingHandler {
-                // Answered from inside `start`: the slot is filled, and the connection writes it once the input at
-                // hand is processed, as it does an immediate answer.
-                self.response = answer
+                // Answered from inside `start`: the slot is filled (and compressed once `start` returned), and the
+                // connection writes it once the input at hand is processed, as it does an immediate answer.
+                self.response = consume response
+            } else if let request = compressedFor.take() {
+                connection.complete(self, with: connection.context.compressor.applied(to: response, for: request))
             } else {
-                connection.complete(self, with: answer)
+                connection.complete(self, with: response)
             }
         }
 
@@ -415,10 +414,16 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         _ request: consuming HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?, slot: Slot
     ) {
         slot.answering = self
-        if context.compressor != nil { slot.compressedFor = copy request }
         startingHandler = true
         context.handler.start(request, context: handlerContext, responder: slot)
         startingHandler = false
+        guard let compressor = context.compressor else { return }
+        // The request is kept (moved, not copied) for the compression of an answer still to come.
+        if let answered = slot.response.take() {
+            slot.response = compressor.compress(answered, for: request)
+        } else if slot.answering != nil {
+            slot.compressedFor = consume request
+        }
     }
 
     /// Set while a handler's `start` runs: an answer it gives at once fills its slot, to be written with the others.

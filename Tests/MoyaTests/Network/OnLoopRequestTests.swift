@@ -21,6 +21,13 @@ import FoundationNetworking
         var afterReturn: Bool
     }
 
+    /// Hands the result to a closure.
+    private final class Completion: MoyaLoopCompletion {
+        let body: (Result<Moya.Response, MoyaError>) -> Void
+        init(_ body: @escaping (Result<Moya.Response, MoyaError>) -> Void) { self.body = body }
+        func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) { body(result) }
+    }
+
     /// Calls `request(onLoop:)` from the loop of `provider`'s client and waits for its completion.
     private static func onLoop<T: TargetType>(
         _ provider: MoyaProvider<T>, _ target: T, cancelAfter: Duration? = nil
@@ -31,11 +38,12 @@ import FoundationNetworking
             loop.execute {
                 let (provider, target) = shared.value
                 let returned = Locked(false)
-                let sent = provider.request(onLoop: target) { result in
+                let completion = Completion { result in
                     continuation.resume(
                         returning: Seen(result: result, onLoop: loop.inEventLoop, afterReturn: returned.withLock { $0 })
                     )
                 }
+                let sent = provider.request(onLoop: target, completion: completion)
                 returned.withLock { $0 = true }
                 if let cancelAfter { _ = loop.schedule(after: cancelAfter) { sent.cancel() } }
             }
