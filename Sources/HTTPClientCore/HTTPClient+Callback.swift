@@ -32,7 +32,8 @@ extension HTTPClient {
         deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
         completion: @escaping HTTPClientCompletion
     ) -> HTTPClientCall? {
-        guard !isShutDown.load(ordering: .relaxed), let loop = currentLoop else { return nil }
+        guard !isShutDown.load(ordering: .relaxed), let loopIndex = group.loops.firstIndex(where: { $0.inEventLoop })
+        else { return nil }
         if case .file = request.body { return nil }
         let known =
             serverList == nil
@@ -43,13 +44,14 @@ extension HTTPClient {
         do {
             prepared = try prepare(
                 request, deadline: deadline, timeout: timeout, progress: HTTPClientProgress(), file: nil,
-                addresses: usable(known))
+                addresses: usable(known), onLoop: loopIndex)
         } catch {
             let failure = (error as? HTTPClientError) ?? .requestBodyFailed(reason: "\(error)")
-            loop.executeLocally { completion(.failure(failure)) }
+            group.loops[loopIndex].executeLocally { completion(.failure(failure)) }
             return HTTPClientCall(exchange: nil)
         }
-        prepared.begin(delivering: .callback(threshold: threshold, completion))
+        // On the loop already: submitted at once, the delivery moved in.
+        prepared.submit(.callback(threshold: threshold, completion))
         return HTTPClientCall(exchange: prepared.exchange)
     }
 }

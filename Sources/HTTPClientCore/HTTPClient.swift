@@ -344,7 +344,8 @@ package final class HTTPClient: Sendable {
             if loop.inEventLoop { submit(delivery) } else { loop.execute { submit(delivery) } }
         }
 
-        private func submit(_ delivery: HTTPClientExchange.Delivery) {
+        /// Hands the exchange to its origin's pool, taking `delivery`; on the loop.
+        func submit(_ delivery: consuming HTTPClientExchange.Delivery) {
             guard exchange.begin(delivering: delivery) else { return }
             let pool = HTTPClient.pool(
                 for: exchange.request.origin, in: loopPools, loop: loop,
@@ -361,7 +362,7 @@ package final class HTTPClient: Sendable {
     /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
     func prepare(
         _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
-        progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress]
+        progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress], onLoop current: Int? = nil
     ) throws -> PreparedExchange {
         let body: [UInt8]
         let streamedBody: StreamedRequestBody?
@@ -394,7 +395,7 @@ package final class HTTPClient: Sendable {
         guard !addresses.isEmpty else { throw HTTPClientError.nameResolutionFailed(host: request.host) }
         let tls = request.origin.isTLS ? try clientTLSContext() : nil
         let loopIndex: Int
-        if let current = group.loops.firstIndex(where: { $0.inEventLoop }) {
+        if let current = current ?? group.loops.firstIndex(where: { $0.inEventLoop }) {
             loopIndex = current
         } else {
             let next = group.next()

@@ -144,12 +144,14 @@ final class HTTPClientExchange: EventLoopJob {
     deinit { bodyPump?.stop() }
 
     /// Takes the caller's continuation, on the loop. Returns false, having failed it, when the caller cancelled first.
-    func begin(delivering delivery: Delivery) -> Bool {
+    func begin(delivering delivery: consuming Delivery) -> Bool {
         begun = true
-        self.delivery = delivery
-        if case .streamed = delivery { isStreamed = true }
-        if case .collected = delivery { limitsCollectedBody = true }
-        if case .callback(nil, _) = delivery { limitsCollectedBody = true }
+        switch delivery {
+        case .streamed: isStreamed = true
+        case .collected, .callback(nil, _): limitsCollectedBody = true
+        default: break
+        }
+        self.delivery = consume delivery
         guard !cancelledBeforeBegin else {
             fail(.cancelled)
             return false

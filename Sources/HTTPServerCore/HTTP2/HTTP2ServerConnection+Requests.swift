@@ -201,7 +201,6 @@ extension HTTP2ServerConnection {
         let compressor = context.compressor
         let owner = UncheckedSendable((self, stream))
         let handlerContext: (any AnyObject & Sendable)?
-        var answersLater = false
         switch context.decision(for: request) {
         case .respond(let response):
             guard let body = startResponse(stream, with: response) else {
@@ -217,15 +216,10 @@ extension HTTP2ServerConnection {
         case .handle(let decided):
             handlerContext = decided
         case .answerLater(let decided):
-            handlerContext = decided
-            answersLater = true
+            return startHandler(request, context: decided, stream: stream)
         }
-        run(stream) { [answersLater] in
-            let answer =
-                answersLater
-                ? await handler.answer(later: request, context: handlerContext)
-                : await handler.handle(request, context: handlerContext)
-            let response = compressor.applied(to: answer, for: request)
+        run(stream) {
+            let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
             // Back on the loop (the task prefers it as executor).
             let (server, stream) = owner.value
             await server.respond(stream, with: response)
@@ -245,6 +239,35 @@ extension HTTP2ServerConnection {
     func cancelHandler(of stream: Stream) {
         stream.worker?.cancel()
         stream.task?.cancel()
+        stream.cancelLaterAnswer()
+    }
+
+    /// Starts the handler's work for a request it answers later on the loop (``HTTPServerHandler/start(_:context:responder:)``),
+    /// with no task: the stream is its responder, and its place in ``runningTasks`` is given back with the answer.
+    private func startHandler(
+        _ request: consuming HTTPServerRequest, context handlerContext: (any AnyObject & Sendable)?, stream: Stream
+    ) {
+        stream.answering = self
+        startingHandler = true
+        context.handler.start(request, context: handlerContext, responder: stream)
+        startingHandler = false
+        if let early = stream.earlyAnswer.take() {
+            answered(stream, with: context.compressor.applied(to: early, for: request))
+        } else if stream.answering != nil, context.compressor != nil {
+            // Kept (moved, not copied) for the compression of the answer still to come.
+            stream.compressedFor = consume request
+        }
+    }
+
+    /// A later answer for `stream`: sent as a task's would be; a streamed body is pumped in a worker or a task.
+    func answered(_ stream: Stream, with response: consuming HTTPServerResponse) {
+        guard let body = startResponse(stream, with: response) else { return taskFinished(stream) }
+        let owner = UncheckedSendable((self, stream))
+        run(stream) {
+            let (server, stream) = owner.value
+            await server.finishResponse(stream, streaming: body)
+            server.taskFinished(stream)
+        }
     }
 
     /// Runs at the end of a stream's job, on the loop: the worker is free for another stream from now on.

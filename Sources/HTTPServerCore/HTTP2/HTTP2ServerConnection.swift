@@ -23,7 +23,7 @@ import NetCore
 /// Lives on its connection's loop thread.
 final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection {
     /// One request stream.
-    final class Stream {
+    final class Stream: HTTPServerResponder {
         let id: Int32
         let isHead: Bool
         /// What runs the handler and the response: a worker of the loop's pool, or a task of its own.
@@ -61,11 +61,40 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
         var receiveRate = MinimumRate()
         /// The request was held back (the client cancels streams faster than they complete): it starts when released.
         var held = false
+        // A request answered later (`answerLater`): the stream is its responder. Loop-confined, and each of these is
+        // read, assigned or taken whole (a cancellation taken out is called after): no dynamic exclusivity check.
+        /// The connection the answer goes to, until it is given.
+        @exclusivity(unchecked) var answering: HTTP2ServerConnection?
+        /// What the compression of the answer looks at (set once `start` returned without answering).
+        @exclusivity(unchecked) var compressedFor: HTTPServerRequest?
+        /// An answer given inside `start`, sent once it returned.
+        @exclusivity(unchecked) var earlyAnswer: HTTPServerResponse?
+        @exclusivity(unchecked) var cancellation: (any HTTPServerCancellation)?
+        @exclusivity(unchecked) private(set) var isCancelled = false
 
         init(id: Int32, isHead: Bool, now: UInt64) {
             self.id = id
             self.isHead = isHead
             self.lastBodyProgress = now
+        }
+
+        func respond(_ response: consuming HTTPServerResponse) {
+            guard let connection = answering.take() else { return }
+            cancellation = nil
+            if connection.startingHandler {
+                earlyAnswer = consume response
+            } else if let request = compressedFor.take() {
+                connection.answered(self, with: connection.context.compressor.applied(to: response, for: request))
+            } else {
+                connection.answered(self, with: response)
+            }
+        }
+
+        /// Tells the work started for a later answer that the server gave up on the request.
+        func cancelLaterAnswer() {
+            guard answering != nil, !isCancelled else { return }
+            isCancelled = true
+            cancellation.take()?.cancel()
         }
     }
 
@@ -76,6 +105,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     /// Handler tasks started and not finished yet (including those of reset streams), and requests waiting to start
     /// theirs (see ``arrived``).
     var runningTasks = 0
+    /// Set while a handler's `start` runs (see ``Stream/respond(_:)``).
+    var startingHandler = false
     /// Requests that arrived in the read burst at hand: their handlers start once it has been processed (see
     /// ``dispatchArrived()``).
     var arrived: [(request: HTTPServerRequest, stream: Stream)] = []

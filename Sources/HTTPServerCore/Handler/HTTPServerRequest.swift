@@ -156,8 +156,8 @@ package enum HTTPServerDecision: Sendable {
     /// ``HTTPServerHandler/handle(_:context:)`` runs in a task, given `context`.
     case handle(context: (any AnyObject & Sendable)?)
     /// ``HTTPServerHandler/start(_:context:responder:)`` runs on the loop, given `context`, and answers later through
-    /// its responder: a request that waits only for callbacks (an upstream exchange) costs no task. Over HTTP/2 the
-    /// stream's task waits for the responder.
+    /// its responder: a request that waits only for callbacks (an upstream exchange) costs no task, over HTTP/1.1
+    /// (the request's place in the response order is the responder) and HTTP/2 (its stream is).
     case answerLater(context: (any AnyObject & Sendable)?)
 }
 

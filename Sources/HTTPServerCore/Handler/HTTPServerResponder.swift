@@ -24,8 +24,8 @@ package protocol HTTPServerCancellation: AnyObject {
     func cancel()
 }
 
-/// The responder of a request answered later over a connection that runs its handlers in tasks (HTTP/2's streams,
-/// and ``HTTPServerHandler/start(_:context:responder:)``'s default): the answer resumes the waiting task.
+/// The responder of a request answered later whose answer a task awaits (``HTTPServerHandler/answer(later:context:)``):
+/// the answer resumes the task.
 final class HTTPServerContinuationResponder: HTTPServerResponder {
     private var continuation: UnsafeContinuation<HTTPServerResponse, Never>?
     var cancellation: (any HTTPServerCancellation)?
@@ -81,7 +81,7 @@ final class HTTPServerContinuationResponder: HTTPServerResponder {
 
 extension HTTPServerHandler {
     /// The answer to a request ``decide(_:)`` answered with ``HTTPServerDecision/answerLater(context:)``, awaited
-    /// from a task on the request's loop (HTTP/2's streams, benchmarks): ``start(_:context:responder:)`` runs on the
+    /// from a task on the request's loop (a benchmark driving the handler): ``start(_:context:responder:)`` runs on the
     /// loop and its responder resumes the task; cancelling the task cancels the handler's work.
     package func answer(later request: HTTPServerRequest, context: (any AnyObject & Sendable)?) async
         -> HTTPServerResponse

@@ -32,7 +32,8 @@ import Glibc
     }
 
     /// `/now` is answered by `decide`; `/later?ms=N` after N ms by a loop timer; `/inside` inside `start`;
-    /// `/probe?id=X` only when cancelled; `/big` after a timer with 4 KiB of JSON (compressible). Each body says
+    /// `/probe?id=X` only when cancelled; `/big` after a timer with 4 KiB of JSON (compressible); `/stream` after a
+    /// timer with a streamed body. Each body says
     /// whether `start` ran on the loop, and whether in a task.
     private struct LaterHandler: HTTPServerHandler {
         func decide(_ request: HTTPServerRequest) -> HTTPServerDecision {
@@ -46,11 +47,17 @@ import Glibc
             _ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder
         ) {
             let target = request.head.target
-            // Over HTTP/2 the stream's task runs `start` on the loop (and waits for the answer).
             let inTask = withUnsafeCurrentTask { $0 != nil }
             let body = Array(
                 "\(target) \(request.loop.inEventLoop ? "loop" : "elsewhere")\(inTask ? " in a task" : "")".utf8)
             if target == "/inside" { return responder.respond(HTTPServerResponse(status: 200, body: body)) }
+            if target == "/stream" {
+                let stream = ByteStream.complete(Array("streamed ".utf8) + body)
+                _ = request.loop.schedule(after: .milliseconds(10)) {
+                    responder.respond(HTTPServerResponse(head: HTTPResponseHead(status: 200), body: .stream(stream)))
+                }
+                return
+            }
             if target.hasPrefix("/probe?id=") {
                 responder.cancellation = Probe(id: String(target.dropFirst("/probe?id=".count)), responder: responder)
                 return
@@ -97,6 +104,9 @@ import Glibc
                 + "GET /now HTTP/1.1\r\nHost: x\r\n\r\nGET /later?ms=20 HTTP/1.1\r\nHost: x\r\n\r\n")
         let reply = client.read(until: { $0.hasSuffix("/later?ms=20 loop") })
         #expect(Self.bodies(reply) == ["/later?ms=150 loop", "/inside loop", "now", "/later?ms=20 loop"], "\(reply)")
+        // A streamed body given later goes out chunked.
+        client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: { $0.hasSuffix("0\r\n\r\n") }).contains("streamed /stream loop"))
         // An answer given inside `start` alone on the connection goes out at once too.
         client.send("GET /inside HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(client.read(until: { $0.hasSuffix("/inside loop") }).hasPrefix("HTTP/1.1 200 "))
@@ -124,12 +134,13 @@ import Glibc
         await server.shutdown(timeout: .seconds(1))
     }
 
-    @Test func http2StreamsWaitForTheirResponders() async throws {
+    @Test func http2StreamsAreAnsweredByTheirRespondersWithoutATask() async throws {
         let (server, port) = try await Self.start()
-        let urls = ["/later?ms=100", "/inside", "/now"].map { "http://127.0.0.1:\(port)\($0)" }
+        let urls = ["/later?ms=100", "/inside", "/now", "/stream"].map { "http://127.0.0.1:\(port)\($0)" }
         let run = try ProcessRunner.run("nghttp", urls)
         #expect(run.status == 0)
-        for body in ["/later?ms=100 loop in a task", "/inside loop in a task", "now"] {
+        #expect(!run.stdout.contains("in a task"), "\(run.stdout)")
+        for body in ["/later?ms=100 loop", "/inside loop", "now", "streamed /stream loop"] {
             #expect(run.stdout.contains(body), "\(run.stdout)")
         }
         await server.shutdown(timeout: .seconds(1))
@@ -141,6 +152,8 @@ import Glibc
         client.send("GET /big HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n")
         let reply = client.read(until: { $0.contains("\r\n\r\n") })
         #expect(reply.lowercased().contains("content-encoding: gzip"), "\(reply)")
+        let h2 = try ProcessRunner.run("nghttp", ["-v", "-H", "accept-encoding: gzip", "http://127.0.0.1:\(port)/big"])
+        #expect(h2.stdout.contains("content-encoding: gzip"), "\(h2.stdout.suffix(2000))")
         await server.shutdown(timeout: .seconds(1))
     }
 }
