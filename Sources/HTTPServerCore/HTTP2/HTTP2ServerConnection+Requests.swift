@@ -46,10 +46,9 @@ extension HTTP2ServerConnection {
             if !endStream { try? session.stopRequestAfterResponse(streamID: streamID) }
             return
         }
-        let body: ByteStream
-        if endStream {
-            body = ByteStream.complete([])
-        } else {
+        // A request whose HEADERS ended the stream has no body (as an HTTP/1.1 request without framing has none).
+        var body: ByteStream?
+        if !endStream {
             body = makeBodyStream(streamID: streamID)
             stream.body = body
         }
