@@ -1,4 +1,5 @@
 import HTTPWire
+import NetCore
 
 /// Compresses a handler's responses as ``HTTPServer/Configuration/compression`` says, so every handler (HTTP/1.1 and
 /// HTTP/2) gets gzip/deflate by configuration. The connections apply it, synchronously, to each answer as it comes
@@ -29,12 +30,20 @@ struct ResponseCompressor: Sendable {
 
     /// The response as it should be sent to `request`.
     func compress(_ response: consuming HTTPServerResponse, for request: HTTPServerRequest) -> HTTPServerResponse {
-        let isHead = request.head.method == .head
+        compress(response, for: request.head, on: request.loop)
+    }
+
+    /// The response as it should be sent to the request whose head is `request` (a streamed body is compressed on
+    /// `loop`): what a request answered later keeps for its answer, rather than the whole request.
+    func compress(_ response: consuming HTTPServerResponse, for request: HTTPRequestHead, on loop: EventLoop)
+        -> HTTPServerResponse
+    {
+        let isHead = request.method == .head
         if response.fault != nil { return response }
         if case .none = response.body, !isHead { return response }
         if case .bytes(let body) = response.body, body.count < policy.minimumBytes { return response }
         var head = response.head
-        switch policy.decide(requestMethod: request.head.method, requestHeaders: request.head.headers, response: head) {
+        switch policy.decide(requestMethod: request.method, requestHeaders: request.headers, response: head) {
         case .identity(let vary):
             guard vary else { return response }
             CompressionPolicy.addVary(to: &head)
@@ -57,7 +66,7 @@ struct ResponseCompressor: Sendable {
             case .stream(let body):
                 policy.apply(coding, to: &head)
                 let compressed = StreamingDeflate.compress(
-                    body, coding: coding, level: policy.level, loop: request.loop)
+                    body, coding: coding, level: policy.level, loop: loop)
                 return HTTPServerResponse(head: head, body: .stream(compressed))
             }
         }

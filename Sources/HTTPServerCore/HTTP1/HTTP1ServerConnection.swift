@@ -35,7 +35,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         @exclusivity(unchecked) var answering: HTTP1ServerConnection?
         /// A request answered later, when the server compresses: what the compression of its answer looks at (set
         /// once `start` returned without answering).
-        @exclusivity(unchecked) var compressedFor: HTTPServerRequest?
+        @exclusivity(unchecked) var compressedFor: HTTPRequestHead?
         @exclusivity(unchecked) var cancellation: (any HTTPServerCancellation)?
         @exclusivity(unchecked) private(set) var isCancelled = false
 
@@ -46,8 +46,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 // Answered from inside `start`: the slot is filled (and compressed once `start` returned), and the
                 // connection writes it once the input at hand is processed, as it does an immediate answer.
                 self.response = consume response
-            } else if let request = compressedFor.take() {
-                connection.complete(self, with: connection.context.compressor.applied(to: response, for: request))
+            } else if let request = compressedFor.take(), let compressor = connection.context.compressor {
+                connection.complete(
+                    self, with: compressor.compress(response, for: request, on: connection.connection.loop))
             } else {
                 connection.complete(self, with: response)
             }
@@ -418,11 +419,11 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
         context.handler.start(request, context: handlerContext, responder: slot)
         startingHandler = false
         guard let compressor = context.compressor else { return }
-        // The request is kept (moved, not copied) for the compression of an answer still to come.
+        // The request's head is kept for the compression of an answer still to come (not the whole request).
         if let answered = slot.response.take() {
             slot.response = compressor.compress(answered, for: request)
         } else if slot.answering != nil {
-            slot.compressedFor = consume request
+            slot.compressedFor = (consume request).head
         }
     }
 

@@ -253,8 +253,8 @@ extension HTTP2ServerConnection {
         if let early = stream.earlyAnswer.take() {
             answered(stream, with: context.compressor.applied(to: early, for: request))
         } else if stream.answering != nil, context.compressor != nil {
-            // Kept (moved, not copied) for the compression of the answer still to come.
-            stream.compressedFor = consume request
+            // Its head is kept for the compression of the answer still to come (not the whole request).
+            stream.compressedFor = (consume request).head
         }
     }
 

@@ -66,7 +66,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
         /// The connection the answer goes to, until it is given.
         @exclusivity(unchecked) var answering: HTTP2ServerConnection?
         /// What the compression of the answer looks at (set once `start` returned without answering).
-        @exclusivity(unchecked) var compressedFor: HTTPServerRequest?
+        @exclusivity(unchecked) var compressedFor: HTTPRequestHead?
         /// An answer given inside `start`, sent once it returned.
         @exclusivity(unchecked) var earlyAnswer: HTTPServerResponse?
         @exclusivity(unchecked) var cancellation: (any HTTPServerCancellation)?
@@ -83,8 +83,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
             cancellation = nil
             if connection.startingHandler {
                 earlyAnswer = consume response
-            } else if let request = compressedFor.take() {
-                connection.answered(self, with: connection.context.compressor.applied(to: response, for: request))
+            } else if let request = compressedFor.take(), let compressor = connection.context.compressor {
+                connection.answered(
+                    self, with: compressor.compress(response, for: request, on: connection.connection.loop))
             } else {
                 connection.answered(self, with: response)
             }
