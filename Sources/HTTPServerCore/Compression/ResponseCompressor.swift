@@ -34,7 +34,9 @@ struct ResponseCompressor: Sendable {
     }
 
     /// The response as it should be sent to the request whose head is `request` (a streamed body is compressed on
-    /// `loop`): what a request answered later keeps for its answer, rather than the whole request.
+    /// `loop`): what a request answered later keeps for its answer, rather than the whole request. Inlined into the
+    /// request's form: called out of line, it was handed a copy of the head.
+    @inline(__always)
     func compress(_ response: consuming HTTPServerResponse, for request: HTTPRequestHead, on loop: EventLoop)
         -> HTTPServerResponse
     {
