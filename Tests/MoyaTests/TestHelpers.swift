@@ -85,6 +85,11 @@ struct RecordingPlugin: PluginType {
         log.append("process:\(tag)")
         return result
     }
+
+    /// What plugins tagged `tags`, in that order, record for one request sent: each hook in turn for every plugin.
+    static func calls(of tags: [String]) -> [String] {
+        ["prepare", "willSend", "didReceive", "process"].flatMap { hook in tags.map { "\(hook):\($0)" } }
+    }
 }
 
 /// Waits (polling) until `condition` holds or the timeout passes.
