@@ -146,6 +146,36 @@ import Glibc
         await server.shutdown(timeout: .seconds(1))
     }
 
+    /// `answer(later:context:)`, for a caller that drives a handler from a task (GatewayBench): the responder resumes
+    /// the task, and cancelling the task cancels the work.
+    @Test func aTaskAwaitsALaterAnswerAndItsCancellationReachesTheWork() async throws {
+        let group = try EventLoopGroup(threads: 1)
+        let loop = group.loops[0]
+        func request(_ target: String) -> HTTPServerRequest {
+            HTTPServerRequest(
+                head: HTTPRequestHead(method: .get, target: target, version: .http1_1, headers: ["Host": "x"]),
+                body: .complete([]), declaredBodyLength: nil, remoteAddress: nil, isTLS: false, loop: loop)
+        }
+        let later = await Task(executorPreference: loop) {
+            await LaterHandler().answer(later: request("/later?ms=20"), context: nil)
+        }.value
+        #expect(later.head.status == 200)
+        guard case .bytes(let body) = later.body else {
+            Issue.record("\(later.body)")
+            return
+        }
+        #expect(String(decoding: body, as: UTF8.self).hasPrefix("/later?ms=20 loop"))
+        let id = UUID().uuidString
+        let probe = Task(executorPreference: loop) {
+            await LaterHandler().answer(later: request("/probe?id=\(id)"), context: nil)
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        probe.cancel()
+        #expect(await probe.value.head.status == 499)
+        #expect(Self.cancelled.withLock { $0.contains(id) })
+        group.shutdown()
+    }
+
     @Test func aLaterAnswerIsCompressedAsTheServerCompresses() async throws {
         let (server, port) = try await Self.start(compression: CompressionPolicy())
         let client = try RawClient(port: port)
