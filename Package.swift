@@ -82,7 +82,7 @@ let package = Package(
 
         // A hello-world server for benchmarks against nginx `return 200`.
         .executableTarget(
-            name: "HelloServer", dependencies: ["HTTPClientCore", "HTTPServerCore", "HTTPWire", "Locking", "NetCore"]),
+            name: "HelloServer", dependencies: ["HTTPClientCore", "HTTPServerCore", "HTTPWire", "NetCore"]),
         // Client benchmark (Benchmarks/run.sh): N keep-alive connections looping HTTPClient.execute for D seconds.
         .executableTarget(
             name: "ClientBench", dependencies: ["HTTPClientCore", "HTTPWire", "NetCore"],

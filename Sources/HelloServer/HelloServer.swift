@@ -1,7 +1,6 @@
 import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
-import Locking
 import NetCore
 
 #if canImport(Glibc)
@@ -59,13 +58,7 @@ struct HelloServer {
             }
             guard let started else {
                 // Not startable at once (the origin's address not resolved yet): in a task, as `handle` does.
-                let waiting = UncheckedSendable(responder)
-                let loop = request.loop
-                Task(executorPreference: loop) {
-                    let response = await handle(request)
-                    loop.executeSoonOrNow { waiting.value.respond(response) }
-                }
-                return
+                return answerInTask(request, context: context, responder: responder)
             }
             responder.cancellation = RelayCancellation(call: started)
         }

@@ -1,6 +1,5 @@
 import HTTPServerCore
 import HTTPWire
-import Locking
 import Moya
 import NetCore
 
@@ -24,13 +23,7 @@ extension GatewayHandler {
     ) {
         guard let decided = context as? DecidedCall, let call = decided.call.take() else {
             // Not one `decide` made: answered in a task, as any other request.
-            let waiting = UncheckedSendable(responder)
-            let loop = request.loop
-            _Concurrency.Task(executorPreference: loop) {
-                let response = await self.handle(request, context: context)
-                loop.executeSoonOrNow { waiting.value.respond(response) }
-            }
-            return
+            return answerInTask(request, context: context, responder: responder)
         }
         running.add(1, ordering: .relaxed)
         let isTrial: Bool

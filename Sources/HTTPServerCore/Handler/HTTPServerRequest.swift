@@ -178,6 +178,15 @@ extension HTTPServerHandler {
     package func start(
         _ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder
     ) {
+        answerInTask(request, context: context, responder: responder)
+    }
+
+    /// ``start(_:context:responder:)``'s default, for a handler whose own `start` hands a request on: runs
+    /// ``handle(_:context:)`` in a task preferring the request's loop and gives its answer to `responder` there;
+    /// cancelling the responder cancels the task.
+    package func answerInTask(
+        _ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder
+    ) {
         let started = UncheckedSendable(responder)
         let loop = request.loop
         let task = Task(executorPreference: loop) {
