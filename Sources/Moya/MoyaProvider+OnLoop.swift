@@ -79,12 +79,9 @@ extension MoyaProvider {
         let completed: HTTPClientCompletion = { exchanged in
             var result: Result<Moya.Response, MoyaError>
             switch consume exchanged {
-            case .success(.collected(let response)):
+            case .success(let response):
                 result = .success(
                     Moya.Response(transport: TransportResponse(response, url: url), requestSource: source))
-            case .success(.streamed(let response)):
-                result = .success(
-                    Moya.Response(transport: TransportResponse(streaming: response, url: url), requestSource: source))
             case .failure(let error):
                 result = .failure(TransportErrors.moyaError(for: error))
             }

@@ -262,15 +262,11 @@ public final class Session: Sendable {
             let response = try await client.execute(request, deadline: deadline, timeout: timeout, progress: progress)
             return TransportResponse(response, url: url)
         }
-        switch try await client.execute(
-            request, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
-            progress: progress)
-        {
-        case .collected(let response):
-            return TransportResponse(response, url: url)
-        case .streamed(let response):
-            return TransportResponse(streaming: response, url: url)
-        }
+        return TransportResponse(
+            try await client.execute(
+                request, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
+                progress: progress),
+            url: url)
     }
 
     /// An `HTTPURLResponse` for a transport response; repeated header fields are joined with `, `.

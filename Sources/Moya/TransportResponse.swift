@@ -33,6 +33,14 @@ struct TransportResponse: @unchecked Sendable {
             timings: response.timings, url: url, streamed: response, body: [])
     }
 
+    /// A response the client collected, or returned at its head with the body streamed.
+    init(_ response: consuming HTTPClientResponseOrStream, url: ResponseURL) {
+        switch consume response {
+        case .collected(let collected): self.init(collected, url: url)
+        case .streamed(let streamed): self.init(streaming: streamed, url: url)
+        }
+    }
+
     private init(
         status: Int, version: HTTPVersion, headers: HTTPFields, timings: HTTPClientTimings,
         url: ResponseURL, streamed: HTTPClientStreamingResponse?, body: [UInt8]
