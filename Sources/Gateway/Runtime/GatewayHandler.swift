@@ -79,6 +79,10 @@ final class GatewayHandler: HTTPServerHandler {
         if !call.route.config.coalesce, call.upstream.answersInstantly, call.upstream.breaker == nil,
             request.declaredBodyLength ?? 0 == 0, request.bodyIsFinished
         {
+            if let canned = call.upstream.cannedAnswer {
+                return .respond(
+                    finish(&exchange, response: canned.response(requestID: exchange.requestID), started: started))
+            }
             let target = call.target(
                 for: exchange.caller, request: request, body: [],
                 forwardsHeaders: call.upstream.logsExchanges)

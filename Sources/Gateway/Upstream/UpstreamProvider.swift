@@ -27,6 +27,8 @@ final class UpstreamProvider: Sendable {
     /// A stub upstream's response headers as the client gets them, all but the request id (see
     /// ``ProxyHeaders/downstream(from:received:)``): made once, since answers from the stub carry no transport head.
     let stubResponseHeaders: HTTPFields?
+    /// A plain stub's answers made once, when nothing could tell them from Moya's (see ``CannedStubAnswer``).
+    let cannedAnswer: CannedStubAnswer?
     /// A stub upstream's body, as an array made once (its answers carry it as `Data`).
     private let stubBody: [UInt8]?
     /// The `HTTPURLResponse` of a stub upstream's normal answer (made once, with ``stubBody``'s bytes as its data): a
@@ -162,8 +164,14 @@ final class UpstreamProvider: Sendable {
         let sampler = stub.map { StubLatencySampler(stub: $0) }
         let samples = stub.map(StubSamples.init)
         self.latency = sampler
-        self.stubResponseHeaders = stub.map { stub in
+        let stubResponseHeaders = stub.map { stub in
             ProxyHeaders.downstream(from: HTTPFields(stub.headers.map { ($0.name, $0.value) }))
+        }
+        self.stubResponseHeaders = stubResponseHeaders
+        cannedAnswer = stubResponseHeaders.flatMap { headers in
+            CannedStubAnswer(
+                upstream: upstream, headers: headers, sampler: sampler, logsExchanges: exchangeLogger != nil,
+                hasTokenSource: tokenSource != nil)
         }
         self.stubBody = stub?.body
         self.stubNormalResponse = samples?.normalResponse

@@ -17,11 +17,17 @@ import Testing
             stub: { status: 201, headers: { Content-Type: application/json, X-Stub: yes }, body: '{"ok":true}' }
           flaky:
             stub: { status: 200, body: fine, error_rate: 0.5, error_status: 503 }
+          piped:
+            # The same stub as `instant`, with a token of the gateway's own: answered through Moya's pipeline, not
+            # from the canned answer (see CannedStubAnswer).
+            access_token: { type: bearer, token: secret }
+            stub: { status: 201, headers: { Content-Type: application/json, X-Stub: yes }, body: '{"ok":true}' }
         routes:
           - { name: instant, match: { path_prefix: /instant }, upstream: instant }
           - { name: keyed, match: { path_prefix: /keyed }, upstream: instant, clients: [web] }
           - { name: others, match: { path_prefix: /others }, upstream: instant, clients: [ops] }
           - { name: flaky, match: { path_prefix: /flaky }, upstream: flaky }
+          - { name: piped, match: { path_prefix: /piped }, upstream: piped }
         """
 
     @Test func answersHeadersKeysAndTheAccessLogAreThoseOfAnyStub() async throws {
@@ -71,6 +77,28 @@ import Testing
         #expect(first["stubbed"] as? Bool == true)
         #expect(first["bytes_out"] as? Int == 11)
         #expect(lines.count == 206, "one access-log line per request")
+    }
+
+    @Test func aCannedAnswerIsTheOneMoyasPipelineGives() async throws {
+        let gateway = try await GatewayProcess(config: Self.config, environment: ["WEB_KEY": "wk"])
+        func answer(_ path: String, method: String = "GET") throws -> String {
+            let raw = try RawClient(port: gateway.port)
+            raw.send("\(method) \(path) HTTP/1.1\r\nHost: t\r\nX-Api-Key: wk\r\nX-Request-Id: same\r\n\r\n")
+            let text = raw.read(until: { $0.hasSuffix("{\"ok\":true}") || $0.hasSuffix("\r\n\r\n") }, timeout: 5)
+            // The date is the only part that may differ between the two answers.
+            return text.components(separatedBy: "\r\n").filter { !$0.hasPrefix("Date: ") }.joined(separator: "\n")
+        }
+        let canned = try answer("/instant/x")
+        #expect(canned.hasPrefix("HTTP/1.1 201"), "\(canned)")
+        #expect(canned == (try answer("/piped/x")))
+        #expect(try answer("/instant/x", method: "HEAD") == (try answer("/piped/x", method: "HEAD")))
+        gateway.stop()
+        let lines = gateway.accessLog.map { line in
+            line.filter { !["route", "upstream", "upstream_path", "path", "duration_ms", "ts"].contains($0.key) }
+                .mapValues { "\($0)" }
+        }
+        #expect(lines.count == 4)
+        #expect(lines.count == 4 && lines[0] == lines[1] && lines[2] == lines[3], "\(lines)")
     }
 
     @Test func pipelinedAndHTTP2RequestsAreAnsweredInOrder() async throws {

@@ -1,0 +1,59 @@
+import HTTPServerCore
+import HTTPWire
+
+/// A plain stub's answers made once, for an upstream where nothing could tell them from the answers Moya's stub
+/// pipeline makes: no responder (no `responses`, templates, faults or `seed`), no delay or latency, no exchange logger
+/// (the one plugin that reads a stubbed exchange), no token source (which would fetch a token), no credentials of the
+/// gateway's own (a stubbed 401 is then the gateway's fault), and statuses the upstream's `validation` accepts. The
+/// plugins that stay (forwarding headers, a static access token) only add headers to a request that is never sent.
+///
+/// A request answered from it costs its routing, its access-log record and one copy of the headers: no target,
+/// endpoint, plugin pass or `Moya.Response` (see `GatewayHandler.decide`). Its answer is the one the pipeline gives: the
+/// stub's status, headers and body, with the request's `X-Request-Id`; an `error_rate` draw answers the stub's
+/// `error_status` with the same headers and no body.
+struct CannedStubAnswer: Sendable {
+    private let normal: Answer
+    private let failing: Answer
+    private let sampler: StubLatencySampler
+
+    private struct Answer: Sendable {
+        let status: Int
+        let headers: HTTPFields
+        let body: [UInt8]
+    }
+
+    /// The canned answers of `upstream`'s stub, or nil when Moya's pipeline could answer differently (see the type's
+    /// discussion). `headers` are the stub's headers as the client gets them, all but the request id.
+    init?(
+        upstream: UpstreamConfig, headers: HTTPFields, sampler: StubLatencySampler?, logsExchanges: Bool,
+        hasTokenSource: Bool
+    ) {
+        guard let stub = upstream.stub, let sampler, !StubResponder.isNeeded(for: stub), stub.latency == nil,
+            stub.delay <= .zero, !logsExchanges, !hasTokenSource, upstream.accessToken == nil,
+            upstream.credentials == nil, upstream.oauth2 == nil,
+            Self.accepts(upstream.validation, stub.status),
+            stub.errorRate <= 0 || Self.accepts(upstream.validation, stub.errorStatus)
+        else { return nil }
+        normal = Answer(status: stub.status, headers: headers, body: stub.body)
+        failing = Answer(status: stub.errorStatus, headers: headers, body: [])
+        self.sampler = sampler
+    }
+
+    /// The next answer, with `requestID` as its `X-Request-Id`.
+    func response(requestID: String) -> HTTPServerResponse {
+        let answer = sampler.nextIsError() ? failing : normal
+        var headers = answer.headers
+        headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
+        return HTTPServerResponse(
+            head: HTTPResponseHead(status: answer.status, headers: headers), body: .bytes(answer.body))
+    }
+
+    /// Whether `validation` lets `status` through as a response (Moya's `ValidationType` for the upstream).
+    private static func accepts(_ validation: UpstreamConfig.Validation, _ status: Int) -> Bool {
+        switch validation {
+        case .none: return true
+        case .success: return (200..<300).contains(status)
+        case .successAndRedirect: return (200..<400).contains(status)
+        }
+    }
+}
