@@ -5,22 +5,20 @@ import HTTPWire
 /// pipeline makes: no responder (no `responses`, templates, faults or `seed`), no delay or latency, no exchange logger
 /// (the one plugin that reads a stubbed exchange), no token source (which would fetch a token), no credentials of the
 /// gateway's own (a stubbed 401 is then the gateway's fault), and statuses the upstream's `validation` accepts. The
-/// plugins that stay (forwarding headers, a static access token) only add headers to a request that is never sent.
+/// plugins that stay only add headers to a request that is never sent (forwarding headers), or are never asked
+/// (a route's retrier: Moya's stubs are not retried).
 ///
 /// A request answered from it costs its routing, its access-log record and one copy of the headers: no target,
 /// endpoint, plugin pass or `Moya.Response` (see `GatewayHandler.decide`). Its answer is the one the pipeline gives: the
 /// stub's status, headers and body, with the request's `X-Request-Id`; an `error_rate` draw answers the stub's
 /// `error_status` with the same headers and no body.
-struct CannedStubAnswer: Sendable {
-    private let normal: Answer
-    private let failing: Answer
+final class CannedStubAnswer: Sendable {
+    private let status: Int
+    private let errorStatus: Int
+    /// The stub's headers as the client gets them, all but the request id: the same for both answers.
+    private let headers: HTTPFields
+    private let body: [UInt8]
     private let sampler: StubLatencySampler
-
-    private struct Answer: Sendable {
-        let status: Int
-        let headers: HTTPFields
-        let body: [UInt8]
-    }
 
     /// The canned answers of `upstream`'s stub, or nil when Moya's pipeline could answer differently (see the type's
     /// discussion). `headers` are the stub's headers as the client gets them, all but the request id.
@@ -34,18 +32,21 @@ struct CannedStubAnswer: Sendable {
             Self.accepts(upstream.validation, stub.status),
             stub.errorRate <= 0 || Self.accepts(upstream.validation, stub.errorStatus)
         else { return nil }
-        normal = Answer(status: stub.status, headers: headers, body: stub.body)
-        failing = Answer(status: stub.errorStatus, headers: headers, body: [])
+        status = stub.status
+        errorStatus = stub.errorStatus
+        self.headers = headers
+        body = stub.body
         self.sampler = sampler
     }
 
     /// The next answer, with `requestID` as its `X-Request-Id`.
     func response(requestID: String) -> HTTPServerResponse {
-        let answer = sampler.nextIsError() ? failing : normal
-        var headers = answer.headers
+        var headers = headers
         headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
-        return HTTPServerResponse(
-            head: HTTPResponseHead(status: answer.status, headers: headers), body: .bytes(answer.body))
+        if sampler.nextIsError() {
+            return HTTPServerResponse(head: HTTPResponseHead(status: errorStatus, headers: headers), body: .bytes([]))
+        }
+        return HTTPServerResponse(head: HTTPResponseHead(status: status, headers: headers), body: .bytes(body))
     }
 
     /// Whether `validation` lets `status` through as a response (Moya's `ValidationType` for the upstream).
