@@ -15,41 +15,84 @@ extension GatewayHandler {
             && upstream.provider.hasTransportLane
     }
 
-    /// Sends a call ``decide(_:)`` answered `.answerLater` for: through the upstream's circuit and Moya's pipeline
-    /// by callback (`MoyaProvider.request(onLoop:)`), then the same response, access-log line and metrics as
-    /// `handle(_:context:)` gives, to `responder`.
+    /// Sends a call ``decide(_:)`` answered `.answerLater` for (its ``LoopCall``): through the upstream's circuit
+    /// and Moya's pipeline by callback (`MoyaProvider.request(onLoop:)`), then the same response, access-log line and
+    /// metrics as `handle(_:context:)` gives, to `responder`.
     func start(
         _ request: HTTPServerRequest, context: (any AnyObject & Sendable)?, responder: any HTTPServerResponder
     ) {
-        guard let decided = context as? DecidedCall, let call = decided.call.take() else {
+        guard let loopCall = context as? LoopCall, loopCall.responder == nil else {
             // Not one `decide` made: answered in a task, as any other request.
             return answerInTask(request, context: context, responder: responder)
         }
         running.add(1, ordering: .relaxed)
-        let isTrial: Bool
-        switch admit(call, exchange: &decided.exchange) {
+        loopCall.responder = responder
+        switch admit(loopCall.call, exchange: &loopCall.exchange) {
         case .refused(let answer):
-            responder.respond(finishCall(decided, response: answer, cancelled: false))
+            responder.respond(finishCall(&loopCall.exchange, response: answer, cancelled: false))
             return
         case .admitted(let trial):
-            isTrial = trial
+            loopCall.isTrial = trial
         }
-        let target = call.target(for: decided.exchange.caller, request: request, body: [])
-        let provider = call.upstream.provider
-        let loopCall = LoopCall(
-            handler: self, decided: decided, call: consume call, target: target, isTrial: isTrial,
-            isHead: MethodTest.isHead(request.head.method), responder: responder)
+        let call = loopCall.call
+        let target = call.target(for: loopCall.exchange.caller, request: request, body: [])
+        loopCall.target = target
         responder.cancellation = loopCall
-        loopCall.sent = provider.request(
+        loopCall.sent = call.upstream.provider.request(
             onLoop: MultiTarget(target), streamingBodiesAbove: collectLimit, completion: loopCall)
     }
 
     /// The access-log line and metrics of a loop call answered with `response`; `running` counts it no more.
     fileprivate func finishCall(
-        _ decided: DecidedCall, response: consuming HTTPServerResponse, cancelled: Bool
+        _ exchange: inout Exchange, response: consuming HTTPServerResponse, cancelled: Bool
     ) -> HTTPServerResponse {
         defer { running.subtract(1, ordering: .releasing) }
-        return finishHandled(&decided.exchange, bodyRejectionStatus: nil, cancelled: cancelled, response: response)
+        return finishHandled(&exchange, bodyRejectionStatus: nil, cancelled: cancelled, response: response)
+    }
+
+    /// One call sent by callback on the loop: made by ``decide(_:)`` (the exchange moved in), started by
+    /// ``start(_:context:responder:)`` and kept until its answer is given. Loop thread only: its state is assigned
+    /// whole on the loop, with no dynamic exclusivity check.
+    final class LoopCall: HTTPServerCancellation, MoyaLoopCompletion, @unchecked Sendable {
+        let handler: GatewayHandler
+        @exclusivity(unchecked) var exchange: Exchange
+        let call: Call
+        let isHead: Bool
+        /// The responder the answer goes to, from ``GatewayHandler/start(_:context:responder:)``.
+        @exclusivity(unchecked) var responder: (any HTTPServerResponder)?
+        /// The Moya target sent, once started (for its retry count).
+        @exclusivity(unchecked) var target: GatewayTarget?
+        /// Whether the call is its upstream circuit's trial call.
+        @exclusivity(unchecked) var isTrial = false
+        /// The request under way, for cancelling it.
+        @exclusivity(unchecked) var sent: MoyaLoopRequest?
+
+        init(handler: GatewayHandler, exchange: consuming Exchange, call: Call, isHead: Bool) {
+            self.handler = handler
+            self.exchange = exchange
+            self.call = call
+            self.isHead = isHead
+        }
+
+        /// The server gave up on the request (its client went away, the drain timed out): the call is cancelled,
+        /// and its result logged as the handler's would be (499).
+        func cancel() {
+            sent?.cancel()
+        }
+
+        /// The call's result: the response to the client, the access-log line and metrics, as `handle` makes them.
+        func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) {
+            sent = nil
+            guard let responder else { return }
+            let cancelled = responder.isCancelled
+            exchange.record.retries = target?.retryCount ?? 0
+            if call.upstream.breaker != nil {
+                handler.report(
+                    result, to: call, isTrial: isTrial, snapshot: exchange.snapshot, cancelled: cancelled)
+            }
+            let response = handler.response(for: result, call: call, isHead: isHead, exchange: &exchange)
+            responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
+        }
     }
 
     /// What the upstream's circuit says about a call.
@@ -88,52 +131,5 @@ extension GatewayHandler {
         UpstreamCircuit.report(
             breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
             upstream: call.route.upstream.name, breaker: breaker, snapshot: snapshot)
-    }
-}
-
-/// One call sent by callback on the loop (see ``GatewayHandler/start(_:context:responder:)``), until its answer is
-/// given. Loop thread only.
-private final class LoopCall: HTTPServerCancellation, MoyaLoopCompletion {
-    let handler: GatewayHandler
-    let decided: GatewayHandler.DecidedCall
-    let call: GatewayHandler.Call
-    let target: GatewayTarget
-    let isTrial: Bool
-    let isHead: Bool
-    let responder: any HTTPServerResponder
-    /// The request under way, for cancelling it. Loop-confined, read and assigned whole: no dynamic exclusivity
-    /// check.
-    @exclusivity(unchecked) var sent: MoyaLoopRequest?
-
-    init(
-        handler: GatewayHandler, decided: GatewayHandler.DecidedCall, call: GatewayHandler.Call,
-        target: GatewayTarget, isTrial: Bool, isHead: Bool, responder: any HTTPServerResponder
-    ) {
-        self.handler = handler
-        self.decided = decided
-        self.call = call
-        self.target = target
-        self.isTrial = isTrial
-        self.isHead = isHead
-        self.responder = responder
-    }
-
-    /// The server gave up on the request (its client went away, the drain timed out): the call is cancelled, and
-    /// its result logged as the handler's would be (499).
-    func cancel() {
-        sent?.cancel()
-    }
-
-    /// The call's result: the response to the client, the access-log line and metrics, as `handle` makes them.
-    func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) {
-        sent = nil
-        let cancelled = responder.isCancelled
-        decided.exchange.record.retries = target.retryCount
-        if call.upstream.breaker != nil {
-            handler.report(
-                result, to: call, isTrial: isTrial, snapshot: decided.exchange.snapshot, cancelled: cancelled)
-        }
-        let response = handler.response(for: result, call: call, isHead: isHead, exchange: &decided.exchange)
-        responder.respond(handler.finishCall(decided, response: response, cancelled: cancelled))
     }
 }

@@ -95,7 +95,10 @@ final class GatewayHandler: HTTPServerHandler {
             }
         }
         if answersOnLoop(call, request: request) {
-            return .answerLater(context: DecidedCall(exchange: consume exchange, call: call))
+            return .answerLater(
+                context: LoopCall(
+                    handler: self, exchange: consume exchange, call: call,
+                    isHead: MethodTest.isHead(request.head.method)))
         }
         return .handle(context: DecidedCall(exchange: consume exchange, call: call))
     }
