@@ -26,20 +26,7 @@ extension GatewayHandler {
             return answerInTask(request, context: context, responder: responder)
         }
         running.add(1, ordering: .relaxed)
-        loopCall.responder = responder
-        switch admit(loopCall.call, exchange: &loopCall.exchange) {
-        case .refused(let answer):
-            responder.respond(finishCall(&loopCall.exchange, response: answer, cancelled: false))
-            return
-        case .admitted(let trial):
-            loopCall.isTrial = trial
-        }
-        let call = loopCall.call
-        let target = call.target(for: loopCall.exchange.caller, request: request, body: [])
-        loopCall.target = target
-        responder.cancellation = loopCall
-        loopCall.sent = call.upstream.provider.request(
-            onLoop: MultiTarget(target), streamingBodiesAbove: collectLimit, completion: loopCall)
+        loopCall.start(request, responder: responder, streamingBodiesAbove: collectLimit)
     }
 
     /// The access-log line and metrics of a loop call answered with `response`; `running` counts it no more.
@@ -72,6 +59,26 @@ extension GatewayHandler {
             self.exchange = exchange
             self.call = call
             self.isHead = isHead
+        }
+
+        /// Sends the call through the upstream's circuit (a refusal is answered at once) and Moya's pipeline, for
+        /// `responder`. Read here, in place, the call is not copied.
+        func start(
+            _ request: borrowing HTTPServerRequest, responder: any HTTPServerResponder, streamingBodiesAbove: Int
+        ) {
+            self.responder = responder
+            switch handler.admit(call, exchange: &exchange) {
+            case .refused(let answer):
+                responder.respond(handler.finishCall(&exchange, response: answer, cancelled: false))
+                return
+            case .admitted(let trial):
+                isTrial = trial
+            }
+            let target = call.target(for: exchange.caller, request: request, body: [])
+            self.target = target
+            responder.cancellation = self
+            sent = call.upstream.provider.request(
+                onLoop: MultiTarget(target), streamingBodiesAbove: streamingBodiesAbove, completion: self)
         }
 
         /// The server gave up on the request (its client went away, the drain timed out): the call is cancelled,

@@ -97,7 +97,7 @@ final class GatewayHandler: HTTPServerHandler {
         if answersOnLoop(call, request: request) {
             return .answerLater(
                 context: LoopCall(
-                    handler: self, exchange: consume exchange, call: call,
+                    handler: self, exchange: consume exchange, call: consume call,
                     isHead: MethodTest.isHead(request.head.method)))
         }
         return .handle(context: DecidedCall(exchange: consume exchange, call: call))
