@@ -125,7 +125,16 @@ extension MoyaProvider {
         _ target: Target, pluginTarget: TargetType, endpoint: Endpoint,
         streamingBodiesAbove: Int?
     ) -> TransportStep {
-        let stubBehavior = stubClosure(target)
+        transportStep(
+            target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubClosure(target),
+            streamingBodiesAbove: streamingBodiesAbove)
+    }
+
+    /// ``transportStep(_:pluginTarget:endpoint:streamingBodiesAbove:)`` with the stub closure's answer for `target`.
+    func transportStep(
+        _ target: Target, pluginTarget: TargetType, endpoint: Endpoint, stubBehavior: Moya.StubBehavior,
+        streamingBodiesAbove: Int?
+    ) -> TransportStep {
         guard let lane = transportLane, let mapped = lane.mapping(endpoint) else { return .urlRequest(stubBehavior) }
         var request: TransportRequest
         // Consumed, so that the plugins change the only copy of the request (no copy on write).
@@ -146,13 +155,13 @@ extension MoyaProvider {
     }
 
     /// Runs the plugins' transport `prepare` on `request`.
-    private func prepare(_ request: inout TransportRequest, lane: TransportLane, pluginTarget: TargetType) {
+    func prepare(_ request: inout TransportRequest, lane: TransportLane, pluginTarget: TargetType) {
         for plugin in lane.plugins { plugin.prepare(&request, target: pluginTarget) }
     }
 
     /// The wrapper the plugins see for `request`, after their `willSend`. A request that is not sent (a stub's) is
     /// handed over rather than copied.
-    private func announce(_ request: consuming TransportRequest, pluginTarget: TargetType) -> RequestTypeWrapper {
+    func announce(_ request: consuming TransportRequest, pluginTarget: TargetType) -> RequestTypeWrapper {
         let requestType = RequestTypeWrapper(transport: request, sessionHeaders: session.headers)
         plugins.forEach { $0.willSend(requestType, target: pluginTarget) }
         return requestType

@@ -6,6 +6,34 @@ import Locking
 /// was started from (an object rather than a closure: the caller's own state, with no context to allocate).
 package protocol MoyaLoopCompletion: AnyObject {
     func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>)
+
+    /// Whether this completion takes the client's response as it came (``requestCompleted(exchanged:)``) when nobody
+    /// else would see a `Response`: the provider's plugins all only prepare (`PreparingTransportPlugin`), and it has
+    /// no retrier or adapter. False by default.
+    var acceptsClientResponses: Bool { get }
+
+    /// The validated result of a request sent for a completion that ``acceptsClientResponses``, with no `Response`
+    /// made: the client's response, or the error `requestCompleted(_:)` would get (for a status the target's
+    /// validation refuses, the `statusCode` error, whose `Response` has no `request`). The default makes the
+    /// `Response` and calls `requestCompleted(_:)`.
+    func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>)
+}
+
+extension MoyaLoopCompletion {
+    package var acceptsClientResponses: Bool { false }
+
+    package func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>) {
+        switch consume result {
+        case .success(let response):
+            requestCompleted(
+                .success(
+                    Moya.Response(
+                        transport: TransportResponse(response, url: .url(nil)),
+                        requestSource: RequestTypeWrapper(request: nil))))
+        case .failure(let error):
+            requestCompleted(.failure(error))
+        }
+    }
 }
 
 /// A request started by `MoyaProvider.request(onLoop:streamingBodiesAbove:completion:)`.
@@ -36,8 +64,21 @@ extension MoyaProvider {
     ) -> MoyaLoopRequest {
         let pluginTarget: TargetType = target
         let endpoint = self.endpoint(target)
-        let step = transportStep(
-            target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
+        let step: TransportStep
+        if completion.acceptsClientResponses, let lane = transportLane, lane.onlyPrepares, retriers.isEmpty,
+            adapters.isEmpty
+        {
+            switch sendUnseen(
+                target, lane: lane, pluginTarget: pluginTarget, endpoint: endpoint,
+                streamingBodiesAbove: streamingBodiesAbove, completion: completion)
+            {
+            case .sent(let call): return MoyaLoopRequest(call: call, task: nil)
+            case .notSent(let notSent): step = notSent
+            }
+        } else {
+            step = transportStep(
+                target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
+        }
         if case .send(let outgoing, let requestType) = step, retriers.isEmpty, adapters.isEmpty,
             requestType.credential == nil,
             let call = send(outgoing, pluginTarget: pluginTarget, completion: completion)
@@ -66,6 +107,66 @@ extension MoyaProvider {
             completion.requestCompleted(result)
         }
         return MoyaLoopRequest(call: nil, task: task)
+    }
+
+    /// What ``sendUnseen(_:lane:pluginTarget:endpoint:streamingBodiesAbove:completion:)`` did.
+    private enum UnseenSend {
+        case sent(HTTPClientCall)
+        /// Not sent by callback: the step the pipeline goes on from.
+        case notSent(TransportStep)
+    }
+
+    /// ``transportStep(_:pluginTarget:endpoint:streamingBodiesAbove:)`` for plugins that only prepare, with a request
+    /// sent at once by callback: no `RequestType` for `willSend` (the plugins keep the default, which reads nothing),
+    /// and the client's response handed to the completion as it came, after validation (`didReceive` and `process`
+    /// are the defaults too). A stubbed request, one on the `URLRequest` path, and one the client cannot start at
+    /// once go on as any other.
+    private func sendUnseen(
+        _ target: Target, lane: TransportLane, pluginTarget: TargetType, endpoint: Endpoint,
+        streamingBodiesAbove: Int?, completion: any MoyaLoopCompletion
+    ) -> UnseenSend {
+        let stubBehavior = stubClosure(target)
+        guard case .never = stubBehavior, let mapped = lane.mapping(endpoint) else {
+            return .notSent(
+                transportStep(
+                    target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                    streamingBodiesAbove: streamingBodiesAbove))
+        }
+        var request: TransportRequest
+        switch consume mapped {
+        case .success(let built): request = built
+        case .failure(let error): return .notSent(.finished(.failure(error)))
+        }
+        prepare(&request, lane: lane, pluginTarget: pluginTarget)
+        let validation = pluginTarget.validationType
+        let completed: HTTPClientCompletion = { exchanged in
+            switch consume exchanged {
+            case .success(let response):
+                let status = response.status
+                guard validation.accepts(status) else {
+                    let refused = Moya.Response(
+                        transport: TransportResponse(response, url: .url(nil)),
+                        requestSource: RequestTypeWrapper(request: nil))
+                    completion.requestCompleted(
+                        exchanged: .failure(.underlying(MoyaError.statusCode(refused), refused)))
+                    return
+                }
+                completion.requestCompleted(exchanged: .success(response))
+            case .failure(let error):
+                completion.requestCompleted(exchanged: .failure(TransportErrors.moyaError(for: error)))
+            }
+        }
+        if session.headers.isEmpty,
+            let call = session.client.start(
+                request.http, streamingBodiesLongerThan: streamingBodiesAbove, deadline: request.deadline,
+                timeout: request.timeout, completion: completed)
+        {
+            return .sent(call)
+        }
+        // Session headers, or a client that cannot start at once: sent as any other prepared request.
+        let requestType = announce(consume request, pluginTarget: pluginTarget)
+        return .notSent(
+            .send(TransportOutgoing(sharing: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType))
     }
 
     /// Sends `outgoing` once with the client's callback; nil when the client cannot start it at once (see

@@ -8,6 +8,8 @@ package struct TransportLane: @unchecked Sendable {
     let mapping: Mapping
     /// The provider's plugins, in order.
     let plugins: [TransportPlugin]
+    /// Whether every plugin only prepares requests (see ``PreparingTransportPlugin``).
+    let onlyPrepares: Bool
 
     /// A lane for these plugins and session, or nil when one of them needs the `URLRequest` path (a plugin without a
     /// transport `prepare`, a retrier or adapter without a transport form, a session that follows redirects or has an
@@ -23,5 +25,6 @@ package struct TransportLane: @unchecked Sendable {
         }
         self.mapping = mapping
         self.plugins = transportPlugins
+        onlyPrepares = plugins.allSatisfy { $0 is PreparingTransportPlugin }
     }
 }

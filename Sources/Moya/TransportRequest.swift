@@ -32,6 +32,12 @@ package protocol TransportPlugin: PluginType {
     func prepare(_ request: inout TransportRequest, target: TargetType)
 }
 
+/// A transport plugin that only prepares requests: it keeps `PluginType`'s own `willSend`, `didReceive` and `process`
+/// (it reads neither the request as sent nor the result, and changes neither). A provider whose plugins all are has
+/// nobody to show a `Response` to, so its on-loop lane can hand the client's response over as it came (see
+/// `MoyaLoopCompletion.acceptsClientResponses`).
+package protocol PreparingTransportPlugin: TransportPlugin {}
+
 /// A `RequestRetrier` that decides from a `TransportRequest`.
 package protocol TransportRetrier: RequestRetrier {
     func retry(

@@ -12,7 +12,7 @@ import FoundationNetworking
 /// the route's timeout, hands a relayed client body (``UpstreamRequestBody``) or a WebSocket's client side
 /// (``WebSocketTunnel``) to the upstream request, and marks the
 /// target as sent (``GatewayTarget/wasSent``): only the target of a flight's shared call gets here.
-struct ForwardingHeadersPlugin: TransportPlugin {
+struct ForwardingHeadersPlugin: PreparingTransportPlugin {
     func prepare(_ request: URLRequest, target: TargetType) -> URLRequest {
         guard let gateway = GatewayTarget.unwrapped(target) else { return request }
         gateway.markSent()

@@ -1,3 +1,4 @@
+import HTTPClientCore
 import HTTPServerCore
 import HTTPWire
 import Moya
@@ -100,6 +101,31 @@ extension GatewayHandler {
             let response = handler.response(for: result, call: call, isHead: isHead, exchange: &exchange)
             responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
         }
+
+        /// The gateway's plugins on a network upstream only prepare requests (`PreparingTransportPlugin`): with no
+        /// other plugin, nothing reads a `Moya.Response`, and the client's response is relayed as it came.
+        var acceptsClientResponses: Bool { true }
+
+        /// ``requestCompleted(_:)`` for the client's response as it came: the same response, log line and metrics.
+        func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>) {
+            sent = nil
+            guard let responder else { return }
+            let cancelled = responder.isCancelled
+            exchange.record.retries = target?.retryCount ?? 0
+            if call.upstream.breaker != nil {
+                handler.report(
+                    UpstreamCircuit.outcome(ofExchanged: result, cancelled: cancelled), to: call, isTrial: isTrial,
+                    snapshot: exchange.snapshot)
+            }
+            let response: HTTPServerResponse
+            switch consume result {
+            case .success(let exchanged):
+                response = handler.response(forExchanged: exchanged, call: call, isHead: isHead, exchange: &exchange)
+            case .failure(let error):
+                response = handler.response(for: .failure(error), call: call, isHead: isHead, exchange: &exchange)
+            }
+            responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
+        }
     }
 
     /// What the upstream's circuit says about a call.
@@ -133,8 +159,14 @@ extension GatewayHandler {
         _ result: Result<Moya.Response, MoyaError>, to call: Call, isTrial: Bool, snapshot: GatewaySnapshot,
         cancelled: Bool
     ) {
+        guard call.upstream.breaker != nil else { return }
+        report(
+            UpstreamCircuit.outcome(of: result, cancelled: cancelled), to: call, isTrial: isTrial, snapshot: snapshot)
+    }
+
+    /// Records `outcome` in `call`'s upstream circuit (if it has one).
+    func report(_ outcome: CircuitBreaker.Outcome, to call: Call, isTrial: Bool, snapshot: GatewaySnapshot) {
         guard let breaker = call.upstream.breaker else { return }
-        let outcome = UpstreamCircuit.outcome(of: result, cancelled: cancelled)
         UpstreamCircuit.report(
             breaker.record(outcome, trial: isTrial, now: EventLoop.now()),
             upstream: call.route.upstream.name, breaker: breaker, snapshot: snapshot)

@@ -367,71 +367,25 @@ final class GatewayHandler: HTTPServerHandler {
                 metrics: exchange.record.routeMetrics)
             return errorResponse(.badGateway, requestID: requestID)
         case .success(let response) where response.statusCode == 401 && call.upstream.injectsCredentials:
-            // The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
-            // gateway's configuration, and a challenge the client could not answer. With a token source, even a
-            // token fetched for the retry was refused.
-            let code: GatewayErrorCode = call.upstream.tokenSource != nil ? .upstreamAuthFailed : .badGateway
-            exchange.record.upstreamError = "upstream refused the gateway's credentials (401)"
-            exchange.snapshot.telemetry.upstreamError(
-                upstream: call.route.upstream.name, code: code,
-                metrics: exchange.record.routeMetrics)
-            return errorResponse(code, requestID: requestID)
+            return refusedCredentials(call: call, exchange: &exchange)
         case .success(let response):
-            var headers: HTTPFields
             if let transport = response.transportHeaders {
-                headers = ProxyHeaders.downstream(
-                    from: transport, received: response.transportVersion ?? .http1_1,
-                    requestID: requestID)
-                if isHead || response.streamedBody != nil, let length = ProxyHeaders.framingLength(of: transport) {
-                    headers.add(name: "Content-Length", value: length)
-                }
-                if tunnel != nil, response.statusCode == 101 {
-                    headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
-                }
-            } else if var stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
+                return relayed(
+                    status: response.statusCode, headers: transport, version: response.transportVersion ?? .http1_1,
+                    streamed: response.streamedBody, body: response.transportBody ?? Array(response.data), call: call,
+                    isHead: isHead, tunnel: tunnel, exchange: &exchange)
+            }
+            var headers: HTTPFields
+            if var stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
                 stubHeaders.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
                 headers = stubHeaders
             } else {
                 headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
             }
-            if exchange.record.coalesced != "no", exchange.record.coalesced == "follower",
-                let reason = SharedResponsePolicy.unshareableReason(headers)
-            {
-                // Shared all the same (the flight belongs to its group, see docs/configuration.md), but on the record.
-                exchange.snapshot.logger.warning(
-                    "coalesced follower got a response marked unshareable",
-                    metadata: [
-                        "request_id": "\(requestID)", "route": "\(call.route.name)", "reason": "\(reason)"
-                    ])
-            }
-            let head = HTTPResponseHead(status: response.statusCode, headers: headers)
-            if isHead, response.transportHeaders != nil {
-                return HTTPServerResponse(head: head, body: .none)
-            }
-            if let streamed = response.streamedBody {
-                let log = RelayedResponseLog(
-                    telemetry: exchange.snapshot.telemetry, started: exchange.started,
-                    tunnel: response.statusCode == 101 ? tunnel : nil, pending: relaying)
-                exchange.relayLog = log
-                let loop = call.upstream.client?.currentLoop
-                if let buffering, response.statusCode != 101,
-                    ResponseBuffering.applies(
-                        route: call.route.config.buffering, upstreamHeaders: response.transportHeaders)
-                {
-                    // Read as fast as the upstream sends, into memory and a temporary file: the upstream connection
-                    // is free again once the body is in, whatever the client's pace.
-                    let relayed = BufferedBodyRelay.relay(streamed, buffering: buffering, on: loop, log: log)
-                    return HTTPServerResponse(head: head, body: .stream(relayed))
-                }
-                let relayed = StreamedBodyRelay.relay(
-                    streamed, on: loop, log: log,
-                    tunnel: response.statusCode == 101 ? tunnel : nil)
-                return HTTPServerResponse(head: head, body: .stream(relayed))
-            }
-            let body =
-                response.transportBody ?? stub?.body ?? call.upstream.stubBody(matching: response)
-                ?? Array(response.data)
-            return HTTPServerResponse(head: head, body: .bytes(body))
+            noteIfUnshareable(headers, call: call, exchange: exchange)
+            let body = stub?.body ?? call.upstream.stubBody(matching: response) ?? Array(response.data)
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: response.statusCode, headers: headers), body: .bytes(body))
         case .failure(let error):
             let code = GatewayErrorMapping.code(for: error)
             exchange.record.upstreamError = GatewayErrorMapping.reason(for: error)
@@ -440,6 +394,97 @@ final class GatewayHandler: HTTPServerHandler {
                 metrics: exchange.record.routeMetrics)
             return errorResponse(code, requestID: requestID)
         }
+    }
+
+    /// The client's response for an upstream's answer as the HTTP client gave it (the callback lane's, see
+    /// `LoopCall`): as ``response(for:call:isHead:tunnel:stub:exchange:)`` makes it from a `Moya.Response`.
+    func response(
+        forExchanged exchanged: consuming HTTPClientResponseOrStream, call: Call, isHead: Bool,
+        exchange: inout Exchange
+    ) -> HTTPServerResponse {
+        switch consume exchanged {
+        case .collected(let response):
+            exchange.record.upstreamConnect = response.timings.connect
+            exchange.record.upstreamFirstByte = response.timings.firstByte
+            if response.head.status == 401 && call.upstream.injectsCredentials {
+                return refusedCredentials(call: call, exchange: &exchange)
+            }
+            return relayed(
+                status: response.head.status, headers: response.head.headers, version: response.head.version,
+                streamed: nil, body: response.body, call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
+        case .streamed(let response):
+            exchange.record.upstreamConnect = response.timings.connect
+            exchange.record.upstreamFirstByte = response.timings.firstByte
+            if response.head.status == 401 && call.upstream.injectsCredentials {
+                return refusedCredentials(call: call, exchange: &exchange)
+            }
+            return relayed(
+                status: response.head.status, headers: response.head.headers, version: response.head.version,
+                streamed: response, body: [], call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
+        }
+    }
+
+    /// The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
+    /// gateway's configuration, and a challenge the client could not answer. With a token source, even a token
+    /// fetched for the retry was refused.
+    private func refusedCredentials(call: Call, exchange: inout Exchange) -> HTTPServerResponse {
+        let code: GatewayErrorCode = call.upstream.tokenSource != nil ? .upstreamAuthFailed : .badGateway
+        exchange.record.upstreamError = "upstream refused the gateway's credentials (401)"
+        exchange.snapshot.telemetry.upstreamError(
+            upstream: call.route.upstream.name, code: code,
+            metrics: exchange.record.routeMetrics)
+        return errorResponse(code, requestID: exchange.requestID)
+    }
+
+    /// The client's response for an upstream's answer that came over the network: its head (hop-by-hop fields out,
+    /// `Via` and `X-Request-Id` in), and its body as bytes, or relayed (buffered, or at the client's pace) when it is
+    /// still arriving (`streamed`).
+    private func relayed(
+        status: Int, headers transport: HTTPFields, version: HTTPVersion, streamed: HTTPClientStreamingResponse?,
+        body: @autoclosure () -> [UInt8], call: Call, isHead: Bool, tunnel: WebSocketTunnel?,
+        exchange: inout Exchange
+    ) -> HTTPServerResponse {
+        var headers = ProxyHeaders.downstream(from: transport, received: version, requestID: exchange.requestID)
+        if isHead || streamed != nil, let length = ProxyHeaders.framingLength(of: transport) {
+            headers.add(name: "Content-Length", value: length)
+        }
+        if tunnel != nil, status == 101 {
+            headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
+        }
+        noteIfUnshareable(headers, call: call, exchange: exchange)
+        let head = HTTPResponseHead(status: status, headers: headers)
+        if isHead {
+            return HTTPServerResponse(head: head, body: .none)
+        }
+        guard let streamed else { return HTTPServerResponse(head: head, body: .bytes(body())) }
+        let log = RelayedResponseLog(
+            telemetry: exchange.snapshot.telemetry, started: exchange.started,
+            tunnel: status == 101 ? tunnel : nil, pending: relaying)
+        exchange.relayLog = log
+        let loop = call.upstream.client?.currentLoop
+        if let buffering, status != 101,
+            ResponseBuffering.applies(route: call.route.config.buffering, upstreamHeaders: transport)
+        {
+            // Read as fast as the upstream sends, into memory and a temporary file: the upstream connection is free
+            // again once the body is in, whatever the client's pace.
+            let relayed = BufferedBodyRelay.relay(streamed, buffering: buffering, on: loop, log: log)
+            return HTTPServerResponse(head: head, body: .stream(relayed))
+        }
+        let relayed = StreamedBodyRelay.relay(streamed, on: loop, log: log, tunnel: status == 101 ? tunnel : nil)
+        return HTTPServerResponse(head: head, body: .stream(relayed))
+    }
+
+    /// A coalesced follower's response marked unshareable is shared all the same (the flight belongs to its group,
+    /// see docs/configuration.md), but on the record.
+    private func noteIfUnshareable(_ headers: HTTPFields, call: Call, exchange: Exchange) {
+        guard exchange.record.coalesced != "no", exchange.record.coalesced == "follower",
+            let reason = SharedResponsePolicy.unshareableReason(headers)
+        else { return }
+        exchange.snapshot.logger.warning(
+            "coalesced follower got a response marked unshareable",
+            metadata: [
+                "request_id": "\(exchange.requestID)", "route": "\(call.route.name)", "reason": "\(reason)"
+            ])
     }
 
     /// Completes the access-log record and the metrics for `response`.

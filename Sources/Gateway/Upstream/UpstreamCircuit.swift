@@ -1,3 +1,4 @@
+import HTTPClientCore
 import Logging
 import Moya
 import NetCore
@@ -18,6 +19,18 @@ enum UpstreamCircuit {
             case .badGateway, .gatewayTimeout: return .failure
             default: return .neutral
             }
+        }
+    }
+
+    /// ``outcome(of:cancelled:)`` for the client's response as it came (see `MoyaLoopCompletion`).
+    static func outcome(
+        ofExchanged result: borrowing Result<HTTPClientResponseOrStream, MoyaError>, cancelled: Bool
+    ) -> CircuitBreaker.Outcome {
+        switch result {
+        case .success(let response):
+            return cancelled ? .neutral : isFailureStatus(response.status) ? .failure : .success
+        case .failure(let error):
+            return outcome(of: .failure(error), cancelled: cancelled)
         }
     }
 

@@ -46,4 +46,12 @@ package final class HTTPClientStreamingResponse: Sendable {
 package enum HTTPClientResponseOrStream: Sendable {
     case collected(HTTPClientResponse)
     case streamed(HTTPClientStreamingResponse)
+
+    /// The response's status code.
+    package var status: Int {
+        switch self {
+        case .collected(let response): response.head.status
+        case .streamed(let response): response.head.status
+        }
+    }
 }

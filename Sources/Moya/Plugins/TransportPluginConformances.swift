@@ -7,7 +7,7 @@ import FoundationNetworking
 // The built-in plugins on the transport lane (see `TransportPlugin`): each `prepare` below has the effect of the
 // plugin's `URLRequest` one.
 
-extension AccessTokenPlugin: TransportPlugin {
+extension AccessTokenPlugin: PreparingTransportPlugin {
     package func prepare(_ request: inout TransportRequest, target: TargetType) {
         guard let authorizable = target as? AccessTokenAuthorizable,
             let authorizationType = authorizable.authorizationType

@@ -28,6 +28,106 @@ import FoundationNetworking
         func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) { body(result) }
     }
 
+    /// What a completion that takes the client's responses saw: the client's response, or a `Response`.
+    private enum Delivered: @unchecked Sendable {
+        case exchanged(Result<HTTPClientResponseOrStream, MoyaError>)
+        case response(Result<Moya.Response, MoyaError>)
+    }
+
+    /// Takes the client's responses when the provider offers them.
+    private final class ClientCompletion: MoyaLoopCompletion {
+        let body: (Delivered) -> Void
+        init(_ body: @escaping (Delivered) -> Void) { self.body = body }
+        var acceptsClientResponses: Bool { true }
+        func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) { body(.response(result)) }
+        func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>) {
+            body(.exchanged(result))
+        }
+    }
+
+    /// A plugin that only prepares: it adds a header.
+    private struct HeaderPlugin: PreparingTransportPlugin {
+        func prepare(_ request: inout TransportRequest, target: TargetType) {
+            request.http.headers.add(name: "X-Prepared", value: "yes")
+        }
+    }
+
+    /// A transport plugin that reads results: it counts its `didReceive` calls.
+    private struct ReadingPlugin: TransportPlugin {
+        let received: Recorder<Int>
+        func prepare(_ request: inout TransportRequest, target: TargetType) {}
+        func didReceive(_ result: Result<Moya.Response, MoyaError>, target: TargetType) {
+            received.append((try? result.get())?.statusCode ?? 0)
+        }
+    }
+
+    /// A provider on the transport lane (no redirects followed).
+    private static func laneProvider(plugins: [PluginType], headers: [String: String] = [:])
+        -> MoyaProvider<BinTarget>
+    {
+        MoyaProvider<BinTarget>(
+            endpointClosure: MoyaProvider<BinTarget>.defaultEndpointMapping,
+            requestClosure: MoyaProvider<BinTarget>.defaultRequestMapping,
+            stubClosure: MoyaProvider<BinTarget>.neverStub,
+            session: Session(client: HTTPClient(), headers: headers, redirectHandler: .doNotFollow),
+            plugins: plugins, trackInflights: false, transportMapping: { $0.transportRequest() })
+    }
+
+    /// Calls `request(onLoop:)` with a ``ClientCompletion`` from the loop of `provider`'s client and waits for it.
+    private static func delivered<T: TargetType>(_ provider: MoyaProvider<T>, _ target: T) async -> Delivered {
+        let loop = provider.session.client.group.loops[0]
+        let shared = UncheckedSendable((provider, target))
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Delivered, Never>) in
+            loop.execute {
+                let (provider, target) = shared.value
+                _ = provider.request(
+                    onLoop: target, completion: ClientCompletion { continuation.resume(returning: $0) })
+            }
+        }
+    }
+
+    @Test func theClientsResponseIsHandedOverWhenNoPluginReadsTheResult() async throws {
+        try await withHttpbin { bin async throws in
+            let preparing = Self.laneProvider(plugins: [HeaderPlugin()])
+            #expect(preparing.hasTransportLane)
+            let delivered = await Self.delivered(preparing, BinTarget(bin, "/get"))
+            guard case .exchanged(.success(.collected(let response))) = delivered else {
+                Issue.record("plugins that only prepare: the client's response as it came, not \(delivered)")
+                return
+            }
+            #expect(response.status == 200)
+            let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body))
+            #expect(echo.headers["x-prepared"] == "yes", "prepare's changes are sent")
+
+            let refused = await Self.delivered(preparing, BinTarget(bin, "/status/500", validationType: .successCodes))
+            guard case .exchanged(let result) = refused,
+                case .failure(.underlying(MoyaError.statusCode(let moya), _)) = result
+            else {
+                Issue.record("a status the validation refuses is the statusCode error, as from the task pipeline")
+                return
+            }
+            #expect(moya.statusCode == 500)
+
+            let received = Recorder<Int>()
+            let reading = Self.laneProvider(plugins: [HeaderPlugin(), ReadingPlugin(received: received)])
+            #expect(reading.hasTransportLane)
+            guard case .response(.success(let seen)) = await Self.delivered(reading, BinTarget(bin, "/get")) else {
+                Issue.record("a plugin that reads the result gets a Response, and so does the completion")
+                return
+            }
+            #expect(seen.statusCode == 200)
+            #expect(received.values == [200])
+
+            let withSessionHeaders = Self.laneProvider(plugins: [HeaderPlugin()], headers: ["X-Session": "s"])
+            let merged = await Self.delivered(withSessionHeaders, BinTarget(bin, "/get"))
+            guard case .response(.success(let merged)) = merged else {
+                Issue.record("session headers are merged on the general path, which makes a Response")
+                return
+            }
+            #expect(try merged.map(Echo.self).headers["x-session"] == "s")
+        }
+    }
+
     /// Calls `request(onLoop:)` from the loop of `provider`'s client and waits for its completion.
     private static func onLoop<T: TargetType>(
         _ provider: MoyaProvider<T>, _ target: T, cancelAfter: Duration? = nil
