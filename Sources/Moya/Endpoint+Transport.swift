@@ -14,20 +14,8 @@ extension Endpoint {
         omittingHeader omittedHeader: String? = nil,
         knownOrigin: KnownOrigin? = nil
     ) -> Result<TransportRequest, MoyaError>? {
-        let body: HTTPClientRequest.Body
-        switch task {
-        case .requestPlain: body = .none
-        case .requestData(let data): body = data.isEmpty ? .none : .bytes([UInt8](data))
-        default: return nil
-        }
-        var headers = HTTPFields()
-        if let fields = httpHeaderFields, !fields.isEmpty {
-            headers.reserveCapacity(fields.count + 2)
-            for (name, value) in fields.sorted(by: { $0.key < $1.key })
-            where omittedHeader.map({ !name.equalsIgnoringASCIICase($0) }) ?? true {
-                headers.add(name: name, value: value)
-            }
-        }
+        guard let body = TransportRequest.body(of: task) else { return nil }
+        let headers = TransportRequest.fields(httpHeaderFields, omitting: omittedHeader)
         let method = HTTPMethod(rawValue: method.rawValue)
         if let knownOrigin, let target = target(after: knownOrigin.prefix) {
             return .success(
@@ -59,7 +47,7 @@ extension Endpoint {
 
     /// Whether `target` has a `#`, read from its contiguous bytes (`String.UTF8View.contains` walks the view's
     /// generic iterator, a few times slower).
-    private static func hasFragment(_ target: String) -> Bool {
+    static func hasFragment(_ target: String) -> Bool {
         target.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "#")) }
             ?? target.utf8.contains(UInt8(ascii: "#"))
     }
@@ -93,5 +81,44 @@ package final class KnownOrigin: Sendable {
     package init(_ origin: HTTPOrigin) {
         self.origin = origin
         prefix = origin.description
+    }
+}
+
+extension TransportRequest {
+    /// The request `Endpoint.transportRequest(omittingHeader:knownOrigin:)` makes of an endpoint at `knownOrigin` with
+    /// this `target`, `method`, `headers` and `task`, made without the endpoint: nil for a task that needs encoding,
+    /// or a target that is not origin-form (a `/` first, no fragment).
+    package static func known(
+        _ knownOrigin: KnownOrigin, target: String, method: Moya.Method, headers: [String: String]?, task: Task
+    ) -> TransportRequest? {
+        guard target.utf8.first == UInt8(ascii: "/"), !Endpoint.hasFragment(target), let body = body(of: task) else {
+            return nil
+        }
+        return TransportRequest(
+            http: HTTPClientRequest(
+                method: HTTPMethod(rawValue: method.rawValue), origin: knownOrigin.origin, target: target,
+                headers: fields(headers, omitting: nil), body: body))
+    }
+
+    /// The body of a task that needs no encoding (`requestPlain`, `requestData`); nil for the others.
+    static func body(of task: Task) -> HTTPClientRequest.Body? {
+        switch task {
+        case .requestPlain: return HTTPClientRequest.Body.none
+        case .requestData(let data): return data.isEmpty ? HTTPClientRequest.Body.none : .bytes([UInt8](data))
+        default: return nil
+        }
+    }
+
+    /// `fields` as a header list in name order, as `Session` sends a `URLRequest`'s, without `omitted` (any case).
+    static func fields(_ fields: [String: String]?, omitting omitted: String?) -> HTTPFields {
+        var headers = HTTPFields()
+        if let fields, !fields.isEmpty {
+            headers.reserveCapacity(fields.count + 2)
+            for (name, value) in fields.sorted(by: { $0.key < $1.key })
+            where omitted.map({ !name.equalsIgnoringASCIICase($0) }) ?? true {
+                headers.add(name: name, value: value)
+            }
+        }
+        return headers
     }
 }

@@ -63,19 +63,22 @@ extension MoyaProvider {
         completion: any MoyaLoopCompletion
     ) -> MoyaLoopRequest {
         let pluginTarget: TargetType = target
-        let endpoint = self.endpoint(target)
+        let endpoint: Endpoint
         let step: TransportStep
         if completion.acceptsClientResponses, let lane = transportLane, lane.onlyPrepares, retriers.isEmpty,
             adapters.isEmpty
         {
             switch sendUnseen(
-                target, lane: lane, pluginTarget: pluginTarget, endpoint: endpoint,
-                streamingBodiesAbove: streamingBodiesAbove, completion: completion)
+                target, lane: lane, pluginTarget: pluginTarget, streamingBodiesAbove: streamingBodiesAbove,
+                completion: completion)
             {
             case .sent(let call): return MoyaLoopRequest(call: call, task: nil)
-            case .notSent(let notSent): step = notSent
+            case .notSent(let notSent, let itsEndpoint):
+                step = notSent
+                endpoint = itsEndpoint
             }
         } else {
+            endpoint = self.endpoint(target)
             step = transportStep(
                 target, pluginTarget: pluginTarget, endpoint: endpoint, streamingBodiesAbove: streamingBodiesAbove)
         }
@@ -109,33 +112,38 @@ extension MoyaProvider {
         return MoyaLoopRequest(call: nil, task: task)
     }
 
-    /// What ``sendUnseen(_:lane:pluginTarget:endpoint:streamingBodiesAbove:completion:)`` did.
+    /// What ``sendUnseen(_:lane:pluginTarget:streamingBodiesAbove:completion:)`` did.
     private enum UnseenSend {
         case sent(HTTPClientCall)
-        /// Not sent by callback: the step the pipeline goes on from.
-        case notSent(TransportStep)
+        /// Not sent by callback: the step the pipeline goes on from, and the target's endpoint.
+        case notSent(TransportStep, Endpoint)
     }
 
     /// ``transportStep(_:pluginTarget:endpoint:streamingBodiesAbove:)`` for plugins that only prepare, with a request
-    /// sent at once by callback: no `RequestType` for `willSend` (the plugins keep the default, which reads nothing),
-    /// and the client's response handed to the completion as it came, after validation (`didReceive` and `process`
-    /// are the defaults too). A stubbed request, one on the `URLRequest` path, and one the client cannot start at
-    /// once go on as any other.
+    /// sent at once by callback: made by ``targetMapping`` when it maps the target (no `Endpoint`), no `RequestType`
+    /// for `willSend` (the plugins keep the default, which reads nothing), and the client's response handed to the
+    /// completion as it came, after validation (`didReceive` and `process` are the defaults too). A stubbed
+    /// request, one on the `URLRequest` path, and one the client cannot start at once go on as any other.
     private func sendUnseen(
-        _ target: Target, lane: TransportLane, pluginTarget: TargetType, endpoint: Endpoint,
-        streamingBodiesAbove: Int?, completion: any MoyaLoopCompletion
+        _ target: Target, lane: TransportLane, pluginTarget: TargetType, streamingBodiesAbove: Int?,
+        completion: any MoyaLoopCompletion
     ) -> UnseenSend {
         let stubBehavior = stubClosure(target)
-        guard case .never = stubBehavior, let mapped = lane.mapping(endpoint) else {
-            return .notSent(
-                transportStep(
-                    target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
-                    streamingBodiesAbove: streamingBodiesAbove))
-        }
         var request: TransportRequest
-        switch consume mapped {
-        case .success(let built): request = built
-        case .failure(let error): return .notSent(.finished(.failure(error)))
+        if case .never = stubBehavior, let mapped = targetMapping?(target) {
+            request = mapped
+        } else {
+            let endpoint = self.endpoint(target)
+            guard case .never = stubBehavior, let mapped = lane.mapping(endpoint) else {
+                return .notSent(
+                    transportStep(
+                        target, pluginTarget: pluginTarget, endpoint: endpoint, stubBehavior: stubBehavior,
+                        streamingBodiesAbove: streamingBodiesAbove), endpoint)
+            }
+            switch consume mapped {
+            case .success(let built): request = built
+            case .failure(let error): return .notSent(.finished(.failure(error)), endpoint)
+            }
         }
         prepare(&request, lane: lane, pluginTarget: pluginTarget)
         let validation = pluginTarget.validationType
@@ -166,7 +174,8 @@ extension MoyaProvider {
         // Session headers, or a client that cannot start at once: sent as any other prepared request.
         let requestType = announce(consume request, pluginTarget: pluginTarget)
         return .notSent(
-            .send(TransportOutgoing(sharing: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType))
+            .send(TransportOutgoing(sharing: requestType, streamingBodiesAbove: streamingBodiesAbove), requestType),
+            self.endpoint(target))
     }
 
     /// Sends `outgoing` once with the client's callback; nil when the client cannot start it at once (see

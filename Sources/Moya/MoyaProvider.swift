@@ -150,6 +150,11 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// Whether the provider has a ``transportLane``, read in place (reading the lane from another module copies it).
     package var hasTransportLane: Bool { transportLane != nil }
 
+    /// Maps a target straight to the `TransportRequest` the lane's mapping would make of its endpoint, for the on-loop
+    /// lane (`request(onLoop:)`): no `Endpoint` is made for a request it maps. nil for a target it leaves to the
+    /// endpoint. Only for an endpoint closure with no effect of its own. Written once, as ``transportLane``.
+    @exclusivity(unchecked) package private(set) var targetMapping: ((Target) -> TransportRequest?)?
+
     /// Initializes a provider.
     ///
     /// - Parameters:
@@ -192,15 +197,18 @@ open class MoyaProvider<Target: TargetType>: MoyaProviderType, @unchecked Sendab
     /// `requestClosure` (which must then make the same request) and sends them without a `URLRequest`, when every
     /// plugin is a `TransportPlugin`, every retrier a `TransportRetrier`, and the session does not follow redirects.
     /// Otherwise, and for endpoints the mapping returns nil for, it sends as `request` does.
+    /// `targetMapping`: see ``targetMapping``.
     package convenience init(
         endpointClosure: @escaping EndpointClosure, requestClosure: @escaping RequestClosure,
         stubClosure: @escaping StubClosure, session: Session, plugins: [PluginType],
-        trackInflights: Bool, transportMapping: @escaping TransportLane.Mapping
+        trackInflights: Bool, transportMapping: @escaping TransportLane.Mapping,
+        targetMapping: ((Target) -> TransportRequest?)? = nil
     ) {
         self.init(
             endpointClosure: endpointClosure, requestClosure: requestClosure, stubClosure: stubClosure,
             session: session, plugins: plugins, trackInflights: trackInflights)
         transportLane = TransportLane(mapping: transportMapping, plugins: plugins, session: session)
+        self.targetMapping = targetMapping
     }
 
     /// Returns an `Endpoint` based on the token, method, and parameters by invoking the `endpointClosure`.

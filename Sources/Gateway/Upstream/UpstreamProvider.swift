@@ -254,6 +254,18 @@ final class UpstreamProvider: Sendable {
             trackInflights: trackInflights,
             transportMapping: { endpoint in
                 endpoint.transportRequest(omittingHeader: UpstreamProvider.flightHeader, knownOrigin: knownOrigin)
+            },
+            targetMapping: { multi in
+                // The request the endpoint closure and the mapping above make, without the endpoint: a call that is
+                // not shared (no flight header to leave out) and that no responder answers.
+                guard let target = GatewayTarget.unwrapped(multi), target.flightKey == nil, !target.isStubbed,
+                    target.origin == knownOrigin.prefix
+                else {
+                    return nil
+                }
+                return TransportRequest.known(
+                    knownOrigin, target: target.upstreamTarget, method: target.method, headers: target.stableHeaders,
+                    task: target.task)
             })
     }
 

@@ -128,6 +128,69 @@ import FoundationNetworking
         }
     }
 
+    @Test func aTargetMappingSendsWithoutAnEndpoint() async throws {
+        try await withHttpbin { bin async throws in
+            let endpoints = Recorder<String>()
+            let origin = KnownOrigin(HTTPOrigin(scheme: "http", host: "127.0.0.1", port: bin.port))
+            let provider = MoyaProvider<BinTarget>(
+                endpointClosure: { target in
+                    endpoints.append(target.path)
+                    return MoyaProvider<BinTarget>.defaultEndpointMapping(for: target)
+                },
+                requestClosure: MoyaProvider<BinTarget>.defaultRequestMapping,
+                stubClosure: MoyaProvider<BinTarget>.neverStub,
+                session: Session(client: HTTPClient(), headers: [:], redirectHandler: .doNotFollow),
+                plugins: [HeaderPlugin()], trackInflights: false,
+                transportMapping: { $0.transportRequest(knownOrigin: origin) },
+                targetMapping: { target in
+                    target.path == "/anything/endpoint"
+                        ? nil
+                        : TransportRequest.known(
+                            origin, target: target.path, method: target.method, headers: target.headers,
+                            task: target.task)
+                })
+            for path in ["/anything/mapped", "/anything/endpoint"] {
+                var target = BinTarget(bin, path, method: .post, task: .requestData(Data("body".utf8)))
+                target.headers = ["X-B": "2", "X-A": "1"]
+                guard case .exchanged(.success(.collected(let response))) = await Self.delivered(provider, target)
+                else {
+                    Issue.record("\(path): the client's response")
+                    return
+                }
+                let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body))
+                #expect(echo.method == "POST" && echo.path == path && echo.body == "body")
+                #expect(echo.headers["x-a"] == "1" && echo.headers["x-b"] == "2" && echo.headers["x-prepared"] == "yes")
+            }
+            #expect(endpoints.values == ["/anything/endpoint"], "an endpoint only for the target the mapping left")
+        }
+    }
+
+    @Test func aKnownRequestIsTheOneTheEndpointMakes() throws {
+        let origin = KnownOrigin(HTTPOrigin(scheme: "http", host: "example.test", port: 8080))
+        let headers = ["X-Z": "z", "Accept": "a/b", "x-m": "m"]
+        for (target, task) in [("/a?b=c", Moya.Task.requestPlain), ("/p", .requestData(Data([1, 2, 3])))] {
+            let endpoint = Endpoint(
+                origin: origin.prefix, target: target, sampleResponseClosure: { .networkResponse(200, Data()) },
+                method: .put, task: task, httpHeaderFields: headers)
+            let viaEndpoint = try #require(try endpoint.transportRequest(knownOrigin: origin)?.get())
+            let known = try #require(
+                TransportRequest.known(origin, target: target, method: .put, headers: headers, task: task))
+            #expect(known.http.method == viaEndpoint.http.method && known.http.target == viaEndpoint.http.target)
+            #expect(known.http.origin == viaEndpoint.http.origin)
+            let knownFields = known.http.headers.map { "\($0.name): \($0.value)" }
+            #expect(knownFields == viaEndpoint.http.headers.map { "\($0.name): \($0.value)" })
+            #expect("\(known.http.body)" == "\(viaEndpoint.http.body)")
+        }
+        #expect(
+            TransportRequest.known(origin, target: "/a#frag", method: .get, headers: nil, task: .requestPlain) == nil,
+            "a fragment is left to the endpoint")
+        #expect(
+            TransportRequest.known(
+                origin, target: "/u", method: .post, headers: nil,
+                task: .requestParameters(parameters: ["a": 1], encoding: JSONEncoding.default)) == nil,
+            "a task that needs encoding is left to the endpoint")
+    }
+
     /// Calls `request(onLoop:)` from the loop of `provider`'s client and waits for its completion.
     private static func onLoop<T: TargetType>(
         _ provider: MoyaProvider<T>, _ target: T, cancelAfter: Duration? = nil
