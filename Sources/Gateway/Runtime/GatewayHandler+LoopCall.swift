@@ -90,13 +90,9 @@ extension GatewayHandler {
 
         /// The call's result: the response to the client, the access-log line and metrics, as `handle` makes them.
         func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) {
-            sent = nil
-            guard let responder else { return }
-            let cancelled = responder.isCancelled
-            exchange.record.retries = target?.retryCount ?? 0
+            guard let (responder, cancelled) = completing() else { return }
             if call.upstream.breaker != nil {
-                handler.report(
-                    result, to: call, isTrial: isTrial, snapshot: exchange.snapshot, cancelled: cancelled)
+                report(UpstreamCircuit.outcome(of: result, cancelled: cancelled))
             }
             let response = handler.response(for: result, call: call, isHead: isHead, exchange: &exchange)
             responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
@@ -108,14 +104,9 @@ extension GatewayHandler {
 
         /// ``requestCompleted(_:)`` for the client's response as it came: the same response, log line and metrics.
         func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>) {
-            sent = nil
-            guard let responder else { return }
-            let cancelled = responder.isCancelled
-            exchange.record.retries = target?.retryCount ?? 0
+            guard let (responder, cancelled) = completing() else { return }
             if call.upstream.breaker != nil {
-                handler.report(
-                    UpstreamCircuit.outcome(ofExchanged: result, cancelled: cancelled), to: call, isTrial: isTrial,
-                    snapshot: exchange.snapshot)
+                report(UpstreamCircuit.outcome(ofExchanged: result, cancelled: cancelled))
             }
             let response: HTTPServerResponse
             switch consume result {
@@ -125,6 +116,20 @@ extension GatewayHandler {
                 response = handler.response(for: .failure(error), call: call, isHead: isHead, exchange: &exchange)
             }
             responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
+        }
+
+        /// The request is no longer under way: its retries are noted; the responder, and whether the server gave up
+        /// on the request. nil if it was never started.
+        private func completing() -> (responder: any HTTPServerResponder, cancelled: Bool)? {
+            sent = nil
+            guard let responder else { return nil }
+            exchange.record.retries = target?.retryCount ?? 0
+            return (responder, responder.isCancelled)
+        }
+
+        /// Records `outcome` in the upstream's circuit.
+        private func report(_ outcome: CircuitBreaker.Outcome) {
+            handler.report(outcome, to: call, isTrial: isTrial, snapshot: exchange.snapshot)
         }
     }
 

@@ -402,26 +402,24 @@ final class GatewayHandler: HTTPServerHandler {
         forExchanged exchanged: consuming HTTPClientResponseOrStream, call: Call, isHead: Bool,
         exchange: inout Exchange
     ) -> HTTPServerResponse {
+        let head: HTTPResponseHead
+        let timings: HTTPClientTimings
+        let streamed: HTTPClientStreamingResponse?
+        let body: [UInt8]
         switch consume exchanged {
         case .collected(let response):
-            exchange.record.upstreamConnect = response.timings.connect
-            exchange.record.upstreamFirstByte = response.timings.firstByte
-            if response.head.status == 401 && call.upstream.injectsCredentials {
-                return refusedCredentials(call: call, exchange: &exchange)
-            }
-            return relayed(
-                status: response.head.status, headers: response.head.headers, version: response.head.version,
-                streamed: nil, body: response.body, call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
+            (head, timings, streamed, body) = (response.head, response.timings, nil, response.body)
         case .streamed(let response):
-            exchange.record.upstreamConnect = response.timings.connect
-            exchange.record.upstreamFirstByte = response.timings.firstByte
-            if response.head.status == 401 && call.upstream.injectsCredentials {
-                return refusedCredentials(call: call, exchange: &exchange)
-            }
-            return relayed(
-                status: response.head.status, headers: response.head.headers, version: response.head.version,
-                streamed: response, body: [], call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
+            (head, timings, streamed, body) = (response.head, response.timings, response, [])
         }
+        exchange.record.upstreamConnect = timings.connect
+        exchange.record.upstreamFirstByte = timings.firstByte
+        if head.status == 401 && call.upstream.injectsCredentials {
+            return refusedCredentials(call: call, exchange: &exchange)
+        }
+        return relayed(
+            status: head.status, headers: head.headers, version: head.version, streamed: streamed, body: body,
+            call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
     }
 
     /// The upstream refused the gateway's own credentials (the client's are never sent there): a fault of the
