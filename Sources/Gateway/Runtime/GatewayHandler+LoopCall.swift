@@ -90,7 +90,7 @@ extension GatewayHandler {
 
         /// The call's result: the response to the client, the access-log line and metrics, as `handle` makes them.
         func requestCompleted(_ result: consuming Result<Moya.Response, MoyaError>) {
-            guard let (responder, cancelled) = completing() else { return }
+            guard let cancelled = completing(), let responder else { return }
             if call.upstream.breaker != nil {
                 report(UpstreamCircuit.outcome(of: result, cancelled: cancelled))
             }
@@ -104,7 +104,7 @@ extension GatewayHandler {
 
         /// ``requestCompleted(_:)`` for the client's response as it came: the same response, log line and metrics.
         func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>) {
-            guard let (responder, cancelled) = completing() else { return }
+            guard let cancelled = completing(), let responder else { return }
             if call.upstream.breaker != nil {
                 report(UpstreamCircuit.outcome(ofExchanged: result, cancelled: cancelled))
             }
@@ -118,13 +118,13 @@ extension GatewayHandler {
             responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
         }
 
-        /// The request is no longer under way: its retries are noted; the responder, and whether the server gave up
-        /// on the request. nil if it was never started.
-        private func completing() -> (responder: any HTTPServerResponder, cancelled: Bool)? {
+        /// The request is no longer under way: its retries are noted. Whether the server gave up on the request; nil
+        /// if it was never started.
+        private func completing() -> Bool? {
             sent = nil
             guard let responder else { return nil }
             exchange.record.retries = target?.retryCount ?? 0
-            return (responder, responder.isCancelled)
+            return responder.isCancelled
         }
 
         /// Records `outcome` in the upstream's circuit.

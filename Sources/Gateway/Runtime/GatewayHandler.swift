@@ -402,23 +402,31 @@ final class GatewayHandler: HTTPServerHandler {
         forExchanged exchanged: consuming HTTPClientResponseOrStream, call: Call, isHead: Bool,
         exchange: inout Exchange
     ) -> HTTPServerResponse {
-        let head: HTTPResponseHead
-        let timings: HTTPClientTimings
-        let streamed: HTTPClientStreamingResponse?
-        let body: [UInt8]
         switch consume exchanged {
         case .collected(let response):
-            (head, timings, streamed, body) = (response.head, response.timings, nil, response.body)
+            return relayed(
+                response.head, timings: response.timings, streamed: nil, body: response.body, call: call,
+                isHead: isHead, exchange: &exchange)
         case .streamed(let response):
-            (head, timings, streamed, body) = (response.head, response.timings, response, [])
+            return relayed(
+                response.head, timings: response.timings, streamed: response, body: [], call: call, isHead: isHead,
+                exchange: &exchange)
         }
+    }
+
+    /// ``relayed(status:headers:version:streamed:body:call:isHead:tunnel:exchange:)`` for the client's response head,
+    /// after its timings are noted and a refusal of the gateway's credentials is answered.
+    private func relayed(
+        _ head: borrowing HTTPResponseHead, timings: HTTPClientTimings, streamed: HTTPClientStreamingResponse?,
+        body: @autoclosure () -> [UInt8], call: Call, isHead: Bool, exchange: inout Exchange
+    ) -> HTTPServerResponse {
         exchange.record.upstreamConnect = timings.connect
         exchange.record.upstreamFirstByte = timings.firstByte
         if head.status == 401 && call.upstream.injectsCredentials {
             return refusedCredentials(call: call, exchange: &exchange)
         }
         return relayed(
-            status: head.status, headers: head.headers, version: head.version, streamed: streamed, body: body,
+            status: head.status, headers: head.headers, version: head.version, streamed: streamed, body: body(),
             call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
     }
 
