@@ -263,7 +263,12 @@ import Glibc
                 try curl("\(version) -X PUT --data-binary @\(small)", "/small/x").hasSuffix(" 413"),
                 "\(version): 2 KiB past the route's 1 KiB")
             let chunked = try curl("\(version) -T - <\(small)", "/small/x")
-            #expect(chunked.hasSuffix(" 413"), "\(version): chunked past it too: \(chunked)")
+            // Over HTTP/2 the answer is followed by RST_STREAM(NO_ERROR) when the body has not ended (RFC 9113 §8.1):
+            // curl 7.88 drops the answer when that reset arrives before it has sent its END_STREAM, which depends on
+            // timing. The gateway's 413 is then read from its access log below.
+            #expect(
+                chunked.hasSuffix(" 413") || (version == "--http2-prior-knowledge" && chunked.hasSuffix(" 000")),
+                "\(version): chunked past it too: \(chunked)")
             #expect(
                 try curl("\(version) -X PUT --data-binary @\(medium)", "/up/x").hasSuffix(" 413"),
                 "\(version): a route without its own limit keeps the server's 32 KiB")
@@ -283,6 +288,10 @@ import Glibc
         #expect(refused.closed)
         gateway.stop()
         #expect(gateway.accessLog.first { $0["request_id"] as? String == "small-1" }?["route"] as? String == "small")
+        let refusedPuts = gateway.accessLog.filter {
+            $0["method"] as? String == "PUT" && $0["path"] as? String == "/small/x" && $0["status"] as? Int == 413
+        }
+        #expect(refusedPuts.count == 4, "declared and chunked, over HTTP/1.1 and HTTP/2: every PUT past 1 KiB is a 413")
         await upstream.shutdown()
     }
 
