@@ -354,6 +354,11 @@ extension MoyaProvider {
         guard case .success(let response) = result, !validation.accepts(response.statusCode) else {
             return result
         }
-        return .failure(.underlying(MoyaError.statusCode(response), response))
+        return .failure(Self.validationFailure(response))
+    }
+
+    /// The error for a response whose status the target's validation refuses.
+    static func validationFailure(_ response: Moya.Response) -> MoyaError {
+        .underlying(MoyaError.statusCode(response), response)
     }
 }

@@ -25,11 +25,7 @@ extension MoyaLoopCompletion {
     package func requestCompleted(exchanged result: consuming Result<HTTPClientResponseOrStream, MoyaError>) {
         switch consume result {
         case .success(let response):
-            requestCompleted(
-                .success(
-                    Moya.Response(
-                        transport: TransportResponse(response, url: .url(nil)),
-                        requestSource: RequestTypeWrapper(request: nil))))
+            requestCompleted(.success(Moya.Response(unrecorded: response)))
         case .failure(let error):
             requestCompleted(.failure(error))
         }
@@ -150,13 +146,9 @@ extension MoyaProvider {
         let completed: HTTPClientCompletion = { exchanged in
             switch consume exchanged {
             case .success(let response):
-                let status = response.status
-                guard validation.accepts(status) else {
-                    let refused = Moya.Response(
-                        transport: TransportResponse(response, url: .url(nil)),
-                        requestSource: RequestTypeWrapper(request: nil))
+                guard validation.accepts(response.status) else {
                     completion.requestCompleted(
-                        exchanged: .failure(.underlying(MoyaError.statusCode(refused), refused)))
+                        exchanged: .failure(Self.validationFailure(Moya.Response(unrecorded: response))))
                     return
                 }
                 completion.requestCompleted(exchanged: .success(response))

@@ -96,6 +96,13 @@ public final class Response: CustomDebugStringConvertible, Equatable, @unchecked
         self.givenResponse = nil
     }
 
+    /// A response the client received for a request that was not recorded (the on-loop lane's, see
+    /// `MoyaLoopCompletion.requestCompleted(exchanged:)`): no `request`, and no URL on its `HTTPURLResponse`.
+    convenience init(unrecorded response: consuming HTTPClientResponseOrStream) {
+        self.init(
+            transport: TransportResponse(response, url: .url(nil)), requestSource: RequestTypeWrapper(request: nil))
+    }
+
     /// A response received by the transport whose body is the one it collected (empty for a streamed body): `data` is
     /// made from those bytes on first use.
     init(transport: TransportResponse, requestSource: RequestTypeWrapper) {
