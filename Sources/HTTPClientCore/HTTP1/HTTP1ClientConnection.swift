@@ -98,8 +98,7 @@ final class HTTP1ClientConnection: ConnectionDelegate {
         parser.expectResponse(
             to: exchange.request.method, bodyLimited: exchange.limitsCollectedBody,
             upgrade: exchange.upgradeBody != nil)
-        var output: [UInt8] = []
-        output.reserveCapacity(256 + exchange.body.count)
+        var output = connection.outputBuffer(reservingCapacity: 256 + exchange.body.count)
         do {
             try exchange.writeHead(into: &output, hostField: hostField)
         } catch {

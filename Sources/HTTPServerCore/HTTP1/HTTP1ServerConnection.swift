@@ -739,12 +739,12 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
     private func writeHeadAndBytes(
         _ response: HTTPServerResponse, version: HTTPVersion, isHead: Bool, keepAlive: inout Bool
     ) -> RemainingBody? {
-        var output: [UInt8] = []
         var framing = HTTP1ResponseHeadWriter.Framing.none
+        var output: [UInt8]
         if case .bytes(let body) = response.body, body.count <= Self.bodyCopiedIntoHead {
-            output.reserveCapacity(256 + body.count)
+            output = connection.outputBuffer(reservingCapacity: 256 + body.count)
         } else {
-            output.reserveCapacity(256)
+            output = connection.outputBuffer(reservingCapacity: 256)
         }
         do {
             framing = try HTTP1ResponseHeadWriter.write(

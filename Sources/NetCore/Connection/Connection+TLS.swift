@@ -46,8 +46,9 @@ extension Connection {
     }
 
     func flushTLSOutput(_ tls: TLSSession) {
-        guard tls.hasOutput else { return }
-        let output = tls.takeOutput()
+        let pending = tls.pendingOutputCount
+        guard pending > 0 else { return }
+        let output = tls.takeOutput(into: loop.outputBuffer(reservingCapacity: pending))
         if !output.isEmpty { send(output) }
     }
 }

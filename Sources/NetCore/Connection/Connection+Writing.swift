@@ -20,10 +20,19 @@ extension Connection {
     package func write(_ bytes: UnsafeRawBufferPointer) {
         guard acceptsWrites, !bytes.isEmpty else { return }
         guard let tls else {
-            send(Array(bytes))
+            var copy = outputBuffer(reservingCapacity: bytes.count)
+            copy.append(contentsOf: bytes)
+            send(copy)
             return
         }
         write(bytes, over: tls) { Array(bytes) }
+    }
+
+    /// An empty buffer with room for `capacity` bytes, to assemble bytes in for ``write(_:)-([UInt8])``: the storage
+    /// of a buffer already sent on this loop when there is one with the room (see
+    /// ``EventLoop/outputBuffer(reservingCapacity:)``), else a new one.
+    package func outputBuffer(reservingCapacity capacity: Int) -> [UInt8] {
+        loop.outputBuffer(reservingCapacity: capacity)
     }
 
     /// Whether writes are still taken: not closed, no failed send, not lingering.
@@ -209,7 +218,7 @@ extension Connection {
             let available = first.count - writeOffset
             if remaining >= available {
                 remaining -= available
-                writeQueue.removeFirst()
+                loop.keepForReuse(writeQueue.removeFirst())
                 writeOffset = 0
             } else {
                 writeOffset += remaining

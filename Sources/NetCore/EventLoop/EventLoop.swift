@@ -72,6 +72,8 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     @exclusivity(unchecked) private var timers = TimerHeap()
     /// Connections with bytes queued in this round, flushed before the loop waits (see `Connection.write`).
     @exclusivity(unchecked) private var pendingFlushes: [Connection] = []
+    /// The storage of buffers already sent, for ``outputBuffer(reservingCapacity:)``.
+    @exclusivity(unchecked) private var spareOutputs: [[UInt8]] = []
     @exclusivity(unchecked) private var flushingNow: [Connection] = []
     /// Whether ``flushPending()`` is running.
     @exclusivity(unchecked) private var flushing = false
@@ -257,6 +259,37 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
+
+    /// An empty buffer with room for `capacity` bytes, to assemble bytes in for a connection's write: the storage of
+    /// the last buffer a connection of this loop finished sending when it has the room, else a new one. Loop thread
+    /// only.
+    ///
+    /// Every exchange writes a head (or a round of frames), so a busy loop allocates these once rather than once per
+    /// exchange; the buffers are the loop's, not a connection's, so an idle connection keeps none. A kept buffer that
+    /// another holder still shares (a body queued as it is) is copied when it is emptied here, which costs what a new
+    /// buffer would.
+    package func outputBuffer(reservingCapacity capacity: Int) -> [UInt8] {
+        if let last = spareOutputs.last, last.capacity >= capacity {
+            var buffer = spareOutputs.removeLast()
+            buffer.removeAll(keepingCapacity: true)
+            return buffer
+        }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(capacity)
+        return buffer
+    }
+
+    /// Keeps `sent`'s storage for ``outputBuffer(reservingCapacity:)``, up to ``spareOutputLimit`` buffers of at most
+    /// ``spareOutputCapacityLimit`` bytes each (a larger one is freed). Loop thread only.
+    func keepForReuse(_ sent: consuming [UInt8]) {
+        guard sent.capacity <= Self.spareOutputCapacityLimit, spareOutputs.count < Self.spareOutputLimit else { return }
+        spareOutputs.append(sent)
+    }
+
+    /// How many sent buffers a loop keeps: as many as the exchanges of one busy round write, about.
+    static let spareOutputLimit = 64
+    /// The largest sent buffer a loop keeps (a head with a small body); at most 256 KiB kept per loop.
+    static let spareOutputCapacityLimit = 4 * 1024
 
     /// Has `connection` flushed before the loop next waits. Loop thread only.
     func flushBeforeWaiting(_ connection: Connection) {

@@ -91,7 +91,7 @@ final class TLSSession {
         }
     }
 
-    /// Encrypts `bytes`; the ciphertext is then in ``takeOutput()``.
+    /// Encrypts `bytes`; the ciphertext is then in ``takeOutput(into:)``.
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         ERR_clear_error()
@@ -109,18 +109,19 @@ final class TLSSession {
         _ = SSL_shutdown(ssl)
     }
 
-    /// Whether ciphertext is waiting to be written.
-    var hasOutput: Bool { cgw_BIO_ctrl_pending(writeBIO) > 0 }
+    /// How many bytes of ciphertext ``takeOutput(into:)`` would move.
+    var pendingOutputCount: Int { Int(cgw_BIO_ctrl_pending(writeBIO)) }
 
-    /// Moves pending ciphertext out of the write BIO into a new array.
-    func takeOutput() -> [UInt8] {
-        let pending = Int(cgw_BIO_ctrl_pending(writeBIO))
-        guard pending > 0 else { return [] }
-        // Appending zeros to an empty array is specialized code; making an array of a given size is a generic call
-        // into the standard library (a metadata lookup) that costs more than the zeroing.
-        var output: [UInt8] = []
+    /// Appends the pending ciphertext to `output` (best with room for ``pendingOutputCount`` more bytes), moving it
+    /// out of the write BIO.
+    func takeOutput(into output: consuming [UInt8]) -> [UInt8] {
+        let pending = pendingOutputCount
+        guard pending > 0 else { return output }
+        let start = output.count
+        // Appending zeros to an array is specialized code; making an array of a given size is a generic call into
+        // the standard library (a metadata lookup) that costs more than the zeroing.
         output.append(contentsOf: repeatElement(0, count: pending))
-        let read = Int(output.withUnsafeMutableBytes { BIO_read(writeBIO, $0.baseAddress, Int32(pending)) })
+        let read = Int(output.withUnsafeMutableBytes { BIO_read(writeBIO, $0.baseAddress! + start, Int32(pending)) })
         if read < pending { output.removeLast(pending - max(0, read)) }
         return output
     }
