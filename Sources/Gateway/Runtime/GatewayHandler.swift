@@ -375,15 +375,18 @@ final class GatewayHandler: HTTPServerHandler {
                     streamed: response.streamedBody, body: response.transportBody ?? Array(response.data), call: call,
                     isHead: isHead, tunnel: tunnel, exchange: &exchange)
             }
-            var headers: HTTPFields
-            if var stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
-                stubHeaders.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
-                headers = stubHeaders
-            } else {
-                headers = ProxyHeaders.downstream(from: response.response?.allHeaderFields ?? [:], requestID: requestID)
-            }
-            noteIfUnshareable(headers, call: call, exchange: exchange)
             let body = stub?.body ?? call.upstream.stubBody(matching: response) ?? Array(response.data)
+            if let stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
+                // A stub's fields are shared by its answers: the request id goes beside them, not into a copy.
+                noteIfUnshareable(stubHeaders, call: call, exchange: exchange)
+                var answer = HTTPServerResponse(
+                    head: HTTPResponseHead(status: response.statusCode, headers: stubHeaders), body: .bytes(body))
+                answer.requestID = requestID
+                return answer
+            }
+            let headers = ProxyHeaders.downstream(
+                from: response.response?.allHeaderFields ?? [:], requestID: requestID)
+            noteIfUnshareable(headers, call: call, exchange: exchange)
             return HTTPServerResponse(
                 head: HTTPResponseHead(status: response.statusCode, headers: headers), body: .bytes(body))
         case .failure(let error):
@@ -483,7 +486,7 @@ final class GatewayHandler: HTTPServerHandler {
     /// A coalesced follower's response marked unshareable is shared all the same (the flight belongs to its group,
     /// see docs/configuration.md), but on the record.
     private func noteIfUnshareable(_ headers: HTTPFields, call: Call, exchange: Exchange) {
-        guard exchange.record.coalesced != "no", exchange.record.coalesced == "follower",
+        guard exchange.record.coalesced == "follower",
             let reason = SharedResponsePolicy.unshareableReason(headers)
         else { return }
         exchange.snapshot.logger.warning(

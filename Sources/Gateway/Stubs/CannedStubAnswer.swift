@@ -8,8 +8,9 @@ import HTTPWire
 /// plugins that stay only add headers to a request that is never sent (forwarding headers), or are never asked
 /// (a route's retrier: Moya's stubs are not retried).
 ///
-/// A request answered from it costs its routing, its access-log record and one copy of the headers: no target,
-/// endpoint, plugin pass or `Moya.Response` (see `GatewayHandler.decide`). Its answer is the one the pipeline gives: the
+/// A request answered from it costs its routing and its access-log record: no target, endpoint, plugin pass or
+/// `Moya.Response` (see `GatewayHandler.decide`), and no copy of the headers (the request id goes in the response's
+/// `requestID`, which the connection writes after them). Its answer is the one the pipeline gives: the
 /// stub's status, headers and body, with the request's `X-Request-Id`; an `error_rate` draw answers the stub's
 /// `error_status` with the same headers and no body.
 final class CannedStubAnswer: Sendable {
@@ -41,12 +42,13 @@ final class CannedStubAnswer: Sendable {
 
     /// The next answer, with `requestID` as its `X-Request-Id`.
     func response(requestID: String) -> HTTPServerResponse {
-        var headers = headers
-        headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
-        if sampler.nextIsError() {
-            return HTTPServerResponse(head: HTTPResponseHead(status: errorStatus, headers: headers), body: .bytes([]))
-        }
-        return HTTPServerResponse(head: HTTPResponseHead(status: status, headers: headers), body: .bytes(body))
+        var response =
+            sampler.nextIsError()
+            ? HTTPServerResponse(head: HTTPResponseHead(status: errorStatus, headers: headers), body: .bytes([]))
+            : HTTPServerResponse(head: HTTPResponseHead(status: status, headers: headers), body: .bytes(body))
+        // Sent after the shared fields by the connection: the list is not copied to add it.
+        response.requestID = requestID
+        return response
     }
 
     /// Whether `validation` lets `status` through as a response (Moya's `ValidationType` for the upstream).

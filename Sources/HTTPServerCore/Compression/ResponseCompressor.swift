@@ -34,7 +34,8 @@ struct ResponseCompressor: Sendable {
     }
 
     /// The response as it should be sent to the request whose head is `request` (a streamed body is compressed on
-    /// `loop`): what a request answered later keeps for its answer, rather than the whole request. Inlined into the
+    /// `loop`), with its other properties (``HTTPServerResponse/requestID``, ``HTTPServerResponse/closesConnection``)
+    /// as they were: what a request answered later keeps for its answer, rather than the whole request. Inlined into the
     /// request's form: called out of line, it was handed a copy of the head.
     @inline(__always)
     func compress(_ response: consuming HTTPServerResponse, for request: HTTPRequestHead, on loop: EventLoop)
@@ -49,14 +50,17 @@ struct ResponseCompressor: Sendable {
         case .identity(let vary):
             guard vary else { return response }
             CompressionPolicy.addVary(to: &head)
-            return HTTPServerResponse(head: head, body: response.body)
+            response.head = head
+            return response
         case .compress(let coding):
             // Only codings zlib produces; anything else configured in the policy is sent as identity.
             guard let pool = pools[coding] else { return response }
             if isHead {
                 // The fields its GET gets, and no body (a stream is dropped as the connection would drop it).
                 policy.apply(coding, to: &head)
-                return HTTPServerResponse(head: head, body: .none)
+                response.head = head
+                response.body = .none
+                return response
             }
             switch response.body {
             case .none:
@@ -64,12 +68,16 @@ struct ResponseCompressor: Sendable {
             case .bytes(let body):
                 guard let compressed = try? pool.compress(body) else { return response }
                 policy.apply(coding, to: &head)
-                return HTTPServerResponse(head: head, body: .bytes(compressed))
+                response.head = head
+                response.body = .bytes(compressed)
+                return response
             case .stream(let body):
                 policy.apply(coding, to: &head)
                 let compressed = StreamingDeflate.compress(
                     body, coding: coding, level: policy.level, loop: loop)
-                return HTTPServerResponse(head: head, body: .stream(compressed))
+                response.head = head
+                response.body = .stream(compressed)
+                return response
             }
         }
     }

@@ -635,7 +635,7 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
             let input = pendingUpgradeInput
             pendingUpgradeInput = nil
             if response.head.status == 101, case .stream(let outbound) = response.body, let input {
-                return switchProtocols(response.head, outbound: outbound, input: input, slot: slot)
+                return switchProtocols(response.headWithRequestID, outbound: outbound, input: input, slot: slot)
             }
             input?.finish()
         }

@@ -41,7 +41,7 @@ extension HTTP2ServerConnection {
             return nil
         }
         let response = stream.isTunnel ? tunnelAnswer(stream, response) : response
-        var head = response.head
+        var head = response.headWithRequestID
         head.version = .http2
         // Connection-specific fields, in one pass by token.
         head.headers.removeAll { token, _ in

@@ -105,10 +105,22 @@ package struct HTTPServerResponse: Sendable {
     package var closesConnection = false
     /// A failure to act out instead of sending this response (see ``HTTPServerResponseFault``); nil sends it.
     package var fault: HTTPServerResponseFault?
+    /// Sent as an `X-Request-Id` field after the head's own fields (over HTTP/1.1 and HTTP/2 alike), when set: a
+    /// handler whose other fields are shared by many responses (a stub's fixed answer) adds the request's id without
+    /// copying them into a list of its own.
+    package var requestID: String?
 
     package init(head: HTTPResponseHead, body: Body = .none) {
         self.head = head
         self.body = body
+    }
+
+    /// ``head`` with ``requestID``'s field added after its own, for a writer that sends the head's fields as a list.
+    package var headWithRequestID: HTTPResponseHead {
+        guard let requestID else { return head }
+        var head = head
+        head.headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
+        return head
     }
 
     package init(status: Int, headers: HTTPFields = HTTPFields(), body: [UInt8]) {

@@ -89,7 +89,12 @@ import Testing
             HTTPServerResponse(status: 200, headers: ["X-Bad": "a\r\nInjected: 1"], body: []),
             HTTPServerResponse(status: 200, headers: ["Bad Name": "a"], body: []),
             HTTPServerResponse(head: HTTPResponseHead(status: 299, reason: "Bad\r\nReason")),
-            HTTPServerResponse(head: HTTPResponseHead(status: 1000))
+            HTTPServerResponse(head: HTTPResponseHead(status: 1000)),
+            {
+                var response = HTTPServerResponse(status: 200, headers: ["X-A": "1"], body: [])
+                response.requestID = "id\r\nInjected: 1"
+                return response
+            }()
         ] {
             var keepAlive = true
             var output: [UInt8] = [1]
@@ -100,6 +105,18 @@ import Testing
             }
             #expect(output == [1])
         }
+    }
+
+    @Test func theRequestIDGoesAfterTheHandlersFields() throws {
+        var response = HTTPServerResponse(status: 201, headers: ["Content-Type": "text/plain", "X-A": "1"], body: [7])
+        response.requestID = "4bf92f3577b34da6"
+        let written = try Self.write(response)
+        #expect(
+            written.head
+                == "HTTP/1.1 201 Created\r\nContent-Type: text/plain\r\nX-A: 1\r\nX-Request-Id: 4bf92f3577b34da6\r\n"
+                + "Date: Sun, 06 Dec 2026 20:00:00 GMT\r\nContent-Length: 1\r\n\r\n")
+        #expect(response.head.headers.count == 2, "the handler's list is left as it was")
+        #expect(response.headWithRequestID.headers.first(name: "X-Request-Id") == "4bf92f3577b34da6")
     }
 
     @Test func aLargeHeadIsWrittenWhole() throws {
