@@ -379,10 +379,9 @@ final class GatewayHandler: HTTPServerHandler {
             if let stubHeaders = stub?.headers ?? call.upstream.stubResponseHeaders {
                 // A stub's fields are shared by its answers: the request id goes beside them, not into a copy.
                 noteIfUnshareable(stubHeaders, call: call, exchange: exchange)
-                var answer = HTTPServerResponse(
-                    head: HTTPResponseHead(status: response.statusCode, headers: stubHeaders), body: .bytes(body))
-                answer.requestID = requestID
-                return answer
+                return HTTPServerResponse(
+                    head: HTTPResponseHead(status: response.statusCode, headers: stubHeaders), body: .bytes(body),
+                    requestID: requestID)
             }
             let headers = ProxyHeaders.downstream(
                 from: response.response?.allHeaderFields ?? [:], requestID: requestID)

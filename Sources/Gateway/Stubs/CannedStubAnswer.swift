@@ -42,13 +42,13 @@ final class CannedStubAnswer: Sendable {
 
     /// The next answer, with `requestID` as its `X-Request-Id`.
     func response(requestID: String) -> HTTPServerResponse {
-        var response =
-            sampler.nextIsError()
-            ? HTTPServerResponse(head: HTTPResponseHead(status: errorStatus, headers: headers), body: .bytes([]))
-            : HTTPServerResponse(head: HTTPResponseHead(status: status, headers: headers), body: .bytes(body))
-        // Sent after the shared fields by the connection: the list is not copied to add it.
-        response.requestID = requestID
-        return response
+        // The id is sent after the shared fields by the connection: the list is not copied to add it.
+        if sampler.nextIsError() {
+            return HTTPServerResponse(
+                head: HTTPResponseHead(status: errorStatus, headers: headers), body: .bytes([]), requestID: requestID)
+        }
+        return HTTPServerResponse(
+            head: HTTPResponseHead(status: status, headers: headers), body: .bytes(body), requestID: requestID)
     }
 
     /// Whether `validation` lets `status` through as a response (Moya's `ValidationType` for the upstream).

@@ -50,17 +50,14 @@ struct ResponseCompressor: Sendable {
         case .identity(let vary):
             guard vary else { return response }
             CompressionPolicy.addVary(to: &head)
-            response.head = head
-            return response
+            return Self.replacing(response, head: head, body: response.body)
         case .compress(let coding):
             // Only codings zlib produces; anything else configured in the policy is sent as identity.
             guard let pool = pools[coding] else { return response }
             if isHead {
                 // The fields its GET gets, and no body (a stream is dropped as the connection would drop it).
                 policy.apply(coding, to: &head)
-                response.head = head
-                response.body = .none
-                return response
+                return Self.replacing(response, head: head, body: .none)
             }
             switch response.body {
             case .none:
@@ -68,18 +65,28 @@ struct ResponseCompressor: Sendable {
             case .bytes(let body):
                 guard let compressed = try? pool.compress(body) else { return response }
                 policy.apply(coding, to: &head)
-                response.head = head
-                response.body = .bytes(compressed)
-                return response
+                return Self.replacing(response, head: head, body: .bytes(compressed))
             case .stream(let body):
                 policy.apply(coding, to: &head)
                 let compressed = StreamingDeflate.compress(
                     body, coding: coding, level: policy.level, loop: loop)
-                response.head = head
-                response.body = .stream(compressed)
-                return response
+                return Self.replacing(response, head: head, body: .stream(compressed))
             }
         }
+    }
+}
+
+extension ResponseCompressor {
+    /// `response` with `head` and `body`, its other properties as they were. Out of line, so that the compressor's
+    /// common path (nothing to do) hands the response back without a copy.
+    @inline(never)
+    fileprivate static func replacing(
+        _ response: consuming HTTPServerResponse, head: HTTPResponseHead, body: HTTPServerResponse.Body
+    ) -> HTTPServerResponse {
+        var replaced = response
+        replaced.head = head
+        replaced.body = body
+        return replaced
     }
 }
 

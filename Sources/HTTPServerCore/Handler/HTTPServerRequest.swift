@@ -110,9 +110,10 @@ package struct HTTPServerResponse: Sendable {
     /// copying them into a list of its own.
     package var requestID: String?
 
-    package init(head: HTTPResponseHead, body: Body = .none) {
+    package init(head: HTTPResponseHead, body: Body = .none, requestID: String? = nil) {
         self.head = head
         self.body = body
+        self.requestID = requestID
     }
 
     /// ``head`` with ``requestID``'s field added after its own, for a writer that sends the head's fields as a list.

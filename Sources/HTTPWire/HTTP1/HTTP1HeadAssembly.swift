@@ -171,6 +171,29 @@ package struct HTTP1HeadAssembly: ~Copyable {
         if let fieldFailure, failure == nil { failure = fieldFailure }
     }
 
+    /// Appends `name: value CRLF` for a name the caller writes, which must be a token (only the value is checked, and
+    /// fails as ``appendField(name:value:)`` does).
+    package mutating func appendField(knownName name: StaticString, value: String) {
+        var value = value
+        let valid: Bool = value.withUTF8 { value in
+            guard let base = value.baseAddress else { return true }
+            return HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count)
+        }
+        guard valid else {
+            if failure == nil {
+                failure = HTTP1SerializationError(
+                    reason: "header value contains CR, LF, NUL or another control character")
+            }
+            return
+        }
+        guard hasRoom(name.utf8CodeUnitCount &+ value.utf8.count &+ 4) else { return }
+        value.withUTF8 { value in
+            count &+= HTTP1Serializer.writeFieldLine(
+                name: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value,
+                to: start + count)
+        }
+    }
+
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
     package mutating func appendContentLength(_ length: Int) {
         guard hasRoom(Self.contentLengthCapacity) else { return }
