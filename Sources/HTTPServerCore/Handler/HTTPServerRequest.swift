@@ -110,7 +110,13 @@ package struct HTTPServerResponse: Sendable {
     /// copying them into a list of its own.
     package var requestID: String?
 
-    package init(head: HTTPResponseHead, body: Body = .none, requestID: String? = nil) {
+    package init(head: HTTPResponseHead, body: Body = .none) {
+        self.head = head
+        self.body = body
+    }
+
+    /// A response whose ``requestID`` is sent after the head's own fields.
+    package init(head: HTTPResponseHead, body: Body, requestID: String) {
         self.head = head
         self.body = body
         self.requestID = requestID
