@@ -140,7 +140,10 @@ package final class Connection: EventLoopHandler {
             }
             return
         }
-        if events & cns_EPOLLOUT() != 0 {
+        // An edge reports every readiness the socket has, so a socket that stayed writable says so again with each
+        // read: that is news only when a send was refused (or bytes wait), otherwise flushing would find nothing to
+        // send and tell the delegate again that its writes drained.
+        if events & cns_EPOLLOUT() != 0, !writable || !writeQueue.isEmpty {
             writable = true
             flush()
         }
