@@ -5,13 +5,6 @@ import NetCore
 /// once, on the loop the request was started from, in a job of its own.
 package typealias HTTPClientCompletion = (consuming Result<HTTPClientResponseOrStream, HTTPClientError>) -> Void
 
-/// Where a request that starts at once starts (see ``HTTPClient/startsAtOnce(_:)``): the caller's loop and the
-/// origin's addresses, known already.
-package struct ImmediateStart {
-    let loopIndex: Int
-    let addresses: [SocketAddress]
-}
-
 /// An exchange started by ``HTTPClient/start(_:streamingBodiesLongerThan:deadline:timeout:completion:)``.
 package struct HTTPClientCall {
     /// Nil when the request failed before an exchange was made (its completion has the error).
@@ -39,15 +32,6 @@ extension HTTPClient {
         deadline: ContinuousClock.Instant? = nil, timeout: Duration? = nil,
         completion: @escaping HTTPClientCompletion
     ) -> HTTPClientCall? {
-        guard let immediate = startsAtOnce(request) else { return nil }
-        return start(
-            request, at: immediate, streamingBodiesLongerThan: threshold, deadline: deadline, timeout: timeout,
-            completion: completion)
-    }
-
-    /// Whether ``start(_:streamingBodiesLongerThan:deadline:timeout:completion:)`` would start `request` at once on
-    /// this thread: where, when it would; nil when it would return nil.
-    package func startsAtOnce(_ request: borrowing HTTPClientRequest) -> ImmediateStart? {
         guard !isShutDown.load(ordering: .relaxed), let loopIndex = group.loops.firstIndex(where: { $0.inEventLoop })
         else { return nil }
         if case .file = request.body { return nil }
@@ -56,23 +40,14 @@ extension HTTPClient {
             ? resolutions.knownAddresses(host: request.host, port: request.port)
             : serverList?.knownAddresses()
         guard let known else { return nil }
-        return ImmediateStart(loopIndex: loopIndex, addresses: usable(known))
-    }
-
-    /// ``start(_:streamingBodiesLongerThan:deadline:timeout:completion:)`` for a request ``startsAtOnce(_:)`` said
-    /// starts at once, handed over: the exchange keeps it without a copy.
-    package func start(
-        _ request: consuming HTTPClientRequest, at immediate: ImmediateStart, streamingBodiesLongerThan threshold: Int?,
-        deadline: ContinuousClock.Instant?, timeout: Duration?, completion: @escaping HTTPClientCompletion
-    ) -> HTTPClientCall {
         let prepared: PreparedExchange
         do {
             prepared = try prepare(
                 request, deadline: deadline, timeout: timeout, progress: HTTPClientProgress(), file: nil,
-                addresses: immediate.addresses, onLoop: immediate.loopIndex)
+                addresses: usable(known), onLoop: loopIndex)
         } catch {
             let failure = (error as? HTTPClientError) ?? .requestBodyFailed(reason: "\(error)")
-            group.loops[immediate.loopIndex].executeLocally { completion(.failure(failure)) }
+            group.loops[loopIndex].executeLocally { completion(.failure(failure)) }
             return HTTPClientCall(exchange: nil)
         }
         // On the loop already: submitted at once, the delivery moved in.

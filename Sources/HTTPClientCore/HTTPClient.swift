@@ -361,7 +361,7 @@ package final class HTTPClient: Sendable {
 
     /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
     func prepare(
-        _ request: consuming HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
         progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress], onLoop current: Int? = nil
     ) throws -> PreparedExchange {
         let body: [UInt8]

@@ -156,14 +156,12 @@ extension MoyaProvider {
                 completion.requestCompleted(exchanged: .failure(TransportErrors.moyaError(for: error)))
             }
         }
-        if session.headers.isEmpty, let immediate = session.client.startsAtOnce(request.http) {
-            // Handed over: the client's exchange keeps the request without a copy.
-            let deadline = request.deadline
-            let timeout = request.timeout
-            return .sent(
-                session.client.start(
-                    (consume request).http, at: immediate, streamingBodiesLongerThan: streamingBodiesAbove,
-                    deadline: deadline, timeout: timeout, completion: completed))
+        if session.headers.isEmpty,
+            let call = session.client.start(
+                request.http, streamingBodiesLongerThan: streamingBodiesAbove, deadline: request.deadline,
+                timeout: request.timeout, completion: completed)
+        {
+            return .sent(call)
         }
         // Session headers, or a client that cannot start at once: sent as any other prepared request.
         let requestType = announce(consume request, pluginTarget: pluginTarget)
