@@ -31,15 +31,8 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         var generation: UInt32
     }
 
-    /// Closures in the inbox come from `execute` (Sendable); local ones never leave the loop thread.
-    private enum Job: @unchecked Sendable {
-        case closure(() -> Void)
-        case task(UnownedJob)
-        case object(any EventLoopJob)
-    }
-
     /// Jobs submitted from other threads, drained by the loop.
-    private let inbox = Locked<[Job]>([])
+    private let inbox = Locked<[LoopJob]>([])
     /// Set while the loop may be blocked in `epoll_wait`; producers write the eventfd only then.
     private let sleeping = Atomic<Bool>(false)
     private let stopRequested = Atomic<Bool>(false)
@@ -66,9 +59,9 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     /// Indexed by file descriptor (descriptors are small and dense), so an event costs no hashing.
     @exclusivity(unchecked) private var registrations: [Registration?] = []
     @exclusivity(unchecked) private var nextGeneration: UInt32 = 1
-    @exclusivity(unchecked) private var localJobs: [Job] = []
-    /// The jobs of the round ``runJobs()`` is running.
-    @exclusivity(unchecked) private var runningJobs: [Job] = []
+    @exclusivity(unchecked) private var localJobs = LoopJobQueue()
+    /// The inbox's jobs of the round ``runJobs()`` is running.
+    @exclusivity(unchecked) private var crossThreadJobs: [LoopJob] = []
     @exclusivity(unchecked) private var timers = TimerHeap()
     /// Connections with bytes queued in this round, flushed before the loop waits (see `Connection.write`).
     @exclusivity(unchecked) private var pendingFlushes: [Connection] = []
@@ -153,7 +146,7 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         enqueue(.task(UnownedJob(job)))
     }
 
-    private func enqueue(_ job: Job) {
+    private func enqueue(_ job: LoopJob) {
         if inEventLoop {
             localJobs.append(job)
             return
@@ -474,35 +467,28 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
         close(wakeFD)
     }
 
-    /// Runs queued jobs, moving them into ``runningJobs`` first; every array keeps its storage, so a round allocates
+    /// Runs queued jobs in rounds: each round runs the inbox's jobs (their array swapped out, its storage kept), then
+    /// the local jobs queued before the round began; jobs these queue run in the next round. A round allocates
     /// nothing.
     private func runJobs() {
+        let executor = asUnownedTaskExecutor()
         var rounds = 0
         while rounds < 64 {
             rounds += 1
-            // `runningJobs` is empty here: the queues' buffers are swapped into it rather than copied (the emptied
-            // buffer, its capacity kept, goes back to the queue).
             inbox.withLock { inbox in
                 guard !inbox.isEmpty else { return }
-                swap(&runningJobs, &inbox)
+                swap(&crossThreadJobs, &inbox)
             }
-            if !localJobs.isEmpty {
-                if runningJobs.isEmpty {
-                    swap(&runningJobs, &localJobs)
-                } else {
-                    runningJobs.append(contentsOf: localJobs)
-                    localJobs.removeAll(keepingCapacity: true)
-                }
+            var local = localJobs.count
+            if crossThreadJobs.isEmpty && local == 0 { return }
+            if !crossThreadJobs.isEmpty {
+                for job in crossThreadJobs { job.run(on: executor) }
+                crossThreadJobs.removeAll(keepingCapacity: true)
             }
-            if runningJobs.isEmpty { return }
-            for job in runningJobs {
-                switch job {
-                case .closure(let body): body()
-                case .task(let task): task.runSynchronously(on: asUnownedTaskExecutor())
-                case .object(let object): object.runOnLoop()
-                }
+            while local > 0, let job = localJobs.popFirst() {
+                local -= 1
+                job.run(on: executor)
             }
-            runningJobs.removeAll(keepingCapacity: true)
         }
     }
 
