@@ -20,7 +20,9 @@ import NetCore
 /// - Minimum rates: a response held behind a window the client keeps (nearly) shut, and a request body that trickles
 ///   in, are cut below ``HTTPServerLimits/minSendRate`` and ``HTTPServerLimits/minReceiveRate``.
 ///
-/// Lives on its connection's loop thread.
+/// Lives on its connection's loop thread. The state each request touches is marked `@exclusivity(unchecked)`: only that
+/// thread uses it, and no access to it spans a call out (a handler, the session), so the runtime's dynamic check would
+/// buy nothing.
 final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection {
     /// One request stream.
     final class Stream: HTTPServerResponder {
@@ -102,33 +104,33 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     let connection: Connection
     let context: HTTPServerLoopContext
     let session: HTTP2Session
-    var streams: [Int32: Stream] = [:]
+    @exclusivity(unchecked) var streams: [Int32: Stream] = [:]
     /// Handler tasks started and not finished yet (including those of reset streams), and requests waiting to start
     /// theirs (see ``arrived``).
-    var runningTasks = 0
+    @exclusivity(unchecked) var runningTasks = 0
     /// Set while a handler's `start` runs (see ``Stream/respond(_:)``).
-    var startingHandler = false
+    @exclusivity(unchecked) var startingHandler = false
     /// Requests that arrived in the read burst at hand: their handlers start once it has been processed (see
     /// ``dispatchArrived()``).
-    var arrived: [(request: HTTPServerRequest, stream: Stream)] = []
+    @exclusivity(unchecked) var arrived: [(request: HTTPServerRequest, stream: Stream)] = []
     /// Whether ``dispatchArrived()`` is scheduled.
-    var dispatchScheduled = false
+    @exclusivity(unchecked) var dispatchScheduled = false
     /// Requests held back for ``heldStreamDelay`` because the client has cancelled as many more streams than it let
     /// complete as its budget allows (``HTTPWire/HTTP2Session/holdsNewStreams``), and the timer that releases them.
-    var held: [(request: HTTPServerRequest, stream: Stream)] = []
+    @exclusivity(unchecked) var held: [(request: HTTPServerRequest, stream: Stream)] = []
     var holdTimer: LoopTimer?
     /// How long a new stream of such a client waits before its handler starts: a stream it cancels at once starts
     /// nothing, and that cancellation ends the connection (GOAWAY); one it lets run is served that much later.
     static let heldStreamDelay: Duration = .milliseconds(100)
     /// Whether responses keep up ``HTTPServerLimits/minSendRate`` while bytes wait in the socket's queue, and while the
     /// connection's window holds every stream back.
-    var socketSendRate = MinimumRate()
-    var windowSendRate = MinimumRate()
+    @exclusivity(unchecked) var socketSendRate = MinimumRate()
+    @exclusivity(unchecked) var windowSendRate = MinimumRate()
     /// When the minimum rates were last checked (loop time).
-    var lastRateCheck: UInt64 = 0
+    @exclusivity(unchecked) var lastRateCheck: UInt64 = 0
     let maxRunningTasks: Int
-    var flushScheduled = false
-    var lastActivity = EventLoop.now()
+    @exclusivity(unchecked) var flushScheduled = false
+    @exclusivity(unchecked) var lastActivity = EventLoop.now()
     private var peerFinished = false
     var draining = false
     var finalGoAwaySent = false
