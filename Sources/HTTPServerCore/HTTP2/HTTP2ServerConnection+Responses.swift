@@ -41,21 +41,23 @@ extension HTTP2ServerConnection {
             return nil
         }
         let response = stream.isTunnel ? tunnelAnswer(stream, response) : response
-        var head = response.headWithRequestID
+        var head = response.head
         head.version = .http2
-        // Connection-specific fields, in one pass by token.
+        // What the server adds goes into the frame beside the head's fields (`added`), not into a copy of their list.
+        var added = HTTP2AddedResponseFields()
+        added.requestID = response.requestID
+        // Connection-specific fields, in one pass by token (nothing is copied when there are none).
         head.headers.removeAll { token, _ in
             switch token {
             case .connection, .keepAlive, .transferEncoding, .upgrade, .proxyConnection: return true
             default: return false
             }
         }
-        if head.headers.firstIndex(token: .date) == nil {
-            head.headers.add(knownName: "Date", token: .date, value: context.dateCache.current)
-        }
+        if head.headers.firstIndex(token: .date) == nil { added.date = context.dateCache.current }
         if !(200...999).contains(head.status) {
             // Interim or invalid status as a final response: nothing sensible to send.
             head = HTTPResponseHead(status: 502, version: .http2, headers: ["Date": context.dateCache.current])
+            added = HTTP2AddedResponseFields()
         }
         let bodyAllowed = !stream.isHead && !head.statusForbidsBody
         var bytes: [UInt8] = []
@@ -63,11 +65,11 @@ extension HTTP2ServerConnection {
         switch head.statusForbidsBody ? HTTPServerResponse.Body.none : response.body {
         case .none:
             if !head.statusForbidsBody && !stream.isHead && head.headers.firstIndex(token: .contentLength) == nil {
-                head.headers.add(name: "Content-Length", value: "0")
+                added.contentLength = 0
             }
         case .bytes(let body):
             if head.headers.firstIndex(token: .contentLength) == nil {
-                head.headers.add(knownName: "Content-Length", token: .contentLength, value: String(body.count))
+                added.contentLength = body.count
             } else if !Self.hasOnlyContentLength(body.count, in: head.headers) {
                 head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
             }
@@ -78,7 +80,7 @@ extension HTTP2ServerConnection {
         if head.statusForbidsBody { head.headers.remove(name: "Content-Length") }
         let endStream = bytes.isEmpty && bodyStream == nil
         do {
-            try session.sendResponse(streamID: stream.id, head: head, endStream: endStream)
+            try session.sendResponse(streamID: stream.id, head: head, added: added, endStream: endStream)
             if !bytes.isEmpty { try session.sendBody(streamID: stream.id, bytes: bytes, endStream: true) }
         } catch {
             sendFailed(stream, error)

@@ -6,7 +6,13 @@ extension HTTP2Session {
     /// Sends the response head for `streamID`. With `endStream` the response has no body; otherwise send it with
     /// `sendBody`. Connection-specific fields and fields with invalid names or values are dropped, names
     /// lowercased.
-    package func sendResponse(streamID: Int32, head: HTTPResponseHead, endStream: Bool) throws(HTTP2Error) {
+    ///
+    /// `added` are fields the server adds as it sends the head, after the head's own: written into the frame without
+    /// a copy of the head's list to add them to.
+    package func sendResponse(
+        streamID: Int32, head: HTTPResponseHead, added: HTTP2AddedResponseFields = HTTP2AddedResponseFields(),
+        endStream: Bool
+    ) throws(HTTP2Error) {
         guard role == .server else { throw HTTP2Error(kind: .invalidState, message: "client cannot send a response") }
         guard let session, !failed else { throw HTTP2Error(kind: .sessionClosed, message: "session closed") }
         guard let stream = lookupStream(streamID), stream.surfaced, !stream.hasProvider, !stream.localEnded else {
@@ -24,13 +30,16 @@ extension HTTP2Session {
         }
         let rc: Int32
         if head.headers.firstIndex(token: .connection) == nil {
-            rc = HTTP2Session.withResponseNVArray(status: head.status, headers: head.headers, submit)
+            rc = HTTP2Session.withResponseNVArray(status: head.status, headers: head.headers, added: added, submit)
         } else {
             // Fields the Connection field nominates are dropped too: the general path (rare in a response).
             var fields: [(String, String)] = []
-            fields.reserveCapacity(head.headers.count + 1)
+            fields.reserveCapacity(head.headers.count + 4)
             fields.append((":status", String(head.status)))
             HTTP2Session.appendOutboundFields(head.headers, isRequest: false, to: &fields)
+            if let requestID = added.requestID { fields.append(("x-request-id", requestID)) }
+            if let date = added.date { fields.append(("date", date)) }
+            if let length = added.contentLength { fields.append(("content-length", String(length))) }
             rc = withNVArray(fields, submit)
         }
         guard rc == 0 else { throw HTTP2Error(nghttp2Code: rc) }
@@ -238,22 +247,24 @@ extension HTTP2Session {
     /// caller's condition). Made from the fields' bytes: the names lower-cased into one temporary buffer, the values
     /// pointed at where they are; no string per field. The pointers live only during the call (nghttp2 copies).
     static func withResponseNVArray(
-        status: Int, headers: HTTPFields, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+        status: Int, headers: HTTPFields, added: HTTP2AddedResponseFields = HTTP2AddedResponseFields(),
+        _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
     ) -> Int32 {
-        headers.withRegions(ifEmpty: withResponseNVArray(status: status, entries: nil, bytes: nil, count: 0, body)) {
-            entries, bytes, header in
-            withResponseNVArray(status: status, entries: entries, bytes: bytes, count: header.count, body)
+        headers.withRegions(
+            ifEmpty: withResponseNVArray(status: status, entries: nil, bytes: nil, count: 0, added: added, body)
+        ) { entries, bytes, header in
+            withResponseNVArray(status: status, entries: entries, bytes: bytes, count: header.count, added: added, body)
         }
     }
 
     private static func withResponseNVArray(
         status: Int, entries: HTTPFieldEntries?, bytes: UnsafeMutablePointer<UInt8>?, count: Int,
-        _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
+        added: HTTP2AddedResponseFields, _ body: (UnsafePointer<nghttp2_nv>, Int) -> Int32
     ) -> Int32 {
         var nameBytes = 0
         if let entries { for index in 0..<count { nameBytes += Int(entries[index].nameCount) } }
-        return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count + 1) { nva in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: nameBytes + 10) { buffer in
+        return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: count + 1 + added.count) { nva in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: nameBytes + 10 + added.valueBytes) { buffer in
                 let base = buffer.baseAddress!
                 // ":status" and its three digits (200...999, checked by the caller) after the names.
                 let statusName = base + nameBytes
@@ -299,6 +310,8 @@ extension HTTP2Session {
                         used += 1
                     }
                 }
+                // The added fields' values after the status digits.
+                added.write(into: nva.baseAddress!, values: statusName + 10, used: &used)
                 return body(nva.baseAddress!, used)
             }
         }

@@ -44,6 +44,41 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         #expect(pair.client.activeLocalStreams == 0)
     }
 
+    @Test func addedFieldsGoAfterTheHeadsOwn() throws {
+        let pair = try H2Pair()
+        let ids = try (0..<2).map { _ in try pair.client.sendRequest(head: getHead(), endStream: true) }
+        try pair.pump()
+        _ = pair.takeServerEvents()
+        var added = HTTP2AddedResponseFields()
+        added.requestID = "4bf92f35"
+        added.date = "Mon, 07 Dec 2026 05:00:00 GMT"
+        added.contentLength = 10
+        try pair.server.sendResponse(
+            streamID: ids[0], head: HTTPResponseHead(status: 201, headers: ["Content-Type": "text/plain"]),
+            added: added, endStream: false)
+        try pair.server.sendBody(streamID: ids[0], bytes: Array("0123456789".utf8), endStream: true)
+        // A request id with a line break is left out; a zero length is written.
+        var refused = HTTP2AddedResponseFields()
+        refused.requestID = "a\r\nb"
+        refused.contentLength = 0
+        try pair.server.sendResponse(
+            streamID: ids[1], head: HTTPResponseHead(status: 200), added: refused, endStream: true)
+        try pair.pump()
+        let responses = pair.takeClientEvents().responses()
+        try #require(responses.count == 2)
+        let first = try #require(responses.first { $0.0 == ids[0] }).1
+        #expect(first.status == 201)
+        #expect(
+            first.headers.map(\.name) == ["content-type", "x-request-id", "date", "content-length"],
+            "the head's own fields, then the added ones in order")
+        #expect(first.headers.first(name: "x-request-id") == "4bf92f35")
+        #expect(first.headers.first(name: "date") == "Mon, 07 Dec 2026 05:00:00 GMT")
+        #expect(first.headers.first(name: "content-length") == "10")
+        let second = try #require(responses.first { $0.0 == ids[1] }).1
+        #expect(second.headers.map(\.name) == ["content-length"])
+        #expect(second.headers.first(name: "content-length") == "0")
+    }
+
     @Test func postWithBody() throws {
         let pair = try H2Pair()
         let head = HTTP2RequestHead(
