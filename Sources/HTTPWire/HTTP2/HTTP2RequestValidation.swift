@@ -158,15 +158,14 @@ extension HTTP2RequestHead {
             }
             target = path
         }
-        var out = HTTPFields()
-        out.reserveCapacity(headers.count + 1)
-        out.add(name: "Host", value: host)
         // Checked from the fields' bytes (no string per field); without cookies (to join), the fields kept are copied
         // as bytes, with their tokens.
         var failure: RequestError?
         var hasCookie = false
+        var fieldBytes = 0
         headers.forEachField { token, name, value in
             guard failure == nil else { return }
+            fieldBytes &+= name.count &+ value.count &+ HTTPFieldEntry.separatorCount
             if !HTTP1Grammar.isToken(name) {
                 failure = RequestError("invalid field name")
             } else if !value.isEmpty && !HTTP2Validation.isValidValue(value.assumingMemoryBound(to: UInt8.self)) {
@@ -176,6 +175,11 @@ extension HTTP2RequestHead {
             }
         }
         if let failure { throw failure }
+        // Room for `Host` and every field at once: one allocation.
+        var out = HTTPFields()
+        out.reserveCapacity(
+            fields: headers.count + 1, bytes: 4 + HTTPFieldEntry.separatorCount + host.utf8.count + fieldBytes)
+        out.add(name: "Host", value: host)
         guard hasCookie else {
             out.append(contentsOf: headers) { token, _ in
                 switch token {
