@@ -145,7 +145,11 @@ extension HTTP2RequestHead {
         }
         let hostFields = headers["host"]
         guard let host = authority ?? hostFields.first else { throw RequestError("no authority") }
-        guard HTTP2Validation.isValidAuthority(host.utf8) else { throw RequestError("invalid authority") }
+        // Checked over the string's contiguous bytes: through its UTF-8 view, each byte cost an index step.
+        guard
+            host.utf8.withContiguousStorageIfAvailable({ HTTP2Validation.isValidAuthority($0) })
+                ?? HTTP2Validation.isValidAuthority(host.utf8)
+        else { throw RequestError("invalid authority") }
         if let authority, hostFields.contains(where: { !$0.equalsIgnoringASCIICase(authority) }) {
             throw RequestError(":authority and host differ")
         }
@@ -153,7 +157,10 @@ extension HTTP2RequestHead {
         if method == .connect && extendedProtocol == nil {
             target = host
         } else {
-            guard let path, HTTP2Validation.isValidPath(path.utf8, method: method) else {
+            guard let path,
+                path.utf8.withContiguousStorageIfAvailable({ HTTP2Validation.isValidPath($0, method: method) })
+                    ?? HTTP2Validation.isValidPath(path.utf8, method: method)
+            else {
                 throw RequestError("invalid path")
             }
             target = path
