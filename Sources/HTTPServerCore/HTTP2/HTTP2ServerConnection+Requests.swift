@@ -10,7 +10,7 @@ extension HTTP2ServerConnection {
         let now = EventLoop.now()
         lastActivity = now
         let stream = Stream(id: streamID, isHead: h2Head.method == .head, now: now)
-        streams[streamID] = stream
+        streams[HTTP2StreamKey(streamID)] = stream
         guard runningTasks < maxRunningTasks else {
             // Handlers of reset streams are still running: refuse until they finish (retry-safe for the client).
             stream.finished = true
@@ -101,16 +101,16 @@ extension HTTP2ServerConnection {
 
     /// The handler has taken every chunk handed to the body so far: let the peer send that much more.
     private func bodyTaken(streamID: Int32) {
-        guard let stream = streams[streamID], stream.pendingAck > 0 else { return }
+        guard let stream = streams[HTTP2StreamKey(streamID)], stream.pendingAck > 0 else { return }
         session.consumed(streamID: streamID, count: stream.pendingAck)
         stream.pendingAck = 0
         scheduleFlush()
     }
 
     func receiveBody(streamID: Int32, bytes: [UInt8]) {
-        guard let stream = streams[streamID], !stream.discardBody, let body = stream.body else {
+        guard let stream = streams[HTTP2StreamKey(streamID)], !stream.discardBody, let body = stream.body else {
             session.consumed(streamID: streamID, count: bytes.count)
-            if let stream = streams[streamID], !stream.finished {
+            if let stream = streams[HTTP2StreamKey(streamID)], !stream.finished {
                 // Dropped bytes still count: a client may not upload without end after its response.
                 stream.bodyBytes += Int64(bytes.count)
                 stream.lastBodyProgress = connection.loop.roundTime

@@ -104,7 +104,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     let connection: Connection
     let context: HTTPServerLoopContext
     let session: HTTP2Session
-    @exclusivity(unchecked) var streams: [Int32: Stream] = [:]
+    @exclusivity(unchecked) var streams: [HTTP2StreamKey: Stream] = [:]
     /// Handler tasks started and not finished yet (including those of reset streams), and requests waiting to start
     /// theirs (see ``arrived``).
     @exclusivity(unchecked) var runningTasks = 0
@@ -225,18 +225,18 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
         case .requestBody(let streamID, let bytes):
             receiveBody(streamID: streamID, bytes: bytes)
         case .requestEnd(let streamID):
-            if let stream = streams[streamID] {
+            if let stream = streams[HTTP2StreamKey(streamID)] {
                 stream.body?.finish()
                 stream.body = nil
             }
         case .streamReset(let streamID, _):
-            if let stream = streams[streamID] { end(stream) }
+            if let stream = streams[HTTP2StreamKey(streamID)] { end(stream) }
         case .streamClosed(let streamID):
-            if let stream = streams.removeValue(forKey: streamID) { end(stream) }
+            if let stream = streams.removeValue(forKey: HTTP2StreamKey(streamID)) { end(stream) }
             lastActivity = connection.loop.roundTime
             streamsChanged()
         case .windowAvailable(let streamID):
-            if let stream = streams[streamID], let waiter = stream.windowWaiter {
+            if let stream = streams[HTTP2StreamKey(streamID)], let waiter = stream.windowWaiter {
                 stream.windowWaiter = nil
                 waiter.resume(returning: true)
             }

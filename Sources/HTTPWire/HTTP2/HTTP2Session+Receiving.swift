@@ -23,7 +23,7 @@ extension HTTP2Session {
             let stream = StreamState(id: streamID)
             stream.buildsRequest = true
             stream.openedAt = feedTime
-            streams[streamID] = stream
+            streams[HTTP2StreamKey(streamID)] = stream
             // The header callbacks that follow ask for this stream: found without hashing.
             lastStream = stream
             requestsAccepted += 1
@@ -274,7 +274,7 @@ extension HTTP2Session {
     func onStreamClose(streamID: Int32, errorCode: UInt32) -> Int32 {
         // Usually empty: then nothing to hash.
         if !localResetsPending.isEmpty { localResetsPending.remove(streamID) }
-        guard let stream = streams.removeValue(forKey: streamID) else { return 0 }
+        guard let stream = streams.removeValue(forKey: HTTP2StreamKey(streamID)) else { return 0 }
         if lastStream === stream { lastStream = nil }
         if role == .client { openLocalStreams -= 1 }
         if stream.unconsumed > 0, let session {

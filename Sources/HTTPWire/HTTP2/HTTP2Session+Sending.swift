@@ -206,7 +206,7 @@ extension HTTP2Session {
         stream.surfaced = true
         stream.hasProvider = !endStream
         stream.isHeadRequest = head.method == .head
-        streams[streamID] = stream
+        streams[HTTP2StreamKey(streamID)] = stream
         openLocalStreams += 1
         return streamID
     }

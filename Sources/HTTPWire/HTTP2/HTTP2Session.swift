@@ -30,7 +30,7 @@ package final class HTTP2Session {
     package let settings: HTTP2Settings
 
     var session: OpaquePointer?
-    @exclusivity(unchecked) var streams: [Int32: StreamState] = [:]
+    @exclusivity(unchecked) var streams: [HTTP2StreamKey: StreamState] = [:]
     /// The stream ``lookupStream(_:)`` found last: the callbacks of one frame, and the calls that answer it, ask for
     /// the same stream one after another, so most lookups skip hashing. Cleared when that stream is removed (stream
     /// ids are never reused). Loop thread only, never accessed re-entrantly: unchecked.
@@ -45,7 +45,7 @@ package final class HTTP2Session {
     @inline(__always)
     func lookupStream(_ id: Int32) -> StreamState? {
         if let last = lastStream, last.id == id { return last }
-        guard let found = streams[id] else { return nil }
+        guard let found = streams[HTTP2StreamKey(id)] else { return nil }
         lastStream = found
         return found
     }
