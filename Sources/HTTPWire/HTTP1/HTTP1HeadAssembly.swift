@@ -153,20 +153,10 @@ package struct HTTP1HeadAssembly: ~Copyable {
         var name = name
         var value = value
         let fieldFailure: HTTP1SerializationError? = name.withUTF8 { name in
-            value.withUTF8 { value in
-                guard HTTP1Grammar.isToken(name) else {
-                    return HTTP1SerializationError(reason: "header name is not a token")
-                }
-                if let base = value.baseAddress,
-                    !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count)
-                {
-                    return HTTP1SerializationError(
-                        reason: "header value contains CR, LF, NUL or another control character")
-                }
-                guard hasRoom(name.count &+ value.count &+ 4) else { return nil }
-                count &+= HTTP1Serializer.writeFieldLine(name: name, value: value, to: start + count)
-                return nil
+            guard HTTP1Grammar.isToken(name) else {
+                return HTTP1SerializationError(reason: "header name is not a token")
             }
+            return value.withUTF8 { appendField(checkedName: name, value: $0) }
         }
         if let fieldFailure, failure == nil { failure = fieldFailure }
     }
@@ -175,23 +165,25 @@ package struct HTTP1HeadAssembly: ~Copyable {
     /// fails as ``appendField(name:value:)`` does).
     package mutating func appendField(knownName name: StaticString, value: String) {
         var value = value
-        let valid: Bool = value.withUTF8 { value in
-            guard let base = value.baseAddress else { return true }
-            return HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count)
+        let fieldFailure = value.withUTF8 { value in
+            appendField(
+                checkedName: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
         }
-        guard valid else {
-            if failure == nil {
-                failure = HTTP1SerializationError(
-                    reason: "header value contains CR, LF, NUL or another control character")
-            }
-            return
+        if let fieldFailure, failure == nil { failure = fieldFailure }
+    }
+
+    /// Appends `name: value CRLF` for a name known to be a token, once `value` is checked: the value's failure, or nil
+    /// (a head out of room is noted by ``hasRoom(_:)``).
+    @inline(__always)
+    private mutating func appendField(checkedName name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
+        -> HTTP1SerializationError?
+    {
+        if let base = value.baseAddress, !HTTP1Grammar.areFieldValueBytes(UnsafeRawPointer(base), count: value.count) {
+            return HTTP1SerializationError(reason: "header value contains CR, LF, NUL or another control character")
         }
-        guard hasRoom(name.utf8CodeUnitCount &+ value.utf8.count &+ 4) else { return }
-        value.withUTF8 { value in
-            count &+= HTTP1Serializer.writeFieldLine(
-                name: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value,
-                to: start + count)
-        }
+        guard hasRoom(name.count &+ value.count &+ 4) else { return nil }
+        count &+= HTTP1Serializer.writeFieldLine(name: name, value: value, to: start + count)
+        return nil
     }
 
     /// Appends `Content-Length: <length> CRLF`; a negative length is written as 0.
