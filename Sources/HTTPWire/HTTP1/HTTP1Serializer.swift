@@ -225,22 +225,30 @@ package enum HTTP1Serializer {
         let name: StaticString = "Content-Length: "
         let nameLength = name.utf8CodeUnitCount
         name.withUTF8Buffer { start.update(from: $0.baseAddress.unsafelyUnwrapped, count: nameLength) }
-        var value = UInt(max(0, length))
+        let digits = writeDecimal(length, to: start + nameLength)
+        start[nameLength + digits] = HTTP1Grammar.cr
+        start[nameLength + digits + 1] = HTTP1Grammar.lf
+        return nameLength + digits + 2
+    }
+
+    /// Writes `value` in decimal at `start` (room for 20 digits; a negative value is written as 0); returns the
+    /// number of digits. A `Content-Length` value, over HTTP/1 and HTTP/2.
+    @inline(__always)
+    static func writeDecimal(_ value: Int, to start: UnsafeMutablePointer<UInt8>) -> Int {
+        var value = UInt(max(0, value))
         var digits = 1
         var rest = value / 10
         while rest > 0 {
             digits += 1
             rest /= 10
         }
-        var index = nameLength + digits
+        var index = digits
         repeat {
             index -= 1
             start[index] = 0x30 &+ UInt8(truncatingIfNeeded: value % 10)
             value /= 10
         } while value > 0
-        start[nameLength + digits] = HTTP1Grammar.cr
-        start[nameLength + digits + 1] = HTTP1Grammar.lf
-        return nameLength + digits + 2
+        return digits
     }
 
     /// Appends the empty line that ends a head.

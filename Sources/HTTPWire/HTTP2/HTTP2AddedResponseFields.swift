@@ -45,18 +45,9 @@ package struct HTTP2AddedResponseFields {
             add("date", token: .date, valueCount: date.utf8.count)
         }
         if let contentLength {
-            var digits = 0
-            var rest = UInt64(max(contentLength, 0))
-            repeat {
-                digits += 1
-                rest /= 10
-            } while rest > 0
-            rest = UInt64(max(contentLength, 0))
-            for position in stride(from: digits - 1, through: 0, by: -1) {
-                values[offset + position] = 0x30 + UInt8(truncatingIfNeeded: rest % 10)
-                rest /= 10
-            }
-            add("content-length", token: .contentLength, valueCount: digits)
+            add(
+                "content-length", token: .contentLength,
+                valueCount: HTTP1Serializer.writeDecimal(contentLength, to: values + offset))
         }
     }
 }
