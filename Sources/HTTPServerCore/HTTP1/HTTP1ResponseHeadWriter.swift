@@ -39,14 +39,18 @@ struct HTTP1ResponseHeadWriter {
             HTTP1HeadAssembly.statusLineCapacity(reason: response.head.reason)
             &+ HTTP1HeadAssembly.fieldsCapacity(response.head.headers) &+ dateFieldLine.count
             &+ HTTP1HeadAssembly.contentLengthCapacity &+ 28 &+ 24 &+ 2
-            &+ (response.requestID.map { requestIDName.utf8CodeUnitCount &+ $0.utf8.count &+ 4 } ?? 0)
+            &+ (response.requestID.map {
+                HTTPServerResponse.requestIDFieldName.utf8CodeUnitCount &+ $0.utf8.count &+ 4
+            } ?? 0)
         return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) {
             region throws(HTTP1SerializationError) -> Framing in
             var assembly = HTTP1HeadAssembly(region)
             assembly.appendStatusLine(status: response.head.status, reason: response.head.reason, version: headVersion)
             let (hasDate, hasLength) = assembly.appendResponseFields(
                 of: response.head.headers, forbidsBody: forbidsBody, bodyLength: bodyLength)
-            if let requestID = response.requestID { assembly.appendField(knownName: requestIDName, value: requestID) }
+            if let requestID = response.requestID {
+                assembly.appendField(knownName: HTTPServerResponse.requestIDFieldName, value: requestID)
+            }
             if !hasDate { assembly.append(dateFieldLine) }
             var framing = Framing.none
             if isStream {
@@ -77,9 +81,6 @@ struct HTTP1ResponseHeadWriter {
             return framing
         }
     }
-
-    /// The name of the field ``HTTPServerResponse/requestID`` is sent in.
-    static var requestIDName: StaticString { "X-Request-Id" }
 
     /// The head of a `101 Switching Protocols`: the handler's fields (its `Upgrade` among them) without the framing
     /// and connection fields, `Date`, and `Connection: Upgrade`. Nothing HTTP/1 follows it.

@@ -126,9 +126,12 @@ package struct HTTPServerResponse: Sendable {
     package var headWithRequestID: HTTPResponseHead {
         guard let requestID else { return head }
         var head = head
-        head.headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
+        head.headers.add(knownName: Self.requestIDFieldName, token: .xRequestId, value: requestID)
         return head
     }
+
+    /// The name of the field ``requestID`` is sent in (HTTP/2 sends it lower-cased).
+    static var requestIDFieldName: StaticString { "X-Request-Id" }
 
     package init(status: Int, headers: HTTPFields = HTTPFields(), body: [UInt8]) {
         self.head = HTTPResponseHead(status: status, headers: headers)
