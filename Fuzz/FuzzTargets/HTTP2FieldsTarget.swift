@@ -1,21 +1,23 @@
 import HTTPWire
 
-/// `h2-fields`: a decoded HTTP/2 request header block through `HTTP2Validation.validateRequest` (RFC 9113 §8.2–8.3)
-/// and the conversion `HTTP2RequestHead.toHTTP1Request()` that an HTTP/1.1 upstream gets.
+/// `h2-fields`: a decoded HTTP/2 request header block through `HTTP2Validation.validateRequest` (RFC 9113 §8.2–8.3),
+/// which builds the HTTP/1.1 form a handler and an HTTP/1.1 upstream get (`HTTP2RequestBuilder`, as the server
+/// session builds it).
 ///
 /// Input: one field per line (LF), name and value split at the first TAB, as UTF-8 (invalid bytes become U+FFFD, as
 /// `HTTP2Session` decodes them). Trailer validation gets the same fields.
 ///
-/// Checked: a validated request has a token method, a valid `:scheme` and `:path` (or is a plain CONNECT with only
-/// `:authority`), lower-case token field names, clean values and no connection-specific field; it always converts;
-/// the HTTP/1.1 head has exactly one Host, first, equal to `:authority` (or `host`), no pseudo-header, `te` or
-/// connection-specific field, at most one cookie field holding every cookie in order; and written by
-/// `HTTP1Serializer` it is either refused or parsed back by `HTTP1RequestParser` to exactly itself (no field or
-/// request can be smuggled through the conversion).
+/// Checked: an accepted request had a token method, a valid `:scheme` and `:path` (or is a plain CONNECT with only
+/// `:authority`), lower-case token field names, clean values, at most one `host`, `te` only as `trailers` and no
+/// connection-specific field; its head has exactly one Host, first, equal to `:authority` (or `host`), the target
+/// `:path` (the authority for CONNECT), no pseudo-header, `te` or connection-specific field, at most one cookie field
+/// holding every cookie in order, and every other regular field as sent; and written by `HTTP1Serializer` it is
+/// either refused or parsed back by `HTTP1RequestParser` to exactly itself (no field or request can be smuggled
+/// through the conversion).
 enum HTTP2FieldsTarget {
     static let target = FuzzTarget(
         name: "h2-fields",
-        summary: "HTTP/2 request header validation and the HTTP/1.1 conversion, with a serializer/parser round trip",
+        summary: "HTTP/2 request header validation and the HTTP/1.1 form, with a serializer/parser round trip",
         maxLength: 4096, dictionary: "h2.dict", run: run)
 
     static let connectionSpecific: Set<String> = [
@@ -45,35 +47,41 @@ enum HTTP2FieldsTarget {
                     "a forbidden trailer field: \(field.name)")
             }
         }
-        guard case .success(let head) = HTTP2Validation.validateRequest(fields) else { return }
-        try checkValidated(head, fields: fields)
-        let converted: HTTPRequestHead
-        do {
-            converted = try head.toHTTP1Request()
-        } catch {
-            throw failure("a validated request does not convert: \(error.reason)")
-        }
-        try checkConverted(converted, from: head, fields: fields)
-        try checkRoundTrip(converted)
+        guard case .success(let request) = HTTP2Validation.validateRequest(fields) else { return }
+        try checkAccepted(request, fields: fields)
+        try checkConverted(request, fields: fields)
+        var http1 = request.head
+        http1.version = .http1_1
+        try checkRoundTrip(http1)
     }
 
-    static func checkValidated(
-        _ head: HTTP2RequestHead,
-        fields: [(name: String, value: String)]
+    /// The value of the pseudo-header `name` among `fields`, if sent.
+    static func pseudo(_ name: String, in fields: [(name: String, value: String)]) -> String? {
+        fields.first { $0.name == name }?.value
+    }
+
+    /// What the sender's fields must have been for the request to be accepted.
+    static func checkAccepted(
+        _ request: HTTP2ReceivedRequest, fields: [(name: String, value: String)]
     ) throws(FuzzFailure) {
-        try check(FuzzBytes.isToken(head.method.rawValue), "method is not a token")
-        if head.method == .connect && head.extendedProtocol == nil {
-            try check(head.scheme == nil && head.path == nil && head.authority != nil, "malformed CONNECT accepted")
+        let method = pseudo(":method", in: fields)
+        try check(method.map(FuzzBytes.isToken) == true, "method missing or not a token")
+        if request.head.method == .connect && request.extendedProtocol == nil {
+            try check(
+                pseudo(":scheme", in: fields) == nil && pseudo(":path", in: fields) == nil
+                    && pseudo(":authority", in: fields) != nil,
+                "malformed CONNECT accepted")
         } else {
-            guard let scheme = head.scheme, let path = head.path else { throw failure("no :scheme or :path") }
+            guard let scheme = pseudo(":scheme", in: fields), let path = pseudo(":path", in: fields) else {
+                throw failure("no :scheme or :path")
+            }
             try check(!scheme.isEmpty && scheme.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "invalid :scheme")
             try check(
-                FuzzBytes.hasPrefix(path, "/") || (path == "*" && head.method == .options), "invalid :path \(path)")
+                FuzzBytes.hasPrefix(path, "/") || (path == "*" && request.head.method == .options),
+                "invalid :path \(path)")
             try check(path.utf8.allSatisfy { $0 > 0x20 && $0 != 0x7F }, ":path with spaces or controls")
         }
-        try check(
-            head.headers.count == fields.filter { !FuzzBytes.hasPrefix($0.name, ":") }.count, "regular fields lost")
-        for field in head.headers {
+        for field in fields where !FuzzBytes.hasPrefix(field.name, ":") {
             try check(
                 FuzzBytes.isToken(field.name) && field.name == field.name.lowercased(),
                 "field name not a lower-case token: \(field.name)")
@@ -84,23 +92,27 @@ enum HTTP2FieldsTarget {
                 try check(FuzzBytes.asciiLowercased(field.value) == "trailers", "te other than trailers")
             }
         }
-        try check(head.headers["host"].count <= 1, "more than one host")
+        try check(fields.filter { $0.name == "host" }.count <= 1, "more than one host")
     }
 
+    /// The HTTP/1.1 form against the fields it was built from.
     static func checkConverted(
-        _ converted: HTTPRequestHead, from head: HTTP2RequestHead,
-        fields: [(name: String, value: String)]
+        _ request: HTTP2ReceivedRequest, fields: [(name: String, value: String)]
     ) throws(FuzzFailure) {
-        let host = head.authority ?? head.headers.first(name: "host")
+        let converted = request.head
+        let host = pseudo(":authority", in: fields) ?? fields.first { $0.name == "host" }?.value
         guard let first = converted.headers.first(where: { _ in true }) else { throw failure("no fields at all") }
         try check(first.name == "Host" && first.value == host, "Host is not the first field, or not :authority")
         try check(converted.headers["host"].count == 1, "not exactly one Host")
-        try check(converted.method == head.method && converted.version == .http1_1, "method or version changed")
-        if head.method == .connect && head.extendedProtocol == nil {
+        try check(
+            converted.method.rawValue == pseudo(":method", in: fields) && converted.version == .http2,
+            "method or version changed")
+        if converted.method == .connect && request.extendedProtocol == nil {
             try check(converted.target == host, "CONNECT target is not the authority")
         } else {
-            try check(converted.target == head.path, "target is not :path")
+            try check(converted.target == pseudo(":path", in: fields), "target is not :path")
         }
+        try check(request.extendedProtocol == pseudo(":protocol", in: fields), ":protocol changed")
         var cookieFields = 0
         for field in converted.headers {
             let name = FuzzBytes.asciiLowercased(field.name)
@@ -114,9 +126,9 @@ enum HTTP2FieldsTarget {
         if !cookies.isEmpty {
             try check(converted.headers.first(name: "cookie") == cookies.joined(separator: "; "), "cookies changed")
         }
-        let kept = head.headers.filter { field in
-            !["host", "te", "cookie"].contains(field.name) && !connectionSpecific.contains(field.name)
-        }
+        let kept = fields.filter { field in
+            !FuzzBytes.hasPrefix(field.name, ":") && !["host", "te", "cookie"].contains(field.name)
+        }.map { HTTPFields.Field(name: $0.name, value: $0.value) }
         let forwarded = converted.headers.filter { !["host", "cookie"].contains(FuzzBytes.asciiLowercased($0.name)) }
         try check(kept == forwarded, "regular fields changed in the conversion")
     }

@@ -4,7 +4,8 @@ import HTTPWire
 /// server-side `HTTP2Session` (nghttp2 with the gateway's callbacks, validation and limits), fed in pieces, answered
 /// as the server answers: each request gets a response head and a short body, body bytes are consumed, output drained.
 ///
-/// Checked: every request surfaced converts to an HTTP/1.1 head (as `HTTP2ServerConnection` converts it); each
+/// Checked: every request surfaced, written as HTTP/1.1, is refused by the serializer or parsed back to exactly
+/// itself (what `HTTP2ServerConnection` hands on is safe to forward to an HTTP/1.1 upstream); each
 /// stream's events come in order (request, body, trailers, end) and none follows its `streamClosed`; body bytes never
 /// outnumber the input bytes. nghttp2 itself is not instrumented (a system library), so coverage guidance comes from
 /// the session's callbacks and validation.
@@ -62,11 +63,9 @@ enum HTTP2SessionTarget {
         case .request(let id, let head, let endStream):
             try check(phases[id] == nil, "a second request on stream \(id)")
             phases[id] = endStream ? .ended : .open
-            do {
-                _ = try head.toHTTP1Request()
-            } catch {
-                throw failure("a request the session accepted does not convert: \(error.reason)")
-            }
+            var http1 = head.head
+            http1.version = .http1_1
+            try HTTP2FieldsTarget.checkRoundTrip(http1)
             do {
                 try session.sendResponse(streamID: id, head: HTTPResponseHead(status: 200), endStream: false)
                 _ = try session.sendBody(streamID: id, bytes: responseBody, endStream: true)

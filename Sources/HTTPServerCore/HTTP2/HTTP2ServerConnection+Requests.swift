@@ -6,10 +6,10 @@ import NetCore
 /// Requests: a stream's head becomes an ``HTTPServerRequest`` (or an upgrade, for an extended CONNECT), its DATA the
 /// request's body with back-pressure, and its handler starts once the read burst it came in has been processed.
 extension HTTP2ServerConnection {
-    func startRequest(streamID: Int32, head h2Head: HTTP2RequestHead, endStream: Bool) {
+    func startRequest(streamID: Int32, head: consuming HTTPRequestHead, extendedProtocol: String?, endStream: Bool) {
         let now = EventLoop.now()
         lastActivity = now
-        let stream = Stream(id: streamID, isHead: h2Head.method == .head, now: now)
+        let stream = Stream(id: streamID, isHead: head.method == .head, now: now)
         streams[HTTP2StreamKey(streamID)] = stream
         guard runningTasks < maxRunningTasks else {
             // Handlers of reset streams are still running: refuse until they finish (retry-safe for the client).
@@ -17,16 +17,7 @@ extension HTTP2ServerConnection {
             try? session.resetStream(streamID: streamID, errorCode: .refusedStream)
             return
         }
-        var head: HTTPRequestHead
-        do {
-            head = try h2Head.toHTTP1Request()
-        } catch {
-            stream.finished = true
-            try? session.resetStream(streamID: streamID, errorCode: .protocolError)
-            return
-        }
-        head.version = .http2
-        if h2Head.method == .connect, let tunnelProtocol = h2Head.extendedProtocol {
+        if head.method == .connect, let tunnelProtocol = extendedProtocol {
             guard context.http2Settings.enableConnectProtocol else {
                 stream.finished = true
                 try? session.resetStream(streamID: streamID, errorCode: .protocolError)
@@ -35,7 +26,7 @@ extension HTTP2ServerConnection {
             startTunnelRequest(stream, head: Self.upgradeHandshake(head, to: tunnelProtocol), endStream: endStream)
             return
         }
-        let declaredLength = head.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        let declaredLength = head.headers.first(.contentLength).flatMap { Int64($0) }
         stream.declaredLength = declaredLength
         if let declaredLength, declaredLength > context.limits.maxBodyBytes {
             stream.discardBody = true

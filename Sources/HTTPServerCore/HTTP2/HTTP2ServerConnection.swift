@@ -220,8 +220,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     /// Acts on one of the session's events (see ``HTTP2Transport/HTTP2Connection/processEvents()``).
     func handle(_ event: HTTP2Event) {
         switch event {
-        case .request(let streamID, let head, let endStream):
-            startRequest(streamID: streamID, head: head, endStream: endStream)
+        case .request(let streamID, let request, let endStream):
+            startRequest(
+                streamID: streamID, head: request.head, extendedProtocol: request.extendedProtocol,
+                endStream: endStream)
         case .requestBody(let streamID, let bytes):
             receiveBody(streamID: streamID, bytes: bytes)
         case .requestEnd(let streamID):

@@ -191,7 +191,7 @@ package struct HTTP1RequestParser: Sendable {
         case .failure(let error): return .failure(error)
         }
         guard HTTP1Grammar.isToken(methodBytes) else { return .failure(.badRequest("invalid method")) }
-        let method = knownMethod(methodBytes) ?? HTTPMethod(HTTP1Grammar.string(methodBytes))
+        let method = HTTPMethod.of(methodBytes)
         guard !targetBytes.isEmpty else { return .failure(.badRequest("empty request target")) }
         for byte in targetBytes where byte < 0x21 || byte > 0x7E || byte == 0x23 {
             return .failure(.badRequest("invalid character in request target"))
@@ -210,28 +210,6 @@ package struct HTTP1RequestParser: Sendable {
             return .failure(.badRequest("invalid request target form"))
         }
         return .success((method, target, version))
-    }
-
-    /// The method `bytes` spell when it is one of the common ones (its string a literal: none is decoded), else nil.
-    /// The bytes are compared with static strings (one `memcmp`), not with `String`s (opened, retained and released).
-    private static func knownMethod(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod? {
-        switch bytes.count {
-        case 3:
-            if HTTP1Grammar.equals(bytes, "GET") { return HTTPMethod(rawValue: "GET") }
-            if HTTP1Grammar.equals(bytes, "PUT") { return HTTPMethod(rawValue: "PUT") }
-        case 4:
-            if HTTP1Grammar.equals(bytes, "POST") { return HTTPMethod(rawValue: "POST") }
-            if HTTP1Grammar.equals(bytes, "HEAD") { return HTTPMethod(rawValue: "HEAD") }
-        case 5:
-            if HTTP1Grammar.equals(bytes, "PATCH") { return HTTPMethod(rawValue: "PATCH") }
-        case 6:
-            if HTTP1Grammar.equals(bytes, "DELETE") { return HTTPMethod(rawValue: "DELETE") }
-        case 7:
-            if HTTP1Grammar.equals(bytes, "OPTIONS") { return HTTPMethod(rawValue: "OPTIONS") }
-        default:
-            break
-        }
-        return nil
     }
 
     /// Whether `target` is absolute-form with an `http` or `https` scheme (any case) and something after `://`.

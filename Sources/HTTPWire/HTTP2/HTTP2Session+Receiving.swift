@@ -73,7 +73,7 @@ extension HTTP2Session {
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         if name.first == UInt8(ascii: ":") {
-            stream.request.addPseudoHeader(name: name, value: String(decoding: value, as: UTF8.self))
+            stream.request.addPseudoHeader(name: name, value: value)
         } else {
             stream.request.addField(name: name, value: value)
         }
@@ -150,24 +150,31 @@ extension HTTP2Session {
             emit(.requestEnd(streamID: stream.id))
             return
         }
-        let built = stream.buildsRequest ? stream.request.finish() : HTTP2Validation.validateRequest(stream.fields)
+        let built: Result<HTTP2ReceivedRequest, RequestError>
+        if stream.buildsRequest {
+            // Moved out of the stream, which keeps an empty builder.
+            var builder = HTTP2RequestBuilder()
+            swap(&builder, &stream.request)
+            built = builder.finish()
+        } else {
+            built = HTTP2Validation.validateRequest(stream.fields)
+        }
         stream.buildsRequest = false
-        stream.request = HTTP2RequestBuilder()
-        switch built {
+        switch consume built {
         case .failure:
             reject(stream, code: .protocolError)
-        case .success(let head):
+        case .success(let request):
             stream.fields.removeAll()
-            if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }) {
+            if let length = request.head.headers.first(.contentLength).flatMap({ Int($0) }) {
                 stream.contentLength = length
-                if endStream && length != 0 && head.method != .head {
+                if endStream && length != 0 && request.head.method != .head {
                     reject(stream, code: .protocolError)
                     return
                 }
             }
             stream.surfaced = true
             surfacedThisFeed.insert(stream.id)
-            emit(.request(streamID: stream.id, head: head, endStream: endStream))
+            emit(.request(streamID: stream.id, head: request, endStream: endStream))
         }
     }
 

@@ -163,7 +163,8 @@ package struct HTTP2Settings: Sendable, Hashable {
     package init() {}
 }
 
-/// The head of an HTTP/2 request: the pseudo-header fields and the regular fields.
+/// The head of an HTTP/2 request a client sends: the pseudo-header fields and the regular fields. (A server session
+/// hands out what it receives as an ``HTTP2ReceivedRequest``.)
 package struct HTTP2RequestHead: Sendable, Hashable {
     package var method: HTTPMethod
     /// `:scheme`; nil only for CONNECT.
@@ -205,8 +206,8 @@ package struct HTTP2RequestHead: Sendable, Hashable {
 
 /// Something that happened on the connection; read with `HTTP2Session.nextEvent()`.
 package enum HTTP2Event: Sendable, Hashable {
-    /// Server: a complete, valid request head. `endStream` means there is no body.
-    case request(streamID: Int32, head: HTTP2RequestHead, endStream: Bool)
+    /// Server: a complete, valid request head, in its HTTP/1.1 form. `endStream` means there is no body.
+    case request(streamID: Int32, head: HTTP2ReceivedRequest, endStream: Bool)
     /// Server: request body bytes. Call `consumed(streamID:count:)` once they have been passed on.
     case requestBody(streamID: Int32, bytes: [UInt8])
     /// Server: the request body is complete.

@@ -3,50 +3,87 @@ import Testing
 @testable import HTTPWire
 
 @Suite struct HTTP2RequestValidationTests {
-    @Test func http1ConversionBuildsOneHostAndJoinsCookies() throws {
-        let head = HTTP2RequestHead(
-            method: .post, scheme: "https", authority: "api.example.com:8443", path: "/v1/items?x=1",
-            headers: [
-                "cookie": "a=1", "content-type": "application/json", "Cookie": "b=2",
-                "te": "trailers", "host": "api.example.com:8443"
-            ])
-        let h1 = try head.toHTTP1Request()
+    /// A request header block as the session's callbacks deliver it, pseudo-headers first.
+    private func received(
+        method: String = "GET", scheme: String? = "https", authority: String? = "a", path: String? = "/",
+        _ regular: [(String, String)] = []
+    ) -> Result<HTTP2ReceivedRequest, RequestError> {
+        var fields: [(name: String, value: String)] = [(":method", method)]
+        if let scheme { fields.append((":scheme", scheme)) }
+        if let authority { fields.append((":authority", authority)) }
+        if let path { fields.append((":path", path)) }
+        fields += regular.map { (name: $0.0, value: $0.1) }
+        return HTTP2Validation.validateRequest(fields)
+    }
+
+    @Test func theHTTP1FormHasOneHostFirstAndJoinsCookies() throws {
+        let request = try received(
+            method: "POST", authority: "api.example.com:8443", path: "/v1/items?x=1",
+            [
+                ("cookie", "a=1"), ("content-type", "application/json"), ("cookie", "b=2"),
+                ("te", "trailers"), ("host", "api.example.com:8443")
+            ]
+        ).get()
+        let h1 = request.head
         #expect(h1.method == .post)
         #expect(h1.target == "/v1/items?x=1")
-        #expect(h1.version == .http1_1)
+        #expect(h1.version == .http2)
         #expect(h1.headers.map(\.name) == ["Host", "cookie", "content-type"])
         #expect(h1.headers["host"] == ["api.example.com:8443"])
         #expect(h1.headers["cookie"] == ["a=1; b=2"])
+        #expect(request.extendedProtocol == nil)
     }
 
-    @Test func http1ConversionRejectsInjection() {
-        let bad: [HTTP2RequestHead] = [
-            HTTP2RequestHead(method: .get, authority: "a", path: "/a HTTP/1.1\r\nX: y"),
-            HTTP2RequestHead(method: .get, authority: "a\r\nX: y", path: "/"),
-            HTTP2RequestHead(method: "GET /", authority: "a", path: "/"),
-            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["x": "1\r\nInjected: 2"]),
-            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["x y": "1"]),
-            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["x:y": "1"]),
-            HTTP2RequestHead(method: .get, authority: "a", path: "/", headers: ["host": "b"]),
-            HTTP2RequestHead(method: .get, authority: nil, path: "/"),
-            HTTP2RequestHead(method: .get, authority: "a", path: "relative"),
-            HTTP2RequestHead(method: .get, authority: "a", path: nil)
+    @Test func anHTTP1FormWithoutCookiesKeepsTheFieldsInOrder() throws {
+        let h1 = try received([("accept", "*/*"), ("cookie", "only=1"), ("x-b", "2"), ("x-a", "1")]).get().head
+        #expect(h1.headers.map(\.name) == ["Host", "accept", "cookie", "x-b", "x-a"])
+        #expect(h1.headers.map(\.value) == ["a", "*/*", "only=1", "2", "1"])
+    }
+
+    @Test func anythingThatCouldInjectALineIsRefused() {
+        let bad: [Result<HTTP2ReceivedRequest, RequestError>] = [
+            received(path: "/a HTTP/1.1\r\nX: y"),
+            received(authority: "a\r\nX: y"),
+            received(method: "GET /"),
+            received([("x", "1\r\nInjected: 2")]),
+            received([("x y", "1")]),
+            received([("x:y", "1")]),
+            received([("host", "b")]),
+            received([("host", "a"), ("host", "a")]),
+            received(authority: nil),
+            received(path: "relative"),
+            received(path: nil),
+            received(scheme: nil),
+            received(scheme: "ht tp"),
+            received([("te", "gzip")]),
+            received([("connection", "close")])
         ]
-        for head in bad {
-            #expect(throws: RequestError.self) { _ = try head.toHTTP1Request() }
+        for result in bad {
+            #expect(throws: RequestError.self) { _ = try result.get() }
         }
     }
 
-    @Test func hostFieldWithoutAuthority() throws {
-        let head = HTTP2RequestHead(method: .get, authority: nil, path: "/", headers: ["host": "h.example"])
-        let h1 = try head.toHTTP1Request()
+    @Test func aHostFieldWithoutAuthorityBecomesTheFirstHost() throws {
+        let h1 = try received(authority: nil, [("accept", "*/*"), ("host", "h.example")]).get().head
+        #expect(h1.headers.map(\.name) == ["Host", "accept"])
         #expect(h1.headers["host"] == ["h.example"])
-        #expect(h1.headers.count == 1)
     }
 
-    @Test func connectUsesAuthorityForm() throws {
-        let head = HTTP2RequestHead(method: .connect, scheme: nil, authority: "db.internal:5432", path: nil)
-        #expect(try head.toHTTP1Request().target == "db.internal:5432")
+    @Test func aConnectsTargetIsItsAuthority() throws {
+        let request = try received(method: "CONNECT", scheme: nil, authority: "db.internal:5432", path: nil).get()
+        #expect(request.head.target == "db.internal:5432")
+        #expect(request.head.headers["host"] == ["db.internal:5432"])
+        let tunnel = try HTTP2Validation.validateRequest([
+            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "https"), (":authority", "a"),
+            (":path", "/chat")
+        ]).get()
+        #expect(tunnel.extendedProtocol == "websocket")
+        #expect(tunnel.head.target == "/chat")
+    }
+
+    @Test func anUncommonMethodKeepsItsSpelling() throws {
+        #expect(try received(method: "PROPFIND").get().head.method == HTTPMethod("PROPFIND"))
+        #expect(try received(method: "DELETE").get().head.method == .delete)
     }
 
     @Test func validatorCases() {
@@ -58,9 +95,9 @@ import Testing
                 (":method", "GET"), (":scheme", "https"), (":authority", "a"), (":path", "/"),
                 ("accept", "*/*"), ("te", "Trailers")
             ]))
-        #expect((try? good.get())?.headers.count == 2)
+        #expect((try? good.get())?.head.headers.map(\.name) == ["Host", "accept"])
         let connect = HTTP2Validation.validateRequest(fields([(":method", "CONNECT"), (":authority", "a:443")]))
-        #expect((try? connect.get())?.authority == "a:443")
+        #expect((try? connect.get())?.head.target == "a:443")
         let badConnect = HTTP2Validation.validateRequest(
             fields([(":method", "CONNECT"), (":authority", "a:443"), (":path", "/")]))
         #expect((try? badConnect.get()) == nil)

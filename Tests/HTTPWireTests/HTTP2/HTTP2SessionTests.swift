@@ -16,12 +16,14 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         let requests = pair.takeServerEvents().requests
         try #require(requests.count == 1)
         #expect(requests[0].0 == id)
-        #expect(requests[0].1.method == .get)
-        #expect(requests[0].1.path == "/hello?x=1")
-        #expect(requests[0].1.authority == "example.com")
-        #expect(requests[0].1.scheme == "https")
-        #expect(requests[0].1.headers.first(name: "accept") == "*/*")
-        #expect(!requests[0].1.headers.contains(name: "connection"))
+        let head = requests[0].1.head
+        #expect(head.method == .get)
+        #expect(head.target == "/hello?x=1")
+        #expect(head.version == .http2)
+        #expect(head.headers.name(at: 0) == "Host")
+        #expect(head.headers.first(name: "host") == "example.com")
+        #expect(head.headers.first(name: "accept") == "*/*")
+        #expect(!head.headers.contains(name: "connection"))
         #expect(requests[0].2)
 
         try pair.server.sendResponse(
@@ -129,7 +131,7 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         #expect(Set(requests.map(\.0)) == Set(ids))
         for (id, head, _) in requests {
             try pair.server.sendResponse(streamID: id, head: HTTPResponseHead(status: 200), endStream: false)
-            try pair.server.sendBody(streamID: id, bytes: Array((head.path ?? "").utf8), endStream: true)
+            try pair.server.sendBody(streamID: id, bytes: Array(head.head.target.utf8), endStream: true)
         }
         try pair.pump()
         let events = pair.takeClientEvents()
@@ -155,7 +157,7 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         try pair.pump()
         let later = pair.takeServerEvents().requests
         #expect(later.map(\.0) == [extra])
-        #expect(later.first?.1.path == "/101")
+        #expect(later.first?.1.head.target == "/101")
     }
 
     @Test func flowControlBackPressure() throws {
@@ -358,7 +360,7 @@ private func getHead(_ path: String = "/", headers: HTTPFields = HTTPFields()) -
         let id = try pair.client.sendRequest(head: getHead(headers: headers), endStream: true)
         try pair.pump()
         let head = try #require(pair.takeServerEvents().requests.first?.1)
-        #expect(head.headers.map(\.name) == ["x-good"])
+        #expect(head.head.headers.map(\.name) == ["Host", "x-good"])
         try pair.server.sendResponse(
             streamID: id, head: HTTPResponseHead(status: 200, headers: ["Upgrade": "h2c", "Set-Cookie": "a=b"]),
             endStream: true)

@@ -48,7 +48,7 @@ final class H2Pair {
 }
 
 extension [HTTP2Event] {
-    var requests: [(Int32, HTTP2RequestHead, Bool)] {
+    var requests: [(Int32, HTTP2ReceivedRequest, Bool)] {
         compactMap { if case .request(let id, let head, let end) = $0 { (id, head, end) } else { nil } }
     }
 
