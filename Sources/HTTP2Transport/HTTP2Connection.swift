@@ -17,7 +17,7 @@ package protocol HTTP2Connection: AnyObject {
     /// Whether ``scheduleFlush()`` has a flush scheduled (its state, kept by the connection).
     var flushScheduled: Bool { get set }
     /// Acts on one of the session's events.
-    func handle(_ event: HTTP2Event)
+    func handle(_ event: consuming HTTP2Event)
     /// The session failed with a fatal `error` (reading, or making output): write what it has, and close.
     func sessionFailed(_ error: HTTP2Error)
     /// A flush wrote output and the connection is still open (the client reports upload progress here).

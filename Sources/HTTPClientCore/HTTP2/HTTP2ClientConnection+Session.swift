@@ -86,8 +86,8 @@ extension HTTP2ClientConnection {
     // MARK: Events
 
     /// Acts on one of the session's events (see ``HTTP2Transport/HTTP2Connection/processEvents()``).
-    func handle(_ event: HTTP2Event) {
-        switch event {
+    func handle(_ event: consuming HTTP2Event) {
+        switch consume event {
         case .response(let streamID, let head, _):
             guard let exchange = streams[streamID] else { return }
             if exchange.firstByteAt == 0 { exchange.firstByteAt = EventLoop.now() }

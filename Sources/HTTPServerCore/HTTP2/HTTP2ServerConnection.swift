@@ -218,8 +218,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     // MARK: Events
 
     /// Acts on one of the session's events (see ``HTTP2Transport/HTTP2Connection/processEvents()``).
-    func handle(_ event: HTTP2Event) {
-        switch event {
+    func handle(_ event: consuming HTTP2Event) {
+        switch consume event {
         case .request(let streamID, let request, let endStream):
             startRequest(
                 streamID: streamID, head: request.head, extendedProtocol: request.extendedProtocol,

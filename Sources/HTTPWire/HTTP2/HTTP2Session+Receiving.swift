@@ -173,7 +173,7 @@ extension HTTP2Session {
                 }
             }
             stream.surfaced = true
-            surfacedThisFeed.insert(stream.id)
+            stream.surfacedInFeed = feedSerial
             emit(.request(streamID: stream.id, head: request, endStream: endStream))
         }
     }
@@ -289,7 +289,7 @@ extension HTTP2Session {
             _ = nghttp2_session_consume_connection(session, stream.unconsumed)
         }
         guard stream.surfaced else { return 0 }
-        if role == .server && surfacedThisFeed.contains(streamID) && !stream.localEnded {
+        if role == .server && stream.surfacedInFeed == feedSerial && !stream.localEnded {
             // Opened and reset within one read (rapid reset): the caller never sees it, so no work starts.
             suppressed.insert(streamID)
             return 0

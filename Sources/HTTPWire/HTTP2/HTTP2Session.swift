@@ -60,8 +60,9 @@ package final class HTTP2Session {
     var openLocalStreams = 0
     /// Server: streams above this id are refused (set by the final GOAWAY, ours or the request cap's).
     var lastAcceptedStreamID: Int32 = .max
-    /// Streams surfaced during the current `feed` call.
-    @exclusivity(unchecked) var surfacedThisFeed: Set<Int32> = []
+    /// Counts `feed` calls' starts and ends: odd while one runs. A stream surfaced during the current call has it as
+    /// its ``StreamState/surfacedInFeed`` (no set of stream ids to hash into and empty).
+    @exclusivity(unchecked) var feedSerial: UInt64 = 0
     /// Streams whose queued events are dropped because they were opened and reset within one `feed`.
     @exclusivity(unchecked) var suppressed: Set<Int32> = []
     /// Server: streams the peer cancels against streams it lets complete (rapid reset).
@@ -91,6 +92,8 @@ package final class HTTP2Session {
         @exclusivity(unchecked) var buildsRequest = false
         @exclusivity(unchecked) var headerListSize = 0
         var surfaced = false
+        /// The session's ``HTTP2Session/feedSerial`` when the request was surfaced.
+        var surfacedInFeed: UInt64 = 0
         /// Client: whether the final response head was surfaced.
         var surfacedResponse = false
         var rejected = false
@@ -205,9 +208,9 @@ package final class HTTP2Session {
         // After a GOAWAY for abuse, nothing more the peer sends is processed.
         guard let base = bytes.baseAddress, bytes.count > 0, !terminating else { return }
         feedTime = Self.monotonicNow()
-        surfacedThisFeed.removeAll(keepingCapacity: true)
+        feedSerial &+= 1
         let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
-        surfacedThisFeed.removeAll(keepingCapacity: true)
+        feedSerial &+= 1
         if rv < 0 {
             failed = true
             throw HTTP2Error(nghttp2Code: Int32(truncatingIfNeeded: rv))
@@ -306,7 +309,8 @@ package final class HTTP2Session {
     /// The next event, or nil when none is waiting.
     package func nextEvent() -> HTTP2Event? {
         while let event = events.popFirst() {
-            let drop = event.streamID.map { suppressed.contains($0) } ?? false
+            // Usually empty: then nothing to hash.
+            let drop = !suppressed.isEmpty && (event.streamID.map { suppressed.contains($0) } ?? false)
             if events.isEmpty { suppressed.removeAll(keepingCapacity: true) }
             if drop { continue }
             return event
