@@ -200,27 +200,31 @@ enum ProxyHeaders {
 
     /// The upstream's response headers as returned to the client: hop-by-hop and framing fields (and names listed in
     /// `Connection`) removed, `Via` (after the upstream's own, for a response `received` in that version; a stub's
-    /// counts as HTTP/1.1) and the request id added. One pass, in the upstream's order.
-    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1, requestID: String)
-        -> HTTPFields
-    {
+    /// counts as HTTP/1.1) and the request id added, in the upstream's order. Edited in place: a list handed over
+    /// (the client's, which it made with room to spare) is neither copied nor grown.
+    static func downstream(
+        from upstream: consuming HTTPFields, received version: HTTPVersion = .http1_1, requestID: String
+    ) -> HTTPFields {
         var headers = downstream(from: upstream, received: version)
         headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
         return headers
     }
 
     /// The same without the request id, which goes last: a stub's, made once per upstream.
-    static func downstream(from upstream: HTTPFields, received version: HTTPVersion = .http1_1) -> HTTPFields {
+    static func downstream(from upstream: consuming HTTPFields, received version: HTTPVersion = .http1_1)
+        -> HTTPFields
+    {
         let listed = connectionListed(in: upstream)
-        var headers = HTTPFields()
+        var headers = consume upstream
+        // Room for `Via` and the request id first: a list that is not this value's alone is copied once, with it.
+        headers.reserveCapacity(fields: headers.count + 2, bytes: 96)
         // Read once, not through the lazy global's accessor for every field.
         let droppedDownstream = Self.droppedDownstream
-        // Room for `Via` and the request id too.
-        headers.append(contentsOf: upstream, reservingExtraFields: 2, extraBytes: 48) { token, name in
-            if droppedDownstream.contains(token) { return false }
+        headers.removeAll { token, name in
+            if droppedDownstream.contains(token) { return true }
             // `X-Accel-Buffering` (the upstream's word to the gateway) is not in the table: compared as bytes.
-            if token == .other && "X-Accel-Buffering".equalsIgnoringASCIICase(name) { return false }
-            return listed.isEmpty || !isListed(name, in: listed)
+            if token == .other && "X-Accel-Buffering".equalsIgnoringASCIICase(name) { return true }
+            return !listed.isEmpty && isListed(name, in: listed)
         }
         if let hop = staticVia(version) {
             headers.add(knownName: "Via", token: .via, staticValue: hop)

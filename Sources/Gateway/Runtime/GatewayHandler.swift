@@ -405,22 +405,28 @@ final class GatewayHandler: HTTPServerHandler {
         exchange: inout Exchange
     ) -> HTTPServerResponse {
         switch consume exchanged {
-        case .collected(let response):
+        case .collected(var response):
+            // The head's fields are moved out: the response is their one holder, so they become the client's head
+            // in place.
+            let headers = response.head.takeHeaders()
             return relayed(
-                response.head, timings: response.timings, streamed: nil, body: response.body, call: call,
-                isHead: isHead, exchange: &exchange)
+                response.head, headers: headers, timings: response.timings, streamed: nil, body: response.body,
+                call: call, isHead: isHead, exchange: &exchange)
         case .streamed(let response):
+            // A class whose head stays readable: its fields are copied on their first change.
             return relayed(
-                response.head, timings: response.timings, streamed: response, body: [], call: call, isHead: isHead,
-                exchange: &exchange)
+                response.head, headers: response.head.headers, timings: response.timings, streamed: response,
+                body: [], call: call, isHead: isHead, exchange: &exchange)
         }
     }
 
-    /// ``relayed(status:headers:version:streamed:body:call:isHead:tunnel:exchange:)`` for the client's response head,
-    /// after its timings are noted and a refusal of the gateway's credentials is answered.
+    /// ``relayed(status:headers:version:streamed:body:call:isHead:tunnel:exchange:)`` for the client's response head
+    /// (whose fields are `headers`), after its timings are noted and a refusal of the gateway's credentials is
+    /// answered.
     private func relayed(
-        _ head: borrowing HTTPResponseHead, timings: HTTPClientTimings, streamed: HTTPClientStreamingResponse?,
-        body: @autoclosure () -> [UInt8], call: Call, isHead: Bool, exchange: inout Exchange
+        _ head: borrowing HTTPResponseHead, headers: consuming HTTPFields, timings: HTTPClientTimings,
+        streamed: HTTPClientStreamingResponse?, body: @autoclosure () -> [UInt8], call: Call, isHead: Bool,
+        exchange: inout Exchange
     ) -> HTTPServerResponse {
         exchange.record.upstreamConnect = timings.connect
         exchange.record.upstreamFirstByte = timings.firstByte
@@ -428,7 +434,7 @@ final class GatewayHandler: HTTPServerHandler {
             return refusedCredentials(call: call, exchange: &exchange)
         }
         return relayed(
-            status: head.status, headers: head.headers, version: head.version, streamed: streamed, body: body(),
+            status: head.status, headers: headers, version: head.version, streamed: streamed, body: body(),
             call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
     }
 
@@ -448,17 +454,19 @@ final class GatewayHandler: HTTPServerHandler {
     /// `Via` and `X-Request-Id` in), and its body as bytes, or relayed (buffered, or at the client's pace) when it is
     /// still arriving (`streamed`).
     private func relayed(
-        status: Int, headers transport: HTTPFields, version: HTTPVersion, streamed: HTTPClientStreamingResponse?,
-        body: @autoclosure () -> [UInt8], call: Call, isHead: Bool, tunnel: WebSocketTunnel?,
-        exchange: inout Exchange
+        status: Int, headers transport: consuming HTTPFields, version: HTTPVersion,
+        streamed: HTTPClientStreamingResponse?, body: @autoclosure () -> [UInt8], call: Call, isHead: Bool,
+        tunnel: WebSocketTunnel?, exchange: inout Exchange
     ) -> HTTPServerResponse {
+        // What the client's head needs from the upstream's fields, read before they are edited into it.
+        let framingLength = isHead || streamed != nil ? ProxyHeaders.framingLength(of: transport) : nil
+        let upgrade = tunnel != nil && status == 101 ? transport.first(name: "Upgrade") ?? "websocket" : nil
+        let buffered =
+            streamed != nil && buffering != nil && status != 101
+            && ResponseBuffering.applies(route: call.route.config.buffering, upstreamHeaders: transport)
         var headers = ProxyHeaders.downstream(from: transport, received: version, requestID: exchange.requestID)
-        if isHead || streamed != nil, let length = ProxyHeaders.framingLength(of: transport) {
-            headers.add(name: "Content-Length", value: length)
-        }
-        if tunnel != nil, status == 101 {
-            headers.add(name: "Upgrade", value: transport.first(name: "Upgrade") ?? "websocket")
-        }
+        if let framingLength { headers.add(name: "Content-Length", value: framingLength) }
+        if let upgrade { headers.add(name: "Upgrade", value: upgrade) }
         noteIfUnshareable(headers, call: call, exchange: exchange)
         let head = HTTPResponseHead(status: status, headers: headers)
         if isHead {
@@ -470,9 +478,7 @@ final class GatewayHandler: HTTPServerHandler {
             tunnel: status == 101 ? tunnel : nil, pending: relaying)
         exchange.relayLog = log
         let loop = call.upstream.client?.currentLoop
-        if let buffering, status != 101,
-            ResponseBuffering.applies(route: call.route.config.buffering, upstreamHeaders: transport)
-        {
+        if let buffering, buffered {
             // Read as fast as the upstream sends, into memory and a temporary file: the upstream connection is free
             // again once the body is in, whatever the client's pace.
             let relayed = BufferedBodyRelay.relay(streamed, buffering: buffering, on: loop, log: log)

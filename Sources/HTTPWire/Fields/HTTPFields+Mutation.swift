@@ -156,31 +156,6 @@ extension HTTPFields {
         }
     }
 
-    /// Appends the fields of `other` for which `include` (given the field's token and its name's bytes) is true, in
-    /// order, as bytes: room for all of them and for `extraFields` more fields of `extraBytes` bytes is made once,
-    /// then each kept field is copied with its token and flags, in one pass over `other`.
-    package mutating func append(
-        contentsOf other: HTTPFields, reservingExtraFields extraFields: Int = 0, extraBytes: Int = 0,
-        where include: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) -> Bool
-    ) {
-        other.withRegions(ifEmpty: ()) { entries, bytes, header in
-            var needed = extraBytes &+ extraFields &* HTTPFieldEntry.separatorCount
-            for index in 0..<header.count { needed += entries[index].storedByteCount }
-            reserve(entries: count + header.count + extraFields, bytes: needed)
-            // Room for every field was made (in a storage this value alone holds): each kept one is copied without
-            // checking.
-            for index in 0..<header.count {
-                let entry = entries[index]
-                let name = UnsafeRawBufferPointer(start: bytes + Int(entry.nameStart), count: Int(entry.nameCount))
-                guard include(entry.token, name) else { continue }
-                appendInRoom(
-                    name: name,
-                    value: UnsafeRawBufferPointer(start: bytes + Int(entry.valueStart), count: Int(entry.valueCount)),
-                    token: entry.token, flags: entry.flags)
-            }
-        }
-    }
-
     // MARK: Replacing and removing
 
     /// Replaces every field named `name` with one field holding `value`, at the position of the first.

@@ -54,6 +54,14 @@ package struct HTTPResponseHead: Sendable, Hashable {
         self.headers = headers
     }
 
+    /// The fields, moved out: this head keeps an empty list, so the list returned is its receiver's alone (edited in
+    /// place, not copied on its first change).
+    package mutating func takeHeaders() -> HTTPFields {
+        let taken = headers
+        headers = HTTPFields()
+        return taken
+    }
+
     /// Replaces the status, and the reason phrase with the new status's own (a `400 Bad Request` made a 408 reads
     /// `408 Request Timeout`, not `408 Bad Request`).
     package mutating func replaceStatus(with status: Int) {
