@@ -151,7 +151,8 @@ extension MoyaProvider {
                         exchanged: .failure(Self.validationFailure(Moya.Response(unrecorded: response))))
                     return
                 }
-                completion.requestCompleted(exchanged: .success(response))
+                // Handed on (the binding would otherwise hold the response until the call returns).
+                completion.requestCompleted(exchanged: .success(consume response))
             case .failure(let error):
                 completion.requestCompleted(exchanged: .failure(TransportErrors.moyaError(for: error)))
             }

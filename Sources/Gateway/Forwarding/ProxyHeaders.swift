@@ -205,7 +205,7 @@ enum ProxyHeaders {
     static func downstream(
         from upstream: consuming HTTPFields, received version: HTTPVersion = .http1_1, requestID: String
     ) -> HTTPFields {
-        var headers = downstream(from: upstream, received: version)
+        var headers = downstream(from: consume upstream, received: version)
         headers.add(knownName: "X-Request-Id", token: .xRequestId, value: requestID)
         return headers
     }

@@ -111,7 +111,8 @@ extension GatewayHandler {
             let response: HTTPServerResponse
             switch consume result {
             case .success(let exchanged):
-                response = handler.response(forExchanged: exchanged, call: call, isHead: isHead, exchange: &exchange)
+                response = handler.response(
+                    forExchanged: consume exchanged, call: call, isHead: isHead, exchange: &exchange)
             case .failure(let error):
                 response = handler.response(for: .failure(error), call: call, isHead: isHead, exchange: &exchange)
             }

@@ -406,11 +406,11 @@ final class GatewayHandler: HTTPServerHandler {
     ) -> HTTPServerResponse {
         switch consume exchanged {
         case .collected(var response):
-            // The head's fields are moved out: the response is their one holder, so they become the client's head
-            // in place.
+            // The head's fields are moved out, and each hand-off below consumes them: the response is their one
+            // holder, so they become the client's head in place (a binding left alive would hold them too).
             let headers = response.head.takeHeaders()
             return relayed(
-                response.head, headers: headers, timings: response.timings, streamed: nil, body: response.body,
+                response.head, headers: consume headers, timings: response.timings, streamed: nil, body: response.body,
                 call: call, isHead: isHead, exchange: &exchange)
         case .streamed(let response):
             // A class whose head stays readable: its fields are copied on their first change.
@@ -434,7 +434,7 @@ final class GatewayHandler: HTTPServerHandler {
             return refusedCredentials(call: call, exchange: &exchange)
         }
         return relayed(
-            status: head.status, headers: headers, version: head.version, streamed: streamed, body: body(),
+            status: head.status, headers: consume headers, version: head.version, streamed: streamed, body: body(),
             call: call, isHead: isHead, tunnel: nil, exchange: &exchange)
     }
 
@@ -464,7 +464,8 @@ final class GatewayHandler: HTTPServerHandler {
         let buffered =
             streamed != nil && buffering != nil && status != 101
             && ResponseBuffering.applies(route: call.route.config.buffering, upstreamHeaders: transport)
-        var headers = ProxyHeaders.downstream(from: transport, received: version, requestID: exchange.requestID)
+        var headers = ProxyHeaders.downstream(
+            from: consume transport, received: version, requestID: exchange.requestID)
         if let framingLength { headers.add(name: "Content-Length", value: framingLength) }
         if let upgrade { headers.add(name: "Upgrade", value: upgrade) }
         noteIfUnshareable(headers, call: call, exchange: exchange)

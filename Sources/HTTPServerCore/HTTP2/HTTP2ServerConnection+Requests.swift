@@ -148,7 +148,7 @@ extension HTTP2ServerConnection {
     /// Holds `request` until the read burst it came in has been processed (``dispatchArrived()``, later in the same
     /// loop round): a stream the client resets meanwhile, in the same packet or the next, starts no work. Its place
     /// counts against the handlers a connection may run from now on.
-    private func enqueue(_ request: HTTPServerRequest, stream: Stream) {
+    private func enqueue(_ request: consuming HTTPServerRequest, stream: Stream) {
         runningTasks += 1
         arrived.append((request, stream))
         guard !dispatchScheduled else { return }
@@ -160,9 +160,11 @@ extension HTTP2ServerConnection {
     /// first while the client cancels streams faster than they complete.
     private func dispatchArrived() {
         dispatchScheduled = false
-        let ready = arrived
-        arrived.removeAll()
-        for (request, stream) in ready {
+        // Taken whole, and each request moved out of it in arrival order (reversed once, then popped): none is copied.
+        var ready: [(request: HTTPServerRequest, stream: Stream)] = []
+        swap(&ready, &arrived)
+        ready.reverse()
+        while let (request, stream) = ready.popLast() {
             guard !stream.finished, !connection.isClosed else {
                 runningTasks -= 1
                 continue
@@ -174,6 +176,8 @@ extension HTTP2ServerConnection {
             }
             dispatch(request, stream: stream)
         }
+        // Its storage serves the next burst.
+        if arrived.isEmpty { swap(&ready, &arrived) }
         if !held.isEmpty && holdTimer == nil {
             holdTimer = connection.loop.schedule(after: Self.heldStreamDelay) { [weak self] in
                 guard let self else { return }
@@ -186,7 +190,7 @@ extension HTTP2ServerConnection {
     }
 
     /// Runs the handler of `request` (its place in ``runningTasks`` is taken already).
-    private func dispatch(_ request: HTTPServerRequest, stream: Stream) {
+    private func dispatch(_ request: consuming HTTPServerRequest, stream: Stream) {
         let handler = context.handler
         let compressor = context.compressor
         let owner = UncheckedSendable((self, stream))
@@ -208,6 +212,7 @@ extension HTTP2ServerConnection {
         case .answerLater(let decided):
             return startHandler(request, context: decided, stream: stream)
         }
+        let request = consume request
         run(stream) {
             let response = compressor.applied(to: await handler.handle(request, context: handlerContext), for: request)
             // Back on the loop (the task prefers it as executor).
