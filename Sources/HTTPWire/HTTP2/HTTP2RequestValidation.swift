@@ -1,6 +1,6 @@
 /// RFC 9113 §8.2–8.3 checks on a received header block, applied on top of nghttp2's own HTTP messaging checks
-/// (so the result does not depend on what a given libnghttp2 version enforces), and the HTTP/2 → HTTP/1.1
-/// conversion.
+/// (so the result does not depend on what a given libnghttp2 version enforces). ``HTTP2RequestBuilder`` applies them
+/// as it builds a request's HTTP/1.1 form.
 package enum HTTP2Validation {
     /// Whether the field name `name` (in any case) is a connection-specific field, forbidden in HTTP/2 (RFC 9113
     /// §8.2.2): `connection`, `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`. By length, then by

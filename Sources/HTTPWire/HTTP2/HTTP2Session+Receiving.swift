@@ -174,7 +174,7 @@ extension HTTP2Session {
             }
             stream.surfaced = true
             stream.surfacedInFeed = feedSerial
-            emit(.request(streamID: stream.id, head: request, endStream: endStream))
+            emit(.request(streamID: stream.id, head: consume request, endStream: endStream))
         }
     }
 
