@@ -150,7 +150,7 @@ extension HTTP2ServerConnection {
     /// counts against the handlers a connection may run from now on.
     private func enqueue(_ request: consuming HTTPServerRequest, stream: Stream) {
         runningTasks += 1
-        arrived.append((request, stream))
+        arrived.append((consume request, stream))
         guard !dispatchScheduled else { return }
         dispatchScheduled = true
         connection.loop.executeLocally { [self] in dispatchArrived() }

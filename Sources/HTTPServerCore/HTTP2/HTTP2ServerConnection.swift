@@ -221,9 +221,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     func handle(_ event: consuming HTTP2Event) {
         switch consume event {
         case .request(let streamID, let request, let endStream):
-            startRequest(
-                streamID: streamID, head: request.head, extendedProtocol: request.extendedProtocol,
-                endStream: endStream)
+            let (head, extendedProtocol) = (consume request).parts()
+            startRequest(streamID: streamID, head: consume head, extendedProtocol: extendedProtocol, endStream: endStream)
         case .requestBody(let streamID, let bytes):
             receiveBody(streamID: streamID, bytes: bytes)
         case .requestEnd(let streamID):

@@ -18,4 +18,9 @@ package struct HTTP2ReceivedRequest: Sendable, Hashable {
         self.head = head
         self.extendedProtocol = extendedProtocol
     }
+
+    /// The head and the protocol, handed over whole (reading them off a binding would copy the head).
+    package consuming func parts() -> (head: HTTPRequestHead, extendedProtocol: String?) {
+        (head, extendedProtocol)
+    }
 }

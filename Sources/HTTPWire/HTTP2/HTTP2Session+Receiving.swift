@@ -3,8 +3,8 @@ import CNghttp2
 /// What the session receives: nghttp2's callbacks (from HTTP2Callbacks.swift, during `mem_recv` / `mem_send`) turned
 /// into checked ``HTTP2Event``s.
 extension HTTP2Session {
-    func emit(_ event: HTTP2Event) {
-        events.append(event)
+    func emit(_ event: consuming HTTP2Event) {
+        events.append(consume event)
     }
 
     func onBeginHeaders(_ frame: nghttp2_frame) -> Int32 {
