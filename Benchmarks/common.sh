@@ -126,10 +126,20 @@ _kill_tree() {   # TERM, KILL after 5 s, then any descendant left that is still 
 _PIDS=()
 _NAMES=()
 LAST_PID=""
-spawn() {   # spawn NAME CMD... : start a server, its output in $RUN_DIR/logs/NAME.log; sets LAST_PID
+# spawn NAME CMD... : start a server, its output in $RUN_DIR/logs/NAME.log; sets LAST_PID. A moya-gateway runs with
+# the malloc tunable the shipped image, unit and scripts/run.sh set (GW_GLIBC_TUNABLES replaces it; empty: glibc's
+# defaults), and only it: the peers keep their own environment.
+spawn() {
     local name=$1; shift
+    local prefix=() arg
+    for arg in "$@"; do
+        if [[ "${arg##*/}" == moya-gateway ]]; then
+            prefix=(env "GLIBC_TUNABLES=${GW_GLIBC_TUNABLES-glibc.malloc.tcache_count=64}")
+            break
+        fi
+    done
     mkdir -p "$RUN_DIR/pids" "$RUN_DIR/logs"
-    "$@" >"$RUN_DIR/logs/$name.log" 2>&1 &
+    "${prefix[@]}" "$@" >"$RUN_DIR/logs/$name.log" 2>&1 &
     LAST_PID=$!
     echo "$LAST_PID" >"$RUN_DIR/pids/$name.pid"
     _PIDS+=("$LAST_PID")
@@ -336,4 +346,5 @@ build_conditions() {   # the swift, commit and CPU lines of a conditions.txt
     echo "swift: $(swift --version 2>&1 | head -1)"
     echo "commit: $(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD))"
     echo "cpu_model: $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
+    echo "gateway GLIBC_TUNABLES: ${GW_GLIBC_TUNABLES-glibc.malloc.tcache_count=64}"
 }

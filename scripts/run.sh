@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build -c release --product moya-gateway
+# malloc's per-thread cache as the shipped image and unit set it (docs/operations.md, "Sizing"), unless set already.
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.tcache_count=64}"
 exec .build/release/moya-gateway serve --config "${MOYA_GATEWAY_CONFIG:-Configuration/gateway.yaml}" "$@"
