@@ -222,7 +222,8 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
         switch consume event {
         case .request(let streamID, let request, let endStream):
             let (head, extendedProtocol) = (consume request).parts()
-            startRequest(streamID: streamID, head: consume head, extendedProtocol: extendedProtocol, endStream: endStream)
+            startRequest(
+                streamID: streamID, head: consume head, extendedProtocol: extendedProtocol, endStream: endStream)
         case .requestBody(let streamID, let bytes):
             receiveBody(streamID: streamID, bytes: bytes)
         case .requestEnd(let streamID):
