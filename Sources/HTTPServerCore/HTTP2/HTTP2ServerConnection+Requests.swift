@@ -6,7 +6,10 @@ import NetCore
 /// Requests: a stream's head becomes an ``HTTPServerRequest`` (or an upgrade, for an extended CONNECT), its DATA the
 /// request's body with back-pressure, and its handler starts once the read burst it came in has been processed.
 extension HTTP2ServerConnection {
-    func startRequest(streamID: Int32, head: consuming HTTPRequestHead, extendedProtocol: String?, endStream: Bool) {
+    func startRequest(
+        streamID: Int32, head: consuming HTTPRequestHead, extendedProtocol: String?, declaredLength: Int64?,
+        endStream: Bool
+    ) {
         let now = EventLoop.now()
         lastActivity = now
         let stream = Stream(id: streamID, isHead: head.method == .head, now: now)
@@ -26,7 +29,6 @@ extension HTTP2ServerConnection {
             startTunnelRequest(stream, head: Self.upgradeHandshake(head, to: tunnelProtocol), endStream: endStream)
             return
         }
-        let declaredLength = head.headers.first(.contentLength).flatMap { Int64($0) }
         stream.declaredLength = declaredLength
         if let declaredLength, declaredLength > context.limits.maxBodyBytes {
             stream.discardBody = true

@@ -221,9 +221,10 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     func handle(_ event: consuming HTTP2Event) {
         switch consume event {
         case .request(let streamID, let request, let endStream):
-            let (head, extendedProtocol) = (consume request).parts()
+            let (head, extendedProtocol, declaredLength) = (consume request).parts()
             startRequest(
-                streamID: streamID, head: consume head, extendedProtocol: extendedProtocol, endStream: endStream)
+                streamID: streamID, head: consume head, extendedProtocol: extendedProtocol,
+                declaredLength: declaredLength, endStream: endStream)
         case .requestBody(let streamID, let bytes):
             receiveBody(streamID: streamID, bytes: bytes)
         case .requestEnd(let streamID):

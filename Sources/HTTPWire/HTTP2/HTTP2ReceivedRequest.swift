@@ -13,14 +13,19 @@ package struct HTTP2ReceivedRequest: Sendable, Hashable {
     package var head: HTTPRequestHead
     /// `:protocol` of an extended CONNECT (RFC 8441), if any.
     package var extendedProtocol: String?
+    /// The `content-length` the request declared (every one the same digits, checked as it arrived), if any: read once
+    /// here, not looked up in ``head`` again by the session and the server.
+    package var contentLength: Int64?
 
-    package init(head: HTTPRequestHead, extendedProtocol: String? = nil) {
+    package init(head: HTTPRequestHead, extendedProtocol: String? = nil, contentLength: Int64? = nil) {
         self.head = head
         self.extendedProtocol = extendedProtocol
+        self.contentLength = contentLength
     }
 
-    /// The head and the protocol, handed over whole (reading them off a binding would copy the head).
-    package consuming func parts() -> (head: HTTPRequestHead, extendedProtocol: String?) {
-        (head, extendedProtocol)
+    /// The head, the protocol and the declared length, handed over whole (reading them off a binding would copy the
+    /// head).
+    package consuming func parts() -> (head: HTTPRequestHead, extendedProtocol: String?, contentLength: Int64?) {
+        (head, extendedProtocol, contentLength)
     }
 }

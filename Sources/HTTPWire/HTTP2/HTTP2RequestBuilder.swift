@@ -121,6 +121,7 @@ struct HTTP2RequestBuilder {
         {
             return .failure(.init(":authority and host differ"))
         }
+        var contentLength: Int64?
         if let first = contentLengths.first {
             guard contentLengths.allSatisfy({ $0.utf8.elementsEqual(first.utf8) }), !first.isEmpty,
                 first.utf8.count <= 18,
@@ -128,6 +129,7 @@ struct HTTP2RequestBuilder {
             else {
                 return .failure(.init("invalid content-length"))
             }
+            contentLength = Int64(first)
         }
         if method == .connect && proto == nil {
             // RFC 9113 §8.5: only :method and :authority; the target is the authority.
@@ -135,7 +137,8 @@ struct HTTP2RequestBuilder {
             let target = headers.value(at: 0)
             return .success(
                 HTTP2ReceivedRequest(
-                    head: HTTPRequestHead(method: method, target: target, version: .http2, headers: headers)))
+                    head: HTTPRequestHead(method: method, target: target, version: .http2, headers: headers),
+                    contentLength: contentLength))
         }
         if proto != nil && method != .connect { return .failure(.init(":protocol without CONNECT")) }
         guard sawScheme else { return .failure(.init("missing or invalid :scheme")) }
@@ -153,7 +156,7 @@ struct HTTP2RequestBuilder {
         return .success(
             HTTP2ReceivedRequest(
                 head: HTTPRequestHead(method: method, target: path, version: .http2, headers: fields),
-                extendedProtocol: proto))
+                extendedProtocol: proto, contentLength: contentLength))
     }
 
     /// `fields` after a `Host` field holding `host` (a request that named its host in a `host` field, not in

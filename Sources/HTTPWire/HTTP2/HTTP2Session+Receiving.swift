@@ -165,7 +165,8 @@ extension HTTP2Session {
             reject(stream, code: .protocolError)
         case .success(let request):
             stream.fields.removeAll()
-            if let length = request.head.headers.first(.contentLength).flatMap({ Int($0) }) {
+            if let declared = request.contentLength {
+                let length = Int(declared)
                 stream.contentLength = length
                 if endStream && length != 0 && request.head.method != .head {
                     reject(stream, code: .protocolError)

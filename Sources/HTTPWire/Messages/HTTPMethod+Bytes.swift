@@ -2,7 +2,7 @@ extension HTTPMethod {
     /// The method `bytes` spell when it is one of the common ones (its string a literal: none is decoded), else nil.
     /// The bytes are compared with static strings (one `memcmp`), not with `String`s (opened, retained and released).
     /// Shared by the HTTP/1 request line and HTTP/2's `:method`.
-    static func known(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod? {
+    private static func known(_ bytes: UnsafeRawBufferPointer) -> HTTPMethod? {
         switch bytes.count {
         case 3:
             if HTTP1Grammar.equals(bytes, "GET") { return HTTPMethod(rawValue: "GET") }

@@ -81,6 +81,13 @@ import Testing
         #expect(tunnel.head.target == "/chat")
     }
 
+    @Test func theDeclaredLengthIsReadOnce() throws {
+        #expect(try received(method: "POST", [("content-length", "42")]).get().contentLength == 42)
+        let repeated = try received(method: "POST", [("content-length", "7"), ("content-length", "7")]).get()
+        #expect(repeated.contentLength == 7)
+        #expect(try received().get().contentLength == nil)
+    }
+
     @Test func anUncommonMethodKeepsItsSpelling() throws {
         #expect(try received(method: "PROPFIND").get().head.method == HTTPMethod("PROPFIND"))
         #expect(try received(method: "DELETE").get().head.method == .delete)
