@@ -126,15 +126,17 @@ _kill_tree() {   # TERM, KILL after 5 s, then any descendant left that is still 
 _PIDS=()
 _NAMES=()
 LAST_PID=""
+# The malloc tunable a spawned moya-gateway gets (the shipped image's, unit's and scripts/run.sh's); GW_GLIBC_TUNABLES
+# replaces it, empty: glibc's defaults.
+GW_TUNABLES="${GW_GLIBC_TUNABLES-glibc.malloc.tcache_count=64}"
 # spawn NAME CMD... : start a server, its output in $RUN_DIR/logs/NAME.log; sets LAST_PID. A moya-gateway runs with
-# the malloc tunable the shipped image, unit and scripts/run.sh set (GW_GLIBC_TUNABLES replaces it; empty: glibc's
-# defaults), and only it: the peers keep their own environment.
+# GW_TUNABLES, and only it: the peers keep their own environment.
 spawn() {
     local name=$1; shift
     local prefix=() arg
     for arg in "$@"; do
         if [[ "${arg##*/}" == moya-gateway ]]; then
-            prefix=(env "GLIBC_TUNABLES=${GW_GLIBC_TUNABLES-glibc.malloc.tcache_count=64}")
+            prefix=(env "GLIBC_TUNABLES=$GW_TUNABLES")
             break
         fi
     done
@@ -346,5 +348,5 @@ build_conditions() {   # the swift, commit and CPU lines of a conditions.txt
     echo "swift: $(swift --version 2>&1 | head -1)"
     echo "commit: $(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD))"
     echo "cpu_model: $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
-    echo "gateway GLIBC_TUNABLES: ${GW_GLIBC_TUNABLES-glibc.malloc.tcache_count=64}"
+    echo "gateway GLIBC_TUNABLES: $GW_TUNABLES"
 }
