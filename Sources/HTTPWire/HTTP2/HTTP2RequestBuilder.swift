@@ -137,7 +137,7 @@ struct HTTP2RequestBuilder {
             let target = headers.value(at: 0)
             return .success(
                 HTTP2ReceivedRequest(
-                    head: HTTPRequestHead(method: method, target: target, version: .http2, headers: headers),
+                    head: HTTPRequestHead(method: method, target: target, version: .http2, headers: joiningCookies()),
                     contentLength: contentLength))
         }
         if proto != nil && method != .connect { return .failure(.init(":protocol without CONNECT")) }
@@ -150,13 +150,19 @@ struct HTTP2RequestBuilder {
         }
         guard sawAuthority || !hosts.isEmpty else { return .failure(.init("neither :authority nor host")) }
         if let proto, !HTTP1Grammar.isToken(proto.utf8) { return .failure(.init("invalid :protocol")) }
-        var fields = headers
+        var fields = joiningCookies()
         if !sawAuthority { fields = Self.prepending(host: hosts[0], to: fields) }
-        if cookies > 1 { fields.replaceOrAdd(name: "cookie", value: fields["cookie"].joined(separator: "; ")) }
         return .success(
             HTTP2ReceivedRequest(
                 head: HTTPRequestHead(method: method, target: path, version: .http2, headers: fields),
                 extendedProtocol: proto, contentLength: contentLength))
+    }
+
+    /// ``headers`` with more than one `cookie` field joined into the first, with `"; "` (RFC 9113 §8.2.3).
+    private func joiningCookies() -> HTTPFields {
+        var fields = headers
+        if cookies > 1 { fields.replaceOrAdd(name: "cookie", value: fields["cookie"].joined(separator: "; ")) }
+        return fields
     }
 
     /// `fields` after a `Host` field holding `host` (a request that named its host in a `host` field, not in

@@ -81,6 +81,14 @@ import Testing
         #expect(tunnel.head.target == "/chat")
     }
 
+    @Test func aConnectsCookiesAreJoinedToo() throws {
+        let request = try received(
+            method: "CONNECT", scheme: nil, authority: "db.internal:5432", path: nil,
+            [("cookie", "a=1"), ("cookie", "b=2")]
+        ).get()
+        #expect(request.head.headers["cookie"] == ["a=1; b=2"])
+    }
+
     @Test func theDeclaredLengthIsReadOnce() throws {
         #expect(try received(method: "POST", [("content-length", "42")]).get().contentLength == 42)
         let repeated = try received(method: "POST", [("content-length", "7"), ("content-length", "7")]).get()
