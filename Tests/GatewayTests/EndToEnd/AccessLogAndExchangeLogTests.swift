@@ -280,8 +280,11 @@ import Glibc
         let rotate = try ProcessRunner.run(
             "/usr/sbin/logrotate", ["--force", "--state", directory + "/state", directory + "/logrotate.conf"])
         #expect(rotate.status == 0, "\(rotate.stderr)")
-        // `nocreate`: the path is there again once the gateway has reopened it.
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: path) {
+        // `nocreate`: the path is there again once the gateway has reopened it. The file exists as soon as it is
+        // opened, before the writer has moved to it (a line logged meanwhile still goes to the moved file, as
+        // promised), so the new requests wait for the notice the gateway logs once it writes to the new file.
+        for _ in 0..<250
+        where !((try? String(contentsOfFile: path, encoding: .utf8))?.contains("reopened the log file") ?? false) {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(FileManager.default.fileExists(atPath: path))
