@@ -361,7 +361,7 @@ package final class HTTPClient: Sendable {
 
     /// The exchange for `request`: its head, body, loop and deadline (synchronous; see `run`).
     func prepare(
-        _ request: HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
+        _ request: consuming HTTPClientRequest, deadline: ContinuousClock.Instant?, timeout: Duration?,
         progress: HTTPClientProgress, file: OffLoopFile?, addresses: [SocketAddress], onLoop current: Int? = nil
     ) throws -> PreparedExchange {
         let body: [UInt8]
@@ -413,7 +413,7 @@ package final class HTTPClient: Sendable {
             deadlineNanos = min(deadlineNanos ?? bound, bound)
         }
         let exchange = HTTPClientExchange(
-            request: request, body: body, streamedBody: streamedBody, progress: progress,
+            request: consume request, body: body, streamedBody: streamedBody, progress: progress,
             configuration: configuration, loop: loop, startedAt: now, deadline: deadlineNanos, client: self)
         exchange.upgradeBody = upgradeBody
         exchange.tunnelIdleTimeout = tunnelIdleTimeout

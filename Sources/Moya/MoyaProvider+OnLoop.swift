@@ -157,12 +157,14 @@ extension MoyaProvider {
                 completion.requestCompleted(exchanged: .failure(TransportErrors.moyaError(for: error)))
             }
         }
-        if session.headers.isEmpty,
-            let call = session.client.start(
-                request.http, streamingBodiesLongerThan: streamingBodiesAbove, deadline: request.deadline,
-                timeout: request.timeout, completion: completed)
-        {
-            return .sent(call)
+        if session.headers.isEmpty, let point = session.client.startingPoint(for: request.http) {
+            // The request moves into the client's exchange: no copy of its fields.
+            let deadline = request.deadline
+            let timeout = request.timeout
+            return .sent(
+                session.client.start(
+                    request.http.take(), from: point, streamingBodiesLongerThan: streamingBodiesAbove,
+                    deadline: deadline, timeout: timeout, completion: completed))
         }
         // Session headers, or a client that cannot start at once: sent as any other prepared request.
         let requestType = announce(consume request, pluginTarget: pluginTarget)

@@ -119,13 +119,13 @@ final class HTTPClientExchange: EventLoopJob {
     /// Made on the caller's thread before the exchange is handed to `loop` (so the caller's cancellation handler can
     /// reach it without a shared box); from ``begin(delivering:)`` on, only `loop` touches it.
     init(
-        request: HTTPClientRequest, body: [UInt8], streamedBody: StreamedRequestBody?,
+        request: consuming HTTPClientRequest, body: [UInt8], streamedBody: StreamedRequestBody?,
         progress: HTTPClientProgress, configuration: HTTPClient.Configuration, loop: EventLoop,
         startedAt: UInt64, deadline: UInt64?, client: AnyObject? = nil
     ) {
         self.client = client
-        self.request = request
         self.callerKey = request.callerKey
+        self.request = consume request
         self.bodyLength = streamedBody.map { $0.length } ?? Int64(body.count)
         self.body = body
         self.streamedBody = streamedBody

@@ -97,6 +97,14 @@ package struct HTTPClientRequest: Sendable {
         self.body = body
     }
 
+    /// Moves the request out, leaving a vacant one in its place (no origin, target `/`, no fields, no body): for an
+    /// owner that keeps the request inside a larger value and hands it on, where a copy would retain each part.
+    package mutating func take() -> HTTPClientRequest {
+        var taken = HTTPClientRequest(origin: .vacant, target: "/")
+        swap(&self, &taken)
+        return taken
+    }
+
     /// Creates a request from an absolute `http`/`https` URL string.
     /// - Throws: ``HTTPClientError/invalidURL(_:)`` when the URL is not an absolute http(s) URL with a host.
     package init(method: HTTPMethod = .get, url: String, headers: HTTPFields = HTTPFields(), body: Body = .none) throws
@@ -110,31 +118,54 @@ package struct HTTPClientRequest: Sendable {
 
 /// The scheme, host and port a connection pool serves.
 package struct HTTPOrigin: Sendable, Hashable, CustomStringConvertible {
-    package var scheme: String { didSet { refreshHostHeader() } }
-    package var host: String { didSet { refreshHostHeader() } }
-    package var port: Int { didSet { refreshHostHeader() } }
+    /// The origin's parts and what is derived from them, made once: a request copies the origin it was made for with
+    /// one reference (not three strings), and a pool recognises its own origin by that reference before comparing.
+    private final class Parts: Sendable {
+        let scheme: String
+        let host: String
+        let port: Int
+        let hostHeader: String
+        let isTLS: Bool
+
+        init(scheme: String, host: String, port: Int) {
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            isTLS = scheme == "https"
+            let bracketed = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
+            hostHeader = port == (isTLS ? 443 : 80) ? bracketed : bracketed + ":" + String(port)
+        }
+    }
+
+    private var parts: Parts
+
+    package var scheme: String {
+        get { parts.scheme }
+        set { parts = Parts(scheme: newValue, host: parts.host, port: parts.port) }
+    }
+    package var host: String {
+        get { parts.host }
+        set { parts = Parts(scheme: parts.scheme, host: newValue, port: parts.port) }
+    }
+    package var port: Int {
+        get { parts.port }
+        set { parts = Parts(scheme: parts.scheme, host: parts.host, port: newValue) }
+    }
     /// The `Host` header value for this origin (port omitted when it is the scheme's default).
-    package private(set) var hostHeader: String
+    package var hostHeader: String { parts.hostHeader }
     /// Whether the scheme is `https`: stored with the `Host` value, not compared for every request.
-    package private(set) var isTLS: Bool
+    package var isTLS: Bool { parts.isTLS }
 
     package init(scheme: String, host: String, port: Int) {
-        self.scheme = scheme
-        self.host = host
-        self.port = port
-        self.hostHeader = ""
-        self.isTLS = false
-        refreshHostHeader()
+        parts = Parts(scheme: scheme, host: host, port: port)
     }
 
-    private mutating func refreshHostHeader() {
-        isTLS = scheme == "https"
-        let bracketed = host.utf8.contains(UInt8(ascii: ":")) ? "[" + host + "]" : host
-        hostHeader = port == (isTLS ? 443 : 80) ? bracketed : bracketed + ":" + String(port)
-    }
+    /// No origin: what a request moved out of (``HTTPClientRequest/take()``) is left with.
+    package static let vacant = HTTPOrigin(scheme: "", host: "", port: 0)
 
     package static func == (lhs: HTTPOrigin, rhs: HTTPOrigin) -> Bool {
-        lhs.port == rhs.port && lhs.host == rhs.host && lhs.scheme == rhs.scheme
+        lhs.parts === rhs.parts
+            || (lhs.port == rhs.port && lhs.host == rhs.host && lhs.scheme == rhs.scheme)
     }
 
     package func hash(into hasher: inout Hasher) {
