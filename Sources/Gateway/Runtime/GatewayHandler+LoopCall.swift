@@ -35,7 +35,7 @@ extension GatewayHandler {
         _ exchange: inout Exchange, response: consuming HTTPServerResponse, cancelled: Bool
     ) -> HTTPServerResponse {
         defer { running.subtract(1, ordering: .releasing) }
-        return finishHandled(&exchange, bodyRejectionStatus: nil, cancelled: cancelled, response: response)
+        return finishHandled(&exchange, bodyRejectionStatus: nil, cancelled: cancelled, response: consume response)
     }
 
     /// One call sent by callback on the loop: made by ``decide(_:)`` (the exchange moved in), started by
@@ -95,7 +95,7 @@ extension GatewayHandler {
                 report(UpstreamCircuit.outcome(of: result, cancelled: cancelled))
             }
             let response = handler.response(for: result, call: call, isHead: isHead, exchange: &exchange)
-            responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
+            responder.respond(handler.finishCall(&exchange, response: consume response, cancelled: cancelled))
         }
 
         /// The gateway's plugins on a network upstream only prepare requests (`PreparingTransportPlugin`): with no
@@ -116,7 +116,8 @@ extension GatewayHandler {
             case .failure(let error):
                 response = handler.response(for: .failure(error), call: call, isHead: isHead, exchange: &exchange)
             }
-            responder.respond(handler.finishCall(&exchange, response: response, cancelled: cancelled))
+            // Handed on: the binding would otherwise keep a copy until the call returns.
+            responder.respond(handler.finishCall(&exchange, response: consume response, cancelled: cancelled))
         }
 
         /// The request is no longer under way: its retries are noted. Whether the server gave up on the request; nil

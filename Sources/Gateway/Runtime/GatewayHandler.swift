@@ -195,9 +195,10 @@ final class GatewayHandler: HTTPServerHandler {
             // The server cancels a handler whose connection closed or outlived the drain timeout: the answer reaches
             // nobody. Logged and counted as 499 (nginx's "client closed request"), not as the 502 built for it.
             exchange.record.upstreamError = exchange.record.upstreamError ?? "cancelled"
-            return finish(&exchange, response: response, started: exchange.started, loggedStatus: Self.abandonedStatus)
+            return finish(
+                &exchange, response: consume response, started: exchange.started, loggedStatus: Self.abandonedStatus)
         }
-        return finish(&exchange, response: response, started: exchange.started)
+        return finish(&exchange, response: consume response, started: exchange.started)
     }
 
     /// The status logged for a request whose answer could not be delivered (see `handle`).

@@ -330,7 +330,7 @@ private final class CompiledStubAnswer: Sendable {
         }
         let headers = HTTPFields(fields.map { ($0.name, $0.value) })
         return StubAnswer(
-            status: config.status, headers: ProxyHeaders.downstream(from: headers), body: body, delay: delay,
+            status: config.status, headers: ProxyHeaders.downstream(from: consume headers), body: body, delay: delay,
             clientFault: clientFault)
     }
 }

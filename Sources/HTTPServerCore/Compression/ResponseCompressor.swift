@@ -14,7 +14,10 @@ import NetCore
 /// - A response that was eligible but not compressed because of the client's `Accept-Encoding` still gets `Vary`.
 /// - A HEAD answer gets the head its GET would get, as nginx gives it: `Content-Encoding`, `Vary` and a weak `ETag`,
 ///   and no `Content-Length` (the compressed length is not known without compressing); nothing is compressed.
-struct ResponseCompressor: Sendable {
+///
+/// A class: every connection of a loop reads the one compressor for each answer, which a value (its policy and pools)
+/// would be copied for.
+final class ResponseCompressor: Sendable {
     let policy: CompressionPolicy
     /// Reused zlib streams for whole bodies, one pool per offered coding.
     let pools: [ContentCoding: DeflaterPool]

@@ -48,9 +48,9 @@ final class HTTP1ServerConnection: HTTPServerConnectionHandler {
                 self.response = consume response
             } else if let request = compressedFor.take(), let compressor = connection.context.compressor {
                 connection.complete(
-                    self, with: compressor.compress(response, for: request, on: connection.connection.loop))
+                    self, with: compressor.compress(consume response, for: request, on: connection.connection.loop))
             } else {
-                connection.complete(self, with: response)
+                connection.complete(self, with: consume response)
             }
         }
 
