@@ -20,7 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // `Deque`: the FIFO queues of the hot path (body chunks, HTTP/2 events, waiting exchanges).
+        // `Deque`: the FIFO queues of body chunks and of exchanges waiting for a connection.
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         // `swift package generate-documentation --target Moya` (scripts/docs.sh): a command plugin, built only when
         // the documentation is; `swift build` compiles nothing of it.
@@ -36,21 +36,24 @@ let package = Package(
         .target(name: "CNetShims"),
         // The lock every layer above uses: `Synchronization.Mutex`, or one ThreadSanitizer sees (scripts/tsan.sh).
         .target(name: "Locking"),
+        // The first-in, first-out ring of the loop's jobs, HTTP/2 events and arrived requests: elements moved, not copied.
+        .target(name: "RingQueue"),
         // Event loops, sockets, timers, TLS.
         .target(
             name: "NetCore",
             dependencies: [
-                "CNetShims", "COpenSSL", "Locking", .product(name: "DequeModule", package: "swift-collections")
+                "CNetShims", "COpenSSL", "Locking", "RingQueue",
+                .product(name: "DequeModule", package: "swift-collections")
             ],
             swiftSettings: runOnCallersExecutor),
         // Wire formats: HTTP/1.1 codec, HTTP/2 over nghttp2, gzip/deflate over zlib. No I/O.
         .target(
             name: "HTTPWire",
-            dependencies: ["CNghttp2", "CZlib", "Locking", .product(name: "DequeModule", package: "swift-collections")]),
+            dependencies: ["CNghttp2", "CZlib", "Locking", "RingQueue"]),
         // What the HTTP/2 client and server connections share: an HTTP2Session driven over a Connection.
         .target(name: "HTTP2Transport", dependencies: ["NetCore", "HTTPWire"], swiftSettings: runOnCallersExecutor),
         .target(
-            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "HTTP2Transport", "Locking"],
+            name: "HTTPServerCore", dependencies: ["NetCore", "HTTPWire", "HTTP2Transport", "Locking", "RingQueue"],
             swiftSettings: runOnCallersExecutor),
         .target(
             name: "HTTPClientCore",
@@ -110,7 +113,8 @@ let package = Package(
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
         // Every committed fuzz corpus (Fuzz/corpus) through its target once, invariants included.
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"]),
-        .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "TestSupport"]),
+        .testTarget(name: "RingQueueTests", dependencies: ["RingQueue"]),
+        .testTarget(name: "NetCoreTests", dependencies: ["Locking", "NetCore", "RingQueue", "TestSupport"]),
         .testTarget(
             name: "HTTPServerCoreTests",
             dependencies: ["Locking", "HTTPServerCore", "NetCore", "HTTPWire", "TestSupport"],

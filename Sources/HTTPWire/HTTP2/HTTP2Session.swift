@@ -1,5 +1,5 @@
 import CNghttp2
-import DequeModule
+import RingQueue
 
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +49,7 @@ package final class HTTP2Session {
         lastStream = found
         return found
     }
-    @exclusivity(unchecked) var events = Deque<HTTP2Event>()
+    @exclusivity(unchecked) var events = RingQueue<HTTP2Event>()
     @exclusivity(unchecked) var failed = false
     var shutdownNoticeSent = false
     var finalGoAwaySubmitted = false

@@ -4,6 +4,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 import Locking
+import RingQueue
 #endif
 
 /// Something registered with an ``EventLoop`` that wants readiness events for its file descriptor.
@@ -59,7 +60,7 @@ package final class EventLoop: @unchecked Sendable, TaskExecutor, CustomStringCo
     /// Indexed by file descriptor (descriptors are small and dense), so an event costs no hashing.
     @exclusivity(unchecked) private var registrations: [Registration?] = []
     @exclusivity(unchecked) private var nextGeneration: UInt32 = 1
-    @exclusivity(unchecked) private var localJobs = LoopJobQueue()
+    @exclusivity(unchecked) private var localJobs = RingQueue<LoopJob>(initialCapacity: 64)
     /// The inbox's jobs of the round ``runJobs()`` is running.
     @exclusivity(unchecked) private var crossThreadJobs: [LoopJob] = []
     @exclusivity(unchecked) private var timers = TimerHeap()

@@ -1,10 +1,11 @@
+import RingQueue
 import Testing
 
 @testable import NetCore
 
-/// ``LoopJobQueue``: first in, first out across the ring's wrap and growth, and every job it still holds released
-/// with it.
-@Suite struct LoopJobQueueTests {
+/// The loop's jobs in its ring (`RingQueue<LoopJob>`, as `EventLoop` keeps them): run in order across the ring's wrap
+/// and growth, closures and objects alike, and every job it still holds released with it.
+@Suite struct LoopJobRingTests {
     /// A job that records its number when run.
     private final class Numbered: EventLoopJob {
         let number: Int
@@ -20,7 +21,7 @@ import Testing
         var numbers: [Int] = []
     }
 
-    private static func drain(_ queue: inout LoopJobQueue) {
+    private static func drain(_ queue: inout RingQueue<LoopJob>) {
         while let job = queue.popFirst() { job.run(on: UnownedTaskExecutor(ordinary: NoExecutor())) }
     }
 
@@ -30,7 +31,7 @@ import Testing
 
     @Test func jobsRunInOrderAcrossTheWrapAndGrowth() {
         let ran = Ran()
-        var queue = LoopJobQueue(capacity: 4)
+        var queue = RingQueue<LoopJob>(initialCapacity: 4)
         var closureRuns = 0
         // Three in, two out: the head moves, so the next appends wrap around the ring before it grows.
         for number in 0..<3 { queue.append(.object(Numbered(number, ran: ran))) }
@@ -50,7 +51,7 @@ import Testing
     @Test func jobsLeftInTheQueueAreReleasedWithIt() {
         weak var left: Numbered?
         do {
-            var queue = LoopJobQueue(capacity: 2)
+            var queue = RingQueue<LoopJob>(initialCapacity: 2)
             let ran = Ran()
             for number in 0..<3 {
                 let job = Numbered(number, ran: ran)
