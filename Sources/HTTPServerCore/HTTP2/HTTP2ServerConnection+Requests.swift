@@ -2,6 +2,7 @@ import HTTP2Transport
 import HTTPWire
 import Locking
 import NetCore
+import RingQueue
 
 /// Requests: a stream's head becomes an ``HTTPServerRequest`` (or an upgrade, for an extended CONNECT), its DATA the
 /// request's body with back-pressure, and its handler starts once the read burst it came in has been processed.
@@ -46,10 +47,10 @@ extension HTTP2ServerConnection {
             stream.body = body
         }
         let request = HTTPServerRequest.made(
-            head: head, bodyStream: body, declaredBodyLength: declaredLength,
+            head: consume head, bodyStream: body, declaredBodyLength: declaredLength,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
             loop: connection.loop)
-        enqueue(request, stream: stream)
+        enqueue(consume request, stream: stream)
     }
 
     /// The HTTP/1.1 handshake an extended CONNECT stands for (RFC 8441 §5): a GET asking to upgrade to `tunnelProtocol`,
@@ -66,7 +67,7 @@ extension HTTP2ServerConnection {
     /// Hands an extended CONNECT to the handler as an upgrade request: the stream's DATA frames feed its
     /// ``HTTPServerRequest/upgradeInput`` (held, unacknowledged, until the handler reads them), and a 101 answer with
     /// a streamed body opens the tunnel (see ``startResponse(_:with:)``).
-    private func startTunnelRequest(_ stream: Stream, head: HTTPRequestHead, endStream: Bool) {
+    private func startTunnelRequest(_ stream: Stream, head: consuming HTTPRequestHead, endStream: Bool) {
         stream.isTunnel = true
         let input: ByteStream
         if endStream {
@@ -76,10 +77,10 @@ extension HTTP2ServerConnection {
             stream.body = input
         }
         let request = HTTPServerRequest.made(
-            head: head, bodyStream: ByteStream.complete([]), declaredBodyLength: nil,
+            head: consume head, bodyStream: ByteStream.complete([]), declaredBodyLength: nil,
             remoteAddress: connection.remoteAddress, isTLS: connection.isTLS,
             loop: connection.loop, upgradeInput: input)
-        enqueue(request, stream: stream)
+        enqueue(consume request, stream: stream)
     }
 
     /// A body stream that buffers nothing on its own: a chunk is either taken by a waiting handler at once
@@ -162,11 +163,11 @@ extension HTTP2ServerConnection {
     /// first while the client cancels streams faster than they complete.
     private func dispatchArrived() {
         dispatchScheduled = false
-        // Taken whole, and each request moved out of it in arrival order (reversed once, then popped): none is copied.
-        var ready: [(request: HTTPServerRequest, stream: Stream)] = []
-        swap(&ready, &arrived)
-        ready.reverse()
-        while let (request, stream) = ready.popLast() {
+        // The requests queued so far, each moved out in arrival order; one that arrives meanwhile waits for the
+        // dispatch its arrival scheduled.
+        var ready = arrived.count
+        while ready > 0, let (request, stream) = arrived.popFirst() {
+            ready -= 1
             guard !stream.finished, !connection.isClosed else {
                 runningTasks -= 1
                 continue
@@ -178,13 +179,11 @@ extension HTTP2ServerConnection {
             }
             dispatch(request, stream: stream)
         }
-        // Its storage serves the next burst.
-        if arrived.isEmpty { swap(&ready, &arrived) }
         if !held.isEmpty && holdTimer == nil {
             holdTimer = connection.loop.schedule(after: Self.heldStreamDelay) { [weak self] in
                 guard let self else { return }
                 holdTimer = nil
-                arrived.append(contentsOf: held)
+                for (request, stream) in held { arrived.append((request, stream)) }
                 held.removeAll()
                 dispatchArrived()
             }
@@ -199,7 +198,7 @@ extension HTTP2ServerConnection {
         let handlerContext: (any AnyObject & Sendable)?
         switch context.decision(for: request) {
         case .respond(let response):
-            guard let body = startResponse(stream, with: response) else {
+            guard let body = startResponse(stream, with: consume response) else {
                 runningTasks -= 1
                 return
             }
@@ -258,7 +257,7 @@ extension HTTP2ServerConnection {
 
     /// A later answer for `stream`: sent as a task's would be; a streamed body is pumped in a worker or a task.
     func answered(_ stream: Stream, with response: consuming HTTPServerResponse) {
-        guard let body = startResponse(stream, with: response) else { return taskFinished(stream) }
+        guard let body = startResponse(stream, with: consume response) else { return taskFinished(stream) }
         let owner = UncheckedSendable((self, stream))
         run(stream) {
             let (server, stream) = owner.value

@@ -6,8 +6,8 @@ import NetCore
 /// what is left of the request's body once the answer is complete.
 extension HTTP2ServerConnection {
     /// Sends the handler's response on `stream`; streams the body with back-pressure. Runs on the loop.
-    func respond(_ stream: Stream, with response: HTTPServerResponse) async {
-        guard let body = startResponse(stream, with: response) else { return }
+    func respond(_ stream: Stream, with response: consuming HTTPServerResponse) async {
+        guard let body = startResponse(stream, with: consume response) else { return }
         await finishResponse(stream, streaming: body)
     }
 
@@ -19,7 +19,7 @@ extension HTTP2ServerConnection {
 
     /// Sends the head and a whole body; returns a body that still has to be streamed (see ``finishResponse``), or nil
     /// when the response is complete (or could not be sent).
-    func startResponse(_ stream: Stream, with response: HTTPServerResponse) -> ByteStream? {
+    func startResponse(_ stream: Stream, with response: consuming HTTPServerResponse) -> ByteStream? {
         guard !stream.finished, !stream.responded, !connection.isClosed else { return nil }
         if let status = stream.failedStatus {
             // The body failed: the handler's answer with the server's status, unless it would stream a body.
@@ -27,10 +27,9 @@ extension HTTP2ServerConnection {
                 answerFailedRequest(stream)
                 return nil
             }
-            var answer = response
-            answer.head.replaceStatus(with: status)
+            response.head.replaceStatus(with: status)
             stream.failedStatus = nil
-            return startResponse(stream, with: answer)
+            return startResponse(stream, with: consume response)
         }
         stream.responded = true
         if let fault = response.fault {
@@ -40,8 +39,10 @@ extension HTTP2ServerConnection {
             scheduleFlush()
             return nil
         }
-        let response = stream.isTunnel ? tunnelAnswer(stream, response) : response
-        var head = response.head
+        if stream.isTunnel { response = tunnelAnswer(stream, consume response) }
+        // The head moved out of the response (no copy), so its fields are edited below in place.
+        var head = HTTPResponseHead(status: 200, reason: "")
+        swap(&head, &response.head)
         head.version = .http2
         // What the server adds goes into the frame beside the head's fields (`added`), not into a copy of their list.
         var added = HTTP2AddedResponseFields()
@@ -116,16 +117,15 @@ extension HTTP2ServerConnection {
     /// goes on to the request's `upgradeInput`. Any other answer refuses it and goes out as it is, except a 2xx, which
     /// would tell the client its tunnel is open when no handler took it: that is answered 501. A refused tunnel's
     /// input is an ordinary body from then on, dropped once the answer is complete.
-    private func tunnelAnswer(_ stream: Stream, _ response: HTTPServerResponse) -> HTTPServerResponse {
-        var answer = response
+    private func tunnelAnswer(_ stream: Stream, _ response: consuming HTTPServerResponse) -> HTTPServerResponse {
         if response.head.status == 101, response.body.isStream {
-            answer.head.replaceStatus(with: 200)
-            answer.head.headers.remove(name: "Sec-WebSocket-Accept")
-            answer.head.headers.remove(name: "Content-Length")
-            return answer
+            response.head.replaceStatus(with: 200)
+            response.head.headers.remove(name: "Sec-WebSocket-Accept")
+            response.head.headers.remove(name: "Content-Length")
+            return response
         }
         stream.isTunnel = false
-        guard (200...299).contains(response.head.status) else { return answer }
+        guard (200...299).contains(response.head.status) else { return response }
         return HTTPServerResponse(head: HTTPResponseHead(status: 501, version: .http2))
     }
 

@@ -2,6 +2,7 @@ import HTTP2Transport
 import HTTPWire
 import Locking
 import NetCore
+import RingQueue
 
 /// Serves HTTP/2 on one connection with an ``HTTP2Session`` (nghttp2) in server mode: every request stream goes to
 /// the same ``HTTPServerHandler`` as HTTP/1.1, bodies flow with real back-pressure both ways, reset streams cancel
@@ -112,7 +113,7 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     @exclusivity(unchecked) var startingHandler = false
     /// Requests that arrived in the read burst at hand: their handlers start once it has been processed (see
     /// ``dispatchArrived()``).
-    @exclusivity(unchecked) var arrived: [(request: HTTPServerRequest, stream: Stream)] = []
+    @exclusivity(unchecked) var arrived = RingQueue<(request: HTTPServerRequest, stream: Stream)>(initialCapacity: 8)
     /// Whether ``dispatchArrived()`` is scheduled.
     @exclusivity(unchecked) var dispatchScheduled = false
     /// Requests held back for ``heldStreamDelay`` because the client has cancelled as many more streams than it let

@@ -64,8 +64,8 @@ extension HTTPServerRequest {
     /// assembled the request in one temporary and copied it into another, a retain and a release of each of its
     /// references per request.
     static func made(
-        head: HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?, remoteAddress: SocketAddress?,
-        isTLS: Bool, loop: EventLoop, upgradeInput: ByteStream? = nil
+        head: consuming HTTPRequestHead, bodyStream: ByteStream?, declaredBodyLength: Int64?,
+        remoteAddress: SocketAddress?, isTLS: Bool, loop: EventLoop, upgradeInput: ByteStream? = nil
     ) -> HTTPServerRequest {
         HTTPServerRequest(
             head: head, bodyStream: bodyStream, declaredBodyLength: declaredBodyLength, upgradeInput: upgradeInput,

@@ -17,15 +17,17 @@ package struct HTTP2ReceivedRequest: Sendable, Hashable {
     /// here, not looked up in ``head`` again by the session and the server.
     package var contentLength: Int64?
 
-    package init(head: HTTPRequestHead, extendedProtocol: String? = nil, contentLength: Int64? = nil) {
+    package init(head: consuming HTTPRequestHead, extendedProtocol: String? = nil, contentLength: Int64? = nil) {
         self.head = head
         self.extendedProtocol = extendedProtocol
         self.contentLength = contentLength
     }
 
-    /// The head, the protocol and the declared length, handed over whole (reading them off a binding would copy the
-    /// head).
+    /// The head, the protocol and the declared length, handed over whole: the head is moved out (a stored property
+    /// read off a consumed value is copied, and the value destroyed after).
     package consuming func parts() -> (head: HTTPRequestHead, extendedProtocol: String?, contentLength: Int64?) {
-        (head, extendedProtocol, contentLength)
+        var moved = HTTPRequestHead(method: .get, target: "")
+        swap(&moved, &head)
+        return (moved, extendedProtocol, contentLength)
     }
 }
