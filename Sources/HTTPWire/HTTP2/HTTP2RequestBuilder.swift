@@ -158,9 +158,11 @@ struct HTTP2RequestBuilder {
                 extendedProtocol: proto, contentLength: contentLength))
     }
 
-    /// ``headers`` with more than one `cookie` field joined into the first, with `"; "` (RFC 9113 §8.2.3).
-    private func joiningCookies() -> HTTPFields {
-        var fields = headers
+    /// ``headers``, moved out (``finish()`` consumes the builder, so the list is not shared while it is edited), with
+    /// more than one `cookie` field joined into the first, with `"; "` (RFC 9113 §8.2.3).
+    private mutating func joiningCookies() -> HTTPFields {
+        var fields = HTTPFields()
+        swap(&fields, &headers)
         if cookies > 1 { fields.replaceOrAdd(name: "cookie", value: fields["cookie"].joined(separator: "; ")) }
         return fields
     }
