@@ -4,135 +4,134 @@
 ///
 /// ``isHopByHop`` marks the standard hop-by-hop fields (RFC 9110 §7.6.1, plus `Proxy-Connection` and
 /// `HTTP2-Settings`).
-@usableFromInline
-package struct HTTPFieldName: RawRepresentable, Hashable, Sendable, BitwiseCopyable {
-    @usableFromInline package var rawValue: UInt8
+public struct HTTPFieldName: RawRepresentable, Hashable, Sendable, BitwiseCopyable {
+    public var rawValue: UInt8
 
     @inlinable
-    package init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// A name that is not in the table.
-    @inlinable package static var other: HTTPFieldName { HTTPFieldName(rawValue: 0) }
+    @inlinable public static var other: HTTPFieldName { HTTPFieldName(rawValue: 0) }
     /// `host`
-    @inlinable package static var host: HTTPFieldName { HTTPFieldName(rawValue: 1) }
+    @inlinable public static var host: HTTPFieldName { HTTPFieldName(rawValue: 1) }
     /// `content-length`
-    @inlinable package static var contentLength: HTTPFieldName { HTTPFieldName(rawValue: 2) }
+    @inlinable public static var contentLength: HTTPFieldName { HTTPFieldName(rawValue: 2) }
     /// `transfer-encoding`
-    @inlinable package static var transferEncoding: HTTPFieldName { HTTPFieldName(rawValue: 3) }
+    @inlinable public static var transferEncoding: HTTPFieldName { HTTPFieldName(rawValue: 3) }
     /// `connection`
-    @inlinable package static var connection: HTTPFieldName { HTTPFieldName(rawValue: 4) }
+    @inlinable public static var connection: HTTPFieldName { HTTPFieldName(rawValue: 4) }
     /// `keep-alive`
-    @inlinable package static var keepAlive: HTTPFieldName { HTTPFieldName(rawValue: 5) }
+    @inlinable public static var keepAlive: HTTPFieldName { HTTPFieldName(rawValue: 5) }
     /// `proxy-connection`
-    @inlinable package static var proxyConnection: HTTPFieldName { HTTPFieldName(rawValue: 6) }
+    @inlinable public static var proxyConnection: HTTPFieldName { HTTPFieldName(rawValue: 6) }
     /// `proxy-authenticate`
-    @inlinable package static var proxyAuthenticate: HTTPFieldName { HTTPFieldName(rawValue: 7) }
+    @inlinable public static var proxyAuthenticate: HTTPFieldName { HTTPFieldName(rawValue: 7) }
     /// `proxy-authorization`
-    @inlinable package static var proxyAuthorization: HTTPFieldName { HTTPFieldName(rawValue: 8) }
+    @inlinable public static var proxyAuthorization: HTTPFieldName { HTTPFieldName(rawValue: 8) }
     /// `te`
-    @inlinable package static var te: HTTPFieldName { HTTPFieldName(rawValue: 9) }
+    @inlinable public static var te: HTTPFieldName { HTTPFieldName(rawValue: 9) }
     /// `trailer`
-    @inlinable package static var trailer: HTTPFieldName { HTTPFieldName(rawValue: 10) }
+    @inlinable public static var trailer: HTTPFieldName { HTTPFieldName(rawValue: 10) }
     /// `upgrade`
-    @inlinable package static var upgrade: HTTPFieldName { HTTPFieldName(rawValue: 11) }
+    @inlinable public static var upgrade: HTTPFieldName { HTTPFieldName(rawValue: 11) }
     /// `http2-settings`
-    @inlinable package static var http2Settings: HTTPFieldName { HTTPFieldName(rawValue: 12) }
+    @inlinable public static var http2Settings: HTTPFieldName { HTTPFieldName(rawValue: 12) }
     /// `expect`
-    @inlinable package static var expect: HTTPFieldName { HTTPFieldName(rawValue: 13) }
+    @inlinable public static var expect: HTTPFieldName { HTTPFieldName(rawValue: 13) }
     /// `x-request-id`
-    @inlinable package static var xRequestId: HTTPFieldName { HTTPFieldName(rawValue: 14) }
+    @inlinable public static var xRequestId: HTTPFieldName { HTTPFieldName(rawValue: 14) }
     /// `x-forwarded-for`
-    @inlinable package static var xForwardedFor: HTTPFieldName { HTTPFieldName(rawValue: 15) }
+    @inlinable public static var xForwardedFor: HTTPFieldName { HTTPFieldName(rawValue: 15) }
     /// `x-forwarded-proto`
-    @inlinable package static var xForwardedProto: HTTPFieldName { HTTPFieldName(rawValue: 16) }
+    @inlinable public static var xForwardedProto: HTTPFieldName { HTTPFieldName(rawValue: 16) }
     /// `x-forwarded-host`
-    @inlinable package static var xForwardedHost: HTTPFieldName { HTTPFieldName(rawValue: 17) }
+    @inlinable public static var xForwardedHost: HTTPFieldName { HTTPFieldName(rawValue: 17) }
     /// `x-real-ip`
-    @inlinable package static var xRealIp: HTTPFieldName { HTTPFieldName(rawValue: 18) }
+    @inlinable public static var xRealIp: HTTPFieldName { HTTPFieldName(rawValue: 18) }
     /// `via`
-    @inlinable package static var via: HTTPFieldName { HTTPFieldName(rawValue: 19) }
+    @inlinable public static var via: HTTPFieldName { HTTPFieldName(rawValue: 19) }
     /// `forwarded`
-    @inlinable package static var forwarded: HTTPFieldName { HTTPFieldName(rawValue: 20) }
+    @inlinable public static var forwarded: HTTPFieldName { HTTPFieldName(rawValue: 20) }
     /// `authorization`
-    @inlinable package static var authorization: HTTPFieldName { HTTPFieldName(rawValue: 21) }
+    @inlinable public static var authorization: HTTPFieldName { HTTPFieldName(rawValue: 21) }
     /// `cookie`
-    @inlinable package static var cookie: HTTPFieldName { HTTPFieldName(rawValue: 22) }
+    @inlinable public static var cookie: HTTPFieldName { HTTPFieldName(rawValue: 22) }
     /// `set-cookie`
-    @inlinable package static var setCookie: HTTPFieldName { HTTPFieldName(rawValue: 23) }
+    @inlinable public static var setCookie: HTTPFieldName { HTTPFieldName(rawValue: 23) }
     /// `content-type`
-    @inlinable package static var contentType: HTTPFieldName { HTTPFieldName(rawValue: 24) }
+    @inlinable public static var contentType: HTTPFieldName { HTTPFieldName(rawValue: 24) }
     /// `content-encoding`
-    @inlinable package static var contentEncoding: HTTPFieldName { HTTPFieldName(rawValue: 25) }
+    @inlinable public static var contentEncoding: HTTPFieldName { HTTPFieldName(rawValue: 25) }
     /// `accept`
-    @inlinable package static var accept: HTTPFieldName { HTTPFieldName(rawValue: 26) }
+    @inlinable public static var accept: HTTPFieldName { HTTPFieldName(rawValue: 26) }
     /// `accept-encoding`
-    @inlinable package static var acceptEncoding: HTTPFieldName { HTTPFieldName(rawValue: 27) }
+    @inlinable public static var acceptEncoding: HTTPFieldName { HTTPFieldName(rawValue: 27) }
     /// `accept-language`
-    @inlinable package static var acceptLanguage: HTTPFieldName { HTTPFieldName(rawValue: 28) }
+    @inlinable public static var acceptLanguage: HTTPFieldName { HTTPFieldName(rawValue: 28) }
     /// `user-agent`
-    @inlinable package static var userAgent: HTTPFieldName { HTTPFieldName(rawValue: 29) }
+    @inlinable public static var userAgent: HTTPFieldName { HTTPFieldName(rawValue: 29) }
     /// `date`
-    @inlinable package static var date: HTTPFieldName { HTTPFieldName(rawValue: 30) }
+    @inlinable public static var date: HTTPFieldName { HTTPFieldName(rawValue: 30) }
     /// `server`
-    @inlinable package static var server: HTTPFieldName { HTTPFieldName(rawValue: 31) }
+    @inlinable public static var server: HTTPFieldName { HTTPFieldName(rawValue: 31) }
     /// `cache-control`
-    @inlinable package static var cacheControl: HTTPFieldName { HTTPFieldName(rawValue: 32) }
+    @inlinable public static var cacheControl: HTTPFieldName { HTTPFieldName(rawValue: 32) }
     /// `vary`
-    @inlinable package static var vary: HTTPFieldName { HTTPFieldName(rawValue: 33) }
+    @inlinable public static var vary: HTTPFieldName { HTTPFieldName(rawValue: 33) }
     /// `location`
-    @inlinable package static var location: HTTPFieldName { HTTPFieldName(rawValue: 34) }
+    @inlinable public static var location: HTTPFieldName { HTTPFieldName(rawValue: 34) }
     /// `traceparent`
-    @inlinable package static var traceparent: HTTPFieldName { HTTPFieldName(rawValue: 35) }
+    @inlinable public static var traceparent: HTTPFieldName { HTTPFieldName(rawValue: 35) }
     /// `tracestate`
-    @inlinable package static var tracestate: HTTPFieldName { HTTPFieldName(rawValue: 36) }
+    @inlinable public static var tracestate: HTTPFieldName { HTTPFieldName(rawValue: 36) }
     /// `referer`
-    @inlinable package static var referer: HTTPFieldName { HTTPFieldName(rawValue: 37) }
+    @inlinable public static var referer: HTTPFieldName { HTTPFieldName(rawValue: 37) }
     /// `origin`
-    @inlinable package static var origin: HTTPFieldName { HTTPFieldName(rawValue: 38) }
+    @inlinable public static var origin: HTTPFieldName { HTTPFieldName(rawValue: 38) }
     /// `etag`
-    @inlinable package static var etag: HTTPFieldName { HTTPFieldName(rawValue: 39) }
+    @inlinable public static var etag: HTTPFieldName { HTTPFieldName(rawValue: 39) }
     /// `last-modified`
-    @inlinable package static var lastModified: HTTPFieldName { HTTPFieldName(rawValue: 40) }
+    @inlinable public static var lastModified: HTTPFieldName { HTTPFieldName(rawValue: 40) }
     /// `if-none-match`
-    @inlinable package static var ifNoneMatch: HTTPFieldName { HTTPFieldName(rawValue: 41) }
+    @inlinable public static var ifNoneMatch: HTTPFieldName { HTTPFieldName(rawValue: 41) }
     /// `if-modified-since`
-    @inlinable package static var ifModifiedSince: HTTPFieldName { HTTPFieldName(rawValue: 42) }
+    @inlinable public static var ifModifiedSince: HTTPFieldName { HTTPFieldName(rawValue: 42) }
     /// `range`
-    @inlinable package static var range: HTTPFieldName { HTTPFieldName(rawValue: 43) }
+    @inlinable public static var range: HTTPFieldName { HTTPFieldName(rawValue: 43) }
     /// `content-range`
-    @inlinable package static var contentRange: HTTPFieldName { HTTPFieldName(rawValue: 44) }
+    @inlinable public static var contentRange: HTTPFieldName { HTTPFieldName(rawValue: 44) }
     /// `age`
-    @inlinable package static var age: HTTPFieldName { HTTPFieldName(rawValue: 45) }
+    @inlinable public static var age: HTTPFieldName { HTTPFieldName(rawValue: 45) }
     /// `expires`
-    @inlinable package static var expires: HTTPFieldName { HTTPFieldName(rawValue: 46) }
+    @inlinable public static var expires: HTTPFieldName { HTTPFieldName(rawValue: 46) }
     /// `pragma`
-    @inlinable package static var pragma: HTTPFieldName { HTTPFieldName(rawValue: 47) }
+    @inlinable public static var pragma: HTTPFieldName { HTTPFieldName(rawValue: 47) }
     /// `retry-after`
-    @inlinable package static var retryAfter: HTTPFieldName { HTTPFieldName(rawValue: 48) }
+    @inlinable public static var retryAfter: HTTPFieldName { HTTPFieldName(rawValue: 48) }
     /// `www-authenticate`
-    @inlinable package static var wwwAuthenticate: HTTPFieldName { HTTPFieldName(rawValue: 49) }
+    @inlinable public static var wwwAuthenticate: HTTPFieldName { HTTPFieldName(rawValue: 49) }
     /// `sec-websocket-key`
-    @inlinable package static var secWebSocketKey: HTTPFieldName { HTTPFieldName(rawValue: 50) }
+    @inlinable public static var secWebSocketKey: HTTPFieldName { HTTPFieldName(rawValue: 50) }
     /// `sec-websocket-accept`
-    @inlinable package static var secWebSocketAccept: HTTPFieldName { HTTPFieldName(rawValue: 51) }
+    @inlinable public static var secWebSocketAccept: HTTPFieldName { HTTPFieldName(rawValue: 51) }
     /// `sec-websocket-version`
-    @inlinable package static var secWebSocketVersion: HTTPFieldName { HTTPFieldName(rawValue: 52) }
+    @inlinable public static var secWebSocketVersion: HTTPFieldName { HTTPFieldName(rawValue: 52) }
     /// `sec-websocket-protocol`
-    @inlinable package static var secWebSocketProtocol: HTTPFieldName { HTTPFieldName(rawValue: 53) }
+    @inlinable public static var secWebSocketProtocol: HTTPFieldName { HTTPFieldName(rawValue: 53) }
     /// `sec-websocket-extensions`
-    @inlinable package static var secWebSocketExtensions: HTTPFieldName { HTTPFieldName(rawValue: 54) }
+    @inlinable public static var secWebSocketExtensions: HTTPFieldName { HTTPFieldName(rawValue: 54) }
     /// `x-api-key`
-    @inlinable package static var xApiKey: HTTPFieldName { HTTPFieldName(rawValue: 55) }
+    @inlinable public static var xApiKey: HTTPFieldName { HTTPFieldName(rawValue: 55) }
     /// `alt-svc`
-    @inlinable package static var altSvc: HTTPFieldName { HTTPFieldName(rawValue: 56) }
+    @inlinable public static var altSvc: HTTPFieldName { HTTPFieldName(rawValue: 56) }
     /// `strict-transport-security`
-    @inlinable package static var strictTransportSecurity: HTTPFieldName { HTTPFieldName(rawValue: 57) }
+    @inlinable public static var strictTransportSecurity: HTTPFieldName { HTTPFieldName(rawValue: 57) }
     /// `access-control-allow-origin`
-    @inlinable package static var accessControlAllowOrigin: HTTPFieldName { HTTPFieldName(rawValue: 58) }
+    @inlinable public static var accessControlAllowOrigin: HTTPFieldName { HTTPFieldName(rawValue: 58) }
 
     /// Whether the field describes one connection and is never forwarded.
     @inlinable
-    package var isHopByHop: Bool {
+    public var isHopByHop: Bool {
         switch rawValue {
         case 3, 4, 5, 6, 7, 8, 9, 10, 11, 12: return true
         default: return false
@@ -203,12 +202,12 @@ package struct HTTPFieldName: RawRepresentable, Hashable, Sendable, BitwiseCopya
     ]
 
     /// The token of `name` (any case), or ``other``.
-    package init(_ name: String) {
+    public init(_ name: String) {
         self = HTTPFields.withBytes(of: name) { HTTPFieldName.lookup($0) }
     }
 
     /// The token of the name in `bytes` (any case), or ``other``.
-    package init(bytes: UnsafeRawBufferPointer) {
+    public init(bytes: UnsafeRawBufferPointer) {
         self = HTTPFieldName.lookup(bytes)
     }
 }

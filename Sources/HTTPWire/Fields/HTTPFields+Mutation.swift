@@ -4,7 +4,7 @@ extension HTTPFields {
 
     /// Appends a field, keeping any existing field of the same name. A name in the table of known names is a token, so
     /// a field whose value has only field-value bytes is marked checked here (see ``checkedFlags(token:value:)``).
-    package mutating func add(name: String, value: String) {
+    public mutating func add(name: String, value: String) {
         HTTPFields.withBytes(of: name) { nameBytes in
             HTTPFields.withBytes(of: value) { valueBytes in
                 let token = HTTPFieldName.lookup(nameBytes)
@@ -17,7 +17,7 @@ extension HTTPFields {
 
     /// ``add(name:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in place
     /// and not looked up, with no `String` to open.
-    package mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
+    public mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
         guard name.hasPointerRepresentation else {
             name.withUTF8Buffer { add(name: UnsafeRawBufferPointer($0), token: token, value: value) }
             return
@@ -50,7 +50,7 @@ extension HTTPFields {
 
     /// Appends a field named `name` (whose token is `token`, as in ``add(knownName:token:value:)``) with the value of the
     /// field at `index` of `other`, copied as bytes (a value the parser checked stays checked).
-    package mutating func add(
+    public mutating func add(
         knownName name: StaticString, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields
     ) {
         let checked = token != .other && other.isValidated(at: index)
@@ -82,12 +82,12 @@ extension HTTPFields {
     }
 
     /// Appends a field as it is.
-    package mutating func add(_ field: Field) {
+    public mutating func add(_ field: Field) {
         add(name: field.name, value: field.value)
     }
 
     /// Appends the field at `index` of `other` (its bytes and token, as they are: no string is made).
-    package mutating func add(fieldAt index: Int, of other: HTTPFields) {
+    public mutating func add(fieldAt index: Int, of other: HTTPFields) {
         other.withRegions(ifEmpty: ()) { entries, bytes, header in
             guard index >= 0 && index < header.count else { return }
             let entry = entries[index]
@@ -100,7 +100,7 @@ extension HTTPFields {
 
     /// Appends a field whose name is a token and whose value has only field-value bytes, as the HTTP/1 parsers check
     /// (the serializer then copies it without checking again). `token` is the name's, if the caller knows it.
-    package mutating func addValidated(
+    public mutating func addValidated(
         name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
         token: HTTPFieldName? = nil
     ) {
@@ -135,7 +135,7 @@ extension HTTPFields {
     }
 
     /// Appends `other`'s fields, in order, keeping every existing field.
-    package mutating func append(contentsOf other: HTTPFields) {
+    public mutating func append(contentsOf other: HTTPFields) {
         guard !other.isEmpty else { return }
         if storage == nil {
             storage = other.storage
@@ -159,7 +159,7 @@ extension HTTPFields {
     // MARK: Replacing and removing
 
     /// Replaces every field named `name` with one field holding `value`, at the position of the first.
-    package mutating func replaceOrAdd(name: String, value: String) {
+    public mutating func replaceOrAdd(name: String, value: String) {
         guard let first = firstIndex(name: name) else {
             add(name: name, value: value)
             return
@@ -172,7 +172,7 @@ extension HTTPFields {
     }
 
     /// Sets the value of the field at `index` (its new bytes are appended; the entry points at them).
-    package mutating func setValue(_ value: String, at index: Int) {
+    public mutating func setValue(_ value: String, at index: Int) {
         guard index >= 0, index < count else { return }
         HTTPFields.withBytes(of: value) { valueBytes in
             makeRoom(entries: 0, bytes: valueBytes.count)
@@ -193,7 +193,7 @@ extension HTTPFields {
 
     /// Removes every field whose name `other` has (ignoring ASCII case), then appends `other`'s fields in order:
     /// `other` replaces what it names, repeated fields included, and leaves the rest alone.
-    package mutating func replaceOrAdd(_ other: HTTPFields) {
+    public mutating func replaceOrAdd(_ other: HTTPFields) {
         if isEmpty {
             self = other
             return
@@ -203,7 +203,7 @@ extension HTTPFields {
     }
 
     /// Removes every field named `name`.
-    package mutating func remove(name: String) {
+    public mutating func remove(name: String) {
         guard firstIndex(name: name) != nil else { return }
         HTTPFields.withBytes(of: name) { nameBytes in
             let query = HTTPFieldName.lookup(nameBytes)
@@ -213,7 +213,7 @@ extension HTTPFields {
 
     /// Removes every field for which `shouldRemove` (given its token and the bytes of its name) is true, keeping the
     /// others in order.
-    package mutating func removeAll(
+    public mutating func removeAll(
         where shouldRemove: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) throws -> Bool
     ) rethrows {
         try removeAll(after: -1, where: shouldRemove)

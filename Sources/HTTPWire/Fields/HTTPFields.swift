@@ -9,16 +9,16 @@
 /// these makes a `String` or counts a reference per field. A `String` is made only when one is asked for (``Field``,
 /// ``first(name:)``, the subscript); names and values that are not valid UTF-8 read as U+FFFD there, while their
 /// bytes stay as received.
-package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
+public struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral,
     CustomStringConvertible
 {
     /// One header field.
-    package struct Field: Sendable, Hashable {
-        package var name: String
-        package var value: String
+    public struct Field: Sendable, Hashable {
+        public var name: String
+        public var value: String
 
         @inlinable
-        package init(name: String, value: String) {
+        public init(name: String, value: String) {
             self.name = name
             self.value = value
         }
@@ -29,10 +29,10 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
 
     /// An empty list (no storage until a field is added, and no array of pairs to make and release).
     @inlinable
-    package init() { storage = nil }
+    public init() { storage = nil }
 
     /// Creates headers from `(name, value)` pairs, in order.
-    package init(_ pairs: [(String, String)] = []) {
+    public init(_ pairs: [(String, String)] = []) {
         storage = nil
         guard !pairs.isEmpty else { return }
         var bytes = 0
@@ -41,25 +41,25 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         for (name, value) in pairs { add(name: name, value: value) }
     }
 
-    package init(dictionaryLiteral elements: (String, String)...) {
+    public init(dictionaryLiteral elements: (String, String)...) {
         self.init(elements)
     }
 
     /// The number of fields, repeated names counted separately.
     @inlinable
-    package var count: Int {
+    public var count: Int {
         if storage == nil { return 0 }
         return Unmanaged.passUnretained(storage.unsafelyUnwrapped)._withUnsafeGuaranteedRef { $0.fieldCount }
     }
 
     @inlinable
-    package var isEmpty: Bool { count == 0 }
+    public var isEmpty: Bool { count == 0 }
 
     @inlinable
-    package var underestimatedCount: Int { count }
+    public var underestimatedCount: Int { count }
 
     /// The fields in order, each as a ``Field`` of two strings made from its bytes.
-    package struct Iterator: IteratorProtocol {
+    public struct Iterator: IteratorProtocol {
         @usableFromInline let headers: HTTPFields
         @usableFromInline var index = 0
 
@@ -67,7 +67,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         init(headers: HTTPFields) { self.headers = headers }
 
         @inlinable
-        package mutating func next() -> Field? {
+        public mutating func next() -> Field? {
             guard index < headers.count else { return nil }
             defer { index += 1 }
             return headers.field(at: index)
@@ -75,15 +75,15 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     }
 
     @inlinable
-    package func makeIterator() -> Iterator { Iterator(headers: self) }
+    public func makeIterator() -> Iterator { Iterator(headers: self) }
 
     /// Reserves room for `capacity` fields (and a typical field's bytes each).
-    package mutating func reserveCapacity(_ capacity: Int) {
+    public mutating func reserveCapacity(_ capacity: Int) {
         reserve(entries: capacity, bytes: capacity * 32)
     }
 
     /// Reserves room for `fields` fields and `bytes` bytes of names and values.
-    package mutating func reserveCapacity(fields: Int, bytes: Int) {
+    public mutating func reserveCapacity(fields: Int, bytes: Int) {
         reserve(entries: fields, bytes: bytes)
     }
 
@@ -104,25 +104,25 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     }
 
     /// The field at `index` (0 ..< ``count``) as strings.
-    package func field(at index: Int) -> Field {
+    public func field(at index: Int) -> Field {
         withField(at: index) { name, value in
             Field(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         }
     }
 
     /// The name of the field at `index`, as a string.
-    package func name(at index: Int) -> String {
+    public func name(at index: Int) -> String {
         withField(at: index) { name, _ in String(decoding: name, as: UTF8.self) }
     }
 
     /// The value of the field at `index`, as a string.
-    package func value(at index: Int) -> String {
+    public func value(at index: Int) -> String {
         withField(at: index) { _, value in String(decoding: value, as: UTF8.self) }
     }
 
     /// The token of the name of the field at `index` (``HTTPFieldName/other`` for a name not in the table).
     @inlinable
-    package func token(at index: Int) -> HTTPFieldName {
+    public func token(at index: Int) -> HTTPFieldName {
         withRegions(ifEmpty: .other) { entries, _, header in
             index >= 0 && index < header.count ? entries[index].token : .other
         }
@@ -130,7 +130,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
 
     /// Calls `body` with the bytes of the name and the value of the field at `index`; they are valid only inside it.
     @inlinable
-    package func withField<R>(
+    public func withField<R>(
         at index: Int, _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> R
     ) rethrows -> R {
         try withRegions(
@@ -152,7 +152,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     /// Calls `body` with each field's token and the bytes of its name and value, in order, in one pass over the
     /// storage; the bytes are valid only inside `body`.
     @inlinable
-    package func forEachField(
+    public func forEachField(
         _ body: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws -> Void
     ) rethrows {
         try withRegions(ifEmpty: ()) { entries, bytes, header in
@@ -167,19 +167,19 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
     }
 
     /// The position of the first field named `name` at or after `start`.
-    package func firstIndex(name: String, from start: Int = 0) -> Int? {
+    public func firstIndex(name: String, from start: Int = 0) -> Int? {
         HTTPFields.withBytes(of: name) { nameBytes in
             firstIndex(token: HTTPFieldName.lookup(nameBytes), bytes: nameBytes, from: start)
         }
     }
 
-    package var description: String {
+    public var description: String {
         map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
 
     // MARK: Equality and hashing: the fields' bytes, in order
 
-    package static func == (lhs: HTTPFields, rhs: HTTPFields) -> Bool {
+    public static func == (lhs: HTTPFields, rhs: HTTPFields) -> Bool {
         guard lhs.count == rhs.count else { return false }
         if lhs.storage === rhs.storage { return true }
         for index in 0..<lhs.count {
@@ -193,7 +193,7 @@ package struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleB
         return true
     }
 
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         hasher.combine(count)
         forEachField { _, name, value in
             hasher.combine(name.count)

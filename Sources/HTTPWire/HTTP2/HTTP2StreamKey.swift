@@ -3,16 +3,16 @@
 ///
 /// `_rawHashValue(seed:)` is the standard library's hook for that (`Int` implements it too). Flooding is no concern:
 /// a connection holds at most its `SETTINGS_MAX_CONCURRENT_STREAMS` open streams, and the client's ids only increase.
-package struct HTTP2StreamKey: Hashable, Sendable {
-    package let id: Int32
+public struct HTTP2StreamKey: Hashable, Sendable {
+    public let id: Int32
 
-    @inlinable package init(_ id: Int32) { self.id = id }
+    @inlinable public init(_ id: Int32) { self.id = id }
 
-    @inlinable package func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    @inlinable public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     /// The id times the golden ratio, its high half rotated down: dictionaries take their bucket from the low bits,
     /// which a product alone leaves alike for ids alike in their low bits (every client id is odd).
-    @inlinable package func _rawHashValue(seed: Int) -> Int {
+    @inlinable public func _rawHashValue(seed: Int) -> Int {
         let product = (UInt64(UInt32(bitPattern: id)) ^ UInt64(UInt(bitPattern: seed))) &* 0x9E37_79B9_7F4A_7C15
         return Int(truncatingIfNeeded: product >> 32 | product << 32)
     }
