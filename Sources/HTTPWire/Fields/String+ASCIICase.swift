@@ -1,12 +1,12 @@
 extension String {
     /// Whether the string's UTF-8 equals `bytes`, ignoring ASCII case (a field name read from ``HTTPFields`` bytes).
-    public func equalsIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package func equalsIgnoringASCIICase(_ bytes: UnsafeRawBufferPointer) -> Bool {
         utf8.count == bytes.count && HTTPFields.withBytes(of: self) { HTTPFields.equalsIgnoringASCIICase($0, bytes) }
     }
 
     /// ASCII case-insensitive equality, the comparison HTTP uses for field names and tokens.
     @inlinable
-    public func equalsIgnoringASCIICase(_ other: String) -> Bool {
+    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
         String.equalsIgnoringASCIICase(utf8, other.utf8)
     }
 
@@ -45,7 +45,7 @@ extension String {
 
 extension Substring {
     /// The substring without leading and trailing spaces and horizontal tabs (HTTP's optional whitespace).
-    public func trimmingHTTPWhitespace() -> Substring {
+    package func trimmingHTTPWhitespace() -> Substring {
         var result = self
         while let first = result.first, first == " " || first == "\t" { result.removeFirst() }
         while let last = result.last, last == " " || last == "\t" { result.removeLast() }
