@@ -261,14 +261,3 @@ enum ProxyHeaders {
         return headers
     }
 }
-
-extension HTTPFields {
-    /// Appends a field whose name (`token`'s) and value are static text the gateway writes: both read in place, and
-    /// the value, field-value bytes by construction, not checked again (the field is marked checked, as
-    /// ``add(knownName:token:value:)`` would mark it).
-    mutating func add(knownName name: StaticString, token: HTTPFieldName, staticValue value: StaticString) {
-        addValidated(
-            name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
-            value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), token: token)
-    }
-}

@@ -27,6 +27,15 @@ extension HTTPFields {
             value: value)
     }
 
+    /// Appends a field whose name (`token`'s) and value are static text written by the caller: both read in place,
+    /// and the value, field-value bytes by construction, not checked again (the field is marked checked, as
+    /// ``add(knownName:token:value:)`` would mark it).
+    public mutating func add(knownName name: StaticString, token: HTTPFieldName, staticValue value: StaticString) {
+        addValidated(
+            name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+            value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), token: token)
+    }
+
     /// Appends a field named `name` (whose token is `token`) with the value `value`, flagged as
     /// ``add(name:value:)`` does. The value's bytes are read in place when the string has them contiguous (any native
     /// string), in one closure that appends: the string is not retained around it, as a helper taking the closure

@@ -40,6 +40,18 @@ import Testing
         #expect(String(decoding: bytes, as: UTF8.self) == "X-Request-Id: r1\r\nX-Forwarded-Host: api.example:8080\r\n")
     }
 
+    @Test func aStaticFieldIsAddedAsCheckedWithItsToken() throws {
+        var fields = HTTPFields([("Accept", "*/*")])
+        fields.add(knownName: "X-Forwarded-Proto", token: .xForwardedProto, staticValue: "https")
+        #expect(fields.count == 2)
+        #expect(fields.token(at: 1) == .xForwardedProto)
+        #expect(fields.first(.xForwardedProto) == "https")
+        #expect(fields.isValidated(at: 1), "static text the caller wrote is not checked again")
+        var bytes: [UInt8] = []
+        try HTTP1Serializer.writeFields(of: fields, into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == "Accept: */*\r\nX-Forwarded-Proto: https\r\n")
+    }
+
     @Test func aValueAddedWithItsTokenIsStillCheckedWhenSerialised() {
         var fields = HTTPFields()
         fields.add(knownName: "Via", token: .via, value: "1.1 a\r\nX-Injected: 1")
