@@ -41,6 +41,8 @@
 #      TOLERANCE=0.03 (a count may rise by this fraction, plus 0.5 per request, before CHECK fails)
 #      BIN_DIR= (release binaries to measure instead of building: for an A/B against a saved build) SKIP_BUILD=0
 #      IO_URING=1 (0: the gateway and the engine send with sendmsg) RUN_DIR=/tmp/moyabench-counts BASE_PORT=18400
+#      FOOTPRINT=0 (1: callgrind also records costs per instruction, and a second table gives each target's code
+#      footprint: the distinct code, in 64-byte cache lines, run at least once per two requests; tools/code_footprint.py)
 # Needs valgrind, h2load (nghttp2-client), nginx and a C compiler; installs the first three with apt when root.
 # valgrind 3.19 (Debian 12) cannot read the DWARF 5 of a Swift 6.3 binary and writes to the read-only mask that
 # libdispatch's sigsuspend passes, so the binaries run as copies without debug info (symbols kept) and with a
@@ -59,6 +61,7 @@ TOLERANCE="${TOLERANCE:-0.03}"
 H2_CONNS="${H2_CONNS:-10}"
 H2_STREAMS="${H2_STREAMS:-10}"
 IO_URING="${IO_URING:-1}"
+FOOTPRINT="${FOOTPRINT:-0}"
 BASE_PORT="${BASE_PORT:-18400}"
 HOST=127.0.0.1
 UP_PORT=$BASE_PORT
@@ -142,7 +145,7 @@ wait_answer() {   # wait_answer URL PID
     done
 }
 
-CALLGRIND=(valgrind --tool=callgrind --dump-instr=no --collect-systime=no)
+CALLGRIND=(valgrind --tool=callgrind "--dump-instr=$([[ $FOOTPRINT == 1 ]] && echo yes || echo no)" --collect-systime=no)
 
 start_valgrind() {   # start_valgrind NAME ARGS... -> VG_PID
     local name=$1; shift
@@ -180,6 +183,11 @@ measure() {
     ((${#dumps[@]} >= 2)) || die "callgrind wrote no dumps for $name"
     python3 "$HERE/tools/callgrind_counts.py" --per-request "$N" --name "$name" \
         "$(ls -v "${dumps[@]}" | tail -n 2 | head -n 1)" "$(ls -v "${dumps[@]}" | tail -n 1)" >>"$RESULTS"
+    if [[ $FOOTPRINT == 1 ]]; then
+        # The last dump holds the 2N requests alone (a dump zeroes the counters).
+        python3 "$HERE/tools/code_footprint.py" "$(ls -v "${dumps[@]}" | tail -n 1)" $((2 * N)) --name "$name" \
+            >"$RUN_DIR/footprint-$name.txt"
+    fi
 }
 
 RESULTS="$RUN_DIR/results.tsv"
@@ -283,6 +291,16 @@ fi
         "$(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD)), $(valgrind --version)"
     echo
     python3 "$HERE/tools/callgrind_counts.py" --table "$RESULTS"
+    if [[ $FOOTPRINT == 1 ]]; then
+        echo
+        echo "| target | code run per request: 64-byte lines | KiB | distinct instructions |"
+        echo "|---|---:|---:|---:|"
+        for file in "$RUN_DIR"/footprint-*.txt; do
+            head -n 1 "$file" | awk -F'\t' '{ printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }'
+        done
+        echo
+        echo "(by object and module: $RUN_DIR/footprint-*.txt)"
+    fi
 } | tee "$RUN_DIR/table.md"
 
 if [[ -n "${SAVE:-}" ]]; then
