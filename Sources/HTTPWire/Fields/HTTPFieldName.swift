@@ -202,12 +202,12 @@ public struct HTTPFieldName: RawRepresentable, Hashable, Sendable, BitwiseCopyab
     ]
 
     /// The token of `name` (any case), or ``other``.
-    public init(_ name: String) {
+    package init(_ name: String) {
         self = HTTPFields.withBytes(of: name) { HTTPFieldName.lookup($0) }
     }
 
     /// The token of the name in `bytes` (any case), or ``other``.
-    public init(bytes: UnsafeRawBufferPointer) {
+    package init(bytes: UnsafeRawBufferPointer) {
         self = HTTPFieldName.lookup(bytes)
     }
 }

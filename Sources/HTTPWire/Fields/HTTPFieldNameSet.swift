@@ -4,7 +4,7 @@ public struct HTTPFieldNameSet: Sendable, BitwiseCopyable {
     @usableFromInline let bits: UInt64
 
     /// The set of `names`.
-    public init(_ names: [HTTPFieldName]) {
+    package init(_ names: [HTTPFieldName]) {
         var bits: UInt64 = 0
         for name in names where name != .other && name.rawValue < 64 { bits |= 1 << UInt64(name.rawValue) }
         self.bits = bits

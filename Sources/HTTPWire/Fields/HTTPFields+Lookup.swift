@@ -3,13 +3,13 @@ extension HTTPFields {
     // MARK: Lookup
 
     /// Whether a field named `name` is present.
-    public func contains(name: String) -> Bool {
+    package func contains(name: String) -> Bool {
         firstIndex(name: name) != nil
     }
 
     /// The token of the name `name` (``HTTPFieldName/other`` for a name not in the table): looked up once, for a
     /// name compared with many fields.
-    public static func token(of name: String) -> HTTPFieldName {
+    package static func token(of name: String) -> HTTPFieldName {
         withBytes(of: name) { HTTPFieldName.lookup($0) }
     }
 
@@ -32,7 +32,7 @@ extension HTTPFields {
     }
 
     /// Whether a field named as the bytes `name` spell (ignoring ASCII case) is present.
-    public func contains(nameBytes name: UnsafeRawBufferPointer) -> Bool {
+    package func contains(nameBytes name: UnsafeRawBufferPointer) -> Bool {
         firstIndex(token: HTTPFieldName.lookup(name), bytes: name, from: 0) != nil
     }
 
@@ -42,7 +42,7 @@ extension HTTPFields {
     }
 
     /// Whether a field named `name` has a value for which `predicate` is true.
-    public func contains(name: String, where predicate: (String) -> Bool) -> Bool {
+    package func contains(name: String, where predicate: (String) -> Bool) -> Bool {
         HTTPFields.withBytes(of: name) { nameBytes in
             let token = HTTPFieldName.lookup(nameBytes)
             var index = 0
@@ -55,17 +55,17 @@ extension HTTPFields {
     }
 
     /// The value of the first field whose name is the known name `token` (no lookup of a name's bytes).
-    public func first(_ token: HTTPFieldName) -> String? {
+    package func first(_ token: HTTPFieldName) -> String? {
         firstIndex(token: token).map { value(at: $0) }
     }
 
     /// The value of the first field named `name`.
-    public func first(name: String) -> String? {
+    package func first(name: String) -> String? {
         firstIndex(name: name).map { value(at: $0) }
     }
 
     /// The values of every field named `name`, in order.
-    public subscript(name: String) -> [String] {
+    package subscript(name: String) -> [String] {
         HTTPFields.withBytes(of: name) { nameBytes in
             let token = HTTPFieldName.lookup(nameBytes)
             var values: [String] = []
@@ -80,14 +80,14 @@ extension HTTPFields {
 
     /// The comma-separated elements of every field named `name` (for list-valued fields such as `Connection`),
     /// trimmed of optional whitespace, empty elements dropped.
-    public func tokens(name: String) -> [Substring] {
+    package func tokens(name: String) -> [Substring] {
         self[name].flatMap { value in
             value.split(separator: ",").map { $0.trimmingHTTPWhitespace() }.filter { !$0.isEmpty }
         }
     }
 
     /// Whether the list-valued field `name` contains `token`, ignoring ASCII case.
-    public func containsToken(_ token: String, name: String) -> Bool {
+    package func containsToken(_ token: String, name: String) -> Bool {
         guard !isEmpty else { return false }
         return HTTPFields.withBytes(of: name) { nameBytes in
             containsToken(token, nameToken: HTTPFieldName.lookup(nameBytes), nameBytes: nameBytes)
@@ -96,7 +96,7 @@ extension HTTPFields {
 
     /// ``containsToken(_:name:)`` for a known name, given as its token (no name bytes to open and look up): whether
     /// the list-valued field `name` contains `token`, ignoring ASCII case. False for ``HTTPFieldName/other``.
-    public func containsToken(_ token: String, in name: HTTPFieldName) -> Bool {
+    package func containsToken(_ token: String, in name: HTTPFieldName) -> Bool {
         guard name != .other, !isEmpty else { return false }
         return containsToken(token, nameToken: name, nameBytes: UnsafeRawBufferPointer(start: nil, count: 0))
     }
@@ -126,7 +126,7 @@ extension HTTPFields {
     }
 
     /// ``list(_:contains:)`` on bytes: whether the comma-separated `bytes` have an element equal to `token`.
-    public static func list(_ bytes: UnsafeRawBufferPointer, contains token: UnsafeRawBufferPointer) -> Bool {
+    package static func list(_ bytes: UnsafeRawBufferPointer, contains token: UnsafeRawBufferPointer) -> Bool {
         var elementStart = 0
         var index = 0
         while true {

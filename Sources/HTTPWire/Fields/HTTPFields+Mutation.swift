@@ -4,7 +4,7 @@ extension HTTPFields {
 
     /// Appends a field, keeping any existing field of the same name. A name in the table of known names is a token, so
     /// a field whose value has only field-value bytes is marked checked here (see ``checkedFlags(token:value:)``).
-    public mutating func add(name: String, value: String) {
+    package mutating func add(name: String, value: String) {
         HTTPFields.withBytes(of: name) { nameBytes in
             HTTPFields.withBytes(of: value) { valueBytes in
                 let token = HTTPFieldName.lookup(nameBytes)
@@ -17,7 +17,7 @@ extension HTTPFields {
 
     /// ``add(name:value:)`` for a name known at compile time (`token` must be its token): its bytes are read in place
     /// and not looked up, with no `String` to open.
-    public mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
+    package mutating func add(knownName name: StaticString, token: HTTPFieldName, value: String) {
         guard name.hasPointerRepresentation else {
             name.withUTF8Buffer { add(name: UnsafeRawBufferPointer($0), token: token, value: value) }
             return
@@ -30,7 +30,7 @@ extension HTTPFields {
     /// Appends a field whose name (`token`'s) and value are static text written by the caller: both read in place,
     /// and the value, field-value bytes by construction, not checked again (the field is marked checked, as
     /// ``add(knownName:token:value:)`` would mark it).
-    public mutating func add(knownName name: StaticString, token: HTTPFieldName, staticValue value: StaticString) {
+    package mutating func add(knownName name: StaticString, token: HTTPFieldName, staticValue value: StaticString) {
         addValidated(
             name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
             value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount), token: token)
@@ -59,7 +59,7 @@ extension HTTPFields {
 
     /// Appends a field named `name` (whose token is `token`, as in ``add(knownName:token:value:)``) with the value of the
     /// field at `index` of `other`, copied as bytes (a value the parser checked stays checked).
-    public mutating func add(
+    package mutating func add(
         knownName name: StaticString, token: HTTPFieldName, valueOfFieldAt index: Int, of other: HTTPFields
     ) {
         let checked = token != .other && other.isValidated(at: index)
@@ -91,12 +91,12 @@ extension HTTPFields {
     }
 
     /// Appends a field as it is.
-    public mutating func add(_ field: Field) {
+    package mutating func add(_ field: Field) {
         add(name: field.name, value: field.value)
     }
 
     /// Appends the field at `index` of `other` (its bytes and token, as they are: no string is made).
-    public mutating func add(fieldAt index: Int, of other: HTTPFields) {
+    package mutating func add(fieldAt index: Int, of other: HTTPFields) {
         other.withRegions(ifEmpty: ()) { entries, bytes, header in
             guard index >= 0 && index < header.count else { return }
             let entry = entries[index]
@@ -109,7 +109,7 @@ extension HTTPFields {
 
     /// Appends a field whose name is a token and whose value has only field-value bytes, as the HTTP/1 parsers check
     /// (the serializer then copies it without checking again). `token` is the name's, if the caller knows it.
-    public mutating func addValidated(
+    package mutating func addValidated(
         name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer,
         token: HTTPFieldName? = nil
     ) {
@@ -144,7 +144,7 @@ extension HTTPFields {
     }
 
     /// Appends `other`'s fields, in order, keeping every existing field.
-    public mutating func append(contentsOf other: HTTPFields) {
+    package mutating func append(contentsOf other: HTTPFields) {
         guard !other.isEmpty else { return }
         if storage == nil {
             storage = other.storage
@@ -168,7 +168,7 @@ extension HTTPFields {
     // MARK: Replacing and removing
 
     /// Replaces every field named `name` with one field holding `value`, at the position of the first.
-    public mutating func replaceOrAdd(name: String, value: String) {
+    package mutating func replaceOrAdd(name: String, value: String) {
         guard let first = firstIndex(name: name) else {
             add(name: name, value: value)
             return
@@ -181,7 +181,7 @@ extension HTTPFields {
     }
 
     /// Sets the value of the field at `index` (its new bytes are appended; the entry points at them).
-    public mutating func setValue(_ value: String, at index: Int) {
+    package mutating func setValue(_ value: String, at index: Int) {
         guard index >= 0, index < count else { return }
         HTTPFields.withBytes(of: value) { valueBytes in
             makeRoom(entries: 0, bytes: valueBytes.count)
@@ -202,7 +202,7 @@ extension HTTPFields {
 
     /// Removes every field whose name `other` has (ignoring ASCII case), then appends `other`'s fields in order:
     /// `other` replaces what it names, repeated fields included, and leaves the rest alone.
-    public mutating func replaceOrAdd(_ other: HTTPFields) {
+    package mutating func replaceOrAdd(_ other: HTTPFields) {
         if isEmpty {
             self = other
             return
@@ -212,7 +212,7 @@ extension HTTPFields {
     }
 
     /// Removes every field named `name`.
-    public mutating func remove(name: String) {
+    package mutating func remove(name: String) {
         guard firstIndex(name: name) != nil else { return }
         HTTPFields.withBytes(of: name) { nameBytes in
             let query = HTTPFieldName.lookup(nameBytes)
@@ -222,7 +222,7 @@ extension HTTPFields {
 
     /// Removes every field for which `shouldRemove` (given its token and the bytes of its name) is true, keeping the
     /// others in order.
-    public mutating func removeAll(
+    package mutating func removeAll(
         where shouldRemove: (_ token: HTTPFieldName, _ name: UnsafeRawBufferPointer) throws -> Bool
     ) rethrows {
         try removeAll(after: -1, where: shouldRemove)

@@ -32,7 +32,7 @@ public struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleBy
     public init() { storage = nil }
 
     /// Creates headers from `(name, value)` pairs, in order.
-    public init(_ pairs: [(String, String)] = []) {
+    package init(_ pairs: [(String, String)] = []) {
         storage = nil
         guard !pairs.isEmpty else { return }
         var bytes = 0
@@ -78,12 +78,12 @@ public struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleBy
     public func makeIterator() -> Iterator { Iterator(headers: self) }
 
     /// Reserves room for `capacity` fields (and a typical field's bytes each).
-    public mutating func reserveCapacity(_ capacity: Int) {
+    package mutating func reserveCapacity(_ capacity: Int) {
         reserve(entries: capacity, bytes: capacity * 32)
     }
 
     /// Reserves room for `fields` fields and `bytes` bytes of names and values.
-    public mutating func reserveCapacity(fields: Int, bytes: Int) {
+    package mutating func reserveCapacity(fields: Int, bytes: Int) {
         reserve(entries: fields, bytes: bytes)
     }
 
@@ -111,12 +111,12 @@ public struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleBy
     }
 
     /// The name of the field at `index`, as a string.
-    public func name(at index: Int) -> String {
+    package func name(at index: Int) -> String {
         withField(at: index) { name, _ in String(decoding: name, as: UTF8.self) }
     }
 
     /// The value of the field at `index`, as a string.
-    public func value(at index: Int) -> String {
+    package func value(at index: Int) -> String {
         withField(at: index) { _, value in String(decoding: value, as: UTF8.self) }
     }
 
@@ -167,7 +167,7 @@ public struct HTTPFields: @unchecked Sendable, Hashable, Sequence, ExpressibleBy
     }
 
     /// The position of the first field named `name` at or after `start`.
-    public func firstIndex(name: String, from start: Int = 0) -> Int? {
+    package func firstIndex(name: String, from start: Int = 0) -> Int? {
         HTTPFields.withBytes(of: name) { nameBytes in
             firstIndex(token: HTTPFieldName.lookup(nameBytes), bytes: nameBytes, from: start)
         }
