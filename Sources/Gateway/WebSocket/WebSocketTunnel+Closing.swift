@@ -79,6 +79,14 @@ struct TunnelClosing: Sendable {
         }
     }
 
+    /// The client's stream ended or failed while the upstream writer waited in it. Returns whether the drain's Close
+    /// is due all the same: it is sent before the end.
+    mutating func clientStreamEnded() -> Bool {
+        readingClient = false
+        guard case .closeDue = upstreamSide else { return false }
+        return true
+    }
+
     /// The part of a client chunk that goes upstream: all of it, or once going away the bytes up to the end of the
     /// frame in flight (nil when none: the Close is next).
     mutating func forwardToUpstream(_ chunk: [UInt8]) -> [UInt8]? {

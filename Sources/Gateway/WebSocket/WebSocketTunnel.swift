@@ -25,7 +25,9 @@ final class WebSocketTunnel: Sendable {
     /// The `Sec-WebSocket-Key` the upstream is sent: the client's, or over HTTP/2 the gateway's own.
     private let key: String?
 
-    private init(
+    /// A tunnel relaying the client's bytes in `source` (``opening(_:route:upstream:registry:)`` makes it for a
+    /// handshake).
+    init(
         source: ByteStream, idleTimeout: Duration?, upstreamFields: HTTPFields, key: String?,
         registry: OpenTunnels?
     ) {
@@ -117,11 +119,14 @@ final class WebSocketTunnel: Sendable {
                 let chunk: [UInt8]?
                 do {
                     chunk = try await source.next()
-                } catch is GoingAwayWakeUp {
-                    continue
+                } catch {
+                    // Woken for the Close, or the client's side ended once the Close was due (an HTTP/2 server
+                    // aborts the request side when the Close ends the response): the Close goes first.
+                    if error is GoingAwayWakeUp || closing.withLock({ $0.clientStreamEnded() }) { continue }
+                    throw error
                 }
                 guard let chunk else {
-                    closing.withLock { $0.readingClient = false }
+                    if closing.withLock({ $0.clientStreamEnded() }) { continue }
                     return nil
                 }
                 guard let forwarded = closing.withLock({ $0.forwardToUpstream(chunk) }) else { continue }

@@ -95,4 +95,56 @@ import Testing
             return
         }
     }
+
+    @Test func aClientStreamEndingOnceTheCloseIsDueStillSendsIt() {
+        var closing = TunnelClosing()
+        guard case .read = closing.beforeReadingClient() else {
+            Issue.record("expected a read")
+            return
+        }
+        let endedRelaying = closing.clientStreamEnded()
+        #expect(!endedRelaying, "relaying: the stream's end is the tunnel's end, with no Close")
+        guard case .read = closing.beforeReadingClient() else {
+            Issue.record("expected a read")
+            return
+        }
+        _ = closing.goAway()
+        let endedGoingAway = closing.clientStreamEnded()
+        #expect(endedGoingAway, "the Close was due: it goes before the end")
+        guard case .send = closing.beforeReadingClient() else {
+            Issue.record("expected the Close")
+            return
+        }
+        guard case .end = closing.beforeReadingClient() else {
+            Issue.record("expected the end")
+            return
+        }
+    }
+
+    /// The race an HTTP/2 client's tunnel runs in a drain: the Close ends the client's response, and the server aborts
+    /// the request side at once, which can reach the upstream writer before the drain's own wake-up does. The upstream
+    /// still gets its Close, and then the end.
+    @Test func theUpstreamGetsItsCloseWhenTheClientSideIsAbortedFirst() async throws {
+        let source = ByteStream()
+        let tunnel = WebSocketTunnel(
+            source: source, idleTimeout: nil, upstreamFields: [:], key: nil, registry: nil)
+        let stream = tunnel.makeStream()
+        let pulled = Task {
+            var iterator = stream.makeAsyncIterator()
+            let first = try await iterator.next()
+            let second = try await iterator.next()
+            return (first, second)
+        }
+        var waiting = false
+        for _ in 0..<500 where !waiting {
+            try await Task.sleep(for: .milliseconds(2))
+            waiting = tunnel.closing.withLock { $0.readingClient }
+        }
+        #expect(waiting, "the writer waits for the client's bytes")
+        _ = tunnel.closing.withLock { $0.goAway() }
+        source.fail(ByteStreamError.aborted)
+        let (close, end) = try await pulled.value
+        #expect(close?.first == 0x88, "the Close, not the abort: \(close ?? [])")
+        #expect(end == nil)
+    }
 }
