@@ -480,7 +480,7 @@ if check(os.path.isfile(dockerfile), dockerfile, "missing"):
     # SwiftPM loads the whole manifest: every target's directory must be in the build stage before `swift build`.
     copied = []
     for i, a in instructions:
-        if i == "RUN" and "swift build" in a:
+        if i == "RUN" and ("swift build" in a or "build-release.sh" in a):
             break
         if i == "COPY" and "--from=" not in a:
             copied += [os.path.normpath(p) for p in [p for p in a.split() if not p.startswith("--")][:-1]]

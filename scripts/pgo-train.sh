@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The training run of scripts/build-release.sh: drives an instrumented moya-gateway over loopback with the traffic its
+# hot path is optimized for, then stops it, so that it writes its execution profile.
+#
+#   scripts/pgo-train.sh GATEWAY_BINARY PROFILE_DIRECTORY
+#
+# One gateway (one event loop) serves, on a cleartext and a TLS listener, a stub route and a proxied route whose
+# upstream is the gateway's own stub route over HTTP/1.1, so both the server and the client side run: proxied and stub
+# GETs one at a time and 50 at once, proxied POSTs with a 1 KiB body, h2 and HTTP/1.1 over TLS, with the access log
+# on (to a file). The profile lands in PROFILE_DIRECTORY as gateway-PID.profraw. Needs h2load (nghttp2-client),
+# openssl and python3 (for free ports). Bounded: every load is h2load -n under a timeout, and the gateway is stopped by
+# PID on exit.
+set -euo pipefail
+binary=$1
+profiles=$2
+for tool in h2load openssl python3; do
+    command -v "$tool" >/dev/null || { echo "pgo-train: $tool is missing (scripts/install-deps.sh --test)" >&2; exit 1; }
+done
+run=$(mktemp -d "${TMPDIR:-/tmp}/moya-gateway-pgo.XXXXXX")
+gateway=""
+cleanup() {
+    [ -z "$gateway" ] || kill -KILL "$gateway" 2>/dev/null || true
+    rm -rf "$run"
+}
+trap cleanup EXIT
+mkdir -p "$profiles"
+
+read -r port tls_port admin_port < <(python3 -c '
+import socket
+sockets = [socket.socket() for _ in range(3)]
+for s in sockets: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in sockets))')
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null
+head -c 1024 /dev/zero | tr '\0' 'x' >"$run/body"
+json='{"id":12345,"name":"training","status":"ok","tags":["alpha","beta","gamma"],"owner":{"id":42,"login":"stub"},"created_at":"2024-01-01T00:00:00Z","description":"Fixed payload for the profile-guided build.","count":300,"ok":true}'
+cat >"$run/gateway.yaml" <<YAML
+server:
+  listen: ["127.0.0.1:$port"]
+  threads: 1
+  tls: { listen: ["127.0.0.1:$tls_port"], certificate: "$run/cert.pem", private_key: "$run/key.pem" }
+  buffering: { temp_dir: "$run" }
+admin: { listen: "127.0.0.1:$admin_port" }
+logging: { access_log: true, output: "$run/access.log" }
+upstreams:
+  itself: { base_url: "http://127.0.0.1:$port", pool: { max_connections: 64 } }
+  canned: { stub: { status: 200, headers: { Content-Type: application/json }, body: '$json' } }
+routes:
+  - { name: proxied, match: { path_prefix: /api }, upstream: itself, rewrite: { strip_prefix: /api } }
+  - { name: stub, match: { path_prefix: /json }, upstream: canned }
+YAML
+LLVM_PROFILE_FILE="$profiles/gateway-%p.profraw" "$binary" serve --config "$run/gateway.yaml" >"$run/gateway.out" 2>&1 &
+gateway=$!
+for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    kill -0 "$gateway" 2>/dev/null || { cat "$run/gateway.out" >&2; exit 1; }
+    sleep 0.1
+done
+
+# load ARGS...: one bounded h2load run; fails the training when a request fails.
+load() {
+    local output
+    output=$(timeout 120 h2load "$@" 2>&1) || { echo "pgo-train: h2load $* failed: $output" >&2; exit 1; }
+    grep -qE 'requests: .* 0 failed, 0 errored' <<<"$output" \
+        || { echo "pgo-train: h2load $* had failures: $(grep -E '^requests:' <<<"$output")" >&2; exit 1; }
+}
+plain="http://127.0.0.1:$port"
+secure="https://127.0.0.1:$tls_port"
+load --h1 -n 10000 -c 1 "$plain/api/json"
+load --h1 -n 30000 -c 50 "$plain/api/json"
+load --h1 -n 10000 -c 1 "$plain/json"
+load --h1 -n 30000 -c 50 "$plain/json"
+load --h1 -n 5000 -c 10 -d "$run/body" "$plain/api/json"
+load -n 10000 -c 10 -m 10 "$secure/api/json"
+load --h1 -n 5000 -c 20 "$secure/api/json"
+
+kill -TERM "$gateway"
+wait "$gateway" || { echo "pgo-train: the gateway did not stop cleanly" >&2; cat "$run/gateway.out" >&2; exit 1; }
+gateway=""
+ls "$profiles"/gateway-*.profraw >/dev/null
