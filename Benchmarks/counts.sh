@@ -40,6 +40,8 @@
 #      (the h2 targets run only when named: TARGETS="gateway-h2 gateway-h2-epoll nginx-h2") H2_CONNS=10 H2_STREAMS=10
 #      TOLERANCE=0.03 (a count may rise by this fraction, plus 0.5 per request, before CHECK fails)
 #      BIN_DIR= (release binaries to measure instead of building: for an A/B against a saved build) SKIP_BUILD=0
+#      GW_BIN= (the moya-gateway to measure; default the one in BIN_DIR when given, else the build deploy/ ships:
+#      scripts/build-release.sh --static-swift-stdlib, profile-guided)
 #      IO_URING=1 (0: the gateway and the engine send with sendmsg) RUN_DIR=/tmp/moyabench-counts BASE_PORT=18400
 #      FOOTPRINT=0 (1: callgrind also records costs per instruction, and a second table gives each target's code
 #      footprint: the distinct code, in 64-byte cache lines, run at least once per two requests; tools/code_footprint.py)
@@ -100,19 +102,22 @@ done
 
 if [[ -z "${BIN_DIR:-}" ]]; then
     if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-        log "building release: moya-gateway, hello-server"
-        (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
+        log "building release: hello-server, and the shipped moya-gateway (scripts/build-release.sh --static-swift-stdlib)"
+        (cd "$ROOT" && swift build -c release --product hello-server >&2 &&
+            scripts/build-release.sh --static-swift-stdlib >/dev/null)
     fi
     BIN_DIR="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+    GW_BIN="${GW_BIN:-$ROOT/.build-pgo-static/release/release/moya-gateway}"
 fi
+GW_BIN="${GW_BIN:-$BIN_DIR/moya-gateway}"
 needs_engine=0; [[ " $TARGETS " != *" engine-"* ]] || needs_engine=1
-[[ -x "$BIN_DIR/moya-gateway" ]] || die "missing moya-gateway in $BIN_DIR"
+[[ -x "$GW_BIN" ]] || die "missing $GW_BIN"
 [[ $needs_engine == 0 || -x "$BIN_DIR/hello-server" ]] || die "missing hello-server in $BIN_DIR"
 
 rm -rf "$RUN_DIR"
 mkdir -p "$RUN_DIR/bin" "$RUN_DIR/dumps" "$RUN_DIR/upstream/tmp" "$RUN_DIR/nginx/tmp" "$RUN_DIR/nginx-h2/tmp" \
     "$RUN_DIR/tls" "$RUN_DIR/tmp"
-objcopy --strip-debug "$BIN_DIR/moya-gateway" "$RUN_DIR/bin/moya-gateway"
+objcopy --strip-debug "$GW_BIN" "$RUN_DIR/bin/moya-gateway"
 [[ $needs_engine == 0 ]] || objcopy --strip-debug "$BIN_DIR/hello-server" "$RUN_DIR/bin/hello-server"
 cat >"$RUN_DIR/sigsuspend_shim.c" <<'C'
 /* valgrind 3.19's rt_sigsuspend wrapper edits the caller's mask in place; libdispatch passes a read-only one. */

@@ -16,7 +16,8 @@
 #
 # Env: REPS=3 DURATION=5 CONNS=50 ALONE=0 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-layers
 #      BIN_DIR= (a directory holding the moya-gateway and hello-server to measure, e.g. a saved build for an A/B;
-#      nothing is built then)
+#      nothing is built then) GW_BIN= (the moya-gateway to measure; default: BIN_DIR's, else the build deploy/ ships,
+#      scripts/build-release.sh --static-swift-stdlib, profile-guided; hello-server is a plain release build)
 # Bounded: every wrk run has -d and runs under common.sh's timeout; every process is stopped by PID on exit.
 set -euo pipefail
 export RUN_DIR="${RUN_DIR:-/tmp/moyabench-layers}"
@@ -38,13 +39,13 @@ require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$ENGINE_PORT" "$GATEWAY_
     "$EPOLL_ADMIN"
 if [[ -n "${BIN_DIR:-}" ]]; then
     BIN="$BIN_DIR"
+    GW_BIN="${GW_BIN:-$BIN/moya-gateway}"
 else
-    if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-        (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
-    fi
+    [[ "${SKIP_BUILD:-0}" == 1 ]] || (cd "$ROOT" && swift build -c release --product hello-server >&2)
     BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
+    build_gateway
 fi
-[[ -x "$BIN/moya-gateway" && -x "$BIN/hello-server" ]] || die "missing moya-gateway or hello-server in $BIN"
+[[ -x "$GW_BIN" && -x "$BIN/hello-server" ]] || die "missing $GW_BIN or hello-server in $BIN"
 
 mkdir -p "$RUN_DIR"
 write_config() {   # write_config FILE PORT ADMIN IO_URING
@@ -72,9 +73,9 @@ fi
 start_nginx_proxy
 spawn engine "${SRV[@]}" "$BIN/hello-server" --port "$ENGINE_PORT" --proxy "http://$HOST:$UP_PORT"
 wait_http "http://$HOST:$ENGINE_PORT/json"
-spawn gateway "${SRV[@]}" "$BIN/moya-gateway" serve --config "$RUN_DIR/gateway.yaml"
+spawn gateway "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/gateway.yaml"
 wait_http "http://$HOST:$GATEWAY_ADMIN/readyz"
-spawn gateway-epoll "${SRV[@]}" "$BIN/moya-gateway" serve --config "$RUN_DIR/gateway-epoll.yaml"
+spawn gateway-epoll "${SRV[@]}" "$GW_BIN" serve --config "$RUN_DIR/gateway-epoll.yaml"
 wait_http "http://$HOST:$EPOLL_ADMIN/readyz"
 
 declare -A PORT=([nginx]=$NGX_PORT [engine]=$ENGINE_PORT [gateway]=$GATEWAY_PORT [gateway-epoll]=$EPOLL_PORT)

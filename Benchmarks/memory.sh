@@ -36,11 +36,12 @@ done
 
 if [[ -z "${GW_BIN:-}" || -z "${HELLO_BIN:-}" ]]; then
     if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-        log "building release: moya-gateway, hello-server"
-        (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2)
+        log "building release: hello-server, and the shipped moya-gateway (scripts/build-release.sh --static-swift-stdlib)"
+        (cd "$ROOT" && swift build -c release --product hello-server >&2)
+        [[ -n "${GW_BIN:-}" ]] || (cd "$ROOT" && scripts/build-release.sh --static-swift-stdlib >/dev/null)
     fi
     BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-    GW_BIN="${GW_BIN:-$BIN/moya-gateway}"
+    GW_BIN="${GW_BIN:-$ROOT/.build-pgo-static/release/release/moya-gateway}"
     HELLO_BIN="${HELLO_BIN:-$BIN/hello-server}"
 fi
 [[ -x "$GW_BIN" && -x "$HELLO_BIN" ]] || die "missing $GW_BIN or $HELLO_BIN"

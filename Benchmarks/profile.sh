@@ -26,9 +26,7 @@ OUT="$RESULTS_DIR/profile"
 need wrk nginx taskset curl ss swift
 demangle() { swift demangle --simplified; }
 if [[ "${GATEWAY:-0}" == 1 ]]; then
-    [[ "${SKIP_BUILD:-1}" == 1 ]] || (cd "$ROOT" && swift build -c release --product moya-gateway >&2)
-    GW_BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)/moya-gateway"
-    [[ -x "$GW_BIN" ]] || die "build moya-gateway first (SKIP_BUILD=0)"
+    SKIP_BUILD="${SKIP_BUILD:-1}" build_gateway
     install_traps
     rm -rf "$OUT"; mkdir -p "$OUT" "$RUN_DIR/conf"
     gw_free() {

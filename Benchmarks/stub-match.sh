@@ -43,11 +43,12 @@ cleanup() {
 trap cleanup EXIT
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    log "building release: moya-gateway, GatewayBench"
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product GatewayBench >&2)
+    log "building release: GatewayBench, and the shipped moya-gateway (scripts/build-release.sh --static-swift-stdlib)"
+    (cd "$ROOT" && swift build -c release --product GatewayBench >&2 &&
+        scripts/build-release.sh --static-swift-stdlib >/dev/null)
 fi
 BIN_DIR="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-GW_BIN="$BIN_DIR/moya-gateway"
+GW_BIN="${GW_BIN:-$ROOT/.build-pgo-static/release/release/moya-gateway}"
 BENCH_BIN="$BIN_DIR/GatewayBench"
 [[ -x "$GW_BIN" ]] || die "missing $GW_BIN"
 

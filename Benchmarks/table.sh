@@ -4,7 +4,7 @@
 # installs what is missing when run as root, Benchmarks/install.sh all of them at once) and their configurations
 # from Benchmarks/conf/.
 #
-#   1. build release once (moya-gateway, hello-server, ClientBench)
+#   1. build release once (hello-server, ClientBench; moya-gateway as deploy/ ships it: scripts/build-release.sh --static-swift-stdlib)
 #   2. run.sh      hello-server vs nginx `return 200` (wrk), ClientBench vs wrk, memory        -> $RUN_DIR/moya
 #   3. gateway.sh  moya-gateway proxy (io_uring on and off) vs nginx `proxy_pass`, HAProxy and Caddy `reverse_proxy`; stub mode vs nginx
 #                  `return 200` and Caddy `respond` (wrk)                                       -> $RUN_DIR/proxy
@@ -42,9 +42,9 @@ cpu_model=$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    log "building release once: moya-gateway, hello-server, ClientBench"
-    (cd "$ROOT" && swift build -c release --product moya-gateway >&2 && swift build -c release --product hello-server >&2 &&
-        swift build -c release --product ClientBench >&2)
+    log "building release once: hello-server, ClientBench, and the shipped moya-gateway (scripts/build-release.sh)"
+    (cd "$ROOT" && swift build -c release --product hello-server >&2 && swift build -c release --product ClientBench >&2 &&
+        scripts/build-release.sh --static-swift-stdlib >/dev/null)
 fi
 
 has() { [[ " $ONLY " == *" $1 "* ]]; }
