@@ -9,6 +9,18 @@ import Testing
     static let message = WebSocketFrameScannerTests.frame(length: 300, masked: false)
     static let next = WebSocketFrameScannerTests.frame(length: 10, masked: false, opcode: 0x1)
 
+    /// The upstream writer's next two pulls are the Close, then the end.
+    static func expectCloseThenEnd(
+        _ closing: inout TunnelClosing, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        guard case .send = closing.beforeReadingClient() else {
+            Issue.record("expected the Close", sourceLocation: sourceLocation)
+            return
+        }
+        if case .end = closing.beforeReadingClient() { return }
+        Issue.record("expected the end", sourceLocation: sourceLocation)
+    }
+
     @Test func theClientGetsItsCloseAfterTheFrameInFlight() async throws {
         let client = ByteStream()
         var closing = TunnelClosing()
@@ -86,14 +98,7 @@ import Testing
         // Bytes the client sent meanwhile are past the boundary: dropped, the Close goes first.
         let meanwhile = closing.forwardToUpstream(Self.next)
         #expect(meanwhile == nil)
-        guard case .send = closing.beforeReadingClient() else {
-            Issue.record("expected the Close")
-            return
-        }
-        guard case .end = closing.beforeReadingClient() else {
-            Issue.record("expected the end")
-            return
-        }
+        Self.expectCloseThenEnd(&closing)
     }
 
     @Test func aClientStreamEndingOnceTheCloseIsDueStillSendsIt() {
@@ -111,14 +116,7 @@ import Testing
         _ = closing.goAway()
         let endedGoingAway = closing.clientStreamEnded()
         #expect(endedGoingAway, "the Close was due: it goes before the end")
-        guard case .send = closing.beforeReadingClient() else {
-            Issue.record("expected the Close")
-            return
-        }
-        guard case .end = closing.beforeReadingClient() else {
-            Issue.record("expected the end")
-            return
-        }
+        Self.expectCloseThenEnd(&closing)
     }
 
     /// The race an HTTP/2 client's tunnel runs in a drain: the Close ends the client's response, and the server aborts
