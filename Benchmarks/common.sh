@@ -338,14 +338,14 @@ record_env() {   # record_env DIR : DIR/conditions.txt
 }
 # The moya-gateway that deploy/ ships, as scripts/build-release.sh --static-swift-stdlib builds it (profile-guided, the
 # Swift runtime linked statically): what users run, so what the benchmarks measure.
-SHIPPED_GATEWAY="$ROOT/.build-pgo-static/release/release/moya-gateway"
 build_gateway() {   # sets GW_BIN: as given, else the shipped build (built unless SKIP_BUILD=1)
     if [[ -z "${GW_BIN:-}" ]]; then
         if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
             log "building the shipped moya-gateway (scripts/build-release.sh --static-swift-stdlib: minutes)"
-            (cd "$ROOT" && scripts/build-release.sh --static-swift-stdlib >/dev/null)
+            GW_BIN=$("$ROOT/scripts/build-release.sh" --static-swift-stdlib | tail -n 1)
+        else
+            GW_BIN=$("$ROOT/scripts/build-release.sh" --static-swift-stdlib --show-bin-path)
         fi
-        GW_BIN="$SHIPPED_GATEWAY"
     fi
     [[ -x "$GW_BIN" ]] || die "missing $GW_BIN (build it with scripts/build-release.sh --static-swift-stdlib)"
 }

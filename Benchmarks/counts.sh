@@ -107,7 +107,7 @@ if [[ -z "${BIN_DIR:-}" ]]; then
             scripts/build-release.sh --static-swift-stdlib >/dev/null)
     fi
     BIN_DIR="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-    GW_BIN="${GW_BIN:-$ROOT/.build-pgo-static/release/release/moya-gateway}"
+    GW_BIN="${GW_BIN:-$("$ROOT/scripts/build-release.sh" --static-swift-stdlib --show-bin-path)}"
 fi
 GW_BIN="${GW_BIN:-$BIN_DIR/moya-gateway}"
 needs_engine=0; [[ " $TARGETS " != *" engine-"* ]] || needs_engine=1

@@ -41,7 +41,7 @@ if [[ -z "${GW_BIN:-}" || -z "${HELLO_BIN:-}" ]]; then
         [[ -n "${GW_BIN:-}" ]] || (cd "$ROOT" && scripts/build-release.sh --static-swift-stdlib >/dev/null)
     fi
     BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-    GW_BIN="${GW_BIN:-$ROOT/.build-pgo-static/release/release/moya-gateway}"
+    GW_BIN="${GW_BIN:-$("$ROOT/scripts/build-release.sh" --static-swift-stdlib --show-bin-path)}"
     HELLO_BIN="${HELLO_BIN:-$BIN/hello-server}"
 fi
 [[ -x "$GW_BIN" && -x "$HELLO_BIN" ]] || die "missing $GW_BIN or $HELLO_BIN"

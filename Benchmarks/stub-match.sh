@@ -48,7 +48,7 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
         scripts/build-release.sh --static-swift-stdlib >/dev/null)
 fi
 BIN_DIR="$(cd "$ROOT" && swift build -c release --show-bin-path)"
-GW_BIN="${GW_BIN:-$ROOT/.build-pgo-static/release/release/moya-gateway}"
+GW_BIN="${GW_BIN:-$("$ROOT/scripts/build-release.sh" --static-swift-stdlib --show-bin-path)}"
 BENCH_BIN="$BIN_DIR/GatewayBench"
 [[ -x "$GW_BIN" ]] || die "missing $GW_BIN"
 

@@ -2,7 +2,9 @@
 # Builds the moya-gateway that deploy/ ships: a release build optimized with a profile of its own hot path (LLVM's
 # IR-level profile-guided optimization), and prints the binary's path as the last line on stdout.
 #
-#   scripts/build-release.sh [--static-swift-stdlib]
+#   scripts/build-release.sh [--static-swift-stdlib] [--show-bin-path]
+#
+# With --show-bin-path it builds nothing and prints where the binary is (or would be), as `swift build` does.
 #
 # Three steps, each build in its own scratch directory under PGO_SCRATCH (SwiftPM does not recompile what it built
 # when only -Xswiftc flags change, so a build with other flags never shares one):
@@ -10,7 +12,7 @@
 #   2. a bounded training run of it over loopback (scripts/pgo-train.sh), merged into PGO_SCRATCH/moya-gateway.profdata,
 #   3. the release build that the profile guides (PGO_SCRATCH/release): inlining, block order and the split of hot
 #      from cold code follow what the training ran. It runs fewer instructions per request, over much less code, than
-#      the plain build (Benchmarks/README.md, "Profile-guided build").
+#      the plain build (Benchmarks/README.md, session 54).
 # Each step reuses its scratch directory, so a rebuild after a change recompiles what changed; the training always runs
 # again, so the profile matches the sources. A profile is never committed.
 #
@@ -22,19 +24,36 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 static=()
 suffix=""
-if [ "${1:-}" = "--static-swift-stdlib" ]; then
-    static=(--static-swift-stdlib)
-    suffix="-static"
-elif [ $# -gt 0 ]; then
-    echo "usage: scripts/build-release.sh [--static-swift-stdlib]" >&2
-    exit 2
-fi
+show_only=0
+for argument in "$@"; do
+    case "$argument" in
+        --static-swift-stdlib) static=(--static-swift-stdlib); suffix="-static" ;;
+        --show-bin-path) show_only=1 ;;
+        *) echo "usage: scripts/build-release.sh [--static-swift-stdlib] [--show-bin-path]" >&2; exit 2 ;;
+    esac
+done
 scratch="${PGO_SCRATCH:-.build-pgo$suffix}"
 build=(swift build -c release "${static[@]}" --product moya-gateway)
 
+# built SCRATCH FLAGS...: the binary's path in the build of that scratch directory and those flags.
+built() {
+    local directory=$1
+    shift
+    echo "$("${build[@]}" --scratch-path "$directory" "$@" --show-bin-path)/moya-gateway"
+}
+
 if [ "${PGO:-1}" = 0 ]; then
-    "${build[@]}" --scratch-path "$scratch/plain" >&2
-    echo "$("${build[@]}" --scratch-path "$scratch/plain" --show-bin-path)/moya-gateway"
+    [ "$show_only" = 1 ] || "${build[@]}" --scratch-path "$scratch/plain" >&2
+    built "$scratch/plain"
+    exit 0
+fi
+case "$scratch" in
+    /*) profile="$scratch/moya-gateway.profdata" ;;
+    *) profile="$(pwd)/$scratch/moya-gateway.profdata" ;;
+esac
+guided=(-Xswiftc -Xfrontend -Xswiftc "-ir-profile-use=$profile")
+if [ "$show_only" = 1 ]; then
+    built "$scratch/release" "${guided[@]}"
     exit 0
 fi
 
@@ -49,15 +68,13 @@ echo "build-release: 1/3 instrumented build ($scratch/instrumented)" >&2
 # runtime is linked by hand (the driver adds it only for -profile-generate, Swift's own coverage counters).
 instrument=(-Xswiftc -Xfrontend -Xswiftc -ir-profile-generate -Xlinker "$runtime" -Xlinker -u__llvm_profile_runtime)
 "${build[@]}" --scratch-path "$scratch/instrumented" "${instrument[@]}" >&2
-instrumented="$("${build[@]}" --scratch-path "$scratch/instrumented" "${instrument[@]}" --show-bin-path)/moya-gateway"
+instrumented=$(built "$scratch/instrumented" "${instrument[@]}")
 
 echo "build-release: 2/3 training run" >&2
 rm -rf "$scratch/profiles"
 scripts/pgo-train.sh "$instrumented" "$scratch/profiles" >&2
-"$profdata" merge -o "$scratch/moya-gateway.profdata" "$scratch"/profiles/*.profraw
-profile="$(cd "$scratch" && pwd)/moya-gateway.profdata"
+"$profdata" merge -o "$profile" "$scratch"/profiles/*.profraw
 
 echo "build-release: 3/3 profile-guided build ($scratch/release)" >&2
-guided=(-Xswiftc -Xfrontend -Xswiftc "-ir-profile-use=$profile")
 "${build[@]}" --scratch-path "$scratch/release" "${guided[@]}" >&2
-echo "$("${build[@]}" --scratch-path "$scratch/release" "${guided[@]}" --show-bin-path)/moya-gateway"
+built "$scratch/release" "${guided[@]}"
