@@ -12,7 +12,10 @@
 #   2. a bounded training run of it over loopback (scripts/pgo-train.sh), merged into PGO_SCRATCH/moya-gateway.profdata,
 #   3. the release build that the profile guides (PGO_SCRATCH/release): inlining, block order and the split of hot
 #      from cold code follow what the training ran. It runs fewer instructions per request, over much less code, than
-#      the plain build (Benchmarks/README.md, session 54).
+#      the plain build (Benchmarks/README.md, session 54). It is linked with the toolchain's lld: each function in a
+#      section of its own, laid out in the order of the profile (the hot path on adjacent pages, the code start-up ran
+#      next to each other), code that never ran apart, and the relative relocations packed (RELR, where glibc is 2.36
+#      or newer), which the loader otherwise reads 2 MiB of at every start (Benchmarks/README.md, session 55).
 # Each step reuses its scratch directory, so a rebuild after a change recompiles what changed; the training always runs
 # again, so the profile matches the sources. A profile is never committed.
 #
@@ -51,13 +54,23 @@ case "$scratch" in
     /*) profile="$scratch/moya-gateway.profdata" ;;
     *) profile="$(pwd)/$scratch/moya-gateway.profdata" ;;
 esac
-guided=(-Xswiftc -Xfrontend -Xswiftc "-ir-profile-use=$profile")
+order="${profile%.profdata}.order"
+guided=(-Xswiftc -Xfrontend -Xswiftc "-ir-profile-use=$profile" -Xlinker -z -Xlinker keep-text-section-prefix)
+toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
+if [ -x "$toolchain/bin/ld.lld" ]; then
+    guided+=(-Xswiftc -Xfrontend -Xswiftc -function-sections -Xswiftc -use-ld=lld
+        -Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering)
+    # DT_RELR needs glibc 2.36 where the binary runs; it is built where it runs (or in an image of the same release).
+    glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{ print $2 }')
+    if [ -n "$glibc" ] && [ "$(printf '%s\n' 2.36 "$glibc" | sort -V | head -n 1)" = 2.36 ]; then
+        guided+=(-Xlinker -z -Xlinker pack-relative-relocs)
+    fi
+fi
 if [ "$show_only" = 1 ]; then
     built "$scratch/release" "${guided[@]}"
     exit 0
 fi
 
-toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")
 runtime=$(ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.profile-"$(uname -m)".a 2>/dev/null | head -n 1)
 profdata=$(command -v llvm-profdata || echo "$toolchain/bin/llvm-profdata")
 [ -f "$runtime" ] || { echo "build-release: no LLVM profile runtime under $toolchain/lib/clang" >&2; exit 1; }
@@ -74,6 +87,17 @@ echo "build-release: 2/3 training run" >&2
 rm -rf "$scratch/profiles"
 scripts/pgo-train.sh "$instrumented" "$scratch/profiles" >&2
 "$profdata" merge -o "$profile" "$scratch"/profiles/*.profraw
+# The link order: every function the training ran, the most often run first (a local function's profile name is
+# prefixed with its object's path and a semicolon, its symbol is not).
+"$profdata" show --all-functions --counts "$profile" | awk '
+    /^  [^ ].*:$/ { name = substr($0, 3, length($0) - 3); sub(/^.*;/, "", name); next }
+    /^    Block counts: \[/ {
+        counts = $0; sub(/^.*\[/, "", counts); sub(/\].*$/, "", counts)
+        most = 0; n = split(counts, count, ", ")
+        for (i = 1; i <= n; i++) if (count[i] + 0 > most) most = count[i] + 0
+        if (most > 0 && name != "") printf "%.0f\t%s\n", most, name
+        name = ""
+    }' | sort -t "$(printf '\t')" -k1,1nr -k2,2 | cut -f2 >"$order"
 
 echo "build-release: 3/3 profile-guided build ($scratch/release)" >&2
 "${build[@]}" --scratch-path "$scratch/release" "${guided[@]}" >&2
