@@ -5,13 +5,16 @@
 #     Δ RSS per connection = (RSS with N − idle RSS) / N;
 #   - the idle RSS split from /proc/PID/smaps: anonymous memory (heap, malloc arenas, thread stacks, the libraries'
 #     relocated data) and file-backed pages (the code and read-only data of the binary and of each shared library
-#     the process touched; the kernel maps 64 KiB around each page fault), the largest mappings by name, threads.
+#     the process touched; the kernel maps 64 KiB around each page fault), the largest mappings by name, threads;
+#   - the gateway binary's own resident pages by ELF section and its code pages by module (tools/binary_residency.py).
 # Each binary runs alone, freshly started, with nothing else asked of it.
 #
 #   Benchmarks/memory.sh                       # release build of this tree (swift build -c release)
 #   GW_BIN=/path/moya-gateway HELLO_BIN=/path/hello-server Benchmarks/memory.sh   # other builds (an A/B, or the
 #                                              # --static-swift-stdlib build that deploy/ ships)
 # Env: THREADS=2 N=1000 HOLD=8 SKIP_BUILD=0 RUN_DIR=/tmp/moyabench-memory BASE_PORT=18440 TOP=12
+#      GW_ENV="GLIBC_TUNABLES=glibc.malloc.tcache_count=64 GNUTLS_NO_IMPLICIT_INIT=1" (the gateway's environment: what
+#      the shipped image and systemd unit set; GW_ENV= measures it without)
 # Bounded: idle_keepalive.py holds for HOLD s and exits; every process is stopped by PID on exit.
 set -euo pipefail
 
@@ -22,6 +25,7 @@ THREADS="${THREADS:-2}"
 N="${N:-1000}"
 HOLD="${HOLD:-8}"
 TOP="${TOP:-12}"
+GW_ENV="${GW_ENV-GLIBC_TUNABLES=glibc.malloc.tcache_count=64 GNUTLS_NO_IMPLICIT_INIT=1}"
 BASE_PORT="${BASE_PORT:-18440}"
 GW_PORT=$BASE_PORT
 GW_ADMIN=$((BASE_PORT + 1))
@@ -76,6 +80,9 @@ measure() {
     idle=$(rss_kib "$pid")
     threads=$(ls "/proc/$pid/task" | wc -l)
     python3 "$HERE/tools/smaps_breakdown.py" --pid "$pid" --top "$TOP" --name "$name" >"$RUN_DIR/$name-breakdown.md"
+    if [[ $name == gateway ]]; then
+        python3 "$HERE/tools/binary_residency.py" --pid "$pid" --top "$TOP" >"$RUN_DIR/$name-residency.md"
+    fi
     python3 "$HERE/tools/idle_keepalive.py" --port "$port" --path "$path" --count "$N" --hold "$HOLD" \
         >"$RUN_DIR/$name-holder.out" 2>"$RUN_DIR/$name-holder.err" &
     holder=$!
@@ -96,7 +103,8 @@ RESULTS="$RUN_DIR/results.tsv"
 : >"$RESULTS"
 
 log "moya-gateway (threads: $THREADS): $GW_BIN"
-"$GW_BIN" serve --config "$RUN_DIR/config/gateway.yaml" >/dev/null 2>"$RUN_DIR/gateway.log" &
+# shellcheck disable=SC2086 # GW_ENV is a list of NAME=value words
+env $GW_ENV "$GW_BIN" serve --config "$RUN_DIR/config/gateway.yaml" >/dev/null 2>"$RUN_DIR/gateway.log" &
 GW_PID=$!
 PIDS+=("$GW_PID")
 wait_answer "http://127.0.0.1:$GW_ADMIN/readyz" "$GW_PID"
@@ -112,7 +120,8 @@ measure hello-server "$HELLO_PID" "http://127.0.0.1:$HELLO_PORT/" "$HELLO_PORT" 
 kill "$HELLO_PID"; wait "$HELLO_PID" 2>/dev/null || true
 
 {
-    echo "conditions: threads $THREADS, $N idle keep-alive connections held $HOLD s," \
+    echo "conditions: threads $THREADS, $N idle keep-alive connections held $HOLD s, the gateway's environment" \
+        "'${GW_ENV}'," \
         "$(git -C "$ROOT" rev-parse --short HEAD) ($(git -C "$ROOT" rev-parse --abbrev-ref HEAD)), $(uname -r)"
     echo
     echo "| process | idle RSS MiB | RSS with $N idle connections MiB | KiB per idle connection | threads |"
@@ -121,6 +130,8 @@ kill "$HELLO_PID"; wait "$HELLO_PID" 2>/dev/null || true
         "$RESULTS"
     echo
     cat "$RUN_DIR/gateway-breakdown.md"
+    echo
+    cat "$RUN_DIR/gateway-residency.md"
     echo
     cat "$RUN_DIR/hello-server-breakdown.md"
 } | tee "$RUN_DIR/table.md"
