@@ -92,7 +92,7 @@ def main():
     by_module = collections.Counter()
     windows = collections.Counter()
     with open(f"/proc/{args.pid}/pagemap", "rb") as pagemap:
-        for start, end, _, permissions in maps:
+        for start, end, _, _ in maps:
             count = (end - start) // PAGE
             pagemap.seek(start // PAGE * 8)
             entries = pagemap.read(count * 8)
@@ -105,7 +105,7 @@ def main():
                 if position >= 0 and address < section_rows[position][1]:
                     section = section_rows[position][2]
                 by_section[section] += PAGE // 1024
-                if "x" in permissions:
+                if section.startswith(".text"):
                     windows[(start // PAGE + index) // WINDOW_PAGES] += 1
                     found = bisect.bisect_right(addresses, address + PAGE // 2) - 1
                     by_module[owner(names[found]) if found >= 0 else "?"] += PAGE // 1024
