@@ -10,26 +10,13 @@
 set -euo pipefail
 binary=$1
 output=$2
-for tool in valgrind cc objcopy h2load python3; do
-    command -v "$tool" >/dev/null || { echo "pgo-trace: $tool is missing" >&2; exit 1; }
-done
-run=$(mktemp -d "${TMPDIR:-/tmp}/moya-gateway-trace.XXXXXX")
-gateway=""
-cleanup() {
-    [ -z "$gateway" ] || kill -KILL "$gateway" 2>/dev/null || true
-    rm -rf "$run"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/pgo-lib.sh
+source "$(dirname "$0")/pgo-lib.sh"
+pgo_need pgo-trace valgrind cc objcopy h2load python3
+pgo_scratch moya-gateway-trace
 
-read -r port admin_port < <(python3 -c '
-import socket
-sockets = [socket.socket() for _ in range(2)]
-for s in sockets: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in sockets))')
-mkdir "$run/config"
-cp -R Configuration/. "$run/config/"
-sed -i -e "s|127.0.0.1:8080|127.0.0.1:$port|" -e "s|127.0.0.1:9090|127.0.0.1:$admin_port|" \
-    -e "s|^  threads: .*|  threads: 2|" "$run/config/gateway.yaml"
+read -r port admin_port < <(pgo_free_ports 2)
+pgo_shipped_config "$run/config" "$port" "$admin_port"
 # valgrind 3.19 cannot read the DWARF 5 that lld writes (the symbol table is all a trace needs), and its sigsuspend
 # wrapper writes to the caller's mask, which the Swift runtime passes read-only.
 objcopy --strip-debug "$binary" "$run/moya-gateway"
@@ -44,27 +31,16 @@ int sigsuspend(const sigset_t *mask) {
 }
 C
 cc -O2 -shared -fPIC -o "$run/sigsuspend.so" "$run/sigsuspend.c"
-printf '{"name": "Ada"}' >"$run/user.json"
 
 LD_PRELOAD="$run/sigsuspend.so" valgrind --tool=callgrind --demangle=no --dump-instr=no --collect-systime=no \
     --callgrind-out-file="$run/callgrind.out" "$run/moya-gateway" serve --config "$run/config/gateway.yaml" \
     >"$run/gateway.out" 2>&1 &
 gateway=$!
-for _ in $(seq 3000); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$admin_port") 2>/dev/null && break
-    kill -0 "$gateway" 2>/dev/null || { cat "$run/gateway.out" >&2; exit 1; }
-    sleep 0.1
-done
+pgo_wait_port pgo-trace "$admin_port" 3000
 ask() {
     local result
     result=$(timeout 60 h2load "$@" 2>&1) || { echo "pgo-trace: h2load $* failed: $result" >&2; exit 1; }
 }
-plain="http://127.0.0.1:$port"
-ask --h1 -n 2 -c 1 "$plain/api/catalog"
-ask -n 2 -c 1 "$plain/api/users/7"
-ask --h1 -n 1 -c 1 -d "$run/user.json" -H 'content-type: application/json' "$plain/api/users"
-ask --h1 -n 1 -c 1 "http://127.0.0.1:$admin_port/metrics"
-kill -TERM "$gateway"
-wait "$gateway" || { echo "pgo-trace: the gateway did not stop cleanly" >&2; cat "$run/gateway.out" >&2; exit 1; }
-gateway=""
+pgo_ask_shipped ask "$run/config" "$port" "$admin_port"
+pgo_stop pgo-trace
 cp "$run/callgrind.out" "$output"

@@ -14,23 +14,13 @@
 set -euo pipefail
 binary=$1
 profiles=$2
-for tool in h2load openssl python3; do
-    command -v "$tool" >/dev/null || { echo "pgo-train: $tool is missing (scripts/install-deps.sh --test)" >&2; exit 1; }
-done
-run=$(mktemp -d "${TMPDIR:-/tmp}/moya-gateway-pgo.XXXXXX")
-gateway=""
-cleanup() {
-    [ -z "$gateway" ] || kill -KILL "$gateway" 2>/dev/null || true
-    rm -rf "$run"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/pgo-lib.sh
+source "$(dirname "$0")/pgo-lib.sh"
+pgo_need "pgo-train (scripts/install-deps.sh --test)" h2load openssl python3
+pgo_scratch moya-gateway-pgo
 mkdir -p "$profiles"
 
-read -r port tls_port admin_port < <(python3 -c '
-import socket
-sockets = [socket.socket() for _ in range(3)]
-for s in sockets: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in sockets))')
+read -r port tls_port admin_port < <(pgo_free_ports 3)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=127.0.0.1" \
     -addext "subjectAltName=IP:127.0.0.1" -keyout "$run/key.pem" -out "$run/cert.pem" 2>/dev/null
 head -c 1024 /dev/zero | tr '\0' 'x' >"$run/body"
@@ -52,11 +42,7 @@ routes:
 YAML
 LLVM_PROFILE_FILE="$profiles/gateway-%p.profraw" "$binary" serve --config "$run/gateway.yaml" >"$run/gateway.out" 2>&1 &
 gateway=$!
-for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-    kill -0 "$gateway" 2>/dev/null || { cat "$run/gateway.out" >&2; exit 1; }
-    sleep 0.1
-done
+pgo_wait_port pgo-train "$port"
 
 # load ARGS...: one bounded h2load run; fails the training when a request fails.
 load() {
@@ -75,35 +61,18 @@ load --h1 -n 5000 -c 10 -d "$run/body" "$plain/api/json"
 load -n 10000 -c 10 -m 10 "$secure/api/json"
 load --h1 -n 5000 -c 20 "$secure/api/json"
 
-stop() {
-    kill -TERM "$gateway"
-    wait "$gateway" || { echo "pgo-train: the gateway did not stop cleanly" >&2; cat "$run/gateway.out" >&2; exit 1; }
-    gateway=""
-}
-stop
+pgo_stop pgo-train
 
 # Start-up on the shipped configuration (stub upstreams only, two event loops) and a few of its answers: code run
 # once is profiled too, so that the link lays it out on adjacent pages rather than among code that never runs (the
 # idle memory is mostly the pages start-up touched: Benchmarks/README.md, session 55).
 if [ -f Configuration/gateway.yaml ]; then
-    mkdir "$run/shipped"
-    cp -R Configuration/. "$run/shipped/"
-    sed -i -e "s|127.0.0.1:8080|127.0.0.1:$port|" -e "s|127.0.0.1:9090|127.0.0.1:$admin_port|" \
-        -e "s|^  threads: .*|  threads: 2|" "$run/shipped/gateway.yaml"
-    printf '{"name": "Ada"}' >"$run/user.json"
+    pgo_shipped_config "$run/shipped" "$port" "$admin_port"
     LLVM_PROFILE_FILE="$profiles/gateway-%p.profraw" "$binary" serve --config "$run/shipped/gateway.yaml" \
         >"$run/gateway.out" 2>&1 &
     gateway=$!
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$admin_port") 2>/dev/null && break
-        kill -0 "$gateway" 2>/dev/null || { cat "$run/gateway.out" >&2; exit 1; }
-        sleep 0.1
-    done
-    load --h1 -n 10 -c 1 "$plain/api/catalog"
-    load -n 10 -c 1 "$plain/api/users/7"
-    load --h1 -n 1 -c 1 -d "$run/user.json" -H 'content-type: application/json' "$plain/api/users"
-    load --h1 -n 2 -c 1 "$plain/bulk/data"
-    load --h1 -n 2 -c 1 "http://127.0.0.1:$admin_port/metrics"
-    stop
+    pgo_wait_port pgo-train "$admin_port"
+    pgo_ask_shipped load "$run/shipped" "$port" "$admin_port"
+    pgo_stop pgo-train
 fi
 ls "$profiles"/gateway-*.profraw >/dev/null
