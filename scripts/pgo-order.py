@@ -8,7 +8,7 @@ Three groups, each laid out contiguously:
   1. the functions the training ran often (the hot path), the most often run first: the code a request runs sits on
      as few pages as it can;
   2. every other function that ran while a gateway started and answered its first requests (--start-up: a callgrind
-     output of that start, scripts/pgo-train.sh). Unlike the profile it names the toolchain's code too (the Swift
+     output of that start, scripts/pgo-trace.sh). Unlike the profile it names the toolchain's code too (the Swift
      runtime, the standard library, Foundation), which is linked statically and never instrumented. An idle gateway's
      resident code is mostly these pages: a read fault maps the 64 KiB around it (fault-around), so start-up code
      scattered among code that never runs keeps far more pages resident than it uses;
@@ -70,7 +70,7 @@ def resolve(table, text):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--start-up", help="callgrind output of a traced start (scripts/pgo-train.sh)")
+    parser.add_argument("--start-up", help="callgrind output of a traced start (scripts/pgo-trace.sh)")
     args = parser.parse_args()
     functions = profile_functions(sys.stdin)
     hot = [name for count, name in functions if count >= HOT_COUNT]
