@@ -191,9 +191,13 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
     /// A client that has gone (EOF) is done with once its last stream has ended.
     var closesWhenFlushed: Bool { peerFinished && streams.isEmpty }
 
+    /// The session is over (a GOAWAY sent after its last stream, as a drain or an abuse ends it): the close lingers
+    /// unless the client has closed its side. A client that has not read the GOAWAY yet is still sending (the
+    /// acknowledgement of a SETTINGS or PING, a WINDOW_UPDATE for the last DATA, a stream it opened meanwhile), and a
+    /// socket closed with those bytes unread is reset: the reset throws away what the kernel has not sent yet, the
+    /// last streams' answers included, which the client then never sees.
     func closeAfterOutput() {
-        // A client told GOAWAY for its behaviour may still be sending: the close lingers, so that it reads why.
-        closeAfterFlush(lingering: session.abuseGoAway != nil)
+        closeAfterFlush(lingering: true)
     }
 
     /// Closes once the output is written; `lingering`: the client may still be sending (a flood), so the connection

@@ -311,4 +311,18 @@ import Testing
         #expect(took < .seconds(3), "drain ends when the last stream is done, not at the timeout")
         #expect(server.openConnections == 0)
     }
+
+    /// The drain's close lingers: a client that has not read the final GOAWAY yet goes on sending (acknowledgements,
+    /// WINDOW_UPDATEs), and a socket closed with its bytes unread is reset, which can destroy the last answer before
+    /// the client reads it. So the server ends its side once the last stream is answered, drops what the client
+    /// still sends, and the drain ends when the client closes.
+    @Test func theDrainsCloseLingersWhileTheClientIsStillSending() async throws {
+        let (server, port) = try await startTestServer()
+        let probe = Task { try await offPool { try Self.probe(port, "drain", "/slow?ms=400") } }
+        try await Task.sleep(for: .milliseconds(200))
+        await server.shutdown(timeout: .seconds(5))
+        let output = try await probe.value
+        #expect(output.stdout == "RESPONSE 200 slow 400\nGOAWAY 2147483647 1\nEOF\nSENT\n", "\(output.stderr)")
+        #expect(server.openConnections == 0)
+    }
 }

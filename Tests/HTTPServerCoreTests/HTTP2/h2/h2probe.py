@@ -24,8 +24,13 @@ Usage: h2probe.py PORT MODE [ARG]
                   SETTINGS_ENABLE_CONNECT_PROTOCOL), then "RESPONSE <status> <body>" or "RST <code>"; after a 200 sends
                   "ping-1", then 300 KiB, waits 1 s, then "ping-2", printing "ECHO <bytes echoed> <intact>", then ends
                   its side and prints "END STREAM" (the server ended too), "RST <code>" or "OPEN".
+  drain PATH      raw frames: a GET of PATH, during which the Swift test shuts the server down; reads until the
+                  server ends its side, printing "RESPONSE <status> <body>", "GOAWAY <last stream ids>" and "EOF", then
+                  goes on sending as a client that has not read the GOAWAY yet would (a PING every 20 ms for 200 ms)
+                  and prints "SENT" or "RESET <errno>" when a send failed: the server closed instead of lingering.
 Exit status 0 when the script ran to the end (the Swift test checks the printed results).
 """
+import errno
 import socket
 import sys
 import time
@@ -367,6 +372,47 @@ def tunnel(port, path, protocol):
     print(watch.outcome or "OPEN")
 
 
+def drain(port, path):
+    from hpack import Decoder, Encoder
+    from hyperframe.frame import DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame, SettingsFrame
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    block = Encoder().encode(request_headers(path))
+    sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SettingsFrame(0).serialize()
+                 + HeadersFrame(1, data=block, flags=["END_HEADERS", "END_STREAM"]).serialize())
+    decoder, buf, status, body, goaways = Decoder(), bytearray(), None, b"", []
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        data = sock.recv(65536)
+        if not data:
+            break
+        buf += data
+        while len(buf) >= 9:
+            frame, length = Frame.parse_frame_header(memoryview(bytes(buf[:9])))
+            if len(buf) < 9 + length:
+                break
+            frame.parse_body(memoryview(bytes(buf[9:9 + length])))
+            del buf[:9 + length]
+            if isinstance(frame, SettingsFrame) and "ACK" not in frame.flags:
+                sock.sendall(SettingsFrame(0, flags=["ACK"]).serialize())
+            elif isinstance(frame, HeadersFrame) and frame.stream_id == 1:
+                status = dict(decoder.decode(frame.data)).get(":status")
+            elif isinstance(frame, DataFrame) and frame.stream_id == 1:
+                body += frame.data
+            elif isinstance(frame, GoAwayFrame):
+                goaways.append(str(frame.last_stream_id))
+    print("RESPONSE %s %s" % (status, body.decode("utf-8", "replace")))
+    print("GOAWAY %s" % " ".join(goaways))
+    print("EOF" if time.time() < deadline else "OPEN")
+    try:
+        for _ in range(10):
+            sock.sendall(PingFrame(0, opaque_data=b"lingered").serialize())
+            time.sleep(0.02)
+        print("SENT")
+    except OSError as error:
+        print("RESET %s" % errno.errorcode.get(error.errno, error.errno))
+    sock.close()
+
+
 def main():
     port, mode = int(sys.argv[1]), sys.argv[2]
     if mode == "malformed":
@@ -383,6 +429,8 @@ def main():
         early_declared(port, sys.argv[3], int(sys.argv[4]), stall=len(sys.argv) > 5 and sys.argv[5] == "stall")
     elif mode == "tunnel":
         tunnel(port, sys.argv[3], sys.argv[4])
+    elif mode == "drain":
+        drain(port, sys.argv[3])
     elif mode == "sequence":
         sequence(port, sys.argv[3], int(sys.argv[4]))
     else:
