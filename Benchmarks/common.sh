@@ -51,6 +51,7 @@ VAR_PORT=18092           # Varnish, pass-through (conf/varnish-pass.vcl)
 VARC_PORT=18094          # Varnish, built-in VCL: caches and coalesces (conf/varnish-default.vcl)
 CADDY_PORT=18096         # Caddy reverse_proxy (conf/caddy-proxy.Caddyfile)
 CADDY_RESPOND_PORT=18097 # Caddy `respond` with the upstream's body (conf/caddy-respond.Caddyfile)
+NGX_TWIN_PORT=18098     # a second nginx proxy_pass, the same configuration (the harness's A/A pair with NGX_PORT)
 TLS_H2_PORT=18443        # nginx TLS + http2 (conf/nginx-tls.conf)
 TLS_H1_PORT=18444        # nginx TLS, HTTP/1.1 only
 
@@ -215,9 +216,10 @@ wait_http() {   # wait_http URL [TIMEOUT_S] [PID] : until URL answers 2xx/3xx; f
 }
 
 # ---------------------------------------------------------------- the peers
-render() {   # render SRC DST : @RUN@ (the run directory), @BENCH@ (Benchmarks/), @UPSTREAM_KEEPALIVE@ (default 64)
+render() {   # render SRC DST : @RUN@ (the run directory), @BENCH@ (Benchmarks/), @UPSTREAM_KEEPALIVE@ (default 64),
+             # @PROXY_PORT@ (default NGX_PORT)
     sed -e "s#@RUN@#$RUN_DIR#g" -e "s#@BENCH@#$HERE#g" -e "s#@UPSTREAM_KEEPALIVE@#${UPSTREAM_KEEPALIVE:-64}#g" \
-        "$1" >"$2"
+        -e "s#@PROXY_PORT@#${PROXY_PORT:-$NGX_PORT}#g" "$1" >"$2"
 }
 start_nginx() {   # start_nginx NAME CONF_FILE URL_TO_WAIT_FOR : its own prefix under $RUN_DIR/NAME; never the system nginx
     local name=$1 file=$2 url=$3 d="$RUN_DIR/$1"
@@ -235,6 +237,9 @@ start_upstream() {   # the slow upstream, then the nginx upstream in front of it
     start_nginx upstream nginx-upstream.conf "http://$HOST:$UP_PORT/json"
 }
 start_nginx_proxy() { start_nginx nginx nginx-proxy.conf "http://$HOST:$NGX_PORT/json"; }
+start_nginx_twin() {   # the same nginx proxy_pass again, on NGX_TWIN_PORT: what the harness reads between equals
+    PROXY_PORT=$NGX_TWIN_PORT start_nginx nginx-twin nginx-proxy.conf "http://$HOST:$NGX_TWIN_PORT/json"
+}
 start_haproxy() {
     local d="$RUN_DIR/haproxy"
     need haproxy

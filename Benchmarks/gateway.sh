@@ -4,6 +4,8 @@
 #   wrk -t1 -c$CONNS -d$DURATION --latency   GET /json (the upstream's 300-byte JSON body), for CONNS in 50 and 1
 #   targets   direct         the upstream itself (nginx `return 200`, conf/nginx-upstream.conf on :18080)
 #             nginx          nginx `proxy_pass`, upstream keep-alive 64 (conf/nginx-proxy.conf)
+#             nginx-twin     the same nginx again on its own port, measured later in each repetition: nginx-twin
+#                            against nginx is an A/A pair, what the harness reads between two equal proxies
 #             haproxy        HAProxy, one thread, `http-reuse always` (conf/haproxy.cfg)
 #             caddy          Caddy `reverse_proxy`, GOMAXPROCS=1, 64 idle upstream connections (conf/caddy-proxy.Caddyfile)
 #             gw-proxy       moya-gateway proxying /json to the upstream (threads 1, pool of 64)
@@ -22,7 +24,7 @@
 # use layers.sh ALONE=1.
 #
 # Env: REPS=3 DURATION=5s CONNS="50 1"
-#      TARGETS="direct nginx haproxy caddy gw-proxy gw-proxy-epoll gw-stub gw-stub-epoll caddy-respond"
+#      TARGETS="direct nginx haproxy caddy gw-proxy gw-proxy-epoll nginx-twin gw-stub gw-stub-epoll caddy-respond"
 #      ACCESS_LOG=false SKIP_BUILD=0 PIN=1 RUN_DIR=/tmp/moyabench-proxy QUIET_PCT=5 QUIET_MAX_WAIT=30 GUARD_RETRIES=1
 # Output: progress on stderr, a markdown table on stdout; raw wrk output, .cpu sidecars and summary.tsv under
 # $RUN_DIR/results/throughput/.
@@ -35,13 +37,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 REPS="${REPS:-3}"
 DURATION="${DURATION:-5s}"
 CONNS="${CONNS:-50 1}"
-TARGETS="${TARGETS:-direct nginx haproxy caddy gw-proxy gw-proxy-epoll gw-stub gw-stub-epoll caddy-respond}"
+TARGETS="${TARGETS:-direct nginx haproxy caddy gw-proxy gw-proxy-epoll nginx-twin gw-stub gw-stub-epoll caddy-respond}"
 GW_PROXY_PORT=18200 GW_PROXY_ADMIN=18201 GW_STUB_PORT=18202 GW_STUB_ADMIN=18203
 GW_PROXY_EPOLL_PORT=18204 GW_PROXY_EPOLL_ADMIN=18205 GW_STUB_EPOLL_PORT=18206 GW_STUB_EPOLL_ADMIN=18207
 OUT="$RESULTS_DIR/throughput"
 MODE=$([[ "$PIN" == 1 ]] && echo pinned || echo unpinned)
 
-declare -A PORT=([direct]=$UP_PORT [nginx]=$NGX_PORT [haproxy]=$HAP_PORT [caddy]=$CADDY_PORT [varnish]=$VAR_PORT
+declare -A PORT=([direct]=$UP_PORT [nginx]=$NGX_PORT [nginx-twin]=$NGX_TWIN_PORT [haproxy]=$HAP_PORT [caddy]=$CADDY_PORT [varnish]=$VAR_PORT
     [gw-proxy]=$GW_PROXY_PORT [gw-stub]=$GW_STUB_PORT [gw-proxy-epoll]=$GW_PROXY_EPOLL_PORT
     [gw-stub-epoll]=$GW_STUB_EPOLL_PORT [caddy-respond]=$CADDY_RESPOND_PORT)
 declare -A ADMIN=([gw-proxy]=$GW_PROXY_ADMIN [gw-stub]=$GW_STUB_ADMIN [gw-proxy-epoll]=$GW_PROXY_EPOLL_ADMIN
@@ -81,12 +83,13 @@ write_config "$RUN_DIR/gw-stub.yaml" "$GW_STUB_PORT" "$GW_STUB_ADMIN" stub true
 write_config "$RUN_DIR/gw-proxy-epoll.yaml" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" bench false
 write_config "$RUN_DIR/gw-stub-epoll.yaml" "$GW_STUB_EPOLL_PORT" "$GW_STUB_EPOLL_ADMIN" stub false
 
-require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$HAP_PORT" "$VAR_PORT" "$CADDY_PORT" "$CADDY_RESPOND_PORT" \
+require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$NGX_TWIN_PORT" "$HAP_PORT" "$VAR_PORT" "$CADDY_PORT" "$CADDY_RESPOND_PORT" \
     "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" "$GW_STUB_PORT" "$GW_STUB_ADMIN" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" \
     "$GW_STUB_EPOLL_PORT" "$GW_STUB_EPOLL_ADMIN"
 log "[$MODE] starting the upstream and the targets: $TARGETS"
 start_upstream
 has nginx && start_nginx_proxy
+has nginx-twin && start_nginx_twin
 has haproxy && start_haproxy
 has varnish && start_varnish_pass
 has caddy && start_caddy caddy caddy-proxy.Caddyfile "http://$HOST:$CADDY_PORT/json"

@@ -142,24 +142,38 @@ tsv = f"{run}/proxy/results/throughput/summary.tsv"
 if os.path.exists(tsv):
     lines = open(tsv).read().splitlines()
     head = lines[0].split("\t")
-    t = {}
+    t, reps = {}, {}
     for line in lines[1:]:
         r = dict(zip(head, line.split("\t")))
         f = lambda k: None if r.get(k) in (None, "None", "") else float(r[k])
         t[(r["mode"], r["conns"], r["target"])] = (f("rps_med"), f("proxy_cpu_us_per_req"), f("upstream_cpu_us_per_req"))
+        reps[(r["mode"], r["conns"], r["target"])] = [float(x) for x in r.get("rps_all", "").split(",") if x]
+    def paired(a, b, conns):
+        """The median req/s ratio, then the range of the ratios repetition by repetition (each pair measured in the
+        same repetition, minutes apart at most)."""
+        xs, ys = reps.get(("pinned", conns, a), []), reps.get(("pinned", conns, b), [])
+        each = [x / y for x, y in zip(xs, ys) if y]
+        med_ratio = ratio(t[("pinned", conns, a)][0], t[("pinned", conns, b)][0])
+        return f"{med_ratio} ({min(each):.2f}–{max(each):.2f})" if len(each) > 1 else med_ratio
     for conns in ("50", "1"):
-        n, d, h, c, cr = (t.get(("pinned", conns, x)) for x in ("nginx", "direct", "haproxy", "caddy", "caddy-respond"))
+        n, d, h, c, cr, tw = (t.get(("pinned", conns, x))
+                              for x in ("nginx", "direct", "haproxy", "caddy", "caddy-respond", "nginx-twin"))
+        if tw and n:
+            rows.append((f"A/A: the same nginx proxy_pass twice, wrk -c{conns} (what the harness reads between equals)",
+                         "nginx proxy_pass (twin)", "nginx proxy_pass",
+                         f"{num(tw[0])} req/s, {num(tw[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
+                         paired("nginx-twin", "nginx", conns), ratio(tw[1], n[1])))
         for suffix, uring in (("", ""), ("-epoll", ", io_uring: false")):
             g, s = t.get(("pinned", conns, "gw-proxy" + suffix)), t.get(("pinned", conns, "gw-stub" + suffix))
             if g and n:
                 rows.append((f"proxy, wrk -c{conns}, 300-byte JSON upstream (CPU billed per process, upstream beside it)",
                              f"moya-gateway{uring}", "nginx proxy_pass",
                              f"{num(g[0])} req/s, {num(g[1], 1)} µs", f"{num(n[0])} req/s, {num(n[1], 1)} µs",
-                             ratio(g[0], n[0]), ratio(g[1], n[1]), peer(h, g), peer(c, g)))
+                             paired("gw-proxy" + suffix, "nginx", conns), ratio(g[1], n[1]), peer(h, g), peer(c, g)))
             if s and d:
                 rows.append((f"answer without upstream, wrk -c{conns}", f"moya-gateway stub{uring}", "nginx return 200",
                              f"{num(s[0])} req/s, {num(s[1], 1)} µs", f"{num(d[0])} req/s, {num(d[2], 1)} µs",
-                             ratio(s[0], d[0]), ratio(s[1], d[2]), "-", peer(cr, s)))
+                             paired("gw-stub" + suffix, "direct", conns), ratio(s[1], d[2]), "-", peer(cr, s)))
     for key in sorted(k for k in t if "coalesc" in k[2]):
         rows.append((f"coalescing ({key[2]}, -c{key[1]})", key[2], "-", f"{num(t[key][0])} req/s", "-", "-", "-"))
 
@@ -236,7 +250,9 @@ for r in rows:
 print()
 print("Ratios are ours/reference: req/s above 1 and CPU below 1 are better for us. HAProxy (one thread, http-reuse "
       "always) and Caddy (reverse_proxy, or respond beside the stub; GOMAXPROCS=1) run in the same gateway.sh run, "
-      "pinned like the others, without access logs.")
+      "pinned like the others, without access logs. A gateway.sh req/s ratio is the ratio of the medians, then in "
+      "brackets the lowest and highest ratio of one repetition's pair; the A/A rows (the same nginx measured twice "
+      "in each repetition) show how far apart the harness reads two equal proxies.")
 print()
 print("Conditions: $start, CPU $cpu_model x $(nproc), load average $load_start at start and $load_end at the end;"
       " $versions; servers pinned to CPU 1, load generators to CPU 0; DURATION=${DURATION}s per wrk/ClientBench run,"
