@@ -74,6 +74,8 @@ versions+=" zlib $(dpkg-query -W -f='${Version}' zlib1g 2>/dev/null), openssl $(
 "$PY" - "$RUN_DIR" <<PY
 import glob, json, os, re, statistics, sys
 run = sys.argv[1]
+# Only what this run measured: files an earlier run left in RUN_DIR are not read.
+only = set("$ONLY".split())
 
 def med(xs):
     xs = [x for x in xs if x is not None]
@@ -111,7 +113,7 @@ def server_stats(target):
         if n and "server_ticks" in c:
             cpu.append(int(c["server_ticks"]) / float(c.get("clk_tck", 100)) * 1e6 / n)
     return med(rps), med(cpu)
-if glob.glob(f"{tp}/wrk_*"):
+if "run" in only and glob.glob(f"{tp}/wrk_*"):
     (hr, hc), (nr, nc) = server_stats("hello-server"), server_stats("nginx")
     rows.append(("HTTP/1.1 server, wrk -c50, 13-byte body", "hello-server", "nginx return 200",
                  f"{num(hr)} req/s, {num(hc, 1)} µs", f"{num(nr)} req/s, {num(nc, 1)} µs", ratio(hr, nr), ratio(hc, nc)))
@@ -139,7 +141,7 @@ def peer(p, ours):   # a peer's cell: its req/s and CPU per request, and ours as
 
 # gateway.sh (its summary.tsv): proxy vs nginx, HAProxy and Caddy; stub vs nginx return 200 (direct) and Caddy respond
 tsv = f"{run}/proxy/results/throughput/summary.tsv"
-if os.path.exists(tsv):
+if "gateway" in only and os.path.exists(tsv):
     lines = open(tsv).read().splitlines()
     head = lines[0].split("\t")
     t, reps = {}, {}
@@ -179,7 +181,7 @@ if os.path.exists(tsv):
 
 # layers.sh ALONE=1 (results.txt: target req/s user system busy): each proxy alone on CPU 1
 layers = f"{run}/layers/results.txt"
-if os.path.exists(layers):
+if "layers" in only and os.path.exists(layers):
     by = {}
     for line in open(layers):
         target, *values = line.split()
@@ -210,13 +212,13 @@ def pair(r, unit="µs"):
 def two(x):
     return "-" if x in (None, "-") else f"{float(x):.2f}"
 
-for key, r in ratio_lines("h2").items():
+for key, r in (ratio_lines("h2") if "h2" in only else {}).items():
     _, case, ka = key.split(".")
     ours = "moya-gateway, io_uring: false" if case.endswith("-epoll") else "moya-gateway"
     case = case.removesuffix("-epoll")
     rows.append((f"TLS {case.replace('-', ' ')}, proxied (h2load)", ours, f"nginx keepalive {ka[2:]}",
                  *pair(r), two(r.get("rps")), two(r.get("cpu"))))
-g = ratio_lines("gzip")
+g = ratio_lines("gzip") if "gzip" in only else {}
 if "gzip.cost_per_kib" in g:
     rows.append(("gzip level 1: CPU per KiB of body (gzip − identity)", "moya-gateway", "nginx gzip",
                  *pair(g["gzip.cost_per_kib"], "µs/KiB"), "-", two(g["gzip.cost_per_kib"].get("cpu"))))
@@ -226,7 +228,7 @@ if "gzip.total" in g:
 
 # coalesce.sh: its markdown table (direct / varnish / coalesce / plain rows)
 path = f"{run}/logs/coalesce.out"
-if os.path.exists(path):
+if "coalesce" in only and os.path.exists(path):
     table = {}
     for line in open(path):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
