@@ -48,7 +48,7 @@
 # Needs valgrind, h2load (nghttp2-client), nginx and a C compiler; installs the first three with apt when root.
 # valgrind 3.19 (Debian 12) cannot read the DWARF 5 of a Swift 6.3 binary and writes to the read-only mask that
 # libdispatch's sigsuspend passes, so the binaries run as copies without debug info (symbols kept) and with a
-# 20-line LD_PRELOAD shim that passes sigsuspend a copy of its mask.
+# small LD_PRELOAD shim (scripts/valgrind-sigsuspend.c) that passes sigsuspend a copy of its mask.
 # Bounded: every load run is h2load -n under timeout; every process is stopped by PID on exit.
 set -euo pipefail
 
@@ -119,18 +119,8 @@ mkdir -p "$RUN_DIR/bin" "$RUN_DIR/dumps" "$RUN_DIR/upstream/tmp" "$RUN_DIR/nginx
     "$RUN_DIR/tls" "$RUN_DIR/tmp"
 objcopy --strip-debug "$GW_BIN" "$RUN_DIR/bin/moya-gateway"
 [[ $needs_engine == 0 ]] || objcopy --strip-debug "$BIN_DIR/hello-server" "$RUN_DIR/bin/hello-server"
-cat >"$RUN_DIR/sigsuspend_shim.c" <<'C'
-/* valgrind 3.19's rt_sigsuspend wrapper edits the caller's mask in place; libdispatch passes a read-only one. */
-#define _GNU_SOURCE
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-int sigsuspend(const sigset_t *mask) {
-    sigset_t copy = *mask;
-    return (int)syscall(SYS_rt_sigsuspend, &copy, (long)(_NSIG / 8));
-}
-C
-cc -O2 -shared -fPIC -o "$RUN_DIR/sigsuspend_shim.so" "$RUN_DIR/sigsuspend_shim.c"
+# valgrind 3.19's rt_sigsuspend wrapper edits the caller's mask in place; libdispatch passes a read-only one.
+cc -O2 -shared -fPIC -o "$RUN_DIR/sigsuspend_shim.so" "$ROOT/scripts/valgrind-sigsuspend.c"
 
 # ------------------------------------------------------------------ processes
 # shellcheck source=tools/child-processes.sh

@@ -18,19 +18,9 @@ pgo_scratch moya-gateway-trace
 read -r port admin_port < <(pgo_free_ports 2)
 pgo_shipped_config "$run/config" "$port" "$admin_port"
 # valgrind 3.19 cannot read the DWARF 5 that lld writes (the symbol table is all a trace needs), and its sigsuspend
-# wrapper writes to the caller's mask, which the Swift runtime passes read-only.
+# wrapper writes to the caller's mask, which the Swift runtime passes read-only (scripts/valgrind-sigsuspend.c).
 objcopy --strip-debug "$binary" "$run/moya-gateway"
-cat >"$run/sigsuspend.c" <<'C'
-#define _GNU_SOURCE
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-int sigsuspend(const sigset_t *mask) {
-    sigset_t copy = *mask;
-    return (int)syscall(SYS_rt_sigsuspend, &copy, (long)(_NSIG / 8));
-}
-C
-cc -O2 -shared -fPIC -o "$run/sigsuspend.so" "$run/sigsuspend.c"
+cc -O2 -shared -fPIC -o "$run/sigsuspend.so" "$(dirname "$0")/valgrind-sigsuspend.c"
 
 LD_PRELOAD="$run/sigsuspend.so" valgrind --tool=callgrind --demangle=no --dump-instr=no --collect-systime=no \
     --callgrind-out-file="$run/callgrind.out" "$run/moya-gateway" serve --config "$run/config/gateway.yaml" \
