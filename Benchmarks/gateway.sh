@@ -43,8 +43,8 @@ GW_PROXY_EPOLL_PORT=18204 GW_PROXY_EPOLL_ADMIN=18205 GW_STUB_EPOLL_PORT=18206 GW
 OUT="$RESULTS_DIR/throughput"
 MODE=$([[ "$PIN" == 1 ]] && echo pinned || echo unpinned)
 
-declare -A PORT=([direct]=$UP_PORT [nginx]=$NGX_PORT [nginx-twin]=$NGX_TWIN_PORT [haproxy]=$HAP_PORT [caddy]=$CADDY_PORT [varnish]=$VAR_PORT
-    [gw-proxy]=$GW_PROXY_PORT [gw-stub]=$GW_STUB_PORT [gw-proxy-epoll]=$GW_PROXY_EPOLL_PORT
+declare -A PORT=([direct]=$UP_PORT [nginx]=$NGX_PORT [nginx-twin]=$NGX_TWIN_PORT [haproxy]=$HAP_PORT
+    [caddy]=$CADDY_PORT [varnish]=$VAR_PORT [gw-proxy]=$GW_PROXY_PORT [gw-stub]=$GW_STUB_PORT [gw-proxy-epoll]=$GW_PROXY_EPOLL_PORT
     [gw-stub-epoll]=$GW_STUB_EPOLL_PORT [caddy-respond]=$CADDY_RESPOND_PORT)
 declare -A ADMIN=([gw-proxy]=$GW_PROXY_ADMIN [gw-stub]=$GW_STUB_ADMIN [gw-proxy-epoll]=$GW_PROXY_EPOLL_ADMIN
     [gw-stub-epoll]=$GW_STUB_EPOLL_ADMIN)
@@ -83,8 +83,8 @@ write_config "$RUN_DIR/gw-stub.yaml" "$GW_STUB_PORT" "$GW_STUB_ADMIN" stub true
 write_config "$RUN_DIR/gw-proxy-epoll.yaml" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" bench false
 write_config "$RUN_DIR/gw-stub-epoll.yaml" "$GW_STUB_EPOLL_PORT" "$GW_STUB_EPOLL_ADMIN" stub false
 
-require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$NGX_TWIN_PORT" "$HAP_PORT" "$VAR_PORT" "$CADDY_PORT" "$CADDY_RESPOND_PORT" \
-    "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" "$GW_STUB_PORT" "$GW_STUB_ADMIN" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" \
+require_free_ports "$UP_PORT" "$SLOW_PORT" "$NGX_PORT" "$NGX_TWIN_PORT" "$HAP_PORT" "$VAR_PORT" "$CADDY_PORT" \
+    "$CADDY_RESPOND_PORT" "$GW_PROXY_PORT" "$GW_PROXY_ADMIN" "$GW_STUB_PORT" "$GW_STUB_ADMIN" "$GW_PROXY_EPOLL_PORT" "$GW_PROXY_EPOLL_ADMIN" \
     "$GW_STUB_EPOLL_PORT" "$GW_STUB_EPOLL_ADMIN"
 log "[$MODE] starting the upstream and the targets: $TARGETS"
 start_upstream

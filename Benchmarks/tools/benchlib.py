@@ -165,8 +165,8 @@ def summarize_throughput(directory):
         run = parse_wrk(path)
         run.update(parse_cpu(path[:-4] + ".cpu", run["requests"]))
         runs.setdefault((mode, int(conns), target), []).append(run)
-    order = ["direct", "nginx", "nginx-twin", "haproxy", "caddy", "varnish", "gw-proxy", "gw-proxy-epoll", "gw-stub", "gw-stub-epoll",
-             "caddy-respond"]
+    order = ["direct", "nginx", "nginx-twin", "haproxy", "caddy", "varnish", "gw-proxy", "gw-proxy-epoll", "gw-stub",
+             "gw-stub-epoll", "caddy-respond"]
     key = lambda k: (k[0] != "pinned", -k[1], order.index(k[2]) if k[2] in order else 99, k[2])
     tsv = ["mode\tconns\ttarget\treps\trps_med\trps_min\trps_max\tp50_us_med\tp99_us_med\tp50_added_us\t"
            "proxy_cpu_us_per_req\tupstream_cpu_us_per_req\tcpu0_busy_pct_med\tcpu1_busy_pct_med\tforeign_pct_max\t"

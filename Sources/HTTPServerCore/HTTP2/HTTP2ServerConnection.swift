@@ -200,8 +200,9 @@ final class HTTP2ServerConnection: HTTPServerConnectionHandler, HTTP2Connection 
         closeAfterFlush(lingering: true)
     }
 
-    /// Closes once the output is written; `lingering`: the client may still be sending (a flood), so the connection
-    /// reads and drops its bytes for a while rather than resetting under the last frames (see
+    /// Closes once the output is written; `lingering`: the client may still be sending (frames sent before it read
+    /// the GOAWAY, or a flood), so the connection reads and drops its bytes for a while rather than resetting under the
+    /// last frames (see
     /// ``NetCore/Connection/closeAfterFlush(lingering:)``).
     func closeAfterFlush(lingering: Bool = false) {
         guard !closing else { return }
